@@ -1,0 +1,23 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.(t|j)sx?$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript', decorators: true }, target: 'es2022' },
+        module: { type: 'commonjs' },
+        sourceMaps: 'inline',
+      },
+    ],
+  },
+  // Real servers, real PostgreSQL: generous per-test limit so a slow shared machine does not flake.
+  testTimeout: 60000,
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // Tests that start processes and databases share the machine's two cores.
+  maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/support/count-reporter.js'],
+};

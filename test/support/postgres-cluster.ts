@@ -1,0 +1,80 @@
+/**
+ * A throwaway PostgreSQL cluster for the test run.
+ *
+ * Database tests run against real PostgreSQL and never skip silently: either the caller gives a server
+ * (`TEST_DATABASE_URL`), or we start Debian's PostgreSQL server from its binaries into a temporary
+ * directory. When neither is possible the run fails with a message that says how to fix it.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface RunningCluster {
+  url: string;
+  stop(): void;
+}
+
+function findBinDir(): string {
+  const explicit = process.env.PG_BIN_DIR;
+  if (explicit) return explicit;
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root)) {
+    const versions = readdirSync(root)
+      .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
+    if (versions.length > 0) return join(root, versions[0]!, 'bin');
+  }
+  throw new Error(
+    'No PostgreSQL server binaries found. Install Debian package `postgresql` (bash .ci/run does) ' +
+      'or set TEST_DATABASE_URL=postgres://user:pass@host:port/db to use your own server.',
+  );
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a cluster owned by the `postgres` OS user (root cannot run the server itself). */
+export async function startCluster(): Promise<RunningCluster> {
+  const bin = findBinDir();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
+  chmodSync(dir, 0o777);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const run = (cmd: string, args: string[]) =>
+    asRoot
+      ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { stdio: 'pipe' })
+      : execFileSync(join(bin, cmd), args, { stdio: 'pipe' });
+  run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
+  run('pg_ctl', [
+    '-D',
+    data,
+    '-w',
+    '-l',
+    join(dir, 'server.log'),
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c full_page_writes=off`,
+    'start',
+  ]);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop() {
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
