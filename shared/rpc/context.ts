@@ -1,0 +1,7 @@
+import { createContextKey } from '@connectrpc/connect';
+
+/** Which port a call arrived on: `grpc` (grpc-js) or `http` (Connect, gRPC-Web over HTTP/1.1). */
+export const transportKey = createContextKey<'grpc' | 'http'>('http', { description: 'transport' });
+
+/** The authenticated caller (an API token's index, never the token), when auth is on. */
+export const callerKey = createContextKey<string>('anonymous', { description: 'caller' });

@@ -1,0 +1,83 @@
+/**
+ * The one place where domain errors become RPC status codes (and HTTP statuses for the gateway).
+ *
+ * Connect `Code` values equal gRPC status codes, so a ConnectError maps to a grpc-js status directly.
+ * Unknown errors become INTERNAL with a generic message: the cause goes to the log, never to the caller.
+ */
+import { Metadata, type StatusObject } from '@grpc/grpc-js';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { isDomainError, type DomainErrorCode } from '../errors';
+import type { Logger } from '../logging/logger';
+
+const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
+  INVALID_ARGUMENT: Code.InvalidArgument,
+  NOT_FOUND: Code.NotFound,
+  ALREADY_EXISTS: Code.AlreadyExists,
+  UNAUTHENTICATED: Code.Unauthenticated,
+  PERMISSION_DENIED: Code.PermissionDenied,
+  RESOURCE_EXHAUSTED: Code.ResourceExhausted,
+  FAILED_PRECONDITION: Code.FailedPrecondition,
+  UNAVAILABLE: Code.Unavailable,
+  DEADLINE_EXCEEDED: Code.DeadlineExceeded,
+  UNIMPLEMENTED: Code.Unimplemented,
+};
+
+/** The message every unexpected failure gets; deliberately says nothing about the cause. */
+export const INTERNAL_MESSAGE = 'internal error';
+
+/**
+ * Turns anything a handler threw into a ConnectError that is safe to send. Domain errors keep their
+ * message; ConnectErrors raised by the framework (deadline, cancel, limits) pass through; everything
+ * else is logged with its cause and replaced by a generic INTERNAL.
+ */
+export function toConnectError(err: unknown, logger?: Logger, context?: Record<string, unknown>): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (isDomainError(err)) return new ConnectError(err.message, DOMAIN_TO_CODE[err.code]);
+  logger?.error({ err, ...context }, 'unhandled error in RPC handler');
+  return new ConnectError(INTERNAL_MESSAGE, Code.Internal);
+}
+
+/** grpc-js status for a ConnectError (codes are numerically identical). */
+export function toGrpcStatus(err: ConnectError): Partial<StatusObject> {
+  const metadata = new Metadata();
+  err.metadata.forEach((value, key) => {
+    if (!key.startsWith('grpc-') && key !== 'content-type') metadata.add(key, value);
+  });
+  return { code: err.code as number, details: err.rawMessage, metadata };
+}
+
+/** HTTP status for a Connect code, as the Connect protocol and our JSON gateway use them. */
+export function httpStatusForCode(code: Code): number {
+  switch (code) {
+    case Code.InvalidArgument:
+    case Code.FailedPrecondition:
+    case Code.OutOfRange:
+      return 400;
+    case Code.Unauthenticated:
+      return 401;
+    case Code.PermissionDenied:
+      return 403;
+    case Code.NotFound:
+      return 404;
+    case Code.AlreadyExists:
+    case Code.Aborted:
+      return 409;
+    case Code.ResourceExhausted:
+      return 429;
+    case Code.Canceled:
+      return 499;
+    case Code.Unimplemented:
+      return 501;
+    case Code.Unavailable:
+      return 503;
+    case Code.DeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+/** snake_case name of a code, as the Connect protocol spells it (`not_found`). */
+export function codeName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+}

@@ -1,0 +1,203 @@
+/**
+ * The RPC server kit: one process, two ports.
+ *
+ * - gRPC port (`@grpc/grpc-js`): every registered service through the generic adapter, plus
+ *   `grpc.health.v1.Health` and server reflection.
+ * - HTTP/1.1 port (`@connectrpc/connect-node`): the same implementations for the Connect protocol
+ *   (JSON and binary) and gRPC-Web; everything else falls through to the gateway routes.
+ *
+ * Both ports share the interceptors (metrics, logging, auth, errors) and the request size limit.
+ * Shutdown is graceful: NOT_SERVING first, a drain delay, stop accepting, in-flight unary calls finish,
+ * open streams end with UNAVAILABLE, then connections close (forced at the deadline).
+ */
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import type { DescService } from '@bufbuild/protobuf';
+import { createContextValues, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Registry } from 'prom-client';
+import { createGrpcHandlers, createGrpcServiceDefinition } from './grpc-adapter';
+import { authInterceptor, errorInterceptor, loggingInterceptor, metricsInterceptor, RpcMetrics } from './interceptors';
+import { addReflection } from './reflection';
+import { createFallback, type HttpRoute } from './http-routes';
+import { transportKey } from './context';
+import { ServingStatusReporter } from '../health/serving-status';
+import type { Logger } from '../logging/logger';
+
+/** A service and its implementation; methods left out answer UNIMPLEMENTED. */
+export interface ServiceRegistration<S extends DescService = DescService> {
+  service: S;
+  impl: Partial<ServiceImpl<S>>;
+}
+
+/** Helper that keeps the service/impl pairing type-checked. */
+export function registration<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceRegistration {
+  return { service, impl } as unknown as ServiceRegistration;
+}
+
+export interface RpcServerOptions {
+  /** Process name for logs. */
+  name: string;
+  logger: Logger;
+  /** The process's Prometheus registry; RPC metrics are registered on it. */
+  registry: Registry;
+  host: string;
+  /** 0 picks a free port (tests). */
+  grpcPort: number;
+  httpPort: number;
+  /** Bearer tokens accepted for RPCs; empty means open (logged once as a warning). */
+  apiTokens: readonly string[];
+  /** Largest request message/body accepted, in bytes. */
+  maxRequestBytes: number;
+  /** Time between NOT_SERVING and closing the listeners, so load balancers notice. */
+  shutdownDrainMs: number;
+  /** After this, remaining calls and connections are cut. */
+  shutdownTimeoutMs: number;
+  services: readonly ServiceRegistration[];
+  /** Gateway routes on the HTTP port, tried in order. */
+  httpRoutes?: readonly HttpRoute[];
+}
+
+/** Counts in-flight gRPC calls so shutdown can wait for them. */
+class CallTracker {
+  private count = 0;
+  private waiters: Array<() => void> = [];
+  begin(): void {
+    this.count++;
+  }
+  end(): void {
+    this.count--;
+    if (this.count === 0) for (const w of this.waiters.splice(0)) w();
+  }
+  idle(): Promise<void> {
+    return this.count === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+export class RpcServer {
+  readonly health: ServingStatusReporter;
+  private readonly grpc: GrpcServer;
+  private readonly http: HttpServer;
+  private readonly shutdownController = new AbortController();
+  private readonly tracker = new CallTracker();
+  private readonly routes: HttpRoute[];
+  private stopping: Promise<void> | undefined;
+  private ports: { grpc: number; http: number } | undefined;
+
+  constructor(private readonly opts: RpcServerOptions) {
+    const { logger } = opts;
+    const interceptors: Interceptor[] = [metricsInterceptor(new RpcMetrics(opts.registry)), loggingInterceptor(logger)];
+    if (opts.apiTokens.length > 0) interceptors.push(authInterceptor(opts.apiTokens));
+    else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
+    interceptors.push(errorInterceptor(logger));
+
+    this.grpc = new GrpcServer({
+      'grpc.max_receive_message_length': opts.maxRequestBytes,
+      'grpc.keepalive_time_ms': 60_000,
+      'grpc.keepalive_permit_without_calls': 1,
+    });
+    for (const { service, impl } of opts.services) {
+      this.grpc.addService(
+        createGrpcServiceDefinition(service),
+        createGrpcHandlers(service, impl, {
+          interceptors,
+          logger,
+          shutdownSignal: this.shutdownController.signal,
+          tracker: this.tracker,
+        }),
+      );
+    }
+    this.health = new ServingStatusReporter(opts.services.map((s) => s.service.typeName));
+    this.health.addToServer(this.grpc);
+    addReflection(
+      this.grpc,
+      opts.services.map((s) => s.service),
+    );
+
+    this.routes = [...(opts.httpRoutes ?? [])];
+    const handler = connectNodeAdapter({
+      routes: (router) => {
+        for (const { service, impl } of opts.services) router.service(service, impl);
+      },
+      interceptors,
+      readMaxBytes: opts.maxRequestBytes,
+      shutdownSignal: this.shutdownController.signal,
+      contextValues: () => createContextValues().set(transportKey, 'http'),
+      // Served over HTTP/1.1 only, so the request is always an IncomingMessage.
+      fallback: createFallback(this.routes, logger) as never,
+    });
+    this.http = createServer(handler);
+  }
+
+  /** Adds gateway routes after construction (they are tried in the order added). */
+  addHttpRoutes(...routes: HttpRoute[]): void {
+    this.routes.push(...routes);
+  }
+
+  /** Aborted when shutdown begins: long-lived gateway responses (SSE) end on it. */
+  get shutdownSignal(): AbortSignal {
+    return this.shutdownController.signal;
+  }
+
+  /** Binds both ports; resolves with the ports actually bound. Health stays NOT_SERVING until told. */
+  async start(): Promise<{ grpc: number; http: number }> {
+    const { host } = this.opts;
+    const grpcPort = await new Promise<number>((resolve, reject) =>
+      this.grpc.bindAsync(`${host}:${this.opts.grpcPort}`, ServerCredentials.createInsecure(), (err, port) =>
+        err ? reject(err) : resolve(port),
+      ),
+    );
+    await new Promise<void>((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(this.opts.httpPort, host, () => {
+        this.http.removeListener('error', reject);
+        resolve();
+      });
+    });
+    const httpPort = (this.http.address() as AddressInfo).port;
+    this.ports = { grpc: grpcPort, http: httpPort };
+    this.opts.logger.info({ grpcPort, httpPort, host }, `${this.opts.name} listening`);
+    return this.ports;
+  }
+
+  get boundPorts(): { grpc: number; http: number } {
+    if (!this.ports) throw new Error('server not started');
+    return this.ports;
+  }
+
+  /** True from the moment shutdown begins. */
+  get isShuttingDown(): boolean {
+    return this.stopping !== undefined;
+  }
+
+  /** Graceful shutdown; safe to call more than once (later calls wait for the first). */
+  shutdown(): Promise<void> {
+    this.stopping ??= this.doShutdown();
+    return this.stopping;
+  }
+
+  private async doShutdown(): Promise<void> {
+    const { logger, shutdownDrainMs, shutdownTimeoutMs } = this.opts;
+    logger.info({ drainMs: shutdownDrainMs }, 'shutdown: reporting NOT_SERVING');
+    this.health.setServing(false);
+    await sleep(shutdownDrainMs);
+    const deadline = sleep(shutdownTimeoutMs, 'timeout' as const, { ref: false });
+
+    // Stop accepting; streams end with UNAVAILABLE so clients reconnect elsewhere and resume.
+    this.shutdownController.abort();
+    this.grpc.tryShutdown(() => undefined);
+    const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+
+    // grpc-js tryShutdown never completes while health Watch streams are open, so wait for our own
+    // in-flight calls instead, then force the rest (health watchers, idle sessions) closed.
+    const drained = await Promise.race([Promise.all([this.tracker.idle(), httpClosed]).then(() => 'drained' as const), deadline]);
+    if (drained === 'timeout') logger.warn('shutdown: deadline reached, cutting remaining calls');
+    this.grpc.forceShutdown();
+    this.http.closeAllConnections();
+    await httpClosed;
+    logger.info('shutdown: listeners closed');
+  }
+}
