@@ -44,13 +44,10 @@ import type { Logger } from '../logging/logger';
 // measured at 25-30% of unary throughput (DESIGN.md).
 const CALL_DONE = new ConnectError('call completed', Code.Canceled);
 const CLIENT_CANCELLED = new ConnectError('client cancelled the call', Code.Canceled);
-const SHUTTING_DOWN = new ConnectError('server is shutting down', Code.Unavailable);
 
 export interface GrpcAdapterOptions {
   interceptors: Interceptor[];
   logger: Logger;
-  /** Aborted when the server starts shutting down: open streams end with UNAVAILABLE. */
-  shutdownSignal: AbortSignal;
   /** Called when a call starts and ends, so shutdown can wait for in-flight calls. */
   tracker?: { begin(): void; end(): void };
 }
@@ -128,7 +125,7 @@ export function createGrpcHandlers<S extends DescService>(
   return handlers;
 }
 
-function contextFor(service: DescService, method: DescMethod, metadata: Metadata, deadline: Date | number, opts: GrpcAdapterOptions) {
+function contextFor(service: DescService, method: DescMethod, metadata: Metadata, deadline: Date | number) {
   return createHandlerContext({
     service,
     method,
@@ -136,7 +133,6 @@ function contextFor(service: DescService, method: DescMethod, metadata: Metadata
     requestMethod: 'POST',
     url: `/${service.typeName}/${method.name}`,
     timeoutMs: timeoutOf(deadline),
-    shutdownSignal: opts.shutdownSignal,
     requestHeader: metadataToHeaders(metadata),
     contextValues: createContextValues().set(transportKey, 'grpc'),
   });
@@ -150,7 +146,7 @@ function unaryHandler(
 ) {
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     opts.tracker?.begin();
-    const ctx = contextFor(service, method, call.metadata, call.getDeadline(), opts);
+    const ctx = contextFor(service, method, call.metadata, call.getDeadline());
     const onCancel = () => ctx.abort(CLIENT_CANCELLED);
     call.once('cancelled', onCancel);
     invokeUnaryImplementation(spec as never, ctx, call.request as never, opts.interceptors).then(
@@ -176,15 +172,13 @@ function serverStreamHandler(
 ) {
   return (call: ServerWritableStream<unknown, unknown>) => {
     opts.tracker?.begin();
-    const ctx = contextFor(service, method, call.metadata, call.getDeadline(), opts);
+    const ctx = contextFor(service, method, call.metadata, call.getDeadline());
     let cancelled = false;
     const onCancel = () => {
       cancelled = true;
       ctx.abort(CLIENT_CANCELLED);
     };
     call.once('cancelled', onCancel);
-    const onShutdown = () => ctx.abort(SHUTTING_DOWN);
-    opts.shutdownSignal.addEventListener('abort', onShutdown, { once: true });
     const run = async () => {
       const output = transformInvokeImplementation(spec as never, ctx, opts.interceptors)(
         createAsyncIterable([call.request as never]),
@@ -207,12 +201,10 @@ function serverStreamHandler(
     run()
       .catch((err: unknown) => {
         if (cancelled) return;
-        const reason = opts.shutdownSignal.aborted ? SHUTTING_DOWN : err;
-        call.emit('error', toGrpcStatus(toConnectError(reason, opts.logger, { method: method.name })));
+        call.emit('error', toGrpcStatus(toConnectError(err, opts.logger, { method: method.name })));
       })
       .finally(() => {
         call.removeListener('cancelled', onCancel);
-        opts.shutdownSignal.removeEventListener('abort', onShutdown);
         ctx.abort(CALL_DONE);
         opts.tracker?.end();
       });

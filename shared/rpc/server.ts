@@ -15,7 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import type { DescService } from '@bufbuild/protobuf';
-import { createContextValues, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type ServiceImpl,
+} from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServiceDefinition } from './grpc-adapter';
@@ -60,6 +67,39 @@ export interface RpcServerOptions {
   httpRoutes?: readonly HttpRoute[];
 }
 
+/** How long finished calls get to reach the wire before remaining gRPC sessions are forced closed. */
+const FLUSH_GRACE_MS = 250;
+
+const SHUTTING_DOWN = new ConnectError('server is shutting down', Code.Unavailable);
+
+/**
+ * Streams must end when shutdown begins (they would hold the listeners open forever), while unary
+ * calls get to finish. So server-streaming handlers see a context whose signal also aborts on
+ * shutdown, with an UNAVAILABLE reason: a client reconnects to another replica and resumes.
+ */
+function withStreamShutdown<S extends DescService>(
+  service: S,
+  impl: Partial<ServiceImpl<S>>,
+  shutdown: AbortSignal,
+): Partial<ServiceImpl<S>> {
+  // Implementations are often class instances: copy methods one by one (a spread would drop the
+  // prototype's methods), bound to the instance.
+  const wrapped: Record<string, unknown> = {};
+  for (const method of service.methods) {
+    const fn = (impl as Record<string, unknown>)[method.localName];
+    if (typeof fn !== 'function') continue;
+    if (method.methodKind !== 'server_streaming') {
+      wrapped[method.localName] = fn.bind(impl);
+      continue;
+    }
+    wrapped[method.localName] = (req: unknown, ctx: HandlerContext) => {
+      const signal = AbortSignal.any([ctx.signal, shutdown]);
+      return (fn as (r: unknown, c: HandlerContext) => unknown).call(impl, req, Object.assign(Object.create(ctx), { signal }));
+    };
+  }
+  return wrapped as Partial<ServiceImpl<S>>;
+}
+
 /** Counts in-flight gRPC calls so shutdown can wait for them. */
 class CallTracker {
   private count = 0;
@@ -101,10 +141,9 @@ export class RpcServer {
     for (const { service, impl } of opts.services) {
       this.grpc.addService(
         createGrpcServiceDefinition(service),
-        createGrpcHandlers(service, impl, {
+        createGrpcHandlers(service, withStreamShutdown(service, impl, this.shutdownController.signal), {
           interceptors,
           logger,
-          shutdownSignal: this.shutdownController.signal,
           tracker: this.tracker,
         }),
       );
@@ -119,11 +158,14 @@ export class RpcServer {
     this.routes = [...(opts.httpRoutes ?? [])];
     const handler = connectNodeAdapter({
       routes: (router) => {
-        for (const { service, impl } of opts.services) router.service(service, impl);
+        for (const { service, impl } of opts.services) {
+          router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal));
+        }
       },
       interceptors,
       readMaxBytes: opts.maxRequestBytes,
-      shutdownSignal: this.shutdownController.signal,
+      // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
+      // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
       contextValues: () => createContextValues().set(transportKey, 'http'),
       // Served over HTTP/1.1 only, so the request is always an IncomingMessage.
       fallback: createFallback(this.routes, logger) as never,
@@ -186,15 +228,20 @@ export class RpcServer {
     const deadline = sleep(shutdownTimeoutMs, 'timeout' as const, { ref: false });
 
     // Stop accepting; streams end with UNAVAILABLE so clients reconnect elsewhere and resume.
-    this.shutdownController.abort();
-    this.grpc.tryShutdown(() => undefined);
+    this.shutdownController.abort(SHUTTING_DOWN);
+    const grpcClosed = new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve()));
     const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
 
     // grpc-js tryShutdown never completes while health Watch streams are open, so wait for our own
-    // in-flight calls instead, then force the rest (health watchers, idle sessions) closed.
-    const drained = await Promise.race([Promise.all([this.tracker.idle(), httpClosed]).then(() => 'drained' as const), deadline]);
+    // in-flight calls instead. A handler's end is not yet its response on the wire, so then give
+    // tryShutdown a short grace to flush before forcing the rest (health watchers, idle sessions).
+    const drained = await Promise.race([
+      Promise.all([this.tracker.idle(), httpClosed]).then(() => 'drained' as const),
+      deadline,
+    ]);
     if (drained === 'timeout') logger.warn('shutdown: deadline reached, cutting remaining calls');
+    else await Promise.race([grpcClosed, sleep(FLUSH_GRACE_MS, undefined, { ref: false })]);
     this.grpc.forceShutdown();
     this.http.closeAllConnections();
     await httpClosed;

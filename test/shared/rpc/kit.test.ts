@@ -159,13 +159,13 @@ describe('errors', () => {
       body: '{"message": ',
     });
     expect(res.status).toBe(400);
-    expect((await res.json()).code).toBe('invalid_argument');
+    expect(((await res.json()) as { code: string }).code).toBe('invalid_argument');
   });
 
   test('an unknown path on the HTTP port is a JSON 404', async () => {
     const res = await fetch(`${h.baseUrl}/nope`);
     expect(res.status).toBe(404);
-    expect((await res.json()).error.code).toBe('not_found');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 });
 
