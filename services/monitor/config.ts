@@ -28,7 +28,9 @@ import {
 } from '../../shared/config';
 
 /** prom-client's default histogram buckets (seconds). */
-export const DEFAULT_HISTOGRAM_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const DEFAULT_HISTOGRAM_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 
 /** `MetricsConfig`. */
 export const MetricsConfigSchema = z
@@ -37,13 +39,17 @@ export const MetricsConfigSchema = z
     /** Prepended to every metric name (see {@link makeMetricName}). */
     prefix: z
       .string()
-      .regex(/^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/, { error: 'expected a Prometheus name prefix (letters, digits, _ and :)' })
+      .regex(/^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/, {
+        error: 'expected a Prometheus name prefix (letters, digits, _ and :)',
+      })
       .default(''),
     default_labels: z.record(z.string(), z.string()).default(() => ({})),
     histogram_buckets: z
       .array(z.number({ error: 'expected a number' }))
       .min(1)
-      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), { error: 'expected bucket bounds in increasing order' })
+      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), {
+        error: 'expected bucket bounds in increasing order',
+      })
       .default(() => [...DEFAULT_HISTOGRAM_BUCKETS]),
     /** Seconds (or "15s") between collections of process/default metrics. */
     collection_interval: duration().default(15),
@@ -180,7 +186,11 @@ export const TargetConfigSchema = z
   })
   .superRefine((t, ctx) => {
     if (!t.grpc_address && !t.http_url) {
-      ctx.addIssue({ code: 'custom', path: ['grpc_address'], message: 'a target needs grpc_address or http_url' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['grpc_address'],
+        message: 'a target needs grpc_address or http_url',
+      });
     }
   });
 
@@ -279,7 +289,9 @@ export function validateForEnvironment(config: MonitorConfig, env: string = conf
       config.tracing.sampler_type === 'always_on' ||
       (config.tracing.sampler_type === 'probability' && config.tracing.sample_rate >= 1.0);
     if (samplesAll) {
-      issues.push('tracing samples every request (sample_rate 1.0) in production: lower monitor.tracing.sample_rate');
+      issues.push(
+        'tracing samples every request (sample_rate 1.0) in production: lower monitor.tracing.sample_rate',
+      );
     }
   }
   if (config.backend_type === 'opentelemetry' && config.opentelemetry.insecure) {

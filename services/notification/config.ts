@@ -42,7 +42,8 @@ export const PushDriverAConfigSchema = z.strictObject({
   base_url: httpUrl().default('https://push-a.example.com'),
 });
 
-const PEM_PRIVATE_KEY = /-----BEGIN (?:EC |ENCRYPTED )?PRIVATE KEY-----[\s\S]+-----END (?:EC |ENCRYPTED )?PRIVATE KEY-----/;
+const PEM_PRIVATE_KEY =
+  /-----BEGIN (?:EC |ENCRYPTED )?PRIVATE KEY-----[\s\S]+-----END (?:EC |ENCRYPTED )?PRIVATE KEY-----/;
 
 /**
  * Driver settings of `push_driver_b`. The spec does not show them; our decision: an APNs-style
@@ -53,7 +54,9 @@ export const PushDriverBConfigSchema = z.strictObject({
   key_id: nonEmptyString(),
   team_id: nonEmptyString(),
   /** Secret: the PKCS#8 PEM of the P-256 signing key. */
-  private_key: z.string().regex(PEM_PRIVATE_KEY, { error: 'expected a PEM private key (-----BEGIN PRIVATE KEY-----)' }),
+  private_key: z
+    .string()
+    .regex(PEM_PRIVATE_KEY, { error: 'expected a PEM private key (-----BEGIN PRIVATE KEY-----)' }),
   topic: nonEmptyString(),
   base_url: httpUrl().default('https://push-b.example.com'),
 });
@@ -230,7 +233,8 @@ export const NotificationConfigSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['admin', 'auth', 'jwt_secret'],
-        message: 'in production the admin endpoints need auth: set admin.auth.jwt_secret or admin.auth.jwks_url',
+        message:
+          'in production the admin endpoints need auth: set admin.auth.jwt_secret or admin.auth.jwks_url',
       });
     }
   });

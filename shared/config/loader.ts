@@ -51,13 +51,15 @@ export interface LoadConfigOptions<T> {
 type Tree = Record<string, unknown>;
 
 function isPlainObject(value: unknown): value is Tree {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
+  // By tag, not by prototype identity: objects may come from another realm (vm contexts, jest).
+  return Object.prototype.toString.call(value) === '[object Object]';
 }
 
-function clone<V>(value: V): V {
-  return structuredClone(value);
+/** Deep copy of plain data, so later sources never write into the caller's objects. */
+function clone(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(clone);
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clone(v)]));
+  return value;
 }
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
@@ -143,7 +145,8 @@ class SourcedInput {
   private record(path: ConfigPath, value: unknown, source: string): void {
     this.sources.set(configKey(this.section, path), source);
     if (Array.isArray(value)) value.forEach((v, i) => this.record([...path, i], v, source));
-    else if (isPlainObject(value)) for (const [k, v] of Object.entries(value)) this.record([...path, k], v, source);
+    else if (isPlainObject(value))
+      for (const [k, v] of Object.entries(value)) this.record([...path, k], v, source);
   }
 }
 
@@ -160,7 +163,9 @@ function resolveFile(
 }
 
 function fileError(section: ConfigSection, path: string, message: string): ConfigError {
-  return new ConfigError(section, [{ key: section, message, source: `file ${path}`, envVar: 'SVC_CONFIG_FILE' }]);
+  return new ConfigError(section, [
+    { key: section, message, source: `file ${path}`, envVar: 'SVC_CONFIG_FILE' },
+  ]);
 }
 
 /** Reads the section of the application file; a missing section is an empty one. */
@@ -174,13 +179,15 @@ function readFileSection(section: ConfigSection, path: string, input: SourcedInp
   const doc = parseDocument(text, { merge: true, prettyErrors: false });
   if (doc.errors.length > 0) {
     // Only the position: the offending line may hold a credential.
-    const where = doc.errors.map((e) => `line ${e.linePos?.[0].line ?? '?'} (${e.code})`).join(', ');
+    const lineOf = (offset: number): number => text.slice(0, offset).split('\n').length;
+    const where = doc.errors.map((e) => `line ${lineOf(e.pos[0])} (${e.code})`).join(', ');
     throw fileError(section, path, `invalid YAML at ${where}`);
   }
   const root = doc.toJS() as unknown;
   if (root === null || root === undefined) return undefined;
   const source = `file ${path}`;
-  if (!isPlainObject(root)) throw fileError(section, path, 'expected a mapping with `notification:` / `monitor:` keys');
+  if (!isPlainObject(root))
+    throw fileError(section, path, 'expected a mapping with `notification:` / `monitor:` keys');
   for (const key of Object.keys(root)) {
     if (!(CONFIG_SECTIONS as readonly string[]).includes(key)) {
       input.issues.push({
@@ -216,7 +223,10 @@ function errorMap(iss: z.core.$ZodRawIssue): string | undefined {
     case 'invalid_type':
       return `expected ${ARTICLE[iss.expected] ?? iss.expected}`;
     case 'too_small':
-      if (iss.origin === 'string') return iss.minimum === 1 ? 'expected a non-empty string' : `expected at least ${iss.minimum} characters`;
+      if (iss.origin === 'string')
+        return iss.minimum === 1
+          ? 'expected a non-empty string'
+          : `expected at least ${iss.minimum} characters`;
       if (iss.origin === 'array') return `expected at least ${iss.minimum} item(s)`;
       return `expected a number ${iss.inclusive ? 'of at least' : 'greater than'} ${iss.minimum}`;
     case 'too_big':
@@ -248,7 +258,8 @@ function toIssues(input: SourcedInput, error: z.ZodError): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const iss of error.issues) {
     if (iss.code === 'unrecognized_keys') {
-      for (const key of iss.keys) issues.push(input.issue([...iss.path, key], 'unknown key: there is no such setting'));
+      for (const key of iss.keys)
+        issues.push(input.issue([...iss.path, key], 'unknown key: there is no such setting'));
       continue;
     }
     let message = iss.message;
@@ -294,7 +305,8 @@ export function loadConfig<T>(opts: LoadConfigOptions<T>): Readonly<T> {
 
   const fromEnv = readEnvironment(section, schema, env);
   input.issues.push(...fromEnv.issues);
-  for (const patch of fromEnv.patches) input.set(patch.path, patch.value, `environment variable ${patch.variable}`);
+  for (const patch of fromEnv.patches)
+    input.set(patch.path, patch.value, `environment variable ${patch.variable}`);
 
   if (opts.overrides !== undefined) {
     if (isPlainObject(opts.overrides)) input.merge(opts.overrides, 'code');

@@ -9,7 +9,9 @@ export const REDACTED = '[REDACTED]';
 
 const EXACT = new Set<string>(SECRET_FIELD_NAMES.filter((n) => n !== 'url'));
 // `metrics_auth_token`, `smtp_password`, ...: compound names ending in a secret name are secrets too.
-const SUFFIXES = [...EXACT].filter((n) => n.includes('_') || n === 'token' || n === 'secret' || n === 'password');
+const SUFFIXES = [...EXACT].filter(
+  (n) => n.includes('_') || n === 'token' || n === 'secret' || n === 'password',
+);
 // Maps whose every value is a credential (OTLP export headers carry API keys).
 const SECRET_MAPS = new Set(['headers']);
 
