@@ -263,6 +263,12 @@ function toIssues(input: SourcedInput, error: z.ZodError): ConfigIssue[] {
       continue;
     }
     let message = iss.message;
+    const last = iss.path[iss.path.length - 1];
+    if (typeof last === 'number' && input.valueAt(iss.path) === undefined) {
+      // An indexed env variable skipped an index (`..._BACKENDS__1__...` without `__0__`).
+      issues.push(input.issue(iss.path, 'missing list element: list indexes must run from 0 without gaps'));
+      continue;
+    }
     // Cross-field rules (custom issues) say everything themselves; type and range issues show the value.
     if (iss.code !== 'custom' || message.startsWith('expected')) {
       message += `, got ${describeValue(input.valueAt(iss.path), isSecretPath(iss.path))}`;

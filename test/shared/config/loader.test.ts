@@ -137,6 +137,7 @@ notification:
       file: null,
       env: {
         SVC_NOTIFICATION__SERVER__GRPC_PORT: '6000',
+        SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '3',
         SVC_NOTIFICATION__SERVER__API_TOKENS: 'tok-a, tok-b',
         SVC_NOTIFICATION__MAILER__BACKENDS__0__NAME: 'm',
         SVC_NOTIFICATION__MAILER__BACKENDS__0__DRIVER: 'smtp',
@@ -148,6 +149,7 @@ notification:
       },
     });
     expect(config.server.grpc_port).toBe(6000);
+    expect(config.delivery.max_attempts).toBe(3);
     expect(config.server.api_tokens).toEqual(['tok-a', 'tok-b']);
     expect(config.mailer.backends[0]).toMatchObject({ primary: true, smtp: { secure: true, pool: false } });
   });
@@ -230,6 +232,19 @@ describe('errors', () => {
       loadNotificationConfig(undefined, { file: null, env: { SVC_NOTIFICATION_INBOX__RETENTION_DAYS: '3' } }),
     );
     expect(err.message).toContain('SVC_NOTIFICATION_INBOX__RETENTION_DAYS');
+  });
+
+  it('an indexed variable that skips an index reports the missing element', () => {
+    const err = configError(() =>
+      loadNotificationConfig(undefined, {
+        file: null,
+        env: { SVC_NOTIFICATION__MAILER__BACKENDS__1__DRIVER: 'smtp' },
+      }),
+    );
+    expect(err.issues[0]).toMatchObject({
+      key: 'notification.mailer.backends[0]',
+      message: 'missing list element: list indexes must run from 0 without gaps',
+    });
   });
 
   it('rejects an unknown key in the file', () => {
