@@ -18,7 +18,7 @@ import {
   httpUrl,
   loadConfig,
   logSectionSchema,
-  name,
+  itemName,
   nonEmptyString,
   port,
   positiveInt,
@@ -177,7 +177,7 @@ export const PullMetricsConfigSchema = z
 /** A service the monitor watches: its gRPC health and/or HTTP `/health` are probed. */
 export const TargetConfigSchema = z
   .strictObject({
-    name: name(),
+    name: itemName(),
     /** `host:port` of the gRPC port; probed with grpc.health.v1. */
     grpc_address: hostPort().optional(),
     /** URL of an HTTP health endpoint. */

@@ -16,7 +16,7 @@ import {
   httpUrl,
   loadConfig,
   logSectionSchema,
-  name,
+  itemName,
   nonEmptyString,
   nonNegativeInt,
   port,
@@ -86,7 +86,7 @@ const primary = bool().default(false);
 
 /** One named SMS backend (`NamedSMSConfig`). */
 export const NamedSMSConfigSchema = z.strictObject({
-  name: name(),
+  name: itemName(),
   primary,
   driver: z.literal('sms_gateway').default('sms_gateway'),
   sms_gateway: SmsGatewayDriverConfigSchema.optional(),
@@ -94,7 +94,7 @@ export const NamedSMSConfigSchema = z.strictObject({
 
 /** One named push backend (`NamedPushConfig`). */
 export const NamedPushConfigSchema = z.strictObject({
-  name: name(),
+  name: itemName(),
   primary,
   driver: z.enum(['push_driver_a', 'push_driver_b']),
   push_driver_a: PushDriverAConfigSchema.optional(),
@@ -103,7 +103,7 @@ export const NamedPushConfigSchema = z.strictObject({
 
 /** One named mailer backend (`NamedMailerConfig`). */
 export const NamedMailerConfigSchema = z.strictObject({
-  name: name(),
+  name: itemName(),
   primary,
   driver: z.enum(['smtp', 'http_api']),
   from_email: emailAddress(),

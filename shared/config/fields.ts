@@ -81,7 +81,7 @@ export function hostPort(): z.ZodString {
 }
 
 /** A backend or target name: letters, digits, `_`, `-`, `.`. */
-export function name(): z.ZodString {
+export function itemName(): z.ZodString {
   const e = err('expected a name of letters, digits, "_", "-" or "."');
   return z.string(e).regex(/^[A-Za-z0-9_.-]+$/, e);
 }
