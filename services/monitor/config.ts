@@ -1,0 +1,333 @@
+/**
+ * The monitor service's configuration: `MonitorConfig` of spec/monitoring.md (metrics, tracing,
+ * health, slo, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
+ * (server, log, database, watched targets). Loaded by the shared loader from the `monitor:` section
+ * of the application file and `SVC_MONITOR__*` variables. The spec's operations are
+ * {@link validateForEnvironment} and {@link getBackendConfig}.
+ */
+import { z } from 'zod';
+
+import {
+  type LoadConfigOptions,
+  bool,
+  databaseSectionSchema,
+  duration,
+  environmentSchema,
+  fraction,
+  hostPort,
+  httpUrl,
+  loadConfig,
+  logSectionSchema,
+  itemName,
+  nonEmptyString,
+  port,
+  positiveInt,
+  positiveNumber,
+  serverSectionSchema,
+  stringList,
+} from '../../shared/config';
+
+/** prom-client's default histogram buckets (seconds). */
+export const DEFAULT_HISTOGRAM_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
+/** `MetricsConfig`. */
+export const MetricsConfigSchema = z
+  .strictObject({
+    enabled: bool().default(true),
+    /** Prepended to every metric name (see {@link makeMetricName}). */
+    prefix: z
+      .string()
+      .regex(/^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/, {
+        error: 'expected a Prometheus name prefix (letters, digits, _ and :)',
+      })
+      .default(''),
+    default_labels: z.record(z.string(), z.string()).default(() => ({})),
+    histogram_buckets: z
+      .array(z.number({ error: 'expected a number' }))
+      .min(1)
+      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), {
+        error: 'expected bucket bounds in increasing order',
+      })
+      .default(() => [...DEFAULT_HISTOGRAM_BUCKETS]),
+    /** Seconds (or "15s") between collections of process/default metrics. */
+    collection_interval: duration().default(15),
+  })
+  .prefault({});
+
+/** Sampler of new traces. */
+export const SAMPLER_TYPES = ['always_on', 'always_off', 'probability', 'rate_limiting'] as const;
+/** Trace context formats accepted and emitted. */
+export const PROPAGATION_FORMATS = ['tracecontext', 'baggage', 'b3'] as const;
+
+/** `TracingConfig`. */
+export const TracingConfigSchema = z
+  .strictObject({
+    enabled: bool().default(true),
+    service_name: nonEmptyString().default('monitor'),
+    /** Our decision for the spec's unshown values: the OpenTelemetry SDK's samplers. */
+    sampler_type: z.enum(SAMPLER_TYPES).default('probability'),
+    /** Used by the `probability` sampler. */
+    sample_rate: fraction().default(1.0),
+    /** Used by the `rate_limiting` sampler. */
+    max_traces_per_second: positiveNumber().default(100),
+    propagation_formats: z
+      .array(z.enum(PROPAGATION_FORMATS))
+      .min(1)
+      .default(() => ['tracecontext' as const, 'baggage' as const]),
+    max_attributes: positiveInt().default(128),
+    max_events: positiveInt().default(128),
+    max_links: positiveInt().default(128),
+  })
+  .prefault({});
+
+/** `HealthConfig`. */
+export const HealthConfigSchema = z
+  .strictObject({
+    enabled: bool().default(true),
+    path: z.string().startsWith('/', { error: 'expected an HTTP path starting with /' }).default('/health'),
+    include_details: bool().default(true),
+    /** Seconds a check may take before it counts as UNHEALTHY. */
+    timeout: duration().default(5.0),
+    checks: stringList().default(() => []),
+    /** Secret. When set, `/health` requires `Authorization: Bearer <token>`. */
+    auth_token: nonEmptyString().optional(),
+  })
+  .prefault({});
+
+/** One service-level objective (`SLO`). */
+export const SLOSchema = z.strictObject({
+  name: nonEmptyString(),
+  /** Name of the metric whose samples are evaluated. */
+  metric: nonEmptyString(),
+  percentile: fraction().default(0.99),
+  threshold_ms: positiveNumber(),
+  /** Rolling window: seconds, or "5m", "1h". Normalised to seconds. */
+  window: duration().default(300),
+  /** Alert when measured / threshold is at or above this. */
+  burn_rate_threshold: positiveNumber().default(1.0),
+  description: z.string().default(''),
+  tier: nonEmptyString().default('P1_BUSINESS_HOURS'),
+  owner: z.string().default(''),
+  runbook_url: httpUrl().optional(),
+});
+
+/** The `slo` section: the SLOMonitor's settings and the objectives registered at start. */
+export const SLOConfigSchema = z
+  .strictObject({
+    evaluation_interval_seconds: positiveInt().default(60),
+    suppression_window_seconds: positiveInt().default(300),
+    max_samples_per_metric: positiveInt().default(10000),
+    objectives: z
+      .array(SLOSchema)
+      .default(() => [])
+      .superRefine((list, ctx) => uniqueNames(list, ctx, 'SLO')),
+  })
+  .prefault({});
+
+/** `ErrorTrackingConfig`. */
+export const ErrorTrackingConfigSchema = z
+  .strictObject({
+    /** Secret. Empty: error tracking is off and nothing is sent anywhere. */
+    dsn: z.string().default(''),
+    /** Tag on captured events; empty means the config's `environment`. */
+    environment: z.string().default(''),
+    traces_sample_rate: fraction().default(0),
+    send_default_pii: bool().default(false),
+  })
+  .prefault({});
+
+/** `OpenTelemetryConfig` (OTLP over HTTP). */
+export const OpenTelemetryConfigSchema = z
+  .strictObject({
+    endpoint: httpUrl().default('http://localhost:4318'),
+    /** Sent with every export request; values are credentials and are redacted. */
+    headers: z.record(z.string(), z.string()).default(() => ({})),
+    /** Plain HTTP / no TLS verification. */
+    insecure: bool().default(false),
+    /** Seconds per export request. */
+    timeout: duration().default(10),
+    compression: z.enum(['none', 'gzip']).default('none'),
+    batch_size: positiveInt().default(512),
+    /** Seconds between exports. */
+    export_interval: duration().default(5),
+  })
+  .prefault({});
+
+/** `PullMetricsConfig` (Prometheus-style scrape endpoint, optional push gateway). */
+export const PullMetricsConfigSchema = z
+  .strictObject({
+    /** Port of the backend's own metrics server (the service's HTTP port also serves `/metrics`). */
+    port: port().default(8000),
+    path: z.string().startsWith('/', { error: 'expected an HTTP path starting with /' }).default('/metrics'),
+    enable_default_metrics: bool().default(true),
+    push_gateway_url: httpUrl().optional(),
+    /** Seconds between pushes to the gateway. */
+    push_interval: duration().default(15),
+    /** Persist received samples to `metrics_table`. */
+    store_in_db: bool().default(false),
+    metrics_table: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'expected a lower-case SQL table name' })
+      .default('metric_samples'),
+  })
+  .prefault({});
+
+/** A service the monitor watches: its gRPC health and/or HTTP `/health` are probed. */
+export const TargetConfigSchema = z
+  .strictObject({
+    name: itemName(),
+    /** `host:port` of the gRPC port; probed with grpc.health.v1. */
+    grpc_address: hostPort().optional(),
+    /** URL of an HTTP health endpoint. */
+    http_url: httpUrl().optional(),
+    interval_seconds: positiveInt().default(15),
+  })
+  .superRefine((t, ctx) => {
+    if (!t.grpc_address && !t.http_url) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['grpc_address'],
+        message: 'a target needs grpc_address or http_url',
+      });
+    }
+  });
+
+function uniqueNames(list: readonly { name: string }[], ctx: z.RefinementCtx, what: string): void {
+  const seen = new Map<string, number>();
+  list.forEach((item, i) => {
+    const earlier = seen.get(item.name);
+    if (earlier === undefined) seen.set(item.name, i);
+    else
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'name'],
+        message: `duplicate ${what} name "${item.name}" (already used by entry [${earlier}])`,
+      });
+  });
+}
+
+/**
+ * Monitoring backends. Our decision for the spec's unshown values: `noop` (default; nothing is
+ * exported, the service still serves its own `/metrics`), `memory` (in-process tracer and metrics,
+ * for tests), `pull_metrics` and `opentelemetry`.
+ */
+export const BACKEND_TYPES = ['noop', 'memory', 'pull_metrics', 'opentelemetry'] as const;
+
+/** The whole monitor service configuration (`MonitorConfig`). */
+export const MonitorConfigSchema = z.strictObject({
+  /** Defaults to NODE_ENV, else `development`. */
+  environment: environmentSchema(),
+  enabled: bool().default(true),
+  name: nonEmptyString().default('monitor'),
+  backend_type: z.enum(BACKEND_TYPES).default('noop'),
+  debug: bool().default(false),
+  server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081 }),
+  log: logSectionSchema(),
+  database: databaseSectionSchema('monitor'),
+  metrics: MetricsConfigSchema,
+  tracing: TracingConfigSchema,
+  health: HealthConfigSchema,
+  slo: SLOConfigSchema,
+  error_tracking: ErrorTrackingConfigSchema,
+  opentelemetry: OpenTelemetryConfigSchema,
+  pull_metrics: PullMetricsConfigSchema,
+  /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
+  metrics_auth_token: nonEmptyString().optional(),
+  targets: z
+    .array(TargetConfigSchema)
+    .default(() => [])
+    .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
+});
+
+/** Validated monitor config. */
+export type MonitorConfig = z.infer<typeof MonitorConfigSchema>;
+/** What may be passed in code: any part of the config, as it would be written in the file. */
+export type MonitorConfigInput = z.input<typeof MonitorConfigSchema>;
+/** Metrics section. */
+export type MetricsConfig = z.infer<typeof MetricsConfigSchema>;
+/** Tracing section. */
+export type TracingConfig = z.infer<typeof TracingConfigSchema>;
+/** Health section. */
+export type HealthConfig = z.infer<typeof HealthConfigSchema>;
+/** One SLO. */
+export type SLO = z.infer<typeof SLOSchema>;
+/** SLO section. */
+export type SLOConfig = z.infer<typeof SLOConfigSchema>;
+/** Error tracking section. */
+export type ErrorTrackingConfig = z.infer<typeof ErrorTrackingConfigSchema>;
+/** OpenTelemetry section. */
+export type OpenTelemetryConfig = z.infer<typeof OpenTelemetryConfigSchema>;
+/** Pull-metrics section. */
+export type PullMetricsConfig = z.infer<typeof PullMetricsConfigSchema>;
+/** One watched service. */
+export type TargetConfig = z.infer<typeof TargetConfigSchema>;
+
+/**
+ * Loads the monitor config from defaults, the application file, `SVC_MONITOR__*` and `overrides`
+ * (highest). Calling it with nothing gives all defaults (plus file and environment).
+ */
+export function loadMonitorConfig(
+  overrides?: Partial<MonitorConfigInput>,
+  opts: Pick<LoadConfigOptions<MonitorConfig>, 'env' | 'file'> = {},
+): Readonly<MonitorConfig> {
+  return loadConfig({ ...opts, section: 'monitor', schema: MonitorConfigSchema, overrides });
+}
+
+/**
+ * Config issues that are legal but unwise for an environment (`validate_for_environment`): the
+ * service logs them as warnings at start. `env` defaults to `config.environment`; the stricter
+ * checks apply to `production`.
+ */
+export function validateForEnvironment(config: MonitorConfig, env: string = config.environment): string[] {
+  if (env !== 'production') return [];
+  const issues: string[] = [];
+  if (config.debug) issues.push('debug is on in production: set monitor.debug to false');
+  if (config.tracing.enabled) {
+    const samplesAll =
+      config.tracing.sampler_type === 'always_on' ||
+      (config.tracing.sampler_type === 'probability' && config.tracing.sample_rate >= 1.0);
+    if (samplesAll) {
+      issues.push(
+        'tracing samples every request (sample_rate 1.0) in production: lower monitor.tracing.sample_rate',
+      );
+    }
+  }
+  if (config.backend_type === 'opentelemetry' && config.opentelemetry.insecure) {
+    issues.push('opentelemetry.insecure is true in production: exports travel without TLS');
+  }
+  if (config.health.enabled && !config.health.auth_token) {
+    issues.push('health endpoint has no auth_token in production: set monitor.health.auth_token');
+  }
+  if (config.metrics.enabled && !config.metrics_auth_token) {
+    issues.push('metrics endpoint has no auth token in production: set monitor.metrics_auth_token');
+  }
+  if (config.error_tracking.dsn.trim() === '') {
+    issues.push('error tracking has no dsn in production: exceptions are only logged locally');
+  } else if (config.error_tracking.send_default_pii) {
+    issues.push('error_tracking.send_default_pii is true in production: personal data leaves the service');
+  }
+  return issues;
+}
+
+/**
+ * The selected backend's section (`get_backend_config`): `opentelemetry` or `pull_metrics`; null for
+ * the `memory` and `noop` backends, which have no settings.
+ */
+export function getBackendConfig(config: MonitorConfig): OpenTelemetryConfig | PullMetricsConfig | null {
+  switch (config.backend_type) {
+    case 'opentelemetry':
+      return config.opentelemetry;
+    case 'pull_metrics':
+      return config.pull_metrics;
+    default:
+      return null;
+  }
+}
+
+/** `make_metric_name`: the metric name with the configured prefix (`prefix_name`), or as is. */
+export function makeMetricName(metrics: Pick<MetricsConfig, 'prefix'>, metricName: string): string {
+  if (metrics.prefix === '') return metricName;
+  return metrics.prefix.endsWith('_') ? `${metrics.prefix}${metricName}` : `${metrics.prefix}_${metricName}`;
+}

@@ -1,0 +1,69 @@
+/**
+ * Secret redaction for config dumps and config error messages. The secret field names are the
+ * logger's (`SECRET_FIELD_NAMES`), so a value hidden in a log line is hidden here too.
+ */
+import { SECRET_FIELD_NAMES, redactUrl } from '../logging/logger';
+
+/** What a secret is replaced with. */
+export const REDACTED = '[REDACTED]';
+
+const EXACT = new Set<string>(SECRET_FIELD_NAMES.filter((n) => n !== 'url'));
+// `metrics_auth_token`, `smtp_password`, ...: compound names ending in a secret name are secrets too.
+const SUFFIXES = [...EXACT].filter(
+  (n) => n.includes('_') || n === 'token' || n === 'secret' || n === 'password',
+);
+// Maps whose every value is a credential (OTLP export headers carry API keys).
+const SECRET_MAPS = new Set(['headers']);
+
+/** True when a config key holds a secret value. */
+export function isSecretKey(key: string): boolean {
+  if (EXACT.has(key)) return true;
+  return SUFFIXES.some((s) => key.endsWith(`_${s}`));
+}
+
+/** True when every value under this key is a secret (e.g. `headers`). */
+export function isSecretMapKey(key: string): boolean {
+  return SECRET_MAPS.has(key);
+}
+
+/** True when a path of config keys (as from a zod issue) leads to a secret value. */
+export function isSecretPath(path: readonly PropertyKey[]): boolean {
+  const keys = path.filter((p): p is string => typeof p === 'string');
+  return keys.some((k) => isSecretKey(k) || k === 'url' || isSecretMapKey(k));
+}
+
+function redactScalar(value: unknown): unknown {
+  if (value === undefined || value === null || value === '') return value;
+  return REDACTED;
+}
+
+function redactSecretValue(value: unknown): unknown {
+  // Keep the shape of a token list (its length tells how many are configured), hide every entry.
+  if (Array.isArray(value)) return value.map(redactScalar);
+  return redactScalar(value);
+}
+
+/**
+ * Deep copy of `value` with every secret replaced by "[REDACTED]": fields named like
+ * `auth_token`, `password`, `api_key`, `dsn`, `private_key`, `api_tokens`, every value of
+ * `headers`, and the password inside a database `url`. Empty values stay empty, so a dump still
+ * shows what is unset.
+ */
+export function redactSecrets<T>(value: T): T {
+  return redact(value, undefined) as T;
+}
+
+function redact(value: unknown, key: string | undefined): unknown {
+  if (key !== undefined) {
+    if (isSecretKey(key)) return redactSecretValue(value);
+    if (key === 'url' && typeof value === 'string') return value === '' ? value : redactUrl(value);
+    if (isSecretMapKey(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactScalar(v)]));
+    }
+  }
+  if (Array.isArray(value)) return value.map((v) => redact(v, undefined));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v, k)]));
+  }
+  return value;
+}

@@ -1,0 +1,91 @@
+/**
+ * Just enough introspection of zod schemas for the environment mapping: find the schema that a key
+ * path leads to, and what kind of value it expects, so `"30"` becomes 30 and typos are caught.
+ */
+import type { z } from 'zod';
+
+/** What an env string must be coerced to before validation. */
+export type LeafKind = 'number' | 'boolean' | 'string' | 'list' | 'mapping' | 'other';
+
+interface Def {
+  type: string;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  out?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  getter?: () => z.ZodType;
+}
+
+function defOf(schema: z.ZodType): Def {
+  return (schema as unknown as { _zod: { def: Def } })._zod.def;
+}
+
+const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
+
+/** Strips wrappers (optional, default, pipes, ...) down to the schema that decides the value's shape. */
+export function unwrap(schema: z.ZodType): z.ZodType {
+  let current = schema;
+  for (let i = 0; i < 32; i++) {
+    const def = defOf(current);
+    if (WRAPPERS.has(def.type) && def.innerType) current = def.innerType;
+    else if (def.type === 'pipe' && def.in && def.out)
+      // `.transform()` is pipe(in=schema, out=transform); `z.preprocess` is pipe(in=transform, out=schema).
+      current = defOf(def.in).type === 'transform' ? def.out : def.in;
+    else if (def.type === 'lazy' && def.getter) current = def.getter();
+    else return current;
+  }
+  return current;
+}
+
+/** The schema's own type name after unwrapping ("object", "array", "number", ...). */
+export function kindOf(schema: z.ZodType): string {
+  return defOf(unwrap(schema)).type;
+}
+
+/**
+ * The child schema for one path segment, or undefined when the segment is not a key of that schema
+ * (an unknown key). A numeric segment under a list is an index.
+ */
+export function childSchema(schema: z.ZodType, segment: string): z.ZodType | undefined {
+  const def = defOf(unwrap(schema));
+  if (def.type === 'object') return def.shape ? def.shape[segment] : undefined;
+  if (def.type === 'record') return def.valueType;
+  if (def.type === 'array') return /^\d+$/.test(segment) ? def.element : undefined;
+  return undefined;
+}
+
+/** How a raw environment string is coerced for this schema. */
+export function leafKind(schema: z.ZodType): LeafKind {
+  switch (kindOf(schema)) {
+    case 'number':
+    case 'int':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'string':
+    case 'enum':
+    case 'literal':
+      return 'string';
+    case 'array':
+    case 'tuple':
+      return 'list';
+    case 'object':
+    case 'record':
+      return 'mapping';
+    default:
+      return 'other';
+  }
+}
+
+/** The element schema of a list schema. */
+export function elementSchema(schema: z.ZodType): z.ZodType | undefined {
+  const def = defOf(unwrap(schema));
+  return def.type === 'array' ? def.element : undefined;
+}
+
+/** True when the top-level object schema has the given key. */
+export function hasKey(schema: z.ZodType, key: string): boolean {
+  return childSchema(schema, key) !== undefined && kindOf(schema) === 'object';
+}

@@ -1,0 +1,79 @@
+/**
+ * Config sections both services share: `server` (ports, auth tokens, limits, shutdown), `log` and
+ * `database`. Each service builds them with its own defaults.
+ */
+import { z } from 'zod';
+
+import { nonEmptyString, nonNegativeInt, port, positiveInt, stringList } from './fields';
+
+/** Default ports of one service. */
+export interface ServerDefaults {
+  grpcPort: number;
+  httpPort: number;
+}
+
+const MIB = 1024 * 1024;
+
+/** The `server` section: where the two ports listen and what guards them. */
+export function serverSectionSchema(defaults: ServerDefaults) {
+  return z
+    .strictObject({
+      /** Interface both ports bind to. */
+      host: nonEmptyString().default('0.0.0.0'),
+      grpc_port: port().default(defaults.grpcPort),
+      http_port: port().default(defaults.httpPort),
+      /** Bearer tokens accepted on every RPC (secret). Empty: the service is open and warns once at start. */
+      api_tokens: stringList(nonEmptyString()).default(() => []),
+      /** Largest accepted request body / message, bytes. */
+      max_request_bytes: positiveInt().default(4 * MIB),
+      /** Time between reporting NOT_SERVING and closing the listeners, so balancers notice. */
+      shutdown_drain_ms: nonNegativeInt().default(500),
+      /** Upper bound for in-flight calls to finish before streams and connections are cut. */
+      shutdown_timeout_ms: nonNegativeInt().default(10000),
+    })
+    .prefault({});
+}
+
+/** The `log` section. */
+export function logSectionSchema() {
+  return z
+    .strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    })
+    .prefault({});
+}
+
+const DATABASE_URL = /^postgres(?:ql)?:\/\/\S+$/;
+
+/** The `database` section: a PostgreSQL URL, or embedded PGlite in `data_dir` when the URL is empty. */
+export function databaseSectionSchema(service: string) {
+  return z
+    .strictObject({
+      /** `postgres://user:password@host:5432/db` (secret: the password is redacted in logs). Empty: PGlite. */
+      url: z
+        .string()
+        .refine((v) => v === '' || DATABASE_URL.test(v), {
+          error: 'expected a postgres:// or postgresql:// URL, or empty for the embedded database',
+        })
+        .default(''),
+      /** Data directory of the embedded database (used when `url` is empty). */
+      data_dir: nonEmptyString().default(`./data/${service}`),
+      pool_max: positiveInt().default(10),
+    })
+    .prefault({});
+}
+
+/** The `server` section after validation. */
+export type ServerConfig = z.infer<ReturnType<typeof serverSectionSchema>>;
+/** The `log` section after validation. */
+export type LogConfig = z.infer<ReturnType<typeof logSectionSchema>>;
+/** The `database` section after validation. */
+export type DatabaseConfig = z.infer<ReturnType<typeof databaseSectionSchema>>;
+
+/** Default of the top-level `environment` field when `NODE_ENV` is unset. */
+export const DEFAULT_ENVIRONMENT = 'development';
+
+/** The top-level `environment` field: a free-form name; `production` turns on stricter checks. */
+export function environmentSchema() {
+  return nonEmptyString().default(DEFAULT_ENVIRONMENT);
+}

@@ -1,0 +1,152 @@
+import { ConfigError } from '../../../shared/config';
+import {
+  type NotificationConfigInput,
+  loadNotificationConfig,
+  primaryBackend,
+} from '../../../services/notification/config';
+
+const noSources = { file: null, env: {} } as const;
+
+function issuesOf(overrides: Partial<NotificationConfigInput>, env: Record<string, string> = {}): string[] {
+  try {
+    loadNotificationConfig(overrides, { file: null, env });
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues.map((i) => `${i.key}: ${i.message}`);
+    throw err;
+  }
+  return [];
+}
+
+const smsGateway = { account_sid: 'AC123', auth_token: '<AUTH_TOKEN>', from_number: '+15551234567' };
+
+describe('NotificationConfig', () => {
+  it('configure with nothing gives all defaults', () => {
+    const config = loadNotificationConfig(undefined, noSources);
+    expect(config).toEqual({
+      environment: 'development',
+      server: {
+        host: '0.0.0.0',
+        grpc_port: 50051,
+        http_port: 8080,
+        api_tokens: [],
+        max_request_bytes: 4 * 1024 * 1024,
+        shutdown_drain_ms: 500,
+        shutdown_timeout_ms: 10000,
+      },
+      log: { level: 'info' },
+      database: { url: '', data_dir: './data/notification', pool_max: 10 },
+      sms_backends: [],
+      push_backends: [],
+      mailer: { backends: [] },
+      inbox: {
+        store_backend: 'database',
+        retention_days: 30,
+        max_page_size: 50,
+        purge_interval_seconds: 3600,
+        purge_batch_size: 1000,
+        max_title_length: 200,
+        max_body_length: 10000,
+        max_metadata_bytes: 16384,
+        watch_buffer_size: 256,
+      },
+      delivery: { max_attempts: 5, base_delay_ms: 500, max_delay_ms: 60000 },
+      admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
+    });
+  });
+
+  it('fills driver defaults inside a backend', () => {
+    const config = loadNotificationConfig(
+      {
+        mailer: {
+          backends: [{ name: 'smtp', driver: 'smtp', from_email: 'a@example.com', smtp: { host: 'mx' } }],
+        },
+      },
+      noSources,
+    );
+    expect(config.mailer.backends[0]?.smtp).toEqual({
+      host: 'mx',
+      port: 587,
+      secure: false,
+      user: '',
+      password: '',
+      pool: true,
+      max_connections: 5,
+    });
+  });
+
+  it('rejects duplicate backend names in one list', () => {
+    const issues = issuesOf({
+      sms_backends: [
+        { name: 'sms', sms_gateway: smsGateway },
+        { name: 'sms', sms_gateway: smsGateway },
+      ],
+    });
+    expect(issues).toEqual([
+      'notification.sms_backends[1].name: duplicate SMS backend name "sms" (already used by entry [0])',
+    ]);
+  });
+
+  it('rejects two primary backends in one list', () => {
+    const issues = issuesOf({
+      sms_backends: [
+        { name: 'a', primary: true, sms_gateway: smsGateway },
+        { name: 'b', primary: true, sms_gateway: smsGateway },
+      ],
+    });
+    expect(issues).toEqual([
+      'notification.sms_backends[1].primary: only one SMS backend may be primary; entry [0] is primary already',
+    ]);
+  });
+
+  it('requires the section of the chosen driver', () => {
+    const issues = issuesOf({
+      push_backends: [{ name: 'p', driver: 'push_driver_b', push_driver_a: { server_key: 'k' } }],
+    });
+    expect(issues).toEqual([
+      'notification.push_backends[0].push_driver_b: settings are required when driver is "push_driver_b"',
+    ]);
+  });
+
+  it('rejects a sender number not in international format', () => {
+    const issues = issuesOf({
+      sms_backends: [{ name: 's', sms_gateway: { ...smsGateway, from_number: '555 1234' } }],
+    });
+    expect(issues[0]).toMatch(
+      /^notification\.sms_backends\[0\]\.sms_gateway\.from_number: expected a telephone number/,
+    );
+  });
+
+  it('rejects a sender address that is not an e-mail address', () => {
+    const issues = issuesOf({
+      mailer: {
+        backends: [{ name: 'm', driver: 'smtp', from_email: 'not-an-address', smtp: { host: 'mx' } }],
+      },
+    });
+    expect(issues[0]).toMatch(/^notification\.mailer\.backends\[0\]\.from_email: expected an e-mail address/);
+  });
+
+  it('in production, admin auth needs a jwt_secret or a jwks_url', () => {
+    expect(issuesOf({ environment: 'production' })).toEqual([
+      'notification.admin.auth.jwt_secret: in production the admin endpoints need auth: set admin.auth.jwt_secret or admin.auth.jwks_url',
+    ]);
+    expect(
+      issuesOf({ environment: 'production', admin: { auth: { jwks_url: 'https://idp.example.com/jwks' } } }),
+    ).toEqual([]);
+  });
+
+  it('the backend marked primary receives unnamed sends; with none marked, the first does', () => {
+    expect(
+      primaryBackend([
+        { name: 'a', primary: false },
+        { name: 'b', primary: true },
+      ])?.name,
+    ).toBe('b');
+    expect(
+      primaryBackend([
+        { name: 'a', primary: false },
+        { name: 'b', primary: false },
+      ])?.name,
+    ).toBe('a');
+    expect(primaryBackend([])).toBeUndefined();
+  });
+});

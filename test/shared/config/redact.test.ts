@@ -1,0 +1,98 @@
+import { REDACTED, redactSecrets } from '../../../shared/config';
+import { loadMonitorConfig } from '../../../services/monitor/config';
+import { loadNotificationConfig } from '../../../services/notification/config';
+
+const secrets = {
+  auth: 'auth-token-value',
+  server: 'server-key-value',
+  password: 'smtp-password-value',
+  apiKey: 'api-key-value',
+  dsn: 'https://public@errors.example.com/1',
+  token: 'rpc-token-value',
+  pem: '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----',
+  dbPassword: 'db-password-value',
+  header: 'Bearer otlp-header-value',
+  metrics: 'metrics-token-value',
+};
+
+describe('redactSecrets', () => {
+  const notification = loadNotificationConfig(
+    {
+      server: { api_tokens: [secrets.token] },
+      database: { url: `postgres://svc:${secrets.dbPassword}@db.internal:5432/notification` },
+      sms_backends: [
+        {
+          name: 's',
+          sms_gateway: { account_sid: 'AC1', auth_token: secrets.auth, from_number: '+15550001111' },
+        },
+      ],
+      push_backends: [
+        { name: 'a', driver: 'push_driver_a', push_driver_a: { server_key: secrets.server } },
+        {
+          name: 'b',
+          driver: 'push_driver_b',
+          push_driver_b: { key_id: 'K', team_id: 'T', private_key: secrets.pem, topic: 'app' },
+        },
+      ],
+      mailer: {
+        backends: [
+          {
+            name: 'smtp',
+            driver: 'smtp',
+            from_email: 'a@example.com',
+            smtp: { host: 'mx', password: secrets.password },
+          },
+          {
+            name: 'api',
+            driver: 'http_api',
+            from_email: 'a@example.com',
+            http_api: { base_url: 'https://mail.example.com', api_key: secrets.apiKey },
+          },
+        ],
+      },
+    },
+    { file: null, env: {} },
+  );
+  const monitor = loadMonitorConfig(
+    {
+      error_tracking: { dsn: secrets.dsn },
+      health: { auth_token: secrets.auth },
+      metrics_auth_token: secrets.metrics,
+      opentelemetry: { headers: { authorization: secrets.header } },
+    },
+    { file: null, env: {} },
+  );
+
+  it('hides every secret of both configs', () => {
+    const dump = JSON.stringify([redactSecrets(notification), redactSecrets(monitor)]);
+    for (const value of Object.values(secrets)) expect(dump).not.toContain(value);
+  });
+
+  it('replaces secret fields with [REDACTED] and keeps the rest', () => {
+    const redacted = redactSecrets(notification);
+    expect(redacted.sms_backends[0]?.sms_gateway).toEqual({
+      account_sid: 'AC1',
+      auth_token: REDACTED,
+      from_number: '+15550001111',
+      base_url: 'https://api.sms-gateway.example.com',
+    });
+    expect(redacted.server.api_tokens).toEqual([REDACTED]);
+    expect(redacted.push_backends[1]?.push_driver_b?.private_key).toBe(REDACTED);
+  });
+
+  it('shows the database URL with only its password hidden', () => {
+    expect(redactSecrets(notification).database.url).toBe(
+      'postgres://svc:%5BREDACTED%5D@db.internal:5432/notification',
+    );
+  });
+
+  it('leaves empty secrets empty, so a dump shows what is unset', () => {
+    const redacted = redactSecrets(loadMonitorConfig(undefined, { file: null, env: {} }));
+    expect(redacted.error_tracking.dsn).toBe('');
+  });
+
+  it('does not modify the config it is given', () => {
+    redactSecrets(monitor);
+    expect(monitor.error_tracking.dsn).toBe(secrets.dsn);
+  });
+});
