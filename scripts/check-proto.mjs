@@ -28,8 +28,12 @@ try {
   run(['generate', '--output', tmp]);
   const fresh = join(tmp, 'shared', 'gen');
   const committed = join(root, 'shared', 'gen');
-  const a = listFiles(fresh).map((f) => relative(fresh, f)).sort();
-  const b = listFiles(committed).map((f) => relative(committed, f)).sort();
+  const a = listFiles(fresh)
+    .map((f) => relative(fresh, f))
+    .sort();
+  const b = listFiles(committed)
+    .map((f) => relative(committed, f))
+    .sort();
   const differences = [];
   for (const f of new Set([...a, ...b])) {
     const x = a.includes(f) ? readFileSync(join(fresh, f), 'utf8') : null;
@@ -37,7 +41,9 @@ try {
     if (x !== y) differences.push(f);
   }
   if (differences.length > 0) {
-    console.error(`shared/gen is out of date with proto/ (run \`npm run generate\`): ${differences.join(', ')}`);
+    console.error(
+      `shared/gen is out of date with proto/ (run \`npm run generate\`): ${differences.join(', ')}`,
+    );
     process.exit(1);
   }
   console.log('buf generate: shared/gen is up to date');

@@ -30,7 +30,11 @@ export const INTERNAL_MESSAGE = 'internal error';
  * message; ConnectErrors raised by the framework (deadline, cancel, limits) pass through; everything
  * else is logged with its cause and replaced by a generic INTERNAL.
  */
-export function toConnectError(err: unknown, logger?: Logger, context?: Record<string, unknown>): ConnectError {
+export function toConnectError(
+  err: unknown,
+  logger?: Logger,
+  context?: Record<string, unknown>,
+): ConnectError {
   if (err instanceof ConnectError) return err;
   if (isDomainError(err)) return new ConnectError(err.message, DOMAIN_TO_CODE[err.code]);
   logger?.error({ err, ...context }, 'unhandled error in RPC handler');

@@ -20,7 +20,15 @@ import {
   type UntypedServiceImplementation,
   type MethodDefinition,
 } from '@grpc/grpc-js';
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  isMessage,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+} from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
@@ -119,7 +127,9 @@ export function createGrpcHandlers<S extends DescService>(
         handlers[method.localName] = serverStreamHandler(service, method, methodSpec, opts);
         break;
       default:
-        throw new Error(`${service.typeName}.${method.name}: ${methodSpec.kind} is not supported by the adapter`);
+        throw new Error(
+          `${service.typeName}.${method.name}: ${methodSpec.kind} is not supported by the adapter`,
+        );
     }
   }
   return handlers;
@@ -149,18 +159,20 @@ function unaryHandler(
     const ctx = contextFor(service, method, call.metadata, call.getDeadline());
     const onCancel = () => ctx.abort(CLIENT_CANCELLED);
     call.once('cancelled', onCancel);
-    invokeUnaryImplementation(spec as never, ctx, call.request as never, opts.interceptors).then(
-      (output) => {
-        const header = headersToMetadata(ctx.responseHeader);
-        if (header) call.sendMetadata(header);
-        callback(null, output, headersToMetadata(ctx.responseTrailer));
-      },
-      (err: unknown) => callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name }))),
-    ).finally(() => {
-      call.removeListener('cancelled', onCancel);
-      ctx.abort(CALL_DONE);
-      opts.tracker?.end();
-    });
+    invokeUnaryImplementation(spec as never, ctx, call.request as never, opts.interceptors)
+      .then(
+        (output) => {
+          const header = headersToMetadata(ctx.responseHeader);
+          if (header) call.sendMetadata(header);
+          callback(null, output, headersToMetadata(ctx.responseTrailer));
+        },
+        (err: unknown) => callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name }))),
+      )
+      .finally(() => {
+        call.removeListener('cancelled', onCancel);
+        ctx.abort(CALL_DONE);
+        opts.tracker?.end();
+      });
   };
 }
 
@@ -180,9 +192,11 @@ function serverStreamHandler(
     };
     call.once('cancelled', onCancel);
     const run = async () => {
-      const output = transformInvokeImplementation(spec as never, ctx, opts.interceptors)(
-        createAsyncIterable([call.request as never]),
-      );
+      const output = transformInvokeImplementation(
+        spec as never,
+        ctx,
+        opts.interceptors,
+      )(createAsyncIterable([call.request as never]));
       let headerSent = false;
       for await (const message of output) {
         if (cancelled) break;

@@ -88,7 +88,14 @@ export function loggingInterceptor(logger: Logger): Interceptor {
       }
       const code = err instanceof ConnectError ? err.code : Code.Unknown;
       const level = code === Code.Internal || code === Code.Unknown ? 'error' : 'info';
-      logger[level]({ ...fields, code: codeName(code), message: err instanceof ConnectError ? err.rawMessage : undefined }, 'rpc failed');
+      logger[level](
+        {
+          ...fields,
+          code: codeName(code),
+          message: err instanceof ConnectError ? err.rawMessage : undefined,
+        },
+        'rpc failed',
+      );
     };
     try {
       const res = await next(req);

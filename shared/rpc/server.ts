@@ -26,7 +26,13 @@ import {
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServiceDefinition } from './grpc-adapter';
-import { authInterceptor, errorInterceptor, loggingInterceptor, metricsInterceptor, RpcMetrics } from './interceptors';
+import {
+  authInterceptor,
+  errorInterceptor,
+  loggingInterceptor,
+  metricsInterceptor,
+  RpcMetrics,
+} from './interceptors';
 import { addReflection } from './reflection';
 import { createFallback, type HttpRoute } from './http-routes';
 import { transportKey } from './context';
@@ -40,7 +46,10 @@ export interface ServiceRegistration<S extends DescService = DescService> {
 }
 
 /** Helper that keeps the service/impl pairing type-checked. */
-export function registration<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceRegistration {
+export function registration<S extends DescService>(
+  service: S,
+  impl: Partial<ServiceImpl<S>>,
+): ServiceRegistration {
   return { service, impl } as unknown as ServiceRegistration;
 }
 
@@ -94,7 +103,11 @@ function withStreamShutdown<S extends DescService>(
     }
     wrapped[method.localName] = (req: unknown, ctx: HandlerContext) => {
       const signal = AbortSignal.any([ctx.signal, shutdown]);
-      return (fn as (r: unknown, c: HandlerContext) => unknown).call(impl, req, Object.assign(Object.create(ctx), { signal }));
+      return (fn as (r: unknown, c: HandlerContext) => unknown).call(
+        impl,
+        req,
+        Object.assign(Object.create(ctx), { signal }),
+      );
     };
   }
   return wrapped as Partial<ServiceImpl<S>>;
@@ -128,7 +141,10 @@ export class RpcServer {
 
   constructor(private readonly opts: RpcServerOptions) {
     const { logger } = opts;
-    const interceptors: Interceptor[] = [metricsInterceptor(new RpcMetrics(opts.registry)), loggingInterceptor(logger)];
+    const interceptors: Interceptor[] = [
+      metricsInterceptor(new RpcMetrics(opts.registry)),
+      loggingInterceptor(logger),
+    ];
     if (opts.apiTokens.length > 0) interceptors.push(authInterceptor(opts.apiTokens));
     else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
     interceptors.push(errorInterceptor(logger));

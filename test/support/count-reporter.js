@@ -7,7 +7,11 @@ class CountReporter {
     const dir = join(__dirname, '..', '..', 'test-artifacts');
     mkdirSync(dir, { recursive: true });
     const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
-    const counts = { passed: results.numPassedTests, failed, skipped: results.numPendingTests + results.numTodoTests };
+    const counts = {
+      passed: results.numPassedTests,
+      failed,
+      skipped: results.numPendingTests + results.numTodoTests,
+    };
     writeFileSync(join(dir, 'counts.json'), JSON.stringify(counts));
   }
 }

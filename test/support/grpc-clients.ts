@@ -64,7 +64,9 @@ export async function listServicesByReflection(address: string): Promise<string[
   const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
   try {
     return await new Promise<string[]>((resolve, reject) => {
-      const call = (client as unknown as { ServerReflectionInfo(): grpc.ClientDuplexStream<unknown, any> }).ServerReflectionInfo();
+      const call = (
+        client as unknown as { ServerReflectionInfo(): grpc.ClientDuplexStream<unknown, unknown> }
+      ).ServerReflectionInfo();
       call.on('data', (res: { list_services_response?: { service: Array<{ name: string }> } }) => {
         resolve((res.list_services_response?.service ?? []).map((s) => s.name));
         call.end();

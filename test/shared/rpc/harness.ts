@@ -19,7 +19,9 @@ export interface EchoHarness {
 }
 
 /** Starts the kit with the echo service on free ports, with real clients for both ports. */
-export async function startEchoServer(opts: { apiTokens?: string[]; maxRequestBytes?: number } = {}): Promise<EchoHarness> {
+export async function startEchoServer(
+  opts: { apiTokens?: string[]; maxRequestBytes?: number } = {},
+): Promise<EchoHarness> {
   const impl = new EchoServiceImpl();
   const registry = new Registry();
   const server = new RpcServer({

@@ -31,9 +31,14 @@ async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
 
 describe('one implementation, two ports', () => {
   test('a grpc-js client and a Connect JSON client get the same answer from the same RPC', async () => {
-    const viaGrpc = await unary<{ message: string; headerEcho: string }>(h.grpc, 'echo', { message: 'hello' }, {
-      metadata: { 'x-echo': 'meta' },
-    });
+    const viaGrpc = await unary<{ message: string; headerEcho: string }>(
+      h.grpc,
+      'echo',
+      { message: 'hello' },
+      {
+        metadata: { 'x-echo': 'meta' },
+      },
+    );
     const viaConnect = await h.connect({ 'x-echo': 'meta' }).echo({ message: 'hello' });
     expect(viaGrpc.response.message).toBe('hello');
     expect(viaGrpc.response.headerEcho).toBe('meta');
@@ -60,9 +65,12 @@ describe('one implementation, two ports', () => {
 
 describe('server streaming', () => {
   test('delivers N messages in order over gRPC', async () => {
-    const call = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(h.grpc, {
-      count: 5,
-    });
+    const call = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(
+      h.grpc,
+      {
+        count: 5,
+      },
+    );
     const seqs: number[] = [];
     for await (const msg of call) seqs.push((msg as { seq: number }).seq);
     expect(seqs).toEqual([0, 1, 2, 3, 4]);
@@ -76,10 +84,13 @@ describe('server streaming', () => {
 
   test('stops the handler when a gRPC client cancels', async () => {
     const abortedBefore = h.impl.abortedStreams;
-    const call = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(h.grpc, {
-      count: 0,
-      intervalMs: 5,
-    });
+    const call = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(
+      h.grpc,
+      {
+        count: 0,
+        intervalMs: 5,
+      },
+    );
     const seen: number[] = [];
     await new Promise<void>((resolve) => {
       call.on('data', (m: { seq: number }) => {
@@ -102,7 +113,9 @@ describe('server streaming', () => {
     const seen: number[] = [];
     await expect(
       (async () => {
-        for await (const msg of h.connect().echoStream({ count: 0, intervalMs: 5 }, { signal: controller.signal })) {
+        for await (const msg of h
+          .connect()
+          .echoStream({ count: 0, intervalMs: 5 }, { signal: controller.signal })) {
           seen.push(msg.seq);
           if (seen.length === 3) controller.abort();
         }
@@ -116,7 +129,9 @@ describe('server streaming', () => {
 
 describe('deadlines', () => {
   test('a gRPC deadline shorter than the handler gives DEADLINE_EXCEEDED', async () => {
-    const err = await grpcError(unary(h.grpc, 'echo', { message: 'slow', delayMs: 5000 }, { deadlineMs: 100 }));
+    const err = await grpcError(
+      unary(h.grpc, 'echo', { message: 'slow', delayMs: 5000 }, { deadlineMs: 100 }),
+    );
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
   });
 
@@ -178,7 +193,9 @@ describe('metrics', () => {
       /rpc_server_handled_total\{rpc_service="svc.testing.v1.EchoService",rpc_method="Echo",rpc_code="ok",transport="grpc"\} [1-9]/,
     );
     expect(text).toMatch(/rpc_code="not_found",transport="grpc"\} [1-9]/);
-    expect(text).toMatch(/rpc_server_handling_seconds_count\{rpc_service="svc.testing.v1.EchoService",rpc_method="Echo",transport="http"\} [1-9]/);
+    expect(text).toMatch(
+      /rpc_server_handling_seconds_count\{rpc_service="svc.testing.v1.EchoService",rpc_method="Echo",transport="http"\} [1-9]/,
+    );
   });
 });
 

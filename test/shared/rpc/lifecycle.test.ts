@@ -5,11 +5,9 @@ import { healthClient, unary } from '../../support/grpc-clients';
 
 function check(client: ReturnType<typeof healthClient>, service: string): Promise<{ status: string }> {
   return new Promise((resolve, reject) =>
-    (client.check as (r: unknown, cb: (e: grpc.ServiceError | null, r: { status: string }) => void) => void).call(
-      client,
-      { service },
-      (err, res) => (err ? reject(err) : resolve(res)),
-    ),
+    (
+      client.check as (r: unknown, cb: (e: grpc.ServiceError | null, r: { status: string }) => void) => void
+    ).call(client, { service }, (err, res) => (err ? reject(err) : resolve(res))),
   );
 }
 
@@ -41,9 +39,12 @@ describe('grpc.health.v1 through the grpc-health-check client', () => {
     const h = await startEchoServer();
     const client = healthClient(h.grpcAddress);
     const statuses: string[] = [];
-    const watch = (client.watch as (r: unknown) => grpc.ClientReadableStream<{ status: string }>).call(client, {
-      service: '',
-    });
+    const watch = (client.watch as (r: unknown) => grpc.ClientReadableStream<{ status: string }>).call(
+      client,
+      {
+        service: '',
+      },
+    );
     watch.on('error', () => undefined);
     const notServing = new Promise<void>((resolve) =>
       watch.on('data', (m: { status: string }) => {
@@ -67,13 +68,20 @@ describe('service-to-service auth', () => {
   test('a missing or wrong token is UNAUTHENTICATED on the gRPC port; the right one passes', async () => {
     const h = await startEchoServer({ apiTokens: ['other-token', token] });
     try {
-      await expect(unary(h.grpc, 'echo', { message: 'x' })).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      await expect(unary(h.grpc, 'echo', { message: 'x' })).rejects.toMatchObject({
+        code: grpc.status.UNAUTHENTICATED,
+      });
       await expect(
         unary(h.grpc, 'echo', { message: 'x' }, { metadata: { authorization: 'Bearer wrong' } }),
       ).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
-      const ok = await unary<{ message: string }>(h.grpc, 'echo', { message: 'x' }, {
-        metadata: { authorization: `Bearer ${token}` },
-      });
+      const ok = await unary<{ message: string }>(
+        h.grpc,
+        'echo',
+        { message: 'x' },
+        {
+          metadata: { authorization: `Bearer ${token}` },
+        },
+      );
       expect(ok.response.message).toBe('x');
     } finally {
       await h.close();
@@ -83,7 +91,10 @@ describe('service-to-service auth', () => {
   test('a missing or wrong token is UNAUTHENTICATED on the HTTP port; the right one passes', async () => {
     const h = await startEchoServer({ apiTokens: [token] });
     try {
-      const missing = await h.connect().echo({ message: 'x' }).catch((e: unknown) => ConnectError.from(e));
+      const missing = await h
+        .connect()
+        .echo({ message: 'x' })
+        .catch((e: unknown) => ConnectError.from(e));
       expect(missing).toMatchObject({ code: Code.Unauthenticated });
       const wrong = await h
         .connect({ authorization: 'Bearer nope' })
@@ -96,7 +107,9 @@ describe('service-to-service auth', () => {
         body: '{}',
       });
       expect(res.status).toBe(401);
-      expect((await h.connect({ authorization: `Bearer ${token}` }).echo({ message: 'y' })).message).toBe('y');
+      expect((await h.connect({ authorization: `Bearer ${token}` }).echo({ message: 'y' })).message).toBe(
+        'y',
+      );
     } finally {
       await h.close();
     }
@@ -129,7 +142,9 @@ describe('request size limits', () => {
       });
       expect([413, 429]).toContain(res.status);
       expect(((await res.json()) as { code: string }).code).toBe('resource_exhausted');
-      expect((await unary<{ message: string }>(h.grpc, 'echo', { message: 'small' })).response.message).toBe('small');
+      expect((await unary<{ message: string }>(h.grpc, 'echo', { message: 'small' })).response.message).toBe(
+        'small',
+      );
     } finally {
       await h.close();
     }
@@ -140,10 +155,13 @@ describe('graceful shutdown', () => {
   test('an in-flight unary call finishes while an open stream ends with UNAVAILABLE', async () => {
     const h = await startEchoServer();
     const slow = unary<{ message: string }>(h.grpc, 'echo', { message: 'finish me', delayMs: 300 });
-    const stream = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(h.grpc, {
-      count: 0,
-      intervalMs: 20,
-    });
+    const stream = (h.grpc.echoStream as (req: unknown) => grpc.ClientReadableStream<{ seq: number }>).call(
+      h.grpc,
+      {
+        count: 0,
+        intervalMs: 20,
+      },
+    );
     const streamEnd = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
     stream.on('data', () => undefined);
     await waitFor(() => h.impl.activeStreams === 1);

@@ -1,0 +1,56 @@
+/**
+ * Wiring of the notification service: builds every component from the config and serves them on
+ * the two ports. Used by main.ts and by tests that run the service in-process.
+ */
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
+import { InboxService as InboxServiceDesc } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { RpcServer, registration } from '../../shared/rpc/server';
+import type { Logger } from '../../shared/logging/logger';
+import type { NotificationConfig } from './config';
+
+export interface NotificationApp {
+  server: RpcServer;
+  registry: Registry;
+  start(): Promise<{ grpc: number; http: number }>;
+  stop(): Promise<void>;
+}
+
+export async function createNotificationApp(
+  config: NotificationConfig,
+  logger: Logger,
+): Promise<NotificationApp> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const server = new RpcServer({
+    name: 'notification',
+    logger,
+    registry,
+    host: config.server.host,
+    grpcPort: config.server.grpc_port,
+    httpPort: config.server.http_port,
+    apiTokens: config.server.api_tokens,
+    maxRequestBytes: config.server.max_request_bytes,
+    shutdownDrainMs: config.server.shutdown_drain_ms,
+    shutdownTimeoutMs: config.server.shutdown_timeout_ms,
+    services: [
+      // Delivery RPCs are not built yet: every method answers UNIMPLEMENTED.
+      registration(NotificationService, {}),
+      registration(InboxServiceDesc, {}),
+    ],
+  });
+
+  return {
+    server,
+    registry,
+    async start() {
+      const ports = await server.start();
+      server.health.setServing(true);
+      return ports;
+    },
+    async stop() {
+      await server.shutdown();
+    },
+  };
+}

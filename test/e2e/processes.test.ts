@@ -1,0 +1,80 @@
+import * as grpc from '@grpc/grpc-js';
+import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
+import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process';
+import { grpcClient, healthClient, listServicesByReflection, unary } from '../support/grpc-clients';
+
+function healthCheck(address: string, service = ''): Promise<string> {
+  const client = healthClient(address);
+  return new Promise<string>((resolve, reject) =>
+    (client.check as (r: unknown, cb: (e: Error | null, r: { status: string }) => void) => void).call(
+      client,
+      { service },
+      (err, res) => {
+        client.close();
+        if (err) reject(err);
+        else resolve(res.status);
+      },
+    ),
+  );
+}
+
+describe.each([
+  ['notification', NotificationService, 'sendSms'],
+  ['monitor', MonitorService, 'listSlos'],
+] as const)('the %s process', (name, service, unbuiltMethod) => {
+  let proc: ServiceProcess;
+  beforeAll(async () => {
+    proc = await startServiceProcess(
+      name,
+      name === 'notification' ? { SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory' } : {},
+    );
+  });
+  afterAll(async () => {
+    await proc.stop();
+  });
+
+  test('answers the standard health check as SERVING from outside', async () => {
+    expect(await healthCheck(`127.0.0.1:${proc.grpcPort}`)).toBe('SERVING');
+    expect(await healthCheck(`127.0.0.1:${proc.grpcPort}`, service.typeName)).toBe('SERVING');
+  });
+
+  test('lists its service through reflection', async () => {
+    expect(await listServicesByReflection(`127.0.0.1:${proc.grpcPort}`)).toContain(service.typeName);
+  });
+
+  test('answers an RPC that is not built yet with UNIMPLEMENTED', async () => {
+    const client = grpcClient(service, `127.0.0.1:${proc.grpcPort}`);
+    try {
+      await expect(unary(client, unbuiltMethod, {})).rejects.toMatchObject({
+        code: grpc.status.UNIMPLEMENTED,
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  test('logs where it listens', async () => {
+    expect(proc.logs.join('\n')).toMatch(new RegExp(`${name} ready: gRPC 127.0.0.1:${proc.grpcPort}`));
+  });
+
+  test('exits 0 after a graceful shutdown on SIGTERM', async () => {
+    expect(await proc.stop('SIGTERM')).toBe(0);
+    expect(proc.logs.join('\n')).toMatch(/shutdown: reporting NOT_SERVING/);
+  });
+});
+
+test('a process with an invalid config value exits 2 naming the key, the source and the env var', async () => {
+  await expect(
+    startServiceProcess('monitor', { SVC_MONITOR__SERVER__GRPC_PORT: 'not-a-port' }),
+  ).rejects.toThrow(/exited with 2[\s\S]*monitor\.server\.grpc_port[\s\S]*SVC_MONITOR__SERVER__GRPC_PORT/);
+});
+
+test('secrets from the environment never appear in the logs', async () => {
+  const proc = await startServiceProcess('notification', {
+    SVC_NOTIFICATION__SERVER__API_TOKENS: 'super-secret-token-value',
+  });
+  await proc.stop();
+  expect(proc.logs.join('\n')).not.toContain('super-secret-token-value');
+  expect(proc.logs.join('\n')).toContain('effective configuration');
+});
