@@ -16,6 +16,7 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: {
       globals: {
+        URL: 'readonly',
         require: 'readonly',
         module: 'writable',
         process: 'readonly',
