@@ -35,15 +35,14 @@ import {
   createContextValues,
   createHandlerContext,
   createServiceImplSpec,
+  type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
   type ServiceImpl,
+  type UnaryRequest,
+  type UnaryResponse,
 } from '@connectrpc/connect';
-import {
-  createAsyncIterable,
-  invokeUnaryImplementation,
-  transformInvokeImplementation,
-} from '@connectrpc/connect/protocol';
+import { createAsyncIterable, transformInvokeImplementation } from '@connectrpc/connect/protocol';
 import { toConnectError, toGrpcStatus } from './errors';
 import { transportKey } from './context';
 import type { Logger } from '../logging/logger';
@@ -52,6 +51,7 @@ import type { Logger } from '../logging/logger';
 // measured at 25-30% of unary throughput (DESIGN.md).
 const CALL_DONE = new ConnectError('call completed', Code.Canceled);
 const CLIENT_CANCELLED = new ConnectError('client cancelled the call', Code.Canceled);
+const DEADLINE_EXCEEDED = new ConnectError('the operation timed out', Code.DeadlineExceeded);
 
 export interface GrpcAdapterOptions {
   interceptors: Interceptor[];
@@ -93,9 +93,9 @@ function metadataToHeaders(md: Metadata): Headers {
   return headers;
 }
 
-function headersToMetadata(headers: Headers): Metadata | undefined {
+function headersToMetadata(headers: Headers | undefined): Metadata | undefined {
   let md: Metadata | undefined;
-  headers.forEach((value, key) => {
+  headers?.forEach((value, key) => {
     md ??= new Metadata();
     if (key.endsWith('-bin')) md.add(key, Buffer.from(value, 'base64'));
     else md.add(key, value);
@@ -148,29 +148,141 @@ function contextFor(service: DescService, method: DescMethod, metadata: Metadata
   });
 }
 
+/** Wraps `next` in the interceptors, the first outermost (Connect's order), once per method. */
+function composeInterceptors<T>(next: T, interceptors: readonly Interceptor[]): T {
+  return interceptors.reduceRight((fn, interceptor) => interceptor(fn as never) as T, next);
+}
+
+/**
+ * Per-call state of a unary gRPC call. Request headers, response metadata and the abort signal are
+ * created only when an interceptor or the handler reads them: most calls never do, and these
+ * allocations (three `Headers`, two `AbortController`s and their listeners in Connect's generic
+ * context) measured as the largest share of the adapter's overhead.
+ */
+class LazyUnaryCall {
+  readonly values = createContextValues().set(transportKey, 'grpc');
+  responseHeader: Headers | undefined;
+  responseTrailer: Headers | undefined;
+  /** The response object the implementation step returned, to tell it from an interceptor's own. */
+  response: UnaryResponse | undefined;
+  private header: Headers | undefined;
+  private controller: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly call: ServerUnaryCall<unknown, unknown>) {}
+
+  get requestHeader(): Headers {
+    return (this.header ??= metadataToHeaders(this.call.metadata));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      const controller = (this.controller = new AbortController());
+      if (this.call.cancelled) controller.abort(CLIENT_CANCELLED);
+      else this.call.once('cancelled', () => controller.abort(CLIENT_CANCELLED));
+      const timeout = timeoutOf(this.call.getDeadline());
+      if (timeout !== undefined) this.timer = setTimeout(() => controller.abort(DEADLINE_EXCEEDED), timeout);
+    }
+    return this.controller.signal;
+  }
+
+  timeoutMs = (): number | undefined => timeoutOf(this.call.getDeadline());
+
+  finish(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.controller?.abort(CALL_DONE);
+  }
+}
+
 function unaryHandler(
   service: DescService,
   method: DescMethod,
   spec: MethodImplSpec,
   opts: GrpcAdapterOptions,
 ) {
+  if (spec.kind !== 'unary') throw new Error('not a unary method');
+  const url = `/${service.typeName}/${method.name}`;
+  const output = method.output;
+  const impl = spec.impl as (req: unknown, ctx: HandlerContext) => unknown;
+  type Lazy = { lazy: LazyUnaryCall };
+  // The innermost step: call the implementation with a HandlerContext built from the (possibly
+  // interceptor-modified) request, and return a response whose metadata is lazy too.
+  const invoke = async (req: UnaryRequest & Lazy): Promise<UnaryResponse> => {
+    const lazy = req.lazy;
+    const ctx: HandlerContext = {
+      method,
+      service,
+      requestMethod: 'POST',
+      protocolName: 'grpc',
+      url,
+      values: req.contextValues,
+      timeoutMs: lazy.timeoutMs,
+      get signal() {
+        return req.signal;
+      },
+      get requestHeader() {
+        return req.header;
+      },
+      get responseHeader() {
+        return (lazy.responseHeader ??= new Headers());
+      },
+      get responseTrailer() {
+        return (lazy.responseTrailer ??= new Headers());
+      },
+    };
+    const result = await impl(req.message, ctx);
+    const message = isMessage(result, output) ? result : create(output, result as never);
+    return (lazy.response = {
+      stream: false,
+      service,
+      method: method as never,
+      message,
+      get header() {
+        return (lazy.responseHeader ??= new Headers());
+      },
+      get trailer() {
+        return (lazy.responseTrailer ??= new Headers());
+      },
+    });
+  };
+  const chain = composeInterceptors(
+    invoke as (req: UnaryRequest) => Promise<UnaryResponse>,
+    opts.interceptors as Interceptor[],
+  );
+
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     opts.tracker?.begin();
-    const ctx = contextFor(service, method, call.metadata, call.getDeadline());
-    const onCancel = () => ctx.abort(CLIENT_CANCELLED);
-    call.once('cancelled', onCancel);
-    invokeUnaryImplementation(spec as never, ctx, call.request as never, opts.interceptors)
+    const lazy = new LazyUnaryCall(call);
+    const req = {
+      stream: false as const,
+      service,
+      method: method as never,
+      requestMethod: 'POST',
+      url,
+      message: call.request as never,
+      contextValues: lazy.values,
+      lazy,
+      get signal() {
+        return lazy.signal;
+      },
+      get header() {
+        return lazy.requestHeader;
+      },
+    };
+    chain(req)
       .then(
-        (output) => {
-          const header = headersToMetadata(ctx.responseHeader);
+        (res) => {
+          // An interceptor may have returned its own response object with its own metadata.
+          const ours = res === lazy.response;
+          const header = headersToMetadata(ours ? lazy.responseHeader : res.header);
+          const trailer = headersToMetadata(ours ? lazy.responseTrailer : res.trailer);
           if (header) call.sendMetadata(header);
-          callback(null, output, headersToMetadata(ctx.responseTrailer));
+          callback(null, res.message, trailer);
         },
         (err: unknown) => callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name }))),
       )
       .finally(() => {
-        call.removeListener('cancelled', onCancel);
-        ctx.abort(CALL_DONE);
+        lazy.finish();
         opts.tracker?.end();
       });
   };

@@ -140,18 +140,41 @@ export class RpcMetrics {
 
 /** Counts calls by code, times them, and tracks calls in flight. */
 export function metricsInterceptor(metrics: RpcMetrics): Interceptor {
+  // Label children resolved once per method and transport: `labels()` hashes its arguments on every
+  // call, a measurable cost on the unary hot path.
+  type Children = {
+    inFlight: ReturnType<RpcMetrics['inFlight']['labels']>;
+    duration: ReturnType<RpcMetrics['duration']['labels']>;
+    handled: Map<string, ReturnType<RpcMetrics['handled']['labels']>>;
+  };
+  const cache = new Map<string, Children>();
+  const childrenFor = (service: string, method: string, transport: string): Children => {
+    const key = `${service}/${method}/${transport}`;
+    let c = cache.get(key);
+    if (!c) {
+      c = {
+        inFlight: metrics.inFlight.labels(service, method),
+        duration: metrics.duration.labels(service, method, transport),
+        handled: new Map(),
+      };
+      cache.set(key, c);
+    }
+    return c;
+  };
   return (next) => async (req) => {
     const service = req.service.typeName;
     const method = req.method.name;
     const transport = req.contextValues.get(transportKey);
+    const c = childrenFor(service, method, transport);
     const started = performance.now();
-    const inFlight = metrics.inFlight.labels(service, method);
-    inFlight.inc();
+    c.inFlight.inc();
     const done = (err: unknown) => {
-      inFlight.dec();
+      c.inFlight.dec();
       const code = err === undefined ? 'ok' : codeName(err instanceof ConnectError ? err.code : Code.Unknown);
-      metrics.handled.labels(service, method, code, transport).inc();
-      metrics.duration.labels(service, method, transport).observe((performance.now() - started) / 1000);
+      let handled = c.handled.get(code);
+      if (!handled) c.handled.set(code, (handled = metrics.handled.labels(service, method, code, transport)));
+      handled.inc();
+      c.duration.observe((performance.now() - started) / 1000);
     };
     try {
       const res = await next(req);

@@ -47,7 +47,12 @@ describe('one implementation, two ports', () => {
   });
 
   test('response headers and trailers set by the handler reach a grpc-js client as metadata', async () => {
-    const { header, trailer } = await unary(h.grpc, 'echo', { message: 'x' });
+    const { header, trailer } = await unary(
+      h.grpc,
+      'echo',
+      { message: 'x' },
+      { metadata: { 'x-echo': 'please' } },
+    );
     expect(header.get('x-echo-served')).toEqual(['yes']);
     expect(trailer.get('x-echo-trailer')).toEqual(['done']);
   });
