@@ -4,6 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
+import { PGlite } from '@electric-sql/pglite';
 import ClientPGLite from 'knex-pglite';
 import { types as pgTypes } from 'pg';
 import type { Logger } from '../logging/logger';
@@ -49,10 +50,12 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
   } else {
     const inMemory = !config.data_dir || config.data_dir === ':memory:';
     if (!inMemory) mkdirSync(config.data_dir, { recursive: true });
+    // Under jest, PGlite needs node's --experimental-vm-modules (it loads built-ins with import()).
+    const pglite = new PGlite(inMemory ? undefined : config.data_dir);
     knex = knexFactory({
       client: ClientPGLite,
       dialect: 'postgres',
-      connection: inMemory ? {} : { filename: config.data_dir },
+      connection: (() => ({ pglite })) as unknown as Knex.StaticConnectionConfig,
     });
     log.info({ data_dir: inMemory ? ':memory:' : config.data_dir }, 'opening embedded PGlite');
   }
