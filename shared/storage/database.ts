@@ -39,12 +39,20 @@ const connectionTypes = {
 /** Opens the configured database and checks that it answers. The caller owns `destroy()`. */
 export async function openDatabase(config: DatabaseConfig, logger: Logger): Promise<Knex> {
   const log = logger.child({ component: 'database' });
+  // knex's own warnings go to our logger, not to console.
+  const knexLog = {
+    warn: (message: unknown) => log.warn({ knex: message }, 'knex warning'),
+    error: (message: unknown) => log.error({ knex: message }, 'knex error'),
+    deprecate: (method: string, alternative: string) => log.warn({ method, alternative }, 'knex deprecation'),
+    debug: (message: unknown) => log.debug({ knex: message }, 'knex debug'),
+  };
   let knex: Knex;
   if (config.url) {
     knex = knexFactory({
       client: 'pg',
       connection: { connectionString: config.url, types: connectionTypes },
       pool: { min: 0, max: Math.max(1, config.pool_max) },
+      log: knexLog,
     });
     log.info({ database: redactUrl(config.url), pool_max: config.pool_max }, 'opening PostgreSQL');
   } else {
@@ -56,6 +64,7 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
       client: ClientPGLite,
       dialect: 'postgres',
       connection: (() => ({ pglite })) as unknown as Knex.StaticConnectionConfig,
+      log: knexLog,
     });
     log.info({ data_dir: inMemory ? ':memory:' : config.data_dir }, 'opening embedded PGlite');
   }

@@ -26,7 +26,13 @@ export class ListMigrationSource implements Knex.MigrationSource<NamedMigration>
   }
 
   async getMigration(migration: NamedMigration): Promise<Knex.Migration> {
-    return { up: (k) => migration.up(k), down: migration.down ? (k) => migration.down!(k) : undefined };
+    // knex insists on a down(); a migration without one refuses to roll back.
+    const down = migration.down
+      ? (k: Knex) => migration.down!(k)
+      : async () => {
+          throw new Error(`migration ${migration.name} cannot be rolled back`);
+        };
+    return { up: (k) => migration.up(k), down };
   }
 }
 

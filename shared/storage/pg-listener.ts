@@ -51,7 +51,8 @@ export class PgNotificationListener {
       application_name: this.options.applicationName ?? 'inbox-listener',
     });
     client.on('notification', (msg) => {
-      if (msg.channel === this.options.channel && msg.payload !== undefined) this.options.onNotification(msg.payload);
+      if (msg.channel === this.options.channel && msg.payload !== undefined)
+        this.options.onNotification(msg.payload);
     });
     client.on('error', (err) => this.dropped(client, err));
     client.on('end', () => this.dropped(client));

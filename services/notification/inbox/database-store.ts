@@ -179,7 +179,9 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
 
   private async flush(batch: PendingSend[]): Promise<void> {
     try {
-      const results = await this.retryOnDeadlock(() => this.knex.transaction((trx) => this.sendBatch(trx, batch)));
+      const results = await this.retryOnDeadlock(() =>
+        this.knex.transaction((trx) => this.sendBatch(trx, batch)),
+      );
       batch.forEach((p, i) => p.resolve(results[i]!));
       for (const r of results) this.notifier.emit(r.event.userId, r.event.seq);
     } catch (err) {
@@ -324,7 +326,9 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
 
   private async unreadIn(db: Knex | Knex.Transaction, userId: string): Promise<number> {
     const [row] = rows<{ n: number | string }>(
-      await db.raw('SELECT count(*) AS n FROM inbox_messages WHERE user_id = ? AND read_at IS NULL', [userId]),
+      await db.raw('SELECT count(*) AS n FROM inbox_messages WHERE user_id = ? AND read_at IS NULL', [
+        userId,
+      ]),
     );
     return toNumber(row?.n);
   }
@@ -485,14 +489,21 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
       try {
         return await fn();
       } finally {
-        await this.knex.raw('SELECT pg_advisory_unlock(hashtext(?::text), 0)', [job]).connection(conn as never);
+        await this.knex
+          .raw('SELECT pg_advisory_unlock(hashtext(?::text), 0)', [job])
+          .connection(conn as never);
       }
     } finally {
       await this.knex.client.releaseConnection(conn);
     }
   }
 
-  private async runIfDue(job: string, now: Date, minIntervalMs: number, fn: () => Promise<void>): Promise<boolean> {
+  private async runIfDue(
+    job: string,
+    now: Date,
+    minIntervalMs: number,
+    fn: () => Promise<void>,
+  ): Promise<boolean> {
     const [row] = rows<{ last_run_at: Date | string }>(
       await this.knex.raw('SELECT last_run_at FROM inbox_maintenance WHERE job = ?', [job]),
     );

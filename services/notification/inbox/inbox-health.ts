@@ -35,7 +35,10 @@ export class InboxHealthCheck {
     const started = this.now();
     try {
       await this.store.ping();
-      return { status: 'healthy', details: { backend: this.store.backend, latency_ms: this.elapsed(started) } };
+      return {
+        status: 'healthy',
+        details: { backend: this.store.backend, latency_ms: this.elapsed(started) },
+      };
     } catch (err) {
       this.log.error({ err, check: INBOX_HEALTH_CHECK_NAME }, 'inbox health check failed');
       const type = err instanceof Error ? err.constructor.name : 'Error';

@@ -146,7 +146,8 @@ export class InboxHub {
 
   /** Subscribes to local commits and, with a listen URL, to other replicas' NOTIFY. */
   async start(): Promise<void> {
-    if (!this.unsubscribe) this.unsubscribe = this.store.onCommitted((userId, seq) => this.signal(userId, seq));
+    if (!this.unsubscribe)
+      this.unsubscribe = this.store.onCommitted((userId, seq) => this.signal(userId, seq));
     if (this.options.listenUrl && !this.listener) {
       this.listener = new PgNotificationListener({
         url: this.options.listenUrl,
@@ -197,7 +198,11 @@ export class InboxHub {
     return this.iterate(userId, after, options.signal);
   }
 
-  private async *iterate(userId: string, after: number | null, signal?: AbortSignal): AsyncGenerator<InboxEvent> {
+  private async *iterate(
+    userId: string,
+    after: number | null,
+    signal?: AbortSignal,
+  ): AsyncGenerator<InboxEvent> {
     if (signal?.aborted) return;
     const watcher = new Watcher(this.options.bufferSize);
     const channel = this.join(userId, watcher);
@@ -277,7 +282,8 @@ export class InboxHub {
       this.log.warn('ignoring a malformed inbox notification');
       return;
     }
-    if (typeof parsed.userId === 'string' && typeof parsed.seq === 'number') this.signal(parsed.userId, parsed.seq);
+    if (typeof parsed.userId === 'string' && typeof parsed.seq === 'number')
+      this.signal(parsed.userId, parsed.seq);
   }
 
   /** A commit for `userId` up to `seq` happened somewhere. */

@@ -55,7 +55,8 @@ export class InboxProvider {
     } else {
       let knex = this.options.knex;
       if (!knex) {
-        if (!this.options.database) throw new Error('inbox: store_backend "database" needs the database config');
+        if (!this.options.database)
+          throw new Error('inbox: store_backend "database" needs the database config');
         knex = await openDatabase(this.options.database, logger);
         this.ownedKnex = knex;
       }

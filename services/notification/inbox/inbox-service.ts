@@ -32,10 +32,7 @@ export type InboxSentListener = (payload: InboxSentPayload) => void | Promise<vo
 export interface InboxServiceOptions {
   store: InboxStoreProtocol;
   hub: InboxHub;
-  config: Pick<
-    InboxConfig,
-    'max_page_size' | 'max_title_length' | 'max_body_length' | 'max_metadata_bytes'
-  >;
+  config: Pick<InboxConfig, 'max_page_size' | 'max_title_length' | 'max_body_length' | 'max_metadata_bytes'>;
   logger?: Logger;
   /** The time of new messages and events (tests inject one). */
   clock?: () => Date;
@@ -55,7 +52,8 @@ function checkText(field: string, value: unknown, max: number, required: boolean
   if (characters(value, max) > max) {
     throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
   }
-  if (value.includes('\u0000')) throw new InvalidArgumentError(`${field} must not contain NUL characters`, field);
+  if (value.includes('\u0000'))
+    throw new InvalidArgumentError(`${field} must not contain NUL characters`, field);
   return value;
 }
 
@@ -122,7 +120,10 @@ export class InboxService implements InboxServiceContract {
       throw new InvalidArgumentError('metadata must be a JSON object', 'metadata');
     }
     if (Buffer.byteLength(json, 'utf8') > this.config.max_metadata_bytes) {
-      throw new InvalidArgumentError(`metadata is larger than ${this.config.max_metadata_bytes} bytes`, 'metadata');
+      throw new InvalidArgumentError(
+        `metadata is larger than ${this.config.max_metadata_bytes} bytes`,
+        'metadata',
+      );
     }
     // PostgreSQL's jsonb cannot hold NUL; refuse it here for both stores alike.
     if (json.includes('\\u0000')) {
@@ -138,11 +139,17 @@ export class InboxService implements InboxServiceContract {
         const result = listener(payload);
         if (result && typeof (result as Promise<void>).then === 'function') {
           (result as Promise<void>).catch((err: unknown) =>
-            this.log.error({ err, hook: INBOX_SENT_HOOK, messageId: payload.message.id }, 'inbox hook listener failed'),
+            this.log.error(
+              { err, hook: INBOX_SENT_HOOK, messageId: payload.message.id },
+              'inbox hook listener failed',
+            ),
           );
         }
       } catch (err) {
-        this.log.error({ err, hook: INBOX_SENT_HOOK, messageId: payload.message.id }, 'inbox hook listener failed');
+        this.log.error(
+          { err, hook: INBOX_SENT_HOOK, messageId: payload.message.id },
+          'inbox hook listener failed',
+        );
       }
     }
   }

@@ -2,11 +2,7 @@
  * The one behaviour suite every InboxStoreProtocol implementation passes, exercised through
  * InboxService and InboxHub the way the RPC layer uses them.
  */
-import {
-  InvalidArgumentError,
-  NotFoundError,
-  ResourceExhaustedError,
-} from '../../../shared/errors';
+import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import type { InboxConfig } from '../../../services/notification/inbox/config';
 import type { InboxHub } from '../../../services/notification/inbox/inbox-hub';
 import type { InboxService } from '../../../services/notification/inbox/inbox-service';
@@ -50,7 +46,8 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
     async function sendMany(service: InboxService, userId: string, n: number): Promise<string[]> {
       const ids: string[] = [];
-      for (let i = 0; i < n; i++) ids.push((await service.send({ userId, title: `t${i}`, body: `b${i}` })).id);
+      for (let i = 0; i < n; i++)
+        ids.push((await service.send({ userId, title: `t${i}`, body: `b${i}` })).id);
       return ids;
     }
 
@@ -58,7 +55,12 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
       it('when a message is sent, getInbox returns it unread with its metadata', async () => {
         const { service } = await make();
         const user = newUser();
-        const sent = await service.send({ userId: user, title: 'Hello', body: 'World', metadata: { a: { b: [1, 2] } } });
+        const sent = await service.send({
+          userId: user,
+          title: 'Hello',
+          body: 'World',
+          metadata: { a: { b: [1, 2] } },
+        });
         expect(sent.id).toMatch(UUID);
         const page = await service.getInbox(user);
         expect(page.unreadCount).toBe(1);
@@ -139,8 +141,12 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         await expect(service.getInbox(newUser(), { pageToken: 'not-a-token' })).rejects.toBeInstanceOf(
           InvalidArgumentError,
         );
-        const forged = Buffer.from(JSON.stringify({ v: 1, u: 'x', t: 'yesterday', i: 'nope' })).toString('base64url');
-        await expect(service.getInbox(newUser(), { pageToken: forged })).rejects.toBeInstanceOf(InvalidArgumentError);
+        const forged = Buffer.from(JSON.stringify({ v: 1, u: 'x', t: 'yesterday', i: 'nope' })).toString(
+          'base64url',
+        );
+        await expect(service.getInbox(newUser(), { pageToken: forged })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
       });
 
       it("when a page token of another user's inbox is used, getInbox throws InvalidArgumentError", async () => {
@@ -151,20 +157,28 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         await sendMany(service, bob, 2);
         const token = (await service.getInbox(alice)).nextPageToken;
         expect(token).not.toBe('');
-        await expect(service.getInbox(bob, { pageToken: token })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(service.getInbox(bob, { pageToken: token })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
       });
 
       it('when a page size is negative or fractional, getInbox throws InvalidArgumentError', async () => {
         const { service } = await make();
-        await expect(service.getInbox(newUser(), { pageSize: -1 })).rejects.toBeInstanceOf(InvalidArgumentError);
-        await expect(service.getInbox(newUser(), { pageSize: 1.5 })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(service.getInbox(newUser(), { pageSize: -1 })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+        await expect(service.getInbox(newUser(), { pageSize: 1.5 })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
       });
     });
 
     describe('validation', () => {
       it('when the user id is empty, send throws InvalidArgumentError', async () => {
         const { service } = await make();
-        await expect(service.send({ userId: '', title: 't', body: 'b' })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(service.send({ userId: '', title: 't', body: 'b' })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
         await expect(service.countUnread(' ')).rejects.toBeInstanceOf(InvalidArgumentError);
       });
 
@@ -175,10 +189,12 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
           code: 'INVALID_ARGUMENT',
           field: 'title',
         });
-        await expect(service.send({ userId: user, title: 'ok', body: 'y'.repeat(11) })).rejects.toMatchObject({
-          code: 'INVALID_ARGUMENT',
-          field: 'body',
-        });
+        await expect(service.send({ userId: user, title: 'ok', body: 'y'.repeat(11) })).rejects.toMatchObject(
+          {
+            code: 'INVALID_ARGUMENT',
+            field: 'body',
+          },
+        );
         // Limits count characters, not UTF-16 units: five emoji fit a five-character title.
         await expect(service.send({ userId: user, title: '😀😀😀😀😀', body: '' })).resolves.toMatchObject({
           title: '😀😀😀😀😀',
@@ -190,7 +206,12 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const user = newUser();
         for (const metadata of [[1, 2], 'text', 5, { big: 'z'.repeat(100) }, { nul: 'a\u0000b' }]) {
           await expect(
-            service.send({ userId: user, title: 't', body: 'b', metadata: metadata as Record<string, unknown> }),
+            service.send({
+              userId: user,
+              title: 't',
+              body: 'b',
+              metadata: metadata as Record<string, unknown>,
+            }),
           ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'metadata' });
         }
         expect(await service.countUnread(user)).toBe(0);
@@ -296,7 +317,9 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         });
         service.onInboxSent(() => void reached++);
         const user = newUser();
-        await expect(service.send({ userId: user, title: 'T', body: 'B' })).resolves.toMatchObject({ userId: user });
+        await expect(service.send({ userId: user, title: 'T', body: 'B' })).resolves.toMatchObject({
+          userId: user,
+        });
         expect(reached).toBe(1);
         expect(await service.countUnread(user)).toBe(1);
       });

@@ -61,6 +61,8 @@ export async function take(iterator: AsyncIterator<InboxEvent>, n: number): Prom
 export function requireVmModules(): void {
   const flags = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;
   if (!flags.includes('--experimental-vm-modules')) {
-    throw new Error('PGlite tests need NODE_OPTIONS=--experimental-vm-modules (see package.json test scripts)');
+    throw new Error(
+      'PGlite tests need NODE_OPTIONS=--experimental-vm-modules (see package.json test scripts)',
+    );
   }
 }
