@@ -12,6 +12,7 @@
  * one transaction (a handful of statements for the whole batch instead of per message).
  */
 import type { Knex } from 'knex';
+import { Client, type ClientConfig } from 'pg';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
@@ -476,25 +477,27 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
     }
   }
 
-  /** Holds a session advisory lock on a dedicated connection while `fn` runs on the pool. */
+  /**
+   * Holds a session advisory lock on its own short-lived connection while `fn` runs on the pool (a
+   * pooled connection would deadlock a pool of one).
+   */
   private async withSessionLock(job: string, fn: () => Promise<boolean>): Promise<boolean> {
-    const conn = (await this.knex.client.acquireConnection()) as unknown;
+    const client = new Client(this.knex.client.config.connection as ClientConfig | string);
+    client.on('error', (err) => this.log.warn({ err }, 'maintenance lock connection failed'));
+    await client.connect();
     try {
-      const [row] = rows<{ ok: boolean }>(
-        await this.knex
-          .raw('SELECT pg_try_advisory_lock(hashtext(?::text), 0) AS ok', [job])
-          .connection(conn as never),
+      const { rows: locked } = await client.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_lock(hashtext($1::text), 0) AS ok',
+        [job],
       );
-      if (!row?.ok) return false;
+      if (!locked[0]?.ok) return false;
       try {
         return await fn();
       } finally {
-        await this.knex
-          .raw('SELECT pg_advisory_unlock(hashtext(?::text), 0)', [job])
-          .connection(conn as never);
+        await client.query('SELECT pg_advisory_unlock(hashtext($1::text), 0)', [job]);
       }
     } finally {
-      await this.knex.client.releaseConnection(conn);
+      await client.end().catch(() => undefined);
     }
   }
 

@@ -219,6 +219,18 @@ describe('retention across replicas', () => {
     expect(results.find((r) => r.ran)!.batches).toBe(3);
   });
 
+  it('when the pool has a single connection, the purge still runs', async () => {
+    const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 1 }, silentLogger());
+    try {
+      const store = new DatabaseInboxStore(knex);
+      const clock = new ManualClock(new Date('2020-01-01T00:00:00.000Z'));
+      const result = await new InboxRetention({ store, config, clock: clock.now }).purgeOnce();
+      expect(result.ran).toBe(true);
+    } finally {
+      await knex.destroy();
+    }
+  });
+
   it('when another replica holds the purge lock, the purge is skipped', async () => {
     const a = await replica();
     const holder = new Client({ connectionString: db.url });
