@@ -1,0 +1,126 @@
+/**
+ * InboxProvider (spec name): wires the inbox from config. It builds the store chosen by
+ * inbox.store_backend, the event hub, InboxService, the retention purge and the health check.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from '../../../shared/logging/logger';
+import { type DatabaseConfig, databaseEngine, openDatabase } from '../../../shared/storage/database';
+import { runMigrations } from '../../../shared/storage/migrations';
+import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from '../migrations';
+import type { InboxConfig } from './config';
+import { DatabaseInboxStore, type DatabaseInboxStoreOptions } from './database-store';
+import { InboxHealthCheck } from './inbox-health';
+import { InboxHub } from './inbox-hub';
+import { InboxService } from './inbox-service';
+import { InMemoryInboxStore } from './memory-store';
+import { InboxRetention } from './retention';
+import type { InboxStoreProtocol } from './store';
+
+/** What InboxProvider needs. */
+export interface InboxProviderOptions {
+  config: InboxConfig;
+  logger: Logger;
+  /** The database section; used when store_backend is `database` and no `knex` is given. */
+  database?: DatabaseConfig;
+  /** A knex instance shared with other stores; the provider never destroys it. */
+  knex?: Knex;
+  /** Run the notification migrations at start (default true). */
+  migrate?: boolean;
+  /** Injectable clock (messages, events, retention). */
+  clock?: () => Date;
+  store?: Omit<DatabaseInboxStoreOptions, 'logger'>;
+}
+
+/** Builds and owns the inbox's parts. Call start() before using them, stop() at shutdown. */
+export class InboxProvider {
+  private parts: {
+    store: InboxStoreProtocol;
+    hub: InboxHub;
+    service: InboxService;
+    retention: InboxRetention;
+    health: InboxHealthCheck;
+  } | null = null;
+  private ownedKnex: Knex | null = null;
+
+  constructor(private readonly options: InboxProviderOptions) {}
+
+  /** Opens the store (and database), starts the hub and schedules the retention purge. */
+  async start(): Promise<void> {
+    if (this.parts) return;
+    const { config, logger } = this.options;
+    let store: InboxStoreProtocol;
+    let listenUrl: string | undefined;
+    if (config.store_backend === 'memory') {
+      store = new InMemoryInboxStore(logger);
+    } else {
+      let knex = this.options.knex;
+      if (!knex) {
+        if (!this.options.database)
+          throw new Error('inbox: store_backend "database" needs the database config');
+        knex = await openDatabase(this.options.database, logger);
+        this.ownedKnex = knex;
+      }
+      if (this.options.migrate !== false) {
+        await runMigrations(knex, notificationMigrations, { tableName: NOTIFICATION_MIGRATIONS_TABLE });
+      }
+      store = new DatabaseInboxStore(knex, { ...this.options.store, logger });
+      // Other replicas can only exist on a PostgreSQL server; PGlite is one process.
+      if (databaseEngine(knex) === 'postgres') listenUrl = this.options.database?.url || connectionUrl(knex);
+    }
+    const hub = new InboxHub(store, { bufferSize: config.watch_buffer_size, logger, listenUrl });
+    const service = new InboxService({ store, hub, config, logger, clock: this.options.clock });
+    const retention = new InboxRetention({ store, config, logger, clock: this.options.clock });
+    const health = new InboxHealthCheck(store, logger);
+    await hub.start();
+    retention.start();
+    this.parts = { store, hub, service, retention, health };
+  }
+
+  /** Stops the purge and the hub (ending open watches) and closes a database it opened itself. */
+  async stop(): Promise<void> {
+    const parts = this.parts;
+    this.parts = null;
+    if (parts) {
+      await parts.retention.stop();
+      await parts.hub.stop();
+    }
+    if (this.ownedKnex) await this.ownedKnex.destroy();
+    this.ownedKnex = null;
+  }
+
+  private get started(): NonNullable<InboxProvider['parts']> {
+    if (!this.parts) throw new Error('InboxProvider is not started');
+    return this.parts;
+  }
+
+  /** The InboxStoreProtocol in use. */
+  get store(): InboxStoreProtocol {
+    return this.started.store;
+  }
+
+  /** The InboxService. */
+  get service(): InboxService {
+    return this.started.service;
+  }
+
+  /** The live event hub. */
+  get hub(): InboxHub {
+    return this.started.hub;
+  }
+
+  /** The retention purge. */
+  get retention(): InboxRetention {
+    return this.started.retention;
+  }
+
+  /** The `notifications.inbox` health check. */
+  get health(): InboxHealthCheck {
+    return this.started.health;
+  }
+}
+
+function connectionUrl(knex: Knex): string | undefined {
+  const connection = knex.client.config.connection as { connectionString?: string } | string | undefined;
+  if (typeof connection === 'string') return connection;
+  return connection?.connectionString;
+}

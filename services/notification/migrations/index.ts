@@ -1,0 +1,12 @@
+/**
+ * The notification service's migrations, in order. Listed explicitly (not globbed) so the same list
+ * runs from TypeScript sources and from dist; append new migrations at the end.
+ */
+import type { NamedMigration } from '../../../shared/storage/migrations';
+import * as inbox from './20261121000000_inbox';
+
+/** Every notification migration, oldest first. */
+export const notificationMigrations: readonly NamedMigration[] = [{ name: '20261121000000_inbox', ...inbox }];
+
+/** The knex table that records which notification migrations ran. */
+export const NOTIFICATION_MIGRATIONS_TABLE = 'knex_migrations';

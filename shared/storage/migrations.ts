@@ -1,0 +1,74 @@
+/**
+ * Running knex migrations from an explicit list of modules, so the same code works from TypeScript
+ * sources (jest/swc) and from compiled JavaScript (dist) without depending on file extensions.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+
+/** One migration: a stable name (recorded in the migrations table) and its up/down functions. */
+export interface NamedMigration {
+  name: string;
+  up(knex: Knex): Promise<unknown>;
+  down?(knex: Knex): Promise<unknown>;
+}
+
+/** A knex MigrationSource over an explicit, ordered list. */
+export class ListMigrationSource implements Knex.MigrationSource<NamedMigration> {
+  constructor(private readonly migrations: readonly NamedMigration[]) {}
+
+  async getMigrations(): Promise<NamedMigration[]> {
+    return [...this.migrations];
+  }
+
+  getMigrationName(migration: NamedMigration): string {
+    return migration.name;
+  }
+
+  async getMigration(migration: NamedMigration): Promise<Knex.Migration> {
+    // knex insists on a down(); a migration without one refuses to roll back.
+    const down = migration.down
+      ? (k: Knex) => migration.down!(k)
+      : async () => {
+          throw new Error(`migration ${migration.name} cannot be rolled back`);
+        };
+    return { up: (k) => migration.up(k), down };
+  }
+}
+
+/** Options of runMigrations. */
+export interface RunMigrationsOptions {
+  /** Table that records applied migrations; one per migration list. */
+  tableName?: string;
+}
+
+/**
+ * Applies every pending migration. `source` is an ordered list of migrations, or a directory whose
+ * `.js`/`.ts` modules (not `.d.ts`, not `index`) each export `up` (and optionally `down`), in file-name
+ * order; the name recorded is the file name without its extension, so sources and dist agree.
+ * Returns the names applied now.
+ */
+export async function runMigrations(
+  knex: Knex,
+  source: readonly NamedMigration[] | string,
+  options: RunMigrationsOptions = {},
+): Promise<string[]> {
+  const list = typeof source === 'string' ? loadDirectory(source) : source;
+  const [, applied] = (await knex.migrate.latest({
+    migrationSource: new ListMigrationSource(list),
+    tableName: options.tableName ?? 'knex_migrations',
+  })) as [number, string[]];
+  return applied;
+}
+
+function loadDirectory(directory: string): NamedMigration[] {
+  const files = readdirSync(directory)
+    .filter((f) => /\.(js|ts)$/.test(f) && !f.endsWith('.d.ts') && !/^index\.(js|ts)$/.test(f))
+    .sort();
+  return files.map((file) => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require(join(directory, file)) as Partial<NamedMigration>;
+    if (typeof mod.up !== 'function') throw new Error(`migration ${file} exports no up()`);
+    return { name: file.replace(/\.(js|ts)$/, ''), up: mod.up, down: mod.down };
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * A dedicated PostgreSQL connection that LISTENs on one channel and reconnects with backoff when it
+ * drops. Notifications sent while it was down are lost, so `onReconnect` tells the owner to catch up.
+ */
+import { Client } from 'pg';
+import type { Logger } from '../logging/logger';
+
+/** Options of PgNotificationListener. */
+export interface PgNotificationListenerOptions {
+  url: string;
+  channel: string;
+  logger: Logger;
+  onNotification(payload: string): void;
+  /** Called after a dropped connection is listening again (not after the first connect). */
+  onReconnect?(): void;
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** LISTEN on a channel over its own connection, reconnecting forever until stopped. */
+export class PgNotificationListener {
+  private client: Client | null = null;
+  private stopped = false;
+  private everConnected = false;
+  private timer: NodeJS.Timeout | null = null;
+  private backoffMs: number;
+  private readonly log: Logger;
+
+  constructor(private readonly options: PgNotificationListenerOptions) {
+    this.backoffMs = options.minBackoffMs ?? 100;
+    this.log = options.logger.child({ component: 'pg-listener', channel: options.channel });
+  }
+
+  /** Connects and listens; when the first attempt fails it is logged and retried in the background. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+  }
+
+  /** True while a connection is listening. */
+  get listening(): boolean {
+    return this.client !== null;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new Client({
+      connectionString: this.options.url,
+      application_name: this.options.applicationName ?? 'inbox-listener',
+    });
+    client.on('notification', (msg) => {
+      if (msg.channel === this.options.channel && msg.payload !== undefined)
+        this.options.onNotification(msg.payload);
+    });
+    client.on('error', (err) => this.dropped(client, err));
+    client.on('end', () => this.dropped(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${client.escapeIdentifier(this.options.channel)}`);
+    } catch (err) {
+      client.removeAllListeners('end');
+      client.on('error', () => undefined);
+      await client.end().catch(() => undefined);
+      this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection failed');
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    this.backoffMs = this.options.minBackoffMs ?? 100;
+    if (this.everConnected) {
+      this.log.info('LISTEN connection restored');
+      this.options.onReconnect?.();
+    }
+    this.everConnected = true;
+  }
+
+  private dropped(client: Client, err?: unknown): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.on('error', () => undefined);
+    void client.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection lost; reconnecting');
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.timer) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 30000);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.connect();
+    }, delay);
+    this.timer.unref();
+  }
+
+  /** Stops listening and closes the connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,52 @@
+import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/config';
+import { DatabaseInboxStore } from '../../../services/notification/inbox/database-store';
+import { InboxProvider } from '../../../services/notification/inbox/inbox-provider';
+import { InMemoryInboxStore } from '../../../services/notification/inbox/memory-store';
+import { silentLogger } from '../../../shared/logging/logger';
+import { createTestDatabase } from '../../support/database';
+import { newUser, take } from './support';
+
+describe('InboxProvider', () => {
+  it('when store_backend is memory, it wires an in-memory store behind a working service', async () => {
+    const provider = new InboxProvider({
+      config: { ...DEFAULT_INBOX_CONFIG, store_backend: 'memory' },
+      logger: silentLogger(),
+    });
+    await provider.start();
+    try {
+      expect(provider.store).toBeInstanceOf(InMemoryInboxStore);
+      const user = newUser();
+      await provider.service.send({ userId: user, title: 't', body: 'b' });
+      expect(await provider.service.countUnread(user)).toBe(1);
+      expect((await provider.health.check()).details.backend).toBe('memory');
+    } finally {
+      await provider.stop();
+    }
+  });
+
+  it('when store_backend is database with a URL, it migrates, listens and serves events', async () => {
+    const db = await createTestDatabase('provider');
+    const provider = new InboxProvider({
+      config: DEFAULT_INBOX_CONFIG,
+      database: { url: db.url, data_dir: '', pool_max: 2 },
+      logger: silentLogger(),
+    });
+    try {
+      await provider.start();
+      expect(provider.store).toBeInstanceOf(DatabaseInboxStore);
+      expect(provider.hub.listening).toBe(true);
+      const user = newUser();
+      const sent = await provider.service.send({ userId: user, title: 't', body: 'b' });
+      const [event] = await take(provider.service.watch(user, { after: '0' })[Symbol.asyncIterator](), 1);
+      expect(event!.message!.id).toBe(sent.id);
+    } finally {
+      await provider.stop();
+      await db.drop();
+    }
+  });
+
+  it('when used before start, its parts throw instead of returning undefined', () => {
+    const provider = new InboxProvider({ config: DEFAULT_INBOX_CONFIG, logger: silentLogger() });
+    expect(() => provider.service).toThrow('InboxProvider is not started');
+  });
+});

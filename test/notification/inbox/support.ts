@@ -1,0 +1,68 @@
+/** Helpers shared by the inbox tests. */
+import { randomUUID } from 'node:crypto';
+import type { InboxConfig } from '../../../services/notification/inbox/config';
+import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/config';
+import { InboxHub } from '../../../services/notification/inbox/inbox-hub';
+import { InboxService } from '../../../services/notification/inbox/inbox-service';
+import type { InboxStoreProtocol } from '../../../services/notification/inbox/store';
+import type { InboxEvent } from '../../../services/notification/inbox/types';
+
+/** A unique user id, so tests sharing a database never see each other's rows. */
+export function newUser(prefix = 'user'): string {
+  return `${prefix}-${randomUUID()}`;
+}
+
+/** A clock the test moves by hand. */
+export class ManualClock {
+  constructor(public current = new Date('2026-11-01T12:00:00.000Z')) {}
+  now = (): Date => new Date(this.current.getTime());
+  advance(ms: number): void {
+    this.current = new Date(this.current.getTime() + ms);
+  }
+}
+
+/** A service and hub over `store`; stop the hub when done. */
+export function buildService(
+  store: InboxStoreProtocol,
+  overrides: Partial<InboxConfig> = {},
+  clock?: () => Date,
+): { service: InboxService; hub: InboxHub; config: InboxConfig } {
+  const config = { ...DEFAULT_INBOX_CONFIG, ...overrides };
+  const hub = new InboxHub(store, { bufferSize: config.watch_buffer_size });
+  const service = new InboxService({ store, hub, config, clock });
+  return { service, hub, config };
+}
+
+/** Polls `condition` until true; fails after `timeoutMs` (a deadline against hangs, not a timing assertion). */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 15000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Takes the next `n` events from an iterator. */
+export async function take(iterator: AsyncIterator<InboxEvent>, n: number): Promise<InboxEvent[]> {
+  const out: InboxEvent[] = [];
+  while (out.length < n) {
+    const next = await iterator.next();
+    if (next.done) throw new Error(`stream ended after ${out.length} of ${n} events`);
+    out.push(next.value);
+  }
+  return out;
+}
+
+/**
+ * PGlite loads node built-ins with dynamic import(), which jest's VM sandbox only allows when node
+ * runs with --experimental-vm-modules; without it the worker dies on an unhandled rejection. Fail
+ * with the fix instead.
+ */
+export function requireVmModules(): void {
+  const flags = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;
+  if (!flags.includes('--experimental-vm-modules')) {
+    throw new Error(
+      'PGlite tests need NODE_OPTIONS=--experimental-vm-modules (see package.json test scripts)',
+    );
+  }
+}
