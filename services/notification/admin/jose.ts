@@ -4,7 +4,10 @@
  * attribute. Under jest, swc turns the `import()` into `require()`, which works because jest is told to
  * compile jose (jest.config.js `transformIgnorePatterns`).
  */
-export type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
+import type * as JoseModule from 'jose' with { 'resolution-mode': 'import' };
+
+/** The jose module namespace. */
+export type Jose = typeof JoseModule;
 
 let loading: Promise<Jose> | undefined;
 

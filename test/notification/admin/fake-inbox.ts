@@ -57,7 +57,7 @@ export class FakeInbox implements InboxServiceContract {
       createdAt: new Date(this.clockMs),
     };
     this.messages.push(message);
-    this.publish(input.userId, 'sent', { message });
+    this.publish(input.userId, 'sent', { message: { ...message } });
     return { ...message };
   }
 

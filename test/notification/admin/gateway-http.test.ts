@@ -1,6 +1,6 @@
 import { CONTENT_SECURITY_POLICY } from '../../../services/notification/admin/http';
 import { FakeInbox } from './fake-inbox';
-import { authed, hsToken, ISSUER, startGateway, type RunningGateway } from './harness';
+import { authed, errorOf, hsToken, inboxOf, ISSUER, startGateway, type RunningGateway } from './harness';
 
 const INBOX = '/admin/notifications/inbox';
 
@@ -42,7 +42,7 @@ describe('admin gateway over HTTP', () => {
       const res = await fetch(gw.baseUrl + INBOX, authed(expired));
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
-      expect((await res.json()).error.message).toBe('the token has expired');
+      expect((await errorOf(res)).error.message).toBe('the token has expired');
     });
 
     it('when the token is for another audience, the request is 401', async () => {
@@ -81,10 +81,10 @@ describe('admin gateway over HTTP', () => {
       const res = await fetch(gw.baseUrl + INBOX, authed(token));
       expect(res.status).toBe(200);
       expect(res.headers.get('cache-control')).toBe('no-store');
-      const body = await res.json();
+      const body = await inboxOf(res);
       expect(body.unread_count).toBe(2);
       expect(body.next_cursor).toBeNull();
-      expect(body.notifications.map((n: { id: string }) => n.id)).toEqual([second, first]);
+      expect(body.notifications.map((n) => n.id)).toEqual([second, first]);
       expect(body.notifications[0]).toEqual({
         id: second,
         title: 't1',
@@ -98,20 +98,20 @@ describe('admin gateway over HTTP', () => {
     it('pages with limit and the returned cursor until next_cursor is null', async () => {
       const token = await hsToken('pager');
       const ids = (await sendTo('pager', 5)).reverse();
-      const page1 = await (await fetch(`${gw.baseUrl}${INBOX}?limit=2`, authed(token))).json();
-      const page2 = await (
+      const page1 = await inboxOf(await fetch(`${gw.baseUrl}${INBOX}?limit=2`, authed(token)));
+      const page2 = await inboxOf(
         await fetch(
-          `${gw.baseUrl}${INBOX}?limit=2&cursor=${encodeURIComponent(page1.next_cursor)}`,
+          `${gw.baseUrl}${INBOX}?limit=2&cursor=${encodeURIComponent(page1.next_cursor!)}`,
           authed(token),
-        )
-      ).json();
-      const page3 = await (
+        ),
+      );
+      const page3 = await inboxOf(
         await fetch(
-          `${gw.baseUrl}${INBOX}?limit=2&cursor=${encodeURIComponent(page2.next_cursor)}`,
+          `${gw.baseUrl}${INBOX}?limit=2&cursor=${encodeURIComponent(page2.next_cursor!)}`,
           authed(token),
-        )
-      ).json();
-      const seen = [page1, page2, page3].flatMap((p) => p.notifications.map((n: { id: string }) => n.id));
+        ),
+      );
+      const seen = [page1, page2, page3].flatMap((p) => p.notifications.map((n) => n.id));
       expect(seen).toEqual(ids);
       expect(page3.next_cursor).toBeNull();
     });
@@ -119,7 +119,7 @@ describe('admin gateway over HTTP', () => {
     it.each(['0', '6', '-1', '2.5', 'abc', ''])('when limit is %p, the request is 400', async (limit) => {
       const res = await fetch(`${gw.baseUrl}${INBOX}?limit=${limit}`, authed(alice));
       expect(res.status).toBe(400);
-      expect((await res.json()).error.code).toBe('INVALID_ARGUMENT');
+      expect((await errorOf(res)).error.code).toBe('INVALID_ARGUMENT');
     });
 
     it('accepts limit equal to max_page_size', async () => {
@@ -130,13 +130,13 @@ describe('admin gateway over HTTP', () => {
     it('when the cursor is malformed, the request is 400', async () => {
       const res = await fetch(`${gw.baseUrl}${INBOX}?cursor=not-a-cursor`, authed(alice));
       expect(res.status).toBe(400);
-      expect((await res.json()).error.code).toBe('INVALID_ARGUMENT');
+      expect((await errorOf(res)).error.code).toBe('INVALID_ARGUMENT');
     });
 
     it('only shows the messages of the token subject', async () => {
       await sendTo('someone-else', 1);
       const token = await hsToken('lonely');
-      const body = await (await fetch(gw.baseUrl + INBOX, authed(token))).json();
+      const body = await inboxOf(await fetch(gw.baseUrl + INBOX, authed(token)));
       expect(body).toEqual({ unread_count: 0, notifications: [], next_cursor: null });
     });
   });
@@ -178,7 +178,7 @@ describe('admin gateway over HTTP', () => {
         authed(alice, { method: 'POST' }),
       );
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toEqual({
+      expect((await errorOf(res)).error).toEqual({
         code: 'INVALID_ARGUMENT',
         message: 'message_id must be a UUID',
       });
@@ -217,7 +217,7 @@ describe('admin gateway over HTTP', () => {
     it('answers 404 JSON for an unknown admin path', async () => {
       const res = await fetch(`${gw.baseUrl}/admin/nothing-here`);
       expect(res.status).toBe(404);
-      expect((await res.json()).error.code).toBe('NOT_FOUND');
+      expect((await errorOf(res)).error.code).toBe('NOT_FOUND');
     });
 
     it('leaves paths outside /admin/ to the next handler', async () => {

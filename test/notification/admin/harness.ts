@@ -5,7 +5,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AdminAuth, type AdminAuthOptions } from '../../../services/notification/admin/auth';
-import { AdminGateway } from '../../../services/notification/admin/gateway';
+import { AdminGateway, type AdminInboxJson } from '../../../services/notification/admin/gateway';
+import type { ErrorBody } from '../../../services/notification/admin/http';
 import { loadJose } from '../../../services/notification/admin/jose';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxServiceContract } from '../../../services/notification/inbox/types';
@@ -107,4 +108,14 @@ export function authed(token: string, init: RequestInit = {}): RequestInit {
     ...init,
     headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${token}` },
   };
+}
+
+/** The body of an admin error response. */
+export async function errorOf(res: Response): Promise<ErrorBody> {
+  return (await res.json()) as ErrorBody;
+}
+
+/** The body of GET /admin/notifications/inbox. */
+export async function inboxOf(res: Response): Promise<AdminInboxJson> {
+  return (await res.json()) as AdminInboxJson;
 }
