@@ -13,6 +13,9 @@ module.exports = {
       },
     ],
   },
+  // jose v6 ships ESM only and jest (below Node 24.9) cannot require() ESM: let swc compile it to CommonJS.
+  // Compiled code needs nothing: Node >= 20.19 require()s ESM natively.
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   // Real servers, real PostgreSQL: generous per-test limit so a slow shared machine does not flake.
   testTimeout: 60000,
   globalSetup: '<rootDir>/test/support/global-setup.ts',

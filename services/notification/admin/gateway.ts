@@ -1,0 +1,401 @@
+/**
+ * The admin HTTP gateway of the notification service: the current user's inbox as JSON, marking
+ * read, a server-sent-events stream of inbox events, and the management page with its two assets.
+ *
+ * Mounted in the HTTP port's fallback router: `handle()` answers every `/admin/...` request and
+ * returns false for anything else, so the router can try /health, /metrics and its own 404.
+ * Every data route requires `Authorization: Bearer <JWT>` (see AdminAuth); no cookies are read, so
+ * the state-changing routes cannot be driven by a cross-site form or image.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { Logger } from '../../../shared/logging/logger';
+import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
+import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
+import { bearerToken, type AdminAuth } from './auth';
+import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
+
+/** What AdminGateway needs. */
+export interface AdminGatewayDeps {
+  inbox: InboxServiceContract;
+  auth: AdminAuth;
+  logger: Logger;
+  /** inbox.max_page_size: the largest `limit` accepted, and the default. */
+  maxPageSize: number;
+  /** Interval of SSE heartbeat comments; default 15 s. */
+  heartbeatMs?: number;
+}
+
+/** A notification as the admin JSON API and the SSE stream show it. */
+export interface AdminNotificationJson {
+  id: string;
+  title: string;
+  body: string;
+  read: boolean;
+  /** ISO 8601. */
+  created_at: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Body of `GET /admin/notifications/inbox`. */
+export interface AdminInboxJson {
+  unread_count: number;
+  /** Newest first. */
+  notifications: AdminNotificationJson[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
+/** `data:` of one SSE event (its `event:` is the same `type`, its `id:` the inbox cursor). */
+export interface AdminStreamEventJson {
+  type: InboxEvent['type'];
+  /** The new message, for `sent`. */
+  message: AdminNotificationJson | null;
+  /** The affected message, for `sent`, `read` and `deleted`. */
+  message_id: string | null;
+  unread_count: number;
+  occurred_at: string;
+}
+
+/** Default interval of SSE heartbeat comments. */
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+const ADMIN_PREFIX = '/admin/';
+const BASE = '/admin/notifications';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const READ_ROUTE = /^\/admin\/notifications\/read\/([^/]+)$/;
+// Cursors are opaque and short; a longer one is garbage and is refused before reaching the inbox.
+const MAX_CURSOR_LENGTH = 512;
+const SSE_RETRY_MS = 2000;
+// Pre-allocated: abort() without a reason allocates a DOMException per call.
+const CLIENT_GONE = new Error('admin SSE client disconnected');
+
+interface StaticAsset {
+  body: Buffer;
+  contentType: string;
+  etag: string;
+}
+
+interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  query: URLSearchParams;
+}
+
+/** Serves the admin endpoints of spec/notification-delivery.md on the notification HTTP port. */
+export class AdminGateway {
+  private readonly inbox: InboxServiceContract;
+  private readonly auth: AdminAuth;
+  private readonly logger: Logger;
+  private readonly maxPageSize: number;
+  private readonly heartbeatMs: number;
+  private readonly assets: ReadonlyMap<string, StaticAsset>;
+
+  constructor(deps: AdminGatewayDeps) {
+    if (!Number.isInteger(deps.maxPageSize) || deps.maxPageSize < 1) {
+      throw new InvalidArgumentError('maxPageSize must be a positive integer', 'maxPageSize');
+    }
+    this.inbox = deps.inbox;
+    this.auth = deps.auth;
+    this.logger = deps.logger.child({ component: 'admin-gateway' });
+    this.maxPageSize = deps.maxPageSize;
+    this.heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    this.assets = loadPageAssets(join(__dirname, 'page'));
+  }
+
+  /**
+   * Answers an `/admin/...` request and resolves true; resolves false, touching nothing, for any
+   * other path. Never rejects: unexpected failures become a generic 500 and are logged.
+   */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const rawUrl = req.url ?? '/';
+    const queryAt = rawUrl.indexOf('?');
+    const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+    if (!path.startsWith(ADMIN_PREFIX)) return false;
+    const ctx: RequestContext = {
+      req,
+      res,
+      query: new URLSearchParams(queryAt === -1 ? '' : rawUrl.slice(queryAt + 1)),
+    };
+    try {
+      await this.route(path, ctx);
+    } catch (err) {
+      this.fail(ctx, err);
+    }
+    return true;
+  }
+
+  private async route(path: string, ctx: RequestContext): Promise<void> {
+    const method = ctx.req.method ?? 'GET';
+    // Bodies are never read: drain them so keep-alive connections stay usable.
+    ctx.req.resume();
+
+    if (path === BASE) {
+      if (!allow(ctx, method, ['GET', 'HEAD'])) return;
+      return this.sendAsset(ctx, 'index.html');
+    }
+    if (path.startsWith(`${BASE}/assets/`)) {
+      const name = path.slice(`${BASE}/assets/`.length);
+      if (name === 'app.js' || name === 'app.css') {
+        if (!allow(ctx, method, ['GET', 'HEAD'])) return;
+        return this.sendAsset(ctx, name);
+      }
+    }
+    if (path === `${BASE}/inbox`) {
+      if (!allow(ctx, method, ['GET'])) return;
+      return this.getInbox(ctx, await this.authenticate(ctx));
+    }
+    if (path === `${BASE}/read-all`) {
+      if (!allow(ctx, method, ['POST'])) return;
+      return this.markAllRead(ctx, await this.authenticate(ctx));
+    }
+    const read = READ_ROUTE.exec(path);
+    if (read) {
+      if (!allow(ctx, method, ['POST'])) return;
+      const userId = await this.authenticate(ctx);
+      return this.markRead(ctx, userId, read[1]);
+    }
+    if (path === `${BASE}/stream`) {
+      if (!allow(ctx, method, ['GET'])) return;
+      return this.stream(ctx, await this.authenticate(ctx));
+    }
+    sendError(ctx.res, 404, 'NOT_FOUND', 'no such admin endpoint');
+  }
+
+  private async authenticate(ctx: RequestContext): Promise<string> {
+    const principal = await this.auth.authenticate(ctx.req.headers.authorization);
+    return principal.userId;
+  }
+
+  private async getInbox(ctx: RequestContext, userId: string): Promise<void> {
+    const limit = this.parseLimit(ctx.query);
+    const cursor = singleParam(ctx.query, 'cursor');
+    if (cursor !== undefined && (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH)) {
+      throw new InvalidArgumentError('cursor is malformed', 'cursor');
+    }
+    const page = await this.inbox.getInbox(userId, {
+      pageSize: limit,
+      ...(cursor !== undefined ? { pageToken: cursor } : {}),
+    });
+    const body: AdminInboxJson = {
+      unread_count: page.unreadCount,
+      notifications: page.messages.map(toNotificationJson),
+      next_cursor: page.nextPageToken === '' ? null : page.nextPageToken,
+    };
+    sendJson(ctx.res, 200, body);
+  }
+
+  private async markRead(ctx: RequestContext, userId: string, rawId: string): Promise<void> {
+    let messageId: string;
+    try {
+      messageId = decodeURIComponent(rawId);
+    } catch {
+      throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
+    }
+    if (!UUID.test(messageId)) throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
+    let unreadCount: number;
+    try {
+      ({ unreadCount } = await this.inbox.markRead(userId, messageId.toLowerCase()));
+    } catch (err) {
+      // One fixed body for "unknown" and "someone else's": nothing tells the two apart.
+      if (isDomainError(err) && err.code === 'NOT_FOUND') {
+        sendError(ctx.res, 404, 'NOT_FOUND', 'notification not found');
+        return;
+      }
+      throw err;
+    }
+    sendJson(ctx.res, 200, { ok: true, unread_count: unreadCount });
+  }
+
+  private async markAllRead(ctx: RequestContext, userId: string): Promise<void> {
+    const { updated } = await this.inbox.markAllRead(userId);
+    sendJson(ctx.res, 200, { ok: true, updated, unread_count: 0 });
+  }
+
+  private async stream(ctx: RequestContext, userId: string): Promise<void> {
+    const { req, res } = ctx;
+    const header = req.headers['last-event-id'];
+    const after =
+      (typeof header === 'string' && header !== '' ? header : undefined) ??
+      ctx.query.get('last_event_id') ??
+      undefined;
+    if (
+      after !== undefined &&
+      (after.length === 0 || after.length > MAX_CURSOR_LENGTH || /[\r\n\0]/.test(after))
+    ) {
+      throw new InvalidArgumentError('Last-Event-ID is malformed', 'last_event_id');
+    }
+
+    const controller = new AbortController();
+    const onClose = (): void => controller.abort(CLIENT_GONE);
+    res.on('close', onClose);
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      // Tell buffering reverse proxies (nginx) to pass events through at once.
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.heartbeatMs);
+
+    try {
+      for await (const event of this.inbox.watch(userId, { after, signal: controller.signal })) {
+        if (controller.signal.aborted) break;
+        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res);
+      }
+    } catch (err) {
+      if (!controller.signal.aborted) this.endStreamAfterError(res, userId, err);
+    } finally {
+      clearInterval(heartbeat);
+      res.off('close', onClose);
+      if (!controller.signal.aborted) controller.abort(CLIENT_GONE);
+      if (!res.writableEnded) res.end();
+    }
+  }
+
+  private endStreamAfterError(res: ServerResponse, userId: string, err: unknown): void {
+    if (isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED') {
+      // A slow reader: closing is the remedy, the browser reconnects with Last-Event-ID.
+      this.logger.info({ userId }, 'admin SSE subscriber fell behind; stream closed for resume');
+      return;
+    }
+    const described = describeDomainError(err);
+    if (!described) this.logger.error({ err, userId }, 'admin SSE stream failed');
+    const code = described?.code ?? 'INTERNAL';
+    const message = described?.message ?? 'internal error';
+    res.write(`event: error\ndata: ${JSON.stringify({ error: { code, message } })}\n\n`);
+  }
+
+  private parseLimit(query: URLSearchParams): number {
+    const raw = singleParam(query, 'limit');
+    if (raw === undefined) return this.maxPageSize;
+    const limit = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
+    if (!(limit >= 1 && limit <= this.maxPageSize)) {
+      throw new InvalidArgumentError(`limit must be an integer from 1 to ${this.maxPageSize}`, 'limit');
+    }
+    return limit;
+  }
+
+  private sendAsset(ctx: RequestContext, name: string): void {
+    const asset = this.assets.get(name)!;
+    const headers = {
+      ...SECURITY_HEADERS,
+      'Content-Type': asset.contentType,
+      // Revalidate every time (cheap with the ETag) so a deploy shows up on the next load.
+      'Cache-Control': 'no-cache',
+      ETag: asset.etag,
+    };
+    if (ctx.req.headers['if-none-match'] === asset.etag) {
+      ctx.res.writeHead(304, headers);
+      ctx.res.end();
+      return;
+    }
+    ctx.res.writeHead(200, { ...headers, 'Content-Length': asset.body.length });
+    ctx.res.end(asset.body);
+  }
+
+  private fail(ctx: RequestContext, err: unknown): void {
+    const { req, res } = ctx;
+    if (res.headersSent) {
+      this.logger.error({ err, method: req.method }, 'admin request failed after the response started');
+      if (!res.writableEnded) res.end();
+      return;
+    }
+    const described = describeDomainError(err);
+    if (!described) {
+      this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'admin request failed');
+      sendError(res, 500, 'INTERNAL', 'internal error');
+      return;
+    }
+    if (described.status === 401) {
+      this.logger.debug(
+        { reason: (err as Error).cause ?? described.message },
+        'admin request not authenticated',
+      );
+      const sent = bearerToken(req.headers.authorization) !== undefined;
+      sendError(res, 401, described.code, described.message, {
+        'WWW-Authenticate': sent ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"',
+      });
+      return;
+    }
+    if (described.status >= 500) this.logger.warn({ err }, 'admin request failed on a dependency');
+    sendError(res, described.status, described.code, described.message);
+  }
+}
+
+/** The JSON shape of one inbox message on the admin API. */
+export function toNotificationJson(message: InboxMessage): AdminNotificationJson {
+  return {
+    id: message.id,
+    title: message.title,
+    body: message.body,
+    read: message.readAt !== null,
+    created_at: message.createdAt.toISOString(),
+    metadata: message.metadata,
+  };
+}
+
+/** One inbox event as an SSE frame: `id`, `event` and a single-line JSON `data`. */
+export function formatSseEvent(event: InboxEvent): string {
+  const data: AdminStreamEventJson = {
+    type: event.type,
+    message: event.message ? toNotificationJson(event.message) : null,
+    message_id: event.messageId ?? event.message?.id ?? null,
+    unread_count: event.unreadCount,
+    occurred_at: event.occurredAt.toISOString(),
+  };
+  // JSON.stringify escapes line breaks, so `data` stays one line; a cursor is ours and has none.
+  return `id: ${event.cursor}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function allow(ctx: RequestContext, method: string, methods: readonly string[]): boolean {
+  if (methods.includes(method)) return true;
+  sendError(ctx.res, 405, 'METHOD_NOT_ALLOWED', `use ${methods.join(' or ')}`, { Allow: methods.join(', ') });
+  return false;
+}
+
+function singleParam(query: URLSearchParams, name: string): string | undefined {
+  const values = query.getAll(name);
+  if (values.length > 1) throw new InvalidArgumentError(`${name} must be given once`, name);
+  return values[0];
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+function loadPageAssets(dir: string): Map<string, StaticAsset> {
+  const assets = new Map<string, StaticAsset>();
+  for (const [name, contentType] of Object.entries(CONTENT_TYPES)) {
+    let body: Buffer;
+    try {
+      body = readFileSync(join(dir, name));
+    } catch (err) {
+      // Compiled builds need scripts/copy-assets.mjs after tsc; say so instead of a bare ENOENT.
+      throw new Error(`admin page asset ${join(dir, name)} is missing (was scripts/copy-assets.mjs run?)`, {
+        cause: err,
+      });
+    }
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    assets.set(name, { body, contentType, etag });
+  }
+  return assets;
+}

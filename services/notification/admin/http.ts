@@ -1,0 +1,88 @@
+/**
+ * Response helpers of the admin gateway: security headers on every response, JSON bodies, and the
+ * one mapping from domain errors to HTTP statuses for the admin routes.
+ */
+import type { ServerResponse } from 'node:http';
+import { isDomainError, type DomainErrorCode } from '../../../shared/errors';
+
+/** The page loads only its own script and stylesheet and talks only to its own origin. */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+/** Headers sent on every admin response, whatever its status. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+});
+
+/** HTTP status of each domain error code on the admin routes. */
+export const HTTP_STATUS_BY_CODE: Readonly<Record<DomainErrorCode, number>> = Object.freeze({
+  INVALID_ARGUMENT: 400,
+  FAILED_PRECONDITION: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  ALREADY_EXISTS: 409,
+  RESOURCE_EXHAUSTED: 429,
+  UNIMPLEMENTED: 501,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+});
+
+/** The JSON error body of every admin error response. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** Writes a JSON response with the security headers and `Cache-Control: no-store`. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(payload),
+    'Cache-Control': 'no-store',
+    ...extraHeaders,
+  });
+  res.end(payload);
+}
+
+/** Writes `{error: {code, message}}`. */
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const body: ErrorBody = { error: { code, message } };
+  sendJson(res, status, body, extraHeaders);
+}
+
+/**
+ * Status and caller-safe body of an error, or undefined when it is not a domain error (the caller
+ * then answers a generic 500 and logs the cause).
+ */
+export function describeDomainError(
+  err: unknown,
+): { status: number; code: string; message: string } | undefined {
+  if (!isDomainError(err)) return undefined;
+  return { status: HTTP_STATUS_BY_CODE[err.code] ?? 500, code: err.code, message: err.message };
+}

@@ -1,0 +1,370 @@
+/* global document, location, history, sessionStorage, fetch, AbortController, TextDecoderStream, setTimeout, atob */
+// The notification management page. No build step, no dependencies: served as is by AdminGateway.
+//
+// The bearer token arrives once in the URL fragment (#token=...), is kept in sessionStorage and
+// removed from the address bar. Live updates come from /admin/notifications/stream, read with
+// fetch() because EventSource cannot send an Authorization header.
+'use strict';
+
+(function () {
+  const API = '/admin/notifications';
+  const TOKEN_KEY = 'svc.admin.token';
+  const PAGE_SIZE = 20;
+  const MAX_BACKOFF_MS = 30000;
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    user: $('user'),
+    bell: $('bell'),
+    badge: $('badge'),
+    summary: $('summary'),
+    live: $('live'),
+    markAll: $('mark-all'),
+    notice: $('notice'),
+    list: $('list'),
+    empty: $('empty'),
+    more: $('more'),
+  };
+
+  const state = {
+    token: null,
+    items: new Map(), // id -> { message, element }
+    nextCursor: null,
+    unread: 0,
+    lastEventId: null,
+    streamAbort: null,
+    signedOut: false,
+  };
+
+  function takeToken() {
+    const match = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
+    if (match) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+      history.replaceState(null, '', location.pathname + location.search);
+    }
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function subjectOf(token) {
+    try {
+      const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(atob(payload)).sub || '';
+    } catch {
+      return '';
+    }
+  }
+
+  function showNotice(text) {
+    ui.notice.textContent = text;
+    ui.notice.hidden = !text;
+  }
+
+  function signOut(reason) {
+    state.signedOut = true;
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (state.streamAbort) state.streamAbort.abort();
+    setLive(false);
+    ui.markAll.disabled = true;
+    ui.summary.textContent = 'Not signed in';
+    showNotice(
+      reason +
+        ' Open the login link printed by the notification service, or add #token=<JWT> to this address.',
+    );
+  }
+
+  class ApiError extends Error {}
+
+  async function api(method, path) {
+    const response = await fetch(API + path, {
+      method,
+      headers: { Authorization: 'Bearer ' + state.token, Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    if (response.status === 401) {
+      signOut('Your session is not valid any more.');
+      throw new ApiError('unauthenticated');
+    }
+    const body = await response.json().catch(() => null);
+    if (!response.ok) {
+      const message = body && body.error ? body.error.message : 'HTTP ' + response.status;
+      throw new ApiError(message);
+    }
+    return body;
+  }
+
+  function setUnread(count) {
+    state.unread = count;
+    ui.badge.textContent = count > 99 ? '99+' : String(count);
+    ui.badge.hidden = count === 0;
+    ui.bell.setAttribute('aria-label', 'Unread notifications: ' + count);
+    ui.markAll.disabled = count === 0 || state.signedOut;
+    ui.summary.textContent = count === 0 ? 'All caught up' : count + ' unread';
+  }
+
+  function setLive(on) {
+    ui.live.dataset.state = on ? 'on' : 'off';
+    ui.live.textContent = on ? 'live' : 'offline';
+  }
+
+  function formatTime(iso) {
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  }
+
+  function renderItem(message) {
+    const li = document.createElement('li');
+    li.className = 'item';
+    li.dataset.id = message.id;
+
+    const dot = document.createElement('span');
+    dot.className = 'dot';
+    dot.setAttribute('aria-hidden', 'true');
+
+    const text = document.createElement('div');
+    text.className = 'text';
+    const title = document.createElement('p');
+    title.className = 'title';
+    title.textContent = message.title;
+    const body = document.createElement('p');
+    body.className = 'body';
+    body.textContent = message.body;
+    const time = document.createElement('time');
+    time.dateTime = message.created_at;
+    time.textContent = formatTime(message.created_at);
+    text.append(title, body, time);
+
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'mark-read';
+    button.textContent = 'Mark read';
+    button.addEventListener('click', () => markRead(message.id, button));
+
+    li.append(dot, text, button);
+    return li;
+  }
+
+  function applyRead(entry, read) {
+    entry.message.read = read;
+    entry.element.classList.toggle('unread', !read);
+    entry.element.querySelector('.mark-read').hidden = read;
+  }
+
+  function addMessage(message, where) {
+    const existing = state.items.get(message.id);
+    if (existing) {
+      applyRead(existing, message.read);
+      return;
+    }
+    const entry = { message, element: renderItem(message) };
+    state.items.set(message.id, entry);
+    applyRead(entry, message.read);
+    if (where === 'top') {
+      entry.element.classList.add('fresh');
+      ui.list.prepend(entry.element);
+    } else {
+      ui.list.append(entry.element);
+    }
+    ui.empty.hidden = true;
+  }
+
+  function removeMessage(id) {
+    const entry = state.items.get(id);
+    if (!entry) return;
+    entry.element.remove();
+    state.items.delete(id);
+    ui.empty.hidden = state.items.size > 0;
+  }
+
+  async function loadPage(cursor) {
+    let query = '?limit=' + PAGE_SIZE;
+    if (cursor) query += '&cursor=' + encodeURIComponent(cursor);
+    const page = await api('GET', '/inbox' + query);
+    for (const message of page.notifications) addMessage(message, 'bottom');
+    state.nextCursor = page.next_cursor;
+    ui.more.hidden = !page.next_cursor;
+    ui.empty.hidden = state.items.size > 0;
+    setUnread(page.unread_count);
+  }
+
+  async function reload() {
+    state.items.clear();
+    ui.list.replaceChildren();
+    await loadPage(null);
+  }
+
+  async function markRead(id, button) {
+    button.disabled = true;
+    try {
+      const result = await api('POST', '/read/' + encodeURIComponent(id));
+      const entry = state.items.get(id);
+      if (entry) applyRead(entry, true);
+      setUnread(result.unread_count);
+    } catch (err) {
+      if (!state.signedOut) showNotice('Could not mark the notification read: ' + err.message);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function markAllRead() {
+    ui.markAll.disabled = true;
+    try {
+      const result = await api('POST', '/read-all');
+      for (const entry of state.items.values()) applyRead(entry, true);
+      setUnread(result.unread_count);
+    } catch (err) {
+      if (!state.signedOut) showNotice('Could not mark all read: ' + err.message);
+      setUnread(state.unread);
+    }
+  }
+
+  function onEvent(type, data) {
+    switch (type) {
+      case 'sent':
+        if (data.message) addMessage(data.message, 'top');
+        break;
+      case 'read': {
+        const entry = state.items.get(data.message_id);
+        if (entry) applyRead(entry, true);
+        break;
+      }
+      case 'all_read':
+        for (const entry of state.items.values()) applyRead(entry, true);
+        break;
+      case 'deleted':
+        removeMessage(data.message_id);
+        break;
+      case 'cleared':
+        for (const id of [...state.items.keys()]) removeMessage(id);
+        break;
+      case 'error':
+        // The server refused our resume point: start over from a fresh list.
+        state.lastEventId = null;
+        reload().catch(() => undefined);
+        return;
+      default:
+        return;
+    }
+    if (typeof data.unread_count === 'number') setUnread(data.unread_count);
+  }
+
+  // Parses the text/event-stream format (https://html.spec.whatwg.org/#event-stream-interpretation).
+  function createSseParser(dispatch) {
+    let buffer = '';
+    let id = null;
+    let event = '';
+    let data = [];
+    function line(text) {
+      if (text === '') {
+        if (id !== null) state.lastEventId = id;
+        if (data.length > 0) dispatch(event || 'message', data.join('\n'));
+        id = null;
+        event = '';
+        data = [];
+        return;
+      }
+      if (text.startsWith(':')) return; // comment: heartbeat
+      const colon = text.indexOf(':');
+      const field = colon === -1 ? text : text.slice(0, colon);
+      let value = colon === -1 ? '' : text.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'id' && !value.includes('\0')) id = value;
+      else if (field === 'event') event = value;
+      else if (field === 'data') data.push(value);
+    }
+    return function push(chunk) {
+      buffer += chunk;
+      let newline;
+      while ((newline = buffer.indexOf('\n')) !== -1) {
+        let text = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        if (text.endsWith('\r')) text = text.slice(0, -1);
+        line(text);
+      }
+    };
+  }
+
+  function sleep(ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  async function runStream() {
+    let backoff = 1000;
+    while (!state.signedOut) {
+      const controller = new AbortController();
+      state.streamAbort = controller;
+      try {
+        const headers = { Authorization: 'Bearer ' + state.token, Accept: 'text/event-stream' };
+        if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
+        const response = await fetch(API + '/stream', {
+          headers,
+          credentials: 'omit',
+          cache: 'no-store',
+          signal: controller.signal,
+        });
+        if (response.status === 401) {
+          signOut('Your session is not valid any more.');
+          return;
+        }
+        if (response.ok && response.body) {
+          setLive(true);
+          backoff = 1000;
+          const push = createSseParser((type, raw) => {
+            let data;
+            try {
+              data = JSON.parse(raw);
+            } catch {
+              return;
+            }
+            onEvent(type, data);
+          });
+          const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            push(value);
+          }
+        }
+      } catch {
+        // Network drop or abort: fall through to the reconnect below.
+      }
+      setLive(false);
+      if (state.signedOut) return;
+      await sleep(backoff + Math.floor(Math.random() * 500));
+      backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    }
+  }
+
+  function start() {
+    ui.markAll.addEventListener('click', markAllRead);
+    ui.more.addEventListener('click', async () => {
+      ui.more.disabled = true;
+      try {
+        await loadPage(state.nextCursor);
+      } catch (err) {
+        if (!state.signedOut) showNotice('Could not load more: ' + err.message);
+      } finally {
+        ui.more.disabled = false;
+      }
+    });
+    ui.bell.addEventListener('click', () => {
+      const firstUnread = ui.list.querySelector('.item.unread');
+      (firstUnread || ui.list).scrollIntoView({ behavior: 'smooth', block: 'center' });
+    });
+
+    state.token = takeToken();
+    if (!state.token) {
+      signOut('You are not signed in.');
+      return;
+    }
+    ui.user.textContent = subjectOf(state.token);
+    // The stream starts first so nothing sent while the first page loads is missed; ids dedupe.
+    runStream();
+    loadPage(null).catch((err) => {
+      if (!state.signedOut) showNotice('Could not load notifications: ' + err.message);
+    });
+  }
+
+  start();
+})();

@@ -1,0 +1,103 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { hsToken, startGateway, type RunningGateway } from './harness';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(__dirname, '../../../test-artifacts');
+
+describe('the management page in headless Chromium', () => {
+  let gw: RunningGateway;
+  let browser: Browser;
+  let page: Page;
+  const consoleProblems: string[] = [];
+
+  beforeAll(async () => {
+    gw = await startGateway();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    for (const [title, body] of [
+      ['Deploy finished', 'notification-service v1.4.2 is live in eu-west-1.'],
+      ['Weekly report ready', 'Delivery success rate 99.7 %, 3 retries exhausted.'],
+      ['SMS backend degraded', 'sms_gateway answered 503 for 2 minutes; fell back to the secondary.'],
+    ]) {
+      await gw.inbox.send({ userId: 'web-user', title, body });
+    }
+    await gw.inbox.send({ userId: 'someone-else', title: 'Not yours', body: 'hidden' });
+
+    const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
+    page = await context.newPage();
+    // Installed through the DevTools protocol, so the page's CSP does not apply to it.
+    await page.addInitScript(`
+      window.__csp = [];
+      window.addEventListener('securitypolicyviolation', (e) => {
+        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
+      });
+    `);
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
+    });
+    page.on('pageerror', (err) => consoleProblems.push(err.message));
+    await page.goto(`${gw.baseUrl}/admin/notifications#token=${await hsToken('web-user')}`);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+  });
+
+  it("shows the user's messages, unread highlighted, with the badge count", async () => {
+    await page.waitForSelector('.item:nth-child(3)');
+    expect(await page.locator('.item .title').allTextContents()).toEqual([
+      'SMS backend degraded',
+      'Weekly report ready',
+      'Deploy finished',
+    ]);
+    expect(await page.locator('.item.unread').count()).toBe(3);
+    expect(await page.locator('#badge').textContent()).toBe('3');
+  });
+
+  it('removes the token from the address bar and keeps it in sessionStorage', async () => {
+    expect(new URL(page.url()).hash).toBe('');
+    expect(await page.evaluate("sessionStorage.getItem('svc.admin.token')")).toMatch(/^ey/);
+  });
+
+  it('a message sent to the inbox appears and the badge goes up without a reload', async () => {
+    await page.waitForSelector('#live[data-state="on"]');
+    await gw.inbox.send({ userId: 'web-user', title: 'Disk almost full', body: 'db-1 at 91 %.' });
+    // A locator wait, not waitForFunction: a string predicate is eval'd in the page, which the CSP forbids.
+    await page.locator('#badge', { hasText: /^4$/ }).waitFor();
+    expect(await page.locator('.item .title').first().textContent()).toBe('Disk almost full');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'admin-page.png'), fullPage: true });
+  });
+
+  it('"Mark read" on one message marks it read and lowers the badge', async () => {
+    await page.locator('.item.unread .mark-read').last().click();
+    // A locator wait, not waitForFunction: a string predicate is eval'd in the page, which the CSP forbids.
+    await page.locator('#badge', { hasText: /^3$/ }).waitFor();
+    expect(await page.locator('.item.unread').count()).toBe(3);
+    expect(await gw.inbox.countUnread('web-user')).toBe(3);
+  });
+
+  it('"Mark all read" clears the badge and the highlights', async () => {
+    await page.click('#mark-all');
+    await page.waitForSelector('#badge', { state: 'hidden' });
+    expect(await page.locator('.item.unread').count()).toBe(0);
+    expect(await gw.inbox.countUnread('web-user')).toBe(0);
+  });
+
+  it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {
+    expect(await page.evaluate('window.__csp')).toEqual([]);
+    expect(consoleProblems).toEqual([]);
+  });
+});
