@@ -8,10 +8,19 @@ import { InboxService as InboxServiceDesc } from '../../shared/gen/svc/notificat
 import { RpcServer, registration } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
 import type { NotificationConfig } from './config';
+import { InboxProvider, type InboxHub, type InboxService } from './inbox';
+import { InboxRpc } from './rpc/inbox-rpc';
+import { AdminAuth } from './admin/auth';
+import { AdminGateway } from './admin/gateway';
 
 export interface NotificationApp {
   server: RpcServer;
   registry: Registry;
+  /** The inbox domain service. */
+  readonly inbox: InboxService;
+  /** The inbox event hub (open watches: `watcherCount`). */
+  readonly inboxHub: InboxHub;
+  readonly auth: AdminAuth;
   start(): Promise<{ grpc: number; http: number }>;
   stop(): Promise<void>;
 }
@@ -22,6 +31,17 @@ export async function createNotificationApp(
 ): Promise<NotificationApp> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+
+  const inboxProvider = new InboxProvider({
+    config: config.inbox,
+    database: config.database,
+    logger: logger.child({ component: 'inbox' }),
+  });
+  // Opened here rather than in start(): the RPC layer and the gateway need the service itself.
+  await inboxProvider.start();
+  const inbox = inboxProvider.service;
+
+  const auth = new AdminAuth({ ...config.admin.auth, environment: config.environment });
 
   const server = new RpcServer({
     name: 'notification',
@@ -37,13 +57,24 @@ export async function createNotificationApp(
     services: [
       // Delivery RPCs are not built yet: every method answers UNIMPLEMENTED.
       registration(NotificationService, {}),
-      registration(InboxServiceDesc, {}),
+      registration(InboxServiceDesc, new InboxRpc(inbox)),
     ],
   });
+  const gateway = new AdminGateway({
+    inbox,
+    auth,
+    logger,
+    maxPageSize: config.inbox.max_page_size,
+    shutdownSignal: server.shutdownSignal,
+  });
+  server.addHttpRoutes((req, res) => gateway.handle(req, res));
 
   return {
     server,
     registry,
+    auth,
+    inbox,
+    inboxHub: inboxProvider.hub,
     async start() {
       const ports = await server.start();
       server.health.setServing(true);
@@ -51,6 +82,7 @@ export async function createNotificationApp(
     },
     async stop() {
       await server.shutdown();
+      await inboxProvider.stop();
     },
   };
 }

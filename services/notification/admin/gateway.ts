@@ -26,6 +26,8 @@ export interface AdminGatewayDeps {
   maxPageSize: number;
   /** Interval of SSE heartbeat comments; default 15 s. */
   heartbeatMs?: number;
+  /** Aborted when the server starts shutting down: open event streams end, browsers reconnect. */
+  shutdownSignal?: AbortSignal;
 }
 
 /** A notification as the admin JSON API and the SSE stream show it. */
@@ -91,6 +93,7 @@ export class AdminGateway {
   private readonly logger: Logger;
   private readonly maxPageSize: number;
   private readonly heartbeatMs: number;
+  private readonly shutdownSignal: AbortSignal | undefined;
   private readonly assets: ReadonlyMap<string, StaticAsset>;
 
   constructor(deps: AdminGatewayDeps) {
@@ -102,6 +105,7 @@ export class AdminGateway {
     this.logger = deps.logger.child({ component: 'admin-gateway' });
     this.maxPageSize = deps.maxPageSize;
     this.heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    this.shutdownSignal = deps.shutdownSignal;
     this.assets = loadPageAssets(join(__dirname, 'page'));
   }
 
@@ -242,9 +246,12 @@ export class AdminGateway {
     res.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.heartbeatMs);
 
+    const signal = this.shutdownSignal
+      ? AbortSignal.any([controller.signal, this.shutdownSignal])
+      : controller.signal;
     try {
-      for await (const event of this.inbox.watch(userId, { after, signal: controller.signal })) {
-        if (controller.signal.aborted) break;
+      for await (const event of this.inbox.watch(userId, { after, signal })) {
+        if (signal.aborted) break;
         if (!res.write(formatSseEvent(event))) await drainedOrClosed(res);
       }
     } catch (err) {

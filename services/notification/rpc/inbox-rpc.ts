@@ -1,0 +1,108 @@
+/**
+ * The InboxService RPCs (gRPC and Connect): translate wire messages to InboxService calls and back.
+ * No business rules here: validation, ownership and limits live in the domain (../inbox).
+ */
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  InboxEventType,
+  type InboxService as InboxServiceDesc,
+  type InboxMessageSchema,
+  type WatchInboxResponseSchema,
+} from '../../../shared/gen/svc/notification/v1/inbox_pb';
+import type {
+  InboxEvent,
+  InboxEventType as DomainEventType,
+  InboxMessage,
+  InboxServiceContract,
+} from '../inbox';
+
+const EVENT_TYPES: Record<DomainEventType, InboxEventType> = {
+  sent: InboxEventType.SENT,
+  read: InboxEventType.READ,
+  all_read: InboxEventType.ALL_READ,
+  deleted: InboxEventType.DELETED,
+  cleared: InboxEventType.CLEARED,
+};
+
+/** Domain message to wire message. */
+export function toWireMessage(m: InboxMessage): MessageInitShape<typeof InboxMessageSchema> {
+  return {
+    id: m.id,
+    userId: m.userId,
+    title: m.title,
+    body: m.body,
+    metadata: m.metadata as JsonObject,
+    read: m.readAt !== null,
+    readAt: m.readAt ? timestampFromDate(m.readAt) : undefined,
+    createdAt: timestampFromDate(m.createdAt),
+  };
+}
+
+/** Domain event to wire event. */
+export function toWireEvent(e: InboxEvent): MessageInitShape<typeof WatchInboxResponseSchema> {
+  return {
+    cursor: e.cursor,
+    type: EVENT_TYPES[e.type],
+    message: e.message ? toWireMessage(e.message) : undefined,
+    messageId: e.messageId ?? '',
+    unreadCount: e.unreadCount,
+    occurredAt: timestampFromDate(e.occurredAt),
+  };
+}
+
+export class InboxRpc implements ServiceImpl<typeof InboxServiceDesc> {
+  constructor(private readonly inbox: InboxServiceContract) {}
+
+  async send(req: { userId: string; title: string; body: string; metadata?: JsonObject }) {
+    const message = await this.inbox.send({
+      userId: req.userId,
+      title: req.title,
+      body: req.body,
+      metadata: req.metadata ?? {},
+    });
+    return { message: toWireMessage(message) };
+  }
+
+  async getInbox(req: { userId: string; pageSize: number; pageToken: string; unreadOnly: boolean }) {
+    const page = await this.inbox.getInbox(req.userId, {
+      pageSize: req.pageSize,
+      pageToken: req.pageToken || undefined,
+      unreadOnly: req.unreadOnly,
+    });
+    return {
+      messages: page.messages.map(toWireMessage),
+      unreadCount: page.unreadCount,
+      nextPageToken: page.nextPageToken,
+    };
+  }
+
+  async markRead(req: { userId: string; messageId: string }) {
+    return this.inbox.markRead(req.userId, req.messageId);
+  }
+
+  async markAllRead(req: { userId: string }) {
+    return this.inbox.markAllRead(req.userId);
+  }
+
+  async delete(req: { userId: string; messageId: string }) {
+    return this.inbox.delete(req.userId, req.messageId);
+  }
+
+  async countUnread(req: { userId: string }) {
+    return { unreadCount: await this.inbox.countUnread(req.userId) };
+  }
+
+  async clearAll(req: { userId: string }) {
+    return this.inbox.clearAll(req.userId);
+  }
+
+  async *watchInbox(req: { userId: string; afterCursor: string }, ctx: HandlerContext) {
+    const events = this.inbox.watch(req.userId, { after: req.afterCursor || undefined, signal: ctx.signal });
+    for await (const event of events) yield toWireEvent(event);
+    // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline,
+    // or UNAVAILABLE at shutdown, after which it resumes elsewhere with its last cursor).
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+  }
+}

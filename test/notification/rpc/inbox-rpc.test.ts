@@ -1,0 +1,233 @@
+import * as grpc from '@grpc/grpc-js';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { InboxEventType } from '../../../shared/gen/svc/notification/v1/inbox_pb';
+import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
+import { unary } from '../../support/grpc-clients';
+
+let n: RunningNotificationApp;
+beforeAll(async () => {
+  n = await startNotificationApp({ inbox: { max_page_size: 3 } });
+});
+afterAll(async () => {
+  await n.close();
+});
+
+type WireMessage = {
+  id: string;
+  userId: string;
+  title: string;
+  read: boolean;
+  metadata?: Record<string, unknown>;
+};
+
+async function send(
+  userId: string,
+  title: string,
+  metadata: Record<string, unknown> = {},
+): Promise<WireMessage> {
+  const { response } = await unary<{ message: WireMessage }>(n.inboxGrpc, 'send', {
+    userId,
+    title,
+    body: `${title} body`,
+    metadata,
+  });
+  return response.message;
+}
+
+async function grpcCode(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as grpc.ServiceError).code;
+  }
+  throw new Error('expected failure');
+}
+
+describe('InboxService over gRPC', () => {
+  test('Send stores an unread message with metadata that GetInbox returns newest first', async () => {
+    await send('alice', 'first', { link: '/orders/1' });
+    await send('alice', 'second');
+    const { response } = await unary<{ messages: WireMessage[]; unreadCount: number }>(
+      n.inboxGrpc,
+      'getInbox',
+      {
+        userId: 'alice',
+      },
+    );
+    expect(response.messages.map((m) => m.title)).toEqual(['second', 'first']);
+    expect(response.messages[1]!.metadata).toEqual({ link: '/orders/1' });
+    expect(response.messages.every((m) => !m.read && m.userId === 'alice')).toBe(true);
+    expect(response.unreadCount).toBe(2);
+  });
+
+  test('a page size above inbox.max_page_size is capped and the token walks every page', async () => {
+    for (let i = 0; i < 5; i++) await send('pager', `m${i}`);
+    const seen: string[] = [];
+    let pageToken = '';
+    do {
+      const { response } = await unary<{ messages: WireMessage[]; nextPageToken: string }>(
+        n.inboxGrpc,
+        'getInbox',
+        {
+          userId: 'pager',
+          pageSize: 100,
+          pageToken,
+        },
+      );
+      expect(response.messages.length).toBeLessThanOrEqual(3);
+      seen.push(...response.messages.map((m) => m.title));
+      pageToken = response.nextPageToken;
+    } while (pageToken);
+    expect(seen).toEqual(['m4', 'm3', 'm2', 'm1', 'm0']);
+  });
+
+  test('MarkRead, CountUnread, MarkAllRead, Delete and ClearAll act on the caller user only', async () => {
+    const a = await send('bob', 'a');
+    await send('bob', 'b');
+    await send('carol', 'c');
+    expect(
+      (await unary<{ unreadCount: number }>(n.inboxGrpc, 'markRead', { userId: 'bob', messageId: a.id }))
+        .response.unreadCount,
+    ).toBe(1);
+    expect(
+      (await unary<{ unreadCount: number }>(n.inboxGrpc, 'countUnread', { userId: 'bob' })).response
+        .unreadCount,
+    ).toBe(1);
+    expect(
+      (await unary<{ updated: number }>(n.inboxGrpc, 'markAllRead', { userId: 'bob' })).response.updated,
+    ).toBe(1);
+    expect(
+      (await unary<{ unreadCount: number }>(n.inboxGrpc, 'delete', { userId: 'bob', messageId: a.id }))
+        .response.unreadCount,
+    ).toBe(0);
+    expect(
+      (await unary<{ deleted: number }>(n.inboxGrpc, 'clearAll', { userId: 'bob' })).response.deleted,
+    ).toBe(1);
+    expect(
+      (await unary<{ unreadCount: number }>(n.inboxGrpc, 'countUnread', { userId: 'carol' })).response
+        .unreadCount,
+    ).toBe(1);
+  });
+
+  test("every attempt on another user's message is NOT_FOUND, like a missing one, and changes nothing", async () => {
+    const mine = await send('dave', 'private');
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect(await grpcCode(unary(n.inboxGrpc, 'markRead', { userId: 'eve', messageId: mine.id }))).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect(await grpcCode(unary(n.inboxGrpc, 'markRead', { userId: 'eve', messageId: missing }))).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect(await grpcCode(unary(n.inboxGrpc, 'delete', { userId: 'eve', messageId: mine.id }))).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    const { response } = await unary<{ messages: WireMessage[]; unreadCount: number }>(
+      n.inboxGrpc,
+      'getInbox',
+      { userId: 'dave' },
+    );
+    expect(response.messages.map((m) => [m.id, m.read])).toEqual([[mine.id, false]]);
+    const eve = await unary<{ messages: WireMessage[] }>(n.inboxGrpc, 'getInbox', { userId: 'eve' });
+    expect(eve.response.messages).toEqual([]);
+  });
+
+  test('bad input is INVALID_ARGUMENT with a clear message', async () => {
+    const err = await unary(n.inboxGrpc, 'send', { userId: '', title: 'x' }).catch(
+      (e: grpc.ServiceError) => e,
+    );
+    expect(err).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    expect((err as grpc.ServiceError).details).toMatch(/user/i);
+    expect(await grpcCode(unary(n.inboxGrpc, 'markRead', { userId: 'x', messageId: 'not-a-uuid' }))).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
+    expect(await grpcCode(unary(n.inboxGrpc, 'getInbox', { userId: 'x', pageToken: '!!garbage!!' }))).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
+  });
+});
+
+describe('WatchInbox', () => {
+  type Ev = {
+    cursor: string;
+    type: InboxEventType;
+    messageId: string;
+    unreadCount: number;
+    message?: WireMessage;
+  };
+
+  function watch(userId: string, afterCursor = ''): { events: Ev[]; call: grpc.ClientReadableStream<Ev> } {
+    const call = (n.inboxGrpc.watchInbox as (r: unknown) => grpc.ClientReadableStream<Ev>).call(n.inboxGrpc, {
+      userId,
+      afterCursor,
+    });
+    const events: Ev[] = [];
+    call.on('data', (e: Ev) => events.push(e));
+    call.on('error', () => undefined);
+    return { events, call };
+  }
+
+  test('streams sent, read and deleted events of one user with the new unread count', async () => {
+    await waitFor(() => n.app.inboxHub.watcherCount === 0);
+    const w = watch('frank');
+    const other = watch('grace');
+    await waitFor(() => n.app.inboxHub.watcherCount === 2);
+    const m = await send('frank', 'hello');
+    await send('grace', 'not for frank');
+    await unary(n.inboxGrpc, 'markRead', { userId: 'frank', messageId: m.id });
+    await unary(n.inboxGrpc, 'delete', { userId: 'frank', messageId: m.id });
+    await waitFor(() => w.events.length >= 3);
+    w.call.cancel();
+    other.call.cancel();
+    expect(w.events.map((e) => [e.type, e.unreadCount])).toEqual([
+      [InboxEventType.SENT, 1],
+      [InboxEventType.READ, 0],
+      [InboxEventType.DELETED, 0],
+    ]);
+    expect(w.events[0]!.message!.title).toBe('hello');
+    expect(w.events[1]!.messageId).toBe(m.id);
+    expect(other.events.every((e) => e.message?.title !== 'hello')).toBe(true);
+  });
+
+  test('a subscriber that resumes after its last cursor gets exactly the events it missed', async () => {
+    await waitFor(() => n.app.inboxHub.watcherCount === 0);
+    const first = watch('heidi');
+    await waitFor(() => n.app.inboxHub.watcherCount === 1);
+    await send('heidi', 'one');
+    await waitFor(() => first.events.length === 1);
+    first.call.cancel();
+    const cursor = first.events[0]!.cursor;
+    await send('heidi', 'two');
+    await send('heidi', 'three');
+    const resumed = watch('heidi', cursor);
+    await waitFor(() => resumed.events.length >= 2);
+    await send('heidi', 'four');
+    await waitFor(() => resumed.events.length >= 3);
+    resumed.call.cancel();
+    expect(resumed.events.map((e) => e.message?.title)).toEqual(['two', 'three', 'four']);
+  });
+
+  test('the same stream works over Connect for browsers and HTTP clients', async () => {
+    await waitFor(() => n.app.inboxHub.watcherCount === 0);
+    const controller = new AbortController();
+    const got: string[] = [];
+    const reading = (async () => {
+      for await (const e of n.inboxConnect.watchInbox({ userId: 'ivan' }, { signal: controller.signal })) {
+        got.push(e.message?.title ?? '');
+        if (got.length === 1) controller.abort();
+      }
+    })().catch((e: unknown) => ConnectError.from(e));
+    await waitFor(() => n.app.inboxHub.watcherCount === 1);
+    await n.inboxConnect.send({ userId: 'ivan', title: 'via connect', body: '' });
+    const end = await reading;
+    expect(got).toEqual(['via connect']);
+    expect(end).toMatchObject({ code: Code.Canceled });
+  });
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
