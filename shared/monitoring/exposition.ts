@@ -5,6 +5,7 @@
  * renames counters in place and so corrupts later 0.0.4 renders of a shared registry.
  */
 import type { Registry } from 'prom-client';
+import type { PromClientModule } from './prom-loader';
 
 /** Content type of the Prometheus text format. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -107,7 +108,7 @@ const LINT_FAILING_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_req
  * `promtool check metrics`; their per-type versions (`nodejs_active_handles` and so on) stay.
  */
 export function collectProcessMetrics(
-  prom: typeof import('prom-client'),
+  prom: PromClientModule,
   registry: Registry,
   prefix = '',
 ): void {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../../logging/logger';
 import type { Clock, Timers } from '../clock';
-import { HealthCheckCategory, HealthCheckResult, HealthStatus, parseStatus } from './result';
+import { type HealthCheckCategory, HealthCheckResult, HealthStatus, parseStatus } from './result';
 
 /** What a callable check may return. */
 export type CheckOutcome = boolean | Record<string, unknown> | HealthCheckResult | null | undefined | void;
