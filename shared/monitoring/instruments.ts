@@ -79,9 +79,7 @@ export abstract class Metric {
     options: InstrumentOptions = {},
   ) {
     this.labels = Object.freeze({ ...(labels ?? {}) });
-    if (options.labelNames || Object.keys(this.labels).length > 0) {
-      this.fixLabelKeys(options.labelNames ?? []);
-    }
+    if (options.labelNames) this.fixLabelKeys(options.labelNames);
     if (options.registry) this.bind(options.registry, options.exportName);
   }
 
