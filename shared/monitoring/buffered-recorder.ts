@@ -77,7 +77,9 @@ export class BufferedMetricRecorder<B extends object = object> {
    */
   record(name: string, value: number, labels?: Labels): void {
     if (typeof (this.backend as Record<string, unknown>)[name] !== 'function') {
-      throw new InvalidMetricError(`metric operation ${JSON.stringify(name)} is not an operation of the backend`);
+      throw new InvalidMetricError(
+        `metric operation ${JSON.stringify(name)} is not an operation of the backend`,
+      );
     }
     this.buffer.push(new MetricEntry(name, value, labels, this.clock));
     if (this.buffer.length >= this.maxBufferSize) void this.flush();

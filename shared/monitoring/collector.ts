@@ -64,12 +64,20 @@ export class MetricsCollector implements MetricsCollectorProtocol {
 
   /** Creates (or returns the existing) counter. */
   createCounter(name: string, description = '', labels?: Labels, options?: InstrumentOptions): Counter {
-    return this.getOrCreate(Counter, name, () => new Counter(name, description, this.withDefaults(labels), options));
+    return this.getOrCreate(
+      Counter,
+      name,
+      () => new Counter(name, description, this.withDefaults(labels), options),
+    );
   }
 
   /** Creates (or returns the existing) gauge. */
   createGauge(name: string, description = '', labels?: Labels, options?: InstrumentOptions): Gauge {
-    return this.getOrCreate(Gauge, name, () => new Gauge(name, description, this.withDefaults(labels), options));
+    return this.getOrCreate(
+      Gauge,
+      name,
+      () => new Gauge(name, description, this.withDefaults(labels), options),
+    );
   }
 
   /** Creates (or returns the existing) histogram; buckets default to the config's. */
@@ -80,7 +88,8 @@ export class MetricsCollector implements MetricsCollectorProtocol {
     buckets?: readonly number[],
     options?: InstrumentOptions,
   ): Histogram {
-    const chosen = buckets ?? (this.config.histogram_buckets?.length ? this.config.histogram_buckets : undefined);
+    const chosen =
+      buckets ?? (this.config.histogram_buckets?.length ? this.config.histogram_buckets : undefined);
     return this.getOrCreate(
       Histogram,
       name,
@@ -90,7 +99,11 @@ export class MetricsCollector implements MetricsCollectorProtocol {
 
   /** Creates (or returns the existing) summary. */
   createSummary(name: string, description = '', labels?: Labels, options?: InstrumentOptions): Summary {
-    return this.getOrCreate(Summary, name, () => new Summary(name, description, this.withDefaults(labels), options));
+    return this.getOrCreate(
+      Summary,
+      name,
+      () => new Summary(name, description, this.withDefaults(labels), options),
+    );
   }
 
   /** The instrument registered under `name`, or undefined. */
@@ -137,7 +150,11 @@ export class MetricsCollector implements MetricsCollectorProtocol {
     return { ...defaults, ...(labels ?? {}) };
   }
 
-  private getOrCreate<C extends InstrumentClass>(cls: C, name: string, make: () => InstanceType<C>): InstanceType<C> {
+  private getOrCreate<C extends InstrumentClass>(
+    cls: C,
+    name: string,
+    make: () => InstanceType<C>,
+  ): InstanceType<C> {
     const existing = this.metrics.get(name);
     if (existing) {
       if (existing instanceof cls) return existing as InstanceType<C>;

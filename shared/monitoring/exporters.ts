@@ -37,7 +37,10 @@ export class ExporterRegistry<T> {
  * The OTLP/HTTP URL of a signal: an endpoint without a path gets the standard `/v1/<signal>`; one
  * with a path is used as given.
  */
-export function otlpUrl(endpoint: string | null | undefined, signal: 'metrics' | 'traces'): string | undefined {
+export function otlpUrl(
+  endpoint: string | null | undefined,
+  signal: 'metrics' | 'traces',
+): string | undefined {
   if (!endpoint) return undefined;
   const url = new URL(endpoint);
   if (url.pathname === '' || url.pathname === '/') url.pathname = `/v1/${signal}`;
@@ -108,6 +111,8 @@ export class MetricsExporterRegistry extends ExporterRegistry<PushMetricExporter
 export class TracingExporterRegistry extends ExporterRegistry<SpanExporter> {
   /** A registry with the `console` and `otlp` handlers. */
   static withDefaults(): TracingExporterRegistry {
-    return new TracingExporterRegistry().register(new ConsoleSpanExporterHandler()).register(new OtlpSpanExporterHandler());
+    return new TracingExporterRegistry()
+      .register(new ConsoleSpanExporterHandler())
+      .register(new OtlpSpanExporterHandler());
   }
 }

@@ -91,7 +91,10 @@ export function toOpenMetrics(text: string): string {
 }
 
 /** Renders a registry for a scraper's `Accept` header. */
-export async function renderMetrics(registry: Registry, accept: string | undefined): Promise<RenderedMetrics> {
+export async function renderMetrics(
+  registry: Registry,
+  accept: string | undefined,
+): Promise<RenderedMetrics> {
   const text = await registry.metrics();
   if (registry.contentType !== PROMETHEUS_CONTENT_TYPE) {
     return { contentType: registry.contentType, body: text };
@@ -101,17 +104,17 @@ export async function renderMetrics(registry: Registry, accept: string | undefin
 }
 
 /** prom-client default gauges whose names promtool rejects (`_total` on a non-counter). */
-const LINT_FAILING_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const LINT_FAILING_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
 
 /**
  * Registers prom-client's process metrics on `registry`, minus three `*_total` gauges that fail
  * `promtool check metrics`; their per-type versions (`nodejs_active_handles` and so on) stay.
  */
-export function collectProcessMetrics(
-  prom: PromClientModule,
-  registry: Registry,
-  prefix = '',
-): void {
+export function collectProcessMetrics(prom: PromClientModule, registry: Registry, prefix = ''): void {
   prom.collectDefaultMetrics({ register: registry, prefix });
   for (const name of LINT_FAILING_DEFAULTS) registry.removeSingleMetric(`${prefix}${name}`);
 }

@@ -246,7 +246,13 @@ export class Counter extends Metric {
       if (base === undefined) counter.inc(pending);
       else counter.inc(base, pending);
     };
-    const counter = new prom.Counter({ name, help: this.help, labelNames, registers: [registry], collect: publish });
+    const counter = new prom.Counter({
+      name,
+      help: this.help,
+      labelNames,
+      registers: [registry],
+      collect: publish,
+    });
     this.aggregating = true;
     this.pending = 0;
     if (base === undefined) counter.inc(0);
@@ -367,7 +373,8 @@ export class Histogram extends Metric {
   /** Observes one value. */
   record(value: number, labels?: Labels): void {
     if (!(value > -Infinity && value < Infinity)) checkValue(this.name, value);
-    const resolved = labels === undefined && this.prom !== undefined ? this.baseLabels : this.resolveLabels(labels);
+    const resolved =
+      labels === undefined && this.prom !== undefined ? this.baseLabels : this.resolveLabels(labels);
     this.ring.push(value);
     const b = this.bounds;
     const n = b.length;

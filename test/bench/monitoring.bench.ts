@@ -60,8 +60,12 @@ async function interleave(a: () => Promise<number>, b: () => Promise<number>): P
 async function renderBench(): Promise<BenchRow> {
   const registry = new prom.Registry();
   const collector = new MetricsCollector({ registry, config: { prefix: 'bench' } });
-  const requests = collector.createCounter('requests', 'Requests handled', undefined, { labelNames: ['route'] });
-  const inflight = collector.createGauge('inflight', 'Requests in flight', undefined, { labelNames: ['route'] });
+  const requests = collector.createCounter('requests', 'Requests handled', undefined, {
+    labelNames: ['route'],
+  });
+  const inflight = collector.createGauge('inflight', 'Requests in flight', undefined, {
+    labelNames: ['route'],
+  });
   for (let i = 0; i < 5000; i++) {
     requests.increment(i + 1, { route: `/r/${i}` });
     inflight.set(i % 17, { route: `/r/${i}` });
@@ -95,7 +99,12 @@ async function recordBench(kind: 'counter' | 'histogram', labelled: boolean): Pr
   let raw: (n: number) => void;
   if (kind === 'counter') {
     const c = collector.createCounter('lib_ops', 'library counter', undefined, { labelNames });
-    const r = new prom.Counter({ name: 'raw_ops_total', help: 'raw counter', labelNames, registers: [registry] });
+    const r = new prom.Counter({
+      name: 'raw_ops_total',
+      help: 'raw counter',
+      labelNames,
+      registers: [registry],
+    });
     lib = labels
       ? (k) => {
           for (let i = 0; i < k; i++) c.increment((i & 3) + 1, labels);
@@ -111,8 +120,15 @@ async function recordBench(kind: 'counter' | 'histogram', labelled: boolean): Pr
           for (let i = 0; i < k; i++) r.inc((i & 3) + 1);
         };
   } else {
-    const h = collector.createHistogram('lib_latency', 'library histogram', undefined, undefined, { labelNames });
-    const r = new prom.Histogram({ name: 'raw_latency', help: 'raw histogram', labelNames, registers: [registry] });
+    const h = collector.createHistogram('lib_latency', 'library histogram', undefined, undefined, {
+      labelNames,
+    });
+    const r = new prom.Histogram({
+      name: 'raw_latency',
+      help: 'raw histogram',
+      labelNames,
+      registers: [registry],
+    });
     lib = labels
       ? (k) => {
           for (let i = 0; i < k; i++) h.observe((i % 1000) / 1000, labels);

@@ -3,7 +3,14 @@
  * periodic reader) to an exporter made by the metrics exporter registry; `export(spans)` goes to an
  * exporter made by the tracing registry. Tracing itself (Tracer, spans) lives elsewhere.
  */
-import { type Attributes, type Counter, type Gauge, type Histogram, type Meter, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Counter,
+  type Gauge,
+  type Histogram,
+  type Meter,
+  trace,
+} from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -57,7 +64,10 @@ export class OpenTelemetryBackend implements MetricsBackend {
     const tracingRegistry = this.options.tracing_exporter_registry ?? TracingExporterRegistry.withDefaults();
     const exporter = metricsRegistry.createExporter(this.exporterConfig);
     if (!exporter) {
-      this.logger.warn({ exporter: this.exporterConfig.type }, 'no metric exporter for this type; metrics stay local');
+      this.logger.warn(
+        { exporter: this.exporterConfig.type },
+        'no metric exporter for this type; metrics stay local',
+      );
     }
     this.spanExporter = tracingRegistry.createExporter(this.exporterConfig);
     const c = this.options.config ?? {};
@@ -105,7 +115,10 @@ export class OpenTelemetryBackend implements MetricsBackend {
       else instrument.histogram = meter.createHistogram(name);
       this.instruments.set(name, instrument);
     } else if (instrument.type !== metricType) {
-      this.logger.warn({ metric: name, type: metricType, existing: instrument.type }, 'metric type mismatch; dropped');
+      this.logger.warn(
+        { metric: name, type: metricType, existing: instrument.type },
+        'metric type mismatch; dropped',
+      );
       return;
     }
     const attributes: Attributes = { ...(labels ?? {}) };

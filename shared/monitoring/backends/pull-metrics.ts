@@ -9,7 +9,12 @@ import type { Knex } from 'knex';
 import type * as Prom from 'prom-client';
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
-import { BackendNotAvailableError, InvalidMetricError, MetricsClientUnavailableError, MonitoringConfigError } from '../errors';
+import {
+  BackendNotAvailableError,
+  InvalidMetricError,
+  MetricsClientUnavailableError,
+  MonitoringConfigError,
+} from '../errors';
 import { collectProcessMetrics, renderMetrics } from '../exposition';
 import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from '../http/auth';
 import type { RequestHandler } from '../http/metrics-middleware';
@@ -86,7 +91,8 @@ export class PullMetricsAdapter {
     if (typeof value !== 'number' || !Number.isFinite(value)) {
       throw new InvalidMetricError(`metric ${name}: value must be a finite number`);
     }
-    if (type === 'counter' && value < 0) throw new InvalidMetricError(`metric ${name}: a counter cannot decrease`);
+    if (type === 'counter' && value < 0)
+      throw new InvalidMetricError(`metric ${name}: a counter cannot decrease`);
     if (!this.prom || !this.registry) return;
     const metric = this.metricFor(name, type, tags);
     if (!metric) return;
@@ -103,7 +109,9 @@ export class PullMetricsAdapter {
   get metricsApp(): RequestHandler {
     const registry = this.registry;
     if (!registry) {
-      throw new MetricsClientUnavailableError('metrics_app needs the Prometheus client library (prom-client)');
+      throw new MetricsClientUnavailableError(
+        'metrics_app needs the Prometheus client library (prom-client)',
+      );
     }
     return (req, res) => {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -127,19 +135,29 @@ export class PullMetricsAdapter {
     const existing = this.metrics.get(name);
     if (existing) {
       if (existing.type === type) return existing;
-      this.warnOnce(`type:${name}:${type}`, { metric: name, type, existing: existing.type }, 'metric type mismatch; dropped');
+      this.warnOnce(
+        `type:${name}:${type}`,
+        { metric: name, type, existing: existing.type },
+        'metric type mismatch; dropped',
+      );
       return undefined;
     }
     const prom = this.prom!;
     const base = sanitizeMetricName(`${this.prefix}${name}`);
     const exportName = type === 'counter' ? counterExportName(base) : base;
     const keys = tags ? [...new Set(Object.keys(tags).map(sanitizeLabelName))] : [];
-    const config = { name: exportName, help: `${name} (${type})`, labelNames: keys, registers: [this.registry!] };
+    const config = {
+      name: exportName,
+      help: `${name} (${type})`,
+      labelNames: keys,
+      registers: [this.registry!],
+    };
     let created: AdapterMetric['prom'];
     try {
       if (type === 'counter') created = new prom.Counter(config);
       else if (type === 'gauge') created = new prom.Gauge(config);
-      else created = new prom.Histogram({ ...config, ...(this.buckets ? { buckets: [...this.buckets] } : {}) });
+      else
+        created = new prom.Histogram({ ...config, ...(this.buckets ? { buckets: [...this.buckets] } : {}) });
     } catch (err) {
       throw new InvalidMetricError(`metric ${name}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -155,7 +173,12 @@ export class PullMetricsAdapter {
       for (const [rawKey, value] of Object.entries(tags)) {
         const key = sanitizeLabelName(rawKey);
         if (metric.keySet.has(key)) out[key] = String(value);
-        else this.warnOnce(`label:${name}:${key}`, { metric: name, label: key }, 'label not known at first use; dropped');
+        else
+          this.warnOnce(
+            `label:${name}:${key}`,
+            { metric: name, label: key },
+            'label not known at first use; dropped',
+          );
       }
     }
     return out;
@@ -213,7 +236,9 @@ export class PullMetricsBackend implements MetricsBackend {
   constructor(options: PullMetricsBackendOptions = {}) {
     const prom = (options.loader ?? loadPromClient)();
     if (!prom) {
-      throw new BackendNotAvailableError('the pull-metrics backend needs the Prometheus client library (prom-client)');
+      throw new BackendNotAvailableError(
+        'the pull-metrics backend needs the Prometheus client library (prom-client)',
+      );
     }
     if (options.store_in_db && !options.db) {
       throw new MonitoringConfigError('pull_metrics.store_in_db needs a database');
@@ -376,7 +401,10 @@ export class PullMetricsBackend implements MetricsBackend {
       const onError = (err: NodeJS.ErrnoException): void => {
         server.off('listening', onListening);
         if (err.code === 'EADDRINUSE' || err.code === 'EACCES') {
-          this.logger.warn({ port, code: err.code }, 'metrics server port unavailable; continuing without it');
+          this.logger.warn(
+            { port, code: err.code },
+            'metrics server port unavailable; continuing without it',
+          );
           resolve();
         } else {
           reject(err);

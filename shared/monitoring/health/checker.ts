@@ -52,7 +52,8 @@ export class HealthChecker implements HealthReportSource {
   private refreshHandle: TimerHandle | undefined;
 
   constructor(options: HealthCheckerOptions = {}) {
-    this.defaultTimeout = options.defaultTimeout === undefined ? DEFAULT_CHECK_TIMEOUT : options.defaultTimeout;
+    this.defaultTimeout =
+      options.defaultTimeout === undefined ? DEFAULT_CHECK_TIMEOUT : options.defaultTimeout;
     this.cacheTtlMs = Math.max(0, (options.cacheTtl ?? 0) * 1000);
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
@@ -79,7 +80,8 @@ export class HealthChecker implements HealthReportSource {
 
   /** Removes the check `name`; HealthCheckNotFoundError when there is none. */
   remove(name: string): void {
-    if (!this.entries.delete(name)) throw new HealthCheckNotFoundError(`health check ${name} is not registered`);
+    if (!this.entries.delete(name))
+      throw new HealthCheckNotFoundError(`health check ${name} is not registered`);
     this.cache.delete(name);
   }
 
@@ -110,8 +112,11 @@ export class HealthChecker implements HealthReportSource {
   }
 
   /** The aggregate of `results`. */
-  aggregateStatus(results: Record<string, HealthCheckResult> | Iterable<HealthCheckResult>): ReturnType<typeof aggregateStatus> {
-    const list = Symbol.iterator in results ? (results as Iterable<HealthCheckResult>) : Object.values(results);
+  aggregateStatus(
+    results: Record<string, HealthCheckResult> | Iterable<HealthCheckResult>,
+  ): ReturnType<typeof aggregateStatus> {
+    const list =
+      Symbol.iterator in results ? (results as Iterable<HealthCheckResult>) : Object.values(results);
     return aggregateStatus(list);
   }
 
@@ -187,7 +192,12 @@ export class HealthChecker implements HealthReportSource {
       this.cache.set(entry.name, slot);
     }
     if (slot.inflight) return slot.inflight;
-    if (!force && slot.result && slot.at !== undefined && this.clock.monotonic() - slot.at < this.cacheTtlMs) {
+    if (
+      !force &&
+      slot.result &&
+      slot.at !== undefined &&
+      this.clock.monotonic() - slot.at < this.cacheTtlMs
+    ) {
       return Promise.resolve(slot.result);
     }
     const s = slot;

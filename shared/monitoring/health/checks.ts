@@ -34,7 +34,11 @@ export function errorTypeOf(err: unknown): string {
 }
 
 /** Turns what a check returned into a result. */
-export function toResult(name: string, outcome: CheckOutcome, category: HealthCheckCategory | null): HealthCheckResult {
+export function toResult(
+  name: string,
+  outcome: CheckOutcome,
+  category: HealthCheckCategory | null,
+): HealthCheckResult {
   if (outcome instanceof HealthCheckResult) return outcome.category ? outcome : outcome.with({ category });
   if (outcome === undefined || outcome === null || outcome === true) {
     return new HealthCheckResult({ component: name, status: HealthStatus.HEALTHY, category });
@@ -184,7 +188,11 @@ export interface RunCheckOptions {
  * type as message ("ConnectionError: connection check failed"), the detail goes to the logger; a
  * timeout becomes UNHEALTHY ("TimeoutError: ..."). The duration comes from the injected clock.
  */
-export function runCheck(name: string, check: HealthCheckLike, options: RunCheckOptions): Promise<HealthCheckResult> {
+export function runCheck(
+  name: string,
+  check: HealthCheckLike,
+  options: RunCheckOptions,
+): Promise<HealthCheckResult> {
   const clock = options.clock;
   const started = clock ? clock.monotonic() : performance.now();
   const stop = (): number => (clock ? clock.monotonic() : performance.now()) - started;
@@ -194,7 +202,8 @@ export function runCheck(name: string, check: HealthCheckLike, options: RunCheck
     typeof check === 'function' ? check() : (check as HealthCheckProtocol).check(),
   );
   const settled = work.then(
-    (outcome) => toResult(name, outcome as CheckOutcome, category).with({ durationMs: stop(), checkedAt: now() }),
+    (outcome) =>
+      toResult(name, outcome as CheckOutcome, category).with({ durationMs: stop(), checkedAt: now() }),
     (err: unknown) => {
       const type = errorTypeOf(err);
       options.logger?.warn({ err, check: name }, 'health check failed');

@@ -55,7 +55,13 @@ export class HealthCheckRegistry implements HealthReportSource {
     critical = true,
     category?: HealthCheckCategory | null,
   ): this {
-    this.entries.set(name, { name, check, timeout, critical, category: category ?? HealthCheckCategory.READINESS });
+    this.entries.set(name, {
+      name,
+      check,
+      timeout,
+      critical,
+      category: category ?? HealthCheckCategory.READINESS,
+    });
     return this;
   }
 

@@ -12,14 +12,7 @@ import { MetricsCollector, NoopMetricsCollector, type MetricsCollectorProtocol }
 import { renderMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
-import {
-  isAuthorized,
-  pathOf,
-  sendJson,
-  sendMethodNotAllowed,
-  sendNotFound,
-  sendUnauthorized,
-} from './auth';
+import { isAuthorized, pathOf, sendJson, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
 
 /** A plain Node request handler. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { MetricProxy, MetricsCollector, NoopMetricsCollector } from '../../../shared/monitoring/collector';
 import { InvalidMetricError, MetricNotFoundError } from '../../../shared/monitoring/errors';
-import { Counter, Histogram } from '../../../shared/monitoring/instruments';
+import { Counter, type Histogram } from '../../../shared/monitoring/instruments';
 import { makeMetricName } from '../../../shared/monitoring/metric-names';
 import { promtool } from './helpers';
 

@@ -45,7 +45,9 @@ describe('HealthCheckProvider /health', () => {
   });
 
   it('includes each check under checks when include_details is set', async () => {
-    const url = await serve(new HealthCheckProvider({ checker: checkerWith('healthy'), include_details: true }));
+    const url = await serve(
+      new HealthCheckProvider({ checker: checkerWith('healthy'), include_details: true }),
+    );
     const body = (await (await fetch(`${url}/health`)).json()) as HealthPayload;
     expect(body.checks!.db).toMatchObject({ component: 'db', status: 'healthy', category: 'readiness' });
   });
@@ -183,7 +185,9 @@ describe('watchReadiness', () => {
   });
 
   it('a degraded readiness still serves', async () => {
-    const watch = watchReadiness(checkerWith('degraded'), 1000, () => undefined, { timers: new FakeTimers() });
+    const watch = watchReadiness(checkerWith('degraded'), 1000, () => undefined, {
+      timers: new FakeTimers(),
+    });
     expect(await watch.poll()).toBe(true);
     watch.stop();
   });

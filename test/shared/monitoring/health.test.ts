@@ -56,11 +56,15 @@ describe('HealthCheckResult', () => {
 
 describe('aggregate status', () => {
   it('is HEALTHY when every check is healthy', () => {
-    expect(aggregateStatus([result(HealthStatus.HEALTHY), result(HealthStatus.HEALTHY)])).toBe(HealthStatus.HEALTHY);
+    expect(aggregateStatus([result(HealthStatus.HEALTHY), result(HealthStatus.HEALTHY)])).toBe(
+      HealthStatus.HEALTHY,
+    );
   });
 
   it('is DEGRADED when one is degraded and none unhealthy', () => {
-    expect(aggregateStatus([result(HealthStatus.HEALTHY), result(HealthStatus.DEGRADED)])).toBe(HealthStatus.DEGRADED);
+    expect(aggregateStatus([result(HealthStatus.HEALTHY), result(HealthStatus.DEGRADED)])).toBe(
+      HealthStatus.DEGRADED,
+    );
   });
 
   it('is UNHEALTHY when any is unhealthy', () => {
@@ -265,11 +269,18 @@ describe('HealthCheckRegistry (legacy)', () => {
   it('runCheck returns the result mapping of a registered check', async () => {
     const registry = new HealthCheckRegistry();
     registry.add('db', () => true, null, true, HealthCheckCategory.LIVENESS);
-    expect(await registry.runCheck('db')).toMatchObject({ component: 'db', status: 'healthy', category: 'liveness' });
+    expect(await registry.runCheck('db')).toMatchObject({
+      component: 'db',
+      status: 'healthy',
+      category: 'liveness',
+    });
   });
 
   it('runCheck of an unregistered name returns a mapping with status unknown', async () => {
-    expect(await new HealthCheckRegistry().runCheck('ghost')).toMatchObject({ component: 'ghost', status: 'unknown' });
+    expect(await new HealthCheckRegistry().runCheck('ghost')).toMatchObject({
+      component: 'ghost',
+      status: 'unknown',
+    });
   });
 
   it('runLiveness and runStartup run only their category', async () => {
@@ -302,7 +313,8 @@ describe('NoopHealthCheckRegistry', () => {
       noop.runStartup(),
       noop.healthCheck(),
     ]);
-    for (const r of [all, live, ready, startup, hc]) expect(r).toMatchObject({ status: 'healthy', checks: {} });
+    for (const r of [all, live, ready, startup, hc])
+      expect(r).toMatchObject({ status: 'healthy', checks: {} });
   });
 });
 
@@ -333,7 +345,10 @@ describe('HealthCheckerRegistry', () => {
 
   it('bounds checks by check_timeout', async () => {
     const timers = new FakeTimers();
-    const checker = new HealthCheckerRegistry({ timers }).getOrCreate('default', { check_timeout: 2, cache_ttl: 0 });
+    const checker = new HealthCheckerRegistry({ timers }).getOrCreate('default', {
+      check_timeout: 2,
+      cache_ttl: 0,
+    });
     checker.add('slow', never);
     const run = checker.runAll();
     await settle();

@@ -103,7 +103,9 @@ export interface TestServer {
 }
 
 /** Starts an HTTP server on 127.0.0.1, port 0. */
-export async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
+export async function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<TestServer> {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;

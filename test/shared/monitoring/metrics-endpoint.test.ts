@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Registry } from 'prom-client';
 import { MetricsCollector } from '../../../shared/monitoring/collector';
-import { OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, toOpenMetrics } from '../../../shared/monitoring/exposition';
+import {
+  OPENMETRICS_CONTENT_TYPE,
+  PROMETHEUS_CONTENT_TYPE,
+  toOpenMetrics,
+} from '../../../shared/monitoring/exposition';
 import { MetricsMiddleware } from '../../../shared/monitoring/http/metrics-middleware';
 import { absentPromClient } from '../../../shared/monitoring/prom-loader';
 import { FakeClock, listen, promtool, type TestServer } from './helpers';
@@ -110,8 +114,12 @@ describe('MetricsMiddleware request metrics', () => {
     );
     await fetch(`${server.url}/slow`);
     const body = await (await fetch(`${server.url}/metrics`)).text();
-    expect(body).toContain('http_request_duration_seconds_bucket{le="0.1",method="GET",route="/slow",status="201"} 0');
-    expect(body).toContain('http_request_duration_seconds_bucket{le="1",method="GET",route="/slow",status="201"} 1');
+    expect(body).toContain(
+      'http_request_duration_seconds_bucket{le="0.1",method="GET",route="/slow",status="201"} 0',
+    );
+    expect(body).toContain(
+      'http_request_duration_seconds_bucket{le="1",method="GET",route="/slow",status="201"} 1',
+    );
     expect(body).toContain('http_request_duration_seconds_sum{method="GET",route="/slow",status="201"} 0.25');
   });
 

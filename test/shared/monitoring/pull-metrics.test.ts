@@ -107,7 +107,9 @@ describe('PullMetricsBackend', () => {
   });
 
   it('with enable_default_metrics, the output includes process metrics and passes promtool', async () => {
-    const backend = await started(new PullMetricsBackend({ port: 0, host: '127.0.0.1', enable_default_metrics: true }));
+    const backend = await started(
+      new PullMetricsBackend({ port: 0, host: '127.0.0.1', enable_default_metrics: true }),
+    );
     backend.recordMetric('latency_seconds', 0.1, 'histogram', { route: '/a' });
     const text = await (await fetch(`http://127.0.0.1:${backend.port}/metrics`)).text();
     expect(text).toContain('process_cpu_user_seconds_total');
