@@ -254,3 +254,12 @@ export class MetricProxy {
     else this.collector.histogram(this.name, value);
   }
 }
+
+/** The collector a MetricsConfig asks for: the no-op one when `enabled` is false. */
+export function createMetricsCollector(
+  config: Partial<MetricsConfig> | undefined,
+  registry?: Registry,
+): MetricsCollector | NoopMetricsCollector {
+  if (config?.enabled === false) return new NoopMetricsCollector();
+  return new MetricsCollector({ registry, config });
+}

@@ -21,6 +21,8 @@ export interface HealthCheckerOptions {
   defaultTimeout?: number | null;
   /** Seconds a result is reused before the check runs again (default 0: always run). */
   cacheTtl?: number;
+  /** When non-empty, only checks with these names run (HealthConfig.checks). */
+  only?: readonly string[];
   clock?: Clock;
   timers?: Timers;
   logger?: Logger;
@@ -50,8 +52,10 @@ export class HealthChecker implements HealthReportSource {
   private readonly timers: Timers;
   private readonly logger: Logger;
   private refreshHandle: TimerHandle | undefined;
+  private readonly only: ReadonlySet<string> | undefined;
 
   constructor(options: HealthCheckerOptions = {}) {
+    this.only = options.only && options.only.length > 0 ? new Set(options.only) : undefined;
     this.defaultTimeout =
       options.defaultTimeout === undefined ? DEFAULT_CHECK_TIMEOUT : options.defaultTimeout;
     this.cacheTtlMs = Math.max(0, (options.cacheTtl ?? 0) * 1000);
@@ -168,7 +172,9 @@ export class HealthChecker implements HealthReportSource {
     return { status: aggregateStatus(Object.values(checks)), timestamp: this.clock.now() / 1000, checks };
   }
 
-  private async runEntries(entries: CheckEntry[], force = false): Promise<Record<string, HealthCheckResult>> {
+  private async runEntries(all: CheckEntry[], force = false): Promise<Record<string, HealthCheckResult>> {
+    const only = this.only;
+    const entries = only ? all.filter((e) => only.has(e.name)) : all;
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const results = await Promise.all(entries.map((e) => this.runEntry(e, force)));
     const out: Record<string, HealthCheckResult> = {};

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type Clock, systemClock } from '../clock';
+import type { HealthConfig } from '../types';
 import {
   type HealthCheckResultDict,
   type HealthReport,
@@ -66,6 +67,24 @@ export class HealthCheckProvider {
       [`${base}/ready`, 'ready'],
       [`${base}/startup`, 'startup'],
     ]);
+  }
+
+  /**
+   * A provider for a HealthConfig (path, include_details, auth_token). The checker should be built
+   * with `defaultTimeout: config.timeout` and `only: config.checks`.
+   */
+  static fromConfig(
+    config: Partial<HealthConfig>,
+    checker?: HealthReportSource,
+    extra: Pick<HealthCheckProviderOptions, 'clock' | 'logger'> = {},
+  ): HealthCheckProvider {
+    return new HealthCheckProvider({
+      path: config.path,
+      include_details: config.include_details,
+      auth_token: config.auth_token,
+      checker,
+      ...extra,
+    });
   }
 
   /** The overall health; subclasses override it to add their own dependency checks. */

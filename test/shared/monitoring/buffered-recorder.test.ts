@@ -1,3 +1,4 @@
+import { NoopMetricsBackend } from '../../../shared/monitoring/backends/backend';
 import { BufferedMetricRecorder, MetricEntry } from '../../../shared/monitoring/buffered-recorder';
 import { InvalidMetricError } from '../../../shared/monitoring/errors';
 import type { Labels } from '../../../shared/monitoring/types';
@@ -94,5 +95,15 @@ describe('MetricEntry', () => {
     const entry = new MetricEntry('counter', 1, { a: 'b' }, clock);
     clock.advance(10);
     expect(entry.timestamp).toBe(1234);
+  });
+});
+
+describe('NoopMetricsBackend', () => {
+  it('accepts records and spans and keeps nothing', async () => {
+    const backend = new NoopMetricsBackend();
+    await backend.initialize();
+    expect(backend.recordMetric('jobs', 1, 'counter')).toBeUndefined();
+    expect(backend.createSpan('op').name).toBe('op');
+    await backend.shutdown();
   });
 });

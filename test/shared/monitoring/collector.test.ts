@@ -1,5 +1,10 @@
 import { Registry } from 'prom-client';
-import { MetricProxy, MetricsCollector, NoopMetricsCollector } from '../../../shared/monitoring/collector';
+import {
+  createMetricsCollector,
+  MetricProxy,
+  MetricsCollector,
+  NoopMetricsCollector,
+} from '../../../shared/monitoring/collector';
 import { InvalidMetricError, MetricNotFoundError } from '../../../shared/monitoring/errors';
 import { Counter, type Histogram } from '../../../shared/monitoring/instruments';
 import { makeMetricName } from '../../../shared/monitoring/metric-names';
@@ -128,5 +133,18 @@ describe('MetricProxy', () => {
     const collector = new MetricsCollector();
     new MetricProxy('wait', collector, 'histogram').record(0.7);
     expect((collector.getMetric('wait') as Histogram).getObservations()).toEqual([0.7]);
+  });
+});
+
+describe('createMetricsCollector', () => {
+  it('gives the no-op collector when metrics are disabled', () => {
+    expect(createMetricsCollector({ enabled: false })).toBeInstanceOf(NoopMetricsCollector);
+  });
+
+  it('gives a MetricsCollector on the given registry when enabled', () => {
+    const registry = new Registry();
+    const collector = createMetricsCollector({ enabled: true }, registry);
+    expect(collector).toBeInstanceOf(MetricsCollector);
+    expect((collector as MetricsCollector).registry).toBe(registry);
   });
 });

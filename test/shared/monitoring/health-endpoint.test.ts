@@ -200,3 +200,18 @@ describe('watchReadiness', () => {
     expect(timers.pending).toBe(0);
   });
 });
+
+describe('HealthCheckProvider.fromConfig', () => {
+  it('takes path, include_details and auth_token from a HealthConfig', async () => {
+    const provider = HealthCheckProvider.fromConfig(
+      { path: '/hc', include_details: true, auth_token: 'tok' },
+      checkerWith('healthy'),
+    );
+    const url = await serve(provider);
+    expect((await fetch(`${url}/hc`)).status).toBe(401);
+    const body = (await (
+      await fetch(`${url}/hc`, { headers: { Authorization: 'Bearer tok' } })
+    ).json()) as HealthPayload;
+    expect(Object.keys(body.checks!)).toEqual(['db']);
+  });
+});

@@ -389,3 +389,13 @@ describe('HealthCheckerRegistry', () => {
     expect(registry.getChecker('a')).toBeUndefined();
   });
 });
+
+describe('HealthChecker with HealthConfig.checks', () => {
+  it('runs only the configured check names', async () => {
+    const checker = new HealthChecker({ only: ['db'] });
+    checker.add('db', () => true).add('cache', () => false);
+    const summary = await checker.runAllWithSummary();
+    expect(Object.keys(summary.checks)).toEqual(['db']);
+    expect(summary.status).toBe(HealthStatus.HEALTHY);
+  });
+});
