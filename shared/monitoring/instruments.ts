@@ -71,6 +71,8 @@ export abstract class Metric {
   private keySet: ReadonlySet<string> = new Set();
   /** Constant labels plus "" for every other key; passed when a call brings no labels. */
   protected baseLabels: Record<string, string> | undefined;
+  /** The last label object passed through unchanged (validated, complete, all strings). */
+  private lastChecked: Labels | undefined;
 
   constructor(
     readonly name: string,
@@ -167,6 +169,8 @@ export abstract class Metric {
       this.createProm();
     }
     if (labels === undefined) return this.baseLabels;
+    // Hot loops pass the same label object again and again; it was checked last time.
+    if (labels === this.lastChecked) return labels as Record<string, string>;
     let count = 0;
     let allStrings = true;
     for (const key in labels) {
@@ -177,7 +181,10 @@ export abstract class Metric {
       count++;
     }
     // A call naming every key with string values is passed through without a copy (as prom-client does).
-    if (allStrings && count === this.labelKeys!.length) return labels as Record<string, string>;
+    if (allStrings && count === this.labelKeys!.length) {
+      this.lastChecked = labels;
+      return labels as Record<string, string>;
+    }
     if (count === 0) return this.baseLabels;
     const out: Record<string, string> = { ...this.baseLabels };
     for (const key in labels) out[key] = String(labels[key]);
