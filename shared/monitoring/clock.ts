@@ -1,0 +1,48 @@
+/**
+ * Injectable time: tests drive durations, caches and timers by hand instead of sleeping.
+ */
+
+/** Time source. */
+export interface Clock {
+  /** Monotonic milliseconds, for durations and cache ages. */
+  monotonic(): number;
+  /** Wall-clock milliseconds since the epoch, for timestamps shown to people. */
+  now(): number;
+}
+
+/** Opaque timer handle. */
+export type TimerHandle = unknown;
+
+/** Timer functions; the real ones are unref'ed so monitoring never keeps a process alive. */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+  setInterval(fn: () => void, ms: number): TimerHandle;
+  clearInterval(handle: TimerHandle): void;
+}
+
+/** The process clock. */
+export const systemClock: Clock = {
+  monotonic: () => performance.now(),
+  now: () => Date.now(),
+};
+
+/** Node timers, unref'ed. */
+export const systemTimers: Timers = {
+  setTimeout(fn, ms) {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    return t;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+  setInterval(fn, ms) {
+    const t = setInterval(fn, ms);
+    t.unref();
+    return t;
+  },
+  clearInterval(handle) {
+    clearInterval(handle as NodeJS.Timeout);
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * Every error the monitoring library throws, in one file. Each extends the project's DomainError so
+ * the RPC layer maps it like any other; messages never carry secrets or driver text.
+ */
+import { DomainError, type DomainErrorCode } from '../errors';
+
+/** Base of all monitoring errors. */
+export class MonitoringError extends DomainError {
+  readonly code: DomainErrorCode = 'FAILED_PRECONDITION';
+}
+
+/** A required backend or its client library is not available (spec: BackendNotAvailableError). */
+export class BackendNotAvailableError extends MonitoringError {
+  override readonly code = 'UNAVAILABLE' as const;
+}
+
+/** The pull-metrics client library is missing when `metricsApp` is asked for (spec: RuntimeError). */
+export class MetricsClientUnavailableError extends MonitoringError {
+  override readonly code = 'FAILED_PRECONDITION' as const;
+}
+
+/** Invalid metric parameters: bad name, label, value, or a metric name reused with another type. */
+export class InvalidMetricError extends MonitoringError {
+  override readonly code = 'INVALID_ARGUMENT' as const;
+}
+
+/** A requested metric does not exist. */
+export class MetricNotFoundError extends MonitoringError {
+  override readonly code = 'NOT_FOUND' as const;
+}
+
+/** `HealthChecker.remove` with an unregistered name (spec: KeyError). */
+export class HealthCheckNotFoundError extends MonitoringError {
+  override readonly code = 'NOT_FOUND' as const;
+}
+
+/** `HealthChecker.register` with a callable not decorated by `healthChecker` (spec: ValueError). */
+export class InvalidHealthCheckError extends MonitoringError {
+  override readonly code = 'INVALID_ARGUMENT' as const;
+}
+
+/** A monitoring component was configured inconsistently (for example `store_in_db` without a database). */
+export class MonitoringConfigError extends MonitoringError {
+  override readonly code = 'INVALID_ARGUMENT' as const;
+}
+
+/** Base of performance-monitor errors (start while already active). */
+export class PerformanceMonitorError extends MonitoringError {}
+
+/** Span errors. */
+export class SpanError extends MonitoringError {}

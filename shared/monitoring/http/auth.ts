@@ -1,0 +1,59 @@
+/**
+ * Bearer-token check shared by the health and metrics endpoints.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** True when no token is configured or the request carries `Authorization: Bearer <token>`. */
+export function isAuthorized(req: IncomingMessage, token: string | null | undefined): boolean {
+  if (!token) return true;
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return false;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) return false;
+  // Comparing digests keeps the comparison constant-time even when the lengths differ.
+  return timingSafeEqual(digest(match[1]!), digest(token));
+}
+
+/** Writes a JSON response. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(payload),
+    'Cache-Control': 'no-store',
+    ...headers,
+  });
+  res.end(payload);
+}
+
+/** Answers 401 with `WWW-Authenticate: Bearer`. */
+export function sendUnauthorized(res: ServerResponse): void {
+  sendJson(res, 401, { error: 'unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
+}
+
+/** Answers 405 for methods other than GET and HEAD. */
+export function sendMethodNotAllowed(res: ServerResponse): void {
+  sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
+}
+
+/** Answers 404. */
+export function sendNotFound(res: ServerResponse): void {
+  sendJson(res, 404, { error: 'not found' });
+}
+
+/** The path of a request without its query string. */
+export function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}

@@ -1,0 +1,25 @@
+/**
+ * The monitoring library: metrics (instruments, collector, backends, exporters, buffered recorder,
+ * `/metrics`) and health (checks, checker, registries, `/health`, readiness watch).
+ */
+export * from './types';
+export * from './errors';
+export * from './clock';
+export * from './prom-loader';
+export * from './metric-names';
+export * from './instruments';
+export * from './collector';
+export * from './exposition';
+export * from './exporters';
+export * from './buffered-recorder';
+export * from './backends/backend';
+export * from './backends/pull-metrics';
+export * from './backends/opentelemetry';
+export * from './health/result';
+export * from './health/checks';
+export * from './health/checker';
+export * from './health/registry';
+export * from './health/readiness';
+export * from './http/auth';
+export * from './http/metrics-middleware';
+export * from './http/health-provider';
