@@ -2,10 +2,11 @@
  * Wiring of the monitor service: builds every component from the config and serves them on the two
  * ports. Used by main.ts and by tests that run the service in-process.
  */
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { RpcServer, registration } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
+import { ServiceObservability } from '../../shared/runtime/observability';
 import type { MonitorConfig } from './config';
 
 export interface MonitorApp {
@@ -17,7 +18,6 @@ export interface MonitorApp {
 
 export async function createMonitorApp(config: MonitorConfig, logger: Logger): Promise<MonitorApp> {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
 
   const server = new RpcServer({
     name: 'monitor',
@@ -34,16 +34,25 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     services: [registration(MonitorService, {})],
   });
 
+  const observability = new ServiceObservability({
+    server,
+    registry,
+    logger,
+    health: config.health,
+    metricsAuthToken: config.metrics_auth_token,
+  });
+
   return {
     server,
     registry,
     async start() {
       const ports = await server.start();
-      server.health.setServing(true);
+      await observability.start();
       return ports;
     },
     async stop() {
       await server.shutdown();
+      observability.stop();
     },
   };
 }

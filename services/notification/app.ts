@@ -2,13 +2,14 @@
  * Wiring of the notification service: builds every component from the config and serves them on
  * the two ports. Used by main.ts and by tests that run the service in-process.
  */
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { InboxService as InboxServiceDesc } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { RpcServer, registration } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
+import { ServiceObservability } from '../../shared/runtime/observability';
 import type { NotificationConfig } from './config';
-import { InboxProvider, type InboxHub, type InboxService } from './inbox';
+import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { AdminAuth } from './admin/auth';
 import { AdminGateway } from './admin/gateway';
@@ -30,7 +31,6 @@ export async function createNotificationApp(
   logger: Logger,
 ): Promise<NotificationApp> {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
 
   const inboxProvider = new InboxProvider({
     config: config.inbox,
@@ -68,6 +68,11 @@ export async function createNotificationApp(
     shutdownSignal: server.shutdownSignal,
   });
   server.addHttpRoutes((req, res) => gateway.handle(req, res));
+  const observability = new ServiceObservability({ server, registry, logger });
+  // The spec's health fragment: the inbox store answers, with backend and latency in the details.
+  observability.checker.add(INBOX_HEALTH_CHECK_NAME, async () => ({
+    ...(await inboxProvider.health.check()),
+  }));
 
   return {
     server,
@@ -77,11 +82,12 @@ export async function createNotificationApp(
     inboxHub: inboxProvider.hub,
     async start() {
       const ports = await server.start();
-      server.health.setServing(true);
+      await observability.start();
       return ports;
     },
     async stop() {
       await server.shutdown();
+      observability.stop();
       await inboxProvider.stop();
     },
   };

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
@@ -52,6 +53,21 @@ describe.each([
     } finally {
       client.close();
     }
+  });
+
+  test('serves /health, the probes and promtool-clean /metrics on its HTTP port', async () => {
+    const base = `http://127.0.0.1:${proc.httpPort}`;
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe('healthy');
+    for (const probe of ['live', 'ready', 'startup'])
+      expect((await fetch(`${base}/health/${probe}`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/process_cpu_user_seconds_total/);
+    expect(metrics).toMatch(/rpc_server_handled_total\{[^}]*rpc_code="unimplemented"/);
+    expect(() =>
+      execFileSync('promtool', ['check', 'metrics'], { input: metrics, stdio: 'pipe' }),
+    ).not.toThrow();
   });
 
   test('logs where it listens', async () => {
