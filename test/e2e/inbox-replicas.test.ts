@@ -1,4 +1,4 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase } from '../support/database';
