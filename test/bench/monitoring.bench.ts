@@ -10,15 +10,7 @@
 import * as prom from 'prom-client';
 import { MetricsCollector } from '../../shared/monitoring/collector';
 import { MetricsMiddleware } from '../../shared/monitoring/http/metrics-middleware';
-
-/** One figure of the benchmark. */
-export interface BenchRow {
-  name: string;
-  value: number;
-  baseline: number;
-  ratio: number;
-  target: string;
-}
+import type { BenchRow } from './measure';
 
 const ROUNDS = 7;
 

@@ -1,0 +1,46 @@
+/**
+ * `npm run migrate`: applies the notification service's schema migrations to the configured database
+ * (PostgreSQL at database.url, or the embedded PGlite in database.data_dir) and exits. The service
+ * also runs them at start; this is for deploy pipelines that migrate first.
+ */
+import { ConfigError } from '../../shared/config';
+import { createLogger, redactUrl } from '../../shared/logging/logger';
+import { openDatabase } from '../../shared/storage/database';
+import { runMigrations } from '../../shared/storage/migrations';
+import { loadNotificationConfig } from './config';
+import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
+
+async function main(): Promise<number> {
+  let config;
+  try {
+    config = loadNotificationConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`invalid configuration\n${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const logger = createLogger({ name: 'notification-migrate', level: config.log.level });
+  const target = config.database.url
+    ? redactUrl(config.database.url)
+    : `PGlite in ${config.database.data_dir}`;
+  const knex = await openDatabase(config.database, logger);
+  try {
+    const applied = await runMigrations(knex, notificationMigrations, {
+      tableName: NOTIFICATION_MIGRATIONS_TABLE,
+    });
+    logger.info({ target, applied }, applied.length ? 'migrations applied' : 'schema is up to date');
+    return 0;
+  } finally {
+    await knex.destroy();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`migration failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
