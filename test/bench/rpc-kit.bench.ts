@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { EchoService } from '../../shared/gen/svc/testing/v1/echo_pb';
+import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { grpcClient, type GenericClient } from '../support/grpc-clients';
 import { compareThroughput, throughput, type BenchRow } from './measure';
 
@@ -20,7 +21,12 @@ export function unaryEcho(client: GenericClient): () => Promise<unknown> {
 }
 
 /** Starts the echo servers' child process; resolves with their addresses and a stop function. */
-export async function startEchoServers(): Promise<{ kit: string; raw: string; stop(): void }> {
+export async function startEchoServers(): Promise<{
+  kit: string;
+  raw: string;
+  notification: string;
+  stop(): void;
+}> {
   const child = spawn(process.execPath, [join(__dirname, 'echo-servers.js')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -28,7 +34,7 @@ export async function startEchoServers(): Promise<{ kit: string; raw: string; st
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`echo servers exited with ${code}`)));
   });
-  const addrs = JSON.parse(line) as { kit: string; raw: string };
+  const addrs = JSON.parse(line) as { kit: string; raw: string; notification: string };
   return { ...addrs, stop: () => child.kill('SIGKILL') };
 }
 
@@ -41,11 +47,37 @@ export async function runRpcKitBench(durationMs = 3000): Promise<BenchRow[]> {
       () => throughput(unaryEcho(kitClient), CONCURRENCY, durationMs),
       () => throughput(unaryEcho(rawClient), CONCURRENCY, durationMs),
     );
+    // Issue 4: inbox Send (memory store) against the same raw baseline, same client and concurrency.
+    const inboxClient = grpcClient(InboxService, servers.notification);
+    const send = inboxClient.send as unknown as (
+      req: unknown,
+      cb: (e: Error | null, r: unknown) => void,
+    ) => void;
+    let i = 0;
+    const sendOne = () =>
+      new Promise((resolve, reject) =>
+        send.call(
+          inboxClient,
+          { userId: `bench-${i++ % 1000}`, title: 'Build finished', body: 'ok' },
+          (e, res) => (e ? reject(e) : resolve(res)),
+        ),
+      );
+    const s = await compareThroughput(
+      () => throughput(sendOne, CONCURRENCY, durationMs),
+      () => throughput(unaryEcho(rawClient), CONCURRENCY, durationMs),
+    );
+    inboxClient.close();
     return [
       {
         name: 'rpc kit unary echo vs raw grpc-js (calls/s, 64 in flight)',
         ...r,
         target: '>= 0.85',
+        unit: 'calls/s',
+      },
+      {
+        name: 'inbox Send over gRPC, memory store, vs raw grpc-js echo (calls/s, 64 in flight)',
+        ...s,
+        target: '>= 0.8',
         unit: 'calls/s',
       },
     ];

@@ -2,14 +2,69 @@
  * `npm run bench`: every benchmark of the project, each printed as a ratio against a baseline
  * measured in the same run. Timings never go into tests; they live here.
  *
- * Usage: npm run bench [-- name-filter]
+ * Usage: npm run bench [-- name-filter]     (suites: rpc-kit, monitoring, inbox-store, admin)
  */
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { silentLogger } from '../../shared/logging/logger';
+import { loadNotificationConfig } from '../../services/notification/config';
+import { createNotificationApp } from '../../services/notification/app';
+import { startCluster } from '../support/postgres-cluster';
 import { runRpcKitBench } from './rpc-kit.bench';
+import { runMonitoringBench } from './monitoring.bench';
+import { runInboxStoreBench } from './inbox-store.bench';
+import { runAdminBench } from './admin.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
 
-const suites: Suite[] = [{ name: 'rpc-kit', run: () => runRpcKitBench() }];
+const suites: Suite[] = [
+  { name: 'rpc-kit', run: () => runRpcKitBench() },
+  { name: 'monitoring', run: () => runMonitoringBench() },
+  {
+    name: 'inbox-store',
+    async run() {
+      const url = process.env.TEST_DATABASE_URL;
+      if (url) return runInboxStoreBench(url);
+      const cluster = await startCluster();
+      try {
+        return await runInboxStoreBench(cluster.url);
+      } finally {
+        cluster.stop();
+      }
+    },
+  },
+  {
+    name: 'admin',
+    async run() {
+      const config = loadNotificationConfig(
+        { server: { host: '127.0.0.1', grpc_port: 0, http_port: 0 }, inbox: { store_backend: 'memory' } },
+        { env: {}, file: null },
+      );
+      const app = await createNotificationApp(config, silentLogger());
+      const ports = await app.start();
+      const baseUrl = `http://127.0.0.1:${ports.http}`;
+      try {
+        const user = config.admin.auth.demo_user;
+        for (let i = 0; i < 10; i++)
+          await app.inbox.send({ userId: user, title: `message ${i}`, body: 'bench' });
+        const token = new URL(await app.auth.demoLoginUrl(baseUrl)).hash.replace('#token=', '');
+        const client = createClient(
+          InboxService,
+          createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: false }),
+        );
+        return await runAdminBench({
+          gatewayBaseUrl: baseUrl,
+          token,
+          connectGetInbox: () => client.getInbox({ userId: user, pageSize: 10 }),
+        });
+      } finally {
+        await app.stop();
+      }
+    },
+  },
+];
 
 function fmt(n: number): string {
   return n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toPrecision(3);
@@ -34,7 +89,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${String(err)}\n`);
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exit(1);
   },
 );
