@@ -4,7 +4,7 @@
  */
 import { Registry } from 'prom-client';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
-import { RpcServer, registration } from '../../shared/rpc/server';
+import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import type { MonitorConfig } from './config';
@@ -23,13 +23,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     name: 'monitor',
     logger,
     registry,
-    host: config.server.host,
-    grpcPort: config.server.grpc_port,
-    httpPort: config.server.http_port,
-    apiTokens: config.server.api_tokens,
-    maxRequestBytes: config.server.max_request_bytes,
-    shutdownDrainMs: config.server.shutdown_drain_ms,
-    shutdownTimeoutMs: config.server.shutdown_timeout_ms,
+    ...serverOptionsFromConfig(config.server),
     // The monitor RPCs are not built yet: every method answers UNIMPLEMENTED.
     services: [registration(MonitorService, {})],
   });

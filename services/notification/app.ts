@@ -5,7 +5,7 @@
 import { Registry } from 'prom-client';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { InboxService as InboxServiceDesc } from '../../shared/gen/svc/notification/v1/inbox_pb';
-import { RpcServer, registration } from '../../shared/rpc/server';
+import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import type { NotificationConfig } from './config';
@@ -47,13 +47,7 @@ export async function createNotificationApp(
     name: 'notification',
     logger,
     registry,
-    host: config.server.host,
-    grpcPort: config.server.grpc_port,
-    httpPort: config.server.http_port,
-    apiTokens: config.server.api_tokens,
-    maxRequestBytes: config.server.max_request_bytes,
-    shutdownDrainMs: config.server.shutdown_drain_ms,
-    shutdownTimeoutMs: config.server.shutdown_timeout_ms,
+    ...serverOptionsFromConfig(config.server),
     services: [
       // Delivery RPCs are not built yet: every method answers UNIMPLEMENTED.
       registration(NotificationService, {}),

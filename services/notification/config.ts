@@ -163,12 +163,19 @@ export const InboxConfigSchema = z
   .strictObject({
     /** `database` (PostgreSQL / PGlite) or `memory` (tests, throwaway runs). */
     store_backend: z.enum(['database', 'memory']).default('database'),
+    /** Messages (and their events) older than this many days are purged. */
     retention_days: positiveInt().default(30),
+    /** Largest page getInbox returns; a larger request is capped, not refused. */
     max_page_size: positiveInt().default(50),
+    /** How often the retention purge runs (once per interval across replicas). */
     purge_interval_seconds: positiveInt().default(3600),
+    /** Rows deleted per purge statement. */
     purge_batch_size: positiveInt().default(1000),
+    /** Longest title accepted, in characters. */
     max_title_length: positiveInt().default(200),
+    /** Longest body accepted, in characters. */
     max_body_length: positiveInt().default(10000),
+    /** Largest metadata object accepted, as UTF-8 JSON bytes. */
     max_metadata_bytes: positiveInt().default(16384),
     /** Events buffered per WatchInbox subscriber before it is closed with RESOURCE_EXHAUSTED. */
     watch_buffer_size: positiveInt().default(256),

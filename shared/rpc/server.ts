@@ -36,8 +36,9 @@ import {
 import { addReflection } from './reflection';
 import { createFallback, type HttpRoute } from './http-routes';
 import { transportKey } from './context';
-import { ServingStatusReporter } from '../health/serving-status';
+import { ServingStatusReporter } from './grpc-health';
 import type { Logger } from '../logging/logger';
+import type { ServerConfig } from '../config';
 
 /** A service and its implementation; methods left out answer UNIMPLEMENTED. */
 export interface ServiceRegistration<S extends DescService = DescService> {
@@ -111,6 +112,19 @@ function withStreamShutdown<S extends DescService>(
     };
   }
   return wrapped as Partial<ServiceImpl<S>>;
+}
+
+/** The RpcServer options a service's `server` config section sets. */
+export function serverOptionsFromConfig(server: ServerConfig) {
+  return {
+    host: server.host,
+    grpcPort: server.grpc_port,
+    httpPort: server.http_port,
+    apiTokens: server.api_tokens,
+    maxRequestBytes: server.max_request_bytes,
+    shutdownDrainMs: server.shutdown_drain_ms,
+    shutdownTimeoutMs: server.shutdown_timeout_ms,
+  } satisfies Partial<RpcServerOptions>;
 }
 
 /** Counts in-flight gRPC calls so shutdown can wait for them. */
