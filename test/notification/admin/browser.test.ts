@@ -1,19 +1,20 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { hsToken, startGateway, type RunningGateway } from './harness';
+import type { RunningNotificationApp } from '../../support/notification-app';
+import { hsToken, sendOverGrpc, startAdminService, until } from './harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 
-describe('the management page in headless Chromium', () => {
-  let gw: RunningGateway;
+describe('the management page in headless Chromium, on the real notification service', () => {
+  let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
   const consoleProblems: string[] = [];
 
   beforeAll(async () => {
-    gw = await startGateway();
+    svc = await startAdminService();
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -30,9 +31,9 @@ describe('the management page in headless Chromium', () => {
       ['Weekly report ready', 'Delivery success rate 99.7 %, 3 retries exhausted.'],
       ['SMS backend degraded', 'sms_gateway answered 503 for 2 minutes; fell back to the secondary.'],
     ]) {
-      await gw.inbox.send({ userId: 'web-user', title, body });
+      await sendOverGrpc(svc, 'web-user', title, body);
     }
-    await gw.inbox.send({ userId: 'someone-else', title: 'Not yours', body: 'hidden' });
+    await sendOverGrpc(svc, 'someone-else', 'Not yours', 'hidden');
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
     page = await context.newPage();
@@ -47,12 +48,12 @@ describe('the management page in headless Chromium', () => {
       if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
     });
     page.on('pageerror', (err) => consoleProblems.push(err.message));
-    await page.goto(`${gw.baseUrl}/admin/notifications#token=${await hsToken('web-user')}`);
+    await page.goto(`${svc.baseUrl}/admin/notifications#token=${await hsToken('web-user')}`);
   });
 
   afterAll(async () => {
     await browser?.close();
-    await gw?.close();
+    await svc?.close();
   });
 
   it("shows the user's messages, unread highlighted, with the badge count", async () => {
@@ -71,12 +72,18 @@ describe('the management page in headless Chromium', () => {
     expect(await page.evaluate("sessionStorage.getItem('svc.admin.token')")).toMatch(/^ey/);
   });
 
-  it('a message sent to the inbox appears and the badge goes up without a reload', async () => {
+  it('a message sent over gRPC appears and the badge goes up without a reload', async () => {
     await page.waitForSelector('#live[data-state="on"]');
-    await gw.inbox.send({ userId: 'web-user', title: 'Disk almost full', body: 'db-1 at 91 %.' });
+    // The page's event stream is being watched by the service's inbox hub.
+    await until(() => svc.app.inboxHub.watcherCount === 1);
+    const navigations: string[] = [];
+    page.on('framenavigated', (frame) => navigations.push(frame.url()));
+    await sendOverGrpc(svc, 'web-user', 'Disk almost full', 'db-1 at 91 %.');
     // A locator wait, not waitForFunction: a string predicate is eval'd in the page, which the CSP forbids.
     await page.locator('#badge', { hasText: /^4$/ }).waitFor();
     expect(await page.locator('.item .title').first().textContent()).toBe('Disk almost full');
+    expect(await page.locator('.item.unread').count()).toBe(4);
+    expect(navigations).toEqual([]);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'admin-page.png'), fullPage: true });
   });
@@ -86,14 +93,14 @@ describe('the management page in headless Chromium', () => {
     // A locator wait, not waitForFunction: a string predicate is eval'd in the page, which the CSP forbids.
     await page.locator('#badge', { hasText: /^3$/ }).waitFor();
     expect(await page.locator('.item.unread').count()).toBe(3);
-    expect(await gw.inbox.countUnread('web-user')).toBe(3);
+    expect(await svc.app.inbox.countUnread('web-user')).toBe(3);
   });
 
   it('"Mark all read" clears the badge and the highlights', async () => {
     await page.click('#mark-all');
     await page.waitForSelector('#badge', { state: 'hidden' });
     expect(await page.locator('.item.unread').count()).toBe(0);
-    expect(await gw.inbox.countUnread('web-user')).toBe(0);
+    expect(await svc.app.inbox.countUnread('web-user')).toBe(0);
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {

@@ -1,37 +1,35 @@
-import { ResourceExhaustedError } from '../../../shared/errors';
-import type { InboxEvent, WatchOptions } from '../../../services/notification/inbox/types';
-import { FakeInbox } from './fake-inbox';
-import { hsToken, startGateway, type RunningGateway } from './harness';
-import { openSse, type SseConnection } from './sse-client';
+import { DEFAULT_HEARTBEAT_MS } from '../../../services/notification/admin/gateway';
+import type { RunningNotificationApp } from '../../support/notification-app';
+import { hsToken, sendOverGrpc, startAdminService, until } from './harness';
+import { openSse, type SseConnection, type SseFrame } from './sse-client';
 
 const STREAM = '/admin/notifications/stream';
 
-/** Resolves once `condition` holds, checking on every turn of the event loop. */
-function until(condition: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const poll = (): void => (condition() ? resolve() : void setImmediate(poll));
-    poll();
-  });
-}
+const eventCount = (n: number) => (frames: SseFrame[]) => frames.filter((f) => f.data).length >= n;
+const connected = (frames: SseFrame[]): boolean => frames.some((f) => f.comments.includes('connected'));
+const titleOf = (event: { data: Record<string, unknown> }): string =>
+  (event.data.message as { title: string }).title;
 
 describe('GET /admin/notifications/stream', () => {
-  let gw: RunningGateway;
+  let svc: RunningNotificationApp;
   const open: SseConnection[] = [];
 
   beforeAll(async () => {
-    gw = await startGateway({ heartbeatMs: 25 });
+    svc = await startAdminService();
   });
-  afterEach(() => {
+  afterEach(async () => {
     for (const conn of open.splice(0)) conn.close();
+    await until(() => svc.app.inboxHub.watcherCount === 0);
   });
-  afterAll(() => gw.close());
+  afterAll(() => svc.close());
 
-  async function connect(
+  /** Opens a stream for `user`; resolves once the response headers arrived. */
+  async function openFor(
     user: string,
     headers: Record<string, string> = {},
     query = '',
   ): Promise<SseConnection> {
-    const conn = await openSse(`${gw.baseUrl}${STREAM}${query}`, {
+    const conn = await openSse(`${svc.baseUrl}${STREAM}${query}`, {
       Authorization: `Bearer ${await hsToken(user)}`,
       ...headers,
     });
@@ -39,32 +37,43 @@ describe('GET /admin/notifications/stream', () => {
     return conn;
   }
 
-  const eventCount = (n: number) => (frames: { data?: string }[]) => frames.filter((f) => f.data).length >= n;
+  /** Opens a stream for `user`; resolves once its inbox watch is registered with the hub. */
+  async function connect(
+    user: string,
+    headers: Record<string, string> = {},
+    query = '',
+  ): Promise<SseConnection> {
+    const watchesBefore = svc.app.inboxHub.watcherCount;
+    const conn = await openFor(user, headers, query);
+    await conn.waitFor(connected);
+    await until(() => svc.app.inboxHub.watcherCount > watchesBefore);
+    return conn;
+  }
 
   it('without a token answers 401 before any stream starts', async () => {
-    const conn = await openSse(`${gw.baseUrl}${STREAM}`, {});
+    const conn = await openSse(`${svc.baseUrl}${STREAM}`, {});
     open.push(conn);
     expect(conn.status).toBe(401);
     expect(conn.headers['www-authenticate']).toBe('Bearer realm="admin"');
+    expect(svc.app.inboxHub.watcherCount).toBe(0);
   });
 
   it("streams the user's inbox events with the cursor as id, the type as event name and the JSON payload", async () => {
     const conn = await connect('sse-basic');
     expect(conn.status).toBe(200);
     expect(conn.headers['content-type']).toBe('text/event-stream; charset=utf-8');
-    await conn.waitFor((frames) => frames.some((f) => f.comments.includes('connected')));
-    const sent = await gw.inbox.send({
+    const sent = await svc.app.inbox.send({
       userId: 'sse-basic',
       title: 'Hello',
       body: 'World',
       metadata: { k: 1 },
     });
-    await gw.inbox.send({ userId: 'not-me', title: 'x', body: 'y' });
-    await gw.inbox.markRead('sse-basic', sent.id);
+    await svc.app.inbox.send({ userId: 'not-me', title: 'x', body: 'y' });
+    await svc.app.inbox.markRead('sse-basic', sent.id);
     await conn.waitFor(eventCount(2));
 
     const [first, second] = conn.events();
-    expect(first.id).toMatch(/^c\d+$/);
+    expect(first.id).toMatch(/^\d+$/);
     expect(first.event).toBe('sent');
     expect(first.data).toEqual({
       type: 'sent',
@@ -81,54 +90,112 @@ describe('GET /admin/notifications/stream', () => {
       occurred_at: expect.any(String),
     });
     expect(second.event).toBe('read');
+    expect(Number(second.id)).toBeGreaterThan(Number(first.id));
     expect(second.data).toMatchObject({ type: 'read', message: null, message_id: sent.id, unread_count: 0 });
+  });
+
+  it('a message sent over gRPC arrives on the stream as a sent event', async () => {
+    const conn = await connect('sse-grpc');
+    const sent = await sendOverGrpc(svc, 'sse-grpc', 'Build green', 'main #812 passed', { run: 812 });
+    await conn.waitFor(eventCount(1));
+    const [event] = conn.events();
+    expect(event.event).toBe('sent');
+    expect(event.data).toMatchObject({
+      type: 'sent',
+      message_id: sent.id,
+      message: {
+        id: sent.id,
+        title: 'Build green',
+        body: 'main #812 passed',
+        read: false,
+        metadata: { run: 812 },
+      },
+      unread_count: 1,
+    });
+  });
+
+  it("a user's stream never carries another user's events", async () => {
+    const alice = await connect('sse-alice');
+    const bob = await connect('sse-bob');
+    const bobs = await sendOverGrpc(svc, 'sse-bob', 'for bob', 'private');
+    await svc.app.inbox.markRead('sse-bob', bobs.id);
+    await sendOverGrpc(svc, 'sse-bob', 'for bob too', 'private');
+    await svc.app.inbox.markAllRead('sse-bob');
+    await bob.waitFor(eventCount(4));
+    // Sent last: once it arrived, anything of Bob's that leaked would have arrived before it.
+    const marker = await sendOverGrpc(svc, 'sse-alice', 'for alice', 'hers');
+    await alice.waitFor(eventCount(1));
+
+    expect(alice.events().map((e) => e.data.message_id)).toEqual([marker.id]);
+    expect(bob.events().map((e) => e.event)).toEqual(['sent', 'read', 'sent', 'all_read']);
   });
 
   it('resuming with Last-Event-ID replays only the events after it', async () => {
     const first = await connect('sse-resume');
-    await first.waitFor((frames) => frames.length > 0);
-    await gw.inbox.send({ userId: 'sse-resume', title: 'one', body: '1' });
-    await gw.inbox.send({ userId: 'sse-resume', title: 'two', body: '2' });
+    await svc.app.inbox.send({ userId: 'sse-resume', title: 'one', body: '1' });
+    await svc.app.inbox.send({ userId: 'sse-resume', title: 'two', body: '2' });
     await first.waitFor(eventCount(2));
     const [one] = first.events();
     first.close();
-    await gw.inbox.send({ userId: 'sse-resume', title: 'three', body: '3' });
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+    await svc.app.inbox.send({ userId: 'sse-resume', title: 'three', body: '3' });
 
     const resumed = await connect('sse-resume', { 'Last-Event-ID': one.id! });
     await resumed.waitFor(eventCount(2));
-    const titles = resumed.events().map((e) => (e.data.message as { title: string }).title);
-    expect(titles).toEqual(['two', 'three']);
+    expect(resumed.events().map(titleOf)).toEqual(['two', 'three']);
   });
 
   it('accepts the resume point as ?last_event_id too', async () => {
     const first = await connect('sse-query');
-    await first.waitFor((frames) => frames.length > 0);
-    await gw.inbox.send({ userId: 'sse-query', title: 'one', body: '1' });
-    await gw.inbox.send({ userId: 'sse-query', title: 'two', body: '2' });
+    await svc.app.inbox.send({ userId: 'sse-query', title: 'one', body: '1' });
+    await svc.app.inbox.send({ userId: 'sse-query', title: 'two', body: '2' });
     await first.waitFor(eventCount(2));
     const resumed = await connect('sse-query', {}, `?last_event_id=${first.events()[0].id}`);
     await resumed.waitFor(eventCount(1));
-    expect((resumed.events()[0].data.message as { title: string }).title).toBe('two');
+    expect(resumed.events().map(titleOf)).toEqual(['two']);
   });
 
   it('sends heartbeat comments while nothing happens', async () => {
-    const conn = await connect('sse-quiet');
-    await conn.waitFor((frames) => frames.filter((f) => f.comments.includes('heartbeat')).length >= 2);
-    expect(conn.events()).toEqual([]);
+    // Only the interval timers are faked: sockets, the inbox and the polling in `until` stay real.
+    jest.useFakeTimers({
+      doNotFake: [
+        'Date',
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+      ],
+    });
+    try {
+      const conn = await connect('sse-quiet');
+      jest.advanceTimersByTime(DEFAULT_HEARTBEAT_MS * 2);
+      await conn.waitFor((frames) => frames.filter((f) => f.comments.includes('heartbeat')).length >= 2);
+      expect(conn.events()).toEqual([]);
+      // Closed while the fake clock is installed, so the gateway clears its interval on that clock.
+      conn.close();
+      await until(() => svc.app.inboxHub.watcherCount === 0);
+      await conn.ended;
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
-  it('when the client disconnects, the inbox watch is aborted and closed', async () => {
-    await until(() => gw.inbox.activeWatches === 0);
-    const abortedBefore = gw.inbox.abortedWatches;
+  it('when the client disconnects, its inbox watch ends', async () => {
     const conn = await connect('sse-leaver');
-    await until(() => gw.inbox.activeWatches === 1);
+    expect(svc.app.inboxHub.watcherCount).toBe(1);
     conn.close();
-    await until(() => gw.inbox.activeWatches === 0);
-    expect(gw.inbox.abortedWatches).toBe(abortedBefore + 1);
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+    // The user's inbox keeps working without a watcher.
+    await svc.app.inbox.send({ userId: 'sse-leaver', title: 'after', body: 'gone' });
+    expect(await svc.app.inbox.countUnread('sse-leaver')).toBe(1);
   });
 
   it('when Last-Event-ID is not a cursor of ours, the stream carries an INVALID_ARGUMENT error event and ends', async () => {
-    const conn = await connect('sse-bad-cursor', { 'Last-Event-ID': 'garbage' });
+    const conn = await openFor('sse-bad-cursor', { 'Last-Event-ID': 'garbage' });
     await conn.ended;
     const errors = conn.frames.filter((f) => f.event === 'error');
     expect(errors).toHaveLength(1);
@@ -138,29 +205,44 @@ describe('GET /admin/notifications/stream', () => {
   });
 
   it('when Last-Event-ID is absurdly long, answers 400 before streaming', async () => {
-    const conn = await connect('sse-long', { 'Last-Event-ID': 'c'.repeat(600) });
+    const conn = await openFor('sse-long', { 'Last-Event-ID': '1'.repeat(600) });
     expect(conn.status).toBe(400);
+    expect(svc.app.inboxHub.watcherCount).toBe(0);
   });
 });
 
 describe('GET /admin/notifications/stream with a subscriber that falls behind', () => {
+  let svc: RunningNotificationApp;
+
+  beforeAll(async () => {
+    svc = await startAdminService({ inbox: { watch_buffer_size: 2 } });
+  });
+  afterAll(() => svc.close());
+
   it('ends the stream cleanly after the events delivered so far, so the browser resumes by cursor', async () => {
-    class OverflowingInbox extends FakeInbox {
-      override async *watch(userId: string, _options?: WatchOptions): AsyncIterable<InboxEvent> {
-        yield { cursor: 'c000000000001', type: 'all_read', userId, unreadCount: 0, occurredAt: new Date() };
-        throw new ResourceExhaustedError('inbox watcher fell behind');
-      }
-    }
-    const gw = await startGateway({ inbox: new OverflowingInbox() });
+    const token = await hsToken('slow');
+    const conn = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
+    await until(() => svc.app.inboxHub.watcherCount === 1);
+    const first = await svc.app.inbox.send({ userId: 'slow', title: 'first', body: '.' });
+    await conn.waitFor(eventCount(1));
+
+    // Sent in one turn of the event loop: the hub reads them in one batch, more than the buffer holds.
+    await Promise.all(
+      ['b1', 'b2', 'b3', 'b4'].map((title) => svc.app.inbox.send({ userId: 'slow', title, body: '.' })),
+    );
+    await conn.ended;
+    expect(conn.events().map((e) => e.data.message_id)).toEqual([first.id]);
+    expect(conn.frames.some((f) => f.event === 'error')).toBe(false);
+
+    const resumed = await openSse(`${svc.baseUrl}${STREAM}`, {
+      Authorization: `Bearer ${token}`,
+      'Last-Event-ID': conn.events()[0].id!,
+    });
     try {
-      const conn = await openSse(`${gw.baseUrl}${STREAM}`, {
-        Authorization: `Bearer ${await hsToken('slow')}`,
-      });
-      await conn.ended;
-      expect(conn.events().map((e) => e.id)).toEqual(['c000000000001']);
-      expect(conn.frames.some((f) => f.event === 'error')).toBe(false);
+      await resumed.waitFor(eventCount(4));
+      expect(resumed.events().map(titleOf)).toEqual(['b1', 'b2', 'b3', 'b4']);
     } finally {
-      await gw.close();
+      resumed.close();
     }
   });
 });

@@ -1,22 +1,21 @@
 /**
- * Shared fixtures of the admin gateway tests: a real HTTP server on port 0 routing to AdminGateway
- * over the FakeInbox test double, and token minting with jose.
+ * Shared fixtures of the admin gateway tests: the whole notification service in-process (memory
+ * store, admin auth with an HS256 secret), messages sent over gRPC like a producer would, token
+ * minting with jose, and condition waits instead of sleeps.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { AdminAuth, type AdminAuthOptions } from '../../../services/notification/admin/auth';
-import { AdminGateway, type AdminInboxJson } from '../../../services/notification/admin/gateway';
+import type { AdminAuthOptions } from '../../../services/notification/admin/auth';
+import type { AdminInboxJson } from '../../../services/notification/admin/gateway';
 import type { ErrorBody } from '../../../services/notification/admin/http';
 import { loadJose } from '../../../services/notification/admin/jose';
-import { silentLogger } from '../../../shared/logging/logger';
-import type { InboxServiceContract } from '../../../services/notification/inbox/types';
-import { FakeInbox } from './fake-inbox';
+import type { NotificationConfigInput } from '../../../services/notification/config';
+import { unary } from '../../support/grpc-clients';
+import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
 
 export const SECRET = 'admin-gateway-test-secret-0123456789abcdef';
 export const ISSUER = 'https://id.example.test';
 export const AUDIENCE = 'notification-admin';
 
-/** Auth options the tests use unless they say otherwise. */
+/** Auth options the AdminAuth unit tests use unless they say otherwise. */
 export function authOptions(overrides: Partial<AdminAuthOptions> = {}): AdminAuthOptions {
   return {
     jwt_secret: SECRET,
@@ -29,6 +28,25 @@ export function authOptions(overrides: Partial<AdminAuthOptions> = {}): AdminAut
   };
 }
 
+/** The `admin.auth` section of the notification config, as written in the file. */
+export type AdminAuthInput = NonNullable<NonNullable<NotificationConfigInput['admin']>['auth']>;
+
+/** The `admin.auth` section of the services under test: HS256 with SECRET, issuer and audience checked. */
+export function adminAuthConfig(overrides: AdminAuthInput = {}): AdminAuthInput {
+  return { jwt_secret: SECRET, issuer: ISSUER, audience: AUDIENCE, clock_skew_seconds: 30, ...overrides };
+}
+
+/**
+ * Starts the real notification service (memory store, free ports) with admin auth configured;
+ * `overrides.admin.auth` replaces the default auth section as a whole.
+ */
+export function startAdminService(overrides: NotificationConfigInput = {}): Promise<RunningNotificationApp> {
+  return startNotificationApp({
+    ...overrides,
+    admin: { auth: overrides.admin?.auth ?? adminAuthConfig() },
+  });
+}
+
 export interface TokenOptions {
   secret?: string;
   issuer?: string;
@@ -38,7 +56,7 @@ export interface TokenOptions {
   sub?: string | null;
 }
 
-/** An HS256 token for `sub`, valid for the default auth options unless told otherwise. */
+/** An HS256 token for `sub`, valid for the default auth config unless told otherwise. */
 export async function hsToken(sub: string, opts: TokenOptions = {}): Promise<string> {
   const { SignJWT } = await loadJose();
   let jwt = new SignJWT({})
@@ -51,55 +69,41 @@ export async function hsToken(sub: string, opts: TokenOptions = {}): Promise<str
   return jwt.sign(new TextEncoder().encode(opts.secret ?? SECRET));
 }
 
-export interface RunningGateway {
-  baseUrl: string;
-  inbox: FakeInbox;
-  auth: AdminAuth;
-  server: Server;
-  /** Requests the fallback (non-admin) handler received. */
-  fallbackHits: string[];
-  close(): Promise<void>;
+/** Resolves once `condition` holds, checking on every turn of the event loop. */
+export function until(condition: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const poll = (): void => (condition() ? resolve() : void setImmediate(poll));
+    poll();
+  });
 }
 
-/** Starts http.createServer on port 0: AdminGateway first, then a fallback that answers 418. */
-export async function startGateway(
-  opts: {
-    auth?: AdminAuthOptions;
-    inbox?: InboxServiceContract;
-    heartbeatMs?: number;
-    maxPageSize?: number;
-  } = {},
-): Promise<RunningGateway> {
-  const inbox = (opts.inbox as FakeInbox | undefined) ?? new FakeInbox(opts.maxPageSize ?? 50);
-  const auth = new AdminAuth(opts.auth ?? authOptions());
-  const gateway = new AdminGateway({
-    inbox,
-    auth,
-    logger: silentLogger(),
-    maxPageSize: opts.maxPageSize ?? 50,
-    heartbeatMs: opts.heartbeatMs ?? 60_000,
+/** A message as InboxService/Send over gRPC returns it (the fields the tests look at). */
+export interface SentMessage {
+  id: string;
+  title: string;
+}
+
+/**
+ * Sends one message with InboxService/Send over gRPC. Returns after the clock moved past the
+ * message's creation millisecond, so the next message is strictly newer ("newest first" is then
+ * unambiguous; within one millisecond the inbox orders by id).
+ */
+export async function sendOverGrpc(
+  svc: RunningNotificationApp,
+  userId: string,
+  title: string,
+  body: string,
+  metadata: Record<string, unknown> = {},
+): Promise<SentMessage> {
+  const { response } = await unary<{ message: SentMessage }>(svc.inboxGrpc, 'send', {
+    userId,
+    title,
+    body,
+    metadata,
   });
-  const fallbackHits: string[] = [];
-  const server = createServer((req, res) => {
-    void gateway.handle(req, res).then((handled) => {
-      if (handled) return;
-      fallbackHits.push(req.url ?? '');
-      res.writeHead(418).end('fallback');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    inbox,
-    auth,
-    server,
-    fallbackHits,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const answeredAt = Date.now();
+  await until(() => Date.now() > answeredAt);
+  return response.message;
 }
 
 /** fetch() with a bearer token. */

@@ -2,17 +2,18 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, type RunningGateway } from './harness';
+import type { RunningNotificationApp } from '../../support/notification-app';
+import { startAdminService } from './harness';
 
 describe('the management page and its assets', () => {
-  let gw: RunningGateway;
+  let svc: RunningNotificationApp;
   beforeAll(async () => {
-    gw = await startGateway();
+    svc = await startAdminService();
   });
-  afterAll(() => gw.close());
+  afterAll(() => svc.close());
 
   it('serves the page as HTML without a token', async () => {
-    const res = await fetch(`${gw.baseUrl}/admin/notifications`);
+    const res = await fetch(`${svc.baseUrl}/admin/notifications`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await res.text();
@@ -21,7 +22,7 @@ describe('the management page and its assets', () => {
   });
 
   it('the page has no inline script, inline style or external reference', async () => {
-    const html = await (await fetch(`${gw.baseUrl}/admin/notifications`)).text();
+    const html = await (await fetch(`${svc.baseUrl}/admin/notifications`)).text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
@@ -31,15 +32,15 @@ describe('the management page and its assets', () => {
     ['app.js', 'text/javascript; charset=utf-8'],
     ['app.css', 'text/css; charset=utf-8'],
   ])('serves %s with its content type and an ETag', async (name, type) => {
-    const res = await fetch(`${gw.baseUrl}/admin/notifications/assets/${name}`);
+    const res = await fetch(`${svc.baseUrl}/admin/notifications/assets/${name}`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe(type);
     expect(res.headers.get('etag')).toMatch(/^".+"$/);
   });
 
   it('answers 304 when the asset ETag matches', async () => {
-    const first = await fetch(`${gw.baseUrl}/admin/notifications/assets/app.js`);
-    const res = await fetch(`${gw.baseUrl}/admin/notifications/assets/app.js`, {
+    const first = await fetch(`${svc.baseUrl}/admin/notifications/assets/app.js`);
+    const res = await fetch(`${svc.baseUrl}/admin/notifications/assets/app.js`, {
       headers: { 'If-None-Match': first.headers.get('etag')! },
     });
     expect(res.status).toBe(304);
@@ -47,13 +48,13 @@ describe('the management page and its assets', () => {
 
   it('does not serve files that are not listed assets', async () => {
     for (const path of ['index.html', '..%2Fgateway.ts', '../gateway.ts', 'app.js.map']) {
-      const res = await fetch(`${gw.baseUrl}/admin/notifications/assets/${path}`);
+      const res = await fetch(`${svc.baseUrl}/admin/notifications/assets/${path}`);
       expect(res.status).toBe(404);
     }
   });
 
   it('answers HEAD on the page with headers only', async () => {
-    const res = await fetch(`${gw.baseUrl}/admin/notifications`, { method: 'HEAD' });
+    const res = await fetch(`${svc.baseUrl}/admin/notifications`, { method: 'HEAD' });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('');
   });
