@@ -10,7 +10,12 @@
  * Shutdown is graceful: NOT_SERVING first, a drain delay, stop accepting, in-flight unary calls finish,
  * open streams end with UNAVAILABLE, then connections close (forced at the deadline).
  */
-import { createServer, type Server as HttpServer } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
@@ -18,12 +23,19 @@ import type { DescService } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
+  createConnectRouter,
   createContextValues,
+  type ConnectRouter,
   type HandlerContext,
   type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServiceDefinition } from './grpc-adapter';
 import {
@@ -127,6 +139,44 @@ export function serverOptionsFromConfig(server: ServerConfig) {
   } satisfies Partial<RpcServerOptions>;
 }
 
+/**
+ * Dispatches HTTP/1.1 requests to Connect's handlers (Connect protocol, gRPC-Web), and everything else
+ * to the gateway routes. It is connect-node's `connectNodeAdapter`, except that a handler failing
+ * after its response began (typically a client that went away mid-stream) is logged through our
+ * logger instead of `console.error`.
+ */
+function connectHttpHandler(
+  router: ConnectRouter,
+  fallback: ReturnType<typeof createFallback>,
+  logger: Logger,
+) {
+  const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const handler = paths.get((req.url ?? '').split('?', 1)[0]!);
+    if (!handler) {
+      fallback(req, res);
+      return;
+    }
+    const uReq = universalRequestFromNodeRequest(
+      req,
+      res,
+      undefined,
+      createContextValues().set(transportKey, 'http'),
+    );
+    handler(uReq)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .catch((reason: unknown) => {
+        const code = ConnectError.from(reason).code;
+        if (code === Code.Aborted) return;
+        const level = res.destroyed || req.destroyed ? 'debug' : 'warn';
+        logger[level](
+          { err: reason, rpcService: handler.service.typeName, rpcMethod: handler.method.name },
+          'rpc response not completed',
+        );
+      });
+  };
+}
+
 /** Counts in-flight gRPC calls so shutdown can wait for them. */
 class CallTracker {
   private count = 0;
@@ -186,20 +236,17 @@ export class RpcServer {
     );
 
     this.routes = [...(opts.httpRoutes ?? [])];
-    const handler = connectNodeAdapter({
-      routes: (router) => {
-        for (const { service, impl } of opts.services) {
-          router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal));
-        }
-      },
+    const router = createConnectRouter({
       interceptors,
       readMaxBytes: opts.maxRequestBytes,
+      acceptCompression: [compressionGzip, compressionBrotli],
       // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
-      contextValues: () => createContextValues().set(transportKey, 'http'),
-      // Served over HTTP/1.1 only, so the request is always an IncomingMessage.
-      fallback: createFallback(this.routes, logger) as never,
     });
+    for (const { service, impl } of opts.services) {
+      router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal));
+    }
+    const handler = connectHttpHandler(router, createFallback(this.routes, logger), logger);
     this.http = createServer(handler);
   }
 
