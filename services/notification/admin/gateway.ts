@@ -243,14 +243,17 @@ export class AdminGateway {
       // Tell buffering reverse proxies (nginx) to pass events through at once.
       'X-Accel-Buffering': 'no',
     });
-    res.write(`retry: ${SSE_RETRY_MS}\n: connected\n\n`);
+    res.write(`retry: ${SSE_RETRY_MS}\n\n`);
+    // `: connected` only once the watch is live, so a client that loads its list after seeing it
+    // cannot miss an event sent in between.
+    const onLive = (): void => void res.write(': connected\n\n');
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.heartbeatMs);
 
     const signal = this.shutdownSignal
       ? AbortSignal.any([controller.signal, this.shutdownSignal])
       : controller.signal;
     try {
-      for await (const event of this.inbox.watch(userId, { after, signal })) {
+      for await (const event of this.inbox.watch(userId, { after, signal, onLive })) {
         if (signal.aborted) break;
         if (!res.write(formatSseEvent(event))) await drainedOrClosed(res);
       }

@@ -195,13 +195,14 @@ export class InboxHub {
    */
   watch(userId: string, options: WatchOptions = {}): AsyncIterable<InboxEvent> {
     const after = options.after === undefined || options.after === '' ? null : parseCursor(options.after);
-    return this.iterate(userId, after, options.signal);
+    return this.iterate(userId, after, options.signal, options.onLive);
   }
 
   private async *iterate(
     userId: string,
     after: number | null,
     signal?: AbortSignal,
+    onLive?: () => void,
   ): AsyncGenerator<InboxEvent> {
     if (signal?.aborted) return;
     const watcher = new Watcher(this.options.bufferSize);
@@ -224,10 +225,9 @@ export class InboxHub {
           if (page.length === this.readPageSize || watcher.lostDuringReplay) continue;
           break;
         }
-        watcher.live = true;
-      } else {
-        watcher.live = true;
       }
+      watcher.live = true;
+      onLive?.();
       for (;;) {
         const event = await watcher.next();
         if (event === null) return;

@@ -78,6 +78,11 @@ export interface WatchOptions {
   after?: string;
   /** Ends the stream when aborted. */
   signal?: AbortSignal;
+  /**
+   * Called once the watch is live (after any replay): every event from then on will be delivered.
+   * A client that loads a snapshot after this moment can't miss an event between the two.
+   */
+  onLive?: () => void;
 }
 
 /**

@@ -351,6 +351,40 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         expect([...cursors].sort((x, y) => x - y)).toEqual(cursors);
       });
 
+      it('onLive fires once the watch is live (after the replay), and a message sent right then is delivered', async () => {
+        const { service } = await make();
+        const user = newUser();
+        const [old] = await sendMany(service, user, 1);
+        let liveCalls = 0;
+        let replayedBeforeLive = 0;
+        const received: string[] = [];
+        let markLive!: () => void;
+        const live = new Promise<void>((resolve) => (markLive = resolve));
+        const iterator = service
+          .watch(user, {
+            after: '0',
+            onLive: () => {
+              liveCalls++;
+              replayedBeforeLive = received.length;
+              markLive();
+            },
+          })
+          [Symbol.asyncIterator]();
+        const reading = (async () => {
+          for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
+            received.push(r.value.message!.id);
+            if (received.length === 2) return;
+          }
+        })();
+        await live;
+        const [fresh] = await sendMany(service, user, 1);
+        await reading;
+        await iterator.return?.();
+        expect(liveCalls).toBe(1);
+        expect(replayedBeforeLive).toBe(1);
+        expect(received).toEqual([old, fresh]);
+      });
+
       it('when a watcher resumes after its last cursor, it gets exactly the events it missed', async () => {
         const { service } = await make();
         const user = newUser();

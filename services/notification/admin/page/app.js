@@ -11,6 +11,8 @@
   const TOKEN_KEY = 'svc.admin.token';
   const PAGE_SIZE = 20;
   const MAX_BACKOFF_MS = 30000;
+  // How long the first page waits for the live stream before loading without it.
+  const STREAM_WAIT_MS = 3000;
 
   const $ = (id) => document.getElementById(id);
   const ui = {
@@ -34,6 +36,7 @@
     lastEventId: null,
     streamAbort: null,
     signedOut: false,
+    onConnected: () => undefined,
   };
 
   function takeToken() {
@@ -264,6 +267,7 @@
         data = [];
         return;
       }
+      if (text === ': connected') state.onConnected(); // the server's watch is live
       if (text.startsWith(':')) return; // comment: heartbeat
       const colon = text.indexOf(':');
       const field = colon === -1 ? text : text.slice(0, colon);
@@ -308,7 +312,6 @@
           return;
         }
         if (response.ok && response.body) {
-          setLive(true);
           backoff = 1000;
           const push = createSseParser((type, raw) => {
             let data;
@@ -359,11 +362,22 @@
       return;
     }
     ui.user.textContent = subjectOf(state.token);
-    // The stream starts first so nothing sent while the first page loads is missed; ids dedupe.
+    // The first page loads once the stream is live (the server says `: connected` when its watch is
+    // registered), so nothing sent in between is missed; ids dedupe. Without a stream, load anyway.
+    let firstLoad = true;
+    const loadFirst = () => {
+      if (!firstLoad) return;
+      firstLoad = false;
+      loadPage(null).catch((err) => {
+        if (!state.signedOut) showNotice('Could not load notifications: ' + err.message);
+      });
+    };
+    state.onConnected = () => {
+      setLive(true);
+      loadFirst();
+    };
+    setTimeout(loadFirst, STREAM_WAIT_MS);
     runStream();
-    loadPage(null).catch((err) => {
-      if (!state.signedOut) showNotice('Could not load notifications: ' + err.message);
-    });
   }
 
   start();
