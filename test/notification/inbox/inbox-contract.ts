@@ -360,16 +360,15 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const received: string[] = [];
         let markLive!: () => void;
         const live = new Promise<void>((resolve) => (markLive = resolve));
-        const iterator = service
-          .watch(user, {
-            after: '0',
-            onLive: () => {
-              liveCalls++;
-              replayedBeforeLive = received.length;
-              markLive();
-            },
-          })
-          [Symbol.asyncIterator]();
+        const watch = service.watch(user, {
+          after: '0',
+          onLive: () => {
+            liveCalls++;
+            replayedBeforeLive = received.length;
+            markLive();
+          },
+        });
+        const iterator = watch[Symbol.asyncIterator]();
         const reading = (async () => {
           for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
             received.push(r.value.message!.id);
