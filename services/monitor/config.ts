@@ -326,8 +326,5 @@ export function getBackendConfig(config: MonitorConfig): OpenTelemetryConfig | P
   }
 }
 
-/** `make_metric_name`: the metric name with the configured prefix (`prefix_name`), or as is. */
-export function makeMetricName(metrics: Pick<MetricsConfig, 'prefix'>, metricName: string): string {
-  if (metrics.prefix === '') return metricName;
-  return metrics.prefix.endsWith('_') ? `${metrics.prefix}${metricName}` : `${metrics.prefix}_${metricName}`;
-}
+/** `MetricsConfig.make_metric_name`; its one home is the monitoring library. */
+export { makeMetricName } from '../../shared/monitoring/metric-names';
