@@ -31,9 +31,9 @@ import { percentile, type BenchRow } from './measure';
 import { startServiceChild } from './service-child';
 
 /** Sizes of the read benchmark's data set. */
-export const TABLE_ROWS = 1_000_000;
-export const HEAVY_USER = 'scale-heavy-user';
-export const HEAVY_USER_ROWS = 10_000;
+const TABLE_ROWS = 1_000_000;
+const HEAVY_USER = 'scale-heavy-user';
+const HEAVY_USER_ROWS = 10_000;
 const OTHER_USERS = 999;
 const UNREAD_FRACTION = 0.2;
 /** Rows span 29 days: inside the 30-day retention, so the service's purge has nothing to delete. */
