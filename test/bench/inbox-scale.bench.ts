@@ -28,7 +28,8 @@ import {
 } from '../../services/notification/migrations';
 import { startCluster } from '../support/postgres-cluster';
 import { percentile, type BenchRow } from './measure';
-import { startServiceChild } from './service-child';
+import { tmpdir } from 'node:os';
+import { startServiceProcess } from '../support/service-process';
 
 /** Sizes of the read benchmark's data set. */
 const TABLE_ROWS = 1_000_000;
@@ -195,10 +196,14 @@ export async function runInboxReadBench(databaseUrl: string): Promise<BenchRow[]
     process.stdout.write(
       `  loaded ${TABLE_ROWS} rows in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s\n`,
     );
-    const service = await startServiceChild('notification', {
-      SVC_NOTIFICATION__DATABASE__URL: url,
-      SVC_NOTIFICATION__DATABASE__POOL_MAX: String(POOL_SIZE),
-    });
+    const service = await startServiceProcess(
+      'notification',
+      {
+        SVC_NOTIFICATION__DATABASE__URL: url,
+        SVC_NOTIFICATION__DATABASE__POOL_MAX: String(POOL_SIZE),
+      },
+      { cwd: tmpdir() },
+    );
     const client = inboxClient(`127.0.0.1:${service.grpcPort}`);
     const pool = new Pool({ connectionString: url, max: POOL_SIZE });
     try {
@@ -361,9 +366,13 @@ async function openWatches(
  * alternating rounds so a noisy machine moves both sides alike.
  */
 export async function runInboxFanOutBench(): Promise<BenchRow[]> {
-  const service = await startServiceChild('notification', {
-    SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
-  });
+  const service = await startServiceProcess(
+    'notification',
+    {
+      SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+    },
+    { cwd: tmpdir() },
+  );
   const address = `127.0.0.1:${service.grpcPort}`;
   const sender = inboxClient(address);
   const channels = Array.from({ length: WATCH_CHANNELS }, () => inboxClient(address));

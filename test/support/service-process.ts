@@ -1,22 +1,43 @@
 /**
- * Starts a real service process (`node dist/services/<name>/main.js`) on free ports and reads the
- * ports it bound from its structured log. The compiled build must exist: `npm test` builds first;
- * when run alone, this builds once if dist is missing.
+ * Starts a real service process (`node dist/services/<name>/main.js`) on free loopback ports and
+ * reads the ports it bound from its structured log. Used by the e2e tests and the benchmarks, from
+ * the sources (jest) and from dist (bench). The compiled build must exist: `npm test` and
+ * `npm run bench` build first; when run alone, this builds once if dist is missing.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const ROOT = join(__dirname, '..', '..');
+/** The checkout's root: the nearest directory above this file with a package.json. */
+function repoRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('package.json not found above ' + __dirname);
+    dir = parent;
+  }
+  return dir;
+}
+
+const ROOT = repoRoot();
+const START_TIMEOUT_MS = 30_000;
 
 export interface ServiceProcess {
   child: ChildProcess;
   grpcPort: number;
   httpPort: number;
+  /** Every line the process wrote (stdout and stderr). */
   logs: string[];
-  /** Sends SIGTERM and resolves with the exit code. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends `signal` (SIGTERM), SIGKILL after `graceMs`; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | null>;
+}
+
+export interface StartServiceOptions {
+  /** Working directory; the checkout by default. The benchmarks use a temp dir so no local
+   * ./config/application.yaml leaks into what they measure. */
+  cwd?: string;
 }
 
 function ensureBuilt(name: string): string {
@@ -37,11 +58,12 @@ function ensureBuilt(name: string): string {
 export async function startServiceProcess(
   name: 'notification' | 'monitor',
   env: Record<string, string> = {},
+  options: StartServiceOptions = {},
 ): Promise<ServiceProcess> {
   const main = ensureBuilt(name);
   const prefix = `SVC_${name.toUpperCase()}__`;
   const child = spawn(process.execPath, [main], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env: {
       PATH: process.env.PATH ?? '',
       NODE_ENV: 'test',
@@ -55,34 +77,39 @@ export async function startServiceProcess(
   });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  createInterface({ input: child.stderr! }).on('line', (l) => logs.push(l));
-  const ports = await new Promise<{ grpc: number; http: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${logs.join('\n')}`)), 30_000);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      logs.push(line);
-      try {
-        const rec = JSON.parse(line) as { grpcPort?: number; httpPort?: number };
-        if (rec.grpcPort && rec.httpPort) {
-          clearTimeout(timer);
-          resolve({ grpc: rec.grpcPort, http: rec.httpPort });
-        }
-      } catch {
-        // not a JSON line
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before listening:\n${logs.join('\n')}`));
-    });
-  });
-  return {
-    child,
-    grpcPort: ports.grpc,
-    httpPort: ports.http,
-    logs,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null) child.kill(signal);
-      return exited;
-    },
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<number | null> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    const done = await Promise.race([exited.then(() => true), sleep(graceMs, false, { ref: false })]);
+    if (!done) child.kill('SIGKILL');
+    return exited;
   };
+  createInterface({ input: child.stderr! }).on('line', (l) => logs.push(l));
+  try {
+    const ports = await new Promise<{ grpc: number; http: number }>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${name} did not start:\n${logs.join('\n')}`)),
+        START_TIMEOUT_MS,
+      );
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        logs.push(line);
+        try {
+          const rec = JSON.parse(line) as { grpcPort?: number; httpPort?: number };
+          if (rec.grpcPort && rec.httpPort) {
+            clearTimeout(timer);
+            resolve({ grpc: rec.grpcPort, http: rec.httpPort });
+          }
+        } catch {
+          // not a JSON line
+        }
+      });
+      void exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`${name} exited with ${code} before listening:\n${logs.join('\n')}`));
+      });
+    });
+    return { child, grpcPort: ports.grpc, httpPort: ports.http, logs, stop };
+  } catch (err) {
+    await stop('SIGKILL', 1000);
+    throw err;
+  }
 }
