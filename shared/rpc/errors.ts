@@ -81,6 +81,11 @@ export function httpStatusForCode(code: Code): number {
   }
 }
 
+/** HTTP status of a domain error code (the same table as the RPC codes, for JSON gateway routes). */
+export function httpStatusForDomainError(code: DomainErrorCode): number {
+  return httpStatusForCode(DOMAIN_TO_CODE[code]);
+}
+
 /** snake_case name of a code, as the Connect protocol spells it (`not_found`). */
 export function codeName(code: Code): string {
   return Code[code].replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();

@@ -15,6 +15,7 @@ import type { FlattenedJWSInput, JWSHeaderParameters, JWTVerifyGetKey, JWTVerify
 };
 import { FailedPreconditionError, UnauthenticatedError, UnavailableError } from '../../../shared/errors';
 import { loadJose } from './jose';
+import { parseBearer } from '../../../shared/auth/bearer';
 
 /** Admin authentication settings (a config record: snake_case keys). */
 export interface AdminAuthOptions {
@@ -100,7 +101,7 @@ export class AdminAuth {
    * UnavailableError when the JWKS endpoint cannot be reached.
    */
   async authenticate(authorization: string | undefined): Promise<AdminPrincipal> {
-    const token = bearerToken(authorization);
+    const token = parseBearer(authorization);
     if (!token) throw new UnauthenticatedError('a bearer token is required');
     const jose = await loadJose();
     const key = await this.verificationKey();
@@ -159,13 +160,6 @@ export class AdminAuth {
     });
     return this.keyLoading;
   }
-}
-
-/** The token of an `Authorization: Bearer <token>` header, or undefined. */
-export function bearerToken(authorization: string | undefined): string | undefined {
-  if (!authorization) return undefined;
-  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization);
-  return match ? match[1] : undefined;
 }
 
 function translateVerifyError(err: unknown): Error {

@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import type { Logger } from '../../../shared/logging/logger';
 import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
-import { bearerToken, type AdminAuth } from './auth';
+import { parseBearer } from '../../../shared/auth/bearer';
+import type { AdminAuth } from './auth';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
 
 /** What AdminGateway needs. */
@@ -326,7 +327,7 @@ export class AdminGateway {
         { reason: (err as Error).cause ?? described.message },
         'admin request not authenticated',
       );
-      const sent = bearerToken(req.headers.authorization) !== undefined;
+      const sent = parseBearer(req.headers.authorization) !== undefined;
       sendError(res, 401, described.code, described.message, {
         'WWW-Authenticate': sent ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"',
       });

@@ -3,7 +3,8 @@
  * one mapping from domain errors to HTTP statuses for the admin routes.
  */
 import type { ServerResponse } from 'node:http';
-import { isDomainError, type DomainErrorCode } from '../../../shared/errors';
+import { isDomainError } from '../../../shared/errors';
+import { httpStatusForDomainError } from '../../../shared/rpc/errors';
 
 /** The page loads only its own script and stylesheet and talks only to its own origin. */
 export const CONTENT_SECURITY_POLICY = [
@@ -25,20 +26,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   'X-Frame-Options': 'DENY',
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Resource-Policy': 'same-origin',
-});
-
-/** HTTP status of each domain error code on the admin routes. */
-export const HTTP_STATUS_BY_CODE: Readonly<Record<DomainErrorCode, number>> = Object.freeze({
-  INVALID_ARGUMENT: 400,
-  FAILED_PRECONDITION: 400,
-  UNAUTHENTICATED: 401,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  ALREADY_EXISTS: 409,
-  RESOURCE_EXHAUSTED: 429,
-  UNIMPLEMENTED: 501,
-  UNAVAILABLE: 503,
-  DEADLINE_EXCEEDED: 504,
 });
 
 /** The JSON error body of every admin error response. */
@@ -84,5 +71,5 @@ export function describeDomainError(
   err: unknown,
 ): { status: number; code: string; message: string } | undefined {
   if (!isDomainError(err)) return undefined;
-  return { status: HTTP_STATUS_BY_CODE[err.code] ?? 500, code: err.code, message: err.message };
+  return { status: httpStatusForDomainError(err.code), code: err.code, message: err.message };
 }

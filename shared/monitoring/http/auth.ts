@@ -1,22 +1,14 @@
 /**
  * Bearer-token check shared by the health and metrics endpoints.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
-}
+import { createTokenMatcher, parseBearer } from '../../auth/bearer';
 
 /** True when no token is configured or the request carries `Authorization: Bearer <token>`. */
 export function isAuthorized(req: IncomingMessage, token: string | null | undefined): boolean {
   if (!token) return true;
-  const header = req.headers.authorization;
-  if (typeof header !== 'string') return false;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) return false;
-  // Comparing digests keeps the comparison constant-time even when the lengths differ.
-  return timingSafeEqual(digest(match[1]!), digest(token));
+  const given = parseBearer(req.headers.authorization);
+  return given !== undefined && createTokenMatcher([token])(given) === 0;
 }
 
 /** Writes a JSON response. */
