@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logging/logger';
+import { sendJson } from '../http/json';
 
 export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
 
@@ -13,9 +14,7 @@ export function sendJsonError(res: ServerResponse, status: number, code: string,
     res.destroy();
     return;
   }
-  const body = JSON.stringify({ error: { code, message } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+  sendJson(res, status, { error: { code, message } });
 }
 
 /** Runs the routes in order; 404 when none answers; 500 (generic, cause logged) when one throws. */

@@ -4,6 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { isDomainError } from '../../../shared/errors';
+import { sendJson as writeJson } from '../../../shared/http/json';
 import { httpStatusForDomainError } from '../../../shared/rpc/errors';
 
 /** The page loads only its own script and stylesheet and talks only to its own origin. */
@@ -40,15 +41,7 @@ export function sendJson(
   body: unknown,
   extraHeaders: Record<string, string> = {},
 ): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    ...SECURITY_HEADERS,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
-    'Cache-Control': 'no-store',
-    ...extraHeaders,
-  });
-  res.end(payload);
+  writeJson(res, status, body, { ...SECURITY_HEADERS, ...extraHeaders });
 }
 
 /** Writes `{error: {code, message}}`. */

@@ -1,31 +1,15 @@
 /**
- * Bearer-token check shared by the health and metrics endpoints.
+ * Auth and small response helpers of the health and metrics endpoints.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenMatcher, parseBearer } from '../../auth/bearer';
+import { sendJson } from '../../http/json';
 
 /** True when no token is configured or the request carries `Authorization: Bearer <token>`. */
 export function isAuthorized(req: IncomingMessage, token: string | null | undefined): boolean {
   if (!token) return true;
   const given = parseBearer(req.headers.authorization);
   return given !== undefined && createTokenMatcher([token])(given) === 0;
-}
-
-/** Writes a JSON response. */
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
-    'Cache-Control': 'no-store',
-    ...headers,
-  });
-  res.end(payload);
 }
 
 /** Answers 401 with `WWW-Authenticate: Bearer`. */

@@ -16,7 +16,8 @@ import {
   HealthStatus,
   httpStatusOf,
 } from '../health/result';
-import { isAuthorized, pathOf, sendJson, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { sendJson } from '../../http/json';
 import type { RequestHandler } from './metrics-middleware';
 
 /** Body of the health endpoint. */

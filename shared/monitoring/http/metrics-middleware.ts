@@ -12,7 +12,8 @@ import { MetricsCollector, NoopMetricsCollector, type MetricsCollectorProtocol }
 import { renderMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
-import { isAuthorized, pathOf, sendJson, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { sendJson } from '../../http/json';
 
 /** A plain Node request handler. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
