@@ -94,3 +94,51 @@ test('secrets from the environment never appear in the logs', async () => {
   expect(proc.logs.join('\n')).not.toContain('super-secret-token-value');
   expect(proc.logs.join('\n')).toContain('effective configuration');
 });
+
+describe('the notification process on embedded defaults for local use', () => {
+  let proc: ServiceProcess;
+  beforeAll(async () => {
+    proc = await startServiceProcess('notification', { SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory' });
+  });
+  afterAll(async () => {
+    await proc.stop();
+  });
+
+  test('its /health includes the notifications.inbox check with the store backend', async () => {
+    const body = (await (await fetch(`http://127.0.0.1:${proc.httpPort}/health`)).json()) as {
+      checks: Record<string, { status: string; details: { backend: string } }>;
+    };
+    expect(body.checks['notifications.inbox']).toMatchObject({
+      status: 'healthy',
+      details: { backend: 'memory' },
+    });
+  });
+
+  test('it prints a demo login link whose token opens the admin inbox', async () => {
+    // Logged right after the "listening" line that startServiceProcess waits for.
+    for (let i = 0; i < 200 && !proc.logs.some((l) => l.includes('admin page (demo login')); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const line = proc.logs.find((l) => l.includes('admin page (demo login'));
+    expect(line).toBeDefined();
+    const token = /#token=([A-Za-z0-9._-]+)/.exec(line!)![1]!;
+    const res = await fetch(`http://127.0.0.1:${proc.httpPort}/admin/notifications/inbox`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { unread_count: number }).unread_count).toBe(0);
+    const bad = await fetch(`http://127.0.0.1:${proc.httpPort}/admin/notifications/inbox`, {
+      headers: { authorization: `Bearer ${token}x` },
+    });
+    expect(bad.status).toBe(401);
+  });
+});
+
+test('in production without admin keys the notification process refuses to start', async () => {
+  await expect(
+    startServiceProcess('notification', {
+      NODE_ENV: 'production',
+      SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+    }),
+  ).rejects.toThrow(/exited with 2[\s\S]*admin\.auth/);
+});
