@@ -3,21 +3,21 @@ import * as grpc from '@grpc/grpc-js';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
-import { grpcClient, healthClient, listServicesByReflection, unary } from '../support/grpc-clients';
+import {
+  grpcClient,
+  healthCheck,
+  healthClient,
+  listServicesByReflection,
+  unary,
+} from '../support/grpc-clients';
 
-function healthCheck(address: string, service = ''): Promise<string> {
+async function checkAt(address: string, service = ''): Promise<string> {
   const client = healthClient(address);
-  return new Promise<string>((resolve, reject) =>
-    (client.check as (r: unknown, cb: (e: Error | null, r: { status: string }) => void) => void).call(
-      client,
-      { service },
-      (err, res) => {
-        client.close();
-        if (err) reject(err);
-        else resolve(res.status);
-      },
-    ),
-  );
+  try {
+    return await healthCheck(client, service);
+  } finally {
+    client.close();
+  }
 }
 
 describe.each([
@@ -36,8 +36,8 @@ describe.each([
   });
 
   test('answers the standard health check as SERVING from outside', async () => {
-    expect(await healthCheck(`127.0.0.1:${proc.grpcPort}`)).toBe('SERVING');
-    expect(await healthCheck(`127.0.0.1:${proc.grpcPort}`, service.typeName)).toBe('SERVING');
+    expect(await checkAt(`127.0.0.1:${proc.grpcPort}`)).toBe('SERVING');
+    expect(await checkAt(`127.0.0.1:${proc.grpcPort}`, service.typeName)).toBe('SERVING');
   });
 
   test('lists its service through reflection', async () => {

@@ -52,6 +52,17 @@ export function healthClient(address: string): GenericClient {
   return new HealthClient(address, grpc.credentials.createInsecure()) as unknown as GenericClient;
 }
 
+/** `grpc.health.v1.Health/Check` through the grpc-health-check client; resolves with the status name. */
+export function healthCheck(client: GenericClient, service = ''): Promise<string> {
+  const check = client.check as unknown as (
+    req: unknown,
+    cb: (err: grpc.ServiceError | null, res: { status: string }) => void,
+  ) => void;
+  return new Promise((resolve, reject) =>
+    check.call(client, { service }, (err, res) => (err ? reject(err) : resolve(res.status))),
+  );
+}
+
 /** Asks server reflection (v1) for the list of services. */
 export async function listServicesByReflection(address: string): Promise<string[]> {
   const reflectionDir = dirname(require.resolve('@grpc/reflection/package.json'));

@@ -33,14 +33,7 @@ export function buildService(
   return { service, hub, config };
 }
 
-/** Polls `condition` until true; fails after `timeoutMs` (a deadline against hangs, not a timing assertion). */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 15000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+export { waitFor } from '../../support/wait';
 
 /** Takes the next `n` events from an iterator. */
 export async function take(iterator: AsyncIterator<InboxEvent>, n: number): Promise<InboxEvent[]> {

@@ -3,6 +3,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { InboxEventType } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
 import { unary } from '../../support/grpc-clients';
+import { waitFor } from '../../support/wait';
 
 let n: RunningNotificationApp;
 beforeAll(async () => {
@@ -223,11 +224,3 @@ describe('WatchInbox', () => {
     expect(end).toMatchObject({ code: Code.Canceled });
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { startEchoServer, type EchoHarness } from './harness';
 import { unary, listServicesByReflection } from '../../support/grpc-clients';
+import { waitFor } from '../../support/wait';
 
 let h: EchoHarness;
 beforeAll(async () => {
@@ -210,11 +211,3 @@ describe('reflection', () => {
     expect(names).toEqual(expect.arrayContaining(['svc.testing.v1.EchoService', 'grpc.health.v1.Health']));
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -1,23 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { startEchoServer } from './harness';
-import { healthClient, unary } from '../../support/grpc-clients';
-
-function check(client: ReturnType<typeof healthClient>, service: string): Promise<{ status: string }> {
-  return new Promise((resolve, reject) =>
-    (
-      client.check as (r: unknown, cb: (e: grpc.ServiceError | null, r: { status: string }) => void) => void
-    ).call(client, { service }, (err, res) => (err ? reject(err) : resolve(res))),
-  );
-}
+import { healthCheck, healthClient, unary } from '../../support/grpc-clients';
+import { waitFor } from '../../support/wait';
 
 describe('grpc.health.v1 through the grpc-health-check client', () => {
   test('Check "" and the service name answer SERVING once ready', async () => {
     const h = await startEchoServer();
     const client = healthClient(h.grpcAddress);
     try {
-      expect((await check(client, '')).status).toBe('SERVING');
-      expect((await check(client, 'svc.testing.v1.EchoService')).status).toBe('SERVING');
+      expect(await healthCheck(client, '')).toBe('SERVING');
+      expect(await healthCheck(client, 'svc.testing.v1.EchoService')).toBe('SERVING');
     } finally {
       client.close();
       await h.close();
@@ -28,7 +21,9 @@ describe('grpc.health.v1 through the grpc-health-check client', () => {
     const h = await startEchoServer();
     const client = healthClient(h.grpcAddress);
     try {
-      await expect(check(client, 'no.such.Service')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+      await expect(healthCheck(client, 'no.such.Service')).rejects.toMatchObject({
+        code: grpc.status.NOT_FOUND,
+      });
     } finally {
       client.close();
       await h.close();
@@ -119,7 +114,7 @@ describe('service-to-service auth', () => {
     const h = await startEchoServer({ apiTokens: [token] });
     const client = healthClient(h.grpcAddress);
     try {
-      expect((await check(client, '')).status).toBe('SERVING');
+      expect(await healthCheck(client, '')).toBe('SERVING');
     } finally {
       client.close();
       await h.close();
@@ -171,11 +166,3 @@ describe('graceful shutdown', () => {
     h.grpc.close();
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

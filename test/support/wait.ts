@@ -1,0 +1,15 @@
+/**
+ * Polls `condition` until it holds; fails after `timeoutMs`. A deadline against hangs, never a timing
+ * assertion: tests wait on observable state instead of sleeping.
+ */
+export async function waitFor(
+  condition: () => boolean,
+  what = 'condition',
+  timeoutMs = 15000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
