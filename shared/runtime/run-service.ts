@@ -2,24 +2,34 @@
  * The life of a service process: load config, start, report where it listens, shut down gracefully
  * on SIGTERM/SIGINT (a second signal exits at once), and never die silently.
  */
-import { ConfigError } from '../config';
+import { ConfigError, redactSecrets } from '../config';
 import { createLogger, type Logger } from '../logging/logger';
 
 export interface RunningService {
-  /** Human-readable addresses, printed once the service is ready. */
-  describe(): string;
+  /** The ports actually bound. */
+  ports: { grpc: number; http: number };
   stop(): Promise<void>;
 }
 
-export interface ServiceDefinition<C> {
+/** What a service's config must have for the runner. */
+export interface RunnableConfig {
+  log: { level: string };
+  server: { host: string };
+}
+
+export interface ServiceDefinition<C extends RunnableConfig> {
   name: string;
   loadConfig(): C;
-  logLevel(config: C): string;
   start(config: C, logger: Logger): Promise<RunningService>;
 }
 
+/** The host to show people: a wildcard bind address is reachable as localhost. */
+export function displayHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+}
+
 /** Runs a service until a termination signal; exit code 0 after a clean shutdown. */
-export function runService<C>(def: ServiceDefinition<C>): void {
+export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>): void {
   let config: C;
   try {
     config = def.loadConfig();
@@ -30,7 +40,7 @@ export function runService<C>(def: ServiceDefinition<C>): void {
     }
     throw err;
   }
-  const logger = createLogger({ name: def.name, level: def.logLevel(config) });
+  const logger = createLogger({ name: def.name, level: config.log.level });
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception; exiting');
     process.exit(1);
@@ -43,12 +53,16 @@ export function runService<C>(def: ServiceDefinition<C>): void {
   void (async () => {
     let service: RunningService;
     try {
+      logger.info({ config: redactSecrets(config) }, 'effective configuration');
       service = await def.start(config, logger);
     } catch (err) {
       logger.fatal({ err }, 'failed to start');
       process.exit(1);
     }
-    logger.info(`${def.name} ready: ${service.describe()}`);
+    const host = displayHost(config.server.host);
+    logger.info(
+      `${def.name} ready: gRPC ${host}:${service.ports.grpc}, HTTP http://${host}:${service.ports.http}`,
+    );
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
