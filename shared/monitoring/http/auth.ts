@@ -33,3 +33,27 @@ export function pathOf(req: IncomingMessage): string {
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
 }
+
+/**
+ * A request handler that answers what `handle` serves and passes everything else to `next` or,
+ * without one, answers 404 JSON. A failure of `handle` is logged and answered with a generic 500.
+ */
+export function chainHandler(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>,
+  next: ((req: IncomingMessage, res: ServerResponse) => void) | undefined,
+  onError: (err: unknown) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).then(
+      (handled) => {
+        if (handled) return;
+        if (next) next(req, res);
+        else sendNotFound(res);
+      },
+      (err: unknown) => {
+        onError(err);
+        if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+      },
+    );
+  };
+}

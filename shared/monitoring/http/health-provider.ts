@@ -16,7 +16,7 @@ import {
   HealthStatus,
   httpStatusOf,
 } from '../health/result';
-import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { chainHandler, isAuthorized, pathOf, sendMethodNotAllowed, sendUnauthorized } from './auth';
 import { sendJson } from '../../http/json';
 import type { RequestHandler } from './metrics-middleware';
 
@@ -134,19 +134,11 @@ export class HealthCheckProvider {
    * one, gets a 404 JSON answer.
    */
   middleware(next?: RequestHandler): RequestHandler {
-    return (req, res) => {
-      this.handle(req, res).then(
-        (handled) => {
-          if (handled) return;
-          if (next) next(req, res);
-          else sendNotFound(res);
-        },
-        (err: unknown) => {
-          this.logger.error({ err }, 'health middleware failed');
-          if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
-        },
-      );
-    };
+    return chainHandler(
+      (req, res) => this.handle(req, res),
+      next,
+      (err) => this.logger.error({ err }, 'health middleware failed'),
+    );
   }
 
   private toPayload(report: HealthReport): HealthPayload {

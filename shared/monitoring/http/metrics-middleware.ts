@@ -12,7 +12,7 @@ import { MetricsCollector, NoopMetricsCollector, type MetricsCollectorProtocol }
 import { renderMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
-import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from './auth';
+import { chainHandler, isAuthorized, pathOf, sendMethodNotAllowed, sendUnauthorized } from './auth';
 import { sendJson } from '../../http/json';
 
 /** A plain Node request handler. */
@@ -151,20 +151,11 @@ export class MetricsMiddleware {
    * or, without `next`, gets a 404 JSON answer.
    */
   middleware(next?: RequestHandler): RequestHandler {
-    const wrapped = next ? this.wrap(next) : undefined;
-    return (req, res) => {
-      this.handle(req, res).then(
-        (handled) => {
-          if (handled) return;
-          if (wrapped) wrapped(req, res);
-          else sendNotFound(res);
-        },
-        (err: unknown) => {
-          this.logger.error({ err }, 'metrics middleware failed');
-          if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
-        },
-      );
-    };
+    return chainHandler(
+      (req, res) => this.handle(req, res),
+      next ? this.wrap(next) : undefined,
+      (err) => this.logger.error({ err }, 'metrics middleware failed'),
+    );
   }
 
   private routeLabel(req: IncomingMessage): string {
