@@ -35,7 +35,7 @@ export async function createNotificationApp(
   const inboxProvider = new InboxProvider({
     config: config.inbox,
     database: config.database,
-    logger: logger.child({ component: 'inbox' }),
+    logger, // each inbox part names its own `component`
   });
   // Opened here rather than in start(): the RPC layer and the gateway need the service itself.
   await inboxProvider.start();
