@@ -1,0 +1,74 @@
+/**
+ * The contract between the channel-neutral delivery pipeline (services/notification/delivery) and the
+ * provider drivers (services/notification/channels/{email,sms,push}). A driver speaks one provider's
+ * wire protocol and classifies what the provider answered; the pipeline owns records, retries,
+ * idempotency and leases. Drivers never touch the delivery store; the pipeline never parses a
+ * provider's answer.
+ */
+
+/** Delivery channels. */
+export type Channel = 'email' | 'sms' | 'push';
+
+/**
+ * Where a delivery stands. A status only moves forward:
+ * pending -> retrying* -> sent -> delivered | undelivered, or pending/retrying -> failed.
+ * `sent` means the provider accepted the message (SMTP 250, API 202); only a provider receipt makes
+ * it `delivered` (or `undelivered`).
+ */
+export type DeliveryStatus = 'pending' | 'retrying' | 'sent' | 'delivered' | 'undelivered' | 'failed';
+
+/**
+ * How one attempt ended, as the driver classifies the provider's answer (from its outcome table):
+ * - `sent`: accepted by the provider.
+ * - `retryable`: a transient failure (4xx SMTP reply, dropped connection, timeout, HTTP 5xx).
+ * - `rate_limited`: retryable, with the provider's requested delay in `retryAfterMs` when it gave one.
+ * - `permanent`: will never succeed for this message (5xx SMTP reply, HTTP 400/401/403).
+ * - `recipient_failure`: permanent, and caused by the recipient (invalid number, unsubscribed, bounced
+ *   mailbox); a later issue feeds these to the suppression list.
+ */
+export type OutcomeClass = 'sent' | 'retryable' | 'rate_limited' | 'permanent' | 'recipient_failure';
+
+/** The result of one attempt. */
+export interface SendOutcome {
+  class: OutcomeClass;
+  /** The provider's id for the accepted message (SMTP queue id / Message-ID, X-Message-Id, sid). */
+  providerReference?: string;
+  /**
+   * Why it failed, safe to store and show to the caller: a short classification and the provider's
+   * own message, never credentials, request bodies or stack traces.
+   */
+  reason?: string;
+  /** The provider's own error code (SMTP reply code, HTTP status, API error code), when it gave one. */
+  providerCode?: string;
+  /** The delay the provider asked for (Retry-After), in milliseconds. */
+  retryAfterMs?: number;
+}
+
+/** What the pipeline tells a driver about the attempt it is making. */
+export interface DriverSendContext {
+  /** The delivery record's id (sent to providers that carry custom arguments). */
+  deliveryId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Aborted at the attempt timeout or when the process is shutting down. */
+  signal: AbortSignal;
+}
+
+/**
+ * One named backend of one channel, as the pipeline sees it. `P` is the channel's payload (for email
+ * the prepared message, Message-ID included), stored as JSON in the delivery record so a restarted
+ * process can send it again.
+ *
+ * `send` never throws for a provider's answer: every answer, timeout or connection failure is a
+ * `SendOutcome`. A throw means a bug and is treated as `retryable` with a generic reason.
+ */
+export interface DeliveryDriver<P = unknown> {
+  /** The backend's configured name. */
+  readonly name: string;
+  readonly channel: Channel;
+  /** The driver kind (`smtp`, `http_api`, `sms_gateway`, ...), for metrics and logs. */
+  readonly driver: string;
+  send(payload: P, ctx: DriverSendContext): Promise<SendOutcome>;
+  /** Releases connections (pools, HTTP agents). */
+  close(): Promise<void>;
+}
