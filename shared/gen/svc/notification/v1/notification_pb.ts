@@ -12,7 +12,56 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/notification.proto.
  */
 export const file_svc_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLAAwoIRGVsaXZlcnkSCgoCaWQYASABKAkSLQoHY2hhbm5lbBgCIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIPCgdiYWNrZW5kGAMgASgJEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEAoIYXR0ZW1wdHMYBSABKAUSEgoKbGFzdF9lcnJvchgGIAEoCRIaChJwcm92aWRlcl9yZWZlcmVuY2UYByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEhEKCXJlY2lwaWVudBgJIAEoCRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9uZXh0X2F0dGVtcHRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVAoOU2VuZFNtc1JlcXVlc3QSCgoCdG8YASABKAkSDAoEYm9keRgCIAEoCRIPCgdiYWNrZW5kGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSJbCg9TZW5kU21zUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyKnAQoLUHVzaE1lc3NhZ2USFAoMZGV2aWNlX3Rva2VuGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSOAoEZGF0YRgEIAMoCzIqLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2UuRGF0YUVudHJ5GisKCURhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIm4KD1NlbmRQdXNoUmVxdWVzdBIxCgdtZXNzYWdlGAEgASgLMiAuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZRIPCgdiYWNrZW5kGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJcChBTZW5kUHVzaFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMidAoUU2VuZFB1c2hCYXRjaFJlcXVlc3QSMgoIbWVzc2FnZXMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJImoKD1B1c2hCYXRjaFJlc3VsdBINCgVpbmRleBgBIAEoBRITCgtkZWxpdmVyeV9pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIk4KFVNlbmRQdXNoQmF0Y2hSZXNwb25zZRI1CgdyZXN1bHRzGAEgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoQmF0Y2hSZXN1bHQiSgoPRW1haWxBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIPCgdjb250ZW50GAMgASgMItACChBTZW5kRW1haWxSZXF1ZXN0EgoKAnRvGAEgAygJEgoKAmNjGAIgAygJEgsKA2JjYxgDIAMoCRIQCghyZXBseV90bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEgwKBHRleHQYBiABKAkSDAoEaHRtbBgHIAEoCRI5CgthdHRhY2htZW50cxgIIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRW1haWxBdHRhY2htZW50EkMKB2hlYWRlcnMYCSADKAsyMi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QuSGVhZGVyc0VudHJ5Eg8KB2JhY2tlbmQYCiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIl0KEVNlbmRFbWFpbFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkYKE0dldERlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5IrMBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSLQoHY2hhbm5lbBgDIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIzCgZzdGF0dXMYBCABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEg8KB2JhY2tlbmQYBSABKAkiZAoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqWAoHQ2hhbm5lbBIXChNDSEFOTkVMX1VOU1BFQ0lGSUVEEAASDwoLQ0hBTk5FTF9TTVMQARIQCgxDSEFOTkVMX1BVU0gQAhIRCg1DSEFOTkVMX0VNQUlMEAMqpwEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBDLVBAoTTm90aWZpY2F0aW9uU2VydmljZRJUCgdTZW5kU21zEiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVxdWVzdBokLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1Jlc3BvbnNlElcKCFNlbmRQdXNoEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVzcG9uc2USZgoNU2VuZFB1c2hCYXRjaBIpLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlcXVlc3QaKi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXNwb25zZRJaCglTZW5kRW1haWwSJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QaJi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlc3BvbnNlEmAKC0dldERlbGl2ZXJ5Eicuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USaQoOTGlzdERlbGl2ZXJpZXMSKi5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSK3AQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAyKoBAoIRGVsaXZlcnkSCgoCaWQYASABKAkSLQoHY2hhbm5lbBgCIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIPCgdiYWNrZW5kGAMgASgJEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEAoIYXR0ZW1wdHMYBSABKAUSEgoKbGFzdF9lcnJvchgGIAEoCRIaChJwcm92aWRlcl9yZWZlcmVuY2UYByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEhEKCXJlY2lwaWVudBgJIAEoCRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9uZXh0X2F0dGVtcHRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOQoLYXR0ZW1wdF9sb2cYDyADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5QXR0ZW1wdCJUCg5TZW5kU21zUmVxdWVzdBIKCgJ0bxgBIAEoCRIMCgRib2R5GAIgASgJEg8KB2JhY2tlbmQYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlsKD1NlbmRTbXNSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIqcBCgtQdXNoTWVzc2FnZRIUCgxkZXZpY2VfdG9rZW4YASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRI4CgRkYXRhGAQgAygLMiouc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZS5EYXRhRW50cnkaKwoJRGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEibgoPU2VuZFB1c2hSZXF1ZXN0EjEKB21lc3NhZ2UYASABKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlwKEFNlbmRQdXNoUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyJ0ChRTZW5kUHVzaEJhdGNoUmVxdWVzdBIyCghtZXNzYWdlcxgBIAMoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2USDwoHYmFja2VuZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiagoPUHVzaEJhdGNoUmVzdWx0Eg0KBWluZGV4GAEgASgFEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMiTgoVU2VuZFB1c2hCYXRjaFJlc3BvbnNlEjUKB3Jlc3VsdHMYASADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hCYXRjaFJlc3VsdCJKCg9FbWFpbEF0dGFjaG1lbnQSEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwi4wIKEFNlbmRFbWFpbFJlcXVlc3QSCgoCdG8YASADKAkSCgoCY2MYAiADKAkSCwoDYmNjGAMgAygJEhAKCHJlcGx5X3RvGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEdGV4dBgGIAEoCRIMCgRodG1sGAcgASgJEjkKC2F0dGFjaG1lbnRzGAggAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5FbWFpbEF0dGFjaG1lbnQSQwoHaGVhZGVycxgJIAMoCzIyLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdC5IZWFkZXJzRW50cnkSDwoHYmFja2VuZBgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKEVNlbmRFbWFpbFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgDIAEoCSIgChJHZXREZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiRgoTR2V0RGVsaXZlcnlSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnkiswEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSDwoHYmFja2VuZBgFIAEoCSJkChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEjEKCmRlbGl2ZXJpZXMYASADKAsyHS5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpYCgdDaGFubmVsEhcKE0NIQU5ORUxfVU5TUEVDSUZJRUQQABIPCgtDSEFOTkVMX1NNUxABEhAKDENIQU5ORUxfUFVTSBACEhEKDUNIQU5ORUxfRU1BSUwQAyriAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhgKFERFTElWRVJZX1NUQVRVU19TRU5UEAUSHwobREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEEAYq0gEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFEFUVEVNUFRfT1VUQ09NRV9TRU5UEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEiAKHEFUVEVNUFRfT1VUQ09NRV9SQVRFX0xJTUlURUQQAxIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAQSJQohQVRURU1QVF9PVVRDT01FX1JFQ0lQSUVOVF9GQUlMVVJFEAUy1QQKE05vdGlmaWNhdGlvblNlcnZpY2USVAoHU2VuZFNtcxIjLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1JlcXVlc3QaJC5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRTbXNSZXNwb25zZRJXCghTZW5kUHVzaBIkLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hSZXF1ZXN0GiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlc3BvbnNlEmYKDVNlbmRQdXNoQmF0Y2gSKS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXF1ZXN0Giouc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaEJhdGNoUmVzcG9uc2USWgoJU2VuZEVtYWlsEiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kRW1haWxSZXF1ZXN0GiYuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kRW1haWxSZXNwb25zZRJgCgtHZXREZWxpdmVyeRInLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0RGVsaXZlcnlSZXF1ZXN0Giguc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+
+/**
+ * DeliveryAttempt is one try at handing the message to the provider.
+ *
+ * @generated from message svc.notification.v1.DeliveryAttempt
+ */
+export type DeliveryAttempt = Message<"svc.notification.v1.DeliveryAttempt"> & {
+  /**
+   * When the attempt started.
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 1;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * How it ended.
+   *
+   * @generated from field: svc.notification.v1.AttemptOutcome outcome = 2;
+   */
+  outcome: AttemptOutcome;
+
+  /**
+   * The sanitised error (a classification and the provider's message); empty when it was sent.
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+
+  /**
+   * The provider's id for the message, when it accepted it.
+   *
+   * @generated from field: string provider_reference = 4;
+   */
+  providerReference: string;
+
+  /**
+   * How long the attempt took, in milliseconds.
+   *
+   * @generated from field: int64 duration_ms = 5;
+   */
+  durationMs: bigint;
+};
+
+/**
+ * Describes the message svc.notification.v1.DeliveryAttempt.
+ * Use `create(DeliveryAttemptSchema)` to create a new message.
+ */
+export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 0);
 
 /**
  * Delivery is the record of one message on one channel.
@@ -105,11 +154,25 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
   nextAttemptAt?: Timestamp | undefined;
 
   /**
-   * When the provider accepted the message, once DELIVERED.
+   * When a provider receipt confirmed delivery, once DELIVERED.
    *
    * @generated from field: google.protobuf.Timestamp delivered_at = 13;
    */
   deliveredAt?: Timestamp | undefined;
+
+  /**
+   * When the provider accepted the message, once SENT.
+   *
+   * @generated from field: google.protobuf.Timestamp sent_at = 14;
+   */
+  sentAt?: Timestamp | undefined;
+
+  /**
+   * Every attempt so far, oldest first.
+   *
+   * @generated from field: repeated svc.notification.v1.DeliveryAttempt attempt_log = 15;
+   */
+  attemptLog: DeliveryAttempt[];
 };
 
 /**
@@ -117,7 +180,7 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 0);
+  messageDesc(file_svc_notification_v1_notification, 1);
 
 /**
  * SendSmsRequest sends one text message.
@@ -159,7 +222,7 @@ export type SendSmsRequest = Message<"svc.notification.v1.SendSmsRequest"> & {
  * Use `create(SendSmsRequestSchema)` to create a new message.
  */
 export const SendSmsRequestSchema: GenMessage<SendSmsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 1);
+  messageDesc(file_svc_notification_v1_notification, 2);
 
 /**
  * SendSmsResponse identifies the delivery.
@@ -187,7 +250,7 @@ export type SendSmsResponse = Message<"svc.notification.v1.SendSmsResponse"> & {
  * Use `create(SendSmsResponseSchema)` to create a new message.
  */
 export const SendSmsResponseSchema: GenMessage<SendSmsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 2);
+  messageDesc(file_svc_notification_v1_notification, 3);
 
 /**
  * PushMessage is one push notification to one device.
@@ -229,7 +292,7 @@ export type PushMessage = Message<"svc.notification.v1.PushMessage"> & {
  * Use `create(PushMessageSchema)` to create a new message.
  */
 export const PushMessageSchema: GenMessage<PushMessage> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 3);
+  messageDesc(file_svc_notification_v1_notification, 4);
 
 /**
  * SendPushRequest sends one push notification.
@@ -264,7 +327,7 @@ export type SendPushRequest = Message<"svc.notification.v1.SendPushRequest"> & {
  * Use `create(SendPushRequestSchema)` to create a new message.
  */
 export const SendPushRequestSchema: GenMessage<SendPushRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 4);
+  messageDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * SendPushResponse identifies the delivery.
@@ -292,7 +355,7 @@ export type SendPushResponse = Message<"svc.notification.v1.SendPushResponse"> &
  * Use `create(SendPushResponseSchema)` to create a new message.
  */
 export const SendPushResponseSchema: GenMessage<SendPushResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 5);
+  messageDesc(file_svc_notification_v1_notification, 6);
 
 /**
  * SendPushBatchRequest sends many push notifications.
@@ -327,7 +390,7 @@ export type SendPushBatchRequest = Message<"svc.notification.v1.SendPushBatchReq
  * Use `create(SendPushBatchRequestSchema)` to create a new message.
  */
 export const SendPushBatchRequestSchema: GenMessage<SendPushBatchRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 6);
+  messageDesc(file_svc_notification_v1_notification, 7);
 
 /**
  * PushBatchResult is the outcome for one message of a batch.
@@ -362,7 +425,7 @@ export type PushBatchResult = Message<"svc.notification.v1.PushBatchResult"> & {
  * Use `create(PushBatchResultSchema)` to create a new message.
  */
 export const PushBatchResultSchema: GenMessage<PushBatchResult> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 7);
+  messageDesc(file_svc_notification_v1_notification, 8);
 
 /**
  * SendPushBatchResponse has one result per message, in request order.
@@ -383,7 +446,7 @@ export type SendPushBatchResponse = Message<"svc.notification.v1.SendPushBatchRe
  * Use `create(SendPushBatchResponseSchema)` to create a new message.
  */
 export const SendPushBatchResponseSchema: GenMessage<SendPushBatchResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 8);
+  messageDesc(file_svc_notification_v1_notification, 9);
 
 /**
  * EmailAttachment is a file attached to an email.
@@ -418,7 +481,7 @@ export type EmailAttachment = Message<"svc.notification.v1.EmailAttachment"> & {
  * Use `create(EmailAttachmentSchema)` to create a new message.
  */
 export const EmailAttachmentSchema: GenMessage<EmailAttachment> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 9);
+  messageDesc(file_svc_notification_v1_notification, 10);
 
 /**
  * SendEmailRequest sends one email (the wire form of a Mailable).
@@ -497,11 +560,20 @@ export type SendEmailRequest = Message<"svc.notification.v1.SendEmailRequest"> &
   backend: string;
 
   /**
-   * Optional idempotency key.
+   * Optional idempotency key: the same key with the same content returns the first delivery and sends
+   * nothing; the same key with different content is ALREADY_EXISTS. Keys are scoped per API token and
+   * remembered at least 24 hours.
    *
    * @generated from field: string idempotency_key = 11;
    */
   idempotencyKey: string;
+
+  /**
+   * Display name shown with the backend's `from_email`.
+   *
+   * @generated from field: string from_name = 12;
+   */
+  fromName: string;
 };
 
 /**
@@ -509,7 +581,7 @@ export type SendEmailRequest = Message<"svc.notification.v1.SendEmailRequest"> &
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 10);
+  messageDesc(file_svc_notification_v1_notification, 11);
 
 /**
  * SendEmailResponse identifies the delivery.
@@ -525,11 +597,19 @@ export type SendEmailResponse = Message<"svc.notification.v1.SendEmailResponse">
   deliveryId: string;
 
   /**
-   * Status at the time of the answer.
+   * Status at the time of the answer (PENDING, or the earlier delivery's status for a repeated
+   * idempotency key).
    *
    * @generated from field: svc.notification.v1.DeliveryStatus status = 2;
    */
   status: DeliveryStatus;
+
+  /**
+   * The RFC 5322 Message-ID given to this email; every attempt (and any resend after a crash) carries it.
+   *
+   * @generated from field: string message_id = 3;
+   */
+  messageId: string;
 };
 
 /**
@@ -537,7 +617,7 @@ export type SendEmailResponse = Message<"svc.notification.v1.SendEmailResponse">
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 11);
+  messageDesc(file_svc_notification_v1_notification, 12);
 
 /**
  * GetDeliveryRequest names one delivery.
@@ -558,7 +638,7 @@ export type GetDeliveryRequest = Message<"svc.notification.v1.GetDeliveryRequest
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 12);
+  messageDesc(file_svc_notification_v1_notification, 13);
 
 /**
  * GetDeliveryResponse carries the record.
@@ -579,7 +659,7 @@ export type GetDeliveryResponse = Message<"svc.notification.v1.GetDeliveryRespon
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 13);
+  messageDesc(file_svc_notification_v1_notification, 14);
 
 /**
  * ListDeliveriesRequest filters and pages delivery records.
@@ -628,7 +708,7 @@ export type ListDeliveriesRequest = Message<"svc.notification.v1.ListDeliveriesR
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 14);
+  messageDesc(file_svc_notification_v1_notification, 15);
 
 /**
  * ListDeliveriesResponse is one page of records.
@@ -656,7 +736,7 @@ export type ListDeliveriesResponse = Message<"svc.notification.v1.ListDeliveries
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 15);
+  messageDesc(file_svc_notification_v1_notification, 16);
 
 /**
  * Channel is the delivery channel of a record.
@@ -727,18 +807,35 @@ export enum DeliveryStatus {
   RETRYING = 2,
 
   /**
-   * The provider accepted the message.
+   * A provider receipt confirmed delivery to the recipient. Never set by a send alone: a provider
+   * accepting the message is SENT.
    *
    * @generated from enum value: DELIVERY_STATUS_DELIVERED = 3;
    */
   DELIVERED = 3,
 
   /**
-   * Failed permanently, or retries were exhausted.
+   * Failed permanently (the provider refused it, or the recipient is invalid), or retries were
+   * exhausted; `last_error` says why.
    *
    * @generated from enum value: DELIVERY_STATUS_FAILED = 4;
    */
   FAILED = 4,
+
+  /**
+   * The provider accepted the message (SMTP 250, HTTP 202); whether it reached the recipient is not
+   * known until a receipt arrives.
+   *
+   * @generated from enum value: DELIVERY_STATUS_SENT = 5;
+   */
+  SENT = 5,
+
+  /**
+   * A provider receipt said the message could not be delivered after it was accepted.
+   *
+   * @generated from enum value: DELIVERY_STATUS_UNDELIVERED = 6;
+   */
+  UNDELIVERED = 6,
 }
 
 /**
@@ -748,12 +845,71 @@ export const DeliveryStatusSchema: GenEnum<DeliveryStatus> = /*@__PURE__*/
   enumDesc(file_svc_notification_v1_notification, 1);
 
 /**
+ * AttemptOutcome is how one send attempt ended, as the backend's driver classified the provider's answer.
+ *
+ * @generated from enum svc.notification.v1.AttemptOutcome
+ */
+export enum AttemptOutcome {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The provider accepted the message.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_SENT = 1;
+   */
+  SENT = 1,
+
+  /**
+   * A transient failure (a 4xx SMTP reply, a dropped connection, a timeout, an HTTP 5xx); retried.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_RETRYABLE = 2;
+   */
+  RETRYABLE = 2,
+
+  /**
+   * The provider asked to slow down (HTTP 429, with Retry-After); retried no sooner than it asked.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_RATE_LIMITED = 3;
+   */
+  RATE_LIMITED = 3,
+
+  /**
+   * The provider refused the message for good; not retried.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_PERMANENT = 4;
+   */
+  PERMANENT = 4,
+
+  /**
+   * The recipient is invalid or refuses messages; not retried.
+   *
+   * @generated from enum value: ATTEMPT_OUTCOME_RECIPIENT_FAILURE = 5;
+   */
+  RECIPIENT_FAILURE = 5,
+}
+
+/**
+ * Describes the enum svc.notification.v1.AttemptOutcome.
+ */
+export const AttemptOutcomeSchema: GenEnum<AttemptOutcome> = /*@__PURE__*/
+  enumDesc(file_svc_notification_v1_notification, 2);
+
+/**
  * NotificationService delivers SMS, push notifications and email through named provider backends.
  *
  * Every send goes through one pipeline: validate, idempotency key, delivery record, send through the
  * named backend (the primary backend of the channel when none is named), classify the outcome, retry
  * retryable failures with exponential backoff and jitter, final state. A send returns as soon as the
- * delivery record is stored: the returned status is usually PENDING; poll GetDelivery for the outcome.
+ * delivery record is committed (nothing acknowledged is lost, even if the process dies right after):
+ * the returned status is usually PENDING; poll GetDelivery for the outcome.
+ *
+ * SENT is not DELIVERED: a provider that accepted a message (the SMTP relay said 250, the API said 202)
+ * makes the record SENT. Only a provider receipt can make it DELIVERED (or UNDELIVERED).
  *
  * @generated from service svc.notification.v1.NotificationService
  */
