@@ -126,6 +126,7 @@ const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^
 /** CR or LF: the header-injection characters. */
 const LINE_BREAK = /[\r\n]/;
 /** Control characters other than tab; NUL also cannot be stored (PostgreSQL text and jsonb). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
 /**
@@ -240,7 +241,9 @@ export class Mailable {
     const to = addressList(f.to, 'to');
     const cc = addressList(f.cc, 'cc');
     const bcc = addressList(f.bcc, 'bcc');
-    if (to.length + cc.length + bcc.length === 0) invalid('to', 'at least one recipient is required');
+    // A `to` recipient, not just cc/bcc: the v3 API requires one, and a message addressed to nobody
+    // visible reads as spam.
+    if (to.length === 0) invalid('to', 'at least one recipient is required');
     if (to.length + cc.length + bcc.length > limits.maxRecipients) {
       invalid('to', `at most ${limits.maxRecipients} recipients (to, cc and bcc together) are allowed`);
     }
@@ -346,7 +349,7 @@ export function outboundEmailProblem(payload: unknown): string | undefined {
     if (!Array.isArray(v) || !v.every((a) => typeof a?.email === 'string'))
       return `payload.${list} is malformed`;
   }
-  if (p.to!.length + p.cc!.length + p.bcc!.length === 0) return 'payload has no recipient';
+  if (p.to!.length === 0) return 'payload has no recipient';
   if (typeof p.subject !== 'string' || typeof p.text !== 'string') return 'payload has no subject or text';
   if (typeof p.headers !== 'object' || p.headers === null) return 'payload.headers is malformed';
   if (
