@@ -6,6 +6,7 @@ import {
   HttpApiMailer,
   MAX_ANSWER_BYTES,
 } from '../../../../services/notification/channels/email/http-api-mailer';
+import { waitFor } from '../../../support/wait';
 import { attempt, FROM, outbound, simpleEmail } from './support';
 import { startV3Peer, type V3Peer } from './v3-peer';
 
@@ -241,6 +242,5 @@ describe('HttpApiMailer against a v3 peer', () => {
 });
 
 async function waitForRequests(peer: V3Peer, n: number): Promise<void> {
-  const { waitFor } = await import('../../../support/wait');
   await waitFor(() => peer.requests.length >= n, `${n} requests`);
 }
