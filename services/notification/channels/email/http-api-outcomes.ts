@@ -100,7 +100,8 @@ export function retryAfterMs(headers: HttpApiAnswer['headers'], now: number): nu
   const value = header(headers, 'retry-after')?.trim();
   if (value) {
     if (/^\d+$/.test(value)) return Number(value) * 1000;
-    const at = Date.parse(value);
+    // An HTTP date names its weekday and month; Date.parse alone would also read "-5" as a year.
+    const at = /[A-Za-z]{3}/.test(value) ? Date.parse(value) : Number.NaN;
     if (!Number.isNaN(at)) return Math.max(0, at - now);
   }
   const reset = header(headers, 'x-ratelimit-reset')?.trim();
