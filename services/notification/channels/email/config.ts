@@ -6,6 +6,9 @@ import { z } from 'zod';
 
 import {
   bool,
+  ConfigError,
+  configKey,
+  envVarName,
   emailAddress,
   httpUrl,
   itemName,
@@ -109,7 +112,21 @@ export type MailerConfig = z.infer<typeof MailerConfigSchema>;
 /** The mailer section as it may be written (defaults not yet applied). */
 export type MailerConfigInput = z.input<typeof MailerConfigSchema>;
 
-/** Parses (and defaults) a mailer section given in code; ZodError for an invalid one. */
+/**
+ * Parses (and defaults) a mailer section given in code (`MailerModule.configure`); a ConfigError
+ * naming each bad key (`notification.mailer.backends[0].http_api: ...`) for an invalid one.
+ */
 export function parseMailerConfig(input: MailerConfigInput = {}): MailerConfig {
-  return MailerConfigSchema.parse(input);
+  const result = MailerConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const path = (p: readonly PropertyKey[]) => ['mailer', ...p];
+  throw new ConfigError(
+    'notification',
+    result.error.issues.map((issue) => ({
+      key: configKey('notification', path(issue.path)),
+      message: issue.message,
+      source: 'code',
+      envVar: envVarName('notification', path(issue.path)),
+    })),
+  );
 }

@@ -15,7 +15,9 @@ export function mailerHealthCheckName(name: string): string {
  * that does not answer is `degraded`, never `unhealthy`: the inbox and the durable queue still work,
  * and deliveries wait for the provider instead of failing.
  */
-export interface MailerHealthResult {
+// A type, not an interface: health checks take `Record<string, unknown>`, which only a type alias
+// satisfies without an index signature.
+export type MailerHealthResult = {
   status: 'healthy' | 'degraded';
   details: {
     backend: string;
@@ -26,7 +28,7 @@ export interface MailerHealthResult {
   };
   /** On failure only: a short classification, never credentials or driver text. */
   message?: string;
-}
+};
 
 /** A mailer backend: sends an OutboundEmail and classifies the provider's answer. */
 export interface MailerProtocol extends DeliveryDriver<OutboundEmail> {
