@@ -87,6 +87,6 @@ describe('mailer config', () => {
   it('refuses a zero timeout', () => {
     expect(
       issuesOf({ ...smtpEnv, SVC_NOTIFICATION__MAILER__BACKENDS__0__SMTP__SOCKET_TIMEOUT_MS: '0' }),
-    ).toEqual(['notification.mailer.backends[0].smtp.socket_timeout_ms: expected a positive integer']);
+    ).toEqual(['notification.mailer.backends[0].smtp.socket_timeout_ms: expected a positive integer, got 0']);
   });
 });
