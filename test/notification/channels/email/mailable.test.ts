@@ -200,6 +200,21 @@ describe('Mailable', () => {
       expect(refusal({ ...fields, text: `${fields.text}t` }, limits).field).toBe('message');
     });
 
+    it('accepts 50 headers and refuses 51', () => {
+      const headers = (n: number) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-H${i}`, 'v']));
+
+      expect(() => Mailable.of({ ...valid, headers: headers(50) }).build()).not.toThrow();
+      expect(refusal({ ...valid, headers: headers(51) }).field).toBe('headers');
+    });
+
+    it('accepts 100 attachments and refuses 101', () => {
+      const files = (n: number) => Array.from({ length: n }, (_, i) => ({ filename: `f${i}`, content: 'x' }));
+
+      expect(() => Mailable.of({ ...valid, attachments: files(100) }).build()).not.toThrow();
+      expect(refusal({ ...valid, attachments: files(101) }).field).toBe('attachments');
+    });
+
     it('accepts max_recipients recipients and refuses one more', () => {
       const three = { ...valid, cc: ['b@example.com'], bcc: ['c@example.com'] };
       expect(() => Mailable.of(three).build(limits)).not.toThrow();
