@@ -295,7 +295,8 @@ export class Mailable {
       if (!MIME_TYPE.test(contentType))
         invalid(`${at}.content_type`, 'must be a MIME type such as application/pdf');
       const content = typeof a.content === 'string' ? Buffer.from(a.content, 'utf8') : a.content;
-      if (!(content instanceof Uint8Array)) invalid(`${at}.content`, 'must be bytes or a string');
+      // isView, not instanceof: bytes from another realm (a vm context, a worker) are bytes too.
+      if (!ArrayBuffer.isView(content)) invalid(`${at}.content`, 'must be bytes or a string');
       if (content.byteLength > limits.maxAttachmentBytes) {
         invalid(
           at,
