@@ -8,9 +8,7 @@ import { z } from 'zod';
 
 import {
   type LoadConfigOptions,
-  bool,
   databaseSectionSchema,
-  emailAddress,
   e164,
   environmentSchema,
   httpUrl,
@@ -19,10 +17,23 @@ import {
   itemName,
   nonEmptyString,
   nonNegativeInt,
-  port,
   positiveInt,
   serverSectionSchema,
 } from '../../shared/config';
+import { backendList, primaryFlag } from './channels/backend-list';
+import { MailerConfigSchema } from './channels/email/config';
+
+// The named-backend rules and the mailer section have their homes beside the channels; re-exported
+// here because callers of the service config (tests, the composition root) look for them here.
+export { primaryBackend } from './channels/backend-list';
+export {
+  MailerConfigSchema,
+  NamedMailerConfigSchema,
+  SMTPDriverConfigSchema,
+  HttpApiDriverConfigSchema,
+  type MailerConfig,
+  type NamedMailerConfig,
+} from './channels/email/config';
 
 /** Driver settings of the `sms_gateway` SMS driver. */
 export const SmsGatewayDriverConfigSchema = z.strictObject({
@@ -61,33 +72,10 @@ export const PushDriverBConfigSchema = z.strictObject({
   base_url: httpUrl().default('https://push-b.example.com'),
 });
 
-/** SMTP mailer settings (nodemailer transport). */
-export const SMTPDriverConfigSchema = z.strictObject({
-  host: nonEmptyString(),
-  port: port().default(587),
-  /** TLS from the first byte (port 465); false means STARTTLS when the server offers it. */
-  secure: bool().default(false),
-  user: z.string().default(''),
-  /** Secret. */
-  password: z.string().default(''),
-  /** Reuse connections (nodemailer pool). */
-  pool: bool().default(true),
-  max_connections: positiveInt().default(5),
-});
-
-/** `http_api` mailer settings: a REST e-mail API authenticated with a bearer API key. */
-export const HttpApiDriverConfigSchema = z.strictObject({
-  base_url: httpUrl(),
-  /** Secret. */
-  api_key: nonEmptyString(),
-});
-
-const primary = bool().default(false);
-
 /** One named SMS backend (`NamedSMSConfig`). */
 export const NamedSMSConfigSchema = z.strictObject({
   name: itemName(),
-  primary,
+  primary: primaryFlag,
   driver: z.literal('sms_gateway').default('sms_gateway'),
   sms_gateway: SmsGatewayDriverConfigSchema.optional(),
 });
@@ -95,68 +83,11 @@ export const NamedSMSConfigSchema = z.strictObject({
 /** One named push backend (`NamedPushConfig`). */
 export const NamedPushConfigSchema = z.strictObject({
   name: itemName(),
-  primary,
+  primary: primaryFlag,
   driver: z.enum(['push_driver_a', 'push_driver_b']),
   push_driver_a: PushDriverAConfigSchema.optional(),
   push_driver_b: PushDriverBConfigSchema.optional(),
 });
-
-/** One named mailer backend (`NamedMailerConfig`). */
-export const NamedMailerConfigSchema = z.strictObject({
-  name: itemName(),
-  primary,
-  driver: z.enum(['smtp', 'http_api']),
-  from_email: emailAddress(),
-  smtp: SMTPDriverConfigSchema.optional(),
-  http_api: HttpApiDriverConfigSchema.optional(),
-});
-
-interface NamedBackend {
-  name: string;
-  primary: boolean;
-  driver: string;
-}
-
-/**
- * Rules every backend list follows: names are unique; at most one backend is `primary` (when none
- * is, the first one is the primary: see {@link primaryBackend}); the section named after the chosen
- * driver is present.
- */
-function backendList<S extends z.ZodType<NamedBackend>>(element: S, what: string) {
-  return z
-    .array(element, { error: `expected a list of ${what} backends` })
-    .default(() => [])
-    .superRefine((list, ctx) => {
-      const seen = new Map<string, number>();
-      let primaryAt: number | undefined;
-      list.forEach((backend, i) => {
-        const earlier = seen.get(backend.name);
-        if (earlier !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [i, 'name'],
-            message: `duplicate ${what} backend name "${backend.name}" (already used by entry [${earlier}])`,
-          });
-        } else seen.set(backend.name, i);
-        if (backend.primary) {
-          if (primaryAt !== undefined) {
-            ctx.addIssue({
-              code: 'custom',
-              path: [i, 'primary'],
-              message: `only one ${what} backend may be primary; entry [${primaryAt}] is primary already`,
-            });
-          } else primaryAt = i;
-        }
-        if ((backend as unknown as Record<string, unknown>)[backend.driver] === undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [i, backend.driver],
-            message: `settings are required when driver is "${backend.driver}"`,
-          });
-        }
-      });
-    });
-}
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -179,13 +110,6 @@ export const InboxConfigSchema = z
     max_metadata_bytes: positiveInt().default(16384),
     /** Events buffered per WatchInbox subscriber before it is closed with RESOURCE_EXHAUSTED. */
     watch_buffer_size: positiveInt().default(256),
-  })
-  .prefault({});
-
-/** `MailerConfig`: named e-mail backends. */
-export const MailerConfigSchema = z
-  .strictObject({
-    backends: backendList(NamedMailerConfigSchema, 'mailer'),
   })
   .prefault({});
 
@@ -254,10 +178,6 @@ export type NotificationConfigInput = z.input<typeof NotificationConfigSchema>;
 export type NamedSMSConfig = z.infer<typeof NamedSMSConfigSchema>;
 /** One named push backend. */
 export type NamedPushConfig = z.infer<typeof NamedPushConfigSchema>;
-/** One named mailer backend. */
-export type NamedMailerConfig = z.infer<typeof NamedMailerConfigSchema>;
-/** The mailer section. */
-export type MailerConfig = z.infer<typeof MailerConfigSchema>;
 /** The inbox section. */
 export type InboxConfig = z.infer<typeof InboxConfigSchema>;
 /** Delivery retry policy. */
@@ -274,12 +194,4 @@ export function loadNotificationConfig(
   opts: Pick<LoadConfigOptions<NotificationConfig>, 'env' | 'file'> = {},
 ): Readonly<NotificationConfig> {
   return loadConfig({ ...opts, section: 'notification', schema: NotificationConfigSchema, overrides });
-}
-
-/**
- * The backend that also receives unnamed sends: the one marked `primary`, else the first; undefined
- * for an empty list.
- */
-export function primaryBackend<B extends { primary: boolean }>(backends: readonly B[]): B | undefined {
-  return backends.find((b) => b.primary) ?? backends[0];
 }

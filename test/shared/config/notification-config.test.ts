@@ -37,7 +37,12 @@ describe('NotificationConfig', () => {
       database: { url: '', data_dir: './data/notification', pool_max: 10 },
       sms_backends: [],
       push_backends: [],
-      mailer: { backends: [] },
+      mailer: {
+        backends: [],
+        max_attachment_bytes: 10485760,
+        max_message_bytes: 26214400,
+        max_recipients: 100,
+      },
       inbox: {
         store_backend: 'database',
         retention_days: 30,
@@ -71,6 +76,12 @@ describe('NotificationConfig', () => {
       password: '',
       pool: true,
       max_connections: 5,
+      require_tls: false,
+      tls_reject_unauthorized: true,
+      connection_timeout_ms: 10000,
+      greeting_timeout_ms: 10000,
+      socket_timeout_ms: 60000,
+      health_cache_ms: 30000,
     });
   });
 

@@ -40,7 +40,7 @@ describe('redactSecrets', () => {
             name: 'smtp',
             driver: 'smtp',
             from_email: 'a@example.com',
-            smtp: { host: 'mx', password: secrets.password },
+            smtp: { host: 'mx', user: 'mailer', password: secrets.password },
           },
           {
             name: 'api',

@@ -1,0 +1,222 @@
+/**
+ * The `http_api` mailer: a SendGrid v3-compatible REST API (`POST {base_url}/v3/mail/send`, bearer
+ * API key), over node:http(s) with a keep-alive agent capped at `max_connections`. It sends the stored
+ * OutboundEmail as it is, Message-ID included, and classifies the answer from http-api-outcomes.ts.
+ * The API key goes into the Authorization header and nowhere else: not into reasons, logs or errors.
+ */
+import http from 'node:http';
+import https from 'node:https';
+
+import type { Logger } from '../../../../shared/logging/logger';
+import { silentLogger } from '../../../../shared/logging/logger';
+import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
+import type { HttpApiDriverConfig } from './config';
+import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES, type HttpApiAnswer } from './http-api-outcomes';
+import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
+import type { MailerHealthResult, MailerProtocol } from './mailer';
+
+/** Most bytes of an answer read; the rest is dropped (an error body needs far less). */
+export const MAX_ANSWER_BYTES = 64 * 1024;
+/** The longest a health probe may take (below the health checker's default 5 s per check). */
+export const HTTP_API_PROBE_TIMEOUT_MS = 4000;
+
+/** What the http_api mailer is built from. */
+export interface HttpApiMailerOptions {
+  name: string;
+  fromEmail: string;
+  config: HttpApiDriverConfig;
+  logger?: Logger;
+}
+
+/** Why a request ended without an answer. */
+type NoAnswer = { kind: keyof typeof HTTP_API_ERROR_OUTCOMES; code?: string };
+
+/** The `http_api` driver of one named backend. */
+export class HttpApiMailer implements MailerProtocol {
+  readonly channel = 'email' as const;
+  readonly driver = 'http_api';
+  readonly name: string;
+  readonly fromEmail: string;
+  private readonly config: HttpApiDriverConfig;
+  private readonly base: URL;
+  private readonly agent: http.Agent;
+  private readonly log: Logger;
+  private probing: Promise<MailerHealthResult> | undefined;
+
+  constructor(opts: HttpApiMailerOptions) {
+    this.name = opts.name;
+    this.fromEmail = opts.fromEmail;
+    this.config = opts.config;
+    this.base = new URL(opts.config.base_url.replace(/\/+$/, '') + '/');
+    const Agent = this.base.protocol === 'https:' ? https.Agent : http.Agent;
+    this.agent = new Agent({ keepAlive: true, maxSockets: opts.config.max_connections });
+    this.log = (opts.logger ?? silentLogger()).child({ component: 'http-api-mailer', backend: opts.name });
+  }
+
+  /** Posts `payload` once; every answer (or its absence) becomes a SendOutcome. */
+  async send(payload: OutboundEmail, ctx: DriverSendContext): Promise<SendOutcome> {
+    const problem = outboundEmailProblem(payload);
+    if (problem !== undefined) return { class: 'permanent', reason: `malformed email payload: ${problem}` };
+    const body = JSON.stringify(this.v3Body(payload, ctx.deliveryId));
+    const result = await this.request(
+      'POST',
+      new URL('v3/mail/send', this.base),
+      {
+        authorization: `Bearer ${this.config.api_key}`,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+      },
+      body,
+      this.config.timeout_ms,
+      ctx.signal,
+    );
+    const outcome =
+      'status' in result ? classifyHttpApiAnswer(result, [this.config.api_key]) : noAnswerOutcome(result);
+    if (outcome.class !== 'sent') {
+      this.log.warn(
+        {
+          deliveryId: ctx.deliveryId,
+          attempt: ctx.attempt,
+          outcome: outcome.class,
+          code: outcome.providerCode,
+        },
+        'http_api send failed',
+      );
+    }
+    return outcome;
+  }
+
+  /** The API answers at all (any HTTP status) within the probe timeout. Not authenticated. */
+  checkHealth(): Promise<MailerHealthResult> {
+    this.probing ??= this.probe().finally(() => {
+      this.probing = undefined;
+    });
+    return this.probing;
+  }
+
+  /** Closes the keep-alive connections. */
+  async close(): Promise<void> {
+    this.agent.destroy();
+  }
+
+  /** The v3 request body. */
+  private v3Body(p: OutboundEmail, deliveryId: string): Record<string, unknown> {
+    const personalization: Record<string, unknown> = { to: p.to.map(v3Address) };
+    if (p.cc.length > 0) personalization.cc = p.cc.map(v3Address);
+    if (p.bcc.length > 0) personalization.bcc = p.bcc.map(v3Address);
+    const from: EmailAddress = { email: this.fromEmail };
+    if (p.fromName) from.name = p.fromName;
+    const content = [{ type: 'text/plain', value: p.text }];
+    if (p.html !== undefined) content.push({ type: 'text/html', value: p.html });
+    const body: Record<string, unknown> = {
+      personalizations: [personalization],
+      from,
+      subject: p.subject,
+      content,
+      headers: { ...p.headers, 'Message-ID': p.messageId },
+      custom_args: { delivery_id: deliveryId },
+    };
+    if (p.replyTo) body.reply_to = v3Address(p.replyTo);
+    if (p.attachments.length > 0) {
+      body.attachments = p.attachments.map((a) => ({
+        content: a.contentBase64,
+        filename: a.filename,
+        type: a.contentType,
+        disposition: 'attachment',
+      }));
+    }
+    return body;
+  }
+
+  private async probe(): Promise<MailerHealthResult> {
+    const started = performance.now();
+    const result = await this.request(
+      'GET',
+      this.base,
+      {},
+      undefined,
+      Math.min(this.config.timeout_ms, HTTP_API_PROBE_TIMEOUT_MS),
+    );
+    const details = {
+      backend: this.name,
+      driver: this.driver,
+      latency_ms: Math.round(performance.now() - started),
+      cached: false,
+    };
+    if ('status' in result) return { status: 'healthy', details };
+    const outcome = noAnswerOutcome(result);
+    return { status: 'degraded', details, message: `mail API check failed: ${outcome.reason}` };
+  }
+
+  /**
+   * One request, bounded in time (`timeoutMs`, and `signal`) and in the bytes read back. Resolves with
+   * the answer or with why there was none; never rejects.
+   */
+  private request(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: string | undefined,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<HttpApiAnswer | NoAnswer> {
+    return new Promise((resolve) => {
+      let ended: NoAnswer | undefined;
+      const client = url.protocol === 'https:' ? https : http;
+      const req = client.request(url, { method, headers, agent: this.agent });
+      const stop = (why: NoAnswer) => {
+        ended ??= why;
+        req.destroy();
+      };
+      const timer = setTimeout(() => stop({ kind: 'timeout' }), timeoutMs);
+      const onAbort = () => stop({ kind: 'aborted' });
+      // One listener, removed when the request ends: the signal may outlive many requests.
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const finish = (result: HttpApiAnswer | NoAnswer) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      if (signal?.aborted) stop({ kind: 'aborted' });
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        finish(ended ?? { kind: 'connection', code: err.code }),
+      );
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size >= MAX_ANSWER_BYTES) return;
+          chunks.push(chunk.subarray(0, MAX_ANSWER_BYTES - size));
+          size += chunk.length;
+          // More than we will ever read: stop the transfer instead of buffering it.
+          if (size >= MAX_ANSWER_BYTES) res.destroy();
+        });
+        const answer = (): HttpApiAnswer => ({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          receivedAt: Date.now(),
+        });
+        res.on('end', () => finish(answer()));
+        // A status line arrived: a cut body still classifies by its status, unless we cut it short
+        // because of our own timeout or abort.
+        res.on('close', () => finish(ended ?? answer()));
+        res.on('error', () => undefined);
+      });
+      req.end(body);
+    });
+  }
+}
+
+function v3Address(a: EmailAddress): EmailAddress {
+  return a.name ? { email: a.email, name: a.name } : { email: a.email };
+}
+
+function noAnswerOutcome(why: NoAnswer): SendOutcome {
+  const row = HTTP_API_ERROR_OUTCOMES[why.kind];
+  return {
+    class: row.class,
+    reason: why.code ? `${row.meaning} (${why.code})` : row.meaning,
+    providerCode: why.code ?? why.kind,
+  };
+}

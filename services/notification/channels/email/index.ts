@@ -1,0 +1,13 @@
+/** The email channel: Mailable, the mailers (smtp, http_api), their outcome tables, MailerModule. */
+export * from './config';
+export * from './mailable';
+export * from './mailer';
+export * from './mailer-module';
+export { SmtpMailer, SMTP_PROBE_TIMEOUT_MS } from './smtp-mailer';
+export { HttpApiMailer, HTTP_API_PROBE_TIMEOUT_MS, MAX_ANSWER_BYTES } from './http-api-mailer';
+export { SMTP_REPLY_OUTCOMES, SMTP_ERROR_OUTCOMES, classifySmtpFailure } from './smtp-outcomes';
+export {
+  HTTP_API_STATUS_OUTCOMES,
+  HTTP_API_ERROR_OUTCOMES,
+  classifyHttpApiAnswer,
+} from './http-api-outcomes';

@@ -1,0 +1,31 @@
+/** Helpers shared by the mailers' outcome tables. */
+import type { OutcomeClass } from '../../delivery/driver';
+
+/** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
+export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
+
+/** True when `code` matches `pattern`. */
+export function codeMatches(pattern: CodePattern, code: number): boolean {
+  return typeof pattern === 'number' ? pattern === code : Math.floor(code / 100) === Number(pattern[0]);
+}
+
+/** What a row of an outcome table decides. */
+export interface OutcomeDecision {
+  class: OutcomeClass;
+  /** What the row means, for the reason stored with the attempt and for the README. */
+  meaning: string;
+}
+
+const MAX_REASON = 300;
+
+/**
+ * Provider text made safe to store and show: control characters folded to spaces, `secrets`
+ * replaced, cut to a bounded length.
+ */
+export function safeText(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const s of secrets) if (s !== '') out = out.split(s).join('[REDACTED]');
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  out = out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return out.length > MAX_REASON ? `${out.slice(0, MAX_REASON)}...` : out;
+}

@@ -1,0 +1,30 @@
+/**
+ * A health probe result reused for a while: probes of a provider cost a connection, and /health may
+ * be asked every few seconds by several probers. Concurrent callers share one running probe.
+ */
+export class ProbeCache<R extends { details: { cached: boolean } }> {
+  private last: { result: R; at: number } | undefined;
+  private running: Promise<R> | undefined;
+
+  constructor(
+    private readonly probe: () => Promise<R>,
+    private readonly ttlMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** The cached result while fresh (marked `cached`), else a new probe's. */
+  get(): Promise<R> {
+    if (this.last && this.now() - this.last.at < this.ttlMs) {
+      return Promise.resolve({ ...this.last.result, details: { ...this.last.result.details, cached: true } });
+    }
+    this.running ??= this.probe()
+      .then((result) => {
+        this.last = { result, at: this.now() };
+        return result;
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
+    return this.running;
+  }
+}
