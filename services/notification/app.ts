@@ -11,7 +11,7 @@ import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/r
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
-import { openStorage, type Storage } from '../../shared/storage/database';
+import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import type { NotificationConfig } from './config';
 import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
@@ -34,6 +34,11 @@ export interface NotificationApp {
   stop(): Promise<void>;
 }
 
+/** Every migration set of the service, in order: run at start and by `npm run migrate`. */
+export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
+  { migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE },
+];
+
 /** True when some area keeps its data in the database (so the service opens one). */
 function needsDatabase(config: NotificationConfig): boolean {
   return config.inbox.store_backend === 'database';
@@ -51,11 +56,7 @@ export async function createNotificationApp(
     // store comes next to the inbox here).
     const storage = needsDatabase(config)
       ? await lifecycle.storage('database', () =>
-          openStorage(
-            config.database,
-            [{ migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE }],
-            logger,
-          ),
+          openStorage(config.database, NOTIFICATION_MIGRATION_SETS, logger),
         )
       : undefined;
 

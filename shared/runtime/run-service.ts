@@ -2,8 +2,8 @@
  * The life of a service process: load config, start, report where it listens, shut down gracefully
  * on SIGTERM/SIGINT (a second signal exits at once), and never die silently.
  */
-import { ConfigError, redactSecrets } from '../config';
-import { createLogger, type Logger } from '../logging/logger';
+import { ConfigError, outputForcedInteractive, redactSecrets } from '../config';
+import { createLogger, type LogFormat, type Logger } from '../logging/logger';
 
 export interface RunningService {
   /** The ports actually bound. */
@@ -13,7 +13,7 @@ export interface RunningService {
 
 /** What a service's config must have for the runner. */
 export interface RunnableConfig {
-  log: { level: string };
+  log: { level: string; format: LogFormat };
   server: { host: string };
 }
 
@@ -40,7 +40,12 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     }
     throw err;
   }
-  const logger = createLogger({ name: def.name, level: config.log.level });
+  const logger = createLogger({
+    name: def.name,
+    level: config.log.level,
+    format: config.log.format,
+    interactive: process.stdout.isTTY === true || outputForcedInteractive(),
+  });
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception; exiting');
     process.exit(1);
