@@ -15,6 +15,7 @@ import {
   HealthCheckProvider,
   type HealthConfig,
   loadPromClient,
+  makeMetricName,
   MetricsCollector,
   type MetricsConfig,
   MetricsMiddleware,
@@ -55,7 +56,9 @@ export class ServiceObservability {
     this.collector = new MetricsCollector({ registry: opts.registry, config: metrics });
     const prom = loadPromClient();
     if (prom && metrics.enabled) {
-      collectProcessMetrics(prom, opts.registry, metrics.prefix, metrics.default_labels);
+      // prom-client prepends the prefix as is; join it the way every other metric's is (`svc_`).
+      const prefix = makeMetricName(metrics, '');
+      collectProcessMetrics(prom, opts.registry, prefix, metrics.default_labels);
     }
     this.checker = new HealthChecker({
       defaultTimeout: health.timeout,
