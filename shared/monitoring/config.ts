@@ -17,7 +17,12 @@ import {
 } from '../config/fields';
 import { DEFAULT_BUCKETS } from './instruments';
 
-/** `MetricsConfig`: the service's own metrics and its `/metrics` endpoint. */
+/**
+ * `MetricsConfig`: the service's own metrics and its `/metrics` endpoint. The spec's
+ * `collection_interval` is left out on purpose: prom-client computes process metrics when
+ * `/metrics` is scraped, so there is no collection to schedule, and a key that does nothing is not
+ * offered (push intervals are the backends' own `push_interval` / `export_interval`).
+ */
 export function metricsConfigSchema() {
   return z
     .strictObject({
@@ -47,8 +52,6 @@ export function metricsConfigSchema() {
           error: 'expected bucket bounds in increasing order',
         })
         .default(() => [...DEFAULT_BUCKETS]),
-      /** Seconds (or "15s") between collections of process metrics by push-based backends. */
-      collection_interval: duration().default(15),
       /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
       auth_token: nonEmptyString().optional(),
     })

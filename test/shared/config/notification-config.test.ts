@@ -42,7 +42,6 @@ describe('NotificationConfig', () => {
         prefix: '',
         default_labels: {},
         histogram_buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-        collection_interval: 15,
       },
       sms_backends: [],
       push_backends: [],
