@@ -11,6 +11,9 @@ import { grpcClient, unary } from '../support/grpc-clients';
 
 type WireMessage = { id: string; title: string; read: boolean };
 
+// initdb in WASM takes 6-7 s alone and far longer on a loaded machine; a bound, not a speed check.
+const PGLITE_START_MS = 180_000;
+
 let cwd: string;
 
 beforeAll(() => {
@@ -22,49 +25,57 @@ afterAll(() => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-test('on PGlite, inbox messages sent over gRPC are still there after a restart', async () => {
-  // The first start creates the data directory (initdb in WASM takes several seconds).
-  const first = await startServiceProcess('notification', {}, { cwd });
-  let sentIds: string[];
-  try {
-    expect(first.logs.join('\n')).toMatch(/opening embedded PGlite/);
-    const client = grpcClient(InboxService, `127.0.0.1:${first.grpcPort}`);
+test(
+  'on PGlite, inbox messages sent over gRPC are still there after a restart',
+  async () => {
+    // The first start creates the data directory (initdb in WASM takes several seconds).
+    const first = await startServiceProcess('notification', {}, { cwd, startTimeoutMs: PGLITE_START_MS });
+    let sentIds: string[];
     try {
-      sentIds = [];
-      for (const title of ['first', 'second']) {
-        const { response } = await unary<{ message: WireMessage }>(client, 'send', {
-          userId: 'quickstart-user',
-          title,
-          body: `${title} body`,
-        });
-        sentIds.push(response.message.id);
+      expect(first.logs.join('\n')).toMatch(/opening embedded PGlite/);
+      const client = grpcClient(InboxService, `127.0.0.1:${first.grpcPort}`);
+      try {
+        sentIds = [];
+        for (const title of ['first', 'second']) {
+          const { response } = await unary<{ message: WireMessage }>(client, 'send', {
+            userId: 'quickstart-user',
+            title,
+            body: `${title} body`,
+          });
+          sentIds.push(response.message.id);
+        }
+        await unary(client, 'markRead', { userId: 'quickstart-user', messageId: sentIds[0] });
+      } finally {
+        client.close();
       }
-      await unary(client, 'markRead', { userId: 'quickstart-user', messageId: sentIds[0] });
     } finally {
-      client.close();
+      expect(await first.stop('SIGTERM')).toBe(0);
     }
-  } finally {
-    expect(await first.stop('SIGTERM')).toBe(0);
-  }
-  expect(existsSync(join(cwd, 'data', 'notification', 'PG_VERSION'))).toBe(true);
+    expect(existsSync(join(cwd, 'data', 'notification', 'PG_VERSION'))).toBe(true);
 
-  const second = await startServiceProcess('notification', {}, { cwd });
-  try {
-    const client = grpcClient(InboxService, `127.0.0.1:${second.grpcPort}`);
+    const second = await startServiceProcess('notification', {}, { cwd, startTimeoutMs: PGLITE_START_MS });
     try {
-      const { response } = await unary<{ messages: WireMessage[]; unreadCount: number }>(client, 'getInbox', {
-        userId: 'quickstart-user',
-      });
-      expect(response.messages.map((m) => [m.id, m.title, m.read])).toEqual([
-        [sentIds[1], 'second', false],
-        [sentIds[0], 'first', true],
-      ]);
-      expect(response.unreadCount).toBe(1);
+      const client = grpcClient(InboxService, `127.0.0.1:${second.grpcPort}`);
+      try {
+        const { response } = await unary<{ messages: WireMessage[]; unreadCount: number }>(
+          client,
+          'getInbox',
+          {
+            userId: 'quickstart-user',
+          },
+        );
+        expect(response.messages.map((m) => [m.id, m.title, m.read])).toEqual([
+          [sentIds[1], 'second', false],
+          [sentIds[0], 'first', true],
+        ]);
+        expect(response.unreadCount).toBe(1);
+      } finally {
+        client.close();
+      }
+      expect(second.logs.join('\n')).toMatch(/opening embedded PGlite/);
     } finally {
-      client.close();
+      expect(await second.stop('SIGTERM')).toBe(0);
     }
-    expect(second.logs.join('\n')).toMatch(/opening embedded PGlite/);
-  } finally {
-    expect(await second.stop('SIGTERM')).toBe(0);
-  }
-}, 120_000);
+  },
+  2 * PGLITE_START_MS + 60_000,
+);
