@@ -1,52 +1,54 @@
 /**
- * Wiring of the monitor service: builds every component from the config and serves them on the two
- * ports. Used by main.ts and by tests that run the service in-process.
+ * Wiring of the monitor service (the composition root): builds its areas from the config and serves
+ * them on the two ports, in the shared ServiceLifecycle's start and stop order. Its areas each have
+ * a folder (ingest/, traces/, targets/, web/; see their READMEs); rpc/ puts them behind
+ * MonitorService. Used by main.ts and by tests that run the service in-process.
  */
 import { Registry } from 'prom-client';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
+import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import type { MonitorConfig } from './config';
+import { MonitorRpc } from './rpc/monitor-rpc';
 
+/** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
   server: RpcServer;
   registry: Registry;
-  start(): Promise<{ grpc: number; http: number }>;
+  start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
 
+/** Builds the monitor service from its config; nothing listens until start(). */
 export async function createMonitorApp(config: MonitorConfig, logger: Logger): Promise<MonitorApp> {
   const registry = new Registry();
+  const lifecycle = new ServiceLifecycle(logger);
 
   const server = new RpcServer({
     name: 'monitor',
     logger,
     registry,
     ...serverOptionsFromConfig(config.server),
-    // The monitor RPCs are not built yet: every method answers UNIMPLEMENTED.
-    services: [registration(MonitorService, {})],
+    // Methods MonitorRpc does not have yet answer UNIMPLEMENTED.
+    services: [registration(MonitorService, new MonitorRpc())],
   });
+  lifecycle.serve('server', server);
 
   const observability = new ServiceObservability({
     server,
     registry,
     logger,
     health: config.health,
-    metricsAuthToken: config.metrics_auth_token,
+    metrics: config.metrics,
   });
+  lifecycle.exporter('observability', observability);
 
   return {
     server,
     registry,
-    async start() {
-      const ports = await server.start();
-      await observability.start();
-      return ports;
-    },
-    async stop() {
-      await server.shutdown();
-      observability.stop();
-    },
+    start: () => lifecycle.start(),
+    stop: () => lifecycle.stop(),
   };
 }

@@ -23,78 +23,22 @@ import {
   port,
   positiveInt,
   positiveNumber,
+  requireApiTokensInProduction,
   serverSectionSchema,
-  stringList,
 } from '../../shared/config';
+import { healthConfigSchema, metricsConfigSchema, tracingConfigSchema } from '../../shared/monitoring/config';
 
-/** prom-client's default histogram buckets (seconds). */
-export const DEFAULT_HISTOGRAM_BUCKETS: readonly number[] = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-];
-
-/** `MetricsConfig`. */
-export const MetricsConfigSchema = z
-  .strictObject({
-    enabled: bool().default(true),
-    /** Prepended to every metric name (see {@link makeMetricName}). */
-    prefix: z
-      .string()
-      .regex(/^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/, {
-        error: 'expected a Prometheus name prefix (letters, digits, _ and :)',
-      })
-      .default(''),
-    default_labels: z.record(z.string(), z.string()).default(() => ({})),
-    histogram_buckets: z
-      .array(z.number({ error: 'expected a number' }))
-      .min(1)
-      .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), {
-        error: 'expected bucket bounds in increasing order',
-      })
-      .default(() => [...DEFAULT_HISTOGRAM_BUCKETS]),
-    /** Seconds (or "15s") between collections of process/default metrics. */
-    collection_interval: duration().default(15),
-  })
-  .prefault({});
-
-/** Sampler of new traces. */
-export const SAMPLER_TYPES = ['always_on', 'always_off', 'probability', 'rate_limiting'] as const;
-/** Trace context formats accepted and emitted. */
-export const PROPAGATION_FORMATS = ['tracecontext', 'baggage', 'b3'] as const;
-
-/** `TracingConfig`. */
-export const TracingConfigSchema = z
-  .strictObject({
-    enabled: bool().default(true),
-    service_name: nonEmptyString().default('monitor'),
-    /** Our decision for the spec's unshown values: the OpenTelemetry SDK's samplers. */
-    sampler_type: z.enum(SAMPLER_TYPES).default('probability'),
-    /** Used by the `probability` sampler. */
-    sample_rate: fraction().default(1.0),
-    /** Used by the `rate_limiting` sampler. */
-    max_traces_per_second: positiveNumber().default(100),
-    propagation_formats: z
-      .array(z.enum(PROPAGATION_FORMATS))
-      .min(1)
-      .default(() => ['tracecontext' as const, 'baggage' as const]),
-    max_attributes: positiveInt().default(128),
-    max_events: positiveInt().default(128),
-    max_links: positiveInt().default(128),
-  })
-  .prefault({});
-
+/**
+ * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
+ * shared with the notification service): the monitor serves its own `/metrics` with `metrics.prefix`
+ * and `metrics.default_labels` applied, and `/health` only when `health.enabled`.
+ */
+export const MetricsConfigSchema = metricsConfigSchema();
 /** `HealthConfig`. */
-export const HealthConfigSchema = z
-  .strictObject({
-    enabled: bool().default(true),
-    path: z.string().startsWith('/', { error: 'expected an HTTP path starting with /' }).default('/health'),
-    include_details: bool().default(true),
-    /** Seconds a check may take before it counts as UNHEALTHY. */
-    timeout: duration().default(5.0),
-    checks: stringList().default(() => []),
-    /** Secret. When set, `/health` requires `Authorization: Bearer <token>`. */
-    auth_token: nonEmptyString().optional(),
-  })
-  .prefault({});
+export const HealthConfigSchema = healthConfigSchema();
+/** `TracingConfig`; tracing itself is built by the monitor's traces area. */
+export const TracingConfigSchema = tracingConfigSchema('monitor');
+export { SAMPLER_TYPES, PROPAGATION_FORMATS } from '../../shared/monitoring/config';
 
 /** One service-level objective (`SLO`). */
 export const SLOSchema = z.strictObject({
@@ -216,30 +160,30 @@ function uniqueNames(list: readonly { name: string }[], ctx: z.RefinementCtx, wh
 export const BACKEND_TYPES = ['noop', 'memory', 'pull_metrics', 'opentelemetry'] as const;
 
 /** The whole monitor service configuration (`MonitorConfig`). */
-export const MonitorConfigSchema = z.strictObject({
-  /** Defaults to NODE_ENV, else `development`. */
-  environment: environmentSchema(),
-  enabled: bool().default(true),
-  name: nonEmptyString().default('monitor'),
-  backend_type: z.enum(BACKEND_TYPES).default('noop'),
-  debug: bool().default(false),
-  server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081 }),
-  log: logSectionSchema(),
-  database: databaseSectionSchema('monitor'),
-  metrics: MetricsConfigSchema,
-  tracing: TracingConfigSchema,
-  health: HealthConfigSchema,
-  slo: SLOConfigSchema,
-  error_tracking: ErrorTrackingConfigSchema,
-  opentelemetry: OpenTelemetryConfigSchema,
-  pull_metrics: PullMetricsConfigSchema,
-  /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
-  metrics_auth_token: nonEmptyString().optional(),
-  targets: z
-    .array(TargetConfigSchema)
-    .default(() => [])
-    .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
-});
+export const MonitorConfigSchema = z
+  .strictObject({
+    /** Defaults to NODE_ENV, else `development`. */
+    environment: environmentSchema(),
+    enabled: bool().default(true),
+    name: nonEmptyString().default('monitor'),
+    backend_type: z.enum(BACKEND_TYPES).default('noop'),
+    debug: bool().default(false),
+    server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081 }),
+    log: logSectionSchema(),
+    database: databaseSectionSchema('monitor'),
+    metrics: MetricsConfigSchema,
+    tracing: TracingConfigSchema,
+    health: HealthConfigSchema,
+    slo: SLOConfigSchema,
+    error_tracking: ErrorTrackingConfigSchema,
+    opentelemetry: OpenTelemetryConfigSchema,
+    pull_metrics: PullMetricsConfigSchema,
+    targets: z
+      .array(TargetConfigSchema)
+      .default(() => [])
+      .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
+  })
+  .superRefine(requireApiTokensInProduction);
 
 /** Validated monitor config. */
 export type MonitorConfig = z.infer<typeof MonitorConfigSchema>;
@@ -300,8 +244,8 @@ export function validateForEnvironment(config: MonitorConfig, env: string = conf
   if (config.health.enabled && !config.health.auth_token) {
     issues.push('health endpoint has no auth_token in production: set monitor.health.auth_token');
   }
-  if (config.metrics.enabled && !config.metrics_auth_token) {
-    issues.push('metrics endpoint has no auth token in production: set monitor.metrics_auth_token');
+  if (config.metrics.enabled && !config.metrics.auth_token) {
+    issues.push('metrics endpoint has no auth_token in production: set monitor.metrics.auth_token');
   }
   if (config.error_tracking.dsn.trim() === '') {
     issues.push('error tracking has no dsn in production: exceptions are only logged locally');

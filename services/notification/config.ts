@@ -18,8 +18,10 @@ import {
   nonEmptyString,
   nonNegativeInt,
   positiveInt,
+  requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
+import { healthConfigSchema, metricsConfigSchema } from '../../shared/monitoring/config';
 import { backendList, primaryFlag } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
 
@@ -147,11 +149,15 @@ export const AdminAuthConfigSchema = z
 /** The whole notification service configuration (`NotificationConfig`). */
 export const NotificationConfigSchema = z
   .strictObject({
-    /** Defaults to NODE_ENV, else `development`. `production` requires admin auth. */
+    /** Defaults to NODE_ENV, else `development`. `production` requires admin auth and API tokens. */
     environment: environmentSchema(),
     server: serverSectionSchema({ grpcPort: 50051, httpPort: 8080 }),
     log: logSectionSchema(),
     database: databaseSectionSchema('notification'),
+    /** `/health` and its probes (the monitoring library's HealthConfig). */
+    health: healthConfigSchema(),
+    /** `/metrics` and the service's own metrics (the monitoring library's MetricsConfig). */
+    metrics: metricsConfigSchema(),
     sms_backends: backendList(NamedSMSConfigSchema, 'SMS'),
     push_backends: backendList(NamedPushConfigSchema, 'push'),
     mailer: MailerConfigSchema,
@@ -159,6 +165,7 @@ export const NotificationConfigSchema = z
     delivery: DeliveryConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
   })
+  .superRefine(requireApiTokensInProduction)
   .superRefine((c, ctx) => {
     if (c.environment === 'production' && !c.admin.auth.jwt_secret && !c.admin.auth.jwks_url) {
       ctx.addIssue({

@@ -5,10 +5,9 @@
  */
 import { ConfigError } from '../../shared/config';
 import { createLogger, redactUrl } from '../../shared/logging/logger';
-import { openDatabase } from '../../shared/storage/database';
-import { runMigrations } from '../../shared/storage/migrations';
+import { openStorage } from '../../shared/storage/database';
 import { loadNotificationConfig } from './config';
-import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
+import { NOTIFICATION_MIGRATION_SETS } from './app';
 
 async function main(): Promise<number> {
   let config;
@@ -21,19 +20,22 @@ async function main(): Promise<number> {
     }
     throw err;
   }
-  const logger = createLogger({ name: 'notification-migrate', level: config.log.level });
+  const logger = createLogger({
+    name: 'notification-migrate',
+    level: config.log.level,
+    format: config.log.format,
+  });
   const target = config.database.url
     ? redactUrl(config.database.url)
     : `PGlite in ${config.database.data_dir}`;
-  const knex = await openDatabase(config.database, logger);
+  // The same storage root the service opens at start, so both apply the same migration sets.
+  const storage = await openStorage(config.database, NOTIFICATION_MIGRATION_SETS, logger);
   try {
-    const applied = await runMigrations(knex, notificationMigrations, {
-      tableName: NOTIFICATION_MIGRATIONS_TABLE,
-    });
+    const applied = storage.applied;
     logger.info({ target, applied }, applied.length ? 'migrations applied' : 'schema is up to date');
     return 0;
   } finally {
-    await knex.destroy();
+    await storage.close();
   }
 }
 

@@ -324,3 +324,15 @@ export function loadConfig<T>(opts: LoadConfigOptions<T>): Readonly<T> {
   if (issues.length > 0 || !result.success) throw new ConfigError(section, issues);
   return deepFreeze(result.data);
 }
+
+/**
+ * True when the environment says a person reads this process's output through a pipe: FORCE_COLOR
+ * set (and not 0/false), as `concurrently` does for `npm start` in a terminal. The logger's `auto`
+ * format turns pretty on it. Here because this module is the only reader of `process.env`.
+ */
+export function outputForcedInteractive(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): boolean {
+  const force = env.FORCE_COLOR?.trim().toLowerCase();
+  return force !== undefined && force !== '' && force !== '0' && force !== 'false';
+}

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 
-import { nonEmptyString, nonNegativeInt, port, positiveInt, stringList } from './fields';
+import { bool, nonEmptyString, nonNegativeInt, port, positiveInt, stringList } from './fields';
 
 /** Default ports of one service. */
 export interface ServerDefaults {
@@ -30,15 +30,28 @@ export function serverSectionSchema(defaults: ServerDefaults) {
       shutdown_drain_ms: nonNegativeInt().default(500),
       /** Upper bound for in-flight calls to finish before streams and connections are cut. */
       shutdown_timeout_ms: nonNegativeInt().default(10000),
+      /**
+       * Serve RPCs without `api_tokens` in production. Off by default: a production service without
+       * tokens refuses to start (see {@link requireApiTokensInProduction}).
+       */
+      allow_unauthenticated: bool().default(false),
     })
     .prefault({});
 }
+
+/** How log lines are written: see {@link logSectionSchema}. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 /** The `log` section. */
 export function logSectionSchema() {
   return z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      /**
+       * `json`: one JSON object per line (for log collectors); `pretty`: coloured, readable lines;
+       * `auto` (default): pretty when standard output is a terminal, JSON otherwise.
+       */
+      format: z.enum(LOG_FORMATS).default('auto'),
     })
     .prefault({});
 }
@@ -56,11 +69,36 @@ export function databaseSectionSchema(service: string) {
           error: 'expected a postgres:// or postgresql:// URL, or empty for the embedded database',
         })
         .default(''),
-      /** Data directory of the embedded database (used when `url` is empty). */
+      /** Data directory of the embedded database (used when `url` is empty); `:memory:` keeps it in memory. */
       data_dir: nonEmptyString().default(`./data/${service}`),
       pool_max: positiveInt().default(10),
     })
     .prefault({});
+}
+
+/**
+ * RPCs are closed by default in production: with `environment: production` and no
+ * `server.api_tokens`, the config is invalid (the process exits 2 naming the key) unless
+ * `server.allow_unauthenticated: true` says so. Each service's schema calls this from its
+ * `superRefine`. Other environments only get the server's start-up warning.
+ */
+export function requireApiTokensInProduction(
+  config: {
+    environment: string;
+    server: { api_tokens: readonly string[]; allow_unauthenticated: boolean };
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const { server } = config;
+  if (config.environment !== 'production' || server.api_tokens.length > 0 || server.allow_unauthenticated)
+    return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['server', 'api_tokens'],
+    message:
+      'in production RPCs need auth: set server.api_tokens (bearer tokens), or set ' +
+      'server.allow_unauthenticated: true to serve them open on purpose',
+  });
 }
 
 /** The `server` section after validation. */

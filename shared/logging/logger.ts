@@ -3,9 +3,11 @@
  * `logger.child({ component: 'inbox' }).info({ messageId }, 'message sent')`, errors as `{ err }`.
  *
  * Secret-named fields are censored wherever they appear in the first levels of a log object, so a
- * config dump or an error carrying a driver config never prints a credential.
+ * config dump or an error carrying a driver config never prints a credential. Lines are JSON (for
+ * collectors) or pretty (for people; the default on a terminal): see {@link createLogger}.
  */
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import pinoPretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -41,14 +43,42 @@ function redactPaths(): string[] {
   return paths;
 }
 
+/** How log lines are written: JSON objects, readable lines, or `auto` (readable on a terminal). */
+export type LogFormat = 'json' | 'pretty' | 'auto';
+
+/** Options of {@link createLogger}. */
 export interface CreateLoggerOptions {
   name: string;
   level?: string;
+  /** `auto` (default): pretty when stdout is a terminal, else JSON. Redaction applies to both. */
+  format?: LogFormat;
   /** Where to write; defaults to stdout. Tests pass a stream to read log lines back. */
   destination?: pino.DestinationStream;
+  /**
+   * A person reads the output although it is a pipe (`npm start` runs the services through
+   * `concurrently`, which pipes them to the terminal and says so with FORCE_COLOR). Decides `auto`
+   * and colours; by default, whether the destination is a terminal.
+   */
+  interactive?: boolean;
 }
 
-/** Creates the process logger. Secrets are censored as `[REDACTED]`. */
+/** True when the lines go to a terminal (a person reads them) rather than a pipe or a file. */
+function isTerminal(destination: pino.DestinationStream | undefined): boolean {
+  const out = (destination ?? process.stdout) as { isTTY?: boolean };
+  return out.isTTY === true;
+}
+
+/** The format `auto` resolves to for a destination. */
+export function resolveLogFormat(format: LogFormat | undefined, interactive: boolean): 'json' | 'pretty' {
+  if (format === 'json' || format === 'pretty') return format;
+  return interactive ? 'pretty' : 'json';
+}
+
+/**
+ * Creates the process logger. Secrets are censored as `[REDACTED]` by pino itself, before a line
+ * reaches either format. The pretty format runs pino-pretty in-process (not as a worker transport),
+ * so lines are written in order and none is lost at exit.
+ */
 export function createLogger(opts: CreateLoggerOptions): Logger {
   const options: LoggerOptions = {
     name: opts.name,
@@ -57,6 +87,19 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     base: { service: opts.name },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
+  const interactive = opts.interactive ?? isTerminal(opts.destination);
+  if (resolveLogFormat(opts.format, interactive) === 'pretty') {
+    const pretty = pinoPretty({
+      destination: opts.destination ?? 1,
+      sync: true,
+      colorize: interactive,
+      translateTime: 'SYS:HH:MM:ss.l',
+      // The process name is on every line already (`name`); `service` would repeat it.
+      ignore: 'pid,hostname,service',
+      singleLine: true,
+    });
+    return pino(options, pretty);
+  }
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
 

@@ -15,7 +15,8 @@ import {
   Summary,
 } from './instruments';
 import { makeMetricName, sanitizeMetricName, counterExportName } from './metric-names';
-import type { Labels, MetricsConfig } from './types';
+import type { MetricsConfig } from './config';
+import type { Labels } from './types';
 
 /** What application code records through; MetricsCollector and NoopMetricsCollector implement it. */
 export interface MetricsCollectorProtocol {

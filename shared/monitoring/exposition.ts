@@ -113,8 +113,14 @@ const LINT_FAILING_DEFAULTS = [
 /**
  * Registers prom-client's process metrics on `registry`, minus three `*_total` gauges that fail
  * `promtool check metrics`; their per-type versions (`nodejs_active_handles` and so on) stay.
+ * `prefix` and `labels` are the MetricsConfig's `prefix` (joined as is) and `default_labels`.
  */
-export function collectProcessMetrics(prom: PromClientModule, registry: Registry, prefix = ''): void {
-  prom.collectDefaultMetrics({ register: registry, prefix });
+export function collectProcessMetrics(
+  prom: PromClientModule,
+  registry: Registry,
+  prefix = '',
+  labels: Record<string, string> = {},
+): void {
+  prom.collectDefaultMetrics({ register: registry, prefix, labels });
   for (const name of LINT_FAILING_DEFAULTS) registry.removeSingleMetric(`${prefix}${name}`);
 }

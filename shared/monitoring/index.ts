@@ -3,6 +3,7 @@
  * `/metrics`) and health (checks, checker, registries, `/health`, readiness watch).
  */
 export * from './types';
+export * from './config';
 export * from './errors';
 export * from './clock';
 export * from './prom-loader';

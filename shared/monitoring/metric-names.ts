@@ -1,7 +1,7 @@
 /**
  * Metric and label naming: the spec's dotted names (`http.requests`) become valid Prometheus names.
  */
-import type { MetricsConfig } from './types';
+import type { MetricsConfig } from './config';
 
 const INVALID_NAME_CHARS = /[^a-zA-Z0-9_:]/g;
 const INVALID_LABEL_CHARS = /[^a-zA-Z0-9_]/g;

@@ -10,31 +10,7 @@ export type Labels = Readonly<Record<string, string>>;
 /** The backend `metric_type` argument. */
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
-/** `MetricsConfig`: names, labels and buckets applied to every metric the collector creates. */
-export interface MetricsConfig {
-  enabled: boolean;
-  /** Prefix for all metric names (`svc` makes `requests` into `svc_requests`). */
-  prefix: string;
-  /** Constant labels added to all metrics. */
-  default_labels: Record<string, string>;
-  /** Default histogram buckets (seconds or whatever the metric measures). */
-  histogram_buckets: number[];
-  /** Seconds between collections of process metrics. */
-  collection_interval: number;
-}
-
-/** `HealthConfig`: the `/health` endpoint. */
-export interface HealthConfig {
-  enabled: boolean;
-  path: string;
-  include_details: boolean;
-  /** Seconds allowed per check. */
-  timeout: number;
-  /** Names of the checks to run. */
-  checks: string[];
-  /** When set, `/health` and its probes need `Authorization: Bearer <token>`. */
-  auth_token?: string | null;
-}
+// `MetricsConfig`, `HealthConfig` and `TracingConfig` are the schemas' output: see ./config.
 
 /** `PullMetricsConfig`: the pull-based (Prometheus) metrics backend. */
 export interface PullMetricsConfig {

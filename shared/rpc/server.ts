@@ -255,6 +255,14 @@ export class RpcServer {
     this.routes.push(...routes);
   }
 
+  /**
+   * Calls `observer` first for every request of the HTTP port (Connect RPCs, gateway routes and
+   * 404s alike), before it is dispatched: request metrics see every answer.
+   */
+  observeHttpRequests(observer: (req: IncomingMessage, res: ServerResponse) => void): void {
+    this.http.prependListener('request', observer);
+  }
+
   /** Aborted when shutdown begins: long-lived gateway responses (SSE) end on it. */
   get shutdownSignal(): AbortSignal {
     return this.shutdownController.signal;

@@ -1,15 +1,23 @@
 /**
  * What every service process exposes about itself, from the monitoring library: `/health` with its
- * probes (`/health/live`, `/health/ready`, `/health/startup`), `/metrics` (process, RPC and
- * library metrics of the process registry), and the gRPC health status, which follows readiness.
+ * probes (`/health/live`, `/health/ready`, `/health/startup`), `/metrics` (process, RPC, HTTP and
+ * library metrics of the process registry), request metrics for every answer of the HTTP port, and
+ * the gRPC health status, which follows readiness. The `health` and `metrics` config sections (the
+ * library's schemas) decide what is served and how.
  */
 import type { Registry } from 'prom-client';
 import {
   collectProcessMetrics,
+  DEFAULT_HEALTH_CONFIG,
+  DEFAULT_METRICS_CONFIG,
   HealthCheckCategory,
   HealthChecker,
   HealthCheckProvider,
+  type HealthConfig,
   loadPromClient,
+  makeMetricName,
+  MetricsCollector,
+  type MetricsConfig,
   MetricsMiddleware,
   watchReadiness,
   type ReadinessWatch,
@@ -17,45 +25,41 @@ import {
 import type { RpcServer } from '../rpc/server';
 import type { Logger } from '../logging/logger';
 
-/** The `health` settings a service exposes (the monitor's HealthConfig shape). */
-export interface ServiceHealthSettings {
-  path: string;
-  include_details: boolean;
-  /** Default per-check timeout, seconds. */
-  timeout: number;
-  /** When non-empty, only these checks run. */
-  checks: readonly string[];
-  auth_token?: string | undefined;
-}
-
-export const DEFAULT_HEALTH_SETTINGS: ServiceHealthSettings = {
-  path: '/health',
-  include_details: true,
-  timeout: 5,
-  checks: [],
-};
-
+/** Options of ServiceObservability. */
 export interface ServiceObservabilityOptions {
   server: RpcServer;
   registry: Registry;
   logger: Logger;
-  health?: ServiceHealthSettings;
-  /** Guards `/metrics` with a bearer token when set. */
-  metricsAuthToken?: string | undefined;
+  /** The `health` section; all defaults when omitted. */
+  health?: HealthConfig;
+  /** The `metrics` section; all defaults when omitted. */
+  metrics?: MetricsConfig;
   /** How often readiness is re-evaluated for the gRPC health status. */
   readinessIntervalMs?: number;
 }
 
+/** The service's health checker, `/health`, `/metrics` and HTTP request metrics. */
 export class ServiceObservability {
   /** Register service checks here (`notifications.inbox`, ...). */
   readonly checker: HealthChecker;
+  /**
+   * Creates the service's own instruments with the configured prefix, default labels and buckets,
+   * on the process registry.
+   */
+  readonly collector: MetricsCollector;
   private started = false;
   private watch: ReadinessWatch | undefined;
 
   constructor(private readonly opts: ServiceObservabilityOptions) {
-    const health = opts.health ?? DEFAULT_HEALTH_SETTINGS;
+    const health = opts.health ?? DEFAULT_HEALTH_CONFIG;
+    const metrics = opts.metrics ?? DEFAULT_METRICS_CONFIG;
+    this.collector = new MetricsCollector({ registry: opts.registry, config: metrics });
     const prom = loadPromClient();
-    if (prom) collectProcessMetrics(prom, opts.registry);
+    if (prom && metrics.enabled) {
+      // prom-client prepends the prefix as is; join it the way every other metric's is (`svc_`).
+      const prefix = makeMetricName(metrics, '');
+      collectProcessMetrics(prom, opts.registry, prefix, metrics.default_labels);
+    }
     this.checker = new HealthChecker({
       defaultTimeout: health.timeout,
       only: [...health.checks],
@@ -72,14 +76,21 @@ export class ServiceObservability {
       HealthCheckCategory.READINESS,
     );
 
-    const provider = HealthCheckProvider.fromConfig({ ...health, checks: [...health.checks] }, this.checker, {
-      logger: opts.logger,
-    });
-    const metrics = new MetricsMiddleware({ registry: opts.registry, auth_token: opts.metricsAuthToken });
-    opts.server.addHttpRoutes(
-      (req, res) => provider.handle(req, res),
-      (req, res) => metrics.handle(req, res),
-    );
+    if (health.enabled) {
+      const provider = HealthCheckProvider.fromConfig(health, this.checker, { logger: opts.logger });
+      opts.server.addHttpRoutes((req, res) => provider.handle(req, res));
+    }
+    if (metrics.enabled) {
+      const middleware = new MetricsMiddleware({
+        collector: this.collector,
+        auth_token: metrics.auth_token,
+        buckets: metrics.histogram_buckets,
+        logger: opts.logger,
+      });
+      opts.server.addHttpRoutes((req, res) => middleware.handle(req, res));
+      // Every answer of the HTTP port, Connect RPCs and 404s included, is counted and timed.
+      opts.server.observeHttpRequests((req, res) => middleware.record(req, res));
+    }
   }
 
   /** Marks start-up complete and lets readiness drive the gRPC health status. */
@@ -92,6 +103,7 @@ export class ServiceObservability {
     await this.watch.poll();
   }
 
+  /** Stops the readiness watch. */
   stop(): void {
     this.watch?.stop();
   }

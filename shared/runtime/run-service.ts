@@ -2,8 +2,8 @@
  * The life of a service process: load config, start, report where it listens, shut down gracefully
  * on SIGTERM/SIGINT (a second signal exits at once), and never die silently.
  */
-import { ConfigError, redactSecrets } from '../config';
-import { createLogger, type Logger } from '../logging/logger';
+import { ConfigError, outputForcedInteractive, redactSecrets } from '../config';
+import { createLogger, type LogFormat, type Logger } from '../logging/logger';
 
 export interface RunningService {
   /** The ports actually bound. */
@@ -13,7 +13,7 @@ export interface RunningService {
 
 /** What a service's config must have for the runner. */
 export interface RunnableConfig {
-  log: { level: string };
+  log: { level: string; format: LogFormat };
   server: { host: string };
 }
 
@@ -40,7 +40,12 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     }
     throw err;
   }
-  const logger = createLogger({ name: def.name, level: config.log.level });
+  const logger = createLogger({
+    name: def.name,
+    level: config.log.level,
+    format: config.log.format,
+    interactive: process.stdout.isTTY === true || outputForcedInteractive(),
+  });
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception; exiting');
     process.exit(1);
@@ -50,8 +55,36 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     process.exit(1);
   });
 
+  // Signal handlers go in before anything starts: a SIGTERM that arrives while the database opens
+  // (PGlite's first start takes seconds) or right after the ports open still stops the service
+  // cleanly, once it has started, instead of killing it halfway through writing its data directory.
+  let service: RunningService | undefined;
+  let stopping = false;
+  const stop = (running: RunningService): void => {
+    running.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, service ? 'shutting down' : 'shutting down once started');
+    if (service) stop(service);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
   void (async () => {
-    let service: RunningService;
     try {
       logger.info({ config: redactSecrets(config) }, 'effective configuration');
       service = await def.start(config, logger);
@@ -63,26 +96,6 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     logger.info(
       `${def.name} ready: gRPC ${host}:${service.ports.grpc}, HTTP http://${host}:${service.ports.http}`,
     );
-    let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        logger.warn({ signal }, 'second signal: exiting now');
-        process.exit(1);
-      }
-      stopping = true;
-      logger.info({ signal }, 'shutting down');
-      service.stop().then(
-        () => {
-          logger.info('stopped');
-          process.exit(0);
-        },
-        (err: unknown) => {
-          logger.error({ err }, 'error during shutdown');
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    if (stopping) stop(service);
   })();
 }

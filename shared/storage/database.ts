@@ -7,18 +7,13 @@ import knexFactory, { type Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import ClientPGLite from 'knex-pglite';
 import { types as pgTypes } from 'pg';
+import type { DatabaseConfig } from '../config/server';
 import type { Logger } from '../logging/logger';
 import { redactUrl } from '../logging/logger';
+import { type NamedMigration, runMigrations } from './migrations';
 
-/** The `database` config section (snake_case: it is a file/env format). */
-export interface DatabaseConfig {
-  /** PostgreSQL URL; empty means the embedded PGlite. */
-  url: string;
-  /** PGlite data directory (created when missing); empty or `:memory:` keeps PGlite in memory. */
-  data_dir: string;
-  /** Maximum pg pool size (PGlite always uses one connection). */
-  pool_max: number;
-}
+/** The `database` config section: its one definition is the schema in shared/config. */
+export type { DatabaseConfig } from '../config/server';
 
 /** Which engine a knex instance talks to. */
 export type DatabaseEngine = 'postgres' | 'pglite';
@@ -88,4 +83,56 @@ export function toNumber(value: unknown): number {
   if (typeof value === 'bigint' || typeof value === 'string') return Number(value);
   if (value === null || value === undefined) return 0;
   throw new TypeError(`not a numeric column value: ${typeof value}`);
+}
+
+/** The migrations a service runs at start: an ordered list and the table that records them. */
+export interface MigrationSet {
+  migrations: readonly NamedMigration[];
+  tableName: string;
+}
+
+/**
+ * A service's one database: the composition root opens it once, runs every migration, and hands
+ * `knex` to the areas (an area never opens its own pool); it closes it last at shutdown.
+ */
+export interface Storage {
+  /** The shared connection (pool) every store uses. */
+  readonly knex: Knex;
+  readonly engine: DatabaseEngine;
+  /**
+   * The PostgreSQL URL for `LISTEN` connections (cross-replica events); undefined on PGlite, which
+   * is one process and has no other replicas.
+   */
+  readonly listenUrl: string | undefined;
+  /** The migrations applied by this start (empty when the schema was up to date). */
+  readonly applied: readonly string[];
+  /** Closes the pool; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+/** Opens the configured database and applies every pending migration of each set, in order. */
+export async function openStorage(
+  config: DatabaseConfig,
+  migrations: readonly MigrationSet[],
+  logger: Logger,
+): Promise<Storage> {
+  const knex = await openDatabase(config, logger);
+  const applied: string[] = [];
+  try {
+    for (const set of migrations) {
+      applied.push(...(await runMigrations(knex, set.migrations, { tableName: set.tableName })));
+    }
+  } catch (err) {
+    await knex.destroy().catch(() => undefined);
+    throw err;
+  }
+  const engine = databaseEngine(knex);
+  let closed: Promise<void> | undefined;
+  return {
+    knex,
+    engine,
+    listenUrl: engine === 'postgres' ? config.url : undefined,
+    applied,
+    close: () => (closed ??= knex.destroy()),
+  };
 }

@@ -1,4 +1,6 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import * as grpc from '@grpc/grpc-js';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
@@ -65,6 +67,9 @@ describe.each([
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/process_cpu_user_seconds_total/);
     expect(metrics).toMatch(/rpc_server_handled_total\{[^}]*rpc_code="unimplemented"/);
+    // HTTP request metrics are recorded for what this test asked the HTTP port above.
+    expect(metrics).toMatch(/http_requests_total\{method="GET",route="\/health",status="200"\} 1/);
+    expect(metrics).toMatch(/http_requests_total\{method="GET",route="\/health\/ready",status="200"\} 1/);
     expect(() =>
       execFileSync('promtool', ['check', 'metrics'], { input: metrics, stdio: 'pipe' }),
     ).not.toThrow();
@@ -141,4 +146,80 @@ test('in production without admin keys the notification process refuses to start
       SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
     }),
   ).rejects.toThrow(/exited with 2[\s\S]*admin\.auth/);
+});
+
+describe.each(['notification', 'monitor'] as const)('the %s process in production', (name) => {
+  const prefix = `SVC_${name.toUpperCase()}__`;
+  // Only the API token rule is under test: the notification admin endpoints get their key.
+  const production: Record<string, string> =
+    name === 'notification'
+      ? {
+          NODE_ENV: 'production',
+          [`${prefix}INBOX__STORE_BACKEND`]: 'memory',
+          [`${prefix}ADMIN__AUTH__JWT_SECRET`]: 'x'.repeat(32),
+        }
+      : { NODE_ENV: 'production' };
+
+  test('without server.api_tokens refuses to start: exit 2, naming server.api_tokens', async () => {
+    await expect(startServiceProcess(name, production)).rejects.toThrow(
+      new RegExp(`exited with 2[\\s\\S]*${name}\\.server\\.api_tokens: in production RPCs need auth`),
+    );
+  });
+
+  test('with server.allow_unauthenticated: true it starts, open on purpose, with the warning', async () => {
+    const proc = await startServiceProcess(name, {
+      ...production,
+      [`${prefix}SERVER__ALLOW_UNAUTHENTICATED`]: 'true',
+    });
+    try {
+      expect(await checkAt(`127.0.0.1:${proc.grpcPort}`)).toBe('SERVING');
+      expect(proc.logs.join('\n')).toMatch(/no API tokens configured/);
+    } finally {
+      expect(await proc.stop()).toBe(0);
+    }
+  });
+
+  test('with server.api_tokens it starts and RPCs need the token', async () => {
+    const proc = await startServiceProcess(name, {
+      ...production,
+      [`${prefix}SERVER__API_TOKENS`]: 'prod-token',
+    });
+    try {
+      const res = await fetch(
+        `http://127.0.0.1:${proc.httpPort}/${name === 'notification' ? 'svc.notification.v1.InboxService/CountUnread' : 'svc.monitor.v1.MonitorService/ListSlos'}`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":"u"}' },
+      );
+      expect(res.status).toBe(401);
+    } finally {
+      expect(await proc.stop()).toBe(0);
+    }
+  });
+});
+
+test('a SIGTERM that arrives while the process starts stops it cleanly once started (exit 0)', async () => {
+  const main = join(__dirname, '..', '..', 'dist', 'services', 'monitor', 'main.js');
+  const child = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      SVC_MONITOR__SERVER__HOST: '127.0.0.1',
+      SVC_MONITOR__SERVER__GRPC_PORT: '0',
+      SVC_MONITOR__SERVER__HTTP_PORT: '0',
+      SVC_MONITOR__SERVER__SHUTDOWN_DRAIN_MS: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    // The first line is written before the server is built: signal right then.
+    if (lines.length === 1) child.kill('SIGTERM');
+  });
+  expect(await exited).toBe(0);
+  const messages = lines.map((l) => (JSON.parse(l) as { msg: string }).msg);
+  expect(messages).toContain('shutting down once started');
+  expect(messages.indexOf('stopped')).toBeGreaterThan(
+    messages.findIndex((m) => m.startsWith('monitor ready')),
+  );
 });

@@ -38,6 +38,8 @@ export interface StartServiceOptions {
   /** Working directory; the checkout by default. The benchmarks use a temp dir so no local
    * ./config/application.yaml leaks into what they measure. */
   cwd?: string;
+  /** How long to wait for the ports (default 30 s); a first PGlite start under load needs more. */
+  startTimeoutMs?: number;
 }
 
 function ensureBuilt(name: string): string {
@@ -88,7 +90,7 @@ export async function startServiceProcess(
     const ports = await new Promise<{ grpc: number; http: number }>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`${name} did not start:\n${logs.join('\n')}`)),
-        START_TIMEOUT_MS,
+        options.startTimeoutMs ?? START_TIMEOUT_MS,
       );
       createInterface({ input: child.stdout! }).on('line', (line) => {
         logs.push(line);

@@ -1,12 +1,11 @@
 /**
  * InboxProvider (spec name): wires the inbox from config. It builds the store chosen by
  * inbox.store_backend, the event hub, InboxService, the retention purge and the health check.
+ * The database is not its own: the composition root opens it (and runs every migration) once and
+ * hands it over as `storage`.
  */
-import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
-import { type DatabaseConfig, databaseEngine, openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
-import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from '../migrations';
+import type { Storage } from '../../../shared/storage/database';
 import type { InboxConfig } from './config';
 import { DatabaseInboxStore, type DatabaseInboxStoreOptions } from './database-store';
 import { InboxHealthCheck } from './inbox-health';
@@ -20,12 +19,8 @@ import type { InboxStoreProtocol } from './store';
 export interface InboxProviderOptions {
   config: InboxConfig;
   logger: Logger;
-  /** The database section; used when store_backend is `database` and no `knex` is given. */
-  database?: DatabaseConfig;
-  /** A knex instance shared with other stores; the provider never destroys it. */
-  knex?: Knex;
-  /** Run the notification migrations at start (default true). */
-  migrate?: boolean;
+  /** The service's database (its `knex` and `listenUrl`); required when store_backend is `database`. */
+  storage?: Pick<Storage, 'knex' | 'listenUrl'>;
   /** Injectable clock (messages, events, retention). */
   clock?: () => Date;
   store?: Omit<DatabaseInboxStoreOptions, 'logger'>;
@@ -40,11 +35,10 @@ export class InboxProvider {
     retention: InboxRetention;
     health: InboxHealthCheck;
   } | null = null;
-  private ownedKnex: Knex | null = null;
 
   constructor(private readonly options: InboxProviderOptions) {}
 
-  /** Opens the store (and database), starts the hub and schedules the retention purge. */
+  /** Builds the store on the given storage, starts the hub and schedules the retention purge. */
   async start(): Promise<void> {
     if (this.parts) return;
     const { config, logger } = this.options;
@@ -53,19 +47,11 @@ export class InboxProvider {
     if (config.store_backend === 'memory') {
       store = new InMemoryInboxStore(logger);
     } else {
-      let knex = this.options.knex;
-      if (!knex) {
-        if (!this.options.database)
-          throw new Error('inbox: store_backend "database" needs the database config');
-        knex = await openDatabase(this.options.database, logger);
-        this.ownedKnex = knex;
-      }
-      if (this.options.migrate !== false) {
-        await runMigrations(knex, notificationMigrations, { tableName: NOTIFICATION_MIGRATIONS_TABLE });
-      }
-      store = new DatabaseInboxStore(knex, { ...this.options.store, logger });
+      const storage = this.options.storage;
+      if (!storage) throw new Error('inbox: store_backend "database" needs the service storage');
+      store = new DatabaseInboxStore(storage.knex, { ...this.options.store, logger });
       // Other replicas can only exist on a PostgreSQL server; PGlite is one process.
-      if (databaseEngine(knex) === 'postgres') listenUrl = this.options.database?.url || connectionUrl(knex);
+      listenUrl = storage.listenUrl;
     }
     const hub = new InboxHub(store, { bufferSize: config.watch_buffer_size, logger, listenUrl });
     const service = new InboxService({ store, hub, config, logger, clock: this.options.clock });
@@ -76,7 +62,7 @@ export class InboxProvider {
     this.parts = { store, hub, service, retention, health };
   }
 
-  /** Stops the purge and the hub (ending open watches) and closes a database it opened itself. */
+  /** Stops the purge and the hub (ending open watches); the storage stays open (its owner closes it). */
   async stop(): Promise<void> {
     const parts = this.parts;
     this.parts = null;
@@ -84,8 +70,6 @@ export class InboxProvider {
       await parts.retention.stop();
       await parts.hub.stop();
     }
-    if (this.ownedKnex) await this.ownedKnex.destroy();
-    this.ownedKnex = null;
   }
 
   private get started(): NonNullable<InboxProvider['parts']> {
@@ -117,10 +101,4 @@ export class InboxProvider {
   get health(): InboxHealthCheck {
     return this.started.health;
   }
-}
-
-function connectionUrl(knex: Knex): string | undefined {
-  const connection = knex.client.config.connection as { connectionString?: string } | string | undefined;
-  if (typeof connection === 'string') return connection;
-  return connection?.connectionString;
 }

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type Clock, systemClock } from '../clock';
-import type { HealthConfig } from '../types';
+import type { HealthConfig } from '../config';
 import {
   type HealthCheckResultDict,
   type HealthReport,

@@ -141,9 +141,17 @@ export class MetricsMiddleware {
   /** Wraps a handler so its requests are counted, timed and tracked while active. */
   wrap(handler: RequestHandler): RequestHandler {
     return (req, res) => {
-      this.track(req, res);
+      this.record(req, res);
       handler(req, res);
     };
+  }
+
+  /**
+   * Records one request: active now, then counted and timed with its status when the response
+   * finishes (or the connection closes first). For servers whose dispatch is not one handler to wrap.
+   */
+  record(req: IncomingMessage, res: ServerResponse): void {
+    this.track(req, res);
   }
 
   /**

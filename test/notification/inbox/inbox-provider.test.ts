@@ -2,7 +2,12 @@ import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/confi
 import { DatabaseInboxStore } from '../../../services/notification/inbox/database-store';
 import { InboxProvider } from '../../../services/notification/inbox/inbox-provider';
 import { InMemoryInboxStore } from '../../../services/notification/inbox/memory-store';
+import {
+  NOTIFICATION_MIGRATIONS_TABLE,
+  notificationMigrations,
+} from '../../../services/notification/migrations';
 import { silentLogger } from '../../../shared/logging/logger';
+import { openStorage } from '../../../shared/storage/database';
 import { createTestDatabase } from '../../support/database';
 import { newUser, take } from './support';
 
@@ -24,13 +29,14 @@ describe('InboxProvider', () => {
     }
   });
 
-  it('when store_backend is database with a URL, it migrates, listens and serves events', async () => {
+  it('when store_backend is database on PostgreSQL storage, it listens and serves events', async () => {
     const db = await createTestDatabase('provider');
-    const provider = new InboxProvider({
-      config: DEFAULT_INBOX_CONFIG,
-      database: { url: db.url, data_dir: '', pool_max: 2 },
-      logger: silentLogger(),
-    });
+    const storage = await openStorage(
+      { url: db.url, data_dir: '', pool_max: 2 },
+      [{ migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE }],
+      silentLogger(),
+    );
+    const provider = new InboxProvider({ config: DEFAULT_INBOX_CONFIG, storage, logger: silentLogger() });
     try {
       await provider.start();
       expect(provider.store).toBeInstanceOf(DatabaseInboxStore);
@@ -41,8 +47,18 @@ describe('InboxProvider', () => {
       expect(event!.message!.id).toBe(sent.id);
     } finally {
       await provider.stop();
+      // The storage belongs to its opener: the provider left the pool open.
+      expect((await storage.knex.raw('select 1 as one')).rows[0].one).toBe(1);
+      await storage.close();
       await db.drop();
     }
+  });
+
+  it('when store_backend is database without storage, start fails with a clear error', async () => {
+    const provider = new InboxProvider({ config: DEFAULT_INBOX_CONFIG, logger: silentLogger() });
+    await expect(provider.start()).rejects.toThrow(
+      'inbox: store_backend "database" needs the service storage',
+    );
   });
 
   it('when used before start, its parts throw instead of returning undefined', () => {

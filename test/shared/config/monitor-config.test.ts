@@ -14,9 +14,10 @@ function load(overrides?: Partial<MonitorConfigInput>, env: Record<string, strin
 /** A production config that raises no issue; each test breaks one thing. */
 const hardenedProduction: Partial<MonitorConfigInput> = {
   environment: 'production',
+  server: { api_tokens: ['<API_TOKEN>'] },
   tracing: { sample_rate: 0.1 },
   health: { auth_token: '<AUTH_TOKEN>' },
-  metrics_auth_token: '<AUTH_TOKEN>',
+  metrics: { auth_token: '<AUTH_TOKEN>' },
   error_tracking: { dsn: '<DSN>' },
 };
 
@@ -121,10 +122,16 @@ describe('validateForEnvironment', () => {
   });
 
   it('reports open health and metrics endpoints and a missing dsn in production', () => {
-    const issues = validateForEnvironment(load({ environment: 'production', tracing: { sample_rate: 0.1 } }));
+    const issues = validateForEnvironment(
+      load({
+        environment: 'production',
+        server: { allow_unauthenticated: true },
+        tracing: { sample_rate: 0.1 },
+      }),
+    );
     expect(issues).toEqual([
       expect.stringContaining('health endpoint has no auth_token'),
-      expect.stringContaining('metrics endpoint has no auth token'),
+      expect.stringContaining('metrics endpoint has no auth_token'),
       expect.stringContaining('error tracking has no dsn'),
     ]);
   });

@@ -32,9 +32,17 @@ describe('NotificationConfig', () => {
         max_request_bytes: 4 * 1024 * 1024,
         shutdown_drain_ms: 500,
         shutdown_timeout_ms: 10000,
+        allow_unauthenticated: false,
       },
-      log: { level: 'info' },
+      log: { level: 'info', format: 'auto' },
       database: { url: '', data_dir: './data/notification', pool_max: 10 },
+      health: { enabled: true, path: '/health', include_details: true, timeout: 5, checks: [] },
+      metrics: {
+        enabled: true,
+        prefix: '',
+        default_labels: {},
+        histogram_buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      },
       sms_backends: [],
       push_backends: [],
       mailer: {
@@ -137,11 +145,16 @@ describe('NotificationConfig', () => {
   });
 
   it('in production, admin auth needs a jwt_secret or a jwks_url', () => {
-    expect(issuesOf({ environment: 'production' })).toEqual([
+    const server = { api_tokens: ['<API_TOKEN>'] };
+    expect(issuesOf({ environment: 'production', server })).toEqual([
       'notification.admin.auth.jwt_secret: in production the admin endpoints need auth: set admin.auth.jwt_secret or admin.auth.jwks_url',
     ]);
     expect(
-      issuesOf({ environment: 'production', admin: { auth: { jwks_url: 'https://idp.example.com/jwks' } } }),
+      issuesOf({
+        environment: 'production',
+        server,
+        admin: { auth: { jwks_url: 'https://idp.example.com/jwks' } },
+      }),
     ).toEqual([]);
   });
 

@@ -57,7 +57,7 @@ describe('redactSecrets', () => {
     {
       error_tracking: { dsn: secrets.dsn },
       health: { auth_token: secrets.auth },
-      metrics_auth_token: secrets.metrics,
+      metrics: { auth_token: secrets.metrics },
       opentelemetry: { headers: { authorization: secrets.header } },
     },
     { file: null, env: {} },

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { silentLogger } from '../../../shared/logging/logger';
-import { databaseEngine, openDatabase, toNumber } from '../../../shared/storage/database';
+import { databaseEngine, openDatabase, openStorage, toNumber } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { createTestDatabase } from '../../support/database';
 
@@ -68,5 +68,62 @@ describe('runMigrations', () => {
     expect(applied).toEqual(['list_001']);
     const names = await knex('list_migrations').select('name');
     expect(names).toEqual([{ name: 'list_001' }]);
+  });
+});
+
+describe('openStorage', () => {
+  it('opens the database, applies every migration set in order, and reports what it applied', async () => {
+    const own = await createTestDatabase('storage_root');
+    const sets = [
+      {
+        migrations: [{ name: 'a_001', up: (k: Knex) => k.raw('CREATE TABLE a_things (id int)') }],
+        tableName: 'a_migrations',
+      },
+      {
+        // The second set may build on the first: sets run in order.
+        migrations: [
+          { name: 'b_001', up: (k: Knex) => k.raw('CREATE TABLE b_things (a int) INHERITS (a_things)') },
+        ],
+        tableName: 'b_migrations',
+      },
+    ];
+    try {
+      const storage = await openStorage({ url: own.url, data_dir: '', pool_max: 2 }, sets, silentLogger());
+      expect(storage.engine).toBe('postgres');
+      expect(storage.listenUrl).toBe(own.url);
+      expect(storage.applied).toEqual(['a_001', 'b_001']);
+      await storage.close();
+      await storage.close(); // a second close is harmless
+
+      const again = await openStorage({ url: own.url, data_dir: '', pool_max: 1 }, sets, silentLogger());
+      expect(again.applied).toEqual([]);
+      await again.close();
+    } finally {
+      await own.drop();
+    }
+  });
+
+  it('when a migration fails, it rejects with its error and closes the pool it opened', async () => {
+    const own = await createTestDatabase('storage_root');
+    const sets = [
+      {
+        migrations: [{ name: 'bad_001', up: (k: Knex) => k.raw('CREATE TABLE broken (') }],
+        tableName: 'bad_migrations',
+      },
+    ];
+    try {
+      await expect(
+        openStorage({ url: own.url, data_dir: '', pool_max: 1 }, sets, silentLogger()),
+      ).rejects.toThrow(/syntax error/);
+    } finally {
+      // DROP ... WITH (FORCE) would hide a leaked connection; a plain count shows it.
+      const probe = await openDatabase({ url: own.url, data_dir: '', pool_max: 1 }, silentLogger());
+      const others = await probe.raw(
+        'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      await probe.destroy();
+      expect(others.rows[0].n).toBe(0);
+      await own.drop();
+    }
   });
 });

@@ -1,0 +1,118 @@
+/**
+ * The config schemas of the monitoring library: `metrics`, `health` and `tracing`. Each service's
+ * config includes the sections it uses, so the keys, their defaults and their checks have one home.
+ * The library's record types (`MetricsConfig`, `HealthConfig`, `TracingConfig` in ./types) are these
+ * schemas' output.
+ */
+import { z } from 'zod';
+
+import {
+  bool,
+  duration,
+  fraction,
+  nonEmptyString,
+  positiveInt,
+  positiveNumber,
+  stringList,
+} from '../config/fields';
+import { DEFAULT_BUCKETS } from './instruments';
+
+/**
+ * `MetricsConfig`: the service's own metrics and its `/metrics` endpoint. The spec's
+ * `collection_interval` is left out on purpose: prom-client computes process metrics when
+ * `/metrics` is scraped, so there is no collection to schedule, and a key that does nothing is not
+ * offered (push intervals are the backends' own `push_interval` / `export_interval`).
+ */
+export function metricsConfigSchema() {
+  return z
+    .strictObject({
+      /** false: `/metrics` is not served and no request metrics are recorded. */
+      enabled: bool().default(true),
+      /** Prepended to every metric name the service exports (see `makeMetricName`). */
+      prefix: z
+        .string()
+        .regex(/^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/, {
+          error: 'expected a Prometheus name prefix (letters, digits, _ and :)',
+        })
+        .default(''),
+      /** Constant labels added to every metric the service exports. */
+      default_labels: z
+        .record(
+          z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, {
+            error: 'expected a Prometheus label name (letters, digits and _)',
+          }),
+          z.string(),
+        )
+        .default(() => ({})),
+      /** Default bounds of duration histograms, seconds, increasing. */
+      histogram_buckets: z
+        .array(z.number({ error: 'expected a number' }))
+        .min(1)
+        .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), {
+          error: 'expected bucket bounds in increasing order',
+        })
+        .default(() => [...DEFAULT_BUCKETS]),
+      /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
+      auth_token: nonEmptyString().optional(),
+    })
+    .prefault({});
+}
+
+/** `HealthConfig`: the `/health` endpoint and its probes. */
+export function healthConfigSchema() {
+  return z
+    .strictObject({
+      /** false: `/health` and its probes are not served (the gRPC health service stays). */
+      enabled: bool().default(true),
+      path: z.string().startsWith('/', { error: 'expected an HTTP path starting with /' }).default('/health'),
+      /** Include each check's result (status, message, details) in the answer. */
+      include_details: bool().default(true),
+      /** Seconds a check may take before it counts as UNHEALTHY. */
+      timeout: duration().default(5.0),
+      /** When non-empty, only these checks run. */
+      checks: stringList().default(() => []),
+      /** Secret. When set, `/health` and its probes require `Authorization: Bearer <token>`. */
+      auth_token: nonEmptyString().optional(),
+    })
+    .prefault({});
+}
+
+/** Sampler of new traces. */
+export const SAMPLER_TYPES = ['always_on', 'always_off', 'probability', 'rate_limiting'] as const;
+/** Trace context formats accepted and emitted. */
+export const PROPAGATION_FORMATS = ['tracecontext', 'baggage', 'b3'] as const;
+
+/** `TracingConfig`. `serviceName` is the default of `service_name`. */
+export function tracingConfigSchema(serviceName: string) {
+  return z
+    .strictObject({
+      enabled: bool().default(true),
+      service_name: nonEmptyString().default(serviceName),
+      /** Our decision for the spec's unshown values: the OpenTelemetry SDK's samplers. */
+      sampler_type: z.enum(SAMPLER_TYPES).default('probability'),
+      /** Used by the `probability` sampler. */
+      sample_rate: fraction().default(1.0),
+      /** Used by the `rate_limiting` sampler. */
+      max_traces_per_second: positiveNumber().default(100),
+      propagation_formats: z
+        .array(z.enum(PROPAGATION_FORMATS))
+        .min(1)
+        .default(() => ['tracecontext' as const, 'baggage' as const]),
+      max_attributes: positiveInt().default(128),
+      max_events: positiveInt().default(128),
+      max_links: positiveInt().default(128),
+    })
+    .prefault({});
+}
+
+/** The validated `metrics` section. */
+export type MetricsConfig = z.infer<ReturnType<typeof metricsConfigSchema>>;
+/** The validated `health` section. */
+export type HealthConfig = z.infer<ReturnType<typeof healthConfigSchema>>;
+/** The validated `tracing` section. */
+export type TracingConfig = z.infer<ReturnType<typeof tracingConfigSchema>>;
+
+/** The `metrics` section with every default (what a service without the section gets). */
+export const DEFAULT_METRICS_CONFIG: MetricsConfig = metricsConfigSchema().parse(undefined);
+/** The `health` section with every default. */
+export const DEFAULT_HEALTH_CONFIG: HealthConfig = healthConfigSchema().parse(undefined);

@@ -1,0 +1,66 @@
+import { PassThrough } from 'node:stream';
+import { createLogger, resolveLogFormat } from '../../../shared/logging/logger';
+
+function capture() {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return { out, text: () => text };
+}
+
+const secretLine = {
+  config: { server: { api_tokens: ['tok-123-secret'] }, mailer: { smtp: { password: 'pw-456-secret' } } },
+  authorization: 'Bearer hdr-789-secret',
+};
+
+describe.each(['json', 'pretty'] as const)('the %s log format', (format) => {
+  it('redacts secret fields at every level', () => {
+    const { out, text } = capture();
+    const logger = createLogger({ name: 'svc', format, destination: out });
+    logger.info(secretLine, 'effective configuration');
+    logger.flush();
+    expect(text()).toContain('effective configuration');
+    expect(text()).toContain('[REDACTED]');
+    for (const secret of ['tok-123-secret', 'pw-456-secret', 'hdr-789-secret'])
+      expect(text()).not.toContain(secret);
+  });
+});
+
+describe('log formats', () => {
+  it('json writes one parseable object per line with level, time and service', () => {
+    const { out, text } = capture();
+    createLogger({ name: 'svc', format: 'json', destination: out }).warn({ userId: 'u1' }, 'hello');
+    const record = JSON.parse(text().trim()) as Record<string, unknown>;
+    expect(record).toMatchObject({ level: 40, service: 'svc', userId: 'u1', msg: 'hello' });
+    expect(typeof record.time).toBe('string');
+  });
+
+  it('pretty writes a readable line with the level name, the message and the fields, no JSON', () => {
+    const { out, text } = capture();
+    createLogger({ name: 'svc', format: 'pretty', destination: out }).warn({ userId: 'u1' }, 'hello');
+    const line = text().trim();
+    expect(line).toMatch(/WARN.*\(svc\): hello/);
+    expect(line).toContain('"userId":"u1"');
+    expect(() => JSON.parse(line) as unknown).toThrow();
+    // Not a terminal: no colour codes.
+    expect(line).not.toContain('\u001b[');
+  });
+
+  it('auto is pretty for a person (a terminal, or interactive) and JSON for a pipe', () => {
+    expect(resolveLogFormat('auto', true)).toBe('pretty');
+    expect(resolveLogFormat('auto', false)).toBe('json');
+    expect(resolveLogFormat(undefined, false)).toBe('json');
+    expect(resolveLogFormat('json', true)).toBe('json');
+    expect(resolveLogFormat('pretty', false)).toBe('pretty');
+    const { out, text } = capture();
+    createLogger({ name: 'svc', destination: out }).info('piped');
+    expect(JSON.parse(text().trim())).toMatchObject({ msg: 'piped' });
+  });
+
+  it('auto with an interactive reader behind a pipe (npm start) is pretty and coloured', () => {
+    const { out, text } = capture();
+    createLogger({ name: 'svc', destination: out, interactive: true }).info('for people');
+    expect(text()).toContain('for people');
+    expect(text()).toContain('\u001b[');
+  });
+});
