@@ -23,6 +23,9 @@ import {
   positiveInt,
   serverSectionSchema,
 } from '../../shared/config';
+import { DeliveryConfigSchema, type DeliveryConfig } from './delivery/config';
+
+export { DeliveryConfigSchema, type DeliveryConfig };
 
 /** Driver settings of the `sms_gateway` SMS driver. */
 export const SmsGatewayDriverConfigSchema = z.strictObject({
@@ -189,20 +192,6 @@ export const MailerConfigSchema = z
   })
   .prefault({});
 
-/** Retry policy of the delivery pipeline (exponential backoff with jitter). */
-export const DeliveryConfigSchema = z
-  .strictObject({
-    max_attempts: positiveInt().default(5),
-    base_delay_ms: nonNegativeInt().default(500),
-    max_delay_ms: nonNegativeInt().default(60000),
-  })
-  .prefault({})
-  .superRefine((d, ctx) => {
-    if (d.base_delay_ms > d.max_delay_ms) {
-      ctx.addIssue({ code: 'custom', path: ['max_delay_ms'], message: 'must be at least base_delay_ms' });
-    }
-  });
-
 /**
  * Authentication of the admin endpoints (the spec leaves the scheme open; our decision: bearer JWT,
  * HS256 with `jwt_secret` or verified against `jwks_url`). With neither set, outside production, the
@@ -260,8 +249,6 @@ export type NamedMailerConfig = z.infer<typeof NamedMailerConfigSchema>;
 export type MailerConfig = z.infer<typeof MailerConfigSchema>;
 /** The inbox section. */
 export type InboxConfig = z.infer<typeof InboxConfigSchema>;
-/** Delivery retry policy. */
-export type DeliveryConfig = z.infer<typeof DeliveryConfigSchema>;
 /** Admin endpoint authentication. */
 export type AdminAuthConfig = z.infer<typeof AdminAuthConfigSchema>;
 

@@ -1,0 +1,305 @@
+/**
+ * DatabaseDeliveryStore: delivery records in PostgreSQL (pg) or the embedded PGlite, through knex.
+ *
+ * Claiming is `SELECT ... FOR UPDATE SKIP LOCKED` on our own table plus a lease (owner and expiry
+ * columns): concurrent workers skip each other's rows instead of waiting, a committed lease keeps
+ * other workers off a row while its attempt runs, and a lease whose owner died expires and the row is
+ * claimed again. Finishing an attempt is conditional on still holding the lease, so a worker that lost
+ * its lease can never overwrite what the new owner recorded, and a record is never moved backwards.
+ * (delivery/README.md records why this and not pg-boss or graphile-worker.)
+ */
+import type { Knex } from 'knex';
+import { toNumber } from '../../../shared/storage/database';
+import type {
+  AttemptResult,
+  ClaimRequest,
+  DeliveryPage,
+  DeliveryPageQuery,
+  DeliveryStore,
+  NewDelivery,
+  PurgeRequest,
+  PurgeResult,
+  QueueStats,
+} from './store';
+import type { DeliveryAttempt, DeliveryRecord } from './types';
+
+interface StoredAttempt {
+  number: number;
+  startedAt: string;
+  durationMs: number;
+  outcome: DeliveryAttempt['outcome'];
+  error?: string;
+  providerReference?: string;
+  providerCode?: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  channel: DeliveryRecord['channel'];
+  backend: string;
+  recipient: string | null;
+  masked_recipient: string;
+  scope: string;
+  idempotency_key: string | null;
+  content_hash: string;
+  payload: unknown;
+  status: DeliveryRecord['status'];
+  attempts: StoredAttempt[] | string;
+  next_attempt_at: Date | string | null;
+  last_error: string | null;
+  provider_reference: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  sent_at: Date | string | null;
+  delivered_at: Date | string | null;
+  finished_at: Date | string | null;
+  content_erased_at: Date | string | null;
+}
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toDateOrNull(value: Date | string | null): Date | null {
+  return value === null ? null : toDate(value);
+}
+
+function rowToRecord(row: DeliveryRow): DeliveryRecord {
+  const attempts = typeof row.attempts === 'string' ? (JSON.parse(row.attempts) as StoredAttempt[]) : row.attempts;
+  return {
+    id: row.id,
+    channel: row.channel,
+    backend: row.backend,
+    recipient: row.recipient,
+    maskedRecipient: row.masked_recipient,
+    scope: row.scope,
+    idempotencyKey: row.idempotency_key,
+    contentHash: row.content_hash,
+    payload: row.payload,
+    status: row.status,
+    attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })),
+    nextAttemptAt: toDateOrNull(row.next_attempt_at),
+    lastError: row.last_error,
+    providerReference: row.provider_reference,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: toDateOrNull(row.lease_expires_at),
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+    sentAt: toDateOrNull(row.sent_at),
+    deliveredAt: toDateOrNull(row.delivered_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    contentErasedAt: toDateOrNull(row.content_erased_at),
+  };
+}
+
+function rows<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/** Due and not leased to anyone alive; `?` twice: now, now. */
+const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= ?
+  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
+
+/** The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first. */
+export class DatabaseDeliveryStore implements DeliveryStore {
+  readonly backend = 'database' as const;
+
+  constructor(private readonly knex: Knex) {}
+
+  async create(d: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    const at = d.createdAt.toISOString();
+    const [inserted] = rows<DeliveryRow>(
+      await this.knex.raw(
+        `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, idempotency_key,
+           content_hash, payload, status, next_attempt_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'pending', ?, ?, ?)
+         ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING *`,
+        [
+          d.id,
+          d.channel,
+          d.backend,
+          d.recipient,
+          d.maskedRecipient,
+          d.scope,
+          d.idempotencyKey,
+          d.contentHash,
+          JSON.stringify(d.payload),
+          at,
+          at,
+          at,
+        ],
+      ),
+    );
+    if (inserted) return { record: rowToRecord(inserted), created: true };
+    // The key is taken: ON CONFLICT waited for the other insert to commit, so the row is visible now.
+    const [existing] = rows<DeliveryRow>(
+      await this.knex.raw('SELECT * FROM deliveries WHERE scope = ? AND idempotency_key = ?', [
+        d.scope,
+        d.idempotencyKey,
+      ]),
+    );
+    if (!existing) throw new Error('idempotency conflict without a visible row');
+    return { record: rowToRecord(existing), created: false };
+  }
+
+  async get(id: string): Promise<DeliveryRecord | null> {
+    const [row] = rows<DeliveryRow>(await this.knex.raw('SELECT * FROM deliveries WHERE id = ?', [id]));
+    return row ? rowToRecord(row) : null;
+  }
+
+  async list(query: DeliveryPageQuery): Promise<DeliveryPage> {
+    const where: string[] = [];
+    const bindings: Knex.RawBinding[] = [];
+    const { filter } = query;
+    for (const [column, value] of [
+      ['channel', filter.channel],
+      ['status', filter.status],
+      ['backend', filter.backend],
+      ['scope', filter.scope],
+    ] as const) {
+      if (value !== undefined) {
+        where.push(`${column} = ?`);
+        bindings.push(value);
+      }
+    }
+    if (query.after) {
+      where.push('(created_at, id) < (?::timestamptz, ?::uuid)');
+      bindings.push(query.after.createdAt, query.after.id);
+    }
+    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT ?`;
+    bindings.push(query.limit + 1);
+    const found = rows<DeliveryRow>(await this.knex.raw(sql, bindings)).map(rowToRecord);
+    const page = found.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      records: page,
+      nextKey:
+        found.length > query.limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+
+  async dueBackends(now: Date): Promise<string[]> {
+    const at = now.toISOString();
+    return rows<{ backend: string }>(
+      await this.knex.raw(`SELECT DISTINCT backend FROM deliveries WHERE ${DUE}`, [at, at]),
+    ).map((r) => r.backend);
+  }
+
+  async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
+    const at = request.now.toISOString();
+    const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
+    // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
+    // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
+    const claimed = rows<DeliveryRow>(
+      await this.knex.raw(
+        `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, updated_at = ?
+         WHERE id IN (
+           SELECT id FROM deliveries WHERE backend = ? AND ${DUE}
+           ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [request.owner, until, at, request.backend, at, at, request.limit],
+      ),
+    ).map(rowToRecord);
+    return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
+  }
+
+  async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
+    const at = result.now.toISOString();
+    const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+    const final = result.status === 'sent' || result.status === 'failed';
+    const [row] = rows<DeliveryRow>(
+      await this.knex.raw(
+        `UPDATE deliveries SET
+           status = ?,
+           attempts = attempts || ?::jsonb,
+           next_attempt_at = ?,
+           last_error = ?,
+           provider_reference = COALESCE(?, provider_reference),
+           lease_owner = NULL,
+           lease_expires_at = NULL,
+           updated_at = ?,
+           sent_at = ?,
+           finished_at = ?
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         RETURNING *`,
+        [
+          result.status,
+          JSON.stringify([attempt]),
+          result.nextAttemptAt?.toISOString() ?? null,
+          result.attempt.error ?? null,
+          result.attempt.providerReference ?? null,
+          at,
+          result.status === 'sent' ? at : null,
+          final ? at : null,
+          id,
+          owner,
+        ],
+      ),
+    );
+    return row ? rowToRecord(row) : null;
+  }
+
+  async release(ids: readonly string[], owner: string, now: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    return rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+         WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb)::uuid) AND lease_owner = ?
+         RETURNING id`,
+        [now.toISOString(), JSON.stringify(ids), owner],
+      ),
+    ).length;
+  }
+
+  async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
+    // Delete first: what is about to go need not be erased.
+    const deleted = rows<{ id: string }>(
+      await this.knex.raw(
+        `DELETE FROM deliveries WHERE id IN (
+           SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
+         RETURNING id`,
+        [request.deleteBefore.toISOString(), request.batchSize],
+      ),
+    ).length;
+    const erased = rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET payload = NULL, recipient = NULL, content_erased_at = ?
+         WHERE id IN (
+           SELECT id FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
+           ORDER BY finished_at LIMIT ?)
+         RETURNING id`,
+        [request.now.toISOString(), request.eraseBefore.toISOString(), request.batchSize],
+      ),
+    ).length;
+    return { erased, deleted };
+  }
+
+  async queueStats(now: Date): Promise<QueueStats> {
+    const at = now.toISOString();
+    const found = rows<{ status: 'pending' | 'retrying'; n: number | string; oldest: Date | string | null }>(
+      await this.knex.raw(
+        `SELECT status, count(*) AS n,
+           min(CASE WHEN next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+               THEN next_attempt_at END) AS oldest
+         FROM deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`,
+        [at, at],
+      ),
+    );
+    const queued = { pending: 0, retrying: 0 };
+    let oldestDueAt: Date | null = null;
+    for (const r of found) {
+      queued[r.status] = toNumber(r.n);
+      const oldest = toDateOrNull(r.oldest);
+      if (oldest && (oldestDueAt === null || oldest < oldestDueAt)) oldestDueAt = oldest;
+    }
+    return { queued, oldestDueAt };
+  }
+
+  async ping(): Promise<void> {
+    await this.knex.raw('SELECT 1');
+  }
+}
