@@ -59,4 +59,6 @@ export const DeliveryConfigSchema = z
 export type DeliveryConfig = z.infer<typeof DeliveryConfigSchema>;
 
 /** The defaults, as the schema fills them. */
-export const DEFAULT_DELIVERY_CONFIG: Readonly<DeliveryConfig> = Object.freeze(DeliveryConfigSchema.parse({}));
+export const DEFAULT_DELIVERY_CONFIG: Readonly<DeliveryConfig> = Object.freeze(
+  DeliveryConfigSchema.parse({}),
+);

@@ -8,7 +8,8 @@ function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) out[key] = canonical((value as Record<string, unknown>)[key]);
+    for (const key of Object.keys(value).sort())
+      out[key] = canonical((value as Record<string, unknown>)[key]);
     return out;
   }
   return value;
@@ -20,6 +21,11 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** sha256 (hex) of the canonical JSON of what a delivery sends, to whom and through what. */
-export function contentHash(parts: { channel: string; backend: string; recipient: string; payload: unknown }): string {
+export function contentHash(parts: {
+  channel: string;
+  backend: string;
+  recipient: string;
+  payload: unknown;
+}): string {
   return createHash('sha256').update(canonicalJson(parts)).digest('hex');
 }

@@ -67,7 +67,8 @@ function toDateOrNull(value: Date | string | null): Date | null {
 }
 
 function rowToRecord(row: DeliveryRow): DeliveryRecord {
-  const attempts = typeof row.attempts === 'string' ? (JSON.parse(row.attempts) as StoredAttempt[]) : row.attempts;
+  const attempts =
+    typeof row.attempts === 'string' ? (JSON.parse(row.attempts) as StoredAttempt[]) : row.attempts;
   return {
     id: row.id,
     channel: row.channel,

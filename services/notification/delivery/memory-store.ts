@@ -92,7 +92,9 @@ export class InMemoryDeliveryStore implements DeliveryStore {
 
   async list(query: DeliveryPageQuery): Promise<DeliveryPage> {
     const { filter } = query;
-    const after = query.after ? { createdAt: new Date(query.after.createdAt), id: query.after.id } : undefined;
+    const after = query.after
+      ? { createdAt: new Date(query.after.createdAt), id: query.after.id }
+      : undefined;
     const matching = [...this.records.values()]
       .filter(
         (r) =>
@@ -108,7 +110,9 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     return {
       records: page.map(copy),
       nextKey:
-        matching.length > query.limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+        matching.length > query.limit && last
+          ? { createdAt: last.createdAt.toISOString(), id: last.id }
+          : null,
     };
   }
 
@@ -144,7 +148,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     r.status = result.status;
     r.nextAttemptAt = result.nextAttemptAt;
     r.lastError = result.attempt.error ?? null;
-    if (result.attempt.providerReference !== undefined) r.providerReference = result.attempt.providerReference;
+    if (result.attempt.providerReference !== undefined)
+      r.providerReference = result.attempt.providerReference;
     r.leaseOwner = null;
     r.leaseExpiresAt = null;
     r.updatedAt = result.now;
@@ -179,7 +184,11 @@ export class InMemoryDeliveryStore implements DeliveryStore {
         this.records.delete(r.id);
         if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
         deleted++;
-      } else if (r.finishedAt < request.eraseBefore && r.contentErasedAt === null && erased < request.batchSize) {
+      } else if (
+        r.finishedAt < request.eraseBefore &&
+        r.contentErasedAt === null &&
+        erased < request.batchSize
+      ) {
         r.payload = null;
         r.recipient = null;
         r.contentErasedAt = request.now;
