@@ -16,6 +16,7 @@ import type {
   DeliveryPage,
   DeliveryPageQuery,
   DeliveryStore,
+  DueBackend,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
@@ -183,11 +184,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     };
   }
 
-  async dueBackends(now: Date): Promise<string[]> {
+  async dueBackends(now: Date): Promise<DueBackend[]> {
     const at = now.toISOString();
-    return rows<{ backend: string }>(
-      await this.knex.raw(`SELECT DISTINCT backend FROM deliveries WHERE ${DUE}`, [at, at]),
-    ).map((r) => r.backend);
+    return rows<DueBackend>(
+      await this.knex.raw(`SELECT DISTINCT channel, backend FROM deliveries WHERE ${DUE}`, [at, at]),
+    );
   }
 
   async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
@@ -199,10 +200,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       await this.knex.raw(
         `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, updated_at = ?
          WHERE id IN (
-           SELECT id FROM deliveries WHERE backend = ? AND ${DUE}
+           SELECT id FROM deliveries WHERE backend = ? AND channel = ? AND ${DUE}
            ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [request.owner, until, at, request.backend, at, at, request.limit],
+        [request.owner, until, at, request.backend, request.channel, at, at, request.limit],
       ),
     ).map(rowToRecord);
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());

@@ -10,6 +10,7 @@ import type {
   DeliveryPage,
   DeliveryPageQuery,
   DeliveryStore,
+  DueBackend,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
@@ -116,20 +117,22 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     };
   }
 
-  async dueBackends(now: Date): Promise<string[]> {
-    const backends = new Set<string>();
+  async dueBackends(now: Date): Promise<DueBackend[]> {
+    const backends = new Map<string, DueBackend>();
     for (const id of this.queued) {
       const r = this.records.get(id)!;
-      if (isDue(r, now)) backends.add(r.backend);
+      if (isDue(r, now))
+        backends.set(`${r.channel}\n${r.backend}`, { channel: r.channel, backend: r.backend });
     }
-    return [...backends];
+    return [...backends.values()];
   }
 
   async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
     const due: DeliveryRecord[] = [];
     for (const id of this.queued) {
       const r = this.records.get(id)!;
-      if (r.backend === request.backend && isDue(r, request.now)) due.push(r);
+      if (r.backend === request.backend && r.channel === request.channel && isDue(r, request.now))
+        due.push(r);
     }
     due.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
     const claimed = due.slice(0, request.limit);

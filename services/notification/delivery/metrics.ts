@@ -38,7 +38,8 @@ export class DeliveryMetrics {
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
-    // Both gauges come from one query per scrape: the first collect starts it, the second reuses it.
+    // Both gauges come from one query per scrape: prom-client starts every collect before awaiting
+    // any, so the second joins the query the first started.
     let pending: Promise<Awaited<ReturnType<DeliveryStore['queueStats']>> | null> | null = null;
     const stats = () => {
       pending ??= store
@@ -47,7 +48,7 @@ export class DeliveryMetrics {
           logger.warn({ err }, 'delivery queue stats failed');
           return null;
         })
-        .finally(() => setImmediate(() => (pending = null)));
+        .finally(() => (pending = null));
       return pending;
     };
     new Gauge({

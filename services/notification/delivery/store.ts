@@ -34,8 +34,15 @@ export interface DeliveryPage {
   nextKey: DeliveryPageKey | null;
 }
 
-/** A claim of due deliveries of one backend. */
+/** A backend with due work. */
+export interface DueBackend {
+  channel: DeliveryRecord['channel'];
+  backend: string;
+}
+
+/** A claim of due deliveries of one backend (names are unique per channel, not across channels). */
 export interface ClaimRequest {
+  channel: DeliveryRecord['channel'];
   backend: string;
   owner: string;
   now: Date;
@@ -87,8 +94,8 @@ export interface DeliveryStore {
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }>;
   get(id: string): Promise<DeliveryRecord | null>;
   list(query: DeliveryPageQuery): Promise<DeliveryPage>;
-  /** Backends with records due at `now` and not leased (the worker claims per backend). */
-  dueBackends(now: Date): Promise<string[]>;
+  /** Backends (with their channel) that have records due at `now` and not leased. */
+  dueBackends(now: Date): Promise<DueBackend[]>;
   /**
    * Leases up to `limit` due records of `backend` to `owner` until `now + leaseMs`, oldest due first;
    * a record leased to another owner is skipped until its lease has expired.

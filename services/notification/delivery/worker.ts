@@ -1,7 +1,7 @@
 /**
  * DeliveryWorker: takes due deliveries from the store and sends them through their backends.
  *
- * Each poll asks which backends have due work and claims, per backend, only as many records as that
+ * Each poll asks which backends have due work and claims, per backend it serves, only as many records as that
  * backend has free slots (`delivery.concurrency`, or its `backend_concurrency` override), so a claimed
  * record starts at once and never waits under a lease. Every attempt runs under the attempt timeout
  * (the driver's `signal`); a driver that throws counts as retryable with a generic reason (the cause
@@ -80,6 +80,7 @@ export class DeliveryWorker {
   private readonly log: Logger;
   private readonly clock: () => Date;
   private readonly inFlight = new Map<string, InFlight>();
+  /** Attempts in flight per `channel/backend`. */
   private readonly busy = new Map<string, number>();
   /** Backends whose last claim filled every free slot: more may be due when a slot frees. */
   private readonly saturated = new Set<string>();
@@ -142,13 +143,19 @@ export class DeliveryWorker {
     const { store } = this.options;
     const now = this.clock();
     let started = 0;
-    for (const backend of await store.dueBackends(now)) {
-      const free = this.capacity(backend) - (this.busy.get(backend) ?? 0);
+    for (const due of await store.dueBackends(now)) {
+      // A backend this process does not serve (a replica with an older or newer config) is left to
+      // the replicas that do: never failed here.
+      if (!this.options.resolveDriver(due)) continue;
+      const { channel, backend } = due;
+      const slot = `${channel}/${backend}`;
+      const free = this.capacity(backend) - (this.busy.get(slot) ?? 0);
       if (free <= 0) {
-        this.saturated.add(backend);
+        this.saturated.add(slot);
         continue;
       }
       const claimed = await store.claim({
+        channel,
         backend,
         owner: this.owner,
         now,
@@ -164,8 +171,8 @@ export class DeliveryWorker {
         );
         return started;
       }
-      if (claimed.length >= free) this.saturated.add(backend);
-      else this.saturated.delete(backend);
+      if (claimed.length >= free) this.saturated.add(slot);
+      else this.saturated.delete(slot);
       for (const record of claimed) this.begin(record);
       started += claimed.length;
     }
@@ -178,7 +185,8 @@ export class DeliveryWorker {
   }
 
   private begin(record: DeliveryRecord): void {
-    this.busy.set(record.backend, (this.busy.get(record.backend) ?? 0) + 1);
+    const slot = `${record.channel}/${record.backend}`;
+    this.busy.set(slot, (this.busy.get(slot) ?? 0) + 1);
     const entry: InFlight = {
       record,
       controller: new AbortController(),
@@ -194,10 +202,10 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.inFlight.delete(record.id);
-        const left = (this.busy.get(record.backend) ?? 1) - 1;
-        if (left > 0) this.busy.set(record.backend, left);
-        else this.busy.delete(record.backend);
-        if (this.saturated.has(record.backend)) this.wake();
+        const left = (this.busy.get(slot) ?? 1) - 1;
+        if (left > 0) this.busy.set(slot, left);
+        else this.busy.delete(slot);
+        if (this.saturated.has(slot)) this.wake();
       });
   }
 
