@@ -115,3 +115,57 @@ describe('delivery pipeline on PostgreSQL', () => {
     console.info(`deliveries sent per replica: ${drivers.map((d) => d.calls.length).join(' / ')}`);
   });
 });
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function indexesIn(plan: PlanNode): string[] {
+  return [...(plan['Index Name'] ? [plan['Index Name']] : []), ...(plan.Plans ?? []).flatMap(indexesIn)];
+}
+
+describe('query plans on PostgreSQL', () => {
+  it('when 20,000 deliveries are final, claiming and the queue gauges read only the queued-rows index', async () => {
+    const knex = await pool();
+    await knex.raw(`
+      INSERT INTO deliveries (id, channel, backend, masked_recipient, scope, content_hash, status,
+        next_attempt_at, created_at, updated_at, finished_at)
+      SELECT gen_random_uuid(), 'email', 'plan-' || (g % 4), '***', 's', 'h',
+        CASE WHEN g % 500 = 0 THEN 'pending' ELSE 'sent' END,
+        CASE WHEN g % 500 = 0 THEN now() ELSE NULL END, now(), now(),
+        CASE WHEN g % 500 = 0 THEN NULL ELSE now() END
+      FROM generate_series(1, 20000) AS g`);
+    await knex.raw('ANALYZE deliveries');
+    const captured: { sql: string; bindings: unknown[] }[] = [];
+    const listener = (q: { sql: string; bindings?: unknown[] }) =>
+      captured.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    knex.on('query', listener);
+    const store = new DatabaseDeliveryStore(knex);
+    await store.claim({
+      channel: 'email',
+      backend: 'plan-1',
+      owner: 'x',
+      now: new Date(0),
+      leaseMs: 1000,
+      limit: 8,
+    });
+    await store.queueStats(new Date());
+    knex.removeListener('query', listener);
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      for (const query of captured) {
+        const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+          `EXPLAIN (FORMAT JSON) ${query.sql}`,
+          query.bindings,
+        );
+        expect(indexesIn(rows[0]!['QUERY PLAN'][0].Plan)).toContain('deliveries_due_idx');
+      }
+    } finally {
+      await client.end();
+    }
+    expect(captured).toHaveLength(2);
+  });
+});

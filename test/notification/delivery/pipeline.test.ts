@@ -1,7 +1,9 @@
 /** Pipeline behaviours that need no database: page-size cap, wake-on-submit, leaks of secrets. */
 import { InMemoryDeliveryStore } from '../../../services/notification/delivery/memory-store';
 import { MAX_PAGE_SIZE } from '../../../services/notification/delivery/pipeline';
-import { ScriptedDriver, buildPipeline, waitFor } from './support';
+import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
+import { createLogger } from '../../../shared/logging/logger';
+import { ManualClock, ScriptedDriver, buildPipeline, lookupOf, testConfig, waitFor } from './support';
 
 describe('DeliveryPipeline (memory store)', () => {
   it('when a page larger than 500 is asked for, 500 are returned with a token for the rest', async () => {
@@ -48,5 +50,43 @@ describe('DeliveryPipeline (memory store)', () => {
     pipeline.start();
     expect(await pipeline.stop(new Date())).toEqual({ finished: 0, released: 0 });
     expect(driver.calls).toHaveLength(0);
+  });
+
+  it('when deliveries are retried and fail, log lines show the masked recipient and never the content', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      name: 'test',
+      level: 'debug',
+      destination: { write: (l: string) => void lines.push(l) },
+    });
+    const driver = new ScriptedDriver('smtp');
+    driver.script({ class: 'retryable', reason: '451 later' }, 'throw', {
+      class: 'permanent',
+      reason: '550 no',
+    });
+    const clock = new ManualClock();
+    const pipeline = new DeliveryPipeline({
+      store: new InMemoryDeliveryStore(),
+      lookup: lookupOf(driver),
+      config: testConfig(),
+      clock: clock.now,
+      logger,
+    });
+    await pipeline.submit({
+      channel: 'email',
+      recipient: 'secret.person@example.com',
+      payload: { text: 'TOPSECRET body' },
+      scope: 's',
+    });
+    for (let i = 0; i < 3; i++) {
+      await pipeline.worker.pollOnce();
+      await pipeline.worker.idle();
+      clock.advance(60000);
+    }
+    const text = lines.join('\n');
+    expect(text).toContain('delivery failed');
+    expect(text).toContain('s***@example.com');
+    expect(text).not.toContain('secret.person@example.com');
+    expect(text).not.toContain('TOPSECRET');
   });
 });
