@@ -23,9 +23,8 @@ import {
   positiveInt,
   serverSectionSchema,
 } from '../../shared/config';
-import { DeliveryConfigSchema, type DeliveryConfig } from './delivery/config';
-
-export { DeliveryConfigSchema, type DeliveryConfig };
+// Each area's section has its home beside the area; this file composes them.
+import { DeliveryConfigSchema } from './delivery/config';
 
 /** Driver settings of the `sms_gateway` SMS driver. */
 export const SmsGatewayDriverConfigSchema = z.strictObject({
