@@ -24,13 +24,17 @@ function maskToken(token: string): string {
 }
 
 /**
- * Masks a recipient for display: `j***@example.com`, `+1555****567`, `abcd…wxyz`. Never reveals more
- * than a few characters, whatever the input.
+ * Masks a recipient for display: `j***@example.com` (each address of a comma-separated list),
+ * `+1555****567`, `abcd…wxyz`. Never reveals more than a few characters, whatever the input.
  */
 export function maskRecipient(channel: Channel, recipient: string): string {
   switch (channel) {
     case 'email':
-      return maskEmail(recipient);
+      // An email goes to several addresses (to, cc, bcc): each is masked on its own.
+      return recipient
+        .split(',')
+        .map((address) => maskEmail(address.trim()))
+        .join(', ');
     case 'sms':
       return maskPhone(recipient);
     case 'push':

@@ -37,7 +37,10 @@ export interface SubmitInput {
   channel: Channel;
   /** Backend name; the channel's primary when absent or empty. */
   backend?: string;
-  /** Email address, E.164 number or device token (the channel layer has validated its form). */
+  /**
+   * Email addresses (comma-separated when several: to, cc, bcc), an E.164 number or a device token;
+   * the channel layer has validated its form. Masked per address for display.
+   */
   recipient: string;
   /** What to send: the channel's payload, JSON-serialisable. */
   payload: unknown;

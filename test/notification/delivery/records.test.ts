@@ -7,6 +7,11 @@ describe('maskRecipient', () => {
   it.each([
     ['email', 'jane.doe@example.com', 'j***@example.com'],
     ['email', 'not-an-address', '***'],
+    [
+      'email',
+      'jane@example.com, bob@example.org,carol@example.net',
+      'j***@example.com, b***@example.org, c***@example.net',
+    ],
     ['sms', '+15551234567', '+1555****567'],
     ['sms', '+1 (555) 123-4567', '+1555****567'],
     ['sms', '12345', '****'],
