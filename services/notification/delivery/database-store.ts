@@ -9,7 +9,7 @@
  * (delivery/README.md records why this and not pg-boss or graphile-worker.)
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../shared/storage/database';
+import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import type {
   AttemptResult,
   ClaimRequest,
@@ -104,47 +104,143 @@ function rows<T>(result: unknown): T[] {
 const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= ?
   AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
 
-/** The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first. */
+/** Tuning of DatabaseDeliveryStore. */
+export interface DatabaseDeliveryStoreOptions {
+  /** Most deliveries inserted by one statement (default 256). */
+  maxBatchSize?: number;
+  /** Most payload JSON characters in one statement (default 8 Mi); a bigger payload goes alone. */
+  maxBatchBytes?: number;
+  /** Insert statements in flight at once (default 2; always 1 on PGlite, which has one connection). */
+  maxConcurrentBatches?: number;
+}
+
+interface PendingCreate {
+  delivery: NewDelivery;
+  payloadJson: string;
+  resolve(value: { record: DeliveryRecord; created: boolean }): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first.
+ * Concurrent creates are group-committed: what arrives while earlier batches are in flight goes into
+ * one INSERT statement.
+ */
 export class DatabaseDeliveryStore implements DeliveryStore {
   readonly backend = 'database' as const;
+  private readonly maxBatchSize: number;
+  private readonly maxBatchBytes: number;
+  private readonly maxConcurrentBatches: number;
+  private queue: PendingCreate[] = [];
+  private inFlight = 0;
+  private pumpScheduled = false;
 
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    options: DatabaseDeliveryStoreOptions = {},
+  ) {
+    this.maxBatchSize = Math.max(1, options.maxBatchSize ?? 256);
+    this.maxBatchBytes = Math.max(1, options.maxBatchBytes ?? 8 * 1024 * 1024);
+    this.maxConcurrentBatches =
+      databaseEngine(knex) === 'pglite' ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
+  }
 
-  async create(d: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
-    const at = d.createdAt.toISOString();
-    const [inserted] = rows<DeliveryRow>(
+  create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    const payloadJson = JSON.stringify(delivery.payload);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ delivery, payloadJson, resolve, reject });
+      if (!this.pumpScheduled) {
+        this.pumpScheduled = true;
+        // Let the submits of this tick join one statement.
+        setImmediate(() => {
+          this.pumpScheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxConcurrentBatches && this.queue.length > 0) {
+      // A batch is bounded by count and by payload bytes (always at least one delivery).
+      let bytes = 0;
+      let n = 0;
+      while (n < this.queue.length && n < this.maxBatchSize) {
+        bytes += this.queue[n]!.payloadJson.length;
+        if (n > 0 && bytes > this.maxBatchBytes) break;
+        n++;
+      }
+      const batch = this.queue.splice(0, n);
+      this.inFlight++;
+      void this.insertBatch(batch)
+        .then(
+          (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
+          (err: unknown) => batch.forEach((p) => p.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+
+  /**
+   * One statement inserts the whole batch (it commits on its own, so every caller is answered only
+   * after its row is durable). Rows whose (scope, key) was taken, by an earlier delivery or by an
+   * earlier row of the same batch, are not inserted; a second statement reads the winners.
+   */
+  private async insertBatch(batch: PendingCreate[]): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    const input = batch.map(({ delivery: d, payloadJson }, i) => ({
+      i,
+      id: d.id,
+      channel: d.channel,
+      backend: d.backend,
+      recipient: d.recipient,
+      masked_recipient: d.maskedRecipient,
+      scope: d.scope,
+      idempotency_key: d.idempotencyKey,
+      content_hash: d.contentHash,
+      payload: payloadJson,
+      created_at: d.createdAt.toISOString(),
+    }));
+    const inserted = rows<DeliveryRow>(
       await this.knex.raw(
         `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, idempotency_key,
            content_hash, payload, status, next_attempt_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'pending', ?, ?, ?)
+         SELECT r.id, r.channel, r.backend, r.recipient, r.masked_recipient, r.scope, r.idempotency_key,
+           r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at, r.created_at
+         FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text, recipient text,
+           masked_recipient text, scope text, idempotency_key text, content_hash text, payload text,
+           created_at timestamptz)
+         ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *`,
-        [
-          d.id,
-          d.channel,
-          d.backend,
-          d.recipient,
-          d.maskedRecipient,
-          d.scope,
-          d.idempotencyKey,
-          d.contentHash,
-          JSON.stringify(d.payload),
-          at,
-          at,
-          at,
-        ],
+        [JSON.stringify(input)],
       ),
     );
-    if (inserted) return { record: rowToRecord(inserted), created: true };
-    // The key is taken: ON CONFLICT waited for the other insert to commit, so the row is visible now.
-    const [existing] = rows<DeliveryRow>(
-      await this.knex.raw('SELECT * FROM deliveries WHERE scope = ? AND idempotency_key = ?', [
-        d.scope,
-        d.idempotencyKey,
-      ]),
-    );
-    if (!existing) throw new Error('idempotency conflict without a visible row');
-    return { record: rowToRecord(existing), created: false };
+    const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
+    const missing = batch.filter((p) => !byId.has(p.delivery.id));
+    const existing = new Map<string, DeliveryRecord>();
+    if (missing.length > 0) {
+      // ON CONFLICT waited for any competing insert to commit, so the winners are visible now.
+      const keys = missing.map((p) => ({ scope: p.delivery.scope, key: p.delivery.idempotencyKey }));
+      const found = rows<DeliveryRow>(
+        await this.knex.raw(
+          `SELECT d.* FROM deliveries d
+           JOIN jsonb_to_recordset(?::jsonb) AS k(scope text, key text)
+             ON d.scope = k.scope AND d.idempotency_key = k.key`,
+          [JSON.stringify(keys)],
+        ),
+      );
+      for (const r of found) existing.set(`${r.scope}\n${r.idempotency_key}`, rowToRecord(r));
+    }
+    return batch.map(({ delivery: d }) => {
+      const record = byId.get(d.id);
+      if (record) return { record, created: true };
+      const winner = existing.get(`${d.scope}\n${d.idempotencyKey}`);
+      if (!winner) throw new Error('idempotency conflict without a visible row');
+      return { record: winner, created: false };
+    });
   }
 
   async get(id: string): Promise<DeliveryRecord | null> {

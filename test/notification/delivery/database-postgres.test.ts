@@ -70,6 +70,48 @@ describe('delivery pipeline on PostgreSQL', () => {
     }
   });
 
+  it('when many submits arrive at once, they are group-committed in batches bounded by count and bytes', async () => {
+    const knex = await pool();
+    const statements: string[] = [];
+    const listener = (q: { sql: string }) => statements.push(q.sql);
+    knex.on('query', listener);
+    const driver = new ScriptedDriver(newBackend(), 'sms');
+    const pipeline = new DeliveryPipeline({
+      store: new DatabaseDeliveryStore(knex, {
+        maxBatchSize: 4,
+        maxBatchBytes: 1000,
+        maxConcurrentBatches: 1,
+      }),
+      lookup: lookupOf(driver),
+      config: testConfig(),
+    });
+    const submit = (i: number, key?: string, text = `m${i}`) =>
+      pipeline.submit({
+        channel: 'sms',
+        backend: driver.name,
+        recipient: `+1555000${String(i).padStart(4, '0')}`,
+        payload: { text },
+        scope: 's',
+        idempotencyKey: key,
+      });
+    const results = await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => submit(i)),
+      // Bigger than maxBatchBytes: it goes in a statement of its own, and is still recorded.
+      submit(10, undefined, 'x'.repeat(2000)),
+      // The same key twice in one batch: one record, both callers get it.
+      submit(11, 'dup'),
+      submit(11, 'dup'),
+    ]);
+    knex.removeListener('query', listener);
+    const inserts = statements.filter((sql) => sql.startsWith('INSERT INTO deliveries'));
+    expect(inserts.length).toBeGreaterThanOrEqual(4);
+    expect(inserts.length).toBeLessThan(13);
+    expect(results.filter((r) => r.created)).toHaveLength(12);
+    expect(results[11]!.delivery.id).toBe(results[12]!.delivery.id);
+    const listed = await pipeline.list({ backend: driver.name }, '', 100);
+    expect(new Set(listed.deliveries.map((d) => d.id))).toEqual(new Set(results.map((r) => r.delivery.id)));
+  });
+
   it('when two workers on separate pools share 500 deliveries, each is sent exactly once', async () => {
     const name = newBackend('shared');
     const drivers = [new SlowishDriver(name, 'sms'), new SlowishDriver(name, 'sms')];
