@@ -73,6 +73,20 @@ export function sanitizeReason(reason: string | undefined, fallback: string): st
   return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
 }
 
+const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
+  'sent',
+  'retryable',
+  'rate_limited',
+  'permanent',
+  'recipient_failure',
+]);
+
+/** A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker. */
+function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
+  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) return outcome;
+  return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
+}
+
 /** The delivery worker of one process. */
 export class DeliveryWorker {
   /** This worker's lease owner id. */
@@ -214,7 +228,7 @@ export class DeliveryWorker {
     const number = record.attempts.length + 1;
     const startedAt = this.clock();
     const t0 = performance.now();
-    const outcome = await this.send(entry, number);
+    const outcome = checkOutcome(await this.send(entry, number));
     const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
     if (entry.released) return;
     entry.recording = true;

@@ -89,4 +89,30 @@ describe('DeliveryPipeline (memory store)', () => {
     expect(text).not.toContain('secret.person@example.com');
     expect(text).not.toContain('TOPSECRET');
   });
+
+  it('when a driver answers something that is not an outcome, the attempt is retryable instead of crashing the worker', async () => {
+    const driver = new ScriptedDriver('smtp');
+    driver.script({ class: 'bogus' } as never, undefined as never);
+    const { pipeline } = buildPipeline(new InMemoryDeliveryStore(), [driver]);
+    const a = await pipeline.submit({
+      channel: 'email',
+      recipient: 'a@example.com',
+      payload: { n: 1 },
+      scope: 's',
+    });
+    const b = await pipeline.submit({
+      channel: 'email',
+      recipient: 'b@example.com',
+      payload: { n: 2 },
+      scope: 's',
+    });
+    await pipeline.worker.pollOnce();
+    await pipeline.worker.idle();
+    for (const { delivery } of [a, b]) {
+      expect(await pipeline.get(delivery.id)).toMatchObject({
+        status: 'retrying',
+        lastError: 'invalid outcome from the delivery driver',
+      });
+    }
+  });
 });

@@ -69,7 +69,7 @@ export class ScriptedDriver implements DeliveryDriver<unknown> {
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
     try {
-      const step = this.queue.shift() ?? this.fallback;
+      const step = this.queue.length > 0 ? this.queue.shift()! : this.fallback;
       if (step === 'throw') throw new Error('driver exploded: secret=hunter2 at line 42');
       if (step === 'hang') {
         return await new Promise<SendOutcome>((resolve) => {
@@ -79,8 +79,9 @@ export class ScriptedDriver implements DeliveryDriver<unknown> {
         });
       }
       if (step === 'ignore-abort') return await new Promise<SendOutcome>(() => undefined);
-      if ('gate' in step) return await step.gate.promise;
-      return step;
+      // Anything else (a malformed answer included) is returned as it is.
+      if (typeof step === 'object' && step !== null && 'gate' in step) return await step.gate.promise;
+      return step as SendOutcome;
     } finally {
       this.active--;
     }
