@@ -36,6 +36,8 @@ export {
   type MailerConfig,
   type NamedMailerConfig,
 } from './channels/email/config';
+// Each area's section has its home beside the area; this file composes them.
+import { DeliveryConfigSchema } from './delivery/config';
 
 /** Driver settings of the `sms_gateway` SMS driver. */
 export const SmsGatewayDriverConfigSchema = z.strictObject({
@@ -115,20 +117,6 @@ export const InboxConfigSchema = z
   })
   .prefault({});
 
-/** Retry policy of the delivery pipeline (exponential backoff with jitter). */
-export const DeliveryConfigSchema = z
-  .strictObject({
-    max_attempts: positiveInt().default(5),
-    base_delay_ms: nonNegativeInt().default(500),
-    max_delay_ms: nonNegativeInt().default(60000),
-  })
-  .prefault({})
-  .superRefine((d, ctx) => {
-    if (d.base_delay_ms > d.max_delay_ms) {
-      ctx.addIssue({ code: 'custom', path: ['max_delay_ms'], message: 'must be at least base_delay_ms' });
-    }
-  });
-
 /**
  * Authentication of the admin endpoints (the spec leaves the scheme open; our decision: bearer JWT,
  * HS256 with `jwt_secret` or verified against `jwks_url`). With neither set, outside production, the
@@ -187,8 +175,6 @@ export type NamedSMSConfig = z.infer<typeof NamedSMSConfigSchema>;
 export type NamedPushConfig = z.infer<typeof NamedPushConfigSchema>;
 /** The inbox section. */
 export type InboxConfig = z.infer<typeof InboxConfigSchema>;
-/** Delivery retry policy. */
-export type DeliveryConfig = z.infer<typeof DeliveryConfigSchema>;
 /** Admin endpoint authentication. */
 export type AdminAuthConfig = z.infer<typeof AdminAuthConfigSchema>;
 

@@ -62,7 +62,22 @@ describe('NotificationConfig', () => {
         max_metadata_bytes: 16384,
         watch_buffer_size: 256,
       },
-      delivery: { max_attempts: 5, base_delay_ms: 500, max_delay_ms: 60000 },
+      delivery: {
+        store_backend: 'database',
+        max_attempts: 5,
+        base_delay_ms: 500,
+        max_delay_ms: 60000,
+        lease_seconds: 60,
+        poll_interval_ms: 1000,
+        concurrency: 8,
+        backend_concurrency: {},
+        attempt_timeout_ms: 30000,
+        max_payload_bytes: 41943040,
+        content_retention_hours: 24,
+        retention_days: 30,
+        purge_interval_seconds: 3600,
+        purge_batch_size: 1000,
+      },
       admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
     });
   });

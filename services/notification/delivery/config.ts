@@ -1,0 +1,64 @@
+/**
+ * The delivery pipeline's config section (`notification.delivery`): retries, leases, worker
+ * concurrency, attempt timeout and retention. Its one definition; the service config (../config.ts)
+ * composes it, and the pipeline takes the validated object as it is.
+ */
+import { z } from 'zod';
+
+import { itemName, nonNegativeInt, positiveInt } from '../../../shared/config';
+
+/** The delivery section of the notification config. */
+export const DeliveryConfigSchema = z
+  .strictObject({
+    /** `database` (PostgreSQL / PGlite: survives restarts) or `memory` (tests, throwaway runs). */
+    store_backend: z.enum(['database', 'memory']).default('database'),
+    /** Attempts per delivery, the first included; the last failure ends it FAILED. */
+    max_attempts: positiveInt().max(100).default(5),
+    /** Backoff before retry n is a random delay in [0, min(max_delay_ms, base_delay_ms * 2^(n-1))]. */
+    base_delay_ms: nonNegativeInt().default(500),
+    /** Longest delay between attempts, also the cap on a provider's Retry-After. */
+    max_delay_ms: nonNegativeInt().default(60000),
+    /** How long a worker owns a claimed delivery; a dead worker's claims are retaken after it. */
+    lease_seconds: positiveInt().default(60),
+    /** How often a worker looks for due deliveries (a local submit also wakes it at once). */
+    poll_interval_ms: positiveInt().default(1000),
+    /** Attempts in flight per backend and process. */
+    concurrency: positiveInt().default(8),
+    /** Per-backend override of `concurrency`, by backend name. */
+    backend_concurrency: z.record(itemName(), positiveInt()).default(() => ({})),
+    /** One attempt is aborted (and retried) after this long. */
+    attempt_timeout_ms: positiveInt().default(30000),
+    /** Largest payload accepted, as UTF-8 JSON bytes (an email with 25 MB of base64 attachments fits). */
+    max_payload_bytes: positiveInt().default(40 * 1024 * 1024),
+    /** A final delivery keeps what was sent (payload, full recipient) this long, then only the record. */
+    content_retention_hours: positiveInt().default(24),
+    /** Final deliveries are deleted this many days after they ended (idempotency keys go with them). */
+    retention_days: positiveInt().default(30),
+    /** How often the retention job runs. */
+    purge_interval_seconds: positiveInt().default(3600),
+    /** Rows erased or deleted per statement. */
+    purge_batch_size: positiveInt().default(1000),
+  })
+  .prefault({})
+  .superRefine((d, ctx) => {
+    if (d.base_delay_ms > d.max_delay_ms) {
+      ctx.addIssue({ code: 'custom', path: ['max_delay_ms'], message: 'must be at least base_delay_ms' });
+    }
+    // A lease that can expire while its attempt is still running lets a second worker send the same
+    // delivery: the lease must outlive the longest attempt.
+    if (d.lease_seconds * 1000 <= d.attempt_timeout_ms) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['lease_seconds'],
+        message: 'must be longer than attempt_timeout_ms',
+      });
+    }
+  });
+
+/** Validated delivery config. */
+export type DeliveryConfig = z.infer<typeof DeliveryConfigSchema>;
+
+/** The defaults, as the schema fills them. */
+export const DEFAULT_DELIVERY_CONFIG: Readonly<DeliveryConfig> = Object.freeze(
+  DeliveryConfigSchema.parse({}),
+);

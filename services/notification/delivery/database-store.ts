@@ -1,0 +1,403 @@
+/**
+ * DatabaseDeliveryStore: delivery records in PostgreSQL (pg) or the embedded PGlite, through knex.
+ *
+ * Claiming is `SELECT ... FOR UPDATE SKIP LOCKED` on our own table plus a lease (owner and expiry
+ * columns): concurrent workers skip each other's rows instead of waiting, a committed lease keeps
+ * other workers off a row while its attempt runs, and a lease whose owner died expires and the row is
+ * claimed again. Finishing an attempt is conditional on still holding the lease, so a worker that lost
+ * its lease can never overwrite what the new owner recorded, and a record is never moved backwards.
+ * (delivery/README.md records why this and not pg-boss or graphile-worker.)
+ */
+import type { Knex } from 'knex';
+import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import type {
+  AttemptResult,
+  ClaimRequest,
+  DeliveryPage,
+  DeliveryPageQuery,
+  DeliveryStore,
+  DueBackend,
+  NewDelivery,
+  PurgeRequest,
+  PurgeResult,
+  QueueStats,
+} from './store';
+import type { DeliveryAttempt, DeliveryRecord } from './types';
+
+interface StoredAttempt {
+  number: number;
+  startedAt: string;
+  durationMs: number;
+  outcome: DeliveryAttempt['outcome'];
+  error?: string;
+  providerReference?: string;
+  providerCode?: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  channel: DeliveryRecord['channel'];
+  backend: string;
+  recipient: string | null;
+  masked_recipient: string;
+  scope: string;
+  idempotency_key: string | null;
+  content_hash: string;
+  payload: unknown;
+  status: DeliveryRecord['status'];
+  attempts: StoredAttempt[] | string;
+  next_attempt_at: Date | string | null;
+  last_error: string | null;
+  provider_reference: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  sent_at: Date | string | null;
+  delivered_at: Date | string | null;
+  finished_at: Date | string | null;
+  content_erased_at: Date | string | null;
+}
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toDateOrNull(value: Date | string | null): Date | null {
+  return value === null ? null : toDate(value);
+}
+
+function rowToRecord(row: DeliveryRow): DeliveryRecord {
+  const attempts =
+    typeof row.attempts === 'string' ? (JSON.parse(row.attempts) as StoredAttempt[]) : row.attempts;
+  return {
+    id: row.id,
+    channel: row.channel,
+    backend: row.backend,
+    recipient: row.recipient,
+    maskedRecipient: row.masked_recipient,
+    scope: row.scope,
+    idempotencyKey: row.idempotency_key,
+    contentHash: row.content_hash,
+    payload: row.payload,
+    status: row.status,
+    attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })),
+    nextAttemptAt: toDateOrNull(row.next_attempt_at),
+    lastError: row.last_error,
+    providerReference: row.provider_reference,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: toDateOrNull(row.lease_expires_at),
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+    sentAt: toDateOrNull(row.sent_at),
+    deliveredAt: toDateOrNull(row.delivered_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    contentErasedAt: toDateOrNull(row.content_erased_at),
+  };
+}
+
+function rows<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/** Due and not leased to anyone alive; `?` twice: now, now. */
+const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= ?
+  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
+
+/** Tuning of DatabaseDeliveryStore. */
+export interface DatabaseDeliveryStoreOptions {
+  /** Most deliveries inserted by one statement (default 256). */
+  maxBatchSize?: number;
+  /** Most payload JSON characters in one statement (default 8 Mi); a bigger payload goes alone. */
+  maxBatchBytes?: number;
+  /** Insert statements in flight at once (default 2; always 1 on PGlite, which has one connection). */
+  maxConcurrentBatches?: number;
+}
+
+interface PendingCreate {
+  delivery: NewDelivery;
+  payloadJson: string;
+  resolve(value: { record: DeliveryRecord; created: boolean }): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first.
+ * Concurrent creates are group-committed: what arrives while earlier batches are in flight goes into
+ * one INSERT statement.
+ */
+export class DatabaseDeliveryStore implements DeliveryStore {
+  readonly backend = 'database' as const;
+  private readonly maxBatchSize: number;
+  private readonly maxBatchBytes: number;
+  private readonly maxConcurrentBatches: number;
+  private queue: PendingCreate[] = [];
+  private inFlight = 0;
+  private pumpScheduled = false;
+
+  constructor(
+    private readonly knex: Knex,
+    options: DatabaseDeliveryStoreOptions = {},
+  ) {
+    this.maxBatchSize = Math.max(1, options.maxBatchSize ?? 256);
+    this.maxBatchBytes = Math.max(1, options.maxBatchBytes ?? 8 * 1024 * 1024);
+    this.maxConcurrentBatches =
+      databaseEngine(knex) === 'pglite' ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
+  }
+
+  create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    const payloadJson = JSON.stringify(delivery.payload);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ delivery, payloadJson, resolve, reject });
+      if (!this.pumpScheduled) {
+        this.pumpScheduled = true;
+        // Let the submits of this tick join one statement.
+        setImmediate(() => {
+          this.pumpScheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxConcurrentBatches && this.queue.length > 0) {
+      // A batch is bounded by count and by payload bytes (always at least one delivery).
+      let bytes = 0;
+      let n = 0;
+      while (n < this.queue.length && n < this.maxBatchSize) {
+        bytes += this.queue[n]!.payloadJson.length;
+        if (n > 0 && bytes > this.maxBatchBytes) break;
+        n++;
+      }
+      const batch = this.queue.splice(0, n);
+      this.inFlight++;
+      void this.insertBatch(batch)
+        .then(
+          (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
+          (err: unknown) => batch.forEach((p) => p.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+
+  /**
+   * One statement inserts the whole batch (it commits on its own, so every caller is answered only
+   * after its row is durable). Rows whose (scope, key) was taken, by an earlier delivery or by an
+   * earlier row of the same batch, are not inserted; a second statement reads the winners.
+   */
+  private async insertBatch(batch: PendingCreate[]): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    const input = batch.map(({ delivery: d, payloadJson }, i) => ({
+      i,
+      id: d.id,
+      channel: d.channel,
+      backend: d.backend,
+      recipient: d.recipient,
+      masked_recipient: d.maskedRecipient,
+      scope: d.scope,
+      idempotency_key: d.idempotencyKey,
+      content_hash: d.contentHash,
+      payload: payloadJson,
+      created_at: d.createdAt.toISOString(),
+    }));
+    const inserted = rows<DeliveryRow>(
+      await this.knex.raw(
+        `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, idempotency_key,
+           content_hash, payload, status, next_attempt_at, created_at, updated_at)
+         SELECT r.id, r.channel, r.backend, r.recipient, r.masked_recipient, r.scope, r.idempotency_key,
+           r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at, r.created_at
+         FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text, recipient text,
+           masked_recipient text, scope text, idempotency_key text, content_hash text, payload text,
+           created_at timestamptz)
+         ORDER BY r.i
+         ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING *`,
+        [JSON.stringify(input)],
+      ),
+    );
+    const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
+    const missing = batch.filter((p) => !byId.has(p.delivery.id));
+    const existing = new Map<string, DeliveryRecord>();
+    if (missing.length > 0) {
+      // ON CONFLICT waited for any competing insert to commit, so the winners are visible now.
+      const keys = missing.map((p) => ({ scope: p.delivery.scope, key: p.delivery.idempotencyKey }));
+      const found = rows<DeliveryRow>(
+        await this.knex.raw(
+          `SELECT d.* FROM deliveries d
+           JOIN jsonb_to_recordset(?::jsonb) AS k(scope text, key text)
+             ON d.scope = k.scope AND d.idempotency_key = k.key`,
+          [JSON.stringify(keys)],
+        ),
+      );
+      for (const r of found) existing.set(`${r.scope}\n${r.idempotency_key}`, rowToRecord(r));
+    }
+    return batch.map(({ delivery: d }) => {
+      const record = byId.get(d.id);
+      if (record) return { record, created: true };
+      const winner = existing.get(`${d.scope}\n${d.idempotencyKey}`);
+      if (!winner) throw new Error('idempotency conflict without a visible row');
+      return { record: winner, created: false };
+    });
+  }
+
+  async get(id: string): Promise<DeliveryRecord | null> {
+    const [row] = rows<DeliveryRow>(await this.knex.raw('SELECT * FROM deliveries WHERE id = ?', [id]));
+    return row ? rowToRecord(row) : null;
+  }
+
+  async list(query: DeliveryPageQuery): Promise<DeliveryPage> {
+    const where: string[] = [];
+    const bindings: Knex.RawBinding[] = [];
+    const { filter } = query;
+    for (const [column, value] of [
+      ['channel', filter.channel],
+      ['status', filter.status],
+      ['backend', filter.backend],
+      ['scope', filter.scope],
+    ] as const) {
+      if (value !== undefined) {
+        where.push(`${column} = ?`);
+        bindings.push(value);
+      }
+    }
+    if (query.after) {
+      where.push('(created_at, id) < (?::timestamptz, ?::uuid)');
+      bindings.push(query.after.createdAt, query.after.id);
+    }
+    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT ?`;
+    bindings.push(query.limit + 1);
+    const found = rows<DeliveryRow>(await this.knex.raw(sql, bindings)).map(rowToRecord);
+    const page = found.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      records: page,
+      nextKey:
+        found.length > query.limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+
+  async dueBackends(now: Date): Promise<DueBackend[]> {
+    const at = now.toISOString();
+    return rows<DueBackend>(
+      await this.knex.raw(`SELECT DISTINCT channel, backend FROM deliveries WHERE ${DUE}`, [at, at]),
+    );
+  }
+
+  async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
+    const at = request.now.toISOString();
+    const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
+    // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
+    // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
+    const claimed = rows<DeliveryRow>(
+      await this.knex.raw(
+        `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, updated_at = ?
+         WHERE id IN (
+           SELECT id FROM deliveries WHERE backend = ? AND channel = ? AND ${DUE}
+           ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [request.owner, until, at, request.backend, request.channel, at, at, request.limit],
+      ),
+    ).map(rowToRecord);
+    return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
+  }
+
+  async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
+    const at = result.now.toISOString();
+    const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+    const final = result.status === 'sent' || result.status === 'failed';
+    const [row] = rows<DeliveryRow>(
+      await this.knex.raw(
+        `UPDATE deliveries SET
+           status = ?,
+           attempts = attempts || ?::jsonb,
+           next_attempt_at = ?,
+           last_error = ?,
+           provider_reference = COALESCE(?, provider_reference),
+           lease_owner = NULL,
+           lease_expires_at = NULL,
+           updated_at = ?,
+           sent_at = ?,
+           finished_at = ?
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         RETURNING *`,
+        [
+          result.status,
+          JSON.stringify([attempt]),
+          result.nextAttemptAt?.toISOString() ?? null,
+          result.attempt.error ?? null,
+          result.attempt.providerReference ?? null,
+          at,
+          result.status === 'sent' ? at : null,
+          final ? at : null,
+          id,
+          owner,
+        ],
+      ),
+    );
+    return row ? rowToRecord(row) : null;
+  }
+
+  async release(ids: readonly string[], owner: string, now: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    return rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+         WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb)::uuid) AND lease_owner = ?
+         RETURNING id`,
+        [now.toISOString(), JSON.stringify(ids), owner],
+      ),
+    ).length;
+  }
+
+  async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
+    // Delete first: what is about to go need not be erased.
+    const deleted = rows<{ id: string }>(
+      await this.knex.raw(
+        `DELETE FROM deliveries WHERE id IN (
+           SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
+         RETURNING id`,
+        [request.deleteBefore.toISOString(), request.batchSize],
+      ),
+    ).length;
+    const erased = rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET payload = NULL, recipient = NULL, content_erased_at = ?
+         WHERE id IN (
+           SELECT id FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
+           ORDER BY finished_at LIMIT ?)
+         RETURNING id`,
+        [request.now.toISOString(), request.eraseBefore.toISOString(), request.batchSize],
+      ),
+    ).length;
+    return { erased, deleted };
+  }
+
+  async queueStats(now: Date): Promise<QueueStats> {
+    const at = now.toISOString();
+    const found = rows<{ status: 'pending' | 'retrying'; n: number | string; oldest: Date | string | null }>(
+      await this.knex.raw(
+        `SELECT status, count(*) AS n,
+           min(CASE WHEN next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+               THEN next_attempt_at END) AS oldest
+         FROM deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`,
+        [at, at],
+      ),
+    );
+    const queued = { pending: 0, retrying: 0 };
+    let oldestDueAt: Date | null = null;
+    for (const r of found) {
+      queued[r.status] = toNumber(r.n);
+      const oldest = toDateOrNull(r.oldest);
+      if (oldest && (oldestDueAt === null || oldest < oldestDueAt)) oldestDueAt = oldest;
+    }
+    return { queued, oldestDueAt };
+  }
+
+  async ping(): Promise<void> {
+    await this.knex.raw('SELECT 1');
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * DeliveryPipeline: the one way every send (email, SMS, push) enters the system. `submit` validates,
+ * resolves the backend, applies the caller's idempotency key and records the delivery (resolving only
+ * once the record is committed); the worker then sends it and retries it by the retry policy. `get`
+ * and `list` show records without what was sent (masked recipient, no payload).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Registry } from 'prom-client';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+} from '../../../shared/errors';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import type { DeliveryConfig } from './config';
+import { contentHash } from './content-hash';
+import type { Channel, DeliveryDriver } from './driver';
+import { maskRecipient } from './mask';
+import { DeliveryMetrics } from './metrics';
+import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
+import { RetryPolicy } from './retry-policy';
+import { DeliveryRetention } from './retention';
+import type { DeliveryStore } from './store';
+import { CHANNELS, DELIVERY_STATUSES, toView, type DeliveryFilter, type DeliveryView } from './types';
+import { DeliveryWorker } from './worker';
+
+/**
+ * Finds a backend: by name, or the channel's primary when `backend` is undefined. Undefined when there
+ * is no such backend (or none at all for the channel). Given by the composition root.
+ */
+export type BackendLookup = (channel: Channel, backend: string | undefined) => DeliveryDriver | undefined;
+
+/** What a caller submits. */
+export interface SubmitInput {
+  channel: Channel;
+  /** Backend name; the channel's primary when absent or empty. */
+  backend?: string;
+  /**
+   * Email addresses (comma-separated when several: to, cc, bcc), an E.164 number or a device token;
+   * the channel layer has validated its form. Masked per address for display.
+   */
+  recipient: string;
+  /** What to send: the channel's payload, JSON-serialisable. */
+  payload: unknown;
+  /** Who the idempotency key belongs to (API token identity, or one scope when tokens are off). */
+  scope: string;
+  /** Optional; the same key with the same content returns the first delivery and sends nothing. */
+  idempotencyKey?: string;
+}
+
+/** What submit answers. */
+export interface SubmitResult {
+  delivery: DeliveryView;
+  /** False when an earlier delivery with the same key and content was returned instead. */
+  created: boolean;
+}
+
+/** A page of deliveries, newest first. */
+export interface DeliveryListPage {
+  deliveries: DeliveryView[];
+  /** Empty when there is no further page. */
+  nextPageToken: string;
+}
+
+/** Options of DeliveryPipeline. */
+export interface DeliveryPipelineOptions {
+  store: DeliveryStore;
+  lookup: BackendLookup;
+  config: DeliveryConfig;
+  /** Where the delivery metrics are registered; none means no metrics. */
+  registry?: Registry;
+  logger?: Logger;
+  clock?: () => Date;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+  /** Lease owner id of this process's worker. */
+  owner?: string;
+}
+
+/** Default page size of `list`. */
+export const DEFAULT_PAGE_SIZE = 50;
+/** Largest page of `list`; a larger request is capped. */
+export const MAX_PAGE_SIZE = 500;
+const MAX_SCOPE_LENGTH = 256;
+const MAX_KEY_LENGTH = 256;
+const MAX_RECIPIENT_LENGTH = 1024;
+const MAX_BACKEND_LENGTH = 128;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function checkText(value: unknown, field: string, max: number): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new InvalidArgumentError(`${field} is required`, field);
+  }
+  if (value.length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
+  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  return value;
+}
+
+/** The delivery pipeline facade. */
+export class DeliveryPipeline {
+  /** The worker of this process (exposed for shutdown figures and tests). */
+  readonly worker: DeliveryWorker;
+  /** The retention pass; `retention.runOnce` is what the periodic job runs. */
+  readonly retention: DeliveryRetention;
+  private readonly store: DeliveryStore;
+  private readonly log: Logger;
+  private readonly clock: () => Date;
+
+  constructor(private readonly options: DeliveryPipelineOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? (() => new Date());
+    this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-pipeline' });
+    const metrics = options.registry
+      ? new DeliveryMetrics(options.registry, options.store, this.clock, this.log)
+      : undefined;
+    this.worker = new DeliveryWorker({
+      store: options.store,
+      resolveDriver: (r) => {
+        const driver = options.lookup(r.channel, r.backend);
+        return driver && driver.channel === r.channel ? driver : undefined;
+      },
+      policy: new RetryPolicy(options.config, options.random),
+      config: options.config,
+      metrics,
+      logger: options.logger,
+      clock: this.clock,
+      owner: options.owner,
+    });
+    this.retention = new DeliveryRetention({
+      store: options.store,
+      config: options.config,
+      logger: options.logger,
+      clock: this.clock,
+    });
+  }
+
+  /**
+   * Records a delivery and resolves once it is committed (status pending); the worker is woken to
+   * send it. Bad input is InvalidArgumentError and nothing is recorded; the same idempotency key with
+   * other content is AlreadyExistsError.
+   */
+  async submit(input: SubmitInput): Promise<SubmitResult> {
+    if (!CHANNELS.includes(input.channel)) {
+      throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
+    }
+    const scope = checkText(input.scope, 'scope', MAX_SCOPE_LENGTH);
+    const idempotencyKey = input.idempotencyKey
+      ? checkText(input.idempotencyKey, 'idempotency_key', MAX_KEY_LENGTH)
+      : null;
+    const recipient = checkText(input.recipient, 'recipient', MAX_RECIPIENT_LENGTH);
+    const requested = input.backend ? checkText(input.backend, 'backend', MAX_BACKEND_LENGTH) : undefined;
+    const driver = this.options.lookup(input.channel, requested);
+    if (!driver) {
+      if (requested === undefined)
+        throw new FailedPreconditionError(`no ${input.channel} backend configured`);
+      throw new InvalidArgumentError(`unknown ${input.channel} backend "${requested}"`, 'backend');
+    }
+    if (driver.channel !== input.channel) {
+      throw new InvalidArgumentError(`backend "${driver.name}" does not serve ${input.channel}`, 'backend');
+    }
+    const payload = this.checkPayload(input.payload);
+    const hash = contentHash({ channel: input.channel, backend: driver.name, recipient, payload });
+    const record = await this.store.create({
+      id: randomUUID(),
+      channel: input.channel,
+      backend: driver.name,
+      recipient,
+      maskedRecipient: maskRecipient(input.channel, recipient),
+      scope,
+      idempotencyKey,
+      contentHash: hash,
+      payload,
+      createdAt: this.clock(),
+    });
+    if (!record.created) {
+      if (record.record.contentHash !== hash) {
+        throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
+      }
+      return { delivery: toView(record.record), created: false };
+    }
+    this.worker.wake();
+    this.log.debug(
+      {
+        deliveryId: record.record.id,
+        channel: input.channel,
+        backend: driver.name,
+        recipient: record.record.maskedRecipient,
+      },
+      'delivery recorded',
+    );
+    return { delivery: toView(record.record), created: true };
+  }
+
+  /** Round-trips the payload through JSON (what the store keeps) and bounds it. */
+  private checkPayload(payload: unknown): unknown {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(payload);
+    } catch {
+      throw new InvalidArgumentError('payload is not serialisable as JSON', 'payload');
+    }
+    if (json === undefined || payload === null)
+      throw new InvalidArgumentError('payload is required', 'payload');
+    // PostgreSQL's jsonb cannot hold NUL characters.
+    if (json.includes('\\u0000'))
+      throw new InvalidArgumentError('payload contains NUL characters', 'payload');
+    if (Buffer.byteLength(json) > this.options.config.max_payload_bytes) {
+      throw new InvalidArgumentError(
+        `payload is larger than ${this.options.config.max_payload_bytes} bytes`,
+        'payload',
+      );
+    }
+    return JSON.parse(json) as unknown;
+  }
+
+  /** One delivery; NotFoundError when unknown, InvalidArgumentError when `id` is not a UUID. */
+  async get(id: string): Promise<DeliveryView> {
+    const normalised = typeof id === 'string' ? id.toLowerCase() : '';
+    if (!UUID.test(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    const record = await this.store.get(normalised);
+    if (!record) throw new NotFoundError(`delivery ${normalised} not found`);
+    return toView(record);
+  }
+
+  /**
+   * Deliveries newest first under `filter`. `pageSize` 0 or absent means 50; above 500 is capped;
+   * `pageToken` must come from the previous page of the same filter.
+   */
+  async list(filter: DeliveryFilter = {}, pageToken = '', pageSize = 0): Promise<DeliveryListPage> {
+    if (filter.channel !== undefined && !CHANNELS.includes(filter.channel)) {
+      throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
+    }
+    if (filter.status !== undefined && !DELIVERY_STATUSES.includes(filter.status)) {
+      throw new InvalidArgumentError(`status must be one of ${DELIVERY_STATUSES.join(', ')}`, 'status');
+    }
+    if (filter.backend !== undefined) checkText(filter.backend, 'backend', MAX_BACKEND_LENGTH);
+    if (!Number.isInteger(pageSize) || pageSize < 0) {
+      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
+    }
+    const limit = pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
+    const after = pageToken ? decodeDeliveryPageToken(filter, pageToken) : undefined;
+    const page = await this.store.list({ filter, limit, after });
+    return {
+      deliveries: page.records.map(toView),
+      nextPageToken: page.nextKey ? encodeDeliveryPageToken(filter, page.nextKey) : '',
+    };
+  }
+
+  /** Starts the worker (pending and retrying records left by an earlier process resume now). */
+  start(): void {
+    this.worker.start();
+  }
+
+  /** Stops the worker: in-flight attempts finish until `deadline`, the rest are released. */
+  async stop(deadline: Date): Promise<{ finished: number; released: number }> {
+    await this.retention.stop();
+    return this.worker.stop(deadline);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * DeliveryStore: where delivery records live, implemented by DatabaseDeliveryStore (knex: PostgreSQL
+ * or PGlite) and InMemoryDeliveryStore. Stores trust their input: validation, ids, clocks and the
+ * retry policy belong to the pipeline. Every time a store compares against is passed in (`now`), so
+ * the same clock drives leases, retries and retention.
+ */
+import type { DeliveryStatus } from './driver';
+import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
+
+/** A delivery to record: the pipeline has validated it and chosen its id and time. */
+export interface NewDelivery {
+  id: string;
+  channel: DeliveryRecord['channel'];
+  backend: string;
+  recipient: string;
+  maskedRecipient: string;
+  scope: string;
+  idempotencyKey: string | null;
+  contentHash: string;
+  payload: unknown;
+  createdAt: Date;
+}
+
+/** One page query, newest first. */
+export interface DeliveryPageQuery {
+  filter: DeliveryFilter;
+  limit: number;
+  after?: DeliveryPageKey;
+}
+
+/** A page of records and where the next one starts (null when there is none). */
+export interface DeliveryPage {
+  records: DeliveryRecord[];
+  nextKey: DeliveryPageKey | null;
+}
+
+/** A backend with due work. */
+export interface DueBackend {
+  channel: DeliveryRecord['channel'];
+  backend: string;
+}
+
+/** A claim of due deliveries of one backend (names are unique per channel, not across channels). */
+export interface ClaimRequest {
+  channel: DeliveryRecord['channel'];
+  backend: string;
+  owner: string;
+  now: Date;
+  leaseMs: number;
+  limit: number;
+}
+
+/** How an attempt ended, as the pipeline records it. */
+export interface AttemptResult {
+  attempt: DeliveryAttempt;
+  status: Extract<DeliveryStatus, 'sent' | 'retrying' | 'failed'>;
+  nextAttemptAt: Date | null;
+  now: Date;
+}
+
+/** Counts behind the queue gauges. */
+export interface QueueStats {
+  /** Records still to be sent, by status (pending, retrying). */
+  queued: Record<'pending' | 'retrying', number>;
+  /** The oldest next-attempt time among due records (not leased), null when none is due. */
+  oldestDueAt: Date | null;
+}
+
+/** Settings of one retention pass. */
+export interface PurgeRequest {
+  now: Date;
+  /** Final records that ended before this lose payload and full recipient. */
+  eraseBefore: Date;
+  /** Final records that ended before this are deleted. */
+  deleteBefore: Date;
+  /** Rows per statement. */
+  batchSize: number;
+}
+
+/** What one retention pass did. */
+export interface PurgeResult {
+  erased: number;
+  deleted: number;
+}
+
+/** Storage of delivery records. */
+export interface DeliveryStore {
+  /** `database` or `memory`, for health details and logs. */
+  readonly backend: 'database' | 'memory';
+  /**
+   * Records a delivery; resolves once it is committed. When `(scope, idempotencyKey)` is taken, records
+   * nothing and returns the existing record with `created: false`.
+   */
+  create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }>;
+  get(id: string): Promise<DeliveryRecord | null>;
+  list(query: DeliveryPageQuery): Promise<DeliveryPage>;
+  /** Backends (with their channel) that have records due at `now` and not leased. */
+  dueBackends(now: Date): Promise<DueBackend[]>;
+  /**
+   * Leases up to `limit` due records of `backend` to `owner` until `now + leaseMs`, oldest due first;
+   * a record leased to another owner is skipped until its lease has expired.
+   */
+  claim(request: ClaimRequest): Promise<DeliveryRecord[]>;
+  /**
+   * Appends an attempt and moves the record on, only while `owner` still holds its lease and it is not
+   * final; clears the lease. Returns the updated record, or null when the lease was lost.
+   */
+  completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null>;
+  /** Clears `owner`'s leases on `ids` (status kept) so another worker takes them at once. */
+  release(ids: readonly string[], owner: string, now: Date): Promise<number>;
+  /** One batched retention pass: erases content of old final records, deletes older ones. */
+  purgeExpired(request: PurgeRequest): Promise<PurgeResult>;
+  /** The cheap counts behind the queue metrics. */
+  queueStats(now: Date): Promise<QueueStats>;
+  /** A cheap round trip, for the health check. */
+  ping(): Promise<void>;
+}

@@ -1,0 +1,115 @@
+/**
+ * The delivery record and the shapes the pipeline, its stores and the RPC layer share. No wire
+ * types here: `rpc/` translates these to protobuf messages.
+ */
+import type { Channel, DeliveryStatus, OutcomeClass } from './driver';
+
+export type { Channel, DeliveryStatus, OutcomeClass };
+
+/** Every channel, for validation. */
+export const CHANNELS: readonly Channel[] = ['email', 'sms', 'push'];
+
+/** Every status, in the order a delivery moves through them. */
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = [
+  'pending',
+  'retrying',
+  'sent',
+  'delivered',
+  'undelivered',
+  'failed',
+];
+
+/** Statuses a worker still has to act on. */
+export const QUEUED_STATUSES: readonly DeliveryStatus[] = ['pending', 'retrying'];
+
+/** Statuses after which the pipeline never sends again. */
+export const FINAL_STATUSES: readonly DeliveryStatus[] = ['sent', 'delivered', 'undelivered', 'failed'];
+
+const NEXT: Record<DeliveryStatus, readonly DeliveryStatus[]> = {
+  pending: ['retrying', 'sent', 'failed'],
+  retrying: ['retrying', 'sent', 'failed'],
+  sent: ['delivered', 'undelivered'],
+  delivered: [],
+  undelivered: [],
+  failed: [],
+};
+
+/** True when a delivery may move from `from` to `to`: a status only moves forward. */
+export function canTransition(from: DeliveryStatus, to: DeliveryStatus): boolean {
+  return NEXT[from].includes(to);
+}
+
+/** One attempt as the record keeps it. */
+export interface DeliveryAttempt {
+  /** 1 for the first. */
+  number: number;
+  startedAt: Date;
+  durationMs: number;
+  outcome: OutcomeClass;
+  /** Sanitised, bounded reason; absent when sent. */
+  error?: string;
+  providerReference?: string;
+  providerCode?: string;
+}
+
+/** A delivery record as stored. */
+export interface DeliveryRecord {
+  /** UUID. */
+  id: string;
+  channel: Channel;
+  /** The backend's configured name. */
+  backend: string;
+  /** The full recipient, for sending; null once the content retention erased it. */
+  recipient: string | null;
+  /** The recipient as responses and logs show it (`j***@example.com`). */
+  maskedRecipient: string;
+  /** The caller the idempotency key belongs to. */
+  scope: string;
+  idempotencyKey: string | null;
+  /** sha256 (hex) of the canonical JSON of channel, backend, recipient and payload. */
+  contentHash: string;
+  /** What to send (the channel's payload); null once erased. */
+  payload: unknown;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  /** When a worker may next try; null when final. */
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  providerReference: string | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  sentAt: Date | null;
+  deliveredAt: Date | null;
+  /** When it reached a final status. */
+  finishedAt: Date | null;
+  /** When the content retention erased payload and recipient. */
+  contentErasedAt: Date | null;
+}
+
+/** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */
+export type DeliveryView = Omit<DeliveryRecord, 'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt'>;
+
+/** Strips the content and lease bookkeeping from a record. */
+export function toView(record: DeliveryRecord): DeliveryView {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { recipient, payload, leaseOwner, leaseExpiresAt, ...view } = record;
+  return view;
+}
+
+/** Filters of a delivery listing; every field narrows it. */
+export interface DeliveryFilter {
+  channel?: Channel;
+  status?: DeliveryStatus;
+  backend?: string;
+  /** Only this caller's deliveries (the RPC layer passes the caller scope when it wants that). */
+  scope?: string;
+}
+
+/** Position in the newest-first listing: the last row of the previous page. */
+export interface DeliveryPageKey {
+  /** ISO-8601 UTC, millisecond precision (the store keeps what the pipeline clock gave). */
+  createdAt: string;
+  id: string;
+}

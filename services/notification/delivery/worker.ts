@@ -1,0 +1,346 @@
+/**
+ * DeliveryWorker: takes due deliveries from the store and sends them through their backends.
+ *
+ * Each poll asks which backends have due work and claims, per backend it serves, only as many records as that
+ * backend has free slots (`delivery.concurrency`, or its `backend_concurrency` override), so a claimed
+ * record starts at once and never waits under a lease. Every attempt runs under the attempt timeout
+ * (the driver's `signal`); a driver that throws counts as retryable with a generic reason (the cause
+ * is logged, never stored). The retry policy turns the outcome into the next status, which the store
+ * records only while this worker still holds the lease.
+ *
+ * Shutdown: stop claiming, let attempts in flight finish until the deadline, then abort the rest and
+ * release their leases (status kept, never failed) so another process takes them at once.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import type { DeliveryConfig } from './config';
+import type { DeliveryDriver, SendOutcome } from './driver';
+import type { DeliveryMetrics } from './metrics';
+import type { RetryPolicy } from './retry-policy';
+import type { DeliveryStore } from './store';
+import type { DeliveryAttempt, DeliveryRecord } from './types';
+
+/** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
+export type DriverResolver = (
+  record: Pick<DeliveryRecord, 'channel' | 'backend'>,
+) => DeliveryDriver | undefined;
+
+/** The settings the worker reads. */
+export type WorkerSettings = Pick<
+  DeliveryConfig,
+  'lease_seconds' | 'poll_interval_ms' | 'concurrency' | 'backend_concurrency' | 'attempt_timeout_ms'
+>;
+
+/** Options of DeliveryWorker. */
+export interface DeliveryWorkerOptions {
+  store: DeliveryStore;
+  resolveDriver: DriverResolver;
+  policy: RetryPolicy;
+  config: WorkerSettings;
+  metrics?: DeliveryMetrics;
+  logger?: Logger;
+  /** Injectable clock: leases, due times and attempt times all read it. */
+  clock?: () => Date;
+  /** This worker's lease owner id; unique per process by default. */
+  owner?: string;
+}
+
+/** Longest reason stored with an attempt. */
+export const MAX_REASON_LENGTH = 500;
+
+// Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
+const TIMEOUT = new Error('attempt timeout');
+const SHUTDOWN = new Error('shutting down');
+
+interface InFlight {
+  record: DeliveryRecord;
+  controller: AbortController;
+  /** Set once the outcome is being written: such an attempt is waited for, not released. */
+  recording: boolean;
+  /** Set when shutdown released the lease: the outcome must not be written. */
+  released: boolean;
+  done: Promise<void>;
+}
+
+/** Makes a provider's reason safe to store: one line, no control characters, bounded. */
+export function sanitizeReason(reason: string | undefined, fallback: string): string {
+  // eslint-disable-next-line no-control-regex
+  const text = (reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  if (!text) return fallback;
+  return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
+}
+
+const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
+  'sent',
+  'retryable',
+  'rate_limited',
+  'permanent',
+  'recipient_failure',
+]);
+
+/** A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker. */
+function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
+  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) return outcome;
+  return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
+}
+
+/** The delivery worker of one process. */
+export class DeliveryWorker {
+  /** This worker's lease owner id. */
+  readonly owner: string;
+  private readonly log: Logger;
+  private readonly clock: () => Date;
+  private readonly inFlight = new Map<string, InFlight>();
+  /** Attempts in flight per `channel/backend`. */
+  private readonly busy = new Map<string, number>();
+  /** Backends whose last claim filled every free slot: more may be due when a slot frees. */
+  private readonly saturated = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling: Promise<void> | null = null;
+  private pollAgain = false;
+  private running = false;
+  private stopping = false;
+
+  constructor(private readonly options: DeliveryWorkerOptions) {
+    this.owner = options.owner ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+    this.clock = options.clock ?? (() => new Date());
+    this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
+  }
+
+  /** Attempts in flight now. */
+  get activeAttempts(): number {
+    return this.inFlight.size;
+  }
+
+  /** Starts polling (the first poll at once). */
+  start(): void {
+    if (this.running || this.stopping) return;
+    this.running = true;
+    this.wake();
+  }
+
+  /** Polls as soon as possible (a local submit calls this); coalesced with a poll in progress. */
+  wake(): void {
+    if (!this.running || this.stopping) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.polling = this.pollOnce()
+      .then(() => undefined)
+      .catch((err: unknown) => this.log.error({ err }, 'delivery poll failed'))
+      .finally(() => {
+        this.polling = null;
+        if (!this.running || this.stopping) return;
+        if (this.pollAgain) {
+          this.pollAgain = false;
+          this.wake();
+          return;
+        }
+        this.timer = setTimeout(() => this.wake(), this.options.config.poll_interval_ms);
+        this.timer.unref();
+      });
+  }
+
+  private capacity(backend: string): number {
+    return this.options.config.backend_concurrency[backend] ?? this.options.config.concurrency;
+  }
+
+  /** Claims what is due now (within free slots) and starts those attempts; returns how many started. */
+  async pollOnce(): Promise<number> {
+    if (this.stopping) return 0;
+    const { store } = this.options;
+    const now = this.clock();
+    let started = 0;
+    for (const due of await store.dueBackends(now)) {
+      // A backend this process does not serve (a replica with an older or newer config) is left to
+      // the replicas that do: never failed here.
+      if (!this.options.resolveDriver(due)) continue;
+      const { channel, backend } = due;
+      const slot = `${channel}/${backend}`;
+      const free = this.capacity(backend) - (this.busy.get(slot) ?? 0);
+      if (free <= 0) {
+        this.saturated.add(slot);
+        continue;
+      }
+      const claimed = await store.claim({
+        channel,
+        backend,
+        owner: this.owner,
+        now,
+        leaseMs: this.options.config.lease_seconds * 1000,
+        limit: free,
+      });
+      if (this.stopping) {
+        // stop() began while we were claiming: hand these straight back.
+        await store.release(
+          claimed.map((r) => r.id),
+          this.owner,
+          this.clock(),
+        );
+        return started;
+      }
+      if (claimed.length >= free) this.saturated.add(slot);
+      else this.saturated.delete(slot);
+      for (const record of claimed) this.begin(record);
+      started += claimed.length;
+    }
+    return started;
+  }
+
+  /** Resolves when no attempt is in flight (tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  private begin(record: DeliveryRecord): void {
+    const slot = `${record.channel}/${record.backend}`;
+    this.busy.set(slot, (this.busy.get(slot) ?? 0) + 1);
+    const entry: InFlight = {
+      record,
+      controller: new AbortController(),
+      recording: false,
+      released: false,
+      done: Promise.resolve(),
+    };
+    this.inFlight.set(record.id, entry);
+    entry.done = this.attempt(entry)
+      .catch((err: unknown) =>
+        // The lease expires and another poll retries the record; nothing is lost.
+        this.log.error({ err, deliveryId: record.id }, 'recording a delivery attempt failed'),
+      )
+      .finally(() => {
+        this.inFlight.delete(record.id);
+        const left = (this.busy.get(slot) ?? 1) - 1;
+        if (left > 0) this.busy.set(slot, left);
+        else this.busy.delete(slot);
+        if (this.saturated.has(slot)) this.wake();
+      });
+  }
+
+  private async attempt(entry: InFlight): Promise<void> {
+    const { record } = entry;
+    const number = record.attempts.length + 1;
+    const startedAt = this.clock();
+    const t0 = performance.now();
+    const outcome = checkOutcome(await this.send(entry, number));
+    const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+    if (entry.released) return;
+    entry.recording = true;
+    const now = this.clock();
+    const decision = this.options.policy.decide(outcome, number, now);
+    const attempt: DeliveryAttempt = { number, startedAt, durationMs, outcome: outcome.class };
+    if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
+    if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
+    if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
+    const labels = { channel: record.channel, backend: record.backend };
+    this.options.metrics?.attempts.inc({ ...labels, outcome: outcome.class });
+    this.options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
+    const updated = await this.options.store.completeAttempt(record.id, this.owner, {
+      attempt,
+      status: decision.status,
+      nextAttemptAt: decision.nextAttemptAt,
+      now,
+    });
+    const log = {
+      deliveryId: record.id,
+      backend: record.backend,
+      recipient: record.maskedRecipient,
+      attempt: number,
+    };
+    if (!updated) {
+      this.log.warn(
+        { ...log, outcome: outcome.class },
+        'delivery lease lost before the attempt was recorded',
+      );
+      return;
+    }
+    if (decision.status === 'sent' || decision.status === 'failed') {
+      this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
+    }
+    if (decision.status === 'failed') this.log.warn({ ...log, reason: attempt.error }, 'delivery failed');
+    else if (decision.status === 'retrying')
+      this.log.info(
+        { ...log, reason: attempt.error, nextAttemptAt: decision.nextAttemptAt },
+        'delivery will be retried',
+      );
+    else this.log.debug(log, 'delivery sent');
+  }
+
+  /** One driver call under the attempt timeout; every way it can end becomes a SendOutcome. */
+  private async send(entry: InFlight, number: number): Promise<SendOutcome> {
+    const { record, controller } = entry;
+    const driver = this.options.resolveDriver(record);
+    if (!driver) return { class: 'permanent', reason: `backend "${record.backend}" is not configured` };
+    if (record.payload === null) return { class: 'permanent', reason: 'delivery content was erased' };
+    const timeoutMs = this.options.config.attempt_timeout_ms;
+    const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
+    let onAbort: (() => void) | undefined;
+    // A driver that ignores its signal must not hold the slot (and the lease) past the timeout.
+    const aborted = new Promise<SendOutcome>((resolve) => {
+      onAbort = () =>
+        resolve({
+          class: 'retryable',
+          reason:
+            controller.signal.reason === TIMEOUT
+              ? `attempt timed out after ${timeoutMs} ms`
+              : 'attempt aborted: the process is shutting down',
+        });
+      controller.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([
+        driver
+          .send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal })
+          .catch((err: unknown): SendOutcome => {
+            this.log.error({ err, deliveryId: record.id, backend: record.backend }, 'delivery driver threw');
+            return { class: 'retryable', reason: 'internal error in the delivery driver' };
+          }),
+        aborted,
+      ]);
+    } finally {
+      clearTimeout(timer);
+      controller.signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  /**
+   * Stops claiming, waits for attempts in flight until `deadline`, then aborts the rest and releases
+   * their leases (status kept). Attempts already writing their outcome are waited for.
+   */
+  async stop(deadline: Date): Promise<{ finished: number; released: number }> {
+    this.stopping = true;
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.polling;
+    const before = this.inFlight.size;
+    const waitMs = Math.max(0, deadline.getTime() - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.idle(),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const rest = [...this.inFlight.values()].filter((f) => !f.recording);
+    for (const f of rest) {
+      f.released = true;
+      f.controller.abort(SHUTDOWN);
+    }
+    const released = await this.options.store.release(
+      rest.map((f) => f.record.id),
+      this.owner,
+      this.clock(),
+    );
+    if (released > 0) this.log.info({ released }, 'released unfinished deliveries for another process');
+    await this.idle();
+    return { finished: before - rest.length, released };
+  }
+}
