@@ -4,9 +4,13 @@
  */
 import type { NamedMigration } from '../../../shared/storage/migrations';
 import * as inbox from './20261121000000_inbox';
+import * as inboxEvents from './20261123000100_inbox_events';
 
 /** Every notification migration, oldest first. */
-export const notificationMigrations: readonly NamedMigration[] = [{ name: '20261121000000_inbox', ...inbox }];
+export const notificationMigrations: readonly NamedMigration[] = [
+  { name: '20261121000000_inbox', ...inbox },
+  { name: '20261123000100_inbox_events', ...inboxEvents },
+];
 
 /** The knex table that records which notification migrations ran. */
 export const NOTIFICATION_MIGRATIONS_TABLE = 'knex_migrations';
