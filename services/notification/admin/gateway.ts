@@ -290,10 +290,13 @@ export class AdminGateway {
         expiry = setTimeout(armExpiry, MAX_TIMER_MS);
         return;
       }
-      expiry = setTimeout(() => {
-        if (!res.writableEnded) res.write(formatExpired());
-        controller.abort(TOKEN_EXPIRED);
-      }, Math.max(0, left));
+      expiry = setTimeout(
+        () => {
+          if (!res.writableEnded) res.write(formatExpired());
+          controller.abort(TOKEN_EXPIRED);
+        },
+        Math.max(0, left),
+      );
     };
     armExpiry();
 

@@ -454,7 +454,9 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
 
   async purgedThrough(userId: string): Promise<number> {
     const [row] = rows<{ seq: number | string }>(
-      await this.knex.raw('SELECT purged_through AS seq FROM inbox_event_horizon WHERE user_id = ?', [userId]),
+      await this.knex.raw('SELECT purged_through AS seq FROM inbox_event_horizon WHERE user_id = ?', [
+        userId,
+      ]),
     );
     return toNumber(row?.seq ?? 0);
   }

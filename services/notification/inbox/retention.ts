@@ -75,7 +75,12 @@ export class InboxRetention {
     result.ran = await this.job.runOnce();
     if (result.ran) {
       this.log.info(
-        { messages: result.messages, events: result.events, batches: result.batches, stopped: this.job.stopped },
+        {
+          messages: result.messages,
+          events: result.events,
+          batches: result.batches,
+          stopped: this.job.stopped,
+        },
         'inbox retention purge done',
       );
     }

@@ -625,9 +625,8 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         );
         clock.advance(40 * 86_400_000);
         let batches = 0;
-        let retention!: InboxRetention;
         let stopping: Promise<void> | undefined;
-        retention = new InboxRetention({
+        const retention = new InboxRetention({
           store: backend.store,
           config: { retention_days: 30, purge_interval_seconds: 3600, purge_batch_size: 5 },
           clock: clock.now,

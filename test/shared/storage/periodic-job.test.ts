@@ -106,9 +106,8 @@ describe('DatabaseJobLease on PostgreSQL', () => {
 describe('PeriodicJob', () => {
   it('when stopped during a run, the run sees the stop flag and stop() waits only for its current batch', async () => {
     let batches = 0;
-    let job!: PeriodicJob;
     let stopped: Promise<void> | undefined;
-    job = new PeriodicJob({
+    const job = new PeriodicJob({
       name: 'job.batches',
       intervalMs: 1000,
       lease: new DatabaseJobLease(await pool(), { table: TABLE }),
