@@ -447,7 +447,13 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
 
   async latestSeq(userId: string): Promise<number> {
     const [row] = rows<{ seq: number | string | null }>(
-      await this.knex.raw('SELECT max(seq) AS seq FROM inbox_events WHERE user_id = ?', [userId]),
+      // GREATEST skips NULLs: the newest kept event, or the purge horizon when everything is purged.
+      await this.knex.raw(
+        `SELECT GREATEST(
+           (SELECT max(seq) FROM inbox_events WHERE user_id = ?),
+           (SELECT purged_through FROM inbox_event_horizon WHERE user_id = ?)) AS seq`,
+        [userId, userId],
+      ),
     );
     return toNumber(row?.seq ?? 0);
   }

@@ -309,7 +309,8 @@ export class InboxHub {
               this.store.latestSeq(userId),
               this.store.countUnread(userId),
             ]);
-            last = Math.max(latest, last);
+            // Never below the horizon, or the next read would reset again.
+            last = Math.max(latest, horizon, last);
             watcher.behind = true;
             if (watcher.closed) return;
             yield { cursor: String(last), type: 'reset', userId, unreadCount, occurredAt: new Date() };

@@ -190,8 +190,10 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
   }
 
   async latestSeq(userId: string): Promise<number> {
-    const events = this.users.get(userId)?.events ?? [];
-    return events.length > 0 ? events[events.length - 1]!.seq : 0;
+    const inbox = this.users.get(userId);
+    if (!inbox) return 0;
+    const events = inbox.events;
+    return Math.max(inbox.purgedThrough, events.length > 0 ? events[events.length - 1]!.seq : 0);
   }
 
   async purgedThrough(userId: string): Promise<number> {

@@ -80,7 +80,7 @@ export interface InboxStoreProtocol {
   clearAll(userId: string, at: Date): Promise<{ deleted: number }>;
   /** The user's events with seq > afterSeq, oldest first, at most `limit`. */
   eventsAfter(userId: string, afterSeq: number, limit: number): Promise<StoredInboxEvent[]>;
-  /** The user's newest event seq, 0 when none. */
+  /** The user's newest event seq, kept or purged (so never below purgedThrough), 0 when none. */
   latestSeq(userId: string): Promise<number>;
   /**
    * The highest seq of this user's events the purge has deleted, 0 when none: a cursor below it may

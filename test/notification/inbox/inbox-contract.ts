@@ -562,7 +562,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
     });
 
     // The purge's lease (its last run time) is shared by the whole suite: these tests run in the
-    // order of their clocks (2001, 2002, 2040), or a later test would see a run "in the future".
+    // order of their clocks (2001, 2002, 2003, 2040), or a later test would see a run "in the future".
     describe('retention', () => {
       it('when the purge runs, only rows older than retention_days go, in batches of purge_batch_size', async () => {
         const clock = new ManualClock(new Date('2001-01-01T00:00:00.000Z'));
@@ -614,6 +614,35 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const [first] = await take(resumed, 1);
         expect(first).toMatchObject({ type: 'sent', messageId: recent });
         await resumed.return?.();
+      });
+
+      it('when every event of a user was purged, an old cursor gets one `reset` at the horizon, then live events', async () => {
+        const clock = new ManualClock(new Date('2003-01-01T00:00:00.000Z'));
+        const { service } = await make({}, clock.now);
+        const user = newUser('all-gone');
+        await sendMany(service, user, 2);
+        clock.advance(40 * 86_400_000);
+        const retention = new InboxRetention({
+          store: backend.store,
+          config: { retention_days: 30, purge_interval_seconds: 1, purge_batch_size: 1000 },
+          clock: clock.now,
+        });
+        expect((await retention.purgeOnce()).ran).toBe(true);
+        const horizon = await backend.store.purgedThrough(user);
+        expect(horizon).toBeGreaterThan(0);
+        expect(await backend.store.latestSeq(user)).toBe(horizon);
+        const iterator = service.watch(user, { after: '0' })[Symbol.asyncIterator]();
+        const [reset] = await take(iterator, 1);
+        expect(reset).toMatchObject({ type: 'reset', cursor: String(horizon), unreadCount: 0 });
+        const pending = iterator.next();
+        const [next] = await sendMany(service, user, 1);
+        expect((await pending).value).toMatchObject({ type: 'sent', messageId: next });
+        await iterator.return?.();
+        // A fresh watch starts at the horizon too, so its cursor never asks for a reset.
+        const fresh = service.watch(user)[Symbol.asyncIterator]();
+        const [live] = await take(fresh, 1);
+        expect(Number(live!.cursor)).toBeGreaterThan(horizon);
+        await fresh.return?.();
       });
 
       it('when stop() is called during a large purge, it returns after the current batch and the rest waits', async () => {
