@@ -91,9 +91,20 @@ export class PgNotificationListener {
 
   private schedulePing(client: Client): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
+    // A ping still unanswered one interval later means the connection is gone even though no error
+    // came (a half-open TCP connection never errors by itself).
+    let pending = false;
     this.pingTimer = setInterval(() => {
       if (this.client !== client) return;
-      client.query('SELECT 1').catch((err: unknown) => this.dropped(client, err));
+      if (pending) {
+        this.dropped(client, new Error('LISTEN connection ping timed out'));
+        return;
+      }
+      pending = true;
+      client.query('SELECT 1').then(
+        () => (pending = false),
+        (err: unknown) => this.dropped(client, err),
+      );
     }, this.options.pingIntervalMs ?? 30_000);
     this.pingTimer.unref();
   }
@@ -105,6 +116,8 @@ export class PgNotificationListener {
     this.pingTimer = null;
     client.on('error', () => undefined);
     void client.end().catch(() => undefined);
+    // end() waits for the server; a silent peer never answers, so drop the socket as well.
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     if (this.stopped) return;
     this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection lost; reconnecting');
     this.scheduleReconnect();
