@@ -221,6 +221,36 @@ describe('replicas on one PostgreSQL', () => {
   }, 60_000);
 });
 
+describe('erasure in the event log on PostgreSQL', () => {
+  it('when a message is deleted, its event row keeps ids and type and its payload column is NULL', async () => {
+    const r = await replica();
+    const user = newUser('erase');
+    const gone = await r.service.send({
+      userId: user,
+      title: 'erase me',
+      body: 'secret',
+      metadata: { s: 1 },
+    });
+    const kept = await r.service.send({ userId: user, title: 'keep me', body: 'fine' });
+    await r.service.delete(user, gone.id);
+    const { rows } = (await r.knex.raw(
+      'SELECT type, message_id, payload FROM inbox_events WHERE user_id = ? ORDER BY seq',
+      [user],
+    )) as { rows: { type: string; message_id: string | null; payload: unknown }[] };
+    expect(rows.map((row) => [row.type, row.message_id, row.payload === null])).toEqual([
+      ['sent', gone.id, true],
+      ['sent', kept.id, false],
+      ['deleted', gone.id, true],
+    ]);
+    await r.service.clearAll(user);
+    const { rows: after } = (await r.knex.raw(
+      'SELECT count(*)::int AS n FROM inbox_events WHERE user_id = ? AND payload IS NOT NULL',
+      [user],
+    )) as { rows: { n: number }[] };
+    expect(after[0]!.n).toBe(0);
+  });
+});
+
 describe('retention across replicas', () => {
   const config = { retention_days: 30, purge_interval_seconds: 3600, purge_batch_size: 3 };
 
