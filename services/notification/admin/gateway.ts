@@ -303,7 +303,7 @@ export class AdminGateway {
     try {
       for await (const event of events) {
         if (signal.aborted) break;
-        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res);
+        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res, signal);
       }
     } catch (err) {
       if (!signal.aborted) this.endStreamAfterError(res, userId, err);
@@ -313,7 +313,9 @@ export class AdminGateway {
       res.off('close', onClose);
       this.shutdownSignal?.removeEventListener('abort', onShutdown);
       if (!signal.aborted) controller.abort(CLIENT_GONE);
-      if (!res.writableEnded) res.end();
+      // A client that stopped reading would hold the socket until its buffers drain: drop it.
+      if (res.writableNeedDrain) res.destroy();
+      else if (!res.writableEnded) res.end();
     }
   }
 
@@ -434,15 +436,18 @@ function singleParam(query: URLSearchParams, name: string): string | undefined {
   return values[0];
 }
 
-function drainedOrClosed(res: ServerResponse): Promise<void> {
+function drainedOrClosed(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done);
       res.off('close', done);
+      signal.removeEventListener('abort', done);
       resolve();
     };
     res.on('drain', done);
     res.on('close', done);
+    // Expiry or shutdown must not wait for a client that stopped reading.
+    signal.addEventListener('abort', done, { once: true });
   });
 }
 
