@@ -112,8 +112,17 @@ export const InboxConfigSchema = z
     max_body_length: positiveInt().default(10000),
     /** Largest metadata object accepted, as UTF-8 JSON bytes. */
     max_metadata_bytes: positiveInt().default(16384),
-    /** Events buffered per WatchInbox subscriber before it is closed with RESOURCE_EXHAUSTED. */
+    /**
+     * Events buffered per watcher (WatchInbox or SSE). A reader whose buffer is full catches up from
+     * the store; only one that stops reading (watch_stall_seconds) is closed with RESOURCE_EXHAUSTED.
+     */
     watch_buffer_size: positiveInt().default(256),
+    /** A watcher with events waiting that asks for none for this long is closed (RESOURCE_EXHAUSTED). */
+    watch_stall_seconds: positiveInt().default(10),
+    /** Open watches (WatchInbox and SSE together) of one user per process; beyond: RESOURCE_EXHAUSTED / 429. */
+    max_watchers_per_user: positiveInt().default(16),
+    /** Open watches (WatchInbox and SSE together) per process; beyond: RESOURCE_EXHAUSTED / 429. */
+    max_watchers: positiveInt().default(10000),
   })
   .prefault({});
 

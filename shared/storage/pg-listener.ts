@@ -1,6 +1,11 @@
 /**
  * A dedicated PostgreSQL connection that LISTENs on one channel and reconnects with backoff when it
- * drops. Notifications sent while it was down are lost, so `onReconnect` tells the owner to catch up.
+ * drops. Notifications sent while nobody listened are lost (before the first connect too), so
+ * `onConnect` runs after every successful connect and tells the owner to catch up.
+ *
+ * A quiet LISTEN connection can die without a word (a NAT or firewall forgets it, the server host
+ * vanishes): TCP keep-alive and a periodic `SELECT 1` find that out, and a failed ping counts as a
+ * dropped connection.
  */
 import { Client } from 'pg';
 import type { Logger } from '../logging/logger';
@@ -11,8 +16,10 @@ export interface PgNotificationListenerOptions {
   channel: string;
   logger: Logger;
   onNotification(payload: string): void;
-  /** Called after a dropped connection is listening again (not after the first connect). */
-  onReconnect?(): void;
+  /** Called after every successful connect, the first included, once LISTEN is in place. */
+  onConnect?(): void;
+  /** Interval of the liveness ping (default 30 s). */
+  pingIntervalMs?: number;
   minBackoffMs?: number;
   maxBackoffMs?: number;
   /** Shown in pg_stat_activity. */
@@ -25,6 +32,7 @@ export class PgNotificationListener {
   private stopped = false;
   private everConnected = false;
   private timer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
   private backoffMs: number;
   private readonly log: Logger;
 
@@ -49,6 +57,8 @@ export class PgNotificationListener {
     const client = new Client({
       connectionString: this.options.url,
       application_name: this.options.applicationName ?? 'inbox-listener',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
     });
     client.on('notification', (msg) => {
       if (msg.channel === this.options.channel && msg.payload !== undefined)
@@ -73,18 +83,41 @@ export class PgNotificationListener {
     }
     this.client = client;
     this.backoffMs = this.options.minBackoffMs ?? 100;
-    if (this.everConnected) {
-      this.log.info('LISTEN connection restored');
-      this.options.onReconnect?.();
-    }
+    if (this.everConnected) this.log.info('LISTEN connection restored');
     this.everConnected = true;
+    this.schedulePing(client);
+    this.options.onConnect?.();
+  }
+
+  private schedulePing(client: Client): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    // A ping still unanswered one interval later means the connection is gone even though no error
+    // came (a half-open TCP connection never errors by itself).
+    let pending = false;
+    this.pingTimer = setInterval(() => {
+      if (this.client !== client) return;
+      if (pending) {
+        this.dropped(client, new Error('LISTEN connection ping timed out'));
+        return;
+      }
+      pending = true;
+      client.query('SELECT 1').then(
+        () => (pending = false),
+        (err: unknown) => this.dropped(client, err),
+      );
+    }, this.options.pingIntervalMs ?? 30_000);
+    this.pingTimer.unref();
   }
 
   private dropped(client: Client, err?: unknown): void {
     if (this.client !== client) return;
     this.client = null;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
     client.on('error', () => undefined);
     void client.end().catch(() => undefined);
+    // end() waits for the server; a silent peer never answers, so drop the socket as well.
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     if (this.stopped) return;
     this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection lost; reconnecting');
     this.scheduleReconnect();
@@ -106,6 +139,8 @@ export class PgNotificationListener {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
     const client = this.client;
     this.client = null;
     if (client) await client.end().catch(() => undefined);

@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { InboxEventType, InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase } from '../support/database';
 import { grpcClient, unary } from '../support/grpc-clients';
@@ -25,28 +25,30 @@ afterAll(async () => {
 test('a message sent through one replica reaches a WatchInbox subscriber on the other', async () => {
   const onB = grpcClient(InboxService, `127.0.0.1:${b.grpcPort}`);
   const onA = grpcClient(InboxService, `127.0.0.1:${a.grpcPort}`);
+  type Frame = { type: number; message?: { title: string } };
   try {
-    const call = (
-      onB.watchInbox as (r: unknown) => grpc.ClientReadableStream<{ message?: { title: string } }>
-    ).call(onB, { userId: 'replica-user' });
+    const call = (onB.watchInbox as (r: unknown) => grpc.ClientReadableStream<Frame>).call(onB, {
+      userId: 'replica-user',
+    });
     call.on('error', () => undefined);
-    const received = new Promise<string>((resolve) =>
-      call.on('data', (e: { message?: { title: string } }) => resolve(e.message?.title ?? '')),
-    );
-    // The subscription is registered asynchronously; send until the first event arrives, each send
-    // with a distinct title, and check that the first title received is one that was sent via A.
-    const sent: string[] = [];
-    let got: string | undefined;
-    void received.then((t) => (got = t));
-    for (let i = 0; i < 50 && got === undefined; i++) {
-      const title = `hello from A #${i}`;
-      await unary(onA, 'send', { userId: 'replica-user', title, body: '' });
-      sent.push(title);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const frames: Frame[] = [];
+    let notify: () => void = () => undefined;
+    call.on('data', (frame: Frame) => {
+      frames.push(frame);
+      notify();
+    });
+    const frameCount = (n: number) =>
+      new Promise<void>((resolve) => {
+        notify = () => frames.length >= n && resolve();
+        notify();
+      });
+    // The first frame says the watch on B is live: what A sends from now on must reach it.
+    await frameCount(1);
+    expect(frames[0]!.type).toBe(InboxEventType.LIVE);
+    await unary(onA, 'send', { userId: 'replica-user', title: 'hello from A', body: '' });
+    await frameCount(2);
     call.cancel();
-    expect(got).toBeDefined();
-    expect(sent).toContain(got);
+    expect(frames[1]).toMatchObject({ type: InboxEventType.SENT, message: { title: 'hello from A' } });
   } finally {
     onA.close();
     onB.close();

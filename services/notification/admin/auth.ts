@@ -39,6 +39,8 @@ export interface AdminAuthOptions {
 export interface AdminPrincipal {
   /** The token's `sub`: the inbox owner every admin call acts for. */
   userId: string;
+  /** The token's `exp`: long-lived responses (the event stream) end then. */
+  expiresAt: Date;
 }
 
 /** Default clock skew, in seconds, for callers that build AdminAuthOptions from partial config. */
@@ -106,9 +108,10 @@ export class AdminAuth {
     const jose = await loadJose();
     const key = await this.verificationKey();
     let sub: unknown;
+    let exp: unknown;
     try {
       ({
-        payload: { sub },
+        payload: { sub, exp },
       } = await jose.jwtVerify(token, key, this.verifyOptions));
     } catch (err) {
       throw translateVerifyError(err);
@@ -116,7 +119,8 @@ export class AdminAuth {
     if (typeof sub !== 'string' || sub.length === 0) {
       throw new UnauthenticatedError('the token has no subject');
     }
-    return { userId: sub };
+    // `exp` is a required claim, so jose has checked it is a number.
+    return { userId: sub, expiresAt: new Date((exp as number) * 1000) };
   }
 
   /**

@@ -15,7 +15,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
 import { parseBearer } from '../../../shared/auth/bearer';
-import type { AdminAuth } from './auth';
+import type { AdminAuth, AdminPrincipal } from './auth';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
 
 /** What AdminGateway needs. */
@@ -51,9 +51,12 @@ export interface AdminInboxJson {
   next_cursor: string | null;
 }
 
-/** `data:` of one SSE event (its `event:` is the same `type`, its `id:` the inbox cursor). */
+/**
+ * `data:` of one SSE event (its `event:` is the same `type`, its `id:` the inbox cursor). Besides the
+ * inbox events, `reset` says "the events after your Last-Event-ID are no longer kept: reload the list".
+ */
 export interface AdminStreamEventJson {
-  type: InboxEvent['type'];
+  type: Exclude<InboxEvent['type'], 'live'>;
   /** The new message, for `sent`. */
   message: AdminNotificationJson | null;
   /** The affected message, for `sent`, `read` and `deleted`. */
@@ -61,6 +64,9 @@ export interface AdminStreamEventJson {
   unread_count: number;
   occurred_at: string;
 }
+
+/** Seconds a client told 429 (too many open streams) should wait before trying again. */
+export const STREAM_RETRY_AFTER_SECONDS = 5;
 
 /** Default interval of SSE heartbeat comments. */
 export const DEFAULT_HEARTBEAT_MS = 15_000;
@@ -74,6 +80,10 @@ const MAX_CURSOR_LENGTH = 512;
 const SSE_RETRY_MS = 2000;
 // Pre-allocated: abort() without a reason allocates a DOMException per call.
 const CLIENT_GONE = new Error('admin SSE client disconnected');
+const SHUTTING_DOWN = new Error('server shutting down');
+const TOKEN_EXPIRED = new Error('admin SSE token expired');
+// setTimeout's longest delay (about 24.8 days); a longer-lived token re-arms the timer.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface StaticAsset {
   body: Buffer;
@@ -164,7 +174,7 @@ export class AdminGateway {
     }
     if (path === `${BASE}/stream`) {
       if (!allow(ctx, method, ['GET'])) return;
-      return this.stream(ctx, await this.authenticate(ctx));
+      return this.stream(ctx);
     }
     sendError(ctx.res, 404, 'NOT_FOUND', 'no such admin endpoint');
   }
@@ -219,8 +229,10 @@ export class AdminGateway {
     sendJson(ctx.res, 200, { ok: true, updated, unread_count: 0 });
   }
 
-  private async stream(ctx: RequestContext, userId: string): Promise<void> {
+  private async stream(ctx: RequestContext): Promise<void> {
     const { req, res } = ctx;
+    const principal: AdminPrincipal = await this.auth.authenticate(req.headers.authorization);
+    const { userId } = principal;
     const header = req.headers['last-event-id'];
     const after =
       (typeof header === 'string' && header !== '' ? header : undefined) ??
@@ -233,9 +245,33 @@ export class AdminGateway {
       throw new InvalidArgumentError('Last-Event-ID is malformed', 'last_event_id');
     }
 
+    // One controller per stream, fed by one listener on the long-lived shutdown signal that is
+    // removed in `finally` (AbortSignal.any would leave a dependant on it for every stream).
     const controller = new AbortController();
+    const signal = controller.signal;
     const onClose = (): void => controller.abort(CLIENT_GONE);
+    const onShutdown = (): void => controller.abort(SHUTTING_DOWN);
+    if (this.shutdownSignal?.aborted) return void sendError(res, 503, 'UNAVAILABLE', 'shutting down');
+
+    // The cursor and the watcher caps are checked before the response starts: a refusal is a
+    // plain status (400, 429), not an event in a stream the client would retry at once.
+    let events: AsyncIterable<InboxEvent>;
+    // `: connected` only once the watch is live, so a client that loads its list after seeing it
+    // cannot miss an event sent in between.
+    const onLive = (): void => void res.write(': connected\n\n');
+    try {
+      events = this.inbox.watch(userId, { after, signal, onLive });
+    } catch (err) {
+      if (isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED') {
+        this.logger.info({ userId }, 'admin SSE refused: too many open streams');
+        sendError(res, 429, err.code, err.message, { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
+        return;
+      }
+      throw err;
+    }
+
     res.on('close', onClose);
+    this.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       'Content-Type': 'text/event-stream; charset=utf-8',
@@ -245,26 +281,41 @@ export class AdminGateway {
       'X-Accel-Buffering': 'no',
     });
     res.write(`retry: ${SSE_RETRY_MS}\n\n`);
-    // `: connected` only once the watch is live, so a client that loads its list after seeing it
-    // cannot miss an event sent in between.
-    const onLive = (): void => void res.write(': connected\n\n');
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.heartbeatMs);
+    // The stream was authorised once: it ends when the token does, saying so first.
+    let expiry: NodeJS.Timeout | undefined;
+    const armExpiry = (): void => {
+      const left = principal.expiresAt.getTime() - Date.now();
+      if (left > MAX_TIMER_MS) {
+        expiry = setTimeout(armExpiry, MAX_TIMER_MS);
+        return;
+      }
+      expiry = setTimeout(
+        () => {
+          if (!res.writableEnded) res.write(formatExpired());
+          controller.abort(TOKEN_EXPIRED);
+        },
+        Math.max(0, left),
+      );
+    };
+    armExpiry();
 
-    const signal = this.shutdownSignal
-      ? AbortSignal.any([controller.signal, this.shutdownSignal])
-      : controller.signal;
     try {
-      for await (const event of this.inbox.watch(userId, { after, signal, onLive })) {
+      for await (const event of events) {
         if (signal.aborted) break;
-        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res);
+        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res, signal);
       }
     } catch (err) {
-      if (!controller.signal.aborted) this.endStreamAfterError(res, userId, err);
+      if (!signal.aborted) this.endStreamAfterError(res, userId, err);
     } finally {
       clearInterval(heartbeat);
+      clearTimeout(expiry);
       res.off('close', onClose);
-      if (!controller.signal.aborted) controller.abort(CLIENT_GONE);
-      if (!res.writableEnded) res.end();
+      this.shutdownSignal?.removeEventListener('abort', onShutdown);
+      if (!signal.aborted) controller.abort(CLIENT_GONE);
+      // A client that stopped reading would hold the socket until its buffers drain: drop it.
+      if (res.writableNeedDrain) res.destroy();
+      else if (!res.writableEnded) res.end();
     }
   }
 
@@ -350,8 +401,12 @@ export function toNotificationJson(message: InboxMessage): AdminNotificationJson
   };
 }
 
-/** One inbox event as an SSE frame: `id`, `event` and a single-line JSON `data`. */
+/**
+ * One inbox event as an SSE frame: `id`, `event` and a single-line JSON `data`. The `live` event is
+ * an `id:` line alone: it sets the browser's Last-Event-ID to the current cursor without an event.
+ */
 export function formatSseEvent(event: InboxEvent): string {
+  if (event.type === 'live') return `id: ${event.cursor}\n\n`;
   const data: AdminStreamEventJson = {
     type: event.type,
     message: event.message ? toNotificationJson(event.message) : null,
@@ -361,6 +416,12 @@ export function formatSseEvent(event: InboxEvent): string {
   };
   // JSON.stringify escapes line breaks, so `data` stays one line; a cursor is ours and has none.
   return `id: ${event.cursor}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The last frame of a stream whose token expired: reconnect with a fresh token. */
+function formatExpired(): string {
+  const data = { type: 'expired', message: 'the token has expired; reconnect with a fresh token' };
+  return `event: expired\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 function allow(ctx: RequestContext, method: string, methods: readonly string[]): boolean {
@@ -375,15 +436,18 @@ function singleParam(query: URLSearchParams, name: string): string | undefined {
   return values[0];
 }
 
-function drainedOrClosed(res: ServerResponse): Promise<void> {
+function drainedOrClosed(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done);
       res.off('close', done);
+      signal.removeEventListener('abort', done);
       resolve();
     };
     res.on('drain', done);
     res.on('close', done);
+    // Expiry or shutdown must not wait for a client that stopped reading.
+    signal.addEventListener('abort', done, { once: true });
   });
 }
 

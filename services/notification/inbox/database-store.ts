@@ -12,8 +12,8 @@
  * one transaction (a handful of statements for the whole batch instead of per message).
  */
 import type { Knex } from 'knex';
-import { Client, type ClientConfig } from 'pg';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import { DatabaseJobLease } from '../../../shared/storage/periodic-job';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import {
@@ -137,7 +137,7 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
   private readonly maxBatchSize: number;
   private readonly maxConcurrentBatches: number;
   private readonly isPglite: boolean;
-  private readonly runningJobs = new Set<string>();
+  private readonly lease: DatabaseJobLease;
   private queue: PendingSend[] = [];
   private inFlight = 0;
   private pumpScheduled = false;
@@ -151,6 +151,7 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
     this.isPglite = databaseEngine(knex) === 'pglite';
     this.maxBatchSize = Math.max(1, options.maxBatchSize ?? 256);
     this.maxConcurrentBatches = this.isPglite ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
+    this.lease = new DatabaseJobLease(knex, { table: 'inbox_maintenance', logger: options.logger });
   }
 
   send(message: NewInboxMessage): Promise<{ message: InboxMessage; event: StoredInboxEvent }> {
@@ -406,6 +407,11 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
       if (deleted.length === 0) {
         return { event: null, result: { found: false, unreadCount: await this.unreadIn(trx, userId) } };
       }
+      // Erasure: the `sent` event keeps its ids and type, not the content.
+      await trx.raw(
+        'UPDATE inbox_events SET payload = NULL WHERE message_id = ? AND user_id = ? AND payload IS NOT NULL',
+        [messageId, userId],
+      );
       const event = await this.appendEvent(trx, userId, 'deleted', messageId, at);
       return { event, result: { found: true, unreadCount: event.unreadCount } };
     });
@@ -417,6 +423,11 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
       const deleted = rows<{ id: string }>(
         await trx.raw('DELETE FROM inbox_messages WHERE user_id = ? RETURNING id', [userId]),
       ).length;
+      if (deleted > 0) {
+        await trx.raw('UPDATE inbox_events SET payload = NULL WHERE user_id = ? AND payload IS NOT NULL', [
+          userId,
+        ]);
+      }
       const event = deleted > 0 ? await this.appendEvent(trx, userId, 'cleared', null, at) : null;
       return { event, result: { deleted } };
     });
@@ -436,7 +447,22 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
 
   async latestSeq(userId: string): Promise<number> {
     const [row] = rows<{ seq: number | string | null }>(
-      await this.knex.raw('SELECT max(seq) AS seq FROM inbox_events WHERE user_id = ?', [userId]),
+      // GREATEST skips NULLs: the newest kept event, or the purge horizon when everything is purged.
+      await this.knex.raw(
+        `SELECT GREATEST(
+           (SELECT max(seq) FROM inbox_events WHERE user_id = ?),
+           (SELECT purged_through FROM inbox_event_horizon WHERE user_id = ?)) AS seq`,
+        [userId, userId],
+      ),
+    );
+    return toNumber(row?.seq ?? 0);
+  }
+
+  async purgedThrough(userId: string): Promise<number> {
+    const [row] = rows<{ seq: number | string }>(
+      await this.knex.raw('SELECT purged_through AS seq FROM inbox_event_horizon WHERE user_id = ?', [
+        userId,
+      ]),
     );
     return toNumber(row?.seq ?? 0);
   }
@@ -450,74 +476,29 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
         [iso, limit],
       ),
     ).length;
-    const events = rows<{ seq: number }>(
+    // The horizon moves in the same statement as the delete, so a watcher never sees the gap
+    // without the horizon that explains it.
+    const [counted] = rows<{ n: number | string }>(
       await this.knex.raw(
-        `DELETE FROM inbox_events WHERE seq IN (
-           SELECT seq FROM inbox_events WHERE created_at < ? ORDER BY created_at LIMIT ?) RETURNING seq`,
+        `WITH del AS (
+           DELETE FROM inbox_events WHERE seq IN (
+             SELECT seq FROM inbox_events WHERE created_at < ? ORDER BY created_at LIMIT ?)
+           RETURNING user_id, seq),
+         horizon AS (
+           INSERT INTO inbox_event_horizon (user_id, purged_through)
+           SELECT user_id, max(seq) FROM del GROUP BY user_id
+           ON CONFLICT (user_id) DO UPDATE
+             SET purged_through = GREATEST(inbox_event_horizon.purged_through, EXCLUDED.purged_through)
+           RETURNING 1)
+         SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM horizon) AS h`,
         [iso, limit],
       ),
-    ).length;
-    return { messages, events };
-  }
-
-  async runMaintenance(
-    job: string,
-    now: Date,
-    minIntervalMs: number,
-    fn: () => Promise<void>,
-  ): Promise<boolean> {
-    if (this.runningJobs.has(job)) return false;
-    this.runningJobs.add(job);
-    try {
-      // PGlite is one process with one connection: the in-process guard is the whole story there.
-      if (this.isPglite) return await this.runIfDue(job, now, minIntervalMs, fn);
-      return await this.withSessionLock(job, () => this.runIfDue(job, now, minIntervalMs, fn));
-    } finally {
-      this.runningJobs.delete(job);
-    }
-  }
-
-  /**
-   * Holds a session advisory lock on its own short-lived connection while `fn` runs on the pool (a
-   * pooled connection would deadlock a pool of one).
-   */
-  private async withSessionLock(job: string, fn: () => Promise<boolean>): Promise<boolean> {
-    const client = new Client(this.knex.client.config.connection as ClientConfig | string);
-    client.on('error', (err) => this.log.warn({ err }, 'maintenance lock connection failed'));
-    await client.connect();
-    try {
-      const { rows: locked } = await client.query<{ ok: boolean }>(
-        'SELECT pg_try_advisory_lock(hashtext($1::text), 0) AS ok',
-        [job],
-      );
-      if (!locked[0]?.ok) return false;
-      try {
-        return await fn();
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1::text), 0)', [job]);
-      }
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  }
-
-  private async runIfDue(
-    job: string,
-    now: Date,
-    minIntervalMs: number,
-    fn: () => Promise<void>,
-  ): Promise<boolean> {
-    const [row] = rows<{ last_run_at: Date | string }>(
-      await this.knex.raw('SELECT last_run_at FROM inbox_maintenance WHERE job = ?', [job]),
     );
-    if (row && now.getTime() - toDate(row.last_run_at).getTime() < minIntervalMs) return false;
-    await fn();
-    await this.knex.raw(
-      `INSERT INTO inbox_maintenance (job, last_run_at) VALUES (?, ?)
-       ON CONFLICT (job) DO UPDATE SET last_run_at = EXCLUDED.last_run_at`,
-      [job, now.toISOString()],
-    );
-    return true;
+    return { messages, events: toNumber(counted?.n ?? 0) };
+  }
+
+  runMaintenance(job: string, now: Date, minIntervalMs: number, fn: () => Promise<void>): Promise<boolean> {
+    return this.lease.runIfDue(job, now, minIntervalMs, fn);
   }
 
   async ping(): Promise<void> {

@@ -8,10 +8,17 @@
  * events commit in seq order (the store's per-user advisory lock), reading "after the last seq"
  * never skips an event, whichever replica wrote it and in whatever order signals arrive.
  *
- * A watcher with a cursor first replays from the store, then goes live; live events that arrive
- * during the replay are buffered and those already replayed are dropped by seq, so there is no gap
- * and no duplicate. Each watcher's buffer is bounded: a live watcher that falls behind is removed and
- * its iterator throws ResourceExhaustedError; it resumes with the last cursor it saw.
+ * Each watcher has a bounded buffer, and the hub reads at most what fits into it. A watcher whose
+ * buffer is full when more arrives is not dropped: it is marked behind, its buffer is emptied
+ * (everything is in the store) and its reader catches up from the store by itself, then carries on
+ * from the buffer, skipping what it already delivered by seq: no gap, no duplicate, and a fast
+ * reader is never closed by a burst. Only a watcher whose reader has truly stopped (it has not asked
+ * for an event for `stallMs` while events were waiting for it) is removed, and its iterator throws
+ * ResourceExhaustedError; it resumes with the last cursor it saw.
+ *
+ * A watch without a cursor starts with a `live` event carrying the current cursor; a watch whose
+ * cursor is older than what retention kept (the store's purge horizon) gets a `reset` event telling
+ * it to reload, then continues from the reset's cursor. Watchers are capped per user and in total.
  */
 import { InvalidArgumentError, ResourceExhaustedError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
@@ -25,14 +32,34 @@ import type { InboxEvent, WatchOptions } from './types';
 export interface InboxHubOptions {
   /** Events buffered per watcher (inbox.watch_buffer_size). */
   bufferSize: number;
+  /** Open watches in this process, all users together (inbox.max_watchers; default 10,000). */
+  maxWatchers?: number;
+  /** Open watches of one user in this process (inbox.max_watchers_per_user; default 16). */
+  maxWatchersPerUser?: number;
+  /**
+   * How long a watcher with events waiting may go without asking for one before it is closed with
+   * ResourceExhaustedError (inbox.watch_stall_seconds; default 10 s).
+   */
+  stallMs?: number;
   logger?: Logger;
   /** PostgreSQL URL to LISTEN on, so commits of other replicas arrive; omit for one process. */
   listenUrl?: string;
-  /** Events read from the store per query (default 500). */
+  /** Interval of the LISTEN connection's ping (default 30 s). */
+  listenPingMs?: number;
+  /** Events read from the store per query (default 500; never more than a buffer holds). */
   readPageSize?: number;
   /** Delay before retrying a failed store read for a watched user (default 1000 ms). */
   retryDelayMs?: number;
+  /** Milliseconds clock for the stall rule (tests inject one). */
+  now?: () => number;
 }
+
+/** Default of InboxHubOptions.maxWatchers. */
+export const DEFAULT_MAX_WATCHERS = 10_000;
+/** Default of InboxHubOptions.maxWatchersPerUser. */
+export const DEFAULT_MAX_WATCHERS_PER_USER = 16;
+/** Default of InboxHubOptions.stallMs. */
+export const DEFAULT_STALL_MS = 10_000;
 
 const CURSOR = /^[0-9]{1,15}$/;
 
@@ -56,29 +83,48 @@ export function toInboxEvent(e: StoredInboxEvent): InboxEvent {
   return event;
 }
 
+/** What Watcher.next() gives: an event, BEHIND (catch up from the store), or null once closed. */
+const BEHIND = Symbol('behind');
+
 class Watcher {
   buffer: StoredInboxEvent[] = [];
-  live = false;
-  /** Set when the buffer overflowed during replay: the replay must read once more. */
-  lostDuringReplay = false;
+  /** Events were dropped (or never read): the reader must read the store after its last seq. */
+  behind = false;
   closed = false;
   failure: Error | null = null;
+  /** The channel's seq when this watcher joined: where a watch without a cursor starts. */
+  startSeq = 0;
+  /** The last time the reader asked for an event (or was given one). */
+  lastDemandAt: number;
   private wake: (() => void) | null = null;
 
-  constructor(private readonly capacity: number) {}
+  constructor(
+    private readonly capacity: number,
+    now: number,
+  ) {
+    this.lastDemandAt = now;
+  }
 
-  /** Returns false when the watcher just failed (and must be dropped). */
-  push(event: StoredInboxEvent): boolean {
+  /** Free buffer slots (0 while behind: the reader is reading the store). */
+  get room(): number {
+    return this.behind || this.closed ? 0 : this.capacity - this.buffer.length;
+  }
+
+  /** Offers an event; returns false when the reader has stalled (the watcher just failed). */
+  push(event: StoredInboxEvent, now: number, stallMs: number): boolean {
     if (this.closed) return true;
-    if (this.buffer.length >= this.capacity) {
-      if (!this.live) {
-        // Everything dropped here is in the store; the replay reads it again.
-        this.buffer = [];
-        this.lostDuringReplay = true;
-      } else {
-        this.fail(new ResourceExhaustedError('inbox watcher fell behind; resume from the last cursor'));
+    // A reader parked in next() is demanding events right now.
+    if (this.wake) this.lastDemandAt = now;
+    if (this.behind || this.buffer.length >= this.capacity) {
+      if (now - this.lastDemandAt >= stallMs) {
+        this.fail(new ResourceExhaustedError('inbox watcher stopped reading; resume from the last cursor'));
         return false;
       }
+      // Everything dropped here is in the store; the reader reads it again.
+      this.buffer = [];
+      this.behind = true;
+      this.signal();
+      return true;
     }
     this.buffer.push(event);
     this.signal();
@@ -102,11 +148,13 @@ class Watcher {
     wake?.();
   }
 
-  /** The next buffered event; null once closed; throws the failure. */
-  async next(): Promise<StoredInboxEvent | null> {
+  /** The next buffered event, BEHIND when the reader must read the store, null once closed. */
+  async next(now: () => number): Promise<StoredInboxEvent | typeof BEHIND | null> {
     for (;;) {
       if (this.failure) throw this.failure;
       if (this.closed) return null;
+      this.lastDemandAt = now();
+      if (this.behind) return BEHIND;
       const event = this.buffer.shift();
       if (event) return event;
       await new Promise<void>((resolve) => (this.wake = resolve));
@@ -132,6 +180,11 @@ export class InboxHub {
   private readonly log: Logger;
   private readonly readPageSize: number;
   private readonly retryDelayMs: number;
+  private readonly maxWatchers: number;
+  private readonly maxWatchersPerUser: number;
+  private readonly stallMs: number;
+  private readonly now: () => number;
+  private total = 0;
   private listener: PgNotificationListener | null = null;
   private unsubscribe: (() => void) | null = null;
 
@@ -140,8 +193,13 @@ export class InboxHub {
     private readonly options: InboxHubOptions,
   ) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox-hub' });
-    this.readPageSize = options.readPageSize ?? 500;
+    // Never read more than one buffer holds: a burst must not overflow a reader that keeps up.
+    this.readPageSize = Math.max(1, Math.min(options.readPageSize ?? 500, options.bufferSize));
     this.retryDelayMs = options.retryDelayMs ?? 1000;
+    this.maxWatchers = options.maxWatchers ?? DEFAULT_MAX_WATCHERS;
+    this.maxWatchersPerUser = options.maxWatchersPerUser ?? DEFAULT_MAX_WATCHERS_PER_USER;
+    this.stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+    this.now = options.now ?? Date.now;
   }
 
   /** Subscribes to local commits and, with a listen URL, to other replicas' NOTIFY. */
@@ -154,9 +212,11 @@ export class InboxHub {
         channel: INBOX_EVENTS_CHANNEL,
         logger: this.log,
         applicationName: 'inbox-hub',
+        pingIntervalMs: this.options.listenPingMs,
         onNotification: (payload) => this.onNotification(payload),
-        // Notifications sent while the connection was down are lost: re-read every watched user.
-        onReconnect: () => {
+        // Notifications sent while no connection listened are lost (before the first connect too):
+        // re-read every watched user after every successful connect.
+        onConnect: () => {
           for (const channel of this.channels.values()) this.markDirty(channel);
         },
       });
@@ -175,13 +235,12 @@ export class InboxHub {
       for (const watcher of channel.watchers) watcher.close();
     }
     this.channels.clear();
+    this.total = 0;
   }
 
   /** Number of open watches, for metrics and tests. */
   get watcherCount(): number {
-    let n = 0;
-    for (const channel of this.channels.values()) n += channel.watchers.size;
-    return n;
+    return this.total;
   }
 
   /** True while the cross-replica LISTEN connection is up (always false without a listen URL). */
@@ -190,12 +249,23 @@ export class InboxHub {
   }
 
   /**
-   * One user's events: those after `options.after` from the store, then live ones. The cursor is
-   * validated now (InvalidArgumentError), before anything is read.
+   * One user's events: those after `options.after` from the store, then live ones. The cursor and
+   * the watcher caps are checked now (InvalidArgumentError, ResourceExhaustedError), before anything
+   * is read; the watch holds its place once iteration starts.
    */
   watch(userId: string, options: WatchOptions = {}): AsyncIterable<InboxEvent> {
     const after = options.after === undefined || options.after === '' ? null : parseCursor(options.after);
+    this.admit(userId);
     return this.iterate(userId, after, options.signal, options.onLive);
+  }
+
+  private admit(userId: string): void {
+    if (this.total >= this.maxWatchers) {
+      throw new ResourceExhaustedError('too many open inbox watches on this server; retry later');
+    }
+    if ((this.channels.get(userId)?.watchers.size ?? 0) >= this.maxWatchersPerUser) {
+      throw new ResourceExhaustedError('too many open inbox watches for this user; close one first');
+    }
   }
 
   private async *iterate(
@@ -205,35 +275,63 @@ export class InboxHub {
     onLive?: () => void,
   ): AsyncGenerator<InboxEvent> {
     if (signal?.aborted) return;
-    const watcher = new Watcher(this.options.bufferSize);
+    // Checked again: iteration may start later than watch() was called.
+    this.admit(userId);
+    const watcher = new Watcher(this.options.bufferSize, this.now());
     const channel = this.join(userId, watcher);
     const onAbort = () => watcher.close();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       await channel.ready;
-      let last = after ?? 0;
-      if (after !== null) {
-        for (;;) {
-          watcher.lostDuringReplay = false;
+      let last: number;
+      let live = false;
+      if (after === null) {
+        last = watcher.startSeq;
+        const unreadCount = await this.store.countUnread(userId);
+        if (watcher.closed) return;
+        live = true;
+        onLive?.();
+        yield { cursor: String(last), type: 'live', userId, unreadCount, occurredAt: new Date() };
+      } else {
+        last = after;
+        watcher.behind = true;
+      }
+      for (;;) {
+        const next = await watcher.next(this.now);
+        if (next === null) return;
+        if (next === BEHIND) {
+          watcher.behind = false;
           const page = await this.store.eventsAfter(userId, last, this.readPageSize);
+          // Read after the page: a horizon past our cursor means events we never saw were purged.
+          const horizon = await this.store.purgedThrough(userId);
+          if (horizon > last) {
+            const [latest, unreadCount] = await Promise.all([
+              this.store.latestSeq(userId),
+              this.store.countUnread(userId),
+            ]);
+            // Never below the horizon, or the next read would reset again.
+            last = Math.max(latest, horizon, last);
+            watcher.behind = true;
+            if (watcher.closed) return;
+            yield { cursor: String(last), type: 'reset', userId, unreadCount, occurredAt: new Date() };
+            continue;
+          }
           for (const event of page) {
-            if (watcher.closed) break;
+            if (watcher.closed) return;
+            if (event.seq <= last) continue;
             last = event.seq;
             yield toInboxEvent(event);
           }
-          if (watcher.closed) break;
-          if (page.length === this.readPageSize || watcher.lostDuringReplay) continue;
-          break;
+          if (page.length === this.readPageSize) watcher.behind = true;
+          else if (!live) {
+            live = true;
+            onLive?.();
+          }
+          continue;
         }
-      }
-      watcher.live = true;
-      onLive?.();
-      for (;;) {
-        const event = await watcher.next();
-        if (event === null) return;
-        if (event.seq <= last) continue;
-        last = event.seq;
-        yield toInboxEvent(event);
+        if (next.seq <= last) continue;
+        last = next.seq;
+        yield toInboxEvent(next);
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -252,6 +350,7 @@ export class InboxHub {
         (seq) => {
           created.lastSeq = seq;
           created.initialised = true;
+          for (const w of created.watchers) w.startSeq = seq;
           if (created.dirty) this.read(created);
         },
         (err: unknown) => {
@@ -262,18 +361,19 @@ export class InboxHub {
         },
       );
     }
+    if (channel.initialised) watcher.startSeq = channel.lastSeq;
     channel.watchers.add(watcher);
+    this.total++;
     return channel;
   }
 
   private leave(channel: UserChannel, watcher: Watcher): void {
-    channel.watchers.delete(watcher);
+    if (channel.watchers.delete(watcher)) this.total--;
     if (channel.watchers.size === 0 && this.channels.get(channel.userId) === channel) {
       if (channel.retry) clearTimeout(channel.retry);
       this.channels.delete(channel.userId);
     }
   }
-
   private onNotification(payload: string): void {
     let parsed: { userId?: unknown; seq?: unknown };
     try {
@@ -298,6 +398,16 @@ export class InboxHub {
     if (channel.initialised) this.read(channel);
   }
 
+  /**
+   * Events per read: what the emptiest buffer can take; the readers that cannot take it all catch up
+   * from the store. When every reader is catching up, the channel only moves its position on.
+   */
+  private pageLimit(channel: UserChannel): number {
+    let room = 0;
+    for (const watcher of channel.watchers) room = Math.max(room, watcher.room);
+    return room === 0 ? this.readPageSize : Math.min(this.readPageSize, room);
+  }
+
   /** Reads the user's events after the last delivered one until nothing new is signalled. */
   private read(channel: UserChannel): void {
     if (channel.reading || channel.retry) return;
@@ -307,15 +417,18 @@ export class InboxHub {
         while (channel.dirty && channel.watchers.size > 0) {
           channel.dirty = false;
           let page: StoredInboxEvent[];
+          let limit: number;
           do {
-            page = await this.store.eventsAfter(channel.userId, channel.lastSeq, this.readPageSize);
+            limit = this.pageLimit(channel);
+            page = await this.store.eventsAfter(channel.userId, channel.lastSeq, limit);
+            const now = this.now();
             for (const event of page) {
               channel.lastSeq = event.seq;
               for (const watcher of channel.watchers) {
-                if (!watcher.push(event)) this.leave(channel, watcher);
+                if (!watcher.push(event, now, this.stallMs)) this.leave(channel, watcher);
               }
             }
-          } while (page.length === this.readPageSize && channel.watchers.size > 0);
+          } while (page.length === limit && channel.watchers.size > 0);
         }
       } catch (err) {
         this.log.error({ err, userId: channel.userId }, 'reading inbox events failed; retrying');

@@ -53,7 +53,14 @@ export class InboxProvider {
       // Other replicas can only exist on a PostgreSQL server; PGlite is one process.
       listenUrl = storage.listenUrl;
     }
-    const hub = new InboxHub(store, { bufferSize: config.watch_buffer_size, logger, listenUrl });
+    const hub = new InboxHub(store, {
+      bufferSize: config.watch_buffer_size,
+      maxWatchers: config.max_watchers,
+      maxWatchersPerUser: config.max_watchers_per_user,
+      stallMs: config.watch_stall_seconds * 1000,
+      logger,
+      listenUrl,
+    });
     const service = new InboxService({ store, hub, config, logger, clock: this.options.clock });
     const retention = new InboxRetention({ store, config, logger, clock: this.options.clock });
     const health = new InboxHealthCheck(store, logger);

@@ -4,6 +4,7 @@
  */
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
+import { InProcessJobLease } from '../../../shared/storage/periodic-job';
 import {
   CommitNotifier,
   type CommittedListener,
@@ -20,6 +21,8 @@ interface UserInbox {
   /** Newest first by (createdAt, id). */
   messages: InboxMessage[];
   events: StoredInboxEvent[];
+  /** Highest event seq the purge deleted. */
+  purgedThrough: number;
 }
 
 function compareNewestFirst(a: { createdAt: Date; id: string }, b: { createdAt: Date; id: string }): number {
@@ -36,8 +39,7 @@ function copyMessage(m: InboxMessage): InboxMessage {
 export class InMemoryInboxStore implements InboxStoreProtocol {
   readonly backend = 'memory' as const;
   private readonly users = new Map<string, UserInbox>();
-  private readonly maintenance = new Map<string, number>();
-  private readonly running = new Set<string>();
+  private readonly lease = new InProcessJobLease();
   private readonly notifier: CommitNotifier;
   private seq = 0;
 
@@ -49,7 +51,7 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
   private user(userId: string): UserInbox {
     let inbox = this.users.get(userId);
     if (!inbox) {
-      inbox = { messages: [], events: [] };
+      inbox = { messages: [], events: [], purgedThrough: 0 };
       this.users.set(userId, inbox);
     }
     return inbox;
@@ -159,6 +161,8 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
     const index = inbox ? inbox.messages.findIndex((m) => m.id === messageId) : -1;
     if (!inbox || index === -1) return { found: false, unreadCount: inbox ? this.unread(inbox) : 0 };
     inbox.messages.splice(index, 1);
+    // Erasure: the `sent` event keeps its ids and type, not the content.
+    for (const e of inbox.events) if (e.messageId === messageId) e.message = null;
     this.record(userId, 'deleted', at, messageId, null);
     return { found: true, unreadCount: this.unread(inbox) };
   }
@@ -168,6 +172,7 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
     const deleted = inbox ? inbox.messages.length : 0;
     if (inbox && deleted > 0) {
       inbox.messages = [];
+      for (const e of inbox.events) e.message = null;
       this.record(userId, 'cleared', at, null, null);
     }
     return { deleted };
@@ -185,8 +190,14 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
   }
 
   async latestSeq(userId: string): Promise<number> {
-    const events = this.users.get(userId)?.events ?? [];
-    return events.length > 0 ? events[events.length - 1]!.seq : 0;
+    const inbox = this.users.get(userId);
+    if (!inbox) return 0;
+    const events = inbox.events;
+    return Math.max(inbox.purgedThrough, events.length > 0 ? events[events.length - 1]!.seq : 0);
+  }
+
+  async purgedThrough(userId: string): Promise<number> {
+    return this.users.get(userId)?.purgedThrough ?? 0;
   }
 
   async purgeBatch(cutoff: Date, limit: number): Promise<{ messages: number; events: number }> {
@@ -210,34 +221,22 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
         for (const e of inbox.events) {
           if (e.occurredAt.getTime() < t && events < limit) {
             events++;
+            inbox.purgedThrough = Math.max(inbox.purgedThrough, e.seq);
             continue;
           }
           keep.push(e);
         }
         inbox.events = keep;
       }
-      if (inbox.messages.length === 0 && inbox.events.length === 0) this.users.delete(userId);
+      // An emptied inbox keeps its purge horizon, so an old cursor still gets its reset.
+      if (inbox.messages.length === 0 && inbox.events.length === 0 && inbox.purgedThrough === 0)
+        this.users.delete(userId);
     }
     return { messages, events };
   }
 
-  async runMaintenance(
-    job: string,
-    now: Date,
-    minIntervalMs: number,
-    fn: () => Promise<void>,
-  ): Promise<boolean> {
-    if (this.running.has(job)) return false;
-    const last = this.maintenance.get(job);
-    if (last !== undefined && now.getTime() - last < minIntervalMs) return false;
-    this.running.add(job);
-    try {
-      await fn();
-      this.maintenance.set(job, now.getTime());
-      return true;
-    } finally {
-      this.running.delete(job);
-    }
+  runMaintenance(job: string, now: Date, minIntervalMs: number, fn: () => Promise<void>): Promise<boolean> {
+    return this.lease.runIfDue(job, now, minIntervalMs, fn);
   }
 
   async ping(): Promise<void> {}

@@ -1,11 +1,12 @@
 /**
  * InboxRetention: the periodic purge of inbox messages (and their events) older than
  * inbox.retention_days. Each batch is its own short statement, so requests are never blocked behind
- * one giant delete, and the store's maintenance lease (an advisory lock plus the time of the last run)
- * makes it run once per interval across replicas.
+ * one giant delete; shared/storage's PeriodicJob, over the store's lease (an advisory lock plus the
+ * time of the last run), makes it run once per interval across replicas and stop between batches.
  */
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
+import { PeriodicJob } from '../../../shared/storage/periodic-job';
 import type { InboxConfig } from './config';
 import type { InboxStoreProtocol } from './store';
 
@@ -36,65 +37,68 @@ export interface PurgeResult {
 
 /** The periodic retention purge. */
 export class InboxRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<PurgeResult> | null = null;
+  private readonly job: PeriodicJob;
   private readonly log: Logger;
   private readonly clock: () => Date;
   private readonly pause: () => Promise<void>;
+  private last: PurgeResult = { ran: false, messages: 0, events: 0, batches: 0 };
 
   constructor(private readonly options: InboxRetentionOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox-retention' });
     this.clock = options.clock ?? (() => new Date());
     this.pause = options.pause ?? (() => new Promise((resolve) => setImmediate(resolve)));
+    const store = options.store;
+    this.job = new PeriodicJob({
+      name: INBOX_PURGE_JOB,
+      intervalMs: options.config.purge_interval_seconds * 1000,
+      lease: { runIfDue: (job, now, minIntervalMs, fn) => store.runMaintenance(job, now, minIntervalMs, fn) },
+      run: (signal) => this.purge(signal),
+      logger: options.logger,
+      clock: this.clock,
+    });
   }
 
   /** Schedules the purge every purge_interval_seconds (first run after one interval); the timer is unref'd. */
   start(): void {
-    if (this.timer) return;
-    const intervalMs = this.options.config.purge_interval_seconds * 1000;
-    this.timer = setInterval(() => {
-      void this.purgeOnce().catch((err: unknown) => this.log.error({ err }, 'inbox purge failed'));
-    }, intervalMs);
-    this.timer.unref();
+    this.job.start();
   }
 
-  /** Stops the schedule and waits for a run in progress. */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running?.catch(() => undefined);
+  /** Stops the schedule; a run in progress stops after its current batch, and stop() waits for that. */
+  stop(): Promise<void> {
+    return this.job.stop();
   }
 
   /** Runs one purge now unless another replica ran it within the interval or is running it. */
-  purgeOnce(): Promise<PurgeResult> {
-    if (this.running) return Promise.resolve({ ran: false, messages: 0, events: 0, batches: 0 });
-    this.running = this.purge().finally(() => (this.running = null));
-    return this.running;
-  }
-
-  private async purge(): Promise<PurgeResult> {
-    const { retention_days, purge_interval_seconds, purge_batch_size } = this.options.config;
-    const now = this.clock();
-    const cutoff = new Date(now.getTime() - retention_days * DAY_MS);
-    const result: PurgeResult = { ran: false, messages: 0, events: 0, batches: 0 };
-    // A little slack, so a replica whose timer fires a moment early still takes its turn.
-    const minIntervalMs = purge_interval_seconds * 1000 * 0.9;
-    result.ran = await this.options.store.runMaintenance(INBOX_PURGE_JOB, now, minIntervalMs, async () => {
-      for (;;) {
-        const batch = await this.options.store.purgeBatch(cutoff, purge_batch_size);
-        result.batches++;
-        result.messages += batch.messages;
-        result.events += batch.events;
-        if (batch.messages < purge_batch_size && batch.events < purge_batch_size) break;
-        await this.pause();
-      }
-    });
+  async purgeOnce(): Promise<PurgeResult> {
+    this.last = { ran: false, messages: 0, events: 0, batches: 0 };
+    const result = this.last;
+    result.ran = await this.job.runOnce();
     if (result.ran) {
       this.log.info(
-        { messages: result.messages, events: result.events, batches: result.batches, cutoff },
+        {
+          messages: result.messages,
+          events: result.events,
+          batches: result.batches,
+          stopped: this.job.stopped,
+        },
         'inbox retention purge done',
       );
     }
-    return result;
+    return { ...result };
+  }
+
+  private async purge(signal: AbortSignal): Promise<void> {
+    const { retention_days, purge_batch_size } = this.options.config;
+    const cutoff = new Date(this.clock().getTime() - retention_days * DAY_MS);
+    const result = this.last;
+    // The stop flag is checked between batches: shutdown waits for one batch, never a whole purge.
+    while (!signal.aborted) {
+      const batch = await this.options.store.purgeBatch(cutoff, purge_batch_size);
+      result.batches++;
+      result.messages += batch.messages;
+      result.events += batch.events;
+      if (batch.messages < purge_batch_size && batch.events < purge_batch_size) break;
+      await this.pause();
+    }
   }
 }

@@ -43,7 +43,7 @@ export interface StoredInboxEvent {
   type: InboxEventType;
   userId: string;
   messageId: string | null;
-  /** The message, for `sent`. */
+  /** The message, for `sent`; null once the message was deleted or cleared (erased). */
   message: InboxMessage | null;
   unreadCount: number;
   occurredAt: Date;
@@ -71,14 +71,26 @@ export interface InboxStoreProtocol {
   markRead(userId: string, messageId: string, at: Date): Promise<MessageMutationResult>;
   /** Marks every unread message read; one `all_read` event when any changed. */
   markAllRead(userId: string, at: Date): Promise<{ updated: number; unreadCount: number }>;
+  /** Deletes the message and erases its content from its `sent` event, in one transaction. */
   deleteMessage(userId: string, messageId: string, at: Date): Promise<MessageMutationResult>;
-  /** Deletes every message of the user; one `cleared` event when any were deleted. */
+  /**
+   * Deletes every message of the user and erases their content from the event log; one `cleared`
+   * event when any were deleted.
+   */
   clearAll(userId: string, at: Date): Promise<{ deleted: number }>;
   /** The user's events with seq > afterSeq, oldest first, at most `limit`. */
   eventsAfter(userId: string, afterSeq: number, limit: number): Promise<StoredInboxEvent[]>;
-  /** The user's newest event seq, 0 when none. */
+  /** The user's newest event seq, kept or purged (so never below purgedThrough), 0 when none. */
   latestSeq(userId: string): Promise<number>;
-  /** Deletes up to `limit` messages and up to `limit` events created before `cutoff`; returns rows deleted. */
+  /**
+   * The highest seq of this user's events the purge has deleted, 0 when none: a cursor below it may
+   * have lost events, so its watcher gets a `reset`.
+   */
+  purgedThrough(userId: string): Promise<number>;
+  /**
+   * Deletes up to `limit` messages and up to `limit` events created before `cutoff`, remembering per
+   * user the highest event seq deleted (purgedThrough); returns rows deleted.
+   */
   purgeBatch(cutoff: Date, limit: number): Promise<{ messages: number; events: number }>;
   /**
    * Runs `fn` unless another holder (any replica) is running job `job`, or it last ran less than

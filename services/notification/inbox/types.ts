@@ -26,17 +26,26 @@ export interface InboxMessage {
 /** What happened in a user's inbox, in the order it happened. */
 export type InboxEventType = 'sent' | 'read' | 'all_read' | 'deleted' | 'cleared';
 
+/**
+ * What a watch delivers: the stored events, plus two that only streams carry (never stored):
+ * `live`, the first event of a watch opened without a cursor (its cursor is where the watch starts,
+ * so a reconnect before any other event resumes without loss), and `reset`, sent when the events
+ * after the requested cursor are no longer kept (retention): reload the inbox, then carry on from the
+ * reset's cursor.
+ */
+export type InboxStreamEventType = InboxEventType | 'live' | 'reset';
+
 /** An inbox event as delivered to WatchInbox, SSE and in-process subscribers. */
 export interface InboxEvent {
   /** Opaque, strictly increasing per user: resume after it to get exactly what came later. */
   cursor: string;
-  type: InboxEventType;
+  type: InboxStreamEventType;
   userId: string;
-  /** The message, for `sent`. */
+  /** The message, for `sent`; absent once the message was deleted or cleared (erased). */
   message?: InboxMessage;
-  /** The affected message id, for `read` and `deleted`. */
+  /** The affected message id, for `sent`, `read` and `deleted`. */
   messageId?: string;
-  /** The user's unread count right after the event. */
+  /** The user's unread count right after the event (for `live` and `reset`: when it was sent). */
   unreadCount: number;
   occurredAt: Date;
 }
@@ -100,8 +109,9 @@ export interface InboxServiceContract {
   countUnread(userId: string): Promise<number>;
   clearAll(userId: string): Promise<{ deleted: number }>;
   /**
-   * Live events of one user. The iterator throws ResourceExhaustedError when the subscriber falls
-   * behind its bounded buffer; the caller resumes with the last cursor it saw.
+   * Live events of one user. Throws ResourceExhaustedError at once when the watcher caps are reached.
+   * The iterator throws ResourceExhaustedError when the subscriber stops reading while its bounded
+   * buffer is full; the caller resumes with the last cursor it saw.
    */
   watch(userId: string, options?: WatchOptions): AsyncIterable<InboxEvent>;
 }

@@ -13,7 +13,7 @@ import {
 } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import type {
   InboxEvent,
-  InboxEventType as DomainEventType,
+  InboxStreamEventType as DomainEventType,
   InboxMessage,
   InboxServiceContract,
 } from '../inbox';
@@ -24,6 +24,8 @@ const EVENT_TYPES: Record<DomainEventType, InboxEventType> = {
   all_read: InboxEventType.ALL_READ,
   deleted: InboxEventType.DELETED,
   cleared: InboxEventType.CLEARED,
+  live: InboxEventType.LIVE,
+  reset: InboxEventType.RESET,
 };
 
 /** Domain message to wire message. */

@@ -12,13 +12,17 @@ const now = (): number => Math.floor(Date.now() / 1000);
 describe('AdminAuth with an HS256 secret', () => {
   const auth = new AdminAuth(authOptions());
 
-  it('returns the token subject as the current user', async () => {
-    expect(await auth.authenticate(`Bearer ${await hsToken('alice')}`)).toEqual({ userId: 'alice' });
+  it('returns the token subject as the current user, with the token expiry', async () => {
+    const exp = now() + 600;
+    expect(await auth.authenticate(`Bearer ${await hsToken('alice', { exp })}`)).toEqual({
+      userId: 'alice',
+      expiresAt: new Date(exp * 1000),
+    });
   });
 
   it('accepts a token that expired within the clock skew', async () => {
     const token = await hsToken('alice', { exp: now() - 10 });
-    expect(await auth.authenticate(`Bearer ${token}`)).toEqual({ userId: 'alice' });
+    expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ userId: 'alice' });
   });
 
   it('rejects a token that expired beyond the clock skew', async () => {
@@ -73,7 +77,7 @@ describe('AdminAuth configuration', () => {
     const url = await auth.demoLoginUrl('http://localhost:8080/');
     const match = /^http:\/\/localhost:8080\/admin\/notifications#token=([^&]+)$/.exec(url);
     expect(match).not.toBeNull();
-    expect(await auth.authenticate(`Bearer ${decodeURIComponent(match![1])}`)).toEqual({
+    expect(await auth.authenticate(`Bearer ${decodeURIComponent(match![1])}`)).toMatchObject({
       userId: 'demo-admin',
     });
   });
@@ -133,7 +137,9 @@ describe('AdminAuth with a JWKS URL', () => {
   const jwksAuth = (): AdminAuth => new AdminAuth(authOptions({ jwt_secret: undefined, jwks_url: jwksUrl }));
 
   it('accepts an RS256 token signed by a key of the set', async () => {
-    expect(await jwksAuth().authenticate(`Bearer ${await sign('RS256', 'rsa-1', rsa.privateKey)}`)).toEqual({
+    expect(
+      await jwksAuth().authenticate(`Bearer ${await sign('RS256', 'rsa-1', rsa.privateKey)}`),
+    ).toMatchObject({
       userId: 'carol',
     });
   });
@@ -141,7 +147,7 @@ describe('AdminAuth with a JWKS URL', () => {
   it('accepts an ES256 token signed by a key of the set', async () => {
     expect(
       await jwksAuth().authenticate(`Bearer ${await sign('ES256', 'ec-1', ec.privateKey, 'dave')}`),
-    ).toEqual({
+    ).toMatchObject({
       userId: 'dave',
     });
   });

@@ -108,3 +108,50 @@ describe('the management page in headless Chromium, on the real notification ser
     expect(consoleProblems).toEqual([]);
   });
 });
+
+describe('the management page when its token expires', () => {
+  let svc: RunningNotificationApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    svc = await startAdminService();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.close();
+  });
+
+  async function openWith(token: string): Promise<Page> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${svc.baseUrl}/admin/notifications#token=${token}`);
+    await page.waitForSelector('#live[data-state="on"]');
+    return page;
+  }
+
+  it('shows that the session ended when no fresher token is there', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 3;
+    const page = await openWith(await hsToken('expiring-user', { exp }));
+    await page.locator('#notice', { hasText: 'Your session has ended.' }).waitFor({ timeout: 20_000 });
+    expect(await page.locator('#live').getAttribute('data-state')).toBe('off');
+    expect(await page.evaluate("sessionStorage.getItem('svc.admin.token')")).toBeNull();
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+    await page.context().close();
+  });
+
+  it('reconnects with a fresher token from sessionStorage and keeps receiving messages', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 3;
+    const page = await openWith(await hsToken('renewed-user', { exp }));
+    const fresh = await hsToken('renewed-user');
+    await page.evaluate(`sessionStorage.setItem('svc.admin.token', ${JSON.stringify(fresh)})`);
+    // Wait out the first token; the stream that follows is authorised by the fresh one.
+    await until(() => Date.now() > exp * 1000 + 500);
+    await page.waitForSelector('#live[data-state="on"]');
+    await until(() => svc.app.inboxHub.watcherCount === 1);
+    await sendOverGrpc(svc, 'renewed-user', 'After renewal', 'still live');
+    await page.locator('.item .title', { hasText: 'After renewal' }).waitFor();
+    expect(await page.locator('#notice').isHidden()).toBe(true);
+    await page.context().close();
+  });
+});

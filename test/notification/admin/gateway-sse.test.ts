@@ -194,14 +194,29 @@ describe('GET /admin/notifications/stream', () => {
     expect(await svc.app.inbox.countUnread('sse-leaver')).toBe(1);
   });
 
-  it('when Last-Event-ID is not a cursor of ours, the stream carries an INVALID_ARGUMENT error event and ends', async () => {
+  it('when Last-Event-ID is not a cursor of ours, answers 400 INVALID_ARGUMENT before streaming', async () => {
     const conn = await openFor('sse-bad-cursor', { 'Last-Event-ID': 'garbage' });
     await conn.ended;
-    const errors = conn.frames.filter((f) => f.event === 'error');
-    expect(errors).toHaveLength(1);
-    expect(JSON.parse(errors[0].data!)).toEqual({
-      error: { code: 'INVALID_ARGUMENT', message: expect.any(String) },
-    });
+    expect(conn.status).toBe(400);
+    expect(conn.headers['content-type']).toMatch(/^application\/json/);
+    expect(svc.app.inboxHub.watcherCount).toBe(0);
+  });
+
+  it("the stream's first id: is the current cursor, so a reconnect before any event loses nothing", async () => {
+    await svc.app.inbox.send({ userId: 'sse-first-id', title: 'old', body: '.' });
+    const first = await connect('sse-first-id');
+    await first.waitFor((frames) => frames.some((f) => f.id !== undefined));
+    const cursorFrame = first.frames.find((f) => f.id !== undefined)!;
+    // An id without data: it moves the browser's Last-Event-ID and dispatches no event.
+    expect(cursorFrame.data).toBeUndefined();
+    expect(cursorFrame.id).toMatch(/^\d+$/);
+    expect(first.events()).toEqual([]);
+    first.close();
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+    const missed = await svc.app.inbox.send({ userId: 'sse-first-id', title: 'missed', body: '.' });
+    const resumed = await connect('sse-first-id', { 'Last-Event-ID': cursorFrame.id! });
+    await resumed.waitFor(eventCount(1));
+    expect(resumed.events().map((e) => e.data.message_id)).toEqual([missed.id]);
   });
 
   it('when Last-Event-ID is absurdly long, answers 400 before streaming', async () => {
@@ -211,7 +226,7 @@ describe('GET /admin/notifications/stream', () => {
   });
 });
 
-describe('GET /admin/notifications/stream with a subscriber that falls behind', () => {
+describe('GET /admin/notifications/stream with a burst larger than its buffer', () => {
   let svc: RunningNotificationApp;
 
   beforeAll(async () => {
@@ -219,30 +234,25 @@ describe('GET /admin/notifications/stream with a subscriber that falls behind', 
   });
   afterAll(() => svc.close());
 
-  it('ends the stream cleanly after the events delivered so far, so the browser resumes by cursor', async () => {
-    const token = await hsToken('slow');
+  it('a reader that keeps up gets every event once, in order, and the stream stays open', async () => {
+    const token = await hsToken('bursty');
     const conn = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
-    await until(() => svc.app.inboxHub.watcherCount === 1);
-    const first = await svc.app.inbox.send({ userId: 'slow', title: 'first', body: '.' });
-    await conn.waitFor(eventCount(1));
-
-    // Sent in one turn of the event loop: the hub reads them in one batch, more than the buffer holds.
-    await Promise.all(
-      ['b1', 'b2', 'b3', 'b4'].map((title) => svc.app.inbox.send({ userId: 'slow', title, body: '.' })),
-    );
-    await conn.ended;
-    expect(conn.events().map((e) => e.data.message_id)).toEqual([first.id]);
-    expect(conn.frames.some((f) => f.event === 'error')).toBe(false);
-
-    const resumed = await openSse(`${svc.baseUrl}${STREAM}`, {
-      Authorization: `Bearer ${token}`,
-      'Last-Event-ID': conn.events()[0].id!,
-    });
     try {
-      await resumed.waitFor(eventCount(4));
-      expect(resumed.events().map(titleOf)).toEqual(['b1', 'b2', 'b3', 'b4']);
+      await conn.waitFor(connected);
+      const first = await svc.app.inbox.send({ userId: 'bursty', title: 'first', body: '.' });
+      await conn.waitFor(eventCount(1));
+      // Sent in one turn of the event loop: more than the buffer holds arrives at once.
+      const titles = Array.from({ length: 20 }, (_, i) => `b${i}`);
+      await Promise.all(titles.map((title) => svc.app.inbox.send({ userId: 'bursty', title, body: '.' })));
+      await conn.waitFor(eventCount(21));
+      expect(conn.events()[0]!.data.message_id).toBe(first.id);
+      expect(conn.events().slice(1).map(titleOf)).toEqual(titles);
+      const ids = conn.events().map((e) => Number(e.id));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(conn.frames.some((f) => f.event === 'error')).toBe(false);
+      expect(svc.app.inboxHub.watcherCount).toBe(1);
     } finally {
-      resumed.close();
+      conn.close();
     }
   });
 });

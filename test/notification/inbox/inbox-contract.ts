@@ -4,11 +4,11 @@
  */
 import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import type { InboxConfig } from '../../../services/notification/inbox/config';
-import type { InboxHub } from '../../../services/notification/inbox/inbox-hub';
+import type { InboxHub, InboxHubOptions } from '../../../services/notification/inbox/inbox-hub';
 import type { InboxService } from '../../../services/notification/inbox/inbox-service';
 import { InboxRetention } from '../../../services/notification/inbox/retention';
 import type { InboxStoreProtocol } from '../../../services/notification/inbox/store';
-import type { InboxSentPayload } from '../../../services/notification/inbox/types';
+import type { InboxEvent, InboxSentPayload } from '../../../services/notification/inbox/types';
 import { ManualClock, buildService, newUser, take, waitFor } from './support';
 
 /** What a backend's test file provides to the contract. */
@@ -37,8 +37,9 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
     async function make(
       overrides: Partial<InboxConfig> = {},
       clock?: () => Date,
+      hubOptions: Partial<InboxHubOptions> = {},
     ): Promise<{ service: InboxService; hub: InboxHub }> {
-      const built = buildService(backend.store, overrides, clock);
+      const built = buildService(backend.store, overrides, clock, hubOptions);
       hubs.push(built.hub);
       await built.hub.start();
       return built;
@@ -345,7 +346,9 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
           ['all_read', 0],
           ['cleared', 0],
         ]);
-        expect(events[0]!.message).toMatchObject({ id: a, title: 't0' });
+        // Cleared at the end: every `sent` event keeps its ids and type, not the content.
+        expect(events[0]!.message).toBeUndefined();
+        expect(events[0]!.messageId).toBe(a);
         expect(events[2]!.messageId).toBe(a);
         const cursors = events.map((e) => Number(e.cursor));
         expect([...cursors].sort((x, y) => x - y)).toEqual(cursors);
@@ -421,7 +424,11 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
       });
 
       it('when a live watcher stops reading, it gets ResourceExhaustedError and can resume without loss', async () => {
-        const { service, hub } = await make({ watch_buffer_size: 3 });
+        let now = 1_000_000;
+        const { service, hub } = await make({ watch_buffer_size: 3 }, undefined, {
+          stallMs: 5_000,
+          now: () => now,
+        });
         const user = newUser();
         await sendMany(service, user, 1);
         const iterator = service.watch(user, { after: '0' })[Symbol.asyncIterator]();
@@ -429,13 +436,80 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const pending = iterator.next();
         await sendMany(service, user, 1);
         const live = (await pending).value;
-        // The watcher is live and stalled: it reads nothing while more events than its buffer arrive.
+        // The watcher is live and stalled: it asks for nothing while more than its buffer arrives.
         const missed = await sendMany(service, user, 6);
+        // Within the stall time it is only behind, not closed.
+        expect(hub.watcherCount).toBe(1);
+        now += 5_000;
+        missed.push(...(await sendMany(service, user, 1)));
         await waitFor(() => hub.watcherCount === 0, 'the stalled watcher to be dropped');
         await expect(iterator.next()).rejects.toBeInstanceOf(ResourceExhaustedError);
         const resumed = service.watch(user, { after: live.cursor })[Symbol.asyncIterator]();
-        expect((await take(resumed, 6)).map((e) => e.message!.id)).toEqual(missed);
+        expect((await take(resumed, 7)).map((e) => e.message!.id)).toEqual(missed);
         await resumed.return?.();
+      });
+
+      it('when a burst of 2,000 sends reaches a reader that keeps up, it receives every event once, in order', async () => {
+        const { service, hub } = await make({ watch_buffer_size: 256 });
+        const user = newUser('burst');
+        const iterator = service.watch(user)[Symbol.asyncIterator]();
+        const [start] = await take(iterator, 1);
+        expect(start!.type).toBe('live');
+        const received: InboxEvent[] = [];
+        const reading = (async () => {
+          while (received.length < 2000) {
+            const next = await iterator.next();
+            if (next.done) throw new Error('the stream ended early');
+            received.push(next.value);
+          }
+        })();
+        const sends: Promise<{ id: string }>[] = [];
+        for (let i = 0; i < 2000; i++) sends.push(service.send({ userId: user, title: `m${i}`, body: '' }));
+        const sent = await Promise.all(sends);
+        await reading;
+        await iterator.return?.();
+        expect(hub.watcherCount).toBe(0);
+        const cursors = received.map((e) => Number(e.cursor));
+        expect(cursors).toEqual([...cursors].sort((x, y) => x - y));
+        expect(new Set(cursors).size).toBe(2000);
+        expect(new Set(received.map((e) => e.message!.id))).toEqual(new Set(sent.map((m) => m.id)));
+      }, 60_000);
+
+      it('when a watch opens without a cursor, its first event is `live` with the current cursor, and resuming after it loses nothing', async () => {
+        const { service } = await make();
+        const user = newUser();
+        await sendMany(service, user, 2);
+        const abort = new AbortController();
+        const iterator = service.watch(user, { signal: abort.signal })[Symbol.asyncIterator]();
+        const [live] = await take(iterator, 1);
+        expect(live).toMatchObject({ type: 'live', userId: user, unreadCount: 2 });
+        expect(live!.cursor).toBe(String(await backend.store.latestSeq(user)));
+        // The subscriber drops before any event; what is sent meanwhile is replayed on resume.
+        abort.abort();
+        expect((await iterator.next()).done).toBe(true);
+        const [missed] = await sendMany(service, user, 1);
+        const resumed = service.watch(user, { after: live!.cursor })[Symbol.asyncIterator]();
+        const [event] = await take(resumed, 1);
+        expect(event).toMatchObject({ type: 'sent', messageId: missed, unreadCount: 3 });
+        await resumed.return?.();
+      });
+
+      it('when a user has max_watchers_per_user watches open, one more is ResourceExhaustedError and other users still watch', async () => {
+        const { service, hub } = await make({ max_watchers_per_user: 2, max_watchers: 3 });
+        const user = newUser();
+        const open = [service.watch(user), service.watch(user)].map((w) => w[Symbol.asyncIterator]());
+        for (const it of open) await take(it, 1);
+        expect(() => service.watch(user)).toThrow(ResourceExhaustedError);
+        const other = service.watch(newUser())[Symbol.asyncIterator]();
+        await take(other, 1);
+        expect(hub.watcherCount).toBe(3);
+        // The process-wide cap, whoever asks.
+        expect(() => service.watch(newUser())).toThrow(ResourceExhaustedError);
+        await open[0]!.return?.();
+        const again = service.watch(user)[Symbol.asyncIterator]();
+        await take(again, 1);
+        for (const it of [open[1]!, other, again]) await it.return?.();
+        expect(hub.watcherCount).toBe(0);
       });
 
       it('when a cursor is malformed, watch throws InvalidArgumentError', async () => {
@@ -444,6 +518,51 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
       });
     });
 
+    describe('erasure', () => {
+      it('when a message is deleted, no replay shows its content; its events keep ids and type', async () => {
+        const { service } = await make();
+        const user = newUser();
+        const secret = await service.send({
+          userId: user,
+          title: 'secret title',
+          body: 'secret body',
+          metadata: { secret: 'meta' },
+        });
+        const kept = await service.send({ userId: user, title: 'kept', body: 'kept body' });
+        await service.delete(user, secret.id);
+        const events = await take(service.watch(user, { after: '0' })[Symbol.asyncIterator](), 3);
+        expect(events.map((e) => [e.type, e.messageId])).toEqual([
+          ['sent', secret.id],
+          ['sent', kept.id],
+          ['deleted', secret.id],
+        ]);
+        expect(events[0]!.message).toBeUndefined();
+        expect(events[1]!.message).toMatchObject({ title: 'kept', body: 'kept body' });
+        const stored = await backend.store.eventsAfter(user, 0, 10);
+        expect(JSON.stringify(stored)).not.toMatch(/secret/);
+      });
+
+      it('when an inbox is cleared, no replay shows any of its content, and other users keep theirs', async () => {
+        const { service } = await make();
+        const user = newUser();
+        const other = newUser();
+        await service.send({ userId: user, title: 'private one', body: 'x' });
+        await service.send({ userId: user, title: 'private two', body: 'y', metadata: { k: 'private' } });
+        await service.send({ userId: other, title: 'theirs', body: 'z' });
+        await service.clearAll(user);
+        const stored = await backend.store.eventsAfter(user, 0, 10);
+        expect(stored.map((e) => e.type)).toEqual(['sent', 'sent', 'cleared']);
+        expect(stored.slice(0, 2).every((e) => e.message === null && typeof e.messageId === 'string')).toBe(
+          true,
+        );
+        expect(JSON.stringify(stored)).not.toMatch(/private/);
+        const theirs = await backend.store.eventsAfter(other, 0, 10);
+        expect(theirs[0]!.message).toMatchObject({ title: 'theirs' });
+      });
+    });
+
+    // The purge's lease (its last run time) is shared by the whole suite: these tests run in the
+    // order of their clocks (2001, 2002, 2003, 2040), or a later test would see a run "in the future".
     describe('retention', () => {
       it('when the purge runs, only rows older than retention_days go, in batches of purge_batch_size', async () => {
         const clock = new ManualClock(new Date('2001-01-01T00:00:00.000Z'));
@@ -463,6 +582,96 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         expect((await service.getInbox(user)).messages.map((m) => m.id).sort()).toEqual([...kept].sort());
         // Within the interval, a second purge does not run.
         clock.advance(60_000);
+        expect((await retention.purgeOnce()).ran).toBe(false);
+      });
+
+      it('when a cursor is older than the oldest kept event, the watch starts with `reset` and then carries on live', async () => {
+        const clock = new ManualClock(new Date('2002-01-01T00:00:00.000Z'));
+        const { service } = await make({}, clock.now);
+        const user = newUser('reset');
+        await sendMany(service, user, 3);
+        clock.advance(40 * 86_400_000);
+        const [recent] = await sendMany(service, user, 1);
+        const retention = new InboxRetention({
+          store: backend.store,
+          config: { retention_days: 30, purge_interval_seconds: 1, purge_batch_size: 1000 },
+          clock: clock.now,
+        });
+        expect((await retention.purgeOnce()).ran).toBe(true);
+        const iterator = service.watch(user, { after: '0' })[Symbol.asyncIterator]();
+        const [reset] = await take(iterator, 1);
+        expect(reset).toMatchObject({ type: 'reset', userId: user, unreadCount: 1 });
+        expect(reset!.cursor).toBe(String(await backend.store.latestSeq(user)));
+        // No silent jump: what the reset covers is reloaded by the client; later events arrive.
+        const pending = iterator.next();
+        const [next] = await sendMany(service, user, 1);
+        expect((await pending).value).toMatchObject({ type: 'sent', messageId: next });
+        await iterator.return?.();
+        // A cursor at or after the horizon replays normally.
+        const fromRecent = await backend.store.eventsAfter(user, 0, 10);
+        const recentSent = fromRecent.find((e) => e.messageId === recent)!;
+        const resumed = service.watch(user, { after: String(recentSent.seq - 1) })[Symbol.asyncIterator]();
+        const [first] = await take(resumed, 1);
+        expect(first).toMatchObject({ type: 'sent', messageId: recent });
+        await resumed.return?.();
+      });
+
+      it('when every event of a user was purged, an old cursor gets one `reset` at the horizon, then live events', async () => {
+        const clock = new ManualClock(new Date('2003-01-01T00:00:00.000Z'));
+        const { service } = await make({}, clock.now);
+        const user = newUser('all-gone');
+        await sendMany(service, user, 2);
+        clock.advance(40 * 86_400_000);
+        const retention = new InboxRetention({
+          store: backend.store,
+          config: { retention_days: 30, purge_interval_seconds: 1, purge_batch_size: 1000 },
+          clock: clock.now,
+        });
+        expect((await retention.purgeOnce()).ran).toBe(true);
+        const horizon = await backend.store.purgedThrough(user);
+        expect(horizon).toBeGreaterThan(0);
+        expect(await backend.store.latestSeq(user)).toBe(horizon);
+        const iterator = service.watch(user, { after: '0' })[Symbol.asyncIterator]();
+        const [reset] = await take(iterator, 1);
+        expect(reset).toMatchObject({ type: 'reset', cursor: String(horizon), unreadCount: 0 });
+        const pending = iterator.next();
+        const [next] = await sendMany(service, user, 1);
+        expect((await pending).value).toMatchObject({ type: 'sent', messageId: next });
+        await iterator.return?.();
+        // A fresh watch starts at the horizon too, so its cursor never asks for a reset.
+        const fresh = service.watch(user)[Symbol.asyncIterator]();
+        const [live] = await take(fresh, 1);
+        expect(Number(live!.cursor)).toBeGreaterThan(horizon);
+        await fresh.return?.();
+      });
+
+      it('when stop() is called during a large purge, it returns after the current batch and the rest waits', async () => {
+        const clock = new ManualClock(new Date('2040-01-01T00:00:00.000Z'));
+        const { service } = await make({}, clock.now);
+        const user = newUser('bigpurge');
+        await Promise.all(
+          Array.from({ length: 60 }, (_, i) => service.send({ userId: user, title: `old${i}`, body: '' })),
+        );
+        clock.advance(40 * 86_400_000);
+        let batches = 0;
+        let stopping: Promise<void> | undefined;
+        const retention = new InboxRetention({
+          store: backend.store,
+          config: { retention_days: 30, purge_interval_seconds: 3600, purge_batch_size: 5 },
+          clock: clock.now,
+          pause: async () => {
+            if (++batches === 2) stopping = retention.stop();
+          },
+        });
+        const result = await retention.purgeOnce();
+        await stopping;
+        expect(result.ran).toBe(true);
+        // Stopped between batches: two batches of five, not the whole purge (older rows of other
+        // tests may be among them, so this user keeps at least fifty).
+        expect(result.batches).toBe(2);
+        expect(result.messages).toBe(10);
+        expect((await service.getInbox(user, { pageSize: 100 })).messages.length).toBeGreaterThanOrEqual(50);
+        // Once stopped, it no longer runs.
         expect((await retention.purgeOnce()).ran).toBe(false);
       });
     });

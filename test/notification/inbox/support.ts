@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { InboxConfig } from '../../../services/notification/inbox/config';
 import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/config';
-import { InboxHub } from '../../../services/notification/inbox/inbox-hub';
+import { InboxHub, type InboxHubOptions } from '../../../services/notification/inbox/inbox-hub';
 import { InboxService } from '../../../services/notification/inbox/inbox-service';
 import type { InboxStoreProtocol } from '../../../services/notification/inbox/store';
 import type { InboxEvent } from '../../../services/notification/inbox/types';
@@ -26,9 +26,16 @@ export function buildService(
   store: InboxStoreProtocol,
   overrides: Partial<InboxConfig> = {},
   clock?: () => Date,
+  hubOptions: Partial<InboxHubOptions> = {},
 ): { service: InboxService; hub: InboxHub; config: InboxConfig } {
   const config = { ...DEFAULT_INBOX_CONFIG, ...overrides };
-  const hub = new InboxHub(store, { bufferSize: config.watch_buffer_size });
+  const hub = new InboxHub(store, {
+    bufferSize: config.watch_buffer_size,
+    maxWatchers: config.max_watchers,
+    maxWatchersPerUser: config.max_watchers_per_user,
+    stallMs: config.watch_stall_seconds * 1000,
+    ...hubOptions,
+  });
   const service = new InboxService({ store, hub, config, clock });
   return { service, hub, config };
 }

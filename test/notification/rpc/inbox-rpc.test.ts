@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { InboxEventType } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
-import { unary } from '../../support/grpc-clients';
+import { healthCheck, healthClient, unary } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
 
 let n: RunningNotificationApp;
@@ -176,16 +176,18 @@ describe('WatchInbox', () => {
     await send('grace', 'not for frank');
     await unary(n.inboxGrpc, 'markRead', { userId: 'frank', messageId: m.id });
     await unary(n.inboxGrpc, 'delete', { userId: 'frank', messageId: m.id });
-    await waitFor(() => w.events.length >= 3);
+    await waitFor(() => w.events.length >= 4);
     w.call.cancel();
     other.call.cancel();
     expect(w.events.map((e) => [e.type, e.unreadCount])).toEqual([
+      [InboxEventType.LIVE, 0],
       [InboxEventType.SENT, 1],
       [InboxEventType.READ, 0],
       [InboxEventType.DELETED, 0],
     ]);
-    expect(w.events[0]!.message!.title).toBe('hello');
+    expect(w.events[1]!.message!.title).toBe('hello');
     expect(w.events[1]!.messageId).toBe(m.id);
+    expect(w.events[2]!.messageId).toBe(m.id);
     expect(other.events.every((e) => e.message?.title !== 'hello')).toBe(true);
   });
 
@@ -194,9 +196,9 @@ describe('WatchInbox', () => {
     const first = watch('heidi');
     await waitFor(() => n.app.inboxHub.watcherCount === 1);
     await send('heidi', 'one');
-    await waitFor(() => first.events.length === 1);
+    await waitFor(() => first.events.length === 2);
     first.call.cancel();
-    const cursor = first.events[0]!.cursor;
+    const cursor = first.events[1]!.cursor;
     await send('heidi', 'two');
     await send('heidi', 'three');
     const resumed = watch('heidi', cursor);
@@ -213,6 +215,7 @@ describe('WatchInbox', () => {
     const got: string[] = [];
     const reading = (async () => {
       for await (const e of n.inboxConnect.watchInbox({ userId: 'ivan' }, { signal: controller.signal })) {
+        if (e.type === InboxEventType.LIVE) continue;
         got.push(e.message?.title ?? '');
         if (got.length === 1) controller.abort();
       }
@@ -222,5 +225,85 @@ describe('WatchInbox', () => {
     const end = await reading;
     expect(got).toEqual(['via connect']);
     expect(end).toMatchObject({ code: Code.Canceled });
+  });
+
+  test('the first frame of a stream without a cursor is LIVE with the current cursor, so a reconnect before any event loses nothing', async () => {
+    await send('judy', 'earlier');
+    const first = watch('judy');
+    await waitFor(() => first.events.length === 1);
+    first.call.cancel();
+    const live = first.events[0]!;
+    expect(live.type).toBe(InboxEventType.LIVE);
+    expect(live.unreadCount).toBe(1);
+    expect(live.message).toBeUndefined();
+    const missed = await send('judy', 'while away');
+    const resumed = watch('judy', live.cursor);
+    await waitFor(() => resumed.events.length >= 1);
+    resumed.call.cancel();
+    expect(resumed.events.map((e) => [e.type, e.messageId])).toEqual([[InboxEventType.SENT, missed.id]]);
+  });
+
+  test('after Delete and ClearAll, a replay from cursor 0 carries ids and types but none of the content', async () => {
+    const gone = await send('mallory', 'deleted title', { secret: 'deleted meta' });
+    await send('mallory', 'cleared title');
+    await unary(n.inboxGrpc, 'delete', { userId: 'mallory', messageId: gone.id });
+    await unary(n.inboxGrpc, 'clearAll', { userId: 'mallory' });
+    const replay = watch('mallory', '0');
+    await waitFor(() => replay.events.length >= 4);
+    replay.call.cancel();
+    expect(replay.events.map((e) => e.type)).toEqual([
+      InboxEventType.SENT,
+      InboxEventType.SENT,
+      InboxEventType.DELETED,
+      InboxEventType.CLEARED,
+    ]);
+    expect(replay.events[0]!.messageId).toBe(gone.id);
+    expect(replay.events.every((e) => e.message === undefined || e.message === null)).toBe(true);
+    const text = JSON.stringify(replay.events, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    expect(text).not.toMatch(/title|meta/);
+  });
+});
+
+describe('WatchInbox caps', () => {
+  let capped: RunningNotificationApp;
+  beforeAll(async () => {
+    capped = await startNotificationApp({ inbox: { max_watchers_per_user: 2, max_watchers: 3 } });
+  });
+  afterAll(() => capped.close());
+
+  function open(userId: string): {
+    call: grpc.ClientReadableStream<unknown>;
+    error: Promise<grpc.ServiceError>;
+  } {
+    const call = (capped.inboxGrpc.watchInbox as (r: unknown) => grpc.ClientReadableStream<unknown>).call(
+      capped.inboxGrpc,
+      { userId },
+    );
+    const error = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
+    call.on('data', () => undefined);
+    return { call, error };
+  }
+
+  test('beyond max_watchers_per_user and max_watchers, WatchInbox is RESOURCE_EXHAUSTED and the service stays healthy', async () => {
+    const first = [open('olivia'), open('olivia')];
+    await waitFor(() => capped.app.inboxHub.watcherCount === 2);
+    const third = open('olivia');
+    expect((await third.error).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const otherUser = open('peggy');
+    await waitFor(() => capped.app.inboxHub.watcherCount === 3);
+    const overall = open('quentin');
+    expect((await overall.error).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    // Everything else still answers, and a freed place can be taken again.
+    const { response } = await unary<{ unreadCount: number }>(capped.inboxGrpc, 'countUnread', {
+      userId: 'olivia',
+    });
+    expect(response.unreadCount).toBe(0);
+    expect(await healthCheck(healthClient(capped.grpcAddress))).toBe('SERVING');
+    first[0]!.call.cancel();
+    await waitFor(() => capped.app.inboxHub.watcherCount === 2);
+    const again = open('olivia');
+    await waitFor(() => capped.app.inboxHub.watcherCount === 3);
+    for (const w of [first[1]!, otherUser, again]) w.call.cancel();
+    await waitFor(() => capped.app.inboxHub.watcherCount === 0);
   });
 });

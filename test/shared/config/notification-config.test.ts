@@ -61,6 +61,9 @@ describe('NotificationConfig', () => {
         max_body_length: 10000,
         max_metadata_bytes: 16384,
         watch_buffer_size: 256,
+        watch_stall_seconds: 10,
+        max_watchers_per_user: 16,
+        max_watchers: 10000,
       },
       delivery: {
         store_backend: 'database',

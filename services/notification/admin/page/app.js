@@ -4,6 +4,11 @@
 // The bearer token arrives once in the URL fragment (#token=...), is kept in sessionStorage and
 // removed from the address bar. Live updates come from /admin/notifications/stream, read with
 // fetch() because EventSource cannot send an Authorization header.
+//
+// The list is reloaded whenever the stream cannot say what changed: on a `reset` event (the events
+// after our cursor are no longer kept), and when a stream connects without a cursor after the first
+// one. A stream ends with `expired` when the token does: the page then reconnects with a newer token
+// from sessionStorage if one was put there, or shows that the session ended.
 'use strict';
 
 (function () {
@@ -36,6 +41,7 @@
     lastEventId: null,
     streamAbort: null,
     signedOut: false,
+    tokenExpired: false,
     onConnected: () => undefined,
   };
 
@@ -241,6 +247,15 @@
       case 'cleared':
         for (const id of [...state.items.keys()]) removeMessage(id);
         break;
+      case 'reset':
+        // Events after our cursor are gone (retention): the list is reloaded; the stream goes on
+        // from the reset's id, which the parser has already taken as the new cursor.
+        reload().catch(() => undefined);
+        break;
+      case 'expired':
+        // The server ends the stream now; runStream decides what comes next.
+        state.tokenExpired = true;
+        return;
       case 'error':
         // The server refused our resume point: start over from a fresh list.
         state.lastEventId = null;
@@ -293,14 +308,30 @@
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
 
+  // After an `expired` event: a newer token in sessionStorage (put there by whoever signs the user
+  // in) continues the session; without one, the session has ended.
+  function takeFreshToken() {
+    const stored = sessionStorage.getItem(TOKEN_KEY);
+    if (stored && stored !== state.token) {
+      state.token = stored;
+      state.tokenExpired = false;
+      return true;
+    }
+    signOut('Your session has ended.');
+    return false;
+  }
+
   async function runStream() {
     let backoff = 1000;
+    let connections = 0;
     while (!state.signedOut) {
       const controller = new AbortController();
       state.streamAbort = controller;
+      let retryAfterMs = 0;
       try {
         const headers = { Authorization: 'Bearer ' + state.token, Accept: 'text/event-stream' };
-        if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
+        const resuming = Boolean(state.lastEventId);
+        if (resuming) headers['Last-Event-ID'] = state.lastEventId;
         const response = await fetch(API + '/stream', {
           headers,
           credentials: 'omit',
@@ -311,8 +342,21 @@
           signOut('Your session is not valid any more.');
           return;
         }
+        if (response.status === 400 && resuming) {
+          // The resume point was refused: start over from a fresh list and a fresh stream.
+          state.lastEventId = null;
+          reload().catch(() => undefined);
+          continue;
+        }
+        if (response.status === 429) {
+          retryAfterMs = (Number(response.headers.get('Retry-After')) || 5) * 1000;
+          showNotice('Too many open live views; retrying shortly.');
+        }
         if (response.ok && response.body) {
           backoff = 1000;
+          connections++;
+          // A reconnect without a cursor cannot replay what we missed: reload once it is live.
+          const reloadWhenLive = connections > 1 && !resuming;
           const push = createSseParser((type, raw) => {
             let data;
             try {
@@ -322,11 +366,20 @@
             }
             onEvent(type, data);
           });
-          const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            push(value);
+          const onConnected = state.onConnected;
+          state.onConnected = () => {
+            onConnected();
+            if (reloadWhenLive) reload().catch(() => undefined);
+          };
+          try {
+            const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              push(value);
+            }
+          } finally {
+            state.onConnected = onConnected;
           }
         }
       } catch {
@@ -334,7 +387,11 @@
       }
       setLive(false);
       if (state.signedOut) return;
-      await sleep(backoff + Math.floor(Math.random() * 500));
+      if (state.tokenExpired) {
+        if (!takeFreshToken()) return;
+        continue;
+      }
+      await sleep(Math.max(retryAfterMs, backoff + Math.floor(Math.random() * 500)));
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     }
   }

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/inbox.proto.
  */
 export const file_svc_notification_v1_inbox: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zdmMvbm90aWZpY2F0aW9uL3YxL2luYm94LnByb3RvEhNzdmMubm90aWZpY2F0aW9uLnYxIt4BCgxJbmJveE1lc3NhZ2USCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0aXRsZRgDIAEoCRIMCgRib2R5GAQgASgJEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRyZWFkGAYgASgIEisKB3JlYWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImYKC1NlbmRSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiQgoMU2VuZFJlc3BvbnNlEjIKB21lc3NhZ2UYASABKAsyIS5zdmMubm90aWZpY2F0aW9uLnYxLkluYm94TWVzc2FnZSJeCg9HZXRJbmJveFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRITCgt1bnJlYWRfb25seRgEIAEoCCJ2ChBHZXRJbmJveFJlc3BvbnNlEjMKCG1lc3NhZ2VzGAEgAygLMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveE1lc3NhZ2USFAoMdW5yZWFkX2NvdW50GAIgASgFEhcKD25leHRfcGFnZV90b2tlbhgDIAEoCSI2Cg9NYXJrUmVhZFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJIigKEE1hcmtSZWFkUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiUKEk1hcmtBbGxSZWFkUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjwKE01hcmtBbGxSZWFkUmVzcG9uc2USDwoHdXBkYXRlZBgBIAEoBRIUCgx1bnJlYWRfY291bnQYAiABKAUiNAoNRGVsZXRlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkiJgoORGVsZXRlUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiUKEkNvdW50VW5yZWFkUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIisKE0NvdW50VW5yZWFkUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiIKD0NsZWFyQWxsUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIiMKEENsZWFyQWxsUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoBSI6ChFXYXRjaEluYm94UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhQKDGFmdGVyX2N1cnNvchgCIAEoCSLmAQoSV2F0Y2hJbmJveFJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIxCgR0eXBlGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveEV2ZW50VHlwZRIyCgdtZXNzYWdlGAMgASgLMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgEIAEoCRIUCgx1bnJlYWRfY291bnQYBSABKAUSLwoLb2NjdXJyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKsMBCg5JbmJveEV2ZW50VHlwZRIgChxJTkJPWF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGQoVSU5CT1hfRVZFTlRfVFlQRV9TRU5UEAESGQoVSU5CT1hfRVZFTlRfVFlQRV9SRUFEEAISHQoZSU5CT1hfRVZFTlRfVFlQRV9BTExfUkVBRBADEhwKGElOQk9YX0VWRU5UX1RZUEVfREVMRVRFRBAEEhwKGElOQk9YX0VWRU5UX1RZUEVfQ0xFQVJFRBAFMt4FCgxJbmJveFNlcnZpY2USSwoEU2VuZBIgLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFJlcXVlc3QaIS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRSZXNwb25zZRJXCghHZXRJbmJveBIkLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0SW5ib3hSZXF1ZXN0GiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXRJbmJveFJlc3BvbnNlElcKCE1hcmtSZWFkEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5NYXJrUmVhZFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLk1hcmtSZWFkUmVzcG9uc2USYAoLTWFya0FsbFJlYWQSJy5zdmMubm90aWZpY2F0aW9uLnYxLk1hcmtBbGxSZWFkUmVxdWVzdBooLnN2Yy5ub3RpZmljYXRpb24udjEuTWFya0FsbFJlYWRSZXNwb25zZRJRCgZEZWxldGUSIi5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGV0ZVJlcXVlc3QaIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGV0ZVJlc3BvbnNlEmAKC0NvdW50VW5yZWFkEicuc3ZjLm5vdGlmaWNhdGlvbi52MS5Db3VudFVucmVhZFJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLkNvdW50VW5yZWFkUmVzcG9uc2USVwoIQ2xlYXJBbGwSJC5zdmMubm90aWZpY2F0aW9uLnYxLkNsZWFyQWxsUmVxdWVzdBolLnN2Yy5ub3RpZmljYXRpb24udjEuQ2xlYXJBbGxSZXNwb25zZRJfCgpXYXRjaEluYm94EiYuc3ZjLm5vdGlmaWNhdGlvbi52MS5XYXRjaEluYm94UmVxdWVzdBonLnN2Yy5ub3RpZmljYXRpb24udjEuV2F0Y2hJbmJveFJlc3BvbnNlMAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zdmMvbm90aWZpY2F0aW9uL3YxL2luYm94LnByb3RvEhNzdmMubm90aWZpY2F0aW9uLnYxIt4BCgxJbmJveE1lc3NhZ2USCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0aXRsZRgDIAEoCRIMCgRib2R5GAQgASgJEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRyZWFkGAYgASgIEisKB3JlYWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImYKC1NlbmRSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiQgoMU2VuZFJlc3BvbnNlEjIKB21lc3NhZ2UYASABKAsyIS5zdmMubm90aWZpY2F0aW9uLnYxLkluYm94TWVzc2FnZSJeCg9HZXRJbmJveFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRITCgt1bnJlYWRfb25seRgEIAEoCCJ2ChBHZXRJbmJveFJlc3BvbnNlEjMKCG1lc3NhZ2VzGAEgAygLMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveE1lc3NhZ2USFAoMdW5yZWFkX2NvdW50GAIgASgFEhcKD25leHRfcGFnZV90b2tlbhgDIAEoCSI2Cg9NYXJrUmVhZFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJIigKEE1hcmtSZWFkUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiUKEk1hcmtBbGxSZWFkUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjwKE01hcmtBbGxSZWFkUmVzcG9uc2USDwoHdXBkYXRlZBgBIAEoBRIUCgx1bnJlYWRfY291bnQYAiABKAUiNAoNRGVsZXRlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkiJgoORGVsZXRlUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiUKEkNvdW50VW5yZWFkUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIisKE0NvdW50VW5yZWFkUmVzcG9uc2USFAoMdW5yZWFkX2NvdW50GAEgASgFIiIKD0NsZWFyQWxsUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIiMKEENsZWFyQWxsUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoBSI6ChFXYXRjaEluYm94UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhQKDGFmdGVyX2N1cnNvchgCIAEoCSLmAQoSV2F0Y2hJbmJveFJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIxCgR0eXBlGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveEV2ZW50VHlwZRIyCgdtZXNzYWdlGAMgASgLMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5JbmJveE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgEIAEoCRIUCgx1bnJlYWRfY291bnQYBSABKAUSLwoLb2NjdXJyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKvoBCg5JbmJveEV2ZW50VHlwZRIgChxJTkJPWF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGQoVSU5CT1hfRVZFTlRfVFlQRV9TRU5UEAESGQoVSU5CT1hfRVZFTlRfVFlQRV9SRUFEEAISHQoZSU5CT1hfRVZFTlRfVFlQRV9BTExfUkVBRBADEhwKGElOQk9YX0VWRU5UX1RZUEVfREVMRVRFRBAEEhwKGElOQk9YX0VWRU5UX1RZUEVfQ0xFQVJFRBAFEhkKFUlOQk9YX0VWRU5UX1RZUEVfTElWRRAGEhoKFklOQk9YX0VWRU5UX1RZUEVfUkVTRVQQBzLeBQoMSW5ib3hTZXJ2aWNlEksKBFNlbmQSIC5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRSZXF1ZXN0GiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUmVzcG9uc2USVwoIR2V0SW5ib3gSJC5zdmMubm90aWZpY2F0aW9uLnYxLkdldEluYm94UmVxdWVzdBolLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0SW5ib3hSZXNwb25zZRJXCghNYXJrUmVhZBIkLnN2Yy5ub3RpZmljYXRpb24udjEuTWFya1JlYWRSZXF1ZXN0GiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5NYXJrUmVhZFJlc3BvbnNlEmAKC01hcmtBbGxSZWFkEicuc3ZjLm5vdGlmaWNhdGlvbi52MS5NYXJrQWxsUmVhZFJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLk1hcmtBbGxSZWFkUmVzcG9uc2USUQoGRGVsZXRlEiIuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxldGVSZXF1ZXN0GiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxldGVSZXNwb25zZRJgCgtDb3VudFVucmVhZBInLnN2Yy5ub3RpZmljYXRpb24udjEuQ291bnRVbnJlYWRSZXF1ZXN0Giguc3ZjLm5vdGlmaWNhdGlvbi52MS5Db3VudFVucmVhZFJlc3BvbnNlElcKCENsZWFyQWxsEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5DbGVhckFsbFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLkNsZWFyQWxsUmVzcG9uc2USXwoKV2F0Y2hJbmJveBImLnN2Yy5ub3RpZmljYXRpb24udjEuV2F0Y2hJbmJveFJlcXVlc3QaJy5zdmMubm90aWZpY2F0aW9uLnYxLldhdGNoSW5ib3hSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * InboxMessage is one in-app notification of one user.
@@ -490,7 +490,7 @@ export const WatchInboxRequestSchema: GenMessage<WatchInboxRequest> = /*@__PURE_
  */
 export type WatchInboxResponse = Message<"svc.notification.v1.WatchInboxResponse"> & {
   /**
-   * Opaque cursor of this event; pass it as `after_cursor` to resume after it.
+   * Opaque cursor of this frame; pass it as `after_cursor` to resume after it.
    *
    * @generated from field: string cursor = 1;
    */
@@ -504,21 +504,23 @@ export type WatchInboxResponse = Message<"svc.notification.v1.WatchInboxResponse
   type: InboxEventType;
 
   /**
-   * The stored message, for INBOX_EVENT_TYPE_SENT.
+   * The message as sent, for INBOX_EVENT_TYPE_SENT; unset once the message was deleted or cleared
+   * (the content is erased; `message_id` remains).
    *
    * @generated from field: svc.notification.v1.InboxMessage message = 3;
    */
   message?: InboxMessage | undefined;
 
   /**
-   * The affected message id, for INBOX_EVENT_TYPE_READ and INBOX_EVENT_TYPE_DELETED.
+   * The affected message id, for INBOX_EVENT_TYPE_SENT, INBOX_EVENT_TYPE_READ and
+   * INBOX_EVENT_TYPE_DELETED.
    *
    * @generated from field: string message_id = 4;
    */
   messageId: string;
 
   /**
-   * The user's unread count right after the event.
+   * The user's unread count right after the event (for LIVE and RESET: when the frame was sent).
    *
    * @generated from field: int32 unread_count = 5;
    */
@@ -586,6 +588,22 @@ export enum InboxEventType {
    * @generated from enum value: INBOX_EVENT_TYPE_CLEARED = 5;
    */
   CLEARED = 5,
+
+  /**
+   * Not stored: the first frame of a stream opened without `after_cursor`. Its cursor is where the
+   * stream starts (resume after it and nothing is lost) and its unread count is the current one.
+   *
+   * @generated from enum value: INBOX_EVENT_TYPE_LIVE = 6;
+   */
+  LIVE = 6,
+
+  /**
+   * Not stored: events after the requested cursor are no longer kept (older than the retention
+   * window). Reload the inbox (GetInbox); the stream carries on after this frame's cursor.
+   *
+   * @generated from enum value: INBOX_EVENT_TYPE_RESET = 7;
+   */
+  RESET = 7,
 }
 
 /**
@@ -645,7 +663,8 @@ export const InboxService: GenService<{
     output: typeof MarkAllReadResponseSchema;
   },
   /**
-   * Delete removes one message.
+   * Delete removes one message and erases its content from the event log: its SENT event keeps only
+   * its ids and type, so no stream replays the deleted title, body or metadata.
    *
    * @generated from rpc svc.notification.v1.InboxService.Delete
    */
@@ -665,7 +684,7 @@ export const InboxService: GenService<{
     output: typeof CountUnreadResponseSchema;
   },
   /**
-   * ClearAll removes every message of the user.
+   * ClearAll removes every message of the user and erases their content from the event log.
    *
    * @generated from rpc svc.notification.v1.InboxService.ClearAll
    */
@@ -675,9 +694,13 @@ export const InboxService: GenService<{
     output: typeof ClearAllResponseSchema;
   },
   /**
-   * WatchInbox streams one user's inbox events as they happen. With `after_cursor` it first replays
-   * every event after that cursor, then goes live, with no gap and no duplicate. A subscriber that
-   * falls too far behind is closed with RESOURCE_EXHAUSTED and resumes with the last cursor it saw.
+   * WatchInbox streams one user's inbox events as they happen. Without `after_cursor` the first frame
+   * is INBOX_EVENT_TYPE_LIVE with the current cursor. With `after_cursor` it first replays every event
+   * after that cursor, then goes live, with no gap and no duplicate; when events after that cursor
+   * are no longer kept (retention), it sends INBOX_EVENT_TYPE_RESET instead of silently skipping them.
+   * A subscriber that stops reading while events wait for it is closed with RESOURCE_EXHAUSTED and
+   * resumes with the last cursor it saw. Beyond `inbox.max_watchers_per_user` or `inbox.max_watchers`
+   * open watches (WatchInbox and the admin event stream together), it answers RESOURCE_EXHAUSTED.
    *
    * @generated from rpc svc.notification.v1.InboxService.WatchInbox
    */

@@ -1,0 +1,191 @@
+/**
+ * The admin event stream's bounds: nothing stays attached to the shutdown signal after a stream
+ * ends, the watcher caps answer 429 with Retry-After (shared with WatchInbox), and a stream ends when
+ * its token expires, saying so first.
+ */
+import { getEventListeners } from 'node:events';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type * as grpc from '@grpc/grpc-js';
+import { AdminAuth } from '../../../services/notification/admin/auth';
+import {
+  AdminGateway,
+  formatSseEvent,
+  STREAM_RETRY_AFTER_SECONDS,
+} from '../../../services/notification/admin/gateway';
+import { InMemoryInboxStore } from '../../../services/notification/inbox/memory-store';
+import { silentLogger } from '../../../shared/logging/logger';
+import type { RunningNotificationApp } from '../../support/notification-app';
+import { buildService } from '../inbox/support';
+import { authOptions, hsToken, startAdminService, until } from './harness';
+import { openSse, type SseFrame } from './sse-client';
+
+const STREAM = '/admin/notifications/stream';
+
+/** Listeners and AbortSignal.any dependants hanging on `signal`. */
+function attachedTo(signal: AbortSignal): number {
+  const dependants = Object.getOwnPropertySymbols(signal).find((s) => s.description === 'kDependantSignals');
+  const set = dependants
+    ? (signal as unknown as Record<symbol, Set<unknown> | undefined>)[dependants]
+    : undefined;
+  return getEventListeners(signal, 'abort').length + (set?.size ?? 0);
+}
+
+describe('admin SSE and the shutdown signal', () => {
+  const shutdown = new AbortController();
+  const { service, hub } = buildService(new InMemoryInboxStore(), { max_watchers: 100 });
+  let server: Server;
+  let port: number;
+
+  beforeAll(async () => {
+    await hub.start();
+    const gateway = new AdminGateway({
+      inbox: service,
+      auth: new AdminAuth(authOptions()),
+      logger: silentLogger(),
+      maxPageSize: 50,
+      shutdownSignal: shutdown.signal,
+    });
+    server = createServer((req, res) => void gateway.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await hub.stop();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** Opens one stream, waits for its first bytes, and closes it from the client side. */
+  function openAndClose(token: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: STREAM, headers: { Authorization: `Bearer ${token}` } },
+        (res) => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+          res.once('data', () => {
+            res.on('close', resolve);
+            req.destroy();
+          });
+        },
+      );
+      req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+      req.end();
+    });
+  }
+
+  it('after 10,000 streams opened and closed, nothing stays attached to the shutdown signal', async () => {
+    const baseline = attachedTo(shutdown.signal);
+    const token = await hsToken('leak-check');
+    let done = 0;
+    const worker = async (): Promise<void> => {
+      while (done < 10_000) {
+        done++;
+        await openAndClose(token);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    await until(() => hub.watcherCount === 0);
+    expect(done).toBeGreaterThanOrEqual(10_000);
+    expect(attachedTo(shutdown.signal)).toBe(baseline);
+  }, 120_000);
+
+  it('while a stream is open it has one listener on the shutdown signal, and shutdown ends it', async () => {
+    const baseline = attachedTo(shutdown.signal);
+    const conn = await openSse(`http://127.0.0.1:${port}${STREAM}`, {
+      Authorization: `Bearer ${await hsToken('shutdown-check')}`,
+    });
+    await until(() => hub.watcherCount === 1);
+    expect(attachedTo(shutdown.signal)).toBe(baseline + 1);
+    shutdown.abort(new Error('test shutdown'));
+    await conn.ended;
+    await until(() => hub.watcherCount === 0);
+    expect(attachedTo(shutdown.signal)).toBe(baseline);
+  });
+});
+
+describe('admin SSE watcher caps', () => {
+  let svc: RunningNotificationApp;
+
+  beforeAll(async () => {
+    svc = await startAdminService({ inbox: { max_watchers_per_user: 2, max_watchers: 3 } });
+  });
+  afterAll(() => svc.close());
+
+  it('beyond the caps a stream answers 429 with Retry-After, counted together with WatchInbox, and the service stays healthy', async () => {
+    const token = await hsToken('capped');
+    const sse = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
+    const call = (svc.inboxGrpc.watchInbox as (r: unknown) => grpc.ClientReadableStream<unknown>).call(
+      svc.inboxGrpc,
+      { userId: 'capped' },
+    );
+    call.on('data', () => undefined);
+    call.on('error', () => undefined);
+    await until(() => svc.app.inboxHub.watcherCount === 2);
+
+    const refused = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
+    await refused.ended;
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe(String(STREAM_RETRY_AFTER_SECONDS));
+    expect(svc.app.inboxHub.watcherCount).toBe(2);
+
+    const other = await openSse(`${svc.baseUrl}${STREAM}`, {
+      Authorization: `Bearer ${await hsToken('someone-else')}`,
+    });
+    await until(() => svc.app.inboxHub.watcherCount === 3);
+    const overall = await openSse(`${svc.baseUrl}${STREAM}`, {
+      Authorization: `Bearer ${await hsToken('a-third-user')}`,
+    });
+    await overall.ended;
+    expect(overall.status).toBe(429);
+
+    const health = await fetch(`${svc.baseUrl}/health`);
+    expect(health.status).toBe(200);
+    sse.close();
+    other.close();
+    call.cancel();
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+  });
+});
+
+describe('admin SSE and token expiry', () => {
+  let svc: RunningNotificationApp;
+
+  beforeAll(async () => {
+    svc = await startAdminService();
+  });
+  afterAll(() => svc.close());
+
+  it("when the token's exp passes, the stream sends an `expired` event and ends", async () => {
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const conn = await openSse(`${svc.baseUrl}${STREAM}`, {
+      Authorization: `Bearer ${await hsToken('short-lived', { exp })}`,
+    });
+    expect(conn.status).toBe(200);
+    await until(() => svc.app.inboxHub.watcherCount === 1);
+    await conn.ended;
+    const expired = conn.frames.filter((f: SseFrame) => f.event === 'expired');
+    expect(expired).toHaveLength(1);
+    expect(JSON.parse(expired[0]!.data!)).toMatchObject({ type: 'expired' });
+    // It ended because of the token, not before: the exp had passed by then.
+    expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+  });
+});
+
+describe('formatSseEvent', () => {
+  it('writes `live` as an id line alone and `reset` as an event telling the page to reload', () => {
+    const at = new Date('2026-11-23T00:00:00.000Z');
+    expect(formatSseEvent({ cursor: '42', type: 'live', userId: 'u', unreadCount: 3, occurredAt: at })).toBe(
+      'id: 42\n\n',
+    );
+    expect(formatSseEvent({ cursor: '57', type: 'reset', userId: 'u', unreadCount: 1, occurredAt: at })).toBe(
+      `id: 57\nevent: reset\ndata: ${JSON.stringify({
+        type: 'reset',
+        message: null,
+        message_id: null,
+        unread_count: 1,
+        occurred_at: at.toISOString(),
+      })}\n\n`,
+    );
+  });
+});
