@@ -19,8 +19,8 @@
  * Knobs for iterating (the defaults are the issue's setting; `npm run bench` uses them):
  * - INBOX_SCALE_ROWS: rows in the table (the heavy user keeps every 100th), default 1,000,000.
  * - INBOX_SCALE_ONLY=read: skip the fan-out benchmark.
- * - INBOX_SCALE_SERVICE_NODE_OPTIONS: NODE_OPTIONS for the service process, e.g.
- *   `--cpu-prof --cpu-prof-dir=/tmp/prof` (the profile is written when the bench stops it).
+ * - INBOX_SCALE_CPU_PROFILE=<dir>: CPU-profile the service process (cpu-profile-preload.ts); the
+ *   `.cpuprofile` is written into <dir> when the bench stops the service.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -206,6 +206,27 @@ const PAGE_SQL = `SELECT id, user_id, title, body, metadata, read_at, created_at
   FROM inbox_messages WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`;
 const COUNT_SQL = 'SELECT count(*) AS n FROM inbox_messages WHERE user_id = $1 AND read_at IS NULL';
 
+/**
+ * Sum and count of the service's own `rpc_server_handling_seconds` for `method` over gRPC, from its
+ * /metrics: the difference between two readings is the time the calls in between spent inside the
+ * service (interceptors, domain, SQL), the rest of a call's latency being transport.
+ */
+async function handlingSeconds(httpPort: number, method: string): Promise<{ sum: number; count: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  const read = (series: string) => {
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith(`rpc_server_handling_seconds_${series}{`) &&
+          l.includes(`rpc_method="${method}"`) &&
+          l.includes('transport="grpc"'),
+      );
+    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+  };
+  return { sum: read('sum'), count: read('count') };
+}
+
 /** Starts raw-inbox-echo-server.js for `requests` against the service at `address`. */
 async function startRawInboxEcho(
   address: string,
@@ -239,13 +260,18 @@ export async function runInboxReadBench(databaseUrl: string): Promise<BenchRow[]
     process.stdout.write(
       `  loaded ${TABLE_ROWS} rows in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s\n`,
     );
-    const nodeOptions = process.env.INBOX_SCALE_SERVICE_NODE_OPTIONS;
+    const profileDir = process.env.INBOX_SCALE_CPU_PROFILE;
     const service = await startServiceProcess(
       'notification',
       {
         SVC_NOTIFICATION__DATABASE__URL: url,
         SVC_NOTIFICATION__DATABASE__POOL_MAX: String(POOL_SIZE),
-        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+        ...(profileDir
+          ? {
+              NODE_OPTIONS: `--require ${join(__dirname, 'cpu-profile-preload.js')}`,
+              BENCH_CPU_PROFILE_DIR: profileDir,
+            }
+          : {}),
       },
       { cwd: tmpdir() },
     );
@@ -310,15 +336,21 @@ export async function runInboxReadBench(databaseUrl: string): Promise<BenchRow[]
           const base: number[] = [];
           sqlMs = [];
           echoMs = [];
+          let inside = 0;
           for (let round = 0; round < READ_ROUNDS; round++) {
             base.push(...(await latencies(op.baseline, READ_CALLS_PER_ROUND, concurrency)));
+            const before = await handlingSeconds(service.httpPort, name);
             value.push(...(await latencies(op.service, READ_CALLS_PER_ROUND, concurrency)));
+            const after = await handlingSeconds(service.httpPort, name);
+            inside += (after.sum - before.sum) * 1000;
           }
           const how = concurrency === 1 ? 'sequential' : `${concurrency} in flight`;
           const ms = (values: number[], p: number) => percentile(values, p).toFixed(2);
           process.stdout.write(
             `  ${name}, ${how}: baseline p50 = SQL ${ms(sqlMs, 0.5)} ms + echo ${ms(echoMs, 0.5)} ms;` +
-              ` service p50 ${ms(value, 0.5)} ms, p99 ${ms(value, 0.99)} ms\n`,
+              ` service p50 ${ms(value, 0.5)} ms, p99 ${ms(value, 0.99)} ms,` +
+              ` mean ${(value.reduce((a, b) => a + b, 0) / value.length).toFixed(2)} ms of which` +
+              ` ${(inside / value.length).toFixed(2)} ms inside the service\n`,
           );
           rows.push(
             ...latencyRows(
