@@ -24,6 +24,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -57,8 +58,9 @@ const PAGE_SIZE = 50;
 
 const READ_CONCURRENCIES = [1, 8] as const;
 const READ_WARMUP_CALLS = 200;
-const READ_ROUNDS = 3;
-const READ_CALLS_PER_ROUND = 500;
+/** Many short rounds, so a burst of load from elsewhere on the machine hits both sides alike. */
+const READ_ROUNDS = 30;
+const READ_CALLS_PER_ROUND = 50;
 
 const WATCHERS = 2000;
 const WATCH_CHANNELS = 4;
@@ -227,11 +229,30 @@ async function handlingSeconds(httpPort: number, method: string): Promise<{ sum:
   return { sum: read('sum'), count: read('count') };
 }
 
+/** CPU time (user + system, ms) a process has used so far, from /proc; NaN where there is no /proc. */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN;
+  }
+}
+/** Linux's USER_HZ, fixed at 100 on every architecture node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /** Starts raw-inbox-echo-server.js for `requests` against the service at `address`. */
 async function startRawInboxEcho(
   address: string,
   requests: Record<string, unknown>,
-): Promise<{ address: string; stop(): void }> {
+): Promise<{ address: string; pid: number | undefined; stop(): void }> {
   const child = spawn(
     process.execPath,
     [join(__dirname, 'raw-inbox-echo-server.js'), address, JSON.stringify(requests)],
@@ -242,7 +263,11 @@ async function startRawInboxEcho(
       createInterface({ input: child.stdout! }).once('line', resolve);
       child.once('exit', (code) => reject(new Error(`raw inbox echo server exited with ${code}`)));
     });
-    return { address: (JSON.parse(line) as { address: string }).address, stop: () => child.kill('SIGKILL') };
+    return {
+      address: (JSON.parse(line) as { address: string }).address,
+      pid: child.pid,
+      stop: () => child.kill('SIGKILL'),
+    };
   } catch (err) {
     child.kill('SIGKILL');
     throw err;
@@ -280,7 +305,7 @@ export async function runInboxReadBench(databaseUrl: string): Promise<BenchRow[]
     const countRequest = { userId: HEAVY_USER };
     const client = inboxClient(serviceAddress);
     const pool = new Pool({ connectionString: url, max: POOL_SIZE });
-    let echo: { address: string; stop(): void } | undefined;
+    let echo: { address: string; pid: number | undefined; stop(): void } | undefined;
     let echoClient: InboxGrpcClient | undefined;
     try {
       echo = await startRawInboxEcho(serviceAddress, { getInbox: pageRequest, countUnread: countRequest });
@@ -337,20 +362,34 @@ export async function runInboxReadBench(databaseUrl: string): Promise<BenchRow[]
           sqlMs = [];
           echoMs = [];
           let inside = 0;
+          // CPU per call: the service process vs the echo process plus this process's share of the
+          // baseline beyond its share of the service calls (pg's client side: protocol and row parsing).
+          const cpu = { service: 0, echo: 0, clientBaseline: 0, clientService: 0 };
           for (let round = 0; round < READ_ROUNDS; round++) {
+            const e0 = processCpuMs(echo.pid);
+            const b0 = ownCpuMs();
             base.push(...(await latencies(op.baseline, READ_CALLS_PER_ROUND, concurrency)));
+            cpu.clientBaseline += ownCpuMs() - b0;
+            cpu.echo += processCpuMs(echo.pid) - e0;
             const before = await handlingSeconds(service.httpPort, name);
+            const s0 = processCpuMs(service.child.pid);
+            const c0 = ownCpuMs();
             value.push(...(await latencies(op.service, READ_CALLS_PER_ROUND, concurrency)));
+            cpu.clientService += ownCpuMs() - c0;
+            cpu.service += processCpuMs(service.child.pid) - s0;
             const after = await handlingSeconds(service.httpPort, name);
             inside += (after.sum - before.sum) * 1000;
           }
+          const perCall = (ms: number) => (ms / (READ_ROUNDS * READ_CALLS_PER_ROUND)).toFixed(3);
           const how = concurrency === 1 ? 'sequential' : `${concurrency} in flight`;
           const ms = (values: number[], p: number) => percentile(values, p).toFixed(2);
           process.stdout.write(
             `  ${name}, ${how}: baseline p50 = SQL ${ms(sqlMs, 0.5)} ms + echo ${ms(echoMs, 0.5)} ms;` +
               ` service p50 ${ms(value, 0.5)} ms, p99 ${ms(value, 0.99)} ms,` +
               ` mean ${(value.reduce((a, b) => a + b, 0) / value.length).toFixed(2)} ms of which` +
-              ` ${(inside / value.length).toFixed(2)} ms inside the service\n`,
+              ` ${(inside / value.length).toFixed(2)} ms inside the service;` +
+              ` CPU per call: service ${perCall(cpu.service)} ms, echo ${perCall(cpu.echo)} ms` +
+              ` + pg client ${perCall(cpu.clientBaseline - cpu.clientService)} ms\n`,
           );
           rows.push(
             ...latencyRows(
