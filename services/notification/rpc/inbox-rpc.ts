@@ -4,11 +4,11 @@
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import {
   InboxEventType,
+  type InboxMessage as WireInboxMessage,
   type InboxService as InboxServiceDesc,
-  type InboxMessageSchema,
   type WatchInboxResponseSchema,
 } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import type {
@@ -28,17 +28,37 @@ const EVENT_TYPES: Record<DomainEventType, InboxEventType> = {
   reset: InboxEventType.RESET,
 };
 
-/** Domain message to wire message. */
-export function toWireMessage(m: InboxMessage): MessageInitShape<typeof InboxMessageSchema> {
+/**
+ * A Date as a google.protobuf.Timestamp message, built as the message object itself: what
+ * `timestampFromDate` returns, without the reflective `create()` it runs for every timestamp.
+ */
+export function wireTimestamp(date: Date): Timestamp {
+  const ms = date.getTime();
+  const seconds = Math.floor(ms / 1000);
   return {
+    $typeName: 'google.protobuf.Timestamp',
+    seconds: BigInt(seconds),
+    nanos: (ms - seconds * 1000) * 1_000_000,
+  };
+}
+
+/**
+ * Domain message to wire message. Built as the complete message object (the generated type makes
+ * the compiler ask for every field), so neither this nor the response's `create()` walks the schema
+ * by reflection: on a GetInbox page of 50 that walk measured about 25 µs of the ~40 µs the
+ * conversion cost on top of the encoding (README, "Read path performance").
+ */
+export function toWireMessage(m: InboxMessage): WireInboxMessage {
+  return {
+    $typeName: 'svc.notification.v1.InboxMessage',
     id: m.id,
     userId: m.userId,
     title: m.title,
     body: m.body,
     metadata: m.metadata as JsonObject,
     read: m.readAt !== null,
-    readAt: m.readAt ? timestampFromDate(m.readAt) : undefined,
-    createdAt: timestampFromDate(m.createdAt),
+    readAt: m.readAt ? wireTimestamp(m.readAt) : undefined,
+    createdAt: wireTimestamp(m.createdAt),
   };
 }
 
@@ -50,7 +70,7 @@ export function toWireEvent(e: InboxEvent): MessageInitShape<typeof WatchInboxRe
     message: e.message ? toWireMessage(e.message) : undefined,
     messageId: e.messageId ?? '',
     unreadCount: e.unreadCount,
-    occurredAt: timestampFromDate(e.occurredAt),
+    occurredAt: wireTimestamp(e.occurredAt),
   };
 }
 
