@@ -12,7 +12,8 @@ import type { NotificationConfig } from './config';
 import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { AdminAuth } from './admin/auth';
-import { AdminGateway } from './admin/gateway';
+import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
+import { SECURITY_HEADERS } from './admin/http';
 
 export interface NotificationApp {
   server: RpcServer;
@@ -61,7 +62,7 @@ export async function createNotificationApp(
     maxPageSize: config.inbox.max_page_size,
     shutdownSignal: server.shutdownSignal,
   });
-  server.addHttpRoutes((req, res) => gateway.handle(req, res));
+  server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
   const observability = new ServiceObservability({ server, registry, logger });
   // The spec's health fragment: the inbox store answers, with backend and latency in the details.
   observability.checker.add(INBOX_HEALTH_CHECK_NAME, async () => ({

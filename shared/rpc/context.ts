@@ -5,3 +5,10 @@ export const transportKey = createContextKey<'grpc' | 'http'>('http', { descript
 
 /** The authenticated caller (an API token's index, never the token), when auth is on. */
 export const callerKey = createContextKey<string>('anonymous', { description: 'caller' });
+
+/**
+ * Set by the metrics interceptor when a call reaches it. An HTTP-port answer without it was given by
+ * the protocol layer before any handler ran (undecodable request, wrong method or content type), and
+ * the HTTP port counts it itself.
+ */
+export const countedKey = createContextKey<boolean>(false, { description: 'counted' });

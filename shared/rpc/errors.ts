@@ -8,6 +8,9 @@ import { Metadata, type StatusObject } from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { isDomainError, type DomainErrorCode } from '../errors';
 import type { Logger } from '../logging/logger';
+import { connectCodeName, httpStatusForCode } from '../http/errors';
+
+export { httpStatusForCode };
 
 const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
@@ -50,35 +53,22 @@ export function toGrpcStatus(err: ConnectError): Partial<StatusObject> {
   return { code: err.code as number, details: err.rawMessage, metadata };
 }
 
-/** HTTP status for a Connect code, as the Connect protocol and our JSON gateway use them. */
-export function httpStatusForCode(code: Code): number {
-  switch (code) {
-    case Code.InvalidArgument:
-    case Code.FailedPrecondition:
-    case Code.OutOfRange:
-      return 400;
-    case Code.Unauthenticated:
-      return 401;
-    case Code.PermissionDenied:
-      return 403;
-    case Code.NotFound:
-      return 404;
-    case Code.AlreadyExists:
-    case Code.Aborted:
-      return 409;
-    case Code.ResourceExhausted:
-      return 429;
-    case Code.Canceled:
-      return 499;
-    case Code.Unimplemented:
-      return 501;
-    case Code.Unavailable:
-      return 503;
-    case Code.DeadlineExceeded:
-      return 504;
-    default:
-      return 500;
+/** What a call ended by its client is answered and counted as, on both ports. */
+export const CLIENT_CANCELLED = new ConnectError('the client cancelled the call', Code.Canceled);
+
+/**
+ * When `signal` (the call's) was aborted by the client, the CANCELED error the call ends with;
+ * otherwise undefined. A deadline or shutdown keeps its own code (the signal's reason says which),
+ * and a domain error thrown anyway keeps its own. On the HTTP port a client that hangs up aborts the
+ * signal with no reason (a DOMException) or with Connect's ABORTED: both mean the client left.
+ */
+export function cancellationOf(signal: AbortSignal, err: unknown): ConnectError | undefined {
+  if (!signal.aborted || isDomainError(err)) return undefined;
+  const reason: unknown = signal.reason;
+  if (reason instanceof ConnectError && reason.code !== Code.Aborted && reason.code !== Code.Internal) {
+    return reason;
   }
+  return CLIENT_CANCELLED;
 }
 
 /** HTTP status of a domain error code (the same table as the RPC codes, for JSON gateway routes). */
@@ -88,5 +78,5 @@ export function httpStatusForDomainError(code: DomainErrorCode): number {
 
 /** snake_case name of a code, as the Connect protocol spells it (`not_found`). */
 export function codeName(code: Code): string {
-  return Code[code].replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+  return connectCodeName(code);
 }

@@ -3,6 +3,7 @@
  * probes (`/health/live`, `/health/ready`, `/health/startup`), `/metrics` (process, RPC and
  * library metrics of the process registry), and the gRPC health status, which follows readiness.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import {
   collectProcessMetrics,
@@ -76,9 +77,19 @@ export class ServiceObservability {
       logger: opts.logger,
     });
     const metrics = new MetricsMiddleware({ registry: opts.registry, auth_token: opts.metricsAuthToken });
-    opts.server.addHttpRoutes(
-      (req, res) => provider.handle(req, res),
-      (req, res) => metrics.handle(req, res),
+    const base = provider.path === '/' ? '' : provider.path;
+    const healthPaths = [provider.path, `${base}/live`, `${base}/ready`, `${base}/startup`];
+    opts.server.routes.add(
+      ...healthPaths.map((path) => ({
+        methods: ['GET', 'HEAD'],
+        path,
+        handler: (req: IncomingMessage, res: ServerResponse) => provider.handle(req, res),
+      })),
+      {
+        methods: ['GET', 'HEAD'],
+        path: metrics.path,
+        handler: (req: IncomingMessage, res: ServerResponse) => metrics.handle(req, res),
+      },
     );
   }
 

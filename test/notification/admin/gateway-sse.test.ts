@@ -200,7 +200,7 @@ describe('GET /admin/notifications/stream', () => {
     const errors = conn.frames.filter((f) => f.event === 'error');
     expect(errors).toHaveLength(1);
     expect(JSON.parse(errors[0].data!)).toEqual({
-      error: { code: 'INVALID_ARGUMENT', message: expect.any(String) },
+      error: { code: 'invalid_argument', message: expect.any(String) },
     });
   });
 

@@ -1,0 +1,273 @@
+/**
+ * The RPC side of the HTTP/1.1 port: Connect protocol and gRPC-Web requests go to Connect's universal
+ * handlers; everything else to the service's route table. It is connect-node's `connectNodeAdapter`
+ * plus what the kit needs on this port:
+ *
+ * - Stream responses send their headers at once (a quiet stream must not look dead to clients and
+ *   proxies), not with the first message as connect-node does.
+ * - Answers given by the protocol layer before any handler ran are counted in the RPC metrics, and
+ *   an undecodable request (Connect reports it as `internal` with the parser's message) is answered
+ *   `invalid_argument` with a generic message, as on the gRPC port.
+ * - A client that goes away mid-response is logged at debug level through our logger, never
+ *   `console.error`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
+import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
+import { connectCodeName, type ErrorCodeName } from '../http/errors';
+import type { HttpRouteTable } from '../http/routes';
+import { parseTarget } from '../http/routes';
+import type { Logger } from '../logging/logger';
+import { countedKey, transportKey } from './context';
+import { MALFORMED_MESSAGE } from './grpc-adapter';
+import type { RpcMetrics } from './interceptors';
+
+/** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
+const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
+// `/package.Service/Method`: what an RPC path looks like on either protocol.
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
+
+type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
+
+/** An envelope flag: the Connect end-of-stream message, or gRPC-Web's trailers. */
+const CONNECT_END_STREAM = 0b10;
+const GRPC_WEB_TRAILER = 0x80;
+
+function isStreamingContentType(contentType: string | null): boolean {
+  return contentType !== null && /^application\/(connect\+|grpc-web)/.test(contentType);
+}
+
+/** The code and message of a Connect unary error body (`{"code","message"}`). */
+function parseConnectErrorJson(bytes: Uint8Array): { code: string; message?: string } | undefined {
+  try {
+    const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
+    if (parsed && typeof parsed === 'object' && typeof (parsed as { code?: unknown }).code === 'string') {
+      return parsed as { code: string; message?: string };
+    }
+  } catch {
+    // Not a Connect error body.
+  }
+  return undefined;
+}
+
+function envelope(flags: number, data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + data.byteLength);
+  out[0] = flags;
+  new DataView(out.buffer).setUint32(1, data.byteLength);
+  out.set(data, 5);
+  return out;
+}
+
+/** Code name carried by a stream's final envelope (Connect end-stream or gRPC-Web trailers). */
+function finalEnvelopeCode(chunk: Uint8Array): { code: ErrorCodeName; flags: number } | undefined {
+  if (chunk.byteLength < 5) return undefined;
+  const flags = chunk[0]!;
+  const length = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength).getUint32(1);
+  if (length !== chunk.byteLength - 5) return undefined;
+  const text = Buffer.from(chunk.subarray(5)).toString('utf8');
+  if (flags === GRPC_WEB_TRAILER) {
+    const status = /^grpc-status:\s*(\d+)/im.exec(text);
+    return status ? { code: connectCodeName(Number(status[1])), flags } : undefined;
+  }
+  if (flags === CONNECT_END_STREAM) {
+    try {
+      const end = JSON.parse(text) as { error?: { code?: string } };
+      return { code: (end.error?.code as ErrorCodeName | undefined) ?? 'ok', flags };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** The final envelope that refuses an undecodable request, in the stream's protocol. */
+function malformedEnvelope(flags: number): Uint8Array {
+  const data =
+    flags === GRPC_WEB_TRAILER
+      ? `grpc-status: ${Code.InvalidArgument}\r\ngrpc-message: ${encodeURIComponent(MALFORMED_MESSAGE)}\r\n`
+      : JSON.stringify({ error: { code: 'invalid_argument', message: MALFORMED_MESSAGE } });
+  return envelope(flags, Buffer.from(data));
+}
+
+/**
+ * True when a protocol-level error means the request did not decode: Connect answers that with
+ * `internal` ("parse binary: ...") or, for JSON, `invalid_argument` with the parser's message.
+ */
+function isDecodeFailure(code: string): boolean {
+  return code === 'internal' || code === 'invalid_argument';
+}
+
+async function* withFinalEnvelope(
+  body: AsyncIterable<Uint8Array>,
+  handlerRan: () => boolean,
+  onCode: (code: ErrorCodeName) => void,
+): AsyncGenerator<Uint8Array> {
+  // Hold one chunk back, so the last one (the final envelope) can be inspected and rewritten.
+  let held: Uint8Array | undefined;
+  for await (const chunk of body) {
+    if (held) yield held;
+    held = chunk;
+  }
+  if (!held) return;
+  if (handlerRan()) {
+    yield held;
+    return;
+  }
+  const final = finalEnvelopeCode(held);
+  if (final && isDecodeFailure(final.code)) {
+    onCode('invalid_argument');
+    yield malformedEnvelope(final.flags);
+    return;
+  }
+  onCode(final?.code ?? 'unknown');
+  yield held;
+}
+
+async function readAll(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  if (body) for await (const c of body) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A unary answer given before any handler ran: counted, and an undecodable request answered 400
+ * `invalid_argument` with the generic message. 405 and 415 (the method is not served that way) are
+ * counted as `unimplemented`.
+ */
+async function settleRefusedUnary(
+  uRes: UniversalServerResponse,
+  onCode: (code: ErrorCodeName) => void,
+  allow: string,
+): Promise<UniversalServerResponse> {
+  if (uRes.status === 405 || uRes.status === 415) {
+    onCode('unimplemented');
+    const header = new Headers(uRes.header);
+    if (uRes.status === 405) header.set('Allow', allow);
+    return { ...uRes, header };
+  }
+  const bytes = await readAll(uRes.body as AsyncIterable<Uint8Array> | undefined);
+  const error = parseConnectErrorJson(bytes);
+  if (error && isDecodeFailure(error.code)) {
+    onCode('invalid_argument');
+    const body = Buffer.from(JSON.stringify({ code: 'invalid_argument', message: MALFORMED_MESSAGE }));
+    const header = new Headers(uRes.header);
+    header.set('Content-Length', String(body.byteLength));
+    header.delete('Content-Encoding');
+    return {
+      status: 400,
+      header,
+      body: (async function* () {
+        yield body;
+      })(),
+    };
+  }
+  onCode((error?.code as ErrorCodeName | undefined) ?? 'unknown');
+  return {
+    ...uRes,
+    body: (async function* () {
+      yield bytes;
+    })(),
+  };
+}
+
+function nodeHeaders(headers: Headers | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  headers?.forEach((value, key) => {
+    const prev = out[key];
+    out[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+  });
+  return out;
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Writes a universal response; `flushFirst` sends the headers before waiting for the body. */
+async function writeResponse(
+  uRes: UniversalServerResponse,
+  res: ServerResponse,
+  flushFirst: boolean,
+): Promise<void> {
+  const iterator = (uRes.body as AsyncIterable<Uint8Array> | undefined)?.[Symbol.asyncIterator]();
+  try {
+    if (flushFirst) {
+      res.writeHead(uRes.status, nodeHeaders(uRes.header));
+      res.flushHeaders();
+    }
+    if (iterator) {
+      for (let chunk = await iterator.next(); chunk.done !== true; chunk = await iterator.next()) {
+        if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
+        if (res.destroyed) break;
+        if (!res.write(chunk.value)) await drainedOrClosed(res);
+      }
+    }
+    if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
+    if (uRes.trailer && !res.destroyed) res.addTrailers(nodeHeaders(uRes.trailer) as Record<string, string>);
+    if (!res.destroyed) res.end();
+  } finally {
+    // Ends the handler's pipeline when the client left early (it sees its aborted signal).
+    await iterator?.return?.().catch(() => undefined);
+  }
+}
+
+/** The HTTP port's request handler: Connect RPCs, then the route table. */
+export function createHttpPortHandler(
+  router: ConnectRouter,
+  routes: HttpRouteTable,
+  metrics: RpcMetrics,
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h as unknown as Handler]));
+  return (req, res) => {
+    const { path } = parseTarget(req.url);
+    const handler = handlers.get(path);
+    if (!handler) {
+      if (RPC_PATH.test(path) && req.method === 'POST') {
+        // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
+        metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
+      }
+      void routes.dispatch(req, res, logger);
+      return;
+    }
+    const values = createContextValues().set(transportKey, 'http');
+    const labels = metrics.labels(handler.service.typeName, handler.method.name, 'http');
+    const onCode = (code: ErrorCodeName): void => metrics.record(labels, code);
+    const handlerRan = (): boolean => values.get(countedKey);
+    const streaming = isStreamingContentType(req.headers['content-type'] ?? null);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
+    handler(uReq)
+      .then(async (uRes) => {
+        if (streaming && uRes.status === 200) {
+          const body = withFinalEnvelope(uRes.body as AsyncIterable<Uint8Array>, handlerRan, onCode);
+          return writeResponse({ ...uRes, body }, res, true);
+        }
+        const settled = handlerRan()
+          ? uRes
+          : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));
+        return writeResponse(settled, res, false);
+      })
+      .catch((reason: unknown) => {
+        const gone = res.destroyed || req.destroyed;
+        const code = ConnectError.from(reason).code;
+        if (!handlerRan()) onCode(gone ? 'canceled' : connectCodeName(code));
+        if (!res.headersSent) {
+          res.writeHead(500, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ code: 'internal', message: 'internal error' }));
+        } else if (!res.writableEnded) res.destroy();
+        logger[gone || code === Code.Aborted ? 'debug' : 'warn'](
+          { err: reason, rpcService: handler.service.typeName, rpcMethod: handler.method.name },
+          'rpc response not completed',
+        );
+      });
+  };
+}
