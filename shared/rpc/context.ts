@@ -12,3 +12,12 @@ export const callerKey = createContextKey<string>('anonymous', { description: 'c
  * the HTTP port counts it itself.
  */
 export const countedKey = createContextKey<boolean>(false, { description: 'counted' });
+
+/**
+ * Set by the HTTP port on stream requests: called with the response headers when the stream's
+ * implementation starts, so they go on the wire at once. Connect itself holds a stream's headers
+ * back until its first message, which a quiet stream (a watch) may not send for a long time.
+ */
+export const streamStartKey = createContextKey<((headers: Headers) => void) | undefined>(undefined, {
+  description: 'stream start',
+});

@@ -19,7 +19,7 @@ import { connectCodeName, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
 import type { Logger } from '../logging/logger';
-import { countedKey, transportKey } from './context';
+import { countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './grpc-adapter';
 import type { RpcMetrics } from './interceptors';
 
@@ -192,18 +192,10 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
   });
 }
 
-/** Writes a universal response; `flushFirst` sends the headers before waiting for the body. */
-async function writeResponse(
-  uRes: UniversalServerResponse,
-  res: ServerResponse,
-  flushFirst: boolean,
-): Promise<void> {
+/** Writes a universal response (a stream's headers may be on the wire already: streamStartKey). */
+async function writeResponse(uRes: UniversalServerResponse, res: ServerResponse): Promise<void> {
   const iterator = (uRes.body as AsyncIterable<Uint8Array> | undefined)?.[Symbol.asyncIterator]();
   try {
-    if (flushFirst) {
-      res.writeHead(uRes.status, nodeHeaders(uRes.header));
-      res.flushHeaders();
-    }
     if (iterator) {
       for (let chunk = await iterator.next(); chunk.done !== true; chunk = await iterator.next()) {
         if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
@@ -239,22 +231,29 @@ export function createHttpPortHandler(
       void routes.dispatch(req, res, logger);
       return;
     }
+    const streaming = isStreamingContentType(req.headers['content-type'] ?? null);
     const values = createContextValues().set(transportKey, 'http');
+    if (streaming) {
+      values.set(streamStartKey, (headers: Headers) => {
+        if (res.headersSent || res.destroyed) return;
+        res.writeHead(200, nodeHeaders(headers));
+        res.flushHeaders();
+      });
+    }
     const labels = metrics.labels(handler.service.typeName, handler.method.name, 'http');
     const onCode = (code: ErrorCodeName): void => metrics.record(labels, code);
     const handlerRan = (): boolean => values.get(countedKey);
-    const streaming = isStreamingContentType(req.headers['content-type'] ?? null);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     handler(uReq)
       .then(async (uRes) => {
         if (streaming && uRes.status === 200) {
           const body = withFinalEnvelope(uRes.body as AsyncIterable<Uint8Array>, handlerRan, onCode);
-          return writeResponse({ ...uRes, body }, res, true);
+          return writeResponse({ ...uRes, body }, res);
         }
         const settled = handlerRan()
           ? uRes
           : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));
-        return writeResponse(settled, res, false);
+        return writeResponse(settled, res);
       })
       .catch((reason: unknown) => {
         const gone = res.destroyed || req.destroyed;

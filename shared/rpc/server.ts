@@ -36,6 +36,7 @@ import {
 } from './interceptors';
 import { addReflection } from './reflection';
 import { codeName } from './errors';
+import { streamStartKey } from './context';
 import { createHttpPortHandler } from './http-port';
 import { ServingStatusReporter } from './grpc-health';
 import { HttpRouteTable, type Route } from '../http/routes';
@@ -149,6 +150,7 @@ function withStreamShutdown<S extends DescService>(
       if (shutdown.aborted) throw shutdown.reason;
       if (gate.open >= gate.max) throw TOO_MANY_STREAMS;
       gate.open++;
+      ctx.values.get(streamStartKey)?.(ctx.responseHeader);
       const controller = new AbortController();
       const onShutdown = (): void => controller.abort(shutdown.reason);
       const onCallEnd = (): void => controller.abort(ctx.signal.reason);
