@@ -25,6 +25,9 @@ const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   UNIMPLEMENTED: Code.Unimplemented,
 };
 
+/** The message every request that does not decode gets: the parser's own words stay in the debug log. */
+export const MALFORMED_MESSAGE = 'malformed request message';
+
 /** The message every unexpected failure gets; deliberately says nothing about the cause. */
 export const INTERNAL_MESSAGE = 'internal error';
 

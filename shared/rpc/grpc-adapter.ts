@@ -42,7 +42,7 @@ import {
   type UnaryResponse,
 } from '@connectrpc/connect';
 import { createAsyncIterable, transformInvokeImplementation } from '@connectrpc/connect/protocol';
-import { toConnectError, toGrpcStatus } from './errors';
+import { MALFORMED_MESSAGE, toConnectError, toGrpcStatus } from './errors';
 import { transportKey } from './context';
 import type { Logger } from '../logging/logger';
 
@@ -51,9 +51,6 @@ import type { Logger } from '../logging/logger';
 const CALL_DONE = new ConnectError('call completed', Code.Canceled);
 const CLIENT_CANCELLED = new ConnectError('client cancelled the call', Code.Canceled);
 const DEADLINE_EXCEEDED = new ConnectError('the operation timed out', Code.DeadlineExceeded);
-
-/** The message every request that does not decode gets: the parser's own words stay in the debug log. */
-export const MALFORMED_MESSAGE = 'malformed request message';
 
 export interface GrpcAdapterOptions {
   interceptors: Interceptor[];

@@ -5,9 +5,11 @@
  *
  * - Stream responses send their headers at once (a quiet stream must not look dead to clients and
  *   proxies), not with the first message as connect-node does.
- * - Answers given by the protocol layer before any handler ran are counted in the RPC metrics, and
- *   an undecodable request (Connect reports it as `internal` with the parser's message) is answered
- *   `invalid_argument` with a generic message, as on the gRPC port.
+ * - Answers given by the protocol layer before any interceptor ran (a unary request that does not
+ *   decode, a wrong HTTP method or content type) are counted in the RPC metrics, and an undecodable
+ *   request (Connect reports it as `internal` with the parser's message) is answered
+ *   `invalid_argument` with a generic message, as on the gRPC port. (A stream reads its request
+ *   inside the interceptors: see `errorInterceptor`.)
  * - A client that goes away mid-response is logged at debug level through our logger, never
  *   `console.error`.
  */
@@ -20,7 +22,7 @@ import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
 import type { Logger } from '../logging/logger';
 import { countedKey, streamStartKey, transportKey } from './context';
-import { MALFORMED_MESSAGE } from './grpc-adapter';
+import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
 
 /** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
@@ -29,10 +31,6 @@ const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 
 type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
-
-/** An envelope flag: the Connect end-of-stream message, or gRPC-Web's trailers. */
-const CONNECT_END_STREAM = 0b10;
-const GRPC_WEB_TRAILER = 0x80;
 
 function isStreamingContentType(contentType: string | null): boolean {
   return contentType !== null && /^application\/(connect\+|grpc-web)/.test(contentType);
@@ -51,77 +49,12 @@ function parseConnectErrorJson(bytes: Uint8Array): { code: string; message?: str
   return undefined;
 }
 
-function envelope(flags: number, data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + data.byteLength);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.byteLength);
-  out.set(data, 5);
-  return out;
-}
-
-/** Code name carried by a stream's final envelope (Connect end-stream or gRPC-Web trailers). */
-function finalEnvelopeCode(chunk: Uint8Array): { code: ErrorCodeName; flags: number } | undefined {
-  if (chunk.byteLength < 5) return undefined;
-  const flags = chunk[0]!;
-  const length = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength).getUint32(1);
-  if (length !== chunk.byteLength - 5) return undefined;
-  const text = Buffer.from(chunk.subarray(5)).toString('utf8');
-  if (flags === GRPC_WEB_TRAILER) {
-    const status = /^grpc-status:\s*(\d+)/im.exec(text);
-    return status ? { code: connectCodeName(Number(status[1])), flags } : undefined;
-  }
-  if (flags === CONNECT_END_STREAM) {
-    try {
-      const end = JSON.parse(text) as { error?: { code?: string } };
-      return { code: (end.error?.code as ErrorCodeName | undefined) ?? 'ok', flags };
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-/** The final envelope that refuses an undecodable request, in the stream's protocol. */
-function malformedEnvelope(flags: number): Uint8Array {
-  const data =
-    flags === GRPC_WEB_TRAILER
-      ? `grpc-status: ${Code.InvalidArgument}\r\ngrpc-message: ${encodeURIComponent(MALFORMED_MESSAGE)}\r\n`
-      : JSON.stringify({ error: { code: 'invalid_argument', message: MALFORMED_MESSAGE } });
-  return envelope(flags, Buffer.from(data));
-}
-
 /**
  * True when a protocol-level error means the request did not decode: Connect answers that with
  * `internal` ("parse binary: ...") or, for JSON, `invalid_argument` with the parser's message.
  */
 function isDecodeFailure(code: string): boolean {
   return code === 'internal' || code === 'invalid_argument';
-}
-
-async function* withFinalEnvelope(
-  body: AsyncIterable<Uint8Array>,
-  handlerRan: () => boolean,
-  onCode: (code: ErrorCodeName) => void,
-): AsyncGenerator<Uint8Array> {
-  // Hold one chunk back, so the last one (the final envelope) can be inspected and rewritten.
-  let held: Uint8Array | undefined;
-  for await (const chunk of body) {
-    if (held) yield held;
-    held = chunk;
-  }
-  if (!held) return;
-  if (handlerRan()) {
-    yield held;
-    return;
-  }
-  const final = finalEnvelopeCode(held);
-  if (final && isDecodeFailure(final.code)) {
-    onCode('invalid_argument');
-    yield malformedEnvelope(final.flags);
-    return;
-  }
-  onCode(final?.code ?? 'unknown');
-  yield held;
 }
 
 async function readAll(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
@@ -246,10 +179,8 @@ export function createHttpPortHandler(
     const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     handler(uReq)
       .then(async (uRes) => {
-        if (streaming && uRes.status === 200) {
-          const body = withFinalEnvelope(uRes.body as AsyncIterable<Uint8Array>, handlerRan, onCode);
-          return writeResponse({ ...uRes, body }, res);
-        }
+        // A stream that got this far reached the interceptors (Connect reads its request inside
+        // them), which count it and refuse a malformed request; a unary call decodes before them.
         const settled = handlerRan()
           ? uRes
           : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));

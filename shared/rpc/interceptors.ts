@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
 import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
-import { cancellationOf, codeName, toConnectError } from './errors';
+import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
 import { callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { createTokenMatcher, parseBearer } from '../auth/bearer';
@@ -30,6 +30,23 @@ function observeStream(
   return { ...res, message: wrapped() };
 }
 
+/**
+ * A stream request's messages, where a message that does not decode (Connect reports `internal`
+ * "parse binary: ..." or `invalid_argument` with the JSON parser's words) becomes INVALID_ARGUMENT
+ * with the generic message, as on the gRPC port; the parser's words go to the debug log. Limits
+ * (`resource_exhausted`) and a client that went away keep their own codes.
+ */
+async function* refuseMalformedInput<T>(input: AsyncIterable<T>, logger: Logger): AsyncIterable<T> {
+  try {
+    yield* input;
+  } catch (err) {
+    const code = err instanceof ConnectError ? err.code : Code.Internal;
+    if (code !== Code.Internal && code !== Code.InvalidArgument && code !== Code.Unknown) throw err;
+    logger.debug({ reason: String(err) }, 'malformed request refused');
+    throw new ConnectError(MALFORMED_MESSAGE, Code.InvalidArgument);
+  }
+}
+
 /** Maps domain errors to codes and hides unexpected ones (logged with their cause). */
 export function errorInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
@@ -39,7 +56,9 @@ export function errorInterceptor(logger: Logger): Interceptor {
       cancellationOf(req.signal, err) ??
       toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
     try {
-      const res = await next(req);
+      const res = await next(
+        req.stream ? { ...req, message: refuseMalformedInput(req.message, logger) } : req,
+      );
       return res.stream ? observeStream(res, () => undefined, map) : res;
     } catch (err) {
       throw map(err);

@@ -258,6 +258,10 @@ export class RpcServer {
     const router = createConnectRouter({
       interceptors,
       readMaxBytes: opts.maxRequestBytes,
+      // Invalid UTF-8 in a JSON body is refused (INVALID_ARGUMENT), as protobuf refuses it in a binary
+      // string field, instead of being stored as replacement characters. Connect passes this option
+      // on to its JSON serialization (`textDecoder`), which its option type does not declare.
+      jsonOptions: { textDecoder: new TextDecoder('utf-8', { fatal: true }) } as object,
       acceptCompression: [compressionGzip, compressionBrotli],
       // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
