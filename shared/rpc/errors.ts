@@ -1,5 +1,6 @@
 /**
- * The one place where domain errors become RPC status codes (and HTTP statuses for the gateway).
+ * The one place where domain errors become RPC status codes. (The HTTP status of a code, for the
+ * gateway routes, lives in shared/http/errors.ts.)
  *
  * Connect `Code` values equal gRPC status codes, so a ConnectError maps to a grpc-js status directly.
  * Unknown errors become INTERNAL with a generic message: the cause goes to the log, never to the caller.
@@ -8,9 +9,7 @@ import { Metadata, type StatusObject } from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { isDomainError, type DomainErrorCode } from '../errors';
 import type { Logger } from '../logging/logger';
-import { connectCodeName, httpStatusForCode } from '../http/errors';
-
-export { httpStatusForCode };
+import { connectCodeName } from '../http/errors';
 
 const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
@@ -72,11 +71,6 @@ export function cancellationOf(signal: AbortSignal, err: unknown): ConnectError 
     return reason;
   }
   return CLIENT_CANCELLED;
-}
-
-/** HTTP status of a domain error code (the same table as the RPC codes, for JSON gateway routes). */
-export function httpStatusForDomainError(code: DomainErrorCode): number {
-  return httpStatusForCode(DOMAIN_TO_CODE[code]);
 }
 
 /** snake_case name of a code, as the Connect protocol spells it (`not_found`). */
