@@ -176,7 +176,19 @@ export function createHttpPortHandler(
     const labels = metrics.labels(handler.service.typeName, handler.method.name, 'http');
     const onCode = (code: ErrorCodeName): void => metrics.record(labels, code);
     const handlerRan = (): boolean => values.get(countedKey);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
+    let uReq: ReturnType<typeof universalRequestFromNodeRequest>;
+    try {
+      uReq = universalRequestFromNodeRequest(req, res, undefined, values);
+    } catch (err) {
+      // No authority (an HTTP/1.0 request without Host): Connect cannot build its URL. A throw
+      // here would escape the server's request event and end the process.
+      logger.debug({ err }, 'rpc request refused before decoding');
+      onCode('invalid_argument');
+      req.resume();
+      res.writeHead(400, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(JSON.stringify({ code: 'invalid_argument', message: 'the request has no Host header' }));
+      return;
+    }
     handler(uReq)
       .then(async (uRes) => {
         // A stream that got this far reached the interceptors (Connect reads its request inside

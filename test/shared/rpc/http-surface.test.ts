@@ -210,6 +210,28 @@ describe('the HTTP connection cap (server.http_max_connections)', () => {
   });
 });
 
+describe('an RPC request without a Host header', () => {
+  let h: EchoHarness;
+  beforeAll(async () => {
+    h = await startEchoServer();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  test('is answered 400 invalid_argument and the server keeps serving', async () => {
+    const { socket, received } = rawConnection(h.server.boundPorts.http);
+    socket.write(
+      'POST /svc.testing.v1.EchoService/Echo HTTP/1.0\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 2\r\n\r\n{}',
+    );
+    const answer = await received;
+    expect(answer).toMatch(/^HTTP\/1\.[01] 400 /);
+    expect(answer).toContain('"code":"invalid_argument"');
+    expect((await h.connect().echo({ message: 'alive' })).message).toBe('alive');
+  });
+});
+
 describe('slow clients (slowloris)', () => {
   let h: EchoHarness;
   let port: number;
