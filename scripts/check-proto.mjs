@@ -1,14 +1,92 @@
 // Keeps the contract honest: `buf lint`, regenerated code identical to the committed shared/gen, and
-// `buf breaking` against the last commit of main. Exits non-zero on any failure.
+// `buf breaking` against the contract this change started from. Exits non-zero on any failure, and
+// never skips the breaking check: with nothing to compare against it fails and says what to do.
+//
+// The base of `buf breaking`, in order:
+// - `PROTO_BREAKING_AGAINST=<git ref>` when set (CI systems that know the target branch);
+// - on a branch other than main: where it left main (`git merge-base HEAD main`, or `origin/main`);
+// - on main itself (CI clones main and tests its last commit): the previous commit, `HEAD~1`.
+// A shallow clone has no `HEAD~1`: fetch one more commit (`git fetch --deepen=1`) or set the variable.
+//
+// `--breaking-only` runs only the breaking check (its tests use it).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const buf = join(root, 'node_modules', '.bin', 'buf');
 const env = { ...process.env, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}` };
 const run = (args, opts = {}) => execFileSync(buf, args, { cwd: root, env, stdio: 'inherit', ...opts });
+const breakingOnly = process.argv.includes('--breaking-only');
+
+function fail(message) {
+  console.error(`check-proto: ${message}`);
+  process.exit(1);
+}
+
+function git(args) {
+  try {
+    return execFileSync('git', args, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The commit `buf breaking` compares against, and why that one; fails when there is none. */
+function breakingBase() {
+  const commitOf = (ref) => git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
+  const explicit = process.env.PROTO_BREAKING_AGAINST;
+  if (explicit) {
+    const commit = commitOf(explicit);
+    if (!commit) fail(`PROTO_BREAKING_AGAINST=${explicit} is not a commit in this clone`);
+    return { commit, why: `PROTO_BREAKING_AGAINST=${explicit}` };
+  }
+  const head = commitOf('HEAD');
+  if (!head) fail('no git history here, so nothing to compare the contract against (buf breaking)');
+  const mainRef = ['main', 'origin/main', 'refs/remotes/origin/main'].find((r) => commitOf(r));
+  const main = mainRef && commitOf(mainRef);
+  if (main && main !== head) {
+    const base = git(['merge-base', 'HEAD', mainRef]);
+    if (base && base !== head) return { commit: base, why: `where this branch left ${mainRef}` };
+    if (!base) return { commit: main, why: mainRef };
+  }
+  const previous = commitOf('HEAD~1');
+  if (!previous) {
+    fail(
+      'nothing to compare the contract against: HEAD has no parent commit here (a shallow clone?) ' +
+        'and is not a branch off main. Fetch one more commit (`git fetch --deepen=1`) or set ' +
+        'PROTO_BREAKING_AGAINST=<git ref>.',
+    );
+  }
+  return { commit: previous, why: 'the previous commit (HEAD~1)' };
+}
+
+function breakingCheck() {
+  const { commit, why } = breakingBase();
+  if (git(['cat-file', '-t', `${commit}:proto`]) !== 'tree') {
+    fail(`the base ${commit.slice(0, 12)} (${why}) has no proto/ directory to compare against`);
+  }
+  const tmp = mkdtempSync(join(tmpdir(), 'buf-base-'));
+  try {
+    // The base's contract as plain files: works in worktrees and shallow clones alike.
+    execFileSync('sh', ['-c', `git archive ${commit} proto | tar -x -C "${tmp}"`], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    run(['breaking', 'proto', '--against', join(tmp, 'proto')]);
+    console.log(`buf breaking: ok, against ${commit.slice(0, 12)} (${why})`);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (breakingOnly) {
+  breakingCheck();
+  process.exit(0);
+}
 
 function listFiles(dir) {
   const out = [];
@@ -51,17 +129,4 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 
-// Breaking-change check against main's last commit, when main has a contract to compare with.
-const gitDir = execFileSync('git', ['rev-parse', '--git-common-dir'], { cwd: root }).toString().trim();
-let hasBase = true;
-try {
-  execFileSync('git', ['cat-file', '-e', 'main:proto'], { cwd: root, stdio: 'ignore' });
-} catch {
-  hasBase = false;
-}
-if (hasBase) {
-  run(['breaking', '--against', `${resolve(root, gitDir)}#branch=main,subdir=proto`]);
-  console.log('buf breaking (against main): ok');
-} else {
-  console.log('buf breaking: main has no proto/ yet; nothing to compare against');
-}
+breakingCheck();

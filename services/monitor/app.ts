@@ -5,6 +5,7 @@
  * MonitorService. Used by main.ts and by tests that run the service in-process.
  */
 import { Registry } from 'prom-client';
+import { MetricsCollector } from '../../shared/monitoring';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
@@ -24,12 +25,15 @@ export interface MonitorApp {
 /** Builds the monitor service from its config; nothing listens until start(). */
 export async function createMonitorApp(config: MonitorConfig, logger: Logger): Promise<MonitorApp> {
   const registry = new Registry();
+  // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
+  const collector = new MetricsCollector({ registry, config: config.metrics });
   const lifecycle = new ServiceLifecycle(logger);
 
   const server = new RpcServer({
     name: 'monitor',
     logger,
     registry,
+    metrics: collector,
     ...serverOptionsFromConfig(config.server),
     // Methods MonitorRpc does not have yet answer UNIMPLEMENTED.
     services: [registration(MonitorService, new MonitorRpc())],
@@ -42,6 +46,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     logger,
     health: config.health,
     metrics: config.metrics,
+    collector,
   });
   lifecycle.exporter('observability', observability);
 

@@ -5,6 +5,7 @@
  * in-process.
  */
 import { Registry } from 'prom-client';
+import { MetricsCollector } from '../../shared/monitoring';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { InboxService as InboxServiceDesc } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
@@ -17,7 +18,8 @@ import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxServic
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { AdminAuth } from './admin/auth';
-import { AdminGateway } from './admin/gateway';
+import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
+import { SECURITY_HEADERS } from './admin/http';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {
@@ -50,6 +52,8 @@ export async function createNotificationApp(
   logger: Logger,
 ): Promise<NotificationApp> {
   const registry = new Registry();
+  // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
+  const collector = new MetricsCollector({ registry, config: config.metrics });
   const lifecycle = new ServiceLifecycle(logger);
   try {
     // The one storage root: opened once, every migration run, handed to the areas (the delivery
@@ -73,6 +77,7 @@ export async function createNotificationApp(
       name: 'notification',
       logger,
       registry,
+      metrics: collector,
       ...serverOptionsFromConfig(config.server),
       services: [
         // Delivery RPCs are not built yet: every method answers UNIMPLEMENTED.
@@ -88,13 +93,14 @@ export async function createNotificationApp(
       maxPageSize: config.inbox.max_page_size,
       shutdownSignal: server.shutdownSignal,
     });
-    server.addHttpRoutes((req, res) => gateway.handle(req, res));
+    server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
     const observability = new ServiceObservability({
       server,
       registry,
       logger,
       health: config.health,
       metrics: config.metrics,
+      collector,
     });
     lifecycle.exporter('observability', observability);
     // The spec's health fragment: the inbox store answers, with backend and latency in the details.

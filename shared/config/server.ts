@@ -35,6 +35,14 @@ export function serverSectionSchema(defaults: ServerDefaults) {
        * tokens refuses to start (see {@link requireApiTokensInProduction}).
        */
       allow_unauthenticated: bool().default(false),
+      /** Open server streams (WatchInbox, health Watch excluded) across both ports; beyond: RESOURCE_EXHAUSTED. */
+      max_concurrent_streams: positiveInt().default(10000),
+      /** Open connections on the HTTP port; beyond: 429 with Retry-After, then the connection closes. */
+      http_max_connections: positiveInt().default(10000),
+      /** Time a client has to send its request headers on the HTTP port (slowloris bound), ms. */
+      http_headers_timeout_ms: positiveInt().default(10000),
+      /** Time a client has to send a whole request, headers and body, on the HTTP port, ms. */
+      http_request_timeout_ms: positiveInt().default(30000),
     })
     .prefault({});
 }

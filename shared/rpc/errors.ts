@@ -1,5 +1,6 @@
 /**
- * The one place where domain errors become RPC status codes (and HTTP statuses for the gateway).
+ * The one place where domain errors become RPC status codes. (The HTTP status of a code, for the
+ * gateway routes, lives in shared/http/errors.ts.)
  *
  * Connect `Code` values equal gRPC status codes, so a ConnectError maps to a grpc-js status directly.
  * Unknown errors become INTERNAL with a generic message: the cause goes to the log, never to the caller.
@@ -8,6 +9,7 @@ import { Metadata, type StatusObject } from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { isDomainError, type DomainErrorCode } from '../errors';
 import type { Logger } from '../logging/logger';
+import { connectCodeName } from '../http/errors';
 
 const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
@@ -21,6 +23,9 @@ const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   DEADLINE_EXCEEDED: Code.DeadlineExceeded,
   UNIMPLEMENTED: Code.Unimplemented,
 };
+
+/** The message every request that does not decode gets: the parser's own words stay in the debug log. */
+export const MALFORMED_MESSAGE = 'malformed request message';
 
 /** The message every unexpected failure gets; deliberately says nothing about the cause. */
 export const INTERNAL_MESSAGE = 'internal error';
@@ -50,43 +55,25 @@ export function toGrpcStatus(err: ConnectError): Partial<StatusObject> {
   return { code: err.code as number, details: err.rawMessage, metadata };
 }
 
-/** HTTP status for a Connect code, as the Connect protocol and our JSON gateway use them. */
-export function httpStatusForCode(code: Code): number {
-  switch (code) {
-    case Code.InvalidArgument:
-    case Code.FailedPrecondition:
-    case Code.OutOfRange:
-      return 400;
-    case Code.Unauthenticated:
-      return 401;
-    case Code.PermissionDenied:
-      return 403;
-    case Code.NotFound:
-      return 404;
-    case Code.AlreadyExists:
-    case Code.Aborted:
-      return 409;
-    case Code.ResourceExhausted:
-      return 429;
-    case Code.Canceled:
-      return 499;
-    case Code.Unimplemented:
-      return 501;
-    case Code.Unavailable:
-      return 503;
-    case Code.DeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
-}
+/** What a call ended by its client is answered and counted as, on both ports. */
+export const CLIENT_CANCELLED = new ConnectError('the client cancelled the call', Code.Canceled);
 
-/** HTTP status of a domain error code (the same table as the RPC codes, for JSON gateway routes). */
-export function httpStatusForDomainError(code: DomainErrorCode): number {
-  return httpStatusForCode(DOMAIN_TO_CODE[code]);
+/**
+ * When `signal` (the call's) was aborted by the client, the CANCELED error the call ends with;
+ * otherwise undefined. A deadline or shutdown keeps its own code (the signal's reason says which),
+ * and a domain error thrown anyway keeps its own. On the HTTP port a client that hangs up aborts the
+ * signal with no reason (a DOMException) or with Connect's ABORTED: both mean the client left.
+ */
+export function cancellationOf(signal: AbortSignal, err: unknown): ConnectError | undefined {
+  if (!signal.aborted || isDomainError(err)) return undefined;
+  const reason: unknown = signal.reason;
+  if (reason instanceof ConnectError && reason.code !== Code.Aborted && reason.code !== Code.Internal) {
+    return reason;
+  }
+  return CLIENT_CANCELLED;
 }
 
 /** snake_case name of a code, as the Connect protocol spells it (`not_found`). */
 export function codeName(code: Code): string {
-  return Code[code].replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+  return connectCodeName(code);
 }

@@ -10,7 +10,6 @@
  *
  * Unary and server-streaming methods are supported (the contracts use nothing else).
  */
-import { once } from 'node:events';
 import {
   Metadata,
   type sendUnaryData,
@@ -43,19 +42,23 @@ import {
   type UnaryResponse,
 } from '@connectrpc/connect';
 import { createAsyncIterable, transformInvokeImplementation } from '@connectrpc/connect/protocol';
-import { toConnectError, toGrpcStatus } from './errors';
+import { CLIENT_CANCELLED, MALFORMED_MESSAGE, toConnectError, toGrpcStatus } from './errors';
 import { transportKey } from './context';
 import type { Logger } from '../logging/logger';
 
 // Pre-allocated abort reasons: `abort()` without a reason allocates a DOMException per call, which
 // measured at 25-30% of unary throughput (DESIGN.md).
 const CALL_DONE = new ConnectError('call completed', Code.Canceled);
-const CLIENT_CANCELLED = new ConnectError('client cancelled the call', Code.Canceled);
 const DEADLINE_EXCEEDED = new ConnectError('the operation timed out', Code.DeadlineExceeded);
 
 export interface GrpcAdapterOptions {
   interceptors: Interceptor[];
   logger: Logger;
+  /**
+   * Told of every call answered before the interceptors ran (a request that does not decode), so
+   * the RPC metrics count it too.
+   */
+  onRejected?: (service: DescService, method: DescMethod, code: Code) => void;
   /** Called when a call starts and ends, so shutdown can wait for in-flight calls. */
   tracker?: { begin(): void; end(): void };
 }
@@ -82,6 +85,72 @@ export function createGrpcServiceDefinition(service: DescService): ServiceDefini
     };
   }
   return definition as ServiceDefinition;
+}
+
+/** What the server-side deserializer returns for bytes that are not a valid request message. */
+class MalformedRequest {
+  constructor(readonly cause: unknown) {}
+}
+
+/**
+ * The definition the server registers: the same as `createGrpcServiceDefinition`, except that a
+ * request that does not decode (random bytes, truncated, invalid UTF-8 in a string, nested past the
+ * recursion limit) becomes a MalformedRequest instead of a throw. grpc-js answers a throwing
+ * deserializer with INTERNAL; the handler answers INVALID_ARGUMENT instead (it is the caller's fault).
+ */
+export function createGrpcServerDefinition(service: DescService): ServiceDefinition {
+  const definition = createGrpcServiceDefinition(service) as Record<
+    string,
+    MethodDefinition<unknown, unknown>
+  >;
+  for (const method of service.methods) {
+    const d = definition[method.localName]!;
+    d.requestDeserialize = (b: Buffer) => {
+      try {
+        return fromBinary(method.input, b);
+      } catch (err) {
+        return new MalformedRequest(err);
+      }
+    };
+  }
+  return definition as ServiceDefinition;
+}
+
+/** INVALID_ARGUMENT for an undecodable request, logged at debug with the parser's message. */
+function malformed(
+  request: MalformedRequest,
+  service: DescService,
+  method: DescMethod,
+  opts: GrpcAdapterOptions,
+): ConnectError {
+  opts.logger.debug(
+    {
+      rpcService: service.typeName,
+      rpcMethod: method.name,
+      transport: 'grpc',
+      reason: String(request.cause),
+    },
+    'malformed request refused',
+  );
+  opts.onRejected?.(service, method, Code.InvalidArgument);
+  return new ConnectError(MALFORMED_MESSAGE, Code.InvalidArgument);
+}
+
+/**
+ * Resolves once the call can take more data or was cancelled, and leaves no listener behind (a
+ * `Promise.race` of two `once()`s leaves the loser attached for the life of the call).
+ */
+function drainedOrCancelled(call: ServerWritableStream<unknown, unknown>): Promise<void> {
+  if (call.cancelled) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      call.removeListener('drain', done);
+      call.removeListener('cancelled', done);
+      resolve();
+    };
+    call.on('drain', done);
+    call.on('cancelled', done);
+  });
 }
 
 /** grpc-js metadata as Fetch-API headers (binary values base64, as the gRPC HTTP/2 spec carries them). */
@@ -251,6 +320,10 @@ function unaryHandler(
   );
 
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    if (call.request instanceof MalformedRequest) {
+      callback(toGrpcStatus(malformed(call.request, service, method, opts)));
+      return;
+    }
     opts.tracker?.begin();
     const lazy = new LazyUnaryCall(call);
     const req = {
@@ -295,6 +368,10 @@ function serverStreamHandler(
   opts: GrpcAdapterOptions,
 ) {
   return (call: ServerWritableStream<unknown, unknown>) => {
+    if (call.request instanceof MalformedRequest) {
+      call.emit('error', toGrpcStatus(malformed(call.request, service, method, opts)));
+      return;
+    }
     opts.tracker?.begin();
     const ctx = contextFor(service, method, call.metadata, call.getDeadline());
     let cancelled = false;
@@ -309,18 +386,15 @@ function serverStreamHandler(
         ctx,
         opts.interceptors,
       )(createAsyncIterable([call.request as never]));
-      let headerSent = false;
+      // Response headers go out at once, not with the first message: a quiet stream (a watch with
+      // nothing to tell yet) must not look dead to clients and proxies waiting for headers. So a
+      // streaming handler has no response headers of its own; what it has to say at the end goes
+      // in the trailers.
+      call.sendMetadata(headersToMetadata(ctx.responseHeader) ?? new Metadata());
       for await (const message of output) {
         if (cancelled) break;
-        if (!headerSent) {
-          const header = headersToMetadata(ctx.responseHeader);
-          if (header) call.sendMetadata(header);
-          headerSent = true;
-        }
         // Respect HTTP/2 flow control: a slow reader pauses the handler instead of growing a buffer.
-        if (!call.write(message)) {
-          await Promise.race([once(call, 'drain'), once(call, 'cancelled')]);
-        }
+        if (!call.write(message)) await drainedOrCancelled(call);
       }
       if (!cancelled) call.end(headersToMetadata(ctx.responseTrailer));
     };

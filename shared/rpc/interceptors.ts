@@ -4,10 +4,9 @@
  * interceptor sees the final, caller-safe code.
  */
 import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
-import type { Registry } from 'prom-client';
-import { Counter, Gauge, Histogram } from 'prom-client';
-import { codeName, toConnectError } from './errors';
-import { callerKey, transportKey } from './context';
+import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
+import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
+import { callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { createTokenMatcher, parseBearer } from '../auth/bearer';
 
@@ -31,13 +30,35 @@ function observeStream(
   return { ...res, message: wrapped() };
 }
 
+/**
+ * A stream request's messages, where a message that does not decode (Connect reports `internal`
+ * "parse binary: ..." or `invalid_argument` with the JSON parser's words) becomes INVALID_ARGUMENT
+ * with the generic message, as on the gRPC port; the parser's words go to the debug log. Limits
+ * (`resource_exhausted`) and a client that went away keep their own codes.
+ */
+async function* refuseMalformedInput<T>(input: AsyncIterable<T>, logger: Logger): AsyncIterable<T> {
+  try {
+    yield* input;
+  } catch (err) {
+    const code = err instanceof ConnectError ? err.code : Code.Internal;
+    if (code !== Code.Internal && code !== Code.InvalidArgument && code !== Code.Unknown) throw err;
+    logger.debug({ reason: String(err) }, 'malformed request refused');
+    throw new ConnectError(MALFORMED_MESSAGE, Code.InvalidArgument);
+  }
+}
+
 /** Maps domain errors to codes and hides unexpected ones (logged with their cause). */
 export function errorInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
+    // A call whose client went away ends with whatever the handler threw on its aborted signal:
+    // that is CANCELED (not an error of ours), on both ports.
     const map = (err: unknown) =>
+      cancellationOf(req.signal, err) ??
       toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
     try {
-      const res = await next(req);
+      const res = await next(
+        req.stream ? { ...req, message: refuseMalformedInput(req.message, logger) } : req,
+      );
       return res.stream ? observeStream(res, () => undefined, map) : res;
     } catch (err) {
       throw map(err);
@@ -77,7 +98,9 @@ export function loggingInterceptor(logger: Logger): Interceptor {
         return;
       }
       const code = err instanceof ConnectError ? err.code : Code.Unknown;
-      const level = code === Code.Internal || code === Code.Unknown ? 'error' : 'info';
+      const level =
+        code === Code.Internal || code === Code.Unknown ? 'error' : code === Code.Canceled ? 'debug' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {
           ...fields,
@@ -99,72 +122,88 @@ export function loggingInterceptor(logger: Logger): Interceptor {
   };
 }
 
-/** Prometheus instruments for RPCs, registered once per registry. */
-export class RpcMetrics {
-  readonly handled: Counter<'rpc_service' | 'rpc_method' | 'rpc_code' | 'transport'>;
-  readonly duration: Histogram<'rpc_service' | 'rpc_method' | 'transport'>;
-  readonly inFlight: Gauge<'rpc_service' | 'rpc_method'>;
+/** The label values a call is counted under. */
+type CallLabels = { rpc_service: string; rpc_method: string; transport: string };
 
-  constructor(registry: Registry) {
-    this.handled = new Counter({
-      name: 'rpc_server_handled_total',
-      help: 'RPCs completed on the server, by service, method, status code and transport.',
-      labelNames: ['rpc_service', 'rpc_method', 'rpc_code', 'transport'],
-      registers: [registry],
-    });
-    this.duration = new Histogram({
-      name: 'rpc_server_handling_seconds',
-      help: 'Time from the start of an RPC to its last response message, in seconds.',
-      labelNames: ['rpc_service', 'rpc_method', 'transport'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    });
-    this.inFlight = new Gauge({
-      name: 'rpc_server_in_flight',
-      help: 'RPCs currently being handled (streams count while open).',
-      labelNames: ['rpc_service', 'rpc_method'],
-      registers: [registry],
-    });
+/**
+ * The RPC instruments, created through the monitoring library's collector (so they share its
+ * registry, prefix, default labels and its one histogram-buckets definition). Every answer counts:
+ * calls that reach a handler through `metricsInterceptor`, the rest (undecodable requests, unknown
+ * methods, wrong HTTP method or content type) through `record`.
+ */
+export class RpcMetrics {
+  readonly handled: Counter;
+  readonly duration: Histogram;
+  readonly inFlight: Gauge;
+  // Label objects are kept, not rebuilt per call: the library resolves a repeated object fastest.
+  private readonly callLabels = new Map<string, CallLabels>();
+  private readonly codeLabels = new Map<string, Record<string, string>>();
+
+  constructor(collector: MetricsCollector) {
+    this.handled = collector.createCounter(
+      'rpc_server_handled',
+      'RPCs answered by the server, by service, method, status code and transport.',
+      undefined,
+      { labelNames: ['rpc_service', 'rpc_method', 'rpc_code', 'transport'] },
+    );
+    this.duration = collector.createHistogram(
+      'rpc_server_handling_seconds',
+      'Time from the start of an RPC to its last response message, in seconds.',
+      undefined,
+      undefined,
+      { labelNames: ['rpc_service', 'rpc_method', 'transport'] },
+    );
+    this.inFlight = collector.createGauge(
+      'rpc_server_in_flight',
+      'RPCs currently being handled (streams count while open).',
+      undefined,
+      { labelNames: ['rpc_service', 'rpc_method'] },
+    );
+  }
+
+  /** The (kept) label object of a service, method and transport. */
+  labels(service: string, method: string, transport: string): CallLabels {
+    const key = `${service}/${method}/${transport}`;
+    let labels = this.callLabels.get(key);
+    if (!labels) this.callLabels.set(key, (labels = { rpc_service: service, rpc_method: method, transport }));
+    return labels;
+  }
+
+  /** Counts one answer with `code` (a Connect code name such as `ok`, `invalid_argument`). */
+  record(labels: CallLabels, code: string): void {
+    const key = `${labels.rpc_service}/${labels.rpc_method}/${labels.transport}/${code}`;
+    let withCode = this.codeLabels.get(key);
+    if (!withCode) {
+      const { rpc_service, rpc_method, transport } = labels;
+      this.codeLabels.set(key, (withCode = { rpc_service, rpc_method, rpc_code: code, transport }));
+    }
+    this.handled.record(1, withCode);
   }
 }
 
 /** Counts calls by code, times them, and tracks calls in flight. */
 export function metricsInterceptor(metrics: RpcMetrics): Interceptor {
-  // Label children resolved once per method and transport: `labels()` hashes its arguments on every
-  // call, a measurable cost on the unary hot path.
-  type Children = {
-    inFlight: ReturnType<RpcMetrics['inFlight']['labels']>;
-    duration: ReturnType<RpcMetrics['duration']['labels']>;
-    handled: Map<string, ReturnType<RpcMetrics['handled']['labels']>>;
-  };
-  const cache = new Map<string, Children>();
-  const childrenFor = (service: string, method: string, transport: string): Children => {
-    const key = `${service}/${method}/${transport}`;
-    let c = cache.get(key);
-    if (!c) {
-      c = {
-        inFlight: metrics.inFlight.labels(service, method),
-        duration: metrics.duration.labels(service, method, transport),
-        handled: new Map(),
-      };
-      cache.set(key, c);
-    }
-    return c;
+  const inFlightLabels = new Map<string, Record<string, string>>();
+  const inFlightOf = (service: string, method: string): Record<string, string> => {
+    const key = `${service}/${method}`;
+    let labels = inFlightLabels.get(key);
+    if (!labels) inFlightLabels.set(key, (labels = { rpc_service: service, rpc_method: method }));
+    return labels;
   };
   return (next) => async (req) => {
-    const service = req.service.typeName;
-    const method = req.method.name;
-    const transport = req.contextValues.get(transportKey);
-    const c = childrenFor(service, method, transport);
+    const labels = metrics.labels(req.service.typeName, req.method.name, req.contextValues.get(transportKey));
+    const inFlight = inFlightOf(labels.rpc_service, labels.rpc_method);
+    // Tells the HTTP port that this request reached the interceptors (its own answer is counted here).
+    req.contextValues.set(countedKey, true);
     const started = performance.now();
-    c.inFlight.inc();
+    metrics.inFlight.increment(1, inFlight);
     const done = (err: unknown) => {
-      c.inFlight.dec();
-      const code = err === undefined ? 'ok' : codeName(err instanceof ConnectError ? err.code : Code.Unknown);
-      let handled = c.handled.get(code);
-      if (!handled) c.handled.set(code, (handled = metrics.handled.labels(service, method, code, transport)));
-      handled.inc();
-      c.duration.observe((performance.now() - started) / 1000);
+      metrics.inFlight.decrement(1, inFlight);
+      metrics.record(
+        labels,
+        err === undefined ? 'ok' : codeName(err instanceof ConnectError ? err.code : Code.Unknown),
+      );
+      metrics.duration.record((performance.now() - started) / 1000, labels);
     };
     try {
       const res = await next(req);

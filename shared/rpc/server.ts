@@ -19,25 +19,19 @@ import {
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
-import type { DescService } from '@bufbuild/protobuf';
+import type { Socket } from 'node:net';
+import type { DescMethod, DescService } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
   createConnectRouter,
-  createContextValues,
-  type ConnectRouter,
   type HandlerContext,
   type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
-import {
-  compressionBrotli,
-  compressionGzip,
-  universalRequestFromNodeRequest,
-  universalResponseToNodeResponse,
-} from '@connectrpc/connect-node';
+import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
-import { createGrpcHandlers, createGrpcServiceDefinition } from './grpc-adapter';
+import { createGrpcHandlers, createGrpcServerDefinition } from './grpc-adapter';
 import {
   authInterceptor,
   errorInterceptor,
@@ -46,9 +40,13 @@ import {
   RpcMetrics,
 } from './interceptors';
 import { addReflection } from './reflection';
-import { createFallback, type HttpRoute } from './http-routes';
-import { transportKey } from './context';
+import { codeName } from './errors';
+import { streamStartKey } from './context';
+import { createHttpPortHandler } from './http-port';
 import { ServingStatusReporter } from './grpc-health';
+import { HttpRouteTable, type Route } from '../http/routes';
+import { sendJsonError } from '../http/errors';
+import { MetricsCollector } from '../monitoring';
 import type { Logger } from '../logging/logger';
 import type { ServerConfig } from '../config';
 
@@ -72,6 +70,8 @@ export interface RpcServerOptions {
   logger: Logger;
   /** The process's Prometheus registry; RPC metrics are registered on it. */
   registry: Registry;
+  /** The monitoring library's collector the RPC metrics are created through (one on `registry` by default). */
+  metrics?: MetricsCollector;
   host: string;
   /** 0 picks a free port (tests). */
   grpcPort: number;
@@ -85,24 +85,60 @@ export interface RpcServerOptions {
   /** After this, remaining calls and connections are cut. */
   shutdownTimeoutMs: number;
   services: readonly ServiceRegistration[];
-  /** Gateway routes on the HTTP port, tried in order. */
-  httpRoutes?: readonly HttpRoute[];
+  /** Open server streams (both ports together) before new ones get RESOURCE_EXHAUSTED. */
+  maxConcurrentStreams?: number;
+  /** Open HTTP connections before new ones are answered 429 and closed. */
+  httpMaxConnections?: number;
+  /** Time a client has to send the request headers on the HTTP port, ms. */
+  httpHeadersTimeoutMs?: number;
+  /** Time a client has to send a whole request (headers and body) on the HTTP port, ms. */
+  httpRequestTimeoutMs?: number;
+  /** Gateway routes on the HTTP port (more can be added to `routes` before start). */
+  httpRoutes?: readonly Route[];
 }
+
+/** Defaults of the optional limits (the config's defaults; tests pass their own). */
+export const DEFAULT_LIMITS = {
+  maxConcurrentStreams: 10_000,
+  httpMaxConnections: 10_000,
+  httpHeadersTimeoutMs: 10_000,
+  httpRequestTimeoutMs: 30_000,
+} as const;
 
 /** How long finished calls get to reach the wire before remaining gRPC sessions are forced closed. */
 const FLUSH_GRACE_MS = 250;
 
 const SHUTTING_DOWN = new ConnectError('server is shutting down', Code.Unavailable);
 
+/** Open server streams, across both ports, against `server.max_concurrent_streams`. */
+class StreamGate {
+  open = 0;
+  constructor(readonly max: number) {}
+}
+
+const TOO_MANY_STREAMS = new ConnectError(
+  'too many open streams on this server; retry later',
+  Code.ResourceExhausted,
+);
+
 /**
  * Streams must end when shutdown begins (they would hold the listeners open forever), while unary
  * calls get to finish. So server-streaming handlers see a context whose signal also aborts on
  * shutdown, with an UNAVAILABLE reason: a client reconnects to another replica and resumes.
+ *
+ * One AbortController per stream, linked by two plain listeners that are removed when the stream
+ * ends. Not `AbortSignal.any([ctx.signal, shutdown])`: on Node 20 every such signal stays a dependant
+ * of the long-lived shutdown signal after the stream ended (400k streams, 400k dependants after GC).
+ * The abort reasons are the source signals' own (pre-allocated), never a fresh DOMException.
+ *
+ * The same wrapper enforces the open-stream cap: beyond it a new stream is refused with
+ * RESOURCE_EXHAUSTED before the implementation runs.
  */
 function withStreamShutdown<S extends DescService>(
   service: S,
   impl: Partial<ServiceImpl<S>>,
   shutdown: AbortSignal,
+  gate: StreamGate,
 ): Partial<ServiceImpl<S>> {
   // Implementations are often class instances: copy methods one by one (a spread would drop the
   // prototype's methods), bound to the instance.
@@ -114,13 +150,29 @@ function withStreamShutdown<S extends DescService>(
       wrapped[method.localName] = fn.bind(impl);
       continue;
     }
-    wrapped[method.localName] = (req: unknown, ctx: HandlerContext) => {
-      const signal = AbortSignal.any([ctx.signal, shutdown]);
-      return (fn as (r: unknown, c: HandlerContext) => unknown).call(
-        impl,
-        req,
-        Object.assign(Object.create(ctx), { signal }),
-      );
+    const stream = fn as (r: unknown, c: HandlerContext) => AsyncIterable<unknown>;
+    wrapped[method.localName] = async function* (req: unknown, ctx: HandlerContext) {
+      if (shutdown.aborted) throw shutdown.reason;
+      if (gate.open >= gate.max) throw TOO_MANY_STREAMS;
+      gate.open++;
+      ctx.values.get(streamStartKey)?.(ctx.responseHeader);
+      const controller = new AbortController();
+      const onShutdown = (): void => controller.abort(shutdown.reason);
+      const onCallEnd = (): void => controller.abort(ctx.signal.reason);
+      shutdown.addEventListener('abort', onShutdown);
+      ctx.signal.addEventListener('abort', onCallEnd);
+      try {
+        if (ctx.signal.aborted) onCallEnd();
+        yield* stream.call(
+          impl,
+          req,
+          Object.assign(Object.create(ctx) as HandlerContext, { signal: controller.signal }),
+        );
+      } finally {
+        shutdown.removeEventListener('abort', onShutdown);
+        ctx.signal.removeEventListener('abort', onCallEnd);
+        gate.open--;
+      }
     };
   }
   return wrapped as Partial<ServiceImpl<S>>;
@@ -136,45 +188,11 @@ export function serverOptionsFromConfig(server: ServerConfig) {
     maxRequestBytes: server.max_request_bytes,
     shutdownDrainMs: server.shutdown_drain_ms,
     shutdownTimeoutMs: server.shutdown_timeout_ms,
+    maxConcurrentStreams: server.max_concurrent_streams,
+    httpMaxConnections: server.http_max_connections,
+    httpHeadersTimeoutMs: server.http_headers_timeout_ms,
+    httpRequestTimeoutMs: server.http_request_timeout_ms,
   } satisfies Partial<RpcServerOptions>;
-}
-
-/**
- * Dispatches HTTP/1.1 requests to Connect's handlers (Connect protocol, gRPC-Web), and everything else
- * to the gateway routes. It is connect-node's `connectNodeAdapter`, except that a handler failing
- * after its response began (typically a client that went away mid-stream) is logged through our
- * logger instead of `console.error`.
- */
-function connectHttpHandler(
-  router: ConnectRouter,
-  fallback: ReturnType<typeof createFallback>,
-  logger: Logger,
-) {
-  const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
-  return (req: IncomingMessage, res: ServerResponse): void => {
-    const handler = paths.get((req.url ?? '').split('?', 1)[0]!);
-    if (!handler) {
-      fallback(req, res);
-      return;
-    }
-    const uReq = universalRequestFromNodeRequest(
-      req,
-      res,
-      undefined,
-      createContextValues().set(transportKey, 'http'),
-    );
-    handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
-      .catch((reason: unknown) => {
-        const code = ConnectError.from(reason).code;
-        if (code === Code.Aborted) return;
-        const level = res.destroyed || req.destroyed ? 'debug' : 'warn';
-        logger[level](
-          { err: reason, rpcService: handler.service.typeName, rpcMethod: handler.method.name },
-          'rpc response not completed',
-        );
-      });
-  };
 }
 
 /** Counts in-flight gRPC calls so shutdown can wait for them. */
@@ -199,35 +217,41 @@ export class RpcServer {
   private readonly http: HttpServer;
   private readonly shutdownController = new AbortController();
   private readonly tracker = new CallTracker();
-  private readonly routes: HttpRoute[];
+  /** The HTTP surface's route table: the composition root fills it before `start()`. */
+  readonly routes = new HttpRouteTable();
+  private readonly metrics: RpcMetrics;
+  private openHttpConnections = 0;
   private stopping: Promise<void> | undefined;
   private ports: { grpc: number; http: number } | undefined;
 
   constructor(private readonly opts: RpcServerOptions) {
     const { logger } = opts;
-    const interceptors: Interceptor[] = [
-      metricsInterceptor(new RpcMetrics(opts.registry)),
-      loggingInterceptor(logger),
-    ];
+    this.metrics = new RpcMetrics(opts.metrics ?? new MetricsCollector({ registry: opts.registry }));
+    const interceptors: Interceptor[] = [metricsInterceptor(this.metrics), loggingInterceptor(logger)];
     if (opts.apiTokens.length > 0) interceptors.push(authInterceptor(opts.apiTokens));
     else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
     interceptors.push(errorInterceptor(logger));
 
+    const gate = new StreamGate(opts.maxConcurrentStreams ?? DEFAULT_LIMITS.maxConcurrentStreams);
     this.grpc = new GrpcServer({
       'grpc.max_receive_message_length': opts.maxRequestBytes,
       'grpc.keepalive_time_ms': 60_000,
       'grpc.keepalive_permit_without_calls': 1,
     });
+    const onRejected = (service: DescService, method: DescMethod, code: Code): void =>
+      this.metrics.record(this.metrics.labels(service.typeName, method.name, 'grpc'), codeName(code));
     for (const { service, impl } of opts.services) {
       this.grpc.addService(
-        createGrpcServiceDefinition(service),
-        createGrpcHandlers(service, withStreamShutdown(service, impl, this.shutdownController.signal), {
+        createGrpcServerDefinition(service),
+        createGrpcHandlers(service, withStreamShutdown(service, impl, this.shutdownController.signal, gate), {
           interceptors,
           logger,
           tracker: this.tracker,
+          onRejected,
         }),
       );
     }
+    this.countUnknownGrpcMethods();
     this.health = new ServingStatusReporter(opts.services.map((s) => s.service.typeName));
     this.health.addToServer(this.grpc);
     addReflection(
@@ -235,24 +259,83 @@ export class RpcServer {
       opts.services.map((s) => s.service),
     );
 
-    this.routes = [...(opts.httpRoutes ?? [])];
+    this.routes.add(...(opts.httpRoutes ?? []));
     const router = createConnectRouter({
       interceptors,
       readMaxBytes: opts.maxRequestBytes,
+      // Invalid UTF-8 in a JSON body is refused (INVALID_ARGUMENT), as protobuf refuses it in a binary
+      // string field, instead of being stored as replacement characters. Connect passes this option
+      // on to its JSON serialization (`textDecoder`), which its option type does not declare.
+      jsonOptions: { textDecoder: new TextDecoder('utf-8', { fatal: true }) } as object,
       acceptCompression: [compressionGzip, compressionBrotli],
       // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
     });
     for (const { service, impl } of opts.services) {
-      router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal));
+      router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal, gate));
     }
-    const handler = connectHttpHandler(router, createFallback(this.routes, logger), logger);
-    this.http = createServer(handler);
+    const handler = createHttpPortHandler(router, this.routes, this.metrics, logger);
+    const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
+    const requestTimeout = Math.max(
+      headersTimeout,
+      opts.httpRequestTimeoutMs ?? DEFAULT_LIMITS.httpRequestTimeoutMs,
+    );
+    const maxConnections = opts.httpMaxConnections ?? DEFAULT_LIMITS.httpMaxConnections;
+    const overCap = new WeakSet<Socket>();
+    this.http = createServer(
+      {
+        // Slowloris: a client trickling its headers or body holds a connection for at most these.
+        headersTimeout,
+        requestTimeout,
+        // Node checks those timeouts on this interval (30 s by default, which would add up to 30 s).
+        connectionsCheckingInterval: Math.min(1000, headersTimeout),
+      },
+      (req, res) => {
+        if (overCap.has(req.socket)) {
+          // Beyond the cap, the extra connection still gets an answer (not a silent drop), then closes.
+          req.resume();
+          res.shouldKeepAlive = false;
+          sendJsonError(res, 'resource_exhausted', 'too many connections; retry later', {
+            headers: { 'Retry-After': '1', Connection: 'close' },
+          });
+          return;
+        }
+        handler(req, res);
+      },
+    );
+    this.http.on('connection', (socket: Socket) => {
+      this.openHttpConnections++;
+      socket.once('close', () => this.openHttpConnections--);
+      if (this.openHttpConnections > maxConnections) overCap.add(socket);
+    });
   }
 
-  /** Adds gateway routes after construction (they are tried in the order added). */
-  addHttpRoutes(...routes: HttpRoute[]): void {
-    this.routes.push(...routes);
+  /**
+   * grpc-js answers a call to an unknown method UNIMPLEMENTED before any handler or interceptor, so
+   * it would go uncounted. Its handler lookup is wrapped to count those too (under `unknown`: the
+   * path is the caller's choice and must not become a label value). The lookup is a grpc-js internal:
+   * if it ever disappears this throws at start-up instead of silently not counting.
+   */
+  private countUnknownGrpcMethods(): void {
+    const server = this.grpc as unknown as { _retrieveHandler?: (path: string) => unknown };
+    const lookup = server._retrieveHandler;
+    if (typeof lookup !== 'function') throw new Error('grpc-js changed: Server._retrieveHandler is missing');
+    const unknown = this.metrics.labels('unknown', 'unknown', 'grpc');
+    server._retrieveHandler = (path: string) => {
+      const found = lookup.call(this.grpc, path);
+      if (found === null || found === undefined) this.metrics.record(unknown, 'unimplemented');
+      return found;
+    };
+  }
+
+  /** Open connections on the HTTP port (the cap counts these). */
+  get httpConnections(): number {
+    return this.openHttpConnections;
+  }
+
+  /** Adds gateway routes to the route table (the composition root's job, before `start()`). */
+  addHttpRoutes(...routes: Route[]): void {
+    this.routes.add(...routes);
   }
 
   /**

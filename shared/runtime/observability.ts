@@ -5,6 +5,7 @@
  * the gRPC health status, which follows readiness. The `health` and `metrics` config sections (the
  * library's schemas) decide what is served and how.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import {
   collectProcessMetrics,
@@ -36,6 +37,11 @@ export interface ServiceObservabilityOptions {
   metrics?: MetricsConfig;
   /** How often readiness is re-evaluated for the gRPC health status. */
   readinessIntervalMs?: number;
+  /**
+   * The service's collector (made from `metrics`), shared with the RpcServer so RPC metrics get the
+   * same prefix, default labels and buckets; one is made from `metrics` when omitted.
+   */
+  collector?: MetricsCollector;
 }
 
 /** The service's health checker, `/health`, `/metrics` and HTTP request metrics. */
@@ -53,7 +59,7 @@ export class ServiceObservability {
   constructor(private readonly opts: ServiceObservabilityOptions) {
     const health = opts.health ?? DEFAULT_HEALTH_CONFIG;
     const metrics = opts.metrics ?? DEFAULT_METRICS_CONFIG;
-    this.collector = new MetricsCollector({ registry: opts.registry, config: metrics });
+    this.collector = opts.collector ?? new MetricsCollector({ registry: opts.registry, config: metrics });
     const prom = loadPromClient();
     if (prom && metrics.enabled) {
       // prom-client prepends the prefix as is; join it the way every other metric's is (`svc_`).
@@ -78,7 +84,15 @@ export class ServiceObservability {
 
     if (health.enabled) {
       const provider = HealthCheckProvider.fromConfig(health, this.checker, { logger: opts.logger });
-      opts.server.addHttpRoutes((req, res) => provider.handle(req, res));
+      const base = provider.path === '/' ? '' : provider.path;
+      const healthPaths = [provider.path, `${base}/live`, `${base}/ready`, `${base}/startup`];
+      opts.server.routes.add(
+        ...healthPaths.map((path) => ({
+          methods: ['GET', 'HEAD'],
+          path,
+          handler: (req: IncomingMessage, res: ServerResponse) => provider.handle(req, res),
+        })),
+      );
     }
     if (metrics.enabled) {
       const middleware = new MetricsMiddleware({
@@ -87,7 +101,11 @@ export class ServiceObservability {
         buckets: metrics.histogram_buckets,
         logger: opts.logger,
       });
-      opts.server.addHttpRoutes((req, res) => middleware.handle(req, res));
+      opts.server.routes.add({
+        methods: ['GET', 'HEAD'],
+        path: middleware.path,
+        handler: (req: IncomingMessage, res: ServerResponse) => middleware.handle(req, res),
+      });
       // Every answer of the HTTP port, Connect RPCs and 404s included, is counted and timed.
       opts.server.observeHttpRequests((req, res) => middleware.record(req, res));
     }

@@ -2,8 +2,8 @@
  * The admin HTTP gateway of the notification service: the current user's inbox as JSON, marking
  * read, a server-sent-events stream of inbox events, and the management page with its two assets.
  *
- * Mounted in the HTTP port's fallback router: `handle()` answers every `/admin/...` request and
- * returns false for anything else, so the router can try /health, /metrics and its own 404.
+ * Its `routes()` go into the service's route table (shared/http/routes.ts), which also answers
+ * unknown paths (404) and wrong methods (405 with `Allow`) with the same JSON error body.
  * Every data route requires `Authorization: Bearer <JWT>` (see AdminAuth); no cookies are read, so
  * the state-changing routes cannot be driven by a cross-site form or image.
  */
@@ -16,6 +16,7 @@ import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
+import type { Route, RouteParams } from '../../../shared/http/routes';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
 
 /** What AdminGateway needs. */
@@ -71,10 +72,10 @@ export const STREAM_RETRY_AFTER_SECONDS = 5;
 /** Default interval of SSE heartbeat comments. */
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 
-const ADMIN_PREFIX = '/admin/';
+/** Every admin path starts with this (the route table adds the security headers under it). */
+export const ADMIN_PATH_PREFIX = '/admin/';
 const BASE = '/admin/notifications';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const READ_ROUTE = /^\/admin\/notifications\/read\/([^/]+)$/;
 // Cursors are opaque and short; a longer one is garbage and is refused before reaching the inbox.
 const MAX_CURSOR_LENGTH = 512;
 const SSE_RETRY_MS = 2000;
@@ -121,62 +122,48 @@ export class AdminGateway {
   }
 
   /**
-   * Answers an `/admin/...` request and resolves true; resolves false, touching nothing, for any
-   * other path. Never rejects: unexpected failures become a generic 500 and are logged.
+   * The gateway's routes, for the service's route table (the composition root adds them). Each
+   * handler never rejects: a failure becomes the JSON error body (a generic 500, cause logged).
+   * Unknown paths (404) and wrong methods (405 with `Allow`) are the table's answers.
    */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const rawUrl = req.url ?? '/';
-    const queryAt = rawUrl.indexOf('?');
-    const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
-    if (!path.startsWith(ADMIN_PREFIX)) return false;
-    const ctx: RequestContext = {
-      req,
-      res,
-      query: new URLSearchParams(queryAt === -1 ? '' : rawUrl.slice(queryAt + 1)),
-    };
-    try {
-      await this.route(path, ctx);
-    } catch (err) {
-      this.fail(ctx, err);
-    }
-    return true;
+  routes(): Route[] {
+    const get = ['GET'];
+    const page = ['GET', 'HEAD'];
+    const post = ['POST'];
+    return [
+      this.route(page, BASE, (ctx) => this.sendAsset(ctx, 'index.html')),
+      this.route(page, `${BASE}/assets/app.js`, (ctx) => this.sendAsset(ctx, 'app.js')),
+      this.route(page, `${BASE}/assets/app.css`, (ctx) => this.sendAsset(ctx, 'app.css')),
+      this.route(get, `${BASE}/inbox`, async (ctx) => this.getInbox(ctx, await this.authenticate(ctx))),
+      this.route(post, `${BASE}/read-all`, async (ctx) =>
+        this.markAllRead(ctx, await this.authenticate(ctx)),
+      ),
+      this.route(post, `${BASE}/read/:id`, async (ctx, params) =>
+        this.markRead(ctx, await this.authenticate(ctx), params.id!),
+      ),
+      this.route(get, `${BASE}/stream`, (ctx) => this.stream(ctx)),
+    ];
   }
 
-  private async route(path: string, ctx: RequestContext): Promise<void> {
-    const method = ctx.req.method ?? 'GET';
-    // Bodies are never read: drain them so keep-alive connections stay usable.
-    ctx.req.resume();
-
-    if (path === BASE) {
-      if (!allow(ctx, method, ['GET', 'HEAD'])) return;
-      return this.sendAsset(ctx, 'index.html');
-    }
-    if (path.startsWith(`${BASE}/assets/`)) {
-      const name = path.slice(`${BASE}/assets/`.length);
-      if (name === 'app.js' || name === 'app.css') {
-        if (!allow(ctx, method, ['GET', 'HEAD'])) return;
-        return this.sendAsset(ctx, name);
-      }
-    }
-    if (path === `${BASE}/inbox`) {
-      if (!allow(ctx, method, ['GET'])) return;
-      return this.getInbox(ctx, await this.authenticate(ctx));
-    }
-    if (path === `${BASE}/read-all`) {
-      if (!allow(ctx, method, ['POST'])) return;
-      return this.markAllRead(ctx, await this.authenticate(ctx));
-    }
-    const read = READ_ROUTE.exec(path);
-    if (read) {
-      if (!allow(ctx, method, ['POST'])) return;
-      const userId = await this.authenticate(ctx);
-      return this.markRead(ctx, userId, read[1]);
-    }
-    if (path === `${BASE}/stream`) {
-      if (!allow(ctx, method, ['GET'])) return;
-      return this.stream(ctx);
-    }
-    sendError(ctx.res, 404, 'NOT_FOUND', 'no such admin endpoint');
+  private route(
+    methods: string[],
+    path: string,
+    serve: (ctx: RequestContext, params: RouteParams) => Promise<void> | void,
+  ): Route {
+    return {
+      methods,
+      path,
+      handler: async (req, res, { params, query }) => {
+        const ctx: RequestContext = { req, res, query };
+        // Bodies are never read: drain them so keep-alive connections stay usable.
+        req.resume();
+        try {
+          await serve(ctx, params);
+        } catch (err) {
+          this.fail(ctx, err);
+        }
+      },
+    };
   }
 
   private async authenticate(ctx: RequestContext): Promise<string> {
@@ -202,13 +189,7 @@ export class AdminGateway {
     sendJson(ctx.res, 200, body);
   }
 
-  private async markRead(ctx: RequestContext, userId: string, rawId: string): Promise<void> {
-    let messageId: string;
-    try {
-      messageId = decodeURIComponent(rawId);
-    } catch {
-      throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
-    }
+  private async markRead(ctx: RequestContext, userId: string, messageId: string): Promise<void> {
     if (!UUID.test(messageId)) throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
     let unreadCount: number;
     try {
@@ -216,7 +197,7 @@ export class AdminGateway {
     } catch (err) {
       // One fixed body for "unknown" and "someone else's": nothing tells the two apart.
       if (isDomainError(err) && err.code === 'NOT_FOUND') {
-        sendError(ctx.res, 404, 'NOT_FOUND', 'notification not found');
+        sendError(ctx.res, 'not_found', 'notification not found');
         return;
       }
       throw err;
@@ -251,7 +232,7 @@ export class AdminGateway {
     const signal = controller.signal;
     const onClose = (): void => controller.abort(CLIENT_GONE);
     const onShutdown = (): void => controller.abort(SHUTTING_DOWN);
-    if (this.shutdownSignal?.aborted) return void sendError(res, 503, 'UNAVAILABLE', 'shutting down');
+    if (this.shutdownSignal?.aborted) return void sendError(res, 'unavailable', 'shutting down');
 
     // The cursor and the watcher caps are checked before the response starts: a refusal is a
     // plain status (400, 429), not an event in a stream the client would retry at once.
@@ -264,7 +245,9 @@ export class AdminGateway {
     } catch (err) {
       if (isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED') {
         this.logger.info({ userId }, 'admin SSE refused: too many open streams');
-        sendError(res, 429, err.code, err.message, { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
+        sendError(res, 'resource_exhausted', err.message, {
+          'Retry-After': String(STREAM_RETRY_AFTER_SECONDS),
+        });
         return;
       }
       throw err;
@@ -327,7 +310,7 @@ export class AdminGateway {
     }
     const described = describeDomainError(err);
     if (!described) this.logger.error({ err, userId }, 'admin SSE stream failed');
-    const code = described?.code ?? 'INTERNAL';
+    const code = described?.code ?? 'internal';
     const message = described?.message ?? 'internal error';
     res.write(`event: error\ndata: ${JSON.stringify({ error: { code, message } })}\n\n`);
   }
@@ -370,7 +353,7 @@ export class AdminGateway {
     const described = describeDomainError(err);
     if (!described) {
       this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'admin request failed');
-      sendError(res, 500, 'INTERNAL', 'internal error');
+      sendError(res, 'internal', 'internal error');
       return;
     }
     if (described.status === 401) {
@@ -379,13 +362,13 @@ export class AdminGateway {
         'admin request not authenticated',
       );
       const sent = parseBearer(req.headers.authorization) !== undefined;
-      sendError(res, 401, described.code, described.message, {
+      sendError(res, described.code, described.message, {
         'WWW-Authenticate': sent ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"',
       });
       return;
     }
     if (described.status >= 500) this.logger.warn({ err }, 'admin request failed on a dependency');
-    sendError(res, described.status, described.code, described.message);
+    sendError(res, described.code, described.message);
   }
 }
 
@@ -422,12 +405,6 @@ export function formatSseEvent(event: InboxEvent): string {
 function formatExpired(): string {
   const data = { type: 'expired', message: 'the token has expired; reconnect with a fresh token' };
   return `event: expired\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-function allow(ctx: RequestContext, method: string, methods: readonly string[]): boolean {
-  if (methods.includes(method)) return true;
-  sendError(ctx.res, 405, 'METHOD_NOT_ALLOWED', `use ${methods.join(' or ')}`, { Allow: methods.join(', ') });
-  return false;
 }
 
 function singleParam(query: URLSearchParams, name: string): string | undefined {

@@ -1,11 +1,16 @@
 /**
  * Response helpers of the admin gateway: security headers on every response, JSON bodies, and the
- * one mapping from domain errors to HTTP statuses for the admin routes.
+ * domain errors as the HTTP surface's one JSON error body (shared/http/errors.ts).
  */
 import type { ServerResponse } from 'node:http';
 import { isDomainError } from '../../../shared/errors';
 import { sendJson as writeJson } from '../../../shared/http/json';
-import { httpStatusForDomainError } from '../../../shared/rpc/errors';
+import {
+  codeOfDomainError,
+  httpStatusOf,
+  sendJsonError,
+  type ErrorCodeName,
+} from '../../../shared/http/errors';
 
 /** The page loads only its own script and stylesheet and talks only to its own origin. */
 export const CONTENT_SECURITY_POLICY = [
@@ -29,10 +34,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   'Cross-Origin-Resource-Policy': 'same-origin',
 });
 
-/** The JSON error body of every admin error response. */
-export interface ErrorBody {
-  error: { code: string; message: string };
-}
+/** The JSON error body of every admin error response (the HTTP surface's one shape). */
+export type { ErrorBody } from '../../../shared/http/errors';
 
 /** Writes a JSON response with the security headers and `Cache-Control: no-store`. */
 export function sendJson(
@@ -44,16 +47,14 @@ export function sendJson(
   writeJson(res, status, body, { ...SECURITY_HEADERS, ...extraHeaders });
 }
 
-/** Writes `{error: {code, message}}`. */
+/** Writes `{error: {code, message}}` with the code's HTTP status and the security headers. */
 export function sendError(
   res: ServerResponse,
-  status: number,
-  code: string,
+  code: ErrorCodeName,
   message: string,
   extraHeaders: Record<string, string> = {},
 ): void {
-  const body: ErrorBody = { error: { code, message } };
-  sendJson(res, status, body, extraHeaders);
+  sendJsonError(res, code, message, { headers: { ...SECURITY_HEADERS, ...extraHeaders } });
 }
 
 /**
@@ -62,7 +63,8 @@ export function sendError(
  */
 export function describeDomainError(
   err: unknown,
-): { status: number; code: string; message: string } | undefined {
+): { status: number; code: ErrorCodeName; message: string } | undefined {
   if (!isDomainError(err)) return undefined;
-  return { status: httpStatusForDomainError(err.code), code: err.code, message: err.message };
+  const code = codeOfDomainError(err.code);
+  return { status: httpStatusOf(code), code, message: err.message };
 }

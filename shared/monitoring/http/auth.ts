@@ -3,7 +3,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenMatcher, parseBearer } from '../../auth/bearer';
-import { sendJson } from '../../http/json';
+import { sendJsonError } from '../../http/errors';
 
 /** True when no token is configured or the request carries `Authorization: Bearer <token>`. */
 export function isAuthorized(req: IncomingMessage, token: string | null | undefined): boolean {
@@ -14,17 +14,22 @@ export function isAuthorized(req: IncomingMessage, token: string | null | undefi
 
 /** Answers 401 with `WWW-Authenticate: Bearer`. */
 export function sendUnauthorized(res: ServerResponse): void {
-  sendJson(res, 401, { error: 'unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
+  sendJsonError(res, 'unauthenticated', 'a valid bearer token is required', {
+    headers: { 'WWW-Authenticate': 'Bearer' },
+  });
 }
 
 /** Answers 405 for methods other than GET and HEAD. */
 export function sendMethodNotAllowed(res: ServerResponse): void {
-  sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
+  sendJsonError(res, 'unimplemented', 'method not allowed; use GET, HEAD', {
+    status: 405,
+    headers: { Allow: 'GET, HEAD' },
+  });
 }
 
 /** Answers 404. */
 export function sendNotFound(res: ServerResponse): void {
-  sendJson(res, 404, { error: 'not found' });
+  sendJsonError(res, 'not_found', 'no such path');
 }
 
 /** The path of a request without its query string. */
@@ -52,7 +57,7 @@ export function chainHandler(
       },
       (err: unknown) => {
         onError(err);
-        if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+        sendJsonError(res, 'internal', 'internal error');
       },
     );
   };

@@ -13,7 +13,7 @@ import { renderMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
 import { chainHandler, isAuthorized, pathOf, sendMethodNotAllowed, sendUnauthorized } from './auth';
-import { sendJson } from '../../http/json';
+import { sendJsonError } from '../../http/errors';
 
 /** A plain Node request handler. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -133,7 +133,7 @@ export class MetricsMiddleware {
       res.end(body);
     } catch (err) {
       this.logger.error({ err }, 'rendering /metrics failed');
-      sendJson(res, 500, { error: 'internal error' });
+      sendJsonError(res, 'internal', 'internal error');
     }
     return true;
   }

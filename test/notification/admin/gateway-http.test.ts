@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { HttpRouteTable } from '../../../shared/http/routes';
 import type { AddressInfo } from 'node:net';
 import { AdminGateway } from '../../../services/notification/admin/gateway';
-import { CONTENT_SECURITY_POLICY } from '../../../services/notification/admin/http';
+import { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../../services/notification/admin/http';
 import { loadJose, type Jose } from '../../../services/notification/admin/jose';
 import type { InboxServiceContract } from '../../../services/notification/inbox/types';
 import { silentLogger } from '../../../shared/logging/logger';
@@ -46,7 +47,7 @@ describe('admin gateway over HTTP', () => {
       const res = await fetch(svc.baseUrl + INBOX);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer realm="admin"');
-      expect(await res.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: expect.any(String) } });
+      expect(await res.json()).toEqual({ error: { code: 'unauthenticated', message: expect.any(String) } });
     });
 
     it('when the token is signed with another key, the request is 401 invalid_token', async () => {
@@ -138,7 +139,7 @@ describe('admin gateway over HTTP', () => {
     it.each(['0', '6', '-1', '2.5', 'abc', ''])('when limit is %p, the request is 400', async (limit) => {
       const res = await fetch(`${svc.baseUrl}${INBOX}?limit=${limit}`, authed(alice));
       expect(res.status).toBe(400);
-      expect((await errorOf(res)).error.code).toBe('INVALID_ARGUMENT');
+      expect((await errorOf(res)).error.code).toBe('invalid_argument');
     });
 
     it('accepts limit equal to max_page_size', async () => {
@@ -149,7 +150,7 @@ describe('admin gateway over HTTP', () => {
     it('when the cursor is malformed, the request is 400', async () => {
       const res = await fetch(`${svc.baseUrl}${INBOX}?cursor=not-a-cursor`, authed(alice));
       expect(res.status).toBe(400);
-      expect((await errorOf(res)).error.code).toBe('INVALID_ARGUMENT');
+      expect((await errorOf(res)).error.code).toBe('invalid_argument');
     });
 
     it('only shows the messages of the token subject', async () => {
@@ -198,7 +199,7 @@ describe('admin gateway over HTTP', () => {
       );
       expect(res.status).toBe(400);
       expect((await errorOf(res)).error).toEqual({
-        code: 'INVALID_ARGUMENT',
+        code: 'invalid_argument',
         message: 'message_id must be a UUID',
       });
     });
@@ -236,7 +237,7 @@ describe('admin gateway over HTTP', () => {
     it('answers 404 JSON for an unknown admin path', async () => {
       const res = await fetch(`${svc.baseUrl}/admin/nothing-here`);
       expect(res.status).toBe(404);
-      expect((await errorOf(res)).error.code).toBe('NOT_FOUND');
+      expect((await errorOf(res)).error.code).toBe('not_found');
     });
 
     it('leaves paths outside /admin/ to the rest of the service', async () => {
@@ -281,14 +282,15 @@ describe('admin gateway failures', () => {
       logger: silentLogger(),
       maxPageSize: 50,
     });
-    const server = createServer((req, res) => void gateway.handle(req, res));
+    const table = new HttpRouteTable().add(...gateway.routes()).setHeaders('/admin/', SECURITY_HEADERS);
+    const server = createServer((req, res) => void table.dispatch(req, res, silentLogger()));
     try {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const { port } = server.address() as AddressInfo;
       const res = await fetch(`http://127.0.0.1:${port}${INBOX}`, authed(await hsToken('alice')));
       expect(res.status).toBe(500);
       const text = await res.text();
-      expect(JSON.parse(text)).toEqual({ error: { code: 'INTERNAL', message: 'internal error' } });
+      expect(JSON.parse(text)).toEqual({ error: { code: 'internal', message: 'internal error' } });
       expect(text).not.toContain('hunter2');
     } finally {
       server.closeAllConnections();
@@ -359,7 +361,7 @@ describe('a service whose admin auth is a JWKS URL', () => {
     const res = await fetch(svc.baseUrl + INBOX, authed(await rsToken(stranger.privateKey)));
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer realm="admin", error="invalid_token"');
-    expect((await errorOf(res)).error.code).toBe('UNAUTHENTICATED');
+    expect((await errorOf(res)).error.code).toBe('unauthenticated');
   });
 
   it('rejects an HS256 token when only the JWKS is configured', async () => {

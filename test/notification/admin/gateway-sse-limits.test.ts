@@ -3,6 +3,7 @@
  * ends, the watcher caps answer 429 with Retry-After (shared with WatchInbox), and a stream ends when
  * its token expires, saying so first.
  */
+import { HttpRouteTable } from '../../../shared/http/routes';
 import { getEventListeners } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,7 +47,8 @@ describe('admin SSE and the shutdown signal', () => {
       maxPageSize: 50,
       shutdownSignal: shutdown.signal,
     });
-    server = createServer((req, res) => void gateway.handle(req, res));
+    const table = new HttpRouteTable().add(...gateway.routes());
+    server = createServer((req, res) => void table.dispatch(req, res, silentLogger()));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });

@@ -116,7 +116,7 @@ describe('HealthCheckProvider routing and auth', () => {
     const url = await serve(new HealthCheckProvider());
     const res = await fetch(`${url}/other`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 'not found' });
+    expect(await res.json()).toEqual({ error: { code: 'not_found', message: 'no such path' } });
   });
 
   it('forwards other paths to the next handler when composed', async () => {

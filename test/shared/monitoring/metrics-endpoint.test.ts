@@ -83,7 +83,7 @@ describe('MetricsMiddleware /metrics', () => {
     server = await listen(new MetricsMiddleware().middleware());
     const res = await fetch(`${server.url}/elsewhere`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 'not found' });
+    expect(await res.json()).toEqual({ error: { code: 'not_found', message: 'no such path' } });
   });
 
   it('serves a custom path', async () => {

@@ -2,10 +2,39 @@ import { Registry } from 'prom-client';
 import { createClient, type Client } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { EchoService } from '../../../shared/gen/svc/testing/v1/echo_pb';
-import { RpcServer, registration } from '../../../shared/rpc/server';
-import { silentLogger } from '../../../shared/logging/logger';
+import { RpcServer, registration, type RpcServerOptions } from '../../../shared/rpc/server';
+import { createLogger, silentLogger } from '../../../shared/logging/logger';
+import type { Logger } from '../../../shared/logging/logger';
 import { EchoServiceImpl } from '../../support/echo-service';
 import { grpcClient, type GenericClient } from '../../support/grpc-clients';
+
+/** A logger at debug level whose JSON lines the test can read back. */
+export function capturingLogger(): { logger: Logger; lines: () => Array<Record<string, unknown>> } {
+  const raw: string[] = [];
+  const logger = createLogger({
+    name: 'test',
+    level: 'debug',
+    destination: { write: (line: string) => void raw.push(line) },
+  });
+  return { logger, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+/** What a test may set on the kit besides the defaults. */
+export type EchoServerOptions = Partial<
+  Pick<
+    RpcServerOptions,
+    | 'apiTokens'
+    | 'maxRequestBytes'
+    | 'maxConcurrentStreams'
+    | 'httpMaxConnections'
+    | 'httpHeadersTimeoutMs'
+    | 'httpRequestTimeoutMs'
+    | 'logger'
+  >
+> & {
+  /** Replaces EchoServiceImpl's methods (a quiet stream, say). */
+  impl?: EchoServiceImpl;
+};
 
 export interface EchoHarness {
   server: RpcServer;
@@ -19,14 +48,12 @@ export interface EchoHarness {
 }
 
 /** Starts the kit with the echo service on free ports, with real clients for both ports. */
-export async function startEchoServer(
-  opts: { apiTokens?: string[]; maxRequestBytes?: number } = {},
-): Promise<EchoHarness> {
-  const impl = new EchoServiceImpl();
+export async function startEchoServer(opts: EchoServerOptions = {}): Promise<EchoHarness> {
+  const impl = opts.impl ?? new EchoServiceImpl();
   const registry = new Registry();
   const server = new RpcServer({
     name: 'echo-test',
-    logger: silentLogger(),
+    logger: opts.logger ?? silentLogger(),
     registry,
     host: '127.0.0.1',
     grpcPort: 0,
@@ -35,6 +62,10 @@ export async function startEchoServer(
     maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
     shutdownDrainMs: 0,
     shutdownTimeoutMs: 2000,
+    ...(opts.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: opts.maxConcurrentStreams } : {}),
+    ...(opts.httpMaxConnections !== undefined ? { httpMaxConnections: opts.httpMaxConnections } : {}),
+    ...(opts.httpHeadersTimeoutMs !== undefined ? { httpHeadersTimeoutMs: opts.httpHeadersTimeoutMs } : {}),
+    ...(opts.httpRequestTimeoutMs !== undefined ? { httpRequestTimeoutMs: opts.httpRequestTimeoutMs } : {}),
     services: [registration(EchoService, impl)],
   });
   const ports = await server.start();

@@ -1,0 +1,103 @@
+/**
+ * The one JSON error body of every gateway route on the HTTP port, `{"error":{"code","message"}}`,
+ * and the one table from an error code to its HTTP status.
+ *
+ * Codes are the Connect protocol's names (`invalid_argument`, `not_found`, ...), so a client reads the
+ * same vocabulary from a gateway route as from an RPC. HTTP-only answers use the nearest Connect
+ * code: 404 for an unknown path is `not_found`, 405 for a known path with the wrong method is
+ * `unimplemented` (the resource does not implement that method; `Allow` lists those it does), 429 is
+ * `resource_exhausted`, 500 `internal`. Connect protocol responses (RPCs on the HTTP port) keep
+ * Connect's own error format, as the protocol requires.
+ */
+import type { ServerResponse } from 'node:http';
+import type { DomainErrorCode } from '../errors';
+import { sendJson } from './json';
+
+/** Connect error code names, indexed by their numeric code (which equals the gRPC status code). */
+const CODE_NAMES = [
+  'ok',
+  'canceled',
+  'unknown',
+  'invalid_argument',
+  'deadline_exceeded',
+  'not_found',
+  'already_exists',
+  'permission_denied',
+  'resource_exhausted',
+  'failed_precondition',
+  'aborted',
+  'out_of_range',
+  'unimplemented',
+  'internal',
+  'unavailable',
+  'data_loss',
+  'unauthenticated',
+] as const;
+
+/** A Connect error code name (`ok` included, for metrics). */
+export type ErrorCodeName = (typeof CODE_NAMES)[number];
+
+/** HTTP status of each code, as the Connect protocol maps them. */
+const STATUS: Readonly<Record<ErrorCodeName, number>> = {
+  ok: 200,
+  canceled: 499,
+  unknown: 500,
+  invalid_argument: 400,
+  deadline_exceeded: 504,
+  not_found: 404,
+  already_exists: 409,
+  permission_denied: 403,
+  resource_exhausted: 429,
+  failed_precondition: 400,
+  aborted: 409,
+  out_of_range: 400,
+  unimplemented: 501,
+  internal: 500,
+  unavailable: 503,
+  data_loss: 500,
+  unauthenticated: 401,
+};
+
+/** The name of a numeric code (a Connect `Code` or a gRPC status code). */
+export function connectCodeName(code: number): ErrorCodeName {
+  return CODE_NAMES[code] ?? 'unknown';
+}
+
+/** HTTP status for a numeric code (a Connect `Code` or a gRPC status code). */
+export function httpStatusForCode(code: number): number {
+  return STATUS[connectCodeName(code)];
+}
+
+/** HTTP status of a code name. */
+export function httpStatusOf(code: ErrorCodeName): number {
+  return STATUS[code];
+}
+
+/** The code name of a domain error code (`NOT_FOUND` -> `not_found`). */
+export function codeOfDomainError(code: DomainErrorCode): ErrorCodeName {
+  return code.toLowerCase() as ErrorCodeName;
+}
+
+/** The JSON error body. */
+export interface ErrorBody {
+  error: { code: ErrorCodeName; message: string };
+}
+
+/**
+ * Writes `{"error":{"code","message"}}`, with the code's HTTP status unless `status` says otherwise
+ * (405 `unimplemented`). When the response has begun already, the connection is cut instead: a
+ * second head would corrupt it.
+ */
+export function sendJsonError(
+  res: ServerResponse,
+  code: ErrorCodeName,
+  message: string,
+  options: { status?: number; headers?: Record<string, string> } = {},
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body: ErrorBody = { error: { code, message } };
+  sendJson(res, options.status ?? STATUS[code], body, options.headers);
+}

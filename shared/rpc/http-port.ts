@@ -1,0 +1,215 @@
+/**
+ * The RPC side of the HTTP/1.1 port: Connect protocol and gRPC-Web requests go to Connect's universal
+ * handlers; everything else to the service's route table. It is connect-node's `connectNodeAdapter`
+ * plus what the kit needs on this port:
+ *
+ * - Stream responses send their headers at once (a quiet stream must not look dead to clients and
+ *   proxies), not with the first message as connect-node does.
+ * - Answers given by the protocol layer before any interceptor ran (a unary request that does not
+ *   decode, a wrong HTTP method or content type) are counted in the RPC metrics, and an undecodable
+ *   request (Connect reports it as `internal` with the parser's message) is answered
+ *   `invalid_argument` with a generic message, as on the gRPC port. (A stream reads its request
+ *   inside the interceptors: see `errorInterceptor`.)
+ * - A client that goes away mid-response is logged at debug level through our logger, never
+ *   `console.error`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
+import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
+import { connectCodeName, type ErrorCodeName } from '../http/errors';
+import type { HttpRouteTable } from '../http/routes';
+import { parseTarget } from '../http/routes';
+import type { Logger } from '../logging/logger';
+import { countedKey, streamStartKey, transportKey } from './context';
+import { MALFORMED_MESSAGE } from './errors';
+import type { RpcMetrics } from './interceptors';
+
+/** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
+const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
+// `/package.Service/Method`: what an RPC path looks like on either protocol.
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
+
+type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
+
+function isStreamingContentType(contentType: string | null): boolean {
+  return contentType !== null && /^application\/(connect\+|grpc-web)/.test(contentType);
+}
+
+/** The code and message of a Connect unary error body (`{"code","message"}`). */
+function parseConnectErrorJson(bytes: Uint8Array): { code: string; message?: string } | undefined {
+  try {
+    const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
+    if (parsed && typeof parsed === 'object' && typeof (parsed as { code?: unknown }).code === 'string') {
+      return parsed as { code: string; message?: string };
+    }
+  } catch {
+    // Not a Connect error body.
+  }
+  return undefined;
+}
+
+/**
+ * True when a protocol-level error means the request did not decode: Connect answers that with
+ * `internal` ("parse binary: ...") or, for JSON, `invalid_argument` with the parser's message.
+ */
+function isDecodeFailure(code: string): boolean {
+  return code === 'internal' || code === 'invalid_argument';
+}
+
+async function readAll(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  if (body) for await (const c of body) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A unary answer given before any handler ran: counted, and an undecodable request answered 400
+ * `invalid_argument` with the generic message. 405 and 415 (the method is not served that way) are
+ * counted as `unimplemented`.
+ */
+async function settleRefusedUnary(
+  uRes: UniversalServerResponse,
+  onCode: (code: ErrorCodeName) => void,
+  allow: string,
+): Promise<UniversalServerResponse> {
+  if (uRes.status === 405 || uRes.status === 415) {
+    onCode('unimplemented');
+    const header = new Headers(uRes.header);
+    if (uRes.status === 405) header.set('Allow', allow);
+    return { ...uRes, header };
+  }
+  const bytes = await readAll(uRes.body as AsyncIterable<Uint8Array> | undefined);
+  const error = parseConnectErrorJson(bytes);
+  if (error && isDecodeFailure(error.code)) {
+    onCode('invalid_argument');
+    const body = Buffer.from(JSON.stringify({ code: 'invalid_argument', message: MALFORMED_MESSAGE }));
+    const header = new Headers(uRes.header);
+    header.set('Content-Length', String(body.byteLength));
+    header.delete('Content-Encoding');
+    return {
+      status: 400,
+      header,
+      body: (async function* () {
+        yield body;
+      })(),
+    };
+  }
+  onCode((error?.code as ErrorCodeName | undefined) ?? 'unknown');
+  return {
+    ...uRes,
+    body: (async function* () {
+      yield bytes;
+    })(),
+  };
+}
+
+function nodeHeaders(headers: Headers | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  headers?.forEach((value, key) => {
+    const prev = out[key];
+    out[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+  });
+  return out;
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Writes a universal response (a stream's headers may be on the wire already: streamStartKey). */
+async function writeResponse(uRes: UniversalServerResponse, res: ServerResponse): Promise<void> {
+  const iterator = (uRes.body as AsyncIterable<Uint8Array> | undefined)?.[Symbol.asyncIterator]();
+  try {
+    if (iterator) {
+      for (let chunk = await iterator.next(); chunk.done !== true; chunk = await iterator.next()) {
+        if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
+        if (res.destroyed) break;
+        if (!res.write(chunk.value)) await drainedOrClosed(res);
+      }
+    }
+    if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
+    if (uRes.trailer && !res.destroyed) res.addTrailers(nodeHeaders(uRes.trailer) as Record<string, string>);
+    if (!res.destroyed) res.end();
+  } finally {
+    // Ends the handler's pipeline when the client left early (it sees its aborted signal).
+    await iterator?.return?.().catch(() => undefined);
+  }
+}
+
+/** The HTTP port's request handler: Connect RPCs, then the route table. */
+export function createHttpPortHandler(
+  router: ConnectRouter,
+  routes: HttpRouteTable,
+  metrics: RpcMetrics,
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h as unknown as Handler]));
+  return (req, res) => {
+    const { path } = parseTarget(req.url);
+    const handler = handlers.get(path);
+    if (!handler) {
+      if (RPC_PATH.test(path) && req.method === 'POST') {
+        // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
+        metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
+      }
+      void routes.dispatch(req, res, logger);
+      return;
+    }
+    const streaming = isStreamingContentType(req.headers['content-type'] ?? null);
+    const values = createContextValues().set(transportKey, 'http');
+    if (streaming) {
+      values.set(streamStartKey, (headers: Headers) => {
+        if (res.headersSent || res.destroyed) return;
+        res.writeHead(200, nodeHeaders(headers));
+        res.flushHeaders();
+      });
+    }
+    const labels = metrics.labels(handler.service.typeName, handler.method.name, 'http');
+    const onCode = (code: ErrorCodeName): void => metrics.record(labels, code);
+    const handlerRan = (): boolean => values.get(countedKey);
+    let uReq: ReturnType<typeof universalRequestFromNodeRequest>;
+    try {
+      uReq = universalRequestFromNodeRequest(req, res, undefined, values);
+    } catch (err) {
+      // No authority (an HTTP/1.0 request without Host): Connect cannot build its URL. A throw
+      // here would escape the server's request event and end the process.
+      logger.debug({ err }, 'rpc request refused before decoding');
+      onCode('invalid_argument');
+      req.resume();
+      res.writeHead(400, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(JSON.stringify({ code: 'invalid_argument', message: 'the request has no Host header' }));
+      return;
+    }
+    handler(uReq)
+      .then(async (uRes) => {
+        // A stream that got this far reached the interceptors (Connect reads its request inside
+        // them), which count it and refuse a malformed request; a unary call decodes before them.
+        const settled = handlerRan()
+          ? uRes
+          : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));
+        return writeResponse(settled, res);
+      })
+      .catch((reason: unknown) => {
+        const gone = res.destroyed || req.destroyed;
+        const code = ConnectError.from(reason).code;
+        if (!handlerRan()) onCode(gone ? 'canceled' : connectCodeName(code));
+        if (!res.headersSent) {
+          res.writeHead(500, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ code: 'internal', message: 'internal error' }));
+        } else if (!res.writableEnded) res.destroy();
+        logger[gone || code === Code.Aborted ? 'debug' : 'warn'](
+          { err: reason, rpcService: handler.service.typeName, rpcMethod: handler.method.name },
+          'rpc response not completed',
+        );
+      });
+  };
+}
