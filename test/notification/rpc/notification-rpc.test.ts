@@ -3,6 +3,7 @@
  * peer (and a local SendGrid v3 peer), the delivery records behind it (memory store and real
  * PostgreSQL), bad input, idempotency, caller scopes, listing, health and the request size limit.
  */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { ParsedMail } from 'mailparser';
@@ -22,6 +23,7 @@ import {
 } from '../../support/notification-app';
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
+import { waitFor } from '../../support/wait';
 import { startSmtpPeer, type SmtpPeer } from '../channels/email/smtp-peer';
 import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 
@@ -226,6 +228,10 @@ describe.each([
     expect(d.channel).toBe(Channel.EMAIL);
     expect(d.backend).toBe('relay');
     expect(d.recipient).toBe('j***@example.com, c***@example.com, b***@example.com');
+    // The idempotency scope is the token's short hash, never the token.
+    const { scope } = await h.n.app.deliveries.get(sent.deliveryId);
+    expect(scope).toMatch(/^token:[0-9a-f]{16}$/);
+    expect(scope).not.toContain(TOKEN_A);
 
     expect(peer.received).toHaveLength(1);
     const mail = peer.received[0]!;
@@ -473,6 +479,19 @@ describe('ListDeliveries', () => {
     expect(negative.details).toMatch(/page_size/);
   });
 
+  test('/metrics counts final deliveries by backend and outcome and shows the queue', async () => {
+    const text = await (await fetch(`${h.n.baseUrl}/metrics`)).text();
+    expect(text).toContain('notification_deliveries_total{channel="email",backend="relay",outcome="sent"} 3');
+    expect(text).toContain(
+      'notification_deliveries_total{channel="email",backend="relay",outcome="failed"} 1',
+    );
+    expect(text).toContain('notification_deliveries_total{channel="email",backend="api",outcome="sent"} 1');
+    expect(text).toContain('notification_delivery_queue_depth{status="pending"} 0');
+    expect(text).toMatch(
+      /notification_delivery_attempt_duration_seconds_count\{channel="email",backend="relay"\} 4/,
+    );
+  });
+
   test('over Connect too, each record with its masked recipient and attempt log', async () => {
     const page = await h.n.notificationConnect.listDeliveries({ pageSize: 1 }, { headers: auth(TOKEN_B) });
     expect(page.deliveries.map((d) => d.id)).toEqual([ids[4]]);
@@ -602,6 +621,36 @@ describe('SendEmail without a mailer, and health with a mailer that is down', ()
       await n.close();
     }
   });
+});
+
+test('at shutdown an attempt still in flight at the deadline is released, never failed', async () => {
+  // A relay that accepts the connection and never greets: the attempt hangs until it is cut.
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as AddressInfo).port;
+  const mailer = smtpMailerConfig(port);
+  mailer.backends![0]!.smtp!.greeting_timeout_ms = 30000;
+  const n = await startNotificationApp({
+    server: { shutdown_timeout_ms: 100 },
+    delivery: { ...FAST_DELIVERY, attempt_timeout_ms: 30000, lease_seconds: 60 },
+    mailer,
+  });
+  try {
+    const sent = await unary<SendResult>(n.notificationGrpc, 'sendEmail', email());
+    await waitFor(() => n.app.deliveries.worker.activeAttempts === 1, 'the attempt to start');
+    await n.close();
+    const after = await n.app.deliveries.get(sent.response.deliveryId);
+    expect(after.status).toBe('pending');
+    expect(after.attempts).toEqual([]);
+    expect(n.app.deliveries.worker.activeAttempts).toBe(0);
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 });
 
 test('simpleParser is the parser the peer uses (sanity of the Message-ID helper)', async () => {
