@@ -6,7 +6,7 @@
 import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
 import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
 import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
-import { callerKey, countedKey, transportKey } from './context';
+import { callerIdentity, callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { createTokenMatcher, parseBearer } from '../auth/bearer';
 
@@ -72,12 +72,13 @@ export function errorInterceptor(logger: Logger): Interceptor {
  */
 export function authInterceptor(tokens: readonly string[]): Interceptor {
   const match = createTokenMatcher(tokens);
+  const identities = tokens.map(callerIdentity);
   return (next) => async (req) => {
     const token = parseBearer(req.header.get('authorization'));
     if (token === undefined) throw new ConnectError('missing bearer token', Code.Unauthenticated);
     const index = match(token);
     if (index < 0) throw new ConnectError('invalid bearer token', Code.Unauthenticated);
-    req.contextValues.set(callerKey, `token-${index}`);
+    req.contextValues.set(callerKey, identities[index]!);
     return next(req);
   };
 }

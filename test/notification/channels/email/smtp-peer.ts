@@ -26,6 +26,8 @@ export type DataBehaviour =
 export interface SmtpPeer {
   port: number;
   received: ReceivedMail[];
+  /** Raw messages the peer answered with a scripted reply code (refused after DATA), in order. */
+  rejected: Buffer[];
   /** Answers for the next messages, used in order; then `accept`. */
   script: DataBehaviour[];
   /** Recipients refused at RCPT TO with this reply (address -> [code, text]). */
@@ -45,6 +47,7 @@ export async function startSmtpPeer(options: Partial<SMTPServerOptions> = {}): P
   const peer: SmtpPeer = {
     port: 0,
     received: [],
+    rejected: [],
     script: [],
     refuse: new Map(),
     dataCount: 0,
@@ -74,6 +77,7 @@ export async function startSmtpPeer(options: Partial<SMTPServerOptions> = {}): P
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         if (behaviour.kind === 'reply') {
+          peer.rejected.push(Buffer.concat(chunks));
           callback(smtpError(behaviour.code, behaviour.text));
           return;
         }

@@ -1,0 +1,114 @@
+/**
+ * `EmailSender`: the email channel's way into the delivery pipeline, between the RPC layer and
+ * `DeliveryPipeline`. It resolves the backend, builds and validates the Mailable with the mailer
+ * module's limits, gives the message its one Message-ID and submits it. Everything a caller can get
+ * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
+ */
+import type { BackendLookup, DeliveryPipeline, SubmitInput } from '../../delivery/pipeline';
+import type { DeliveryView } from '../../delivery/types';
+import {
+  type EmailMessage,
+  Mailable,
+  type MailableFields,
+  type OutboundEmail,
+  toOutboundEmail,
+} from './mailable';
+import type { MailerProtocol } from './mailer';
+import type { MailerModule } from './mailer-module';
+
+/** One SendEmail request, as the domain sees it. */
+export interface SendEmailInput extends MailableFields {
+  /** Backend name; the primary mailer when absent or empty. */
+  backend?: string;
+  /** Optional; the same key with the same content returns the first delivery and sends nothing. */
+  idempotencyKey?: string;
+}
+
+/** What a send answers. */
+export interface EmailSendResult {
+  delivery: DeliveryView;
+  /** False when an earlier delivery with the same key and content was returned. */
+  created: boolean;
+  /**
+   * The RFC 5322 Message-ID every attempt of this delivery carries. Empty only for an earlier
+   * delivery whose content the retention already erased (`delivery.content_retention_hours`).
+   */
+  messageId: string;
+}
+
+/**
+ * Requests of this many bytes must pass the transport so that a message of `maxMessageBytes` (content
+ * bytes, attachments before base64) reaches `Mailable.build`, which refuses a larger one with a clear
+ * INVALID_ARGUMENT. Connect JSON carries bytes as base64 (4/3 of them), so that is the bound; the
+ * extra MiB covers field names, addresses and framing. A request beyond it is refused by the
+ * transport itself (RESOURCE_EXHAUSTED).
+ */
+export function emailRequestBytes(maxMessageBytes: number): number {
+  return Math.ceil((maxMessageBytes * 4) / 3) + 1024 * 1024;
+}
+
+/** The pipeline's view of the mailers: `email` resolves through the module, other channels not. */
+export function mailerLookup(mailers: MailerModule): BackendLookup {
+  return (channel, backend) => {
+    if (channel !== 'email') return undefined;
+    // `get` refuses unknown names and an empty module: for the lookup, both mean "no such backend".
+    if (mailers.names.length === 0) return undefined;
+    if (backend !== undefined && backend !== '' && !mailers.names.includes(backend)) return undefined;
+    return mailers.get(backend);
+  };
+}
+
+/** Turns SendEmail requests into email deliveries. */
+export class EmailSender {
+  constructor(
+    private readonly mailers: MailerModule,
+    private readonly pipeline: DeliveryPipeline,
+  ) {}
+
+  /**
+   * Validates and records one email for `scope` (the caller) and resolves once the record is
+   * committed. FailedPreconditionError when no mailer is configured; InvalidArgumentError naming the
+   * field for bad input or an unknown backend; AlreadyExistsError when the idempotency key was used
+   * for other content.
+   */
+  async send(input: SendEmailInput, scope: string): Promise<EmailSendResult> {
+    // The backend first: with none configured, no input could ever be sent.
+    const mailer = this.mailers.get(input.backend);
+    const message = Mailable.of(input).build(this.mailers.limits);
+    const result = await this.pipeline.submit(
+      emailSubmission(message, mailer, scope, input.idempotencyKey || undefined),
+    );
+    return { delivery: result.delivery, created: result.created, messageId: storedMessageId(result.payload) };
+  }
+}
+
+/**
+ * The pipeline submission of a validated email through `mailer`: the payload with its one new
+ * Message-ID, every address (to, cc, bcc) as the recipient, and the content hash taken over the
+ * message without the Message-ID, which is new on every call: a retried call with the same key and
+ * content then finds its delivery instead of ALREADY_EXISTS.
+ */
+export function emailSubmission(
+  message: EmailMessage,
+  mailer: Pick<MailerProtocol, 'name' | 'fromEmail'>,
+  scope: string,
+  idempotencyKey?: string,
+): SubmitInput {
+  const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
+  return {
+    channel: 'email',
+    backend: mailer.name,
+    recipient: [...message.to, ...message.cc, ...message.bcc].map((a) => a.email).join(', '),
+    payload,
+    hashPayload: message,
+    scope,
+    idempotencyKey,
+  };
+}
+
+/** The Message-ID of a stored email payload; empty once the payload was erased. */
+export function storedMessageId(payload: unknown): string {
+  if (typeof payload !== 'object' || payload === null) return '';
+  const id = (payload as Partial<OutboundEmail>).messageId;
+  return typeof id === 'string' ? id : '';
+}
