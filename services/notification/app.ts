@@ -12,6 +12,8 @@ import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/r
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
+import { DatabaseJobLease } from '../../shared/storage/periodic-job';
+import { DELIVERY_MAINTENANCE_TABLE } from './migrations/20261123000350_delivery_maintenance';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import type { NotificationConfig } from './config';
 import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
@@ -108,6 +110,11 @@ export async function createNotificationApp(
       config: config.delivery,
       registry,
       logger,
+      // With the database store, one replica runs the retention pass per interval.
+      retentionLease:
+        config.delivery.store_backend === 'database'
+          ? new DatabaseJobLease(storage!.knex, { table: DELIVERY_MAINTENANCE_TABLE, logger })
+          : undefined,
     });
     const email = new EmailSender(mailers, deliveries);
 
@@ -132,8 +139,6 @@ export async function createNotificationApp(
     lifecycle.worker('delivery', {
       start: () => {
         deliveries.start();
-        // The shared once-per-interval job (shared/storage/periodic-job.ts) is not on main yet: the
-        // retention runs on the pipeline's own timer (idempotent statements, harmless on replicas).
         deliveries.retention.start();
       },
       stop: async () => {

@@ -21,6 +21,7 @@ import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
 import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
 import { RetryPolicy } from './retry-policy';
+import type { JobLease } from '../../../shared/storage/periodic-job';
 import { DeliveryRetention } from './retention';
 import type { DeliveryStore } from './store';
 import { CHANNELS, DELIVERY_STATUSES, toView, type DeliveryFilter, type DeliveryView } from './types';
@@ -89,6 +90,8 @@ export interface DeliveryPipelineOptions {
   random?: () => number;
   /** Lease owner id of this process's worker. */
   owner?: string;
+  /** Who runs the retention pass per interval (a DatabaseJobLease across replicas); this process by default. */
+  retentionLease?: JobLease;
 }
 
 /** Default page size of `list`. */
@@ -148,6 +151,7 @@ export class DeliveryPipeline {
       config: options.config,
       logger: options.logger,
       clock: this.clock,
+      lease: options.retentionLease,
     });
   }
 

@@ -3,13 +3,13 @@
  * recipient `content_retention_hours` after it ended (the record, masked recipient and attempts stay),
  * and the whole record goes `retention_days` after it ended. Each batch is one short statement.
  *
- * `runOnce` is the function to run once per interval; the composition root plugs it into the shared
- * once-per-interval job (shared/storage/periodic-job.ts, an advisory lock so one replica runs it).
- * Until that lands, `start()` runs it on a plain local timer, which is harmless on several replicas:
- * the statements are idempotent.
+ * It runs as the shared once-per-interval job (shared/storage/periodic-job.ts): with the database
+ * store the composition root passes a DatabaseJobLease, so one replica runs it per interval; the stop
+ * flag is checked between batches, so shutdown never waits for a whole pass.
  */
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
+import { InProcessJobLease, type JobLease, PeriodicJob } from '../../../shared/storage/periodic-job';
 import type { DeliveryConfig } from './config';
 import type { DeliveryStore } from './store';
 
@@ -29,6 +29,8 @@ export interface DeliveryRetentionOptions {
   clock?: () => Date;
   /** Called between batches; defaults to yielding to the event loop. */
   pause?: () => Promise<void>;
+  /** Who may run the pass now (one replica per interval); this process alone by default. */
+  lease?: JobLease;
 }
 
 /** What one retention run did. */
@@ -40,25 +42,38 @@ export interface DeliveryRetentionResult {
 
 /** The retention pass of the delivery records. */
 export class DeliveryRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<DeliveryRetentionResult> | null = null;
+  private readonly job: PeriodicJob;
   private readonly log: Logger;
   private readonly clock: () => Date;
   private readonly pause: () => Promise<void>;
+  private last: DeliveryRetentionResult = { erased: 0, deleted: 0, batches: 0 };
 
   constructor(private readonly options: DeliveryRetentionOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-retention' });
     this.clock = options.clock ?? (() => new Date());
     this.pause = options.pause ?? (() => new Promise((resolve) => setImmediate(resolve)));
+    this.job = new PeriodicJob({
+      name: DELIVERY_RETENTION_JOB,
+      intervalMs: options.config.purge_interval_seconds * 1000,
+      lease: options.lease ?? new InProcessJobLease(),
+      run: (signal) => this.pass(signal),
+      logger: options.logger,
+      clock: this.clock,
+    });
   }
 
-  /** Runs one full pass (batch after batch until nothing is left); a run in progress is joined. */
-  runOnce = (): Promise<DeliveryRetentionResult> => {
-    this.running ??= this.pass().finally(() => (this.running = null));
-    return this.running;
+  /**
+   * Runs one pass now (batch after batch until nothing is left, or stop() is called) unless it is
+   * running, another replica holds the lease, or it ran within the interval (then all counts are 0).
+   */
+  runOnce = async (): Promise<DeliveryRetentionResult> => {
+    this.last = { erased: 0, deleted: 0, batches: 0 };
+    const result = this.last;
+    await this.job.runOnce();
+    return { ...result };
   };
 
-  private async pass(): Promise<DeliveryRetentionResult> {
+  private async pass(signal: AbortSignal): Promise<void> {
     const { content_retention_hours, retention_days, purge_batch_size } = this.options.config;
     const now = this.clock();
     const request = {
@@ -67,8 +82,9 @@ export class DeliveryRetention {
       deleteBefore: new Date(now.getTime() - retention_days * 24 * HOUR_MS),
       batchSize: purge_batch_size,
     };
-    const result: DeliveryRetentionResult = { erased: 0, deleted: 0, batches: 0 };
-    for (;;) {
+    const result = this.last;
+    // The stop flag is checked between batches: shutdown waits for one batch, never a whole pass.
+    while (!signal.aborted) {
       const batch = await this.options.store.purgeExpired(request);
       result.batches++;
       result.erased += batch.erased;
@@ -79,22 +95,15 @@ export class DeliveryRetention {
     if (result.erased > 0 || result.deleted > 0) {
       this.log.info({ erased: result.erased, deleted: result.deleted }, 'delivery retention pass done');
     }
-    return result;
   }
 
-  /** Runs the pass every purge_interval_seconds on a local, unref'd timer. */
+  /** Runs the pass every purge_interval_seconds (first run after one interval); the timer is unref'd. */
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      void this.runOnce().catch((err: unknown) => this.log.error({ err }, 'delivery retention failed'));
-    }, this.options.config.purge_interval_seconds * 1000);
-    this.timer.unref();
+    this.job.start();
   }
 
-  /** Stops the timer and waits for a pass in progress. */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running?.catch(() => undefined);
+  /** Stops the schedule; a pass in progress stops after its current batch, and stop() waits for it. */
+  stop(): Promise<void> {
+    return this.job.stop();
   }
 }
