@@ -16,6 +16,15 @@ import type { NotificationConfig } from './config';
 import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
 import { InboxRpc } from './rpc/inbox-rpc';
+import { NotificationRpc } from './rpc/notification-rpc';
+import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
+import { MailerModule } from './channels/email/mailer-module';
+import {
+  DatabaseDeliveryStore,
+  DeliveryPipeline,
+  type DeliveryStore,
+  InMemoryDeliveryStore,
+} from './delivery';
 import { AdminAuth } from './admin/auth';
 import { AdminGateway } from './admin/gateway';
 
@@ -29,6 +38,10 @@ export interface NotificationApp {
   readonly inbox: InboxService;
   /** The inbox event hub (open watches: `watcherCount`). */
   readonly inboxHub: InboxHub;
+  /** The delivery pipeline (records, worker, retention) every channel sends through. */
+  readonly deliveries: DeliveryPipeline;
+  /** The mailer backends of `mailer.backends`. */
+  readonly mailers: MailerModule;
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -41,7 +54,16 @@ export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
 
 /** True when some area keeps its data in the database (so the service opens one). */
 function needsDatabase(config: NotificationConfig): boolean {
-  return config.inbox.store_backend === 'database';
+  return config.inbox.store_backend === 'database' || config.delivery.store_backend === 'database';
+}
+
+/**
+ * The largest request either port accepts: `server.max_request_bytes`, raised when needed so that a
+ * SendEmail of `mailer.max_message_bytes` fits, even as Connect JSON (attachments in base64). A
+ * message over the mailer limit then gets the Mailable's clear INVALID_ARGUMENT, not a transport error.
+ */
+export function effectiveMaxRequestBytes(config: NotificationConfig): number {
+  return Math.max(config.server.max_request_bytes, emailRequestBytes(config.mailer.max_message_bytes));
 }
 
 /** Builds the notification service from its config; nothing listens until start(). */
@@ -52,8 +74,8 @@ export async function createNotificationApp(
   const registry = new Registry();
   const lifecycle = new ServiceLifecycle(logger);
   try {
-    // The one storage root: opened once, every migration run, handed to the areas (the delivery
-    // store comes next to the inbox here).
+    // The one storage root: opened once, every migration run, handed to the areas (the inbox and
+    // the delivery store).
     const storage = needsDatabase(config)
       ? await lifecycle.storage('database', () =>
           openStorage(config.database, NOTIFICATION_MIGRATION_SETS, logger),
@@ -69,18 +91,55 @@ export async function createNotificationApp(
 
     const auth = new AdminAuth({ ...config.admin.auth, environment: config.environment });
 
+    // Delivery: one pipeline for every channel; email resolves through the mailers (SMS and push
+    // have no drivers yet, so their lookups find nothing).
+    const mailers = MailerModule.configure(config.mailer, { logger });
+    const deliveryStore: DeliveryStore =
+      config.delivery.store_backend === 'database'
+        ? new DatabaseDeliveryStore(storage!.knex)
+        : new InMemoryDeliveryStore();
+    const deliveries = new DeliveryPipeline({
+      store: deliveryStore,
+      lookup: mailerLookup(mailers),
+      config: config.delivery,
+      registry,
+      logger,
+    });
+    const email = new EmailSender(mailers, deliveries);
+
     const server = new RpcServer({
       name: 'notification',
       logger,
       registry,
       ...serverOptionsFromConfig(config.server),
+      maxRequestBytes: effectiveMaxRequestBytes(config),
       services: [
-        // Delivery RPCs are not built yet: every method answers UNIMPLEMENTED.
-        registration(NotificationService, {}),
+        // SendSms, SendPush and SendPushBatch are not implemented: they answer UNIMPLEMENTED.
+        registration(NotificationService, new NotificationRpc(email, deliveries)),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
       ],
     });
     lifecycle.serve('server', server);
+    // The shutdown deadline counts from when the server begins to stop accepting calls; attempts in
+    // flight get until then to finish, the rest are released for another process (never failed).
+    let shutdownBegan: number | undefined;
+    server.shutdownSignal.addEventListener('abort', () => (shutdownBegan = Date.now()), { once: true });
+    lifecycle.worker('delivery', {
+      start: () => {
+        deliveries.start();
+        // The shared once-per-interval job (shared/storage/periodic-job.ts) is not on main yet: the
+        // retention runs on the pipeline's own timer (idempotent statements, harmless on replicas).
+        deliveries.retention.start();
+      },
+      stop: async () => {
+        const deadline = new Date((shutdownBegan ?? Date.now()) + config.server.shutdown_timeout_ms);
+        try {
+          await deliveries.stop(deadline);
+        } finally {
+          await mailers.close();
+        }
+      },
+    });
     const gateway = new AdminGateway({
       inbox,
       auth,
@@ -101,6 +160,9 @@ export async function createNotificationApp(
     observability.checker.add(INBOX_HEALTH_CHECK_NAME, async () => ({
       ...(await inboxProvider.health.check()),
     }));
+    // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
+    // stays in service while deliveries wait in the queue.
+    for (const { name, check } of mailers.healthChecks()) observability.checker.add(name, check);
 
     return {
       server,
@@ -109,6 +171,8 @@ export async function createNotificationApp(
       auth,
       inbox,
       inboxHub: inboxProvider.hub,
+      deliveries,
+      mailers,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

@@ -7,7 +7,7 @@ import { Code, ConnectError, type Interceptor, type StreamResponse } from '@conn
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { codeName, toConnectError } from './errors';
-import { callerKey, transportKey } from './context';
+import { callerIdentity, callerKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { createTokenMatcher, parseBearer } from '../auth/bearer';
 
@@ -51,12 +51,13 @@ export function errorInterceptor(logger: Logger): Interceptor {
  */
 export function authInterceptor(tokens: readonly string[]): Interceptor {
   const match = createTokenMatcher(tokens);
+  const identities = tokens.map(callerIdentity);
   return (next) => async (req) => {
     const token = parseBearer(req.header.get('authorization'));
     if (token === undefined) throw new ConnectError('missing bearer token', Code.Unauthenticated);
     const index = match(token);
     if (index < 0) throw new ConnectError('invalid bearer token', Code.Unauthenticated);
-    req.contextValues.set(callerKey, `token-${index}`);
+    req.contextValues.set(callerKey, identities[index]!);
     return next(req);
   };
 }

@@ -33,7 +33,11 @@ async function main(): Promise<void> {
   // The notification service with the memory inbox store, for the inbox Send benchmark.
   const notification = await createNotificationApp(
     loadNotificationConfig(
-      { server: { host: '127.0.0.1', grpc_port: 0, http_port: 0 }, inbox: { store_backend: 'memory' } },
+      {
+        server: { host: '127.0.0.1', grpc_port: 0, http_port: 0 },
+        inbox: { store_backend: 'memory' },
+        delivery: { store_backend: 'memory' },
+      },
       { env: {}, file: null },
     ),
     silentLogger(),

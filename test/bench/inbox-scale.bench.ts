@@ -370,6 +370,7 @@ export async function runInboxFanOutBench(): Promise<BenchRow[]> {
     'notification',
     {
       SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+      SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
     },
     { cwd: tmpdir() },
   );

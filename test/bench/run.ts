@@ -41,7 +41,11 @@ const suites: Suite[] = [
     name: 'admin',
     async run() {
       const config = loadNotificationConfig(
-        { server: { host: '127.0.0.1', grpc_port: 0, http_port: 0 }, inbox: { store_backend: 'memory' } },
+        {
+          server: { host: '127.0.0.1', grpc_port: 0, http_port: 0 },
+          inbox: { store_backend: 'memory' },
+          delivery: { store_backend: 'memory' },
+        },
         { env: {}, file: null },
       );
       const app = await createNotificationApp(config, silentLogger());

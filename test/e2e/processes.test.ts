@@ -30,7 +30,12 @@ describe.each([
   beforeAll(async () => {
     proc = await startServiceProcess(
       name,
-      name === 'notification' ? { SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory' } : {},
+      name === 'notification'
+        ? {
+            SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+            SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
+          }
+        : {},
     );
   });
   afterAll(async () => {
@@ -103,7 +108,10 @@ test('secrets from the environment never appear in the logs', async () => {
 describe('the notification process on embedded defaults for local use', () => {
   let proc: ServiceProcess;
   beforeAll(async () => {
-    proc = await startServiceProcess('notification', { SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory' });
+    proc = await startServiceProcess('notification', {
+      SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+      SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
+    });
   });
   afterAll(async () => {
     await proc.stop();
@@ -144,6 +152,7 @@ test('in production without admin keys the notification process refuses to start
     startServiceProcess('notification', {
       NODE_ENV: 'production',
       SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+      SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
     }),
   ).rejects.toThrow(/exited with 2[\s\S]*admin\.auth/);
 });
@@ -156,6 +165,7 @@ describe.each(['notification', 'monitor'] as const)('the %s process in productio
       ? {
           NODE_ENV: 'production',
           [`${prefix}INBOX__STORE_BACKEND`]: 'memory',
+          [`${prefix}DELIVERY__STORE_BACKEND`]: 'memory',
           [`${prefix}ADMIN__AUTH__JWT_SECRET`]: 'x'.repeat(32),
         }
       : { NODE_ENV: 'production' };

@@ -12,6 +12,7 @@ async function start(overrides: Partial<NotificationConfigInput> = {}) {
       ...overrides,
       server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 },
       inbox: { store_backend: 'memory', ...overrides.inbox },
+      delivery: { store_backend: 'memory', ...overrides.delivery },
     },
     { env: {}, file: null },
   );

@@ -44,6 +44,12 @@ export interface SubmitInput {
   recipient: string;
   /** What to send: the channel's payload, JSON-serialisable. */
   payload: unknown;
+  /**
+   * What the idempotency content hash covers instead of `payload`. A channel whose payload carries a
+   * value made fresh on every call (email's Message-ID) hashes the payload without it, so a retried
+   * call with the same key and content is recognised as the same delivery.
+   */
+  hashPayload?: unknown;
   /** Who the idempotency key belongs to (API token identity, or one scope when tokens are off). */
   scope: string;
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
@@ -55,6 +61,12 @@ export interface SubmitResult {
   delivery: DeliveryView;
   /** False when an earlier delivery with the same key and content was returned instead. */
   created: boolean;
+  /**
+   * The stored payload: this submit's, or the earlier delivery's when `created` is false (null once
+   * the content retention erased it). For the channel layer that built it (email reads its
+   * Message-ID back), never for responses.
+   */
+  payload: unknown;
 }
 
 /** A page of deliveries, newest first. */
@@ -85,7 +97,8 @@ export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
 const MAX_SCOPE_LENGTH = 256;
 const MAX_KEY_LENGTH = 256;
-const MAX_RECIPIENT_LENGTH = 1024;
+// An email goes to up to mailer.max_recipients (100) addresses of up to 254 characters each.
+const MAX_RECIPIENT_LENGTH = 32 * 1024;
 const MAX_BACKEND_LENGTH = 128;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -163,7 +176,8 @@ export class DeliveryPipeline {
       throw new InvalidArgumentError(`backend "${driver.name}" does not serve ${input.channel}`, 'backend');
     }
     const payload = this.checkPayload(input.payload);
-    const hash = contentHash({ channel: input.channel, backend: driver.name, recipient, payload });
+    const hashed = input.hashPayload === undefined ? payload : input.hashPayload;
+    const hash = contentHash({ channel: input.channel, backend: driver.name, recipient, payload: hashed });
     const record = await this.store.create({
       id: randomUUID(),
       channel: input.channel,
@@ -180,7 +194,7 @@ export class DeliveryPipeline {
       if (record.record.contentHash !== hash) {
         throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
       }
-      return { delivery: toView(record.record), created: false };
+      return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }
     this.worker.wake();
     this.log.debug(
@@ -192,7 +206,7 @@ export class DeliveryPipeline {
       },
       'delivery recorded',
     );
-    return { delivery: toView(record.record), created: true };
+    return { delivery: toView(record.record), created: true, payload: record.record.payload };
   }
 
   /** Round-trips the payload through JSON (what the store keeps) and bounds it. */
@@ -217,12 +231,17 @@ export class DeliveryPipeline {
     return JSON.parse(json) as unknown;
   }
 
-  /** One delivery; NotFoundError when unknown, InvalidArgumentError when `id` is not a UUID. */
-  async get(id: string): Promise<DeliveryView> {
+  /**
+   * One delivery; NotFoundError when unknown, InvalidArgumentError when `id` is not a UUID. With
+   * `scope`, a delivery of another caller is NotFoundError too: indistinguishable from a missing one.
+   */
+  async get(id: string, scope?: string): Promise<DeliveryView> {
     const normalised = typeof id === 'string' ? id.toLowerCase() : '';
     if (!UUID.test(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
     const record = await this.store.get(normalised);
-    if (!record) throw new NotFoundError(`delivery ${normalised} not found`);
+    if (!record || (scope !== undefined && record.scope !== scope)) {
+      throw new NotFoundError(`delivery ${normalised} not found`);
+    }
     return toView(record);
   }
 

@@ -1,0 +1,155 @@
+/**
+ * The NotificationService RPCs (gRPC and Connect): translate wire messages to the email channel and
+ * the delivery pipeline and back. No business rules here: validation lives in the Mailable and the
+ * pipeline, scoping by caller in the pipeline. SendSms, SendPush and SendPushBatch are not
+ * implemented yet (they answer UNIMPLEMENTED until the SMS and push channels land).
+ */
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  AttemptOutcome,
+  Channel as WireChannel,
+  DeliveryStatus as WireStatus,
+  type DeliverySchema,
+  type GetDeliveryRequest,
+  type ListDeliveriesRequest,
+  type NotificationService,
+  type SendEmailRequest,
+} from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { InvalidArgumentError } from '../../../shared/errors';
+import { callerKey } from '../../../shared/rpc/context';
+import type { EmailSender } from '../channels/email/email-sender';
+import type {
+  Channel,
+  DeliveryFilter,
+  DeliveryPipeline,
+  DeliveryStatus,
+  DeliveryView,
+  OutcomeClass,
+} from '../delivery';
+
+const CHANNEL_TO_WIRE: Record<Channel, WireChannel> = {
+  email: WireChannel.EMAIL,
+  sms: WireChannel.SMS,
+  push: WireChannel.PUSH,
+};
+
+const STATUS_TO_WIRE: Record<DeliveryStatus, WireStatus> = {
+  pending: WireStatus.PENDING,
+  retrying: WireStatus.RETRYING,
+  sent: WireStatus.SENT,
+  delivered: WireStatus.DELIVERED,
+  undelivered: WireStatus.UNDELIVERED,
+  failed: WireStatus.FAILED,
+};
+
+const OUTCOME_TO_WIRE: Record<OutcomeClass, AttemptOutcome> = {
+  sent: AttemptOutcome.SENT,
+  retryable: AttemptOutcome.RETRYABLE,
+  rate_limited: AttemptOutcome.RATE_LIMITED,
+  permanent: AttemptOutcome.PERMANENT,
+  recipient_failure: AttemptOutcome.RECIPIENT_FAILURE,
+};
+
+/** The reverse of a total domain-to-wire table, for filters. */
+function reverse<D extends string, W extends number>(table: Record<D, W>): Map<W, D> {
+  return new Map(Object.entries(table).map(([d, w]) => [w as W, d as D]));
+}
+const WIRE_TO_CHANNEL = reverse(CHANNEL_TO_WIRE);
+const WIRE_TO_STATUS = reverse(STATUS_TO_WIRE);
+
+/** Domain status to wire status. */
+export function toWireStatus(status: DeliveryStatus): WireStatus {
+  return STATUS_TO_WIRE[status];
+}
+
+/** Domain delivery record (already without content, recipient masked) to wire delivery. */
+export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof DeliverySchema> {
+  const time = (t: Date | null) => (t ? timestampFromDate(t) : undefined);
+  return {
+    id: d.id,
+    channel: CHANNEL_TO_WIRE[d.channel],
+    backend: d.backend,
+    status: STATUS_TO_WIRE[d.status],
+    attempts: d.attempts.length,
+    lastError: d.lastError ?? '',
+    providerReference: d.providerReference ?? '',
+    idempotencyKey: d.idempotencyKey ?? '',
+    recipient: d.maskedRecipient,
+    createdAt: timestampFromDate(d.createdAt),
+    updatedAt: timestampFromDate(d.updatedAt),
+    nextAttemptAt: time(d.nextAttemptAt),
+    sentAt: time(d.sentAt),
+    deliveredAt: time(d.deliveredAt),
+    attemptLog: d.attempts.map((a) => ({
+      startedAt: timestampFromDate(a.startedAt),
+      outcome: OUTCOME_TO_WIRE[a.outcome],
+      error: a.error ?? '',
+      providerReference: a.providerReference ?? '',
+      durationMs: BigInt(Math.round(a.durationMs)),
+    })),
+  };
+}
+
+/** A wire enum filter: unspecified means any; a value we do not know is bad input naming the field. */
+function enumFilter<D>(value: number, known: Map<number, D>, field: string): D | undefined {
+  if (value === 0) return undefined;
+  const mapped = known.get(value);
+  if (mapped === undefined) throw new InvalidArgumentError(`${field}: unknown value ${value}`, field);
+  return mapped;
+}
+
+/** NotificationService: email, delivery records; SMS and push answer UNIMPLEMENTED for now. */
+export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationService>> {
+  constructor(
+    private readonly email: EmailSender,
+    private readonly pipeline: DeliveryPipeline,
+  ) {}
+
+  async sendEmail(req: SendEmailRequest, ctx: HandlerContext) {
+    const result = await this.email.send(
+      {
+        to: req.to,
+        cc: req.cc,
+        bcc: req.bcc,
+        fromName: req.fromName,
+        replyTo: req.replyTo,
+        subject: req.subject,
+        text: req.text,
+        html: req.html,
+        headers: req.headers,
+        attachments: req.attachments.map((a) => ({
+          filename: a.filename,
+          contentType: a.contentType,
+          content: a.content,
+        })),
+        backend: req.backend,
+        idempotencyKey: req.idempotencyKey,
+      },
+      ctx.values.get(callerKey),
+    );
+    return {
+      deliveryId: result.delivery.id,
+      status: STATUS_TO_WIRE[result.delivery.status],
+      messageId: result.messageId,
+    };
+  }
+
+  async getDelivery(req: GetDeliveryRequest, ctx: HandlerContext) {
+    // Scoped per caller: another caller's delivery is NOT_FOUND, like a missing one.
+    const delivery = await this.pipeline.get(req.id, ctx.values.get(callerKey));
+    return { delivery: toWireDelivery(delivery) };
+  }
+
+  async listDeliveries(req: ListDeliveriesRequest, ctx: HandlerContext) {
+    const filter: DeliveryFilter = { scope: ctx.values.get(callerKey) };
+    const channel = enumFilter(req.channel, WIRE_TO_CHANNEL, 'channel');
+    const status = enumFilter(req.status, WIRE_TO_STATUS, 'status');
+    if (channel) filter.channel = channel;
+    if (status) filter.status = status;
+    if (req.backend !== '') filter.backend = req.backend;
+    const page = await this.pipeline.list(filter, req.pageToken, req.pageSize);
+    return { deliveries: page.deliveries.map(toWireDelivery), nextPageToken: page.nextPageToken };
+  }
+}
