@@ -162,9 +162,16 @@ test(
           );
           proc.child.kill('SIGKILL');
           killed = true;
-          receivedBeforeKill = new Set(peer!.messageIds.keys());
           acked = (await submitting).acked;
           await proc.stop('SIGKILL', 1000);
+          // What the killed process sent: its connections are closed once the peer has read all
+          // they carried, and every message read in full has been counted.
+          await waitFor(
+            () => peer!.connections === 0 && peer!.unanswered === 0,
+            'the peer to finish with the killed process',
+            SETTLE_TIMEOUT_MS,
+          );
+          receivedBeforeKill = new Set(peer!.messageIds.keys());
         } finally {
           client.close();
         }

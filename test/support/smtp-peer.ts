@@ -57,6 +57,10 @@ export interface SmtpPeer {
   refuse: Map<string, [number, string]>;
   /** DATA commands the peer has seen, whatever it answered. */
   dataCount: number;
+  /** Client connections open now. */
+  readonly connections: number;
+  /** Messages read in full whose answer is not sent yet (being parsed, or held while paused). */
+  unanswered: number;
   /** Listens (again) on `port`. */
   start(): Promise<void>;
   /** Drops every connection and stops listening: senders then meet connection refused. */
@@ -121,6 +125,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const answer = (): void => {
+          peer.unanswered--;
           if (behaviour.kind === 'reply') {
             callback(smtpError(behaviour.code, behaviour.text));
             return;
@@ -134,14 +139,20 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
             callback(null, reply);
             return;
           }
+          peer.unanswered++;
           simpleParser(raw)
             .then((parsed) => {
+              peer.unanswered--;
               count(raw);
               peer.received.push({ from, recipients, raw, parsed, at: Date.now() });
               callback(null, reply);
             })
-            .catch((err: unknown) => callback(err as Error));
+            .catch((err: unknown) => {
+              peer.unanswered--;
+              callback(err as Error);
+            });
         };
+        peer.unanswered++;
         if (held) held.push(answer);
         else answer();
       });
@@ -156,9 +167,16 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
     script: [],
     refuse: new Map(),
     dataCount: 0,
+    unanswered: 0,
+    get connections() {
+      return sockets.size;
+    },
     async start() {
       if (server) return;
       const s = new SMTPServer(serverOptions());
+      // A sender killed mid-session resets its connection: smtp-server reports that as an 'error'
+      // event, which would otherwise be thrown. Nothing to do: the message was not accepted.
+      s.on('error', () => undefined);
       s.server.on('connection', (socket: Socket) => {
         sockets.add(socket);
         socket.on('close', () => sockets.delete(socket));
@@ -178,7 +196,10 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       server = undefined;
       if (!s) return;
       // Held answers belong to connections about to be destroyed: never answer them.
-      if (held) held = [];
+      if (held) {
+        peer.unanswered -= held.length;
+        held = [];
+      }
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => s.close(() => resolve()));
     },
