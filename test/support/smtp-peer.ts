@@ -61,6 +61,8 @@ export interface SmtpPeer {
   readonly connections: number;
   /** Messages read in full whose answer is not sent yet (being parsed, or held while paused). */
   unanswered: number;
+  /** Resolves once `acceptedCount` reaches `n` (at once if it has). */
+  whenAccepted(n: number): Promise<void>;
   /** Listens (again) on `port`. */
   start(): Promise<void>;
   /** Drops every connection and stops listening: senders then meet connection refused. */
@@ -93,10 +95,17 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
   // Answers held while paused; `resume` (or `stop`) releases them.
   let held: (() => void)[] | undefined;
 
+  // whenAccepted() callers, by the count they wait for.
+  let waiters: { n: number; resolve: () => void }[] = [];
   const count = (raw: Buffer): void => {
     const id = messageIdOf(raw);
     if (id !== undefined) peer.messageIds.set(id, (peer.messageIds.get(id) ?? 0) + 1);
     peer.acceptedCount++;
+    if (waiters.length > 0) {
+      const ready = waiters.filter((w) => w.n <= peer.acceptedCount);
+      waiters = waiters.filter((w) => w.n > peer.acceptedCount);
+      for (const w of ready) w.resolve();
+    }
   };
 
   const serverOptions = (): SMTPServerOptions => ({
@@ -168,6 +177,10 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
     refuse: new Map(),
     dataCount: 0,
     unanswered: 0,
+    whenAccepted(n) {
+      if (peer.acceptedCount >= n) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ n, resolve }));
+    },
     get connections() {
       return sockets.size;
     },
