@@ -19,8 +19,6 @@ export interface ReceivedMail {
   recipients: string[];
   raw: Buffer;
   parsed: ParsedMail;
-  /** `Date.now()` when the peer accepted it. */
-  at: number;
 }
 
 /** How the peer answers DATA. */
@@ -57,10 +55,6 @@ export interface SmtpPeer {
   refuse: Map<string, [number, string]>;
   /** DATA commands the peer has seen, whatever it answered. */
   dataCount: number;
-  /** Client connections open now. */
-  readonly connections: number;
-  /** Messages read in full whose answer is not sent yet (being parsed, or held while paused). */
-  unanswered: number;
   /** Resolves once `acceptedCount` reaches `n` (at once if it has). */
   whenAccepted(n: number): Promise<void>;
   /** Listens (again) on `port`. */
@@ -134,7 +128,6 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const answer = (): void => {
-          peer.unanswered--;
           if (behaviour.kind === 'reply') {
             callback(smtpError(behaviour.code, behaviour.text));
             return;
@@ -148,20 +141,14 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
             callback(null, reply);
             return;
           }
-          peer.unanswered++;
           simpleParser(raw)
             .then((parsed) => {
-              peer.unanswered--;
               count(raw);
-              peer.received.push({ from, recipients, raw, parsed, at: Date.now() });
+              peer.received.push({ from, recipients, raw, parsed });
               callback(null, reply);
             })
-            .catch((err: unknown) => {
-              peer.unanswered--;
-              callback(err as Error);
-            });
+            .catch((err: unknown) => callback(err as Error));
         };
-        peer.unanswered++;
         if (held) held.push(answer);
         else answer();
       });
@@ -176,13 +163,9 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
     script: [],
     refuse: new Map(),
     dataCount: 0,
-    unanswered: 0,
     whenAccepted(n) {
       if (peer.acceptedCount >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ n, resolve }));
-    },
-    get connections() {
-      return sockets.size;
     },
     async start() {
       if (server) return;
@@ -209,10 +192,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       server = undefined;
       if (!s) return;
       // Held answers belong to connections about to be destroyed: never answer them.
-      if (held) {
-        peer.unanswered -= held.length;
-        held = [];
-      }
+      if (held) held = [];
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => s.close(() => resolve()));
     },
