@@ -49,6 +49,8 @@ export interface SmtpPeer {
   messageIds: Map<string, number>;
   /** Accepted messages in all, duplicates included. */
   acceptedCount: number;
+  /** Raw messages the peer answered with a scripted reply code (refused after DATA), in order. */
+  rejected: Buffer[];
   /** Answers for the next messages, used in order; then `accept`. */
   script: DataBehaviour[];
   /** Recipients refused at RCPT TO with this reply (address -> [code, text]). */
@@ -129,6 +131,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       stream.on('end', () => {
         const answer = (): void => {
           if (behaviour.kind === 'reply') {
+            peer.rejected.push(Buffer.concat(chunks));
             callback(smtpError(behaviour.code, behaviour.text));
             return;
           }
@@ -158,6 +161,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
   const peer: SmtpPeer = {
     port: options.port ?? 0,
     received: [],
+    rejected: [],
     messageIds: new Map(),
     acceptedCount: 0,
     script: [],

@@ -4,10 +4,16 @@
  * module's limits, gives the message its one Message-ID and submits it. Everything a caller can get
  * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
-import type { DeliveryPipeline } from '../../delivery/pipeline';
-import type { BackendLookup } from '../../delivery/pipeline';
+import type { BackendLookup, DeliveryPipeline, SubmitInput } from '../../delivery/pipeline';
 import type { DeliveryView } from '../../delivery/types';
-import { Mailable, type MailableFields, type OutboundEmail, toOutboundEmail } from './mailable';
+import {
+  type EmailMessage,
+  Mailable,
+  type MailableFields,
+  type OutboundEmail,
+  toOutboundEmail,
+} from './mailable';
+import type { MailerProtocol } from './mailer';
 import type { MailerModule } from './mailer-module';
 
 /** One SendEmail request, as the domain sees it. */
@@ -69,25 +75,39 @@ export class EmailSender {
     // The backend first: with none configured, no input could ever be sent.
     const mailer = this.mailers.get(input.backend);
     const message = Mailable.of(input).build(this.mailers.limits);
-    const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
-    const recipient = [...message.to, ...message.cc, ...message.bcc].map((a) => a.email).join(', ');
-    const result = await this.pipeline.submit({
-      channel: 'email',
-      backend: mailer.name,
-      recipient,
-      payload,
-      // The Message-ID is new on every call: the hash covers the message without it, so a retried
-      // call with the same key and content finds its delivery instead of ALREADY_EXISTS.
-      hashPayload: message,
-      scope,
-      idempotencyKey: input.idempotencyKey || undefined,
-    });
+    const result = await this.pipeline.submit(
+      emailSubmission(message, mailer, scope, input.idempotencyKey || undefined),
+    );
     return { delivery: result.delivery, created: result.created, messageId: storedMessageId(result.payload) };
   }
 }
 
+/**
+ * The pipeline submission of a validated email through `mailer`: the payload with its one new
+ * Message-ID, every address (to, cc, bcc) as the recipient, and the content hash taken over the
+ * message without the Message-ID, which is new on every call: a retried call with the same key and
+ * content then finds its delivery instead of ALREADY_EXISTS.
+ */
+export function emailSubmission(
+  message: EmailMessage,
+  mailer: Pick<MailerProtocol, 'name' | 'fromEmail'>,
+  scope: string,
+  idempotencyKey?: string,
+): SubmitInput {
+  const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
+  return {
+    channel: 'email',
+    backend: mailer.name,
+    recipient: [...message.to, ...message.cc, ...message.bcc].map((a) => a.email).join(', '),
+    payload,
+    hashPayload: message,
+    scope,
+    idempotencyKey,
+  };
+}
+
 /** The Message-ID of a stored email payload; empty once the payload was erased. */
-function storedMessageId(payload: unknown): string {
+export function storedMessageId(payload: unknown): string {
   if (typeof payload !== 'object' || payload === null) return '';
   const id = (payload as Partial<OutboundEmail>).messageId;
   return typeof id === 'string' ? id : '';

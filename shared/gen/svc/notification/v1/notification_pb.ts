@@ -112,7 +112,8 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
   lastError: string;
 
   /**
-   * The provider's own id for the message (SMS sid, push message id, SMTP message id), once known.
+   * The provider's own id for the message (SMS sid, push message id, the SMTP relay's queue id or
+   * reply, the email API's X-Message-Id), once known.
    *
    * @generated from field: string provider_reference = 7;
    */
@@ -606,6 +607,8 @@ export type SendEmailResponse = Message<"svc.notification.v1.SendEmailResponse">
 
   /**
    * The RFC 5322 Message-ID given to this email; every attempt (and any resend after a crash) carries it.
+   * For a repeated idempotency key, the earlier delivery's; empty once its content was erased
+   * (`delivery.content_retention_hours` after it ended).
    *
    * @generated from field: string message_id = 3;
    */
@@ -956,7 +959,8 @@ export const NotificationService: GenService<{
     output: typeof SendEmailResponseSchema;
   },
   /**
-   * GetDelivery returns one delivery record.
+   * GetDelivery returns one delivery record of the caller. With API tokens each token is its own
+   * caller: another caller's delivery is NOT_FOUND, exactly like an unknown id.
    *
    * @generated from rpc svc.notification.v1.NotificationService.GetDelivery
    */
@@ -966,7 +970,7 @@ export const NotificationService: GenService<{
     output: typeof GetDeliveryResponseSchema;
   },
   /**
-   * ListDeliveries returns delivery records, newest first, optionally filtered.
+   * ListDeliveries returns the caller's delivery records, newest first, optionally filtered.
    *
    * @generated from rpc svc.notification.v1.NotificationService.ListDeliveries
    */
