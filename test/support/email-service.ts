@@ -151,13 +151,12 @@ export async function countDeliveries(client: GenericClient, status: number): Pr
  */
 export async function waitForAllSent(client: GenericClient, sent: number, timeoutMs: number): Promise<void> {
   let done = false;
-  let last = '';
   const deadline = Date.now() + timeoutMs;
   while (!done) {
     const [pending, retrying, failed, ok] = await Promise.all(
       [STATUS.PENDING, STATUS.RETRYING, STATUS.FAILED, STATUS.SENT].map((s) => countDeliveries(client, s)),
     );
-    last = `pending ${pending}, retrying ${retrying}, failed ${failed}, sent ${ok} (want ${sent})`;
+    const last = `pending ${pending}, retrying ${retrying}, failed ${failed}, sent ${ok} (want ${sent})`;
     if (failed > 0) throw new Error(`deliveries failed: ${last}`);
     done = pending === 0 && retrying === 0 && ok >= sent;
     if (!done) {
