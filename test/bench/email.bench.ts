@@ -83,6 +83,16 @@ async function startService(
   return startServiceProcess('notification', env, { cwd, startTimeoutMs: 120_000 });
 }
 
+/** `err` with the end of the service's log, so a service that died says why. */
+function withServiceLog(err: unknown, service: ServiceProcess): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const exit = service.child.exitCode ?? service.child.signalCode;
+  return new Error(
+    `${message}\nnotification process ${exit === null ? 'running' : `exited (${exit})`}, last log lines:\n` +
+      service.logs.slice(-20).join('\n'),
+  );
+}
+
 /** SendEmail (service) against nodemailer (direct) into one peer, alternating rounds. */
 async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, label: string, target: string) {
   const service = await startService(peer, store, cwd);
@@ -125,7 +135,9 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
       await arrivals(peer, before + EMAILS_PER_ROUND);
       return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, direct, ROUNDS);
+    const result = await compareThroughput(viaService, direct, ROUNDS).catch((err: unknown) => {
+      throw withServiceLog(err, service);
+    });
     return {
       name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs nodemailer pool of ${POOL_SIZE} direct)`,
       value: Math.round(result.value),
@@ -206,7 +218,9 @@ async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<Ben
       );
       return rows.length / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, raw, ROUNDS);
+    const result = await compareThroughput(viaService, raw, ROUNDS).catch((err: unknown) => {
+      throw withServiceLog(err, service);
+    });
     return {
       name: `email SendEmail acknowledged with the peer paused (durable enqueue, PostgreSQL), ${IN_FLIGHT} in flight (calls/s vs raw pg INSERT/s)`,
       value: Math.round(result.value),
