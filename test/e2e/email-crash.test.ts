@@ -36,14 +36,16 @@ const START_TIMEOUT_MS = 120_000;
 const SETTLE_TIMEOUT_MS = 60_000;
 
 // Short backoff so the relay coming back is noticed quickly; attempts enough that none exhausts
-// while the relay is down (a retry every ~0.5 s on average for 100 attempts); a short lease so the
-// claims of the killed process are taken again soon after the restart.
+// while the relay is down (a retry every ~0.5 s on average for 100 attempts). The lease is short so
+// the claims of the killed process are taken again soon after the restart, yet well above the attempt
+// timeout: on a loaded machine an attempt that times out after the relay took the message, or a lease
+// that runs out before an outcome is recorded, would resend what the test says arrives once.
 const DELIVERY = {
   base_delay_ms: 100,
   max_delay_ms: 1000,
   max_attempts: 100,
-  lease_seconds: 3,
-  attempt_timeout_ms: 2000,
+  lease_seconds: 12,
+  attempt_timeout_ms: 8000,
   poll_interval_ms: 200,
   concurrency: 8,
 };
