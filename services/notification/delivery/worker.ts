@@ -187,8 +187,14 @@ export class DeliveryWorker {
       }
       if (claimed.length >= free) this.saturated.add(slot);
       else this.saturated.delete(slot);
-      for (const record of claimed) this.begin(record);
-      started += claimed.length;
+      for (const record of claimed) {
+        // Our own lease ran out while this process's attempt was still sending or waiting to record
+        // its outcome (PGlite's one connection under load): the claim only renewed the lease, and
+        // the running attempt records the outcome. Starting another would send the message twice.
+        if (this.inFlight.has(record.id)) continue;
+        this.begin(record);
+        started++;
+      }
     }
     return started;
   }

@@ -24,7 +24,7 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
-import { startSmtpPeer, type SmtpPeer } from '../channels/email/smtp-peer';
+import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 
 const FROM = 'noreply@sender.example.com';

@@ -9,7 +9,7 @@ import { HttpApiMailer } from '../../../../services/notification/channels/email/
 import { MailerModule } from '../../../../services/notification/channels/email/mailer-module';
 import { SmtpMailer } from '../../../../services/notification/channels/email/smtp-mailer';
 import { attempt, FROM, simpleEmail } from './support';
-import { startSmtpPeer, type SmtpPeer } from './smtp-peer';
+import { startSmtpPeer, type SmtpPeer } from '../../../support/smtp-peer';
 
 const smtpBackend = (name: string, port: number, primary = false) => ({
   name,

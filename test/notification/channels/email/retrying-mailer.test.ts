@@ -7,7 +7,7 @@ import { RetryingMailer } from '../../../../services/notification/channels/email
 import { Mailable } from '../../../../services/notification/channels/email/mailable';
 import { SmtpMailer } from '../../../../services/notification/channels/email/smtp-mailer';
 import { InMemoryDeliveryStore } from '../../../../services/notification/delivery/memory-store';
-import { startSmtpPeer, type SmtpPeer } from './smtp-peer';
+import { startSmtpPeer, type SmtpPeer } from '../../../support/smtp-peer';
 import { FROM, smtpConfig } from './support';
 
 /** Fast retries: the backoff is real, only short. */

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 
 import { SmtpMailer } from '../../../../services/notification/channels/email/smtp-mailer';
 import { attempt, FROM, outbound, simpleEmail, smtpConfig } from './support';
-import { startSmtpPeer, type SmtpPeer } from './smtp-peer';
+import { startSmtpPeer, type SmtpPeer } from '../../../support/smtp-peer';
 
 describe('SmtpMailer against a real SMTP peer', () => {
   let peer: SmtpPeer;

@@ -1,0 +1,298 @@
+/**
+ * Email benchmark (issue 10), against the notification service running as its own process
+ * (`dist/services/notification/main.js`) so the client, the service and the SMTP peer share the two
+ * cores as they would in use:
+ *
+ * 1. Throughput: emails per second through `SendEmail` over gRPC, 64 calls in flight, into a local
+ *    smtp-server, counted at the peer (from the first call to the last message accepted). Baseline:
+ *    nodemailer's pooled transport (the same pool size as the service's backend) sending the same
+ *    messages straight to the same peer, 64 in flight, in rounds alternating with the service's.
+ *    Once with the memory store (target >= 0.9) and once with the database store on PostgreSQL
+ *    (target >= 0.7).
+ * 2. Durable enqueue: acknowledged `SendEmail`s per second with the peer paused (it holds every
+ *    answer to DATA, so the service's few in-flight attempts hang and the rest stays queued: what is
+ *    measured is the committed INSERT behind each acknowledgement). Baseline: raw `pg` single-row
+ *    INSERTs of the same rows (built beforehand) into a copy of the deliveries table, the same pool
+ *    size and concurrency. The issue sets no target: reported.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { createTransport } from 'nodemailer';
+import { Client, Pool } from 'pg';
+
+import { Mailable, toOutboundEmail } from '../../services/notification/channels/email/mailable';
+import { contentHash } from '../../services/notification/delivery/content-hash';
+import { maskRecipient } from '../../services/notification/delivery/mask';
+import {
+  E2E_BACKEND,
+  E2E_FROM,
+  emailRequest,
+  emailServiceEnv,
+  notificationClient,
+  sendEmails,
+  type EmailStore,
+} from '../support/email-service';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process';
+import { startSmtpPeerProcess, type SmtpPeerProcess as SmtpPeer } from '../support/smtp-peer-process';
+import { compareThroughput, type BenchRow } from './measure';
+
+const IN_FLIGHT = 64;
+/** The service's smtp pool (`max_connections`, its default) and the baseline transport's. */
+const POOL_SIZE = 5;
+/** The service's `database.pool_max` default; the raw-insert baseline gets the same pool. */
+const DB_POOL_SIZE = 10;
+const EMAILS_PER_ROUND = 1000;
+const ENQUEUES_PER_ROUND = 3000;
+const ROUNDS = 3;
+const ARRIVAL_TIMEOUT_MS = 120_000;
+
+/** Resolves once the peer has accepted `count` messages in all; fails after ARRIVAL_TIMEOUT_MS. */
+async function arrivals(peer: SmtpPeer, count: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${count} emails did not arrive in time`)), ARRIVAL_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([peer.whenAccepted(count), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let round = 0;
+/** `n` unique subjects for one round. */
+function subjects(n: number): string[] {
+  round++;
+  return Array.from({ length: n }, (_, i) => `bench ${round}-${i}`);
+}
+
+/** Starts the service against `peer` with `store`; `extra` env on top. */
+async function startService(
+  peer: SmtpPeer,
+  store: EmailStore,
+  cwd: string,
+  delivery: Record<string, number> = {},
+): Promise<ServiceProcess> {
+  const env = emailServiceEnv(peer.port, store, {
+    smtp: { max_connections: POOL_SIZE, socket_timeout_ms: 600_000 },
+    delivery,
+  });
+  return startServiceProcess('notification', env, { cwd, startTimeoutMs: 120_000 });
+}
+
+/** `err` with the end of the service's log, so a service that died says why. */
+function withServiceLog(err: unknown, service: ServiceProcess): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const exit = service.child.exitCode ?? service.child.signalCode;
+  return new Error(
+    `${message}\nnotification process ${exit === null ? 'running' : `exited (${exit})`}, last log lines:\n` +
+      service.logs.slice(-20).join('\n'),
+  );
+}
+
+/** SendEmail (service) against nodemailer (direct) into one peer, alternating rounds. */
+async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, label: string, target: string) {
+  const service = await startService(peer, store, cwd);
+  const client = notificationClient(service.grpcPort);
+  const transport = createTransport({
+    host: '127.0.0.1',
+    port: peer.port,
+    pool: true,
+    maxConnections: POOL_SIZE,
+    secure: false,
+    ignoreTLS: true,
+  });
+  try {
+    const viaService = async (): Promise<number> => {
+      const before = await peer.count();
+      const started = performance.now();
+      await sendEmails([client], subjects(EMAILS_PER_ROUND), IN_FLIGHT);
+      await arrivals(peer, before + EMAILS_PER_ROUND);
+      return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
+    };
+    const direct = async (): Promise<number> => {
+      const before = await peer.count();
+      const list = subjects(EMAILS_PER_ROUND);
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < list.length) {
+            const req = emailRequest(list[next++]!) as { to: string[]; subject: string; text: string };
+            await transport.sendMail({
+              from: E2E_FROM,
+              to: req.to,
+              subject: req.subject,
+              text: req.text,
+              messageId: `<${randomUUID()}@example.com>`,
+            });
+          }
+        }),
+      );
+      await arrivals(peer, before + EMAILS_PER_ROUND);
+      return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
+    };
+    const result = await compareThroughput(viaService, direct, ROUNDS).catch((err: unknown) => {
+      throw withServiceLog(err, service);
+    });
+    return {
+      name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs nodemailer pool of ${POOL_SIZE} direct)`,
+      value: Math.round(result.value),
+      baseline: Math.round(result.baseline),
+      ratio: Math.round(result.ratio * 100) / 100,
+      target,
+      unit: 'emails/s',
+    } satisfies BenchRow;
+  } finally {
+    transport.close();
+    client.close();
+    await service.stop('SIGTERM', 5000);
+  }
+}
+
+/** A deliveries row as the store writes it for one SendEmail, built before the clock starts. */
+interface RawRow {
+  recipient: string;
+  masked: string;
+  hash: string;
+  payload: string;
+}
+
+function rawRows(n: number): RawRow[] {
+  return subjects(n).map((subject) => {
+    const req = emailRequest(subject) as { to: string[]; subject: string; text: string };
+    const payload = toOutboundEmail(
+      Mailable.of({ to: req.to, subject: req.subject, text: req.text }).build(),
+      E2E_FROM,
+    );
+    const recipient = req.to.join(', ');
+    return {
+      recipient,
+      masked: maskRecipient('email', recipient),
+      hash: contentHash({ channel: 'email', backend: E2E_BACKEND, recipient, payload }),
+      payload: JSON.stringify(payload),
+    };
+  });
+}
+
+/** Acknowledged SendEmails with the peer paused against raw pg INSERTs of the same rows. */
+async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<BenchRow> {
+  // Attempts that hang on the paused peer must not time out and be retried during the run: that
+  // would add claims the baseline does not have.
+  const service = await startService(peer, { url }, cwd, {
+    attempt_timeout_ms: 600_000,
+    lease_seconds: 700,
+  });
+  const client = notificationClient(service.grpcPort);
+  const pool = new Pool({ connectionString: url, max: DB_POOL_SIZE });
+  // The scratch database is dropped WITH (FORCE) at the end: an idle client told so is no error.
+  pool.on('error', () => undefined);
+  await peer.pause();
+  try {
+    await pool.query('CREATE TABLE bench_raw_deliveries (LIKE deliveries INCLUDING ALL)');
+    const viaService = async (): Promise<number> => {
+      const started = performance.now();
+      const { acked } = await sendEmails([client], subjects(ENQUEUES_PER_ROUND), IN_FLIGHT);
+      return acked.length / ((performance.now() - started) / 1000);
+    };
+    const raw = async (): Promise<number> => {
+      const rows = rawRows(ENQUEUES_PER_ROUND);
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < rows.length) {
+            const r = rows[next++]!;
+            const now = new Date();
+            await pool.query(
+              `INSERT INTO bench_raw_deliveries (id, channel, backend, recipient, masked_recipient, scope,
+                 content_hash, payload, status, next_attempt_at, created_at, updated_at)
+               VALUES ($1, 'email', $2, $3, $4, '', $5, $6::jsonb, 'pending', $7, $7, $7)`,
+              [randomUUID(), E2E_BACKEND, r.recipient, r.masked, r.hash, r.payload, now],
+            );
+          }
+        }),
+      );
+      return rows.length / ((performance.now() - started) / 1000);
+    };
+    const result = await compareThroughput(viaService, raw, ROUNDS).catch((err: unknown) => {
+      throw withServiceLog(err, service);
+    });
+    return {
+      name: `email SendEmail acknowledged with the peer paused (durable enqueue, PostgreSQL), ${IN_FLIGHT} in flight (calls/s vs raw pg INSERT/s)`,
+      value: Math.round(result.value),
+      baseline: Math.round(result.baseline),
+      ratio: Math.round(result.ratio * 100) / 100,
+      target: 'report',
+      unit: 'calls/s',
+    };
+  } finally {
+    client.close();
+    // The held attempts never finish: the service is killed, not drained.
+    await service.stop('SIGKILL', 1000);
+    await peer.resume();
+    await pool.end();
+  }
+}
+
+/** A fresh database on the server at `serverUrl`, dropped after `run`. */
+async function withScratchDatabase<T>(serverUrl: string, run: (url: string) => Promise<T>): Promise<T> {
+  const name = `email_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  try {
+    return await run(url.toString());
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+/** Runs the email benchmark; `serverUrl` is any database on a PostgreSQL server (scratch ones are made). */
+export async function runEmailBench(serverUrl: string): Promise<BenchRow[]> {
+  // The relay runs in a process of its own: sharing the load generator's event loop, it would answer
+  // late whenever the generator is busy (the gRPC client far more than nodemailer).
+  const peer = await startSmtpPeerProcess();
+  // An empty working directory: no local config file leaks into what is measured.
+  const cwd = mkdtempSync(join(tmpdir(), 'email-bench-'));
+  try {
+    const rows: BenchRow[] = [];
+    const add = (row: BenchRow): void => {
+      rows.push(row);
+      process.stdout.write(`  ${row.name}: ${row.value} vs ${row.baseline}, ratio ${row.ratio}\n`);
+    };
+    add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
+    add(
+      await withScratchDatabase(serverUrl, (url) =>
+        throughputRow(peer, { url }, cwd, 'database store on PostgreSQL', '>= 0.7'),
+      ),
+    );
+    add(await withScratchDatabase(serverUrl, (url) => enqueueRow(peer, url, cwd)));
+    return rows;
+  } finally {
+    await peer.stop();
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+// `node dist/test/bench/email.bench.js postgres://...` runs it alone.
+if (require.main === module) {
+  const url = process.argv[2];
+  if (!url) {
+    console.error('usage: email.bench <postgres-url>');
+    process.exit(2);
+  }
+  runEmailBench(url).then(
+    (result) => console.table(result),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,36 @@
+/**
+ * The worker's own lease running out under a running attempt (an outcome that waits long to be
+ * recorded, e.g. behind other statements on PGlite's one connection): the record is due again and
+ * the same worker claims it, but must not start a second attempt, which would send the message twice.
+ */
+import { InMemoryDeliveryStore } from '../../../services/notification/delivery/memory-store';
+import type { SendOutcome } from '../../../services/notification/delivery/driver';
+import { Gate, ScriptedDriver, buildPipeline } from './support';
+
+test('when its lease expires while its own attempt still runs, a worker reclaims the delivery but sends it once', async () => {
+  const driver = new ScriptedDriver('smtp');
+  const gate = new Gate<SendOutcome>();
+  driver.script({ gate });
+  const { pipeline, clock, config } = buildPipeline(new InMemoryDeliveryStore(), [driver]);
+  const { delivery } = await pipeline.submit({
+    channel: 'email',
+    recipient: 'a@example.com',
+    payload: { x: 1 },
+    scope: 's',
+  });
+
+  expect(await pipeline.worker.pollOnce()).toBe(1);
+  clock.advance(config.lease_seconds * 1000 + 1);
+  // The delivery is due and unleased as far as the store knows: the claim takes it again.
+  expect(await pipeline.worker.pollOnce()).toBe(0);
+  expect(driver.calls).toHaveLength(1);
+
+  gate.resolve({ class: 'sent', providerReference: 'ref-1' });
+  await pipeline.worker.idle();
+  expect(driver.sendsById().get(delivery.id)).toBe(1);
+  expect((await pipeline.get(delivery.id))?.status).toBe('sent');
+  // Sent is final: nothing is claimed or sent again.
+  clock.advance(config.lease_seconds * 1000 + 1);
+  expect(await pipeline.worker.pollOnce()).toBe(0);
+  expect(driver.calls).toHaveLength(1);
+});
