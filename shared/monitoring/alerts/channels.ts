@@ -183,7 +183,8 @@ export class WebhookChannel implements AlertChannel {
         lastProblem = `HTTP ${res.status}`;
         if (!retryable(res.status)) break;
       } catch (err) {
-        lastProblem = err instanceof Error && err.name === 'TimeoutError' ? 'timed out' : 'connection failed';
+        // A DOMException is not `instanceof Error` in every realm (jest's vm), so read its name.
+        lastProblem = (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'connection failed';
       }
       this.logger.warn(
         { channel: this.name, target: originOf(this.options.url), attempt: attempt + 1, problem: lastProblem },
