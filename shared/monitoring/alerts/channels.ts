@@ -63,7 +63,14 @@ export class LogAlertChannel implements AlertChannel {
     }
     for (const a of batch.alerts) {
       this.logger[alertLogLevel(a.severity)](
-        { event: 'alert', alert: a.title, severity: a.severity, tier: a.tier, reason: batch.reason, context: a.context },
+        {
+          event: 'alert',
+          alert: a.title,
+          severity: a.severity,
+          tier: a.tier,
+          reason: batch.reason,
+          context: a.context,
+        },
         a.message,
       );
     }
@@ -122,7 +129,13 @@ export function webhookBody(batch: AlertBatch): WebhookBody {
       raised_at: new Date(a.raisedAt).toISOString(),
       context: a.context,
       ...(a.metric
-        ? { metric: { name: a.metric.name, current_value: a.metric.currentValue, threshold: a.metric.threshold } }
+        ? {
+            metric: {
+              name: a.metric.name,
+              current_value: a.metric.currentValue,
+              threshold: a.metric.threshold,
+            },
+          }
         : {}),
     })),
   };
@@ -184,10 +197,16 @@ export class WebhookChannel implements AlertChannel {
         if (!retryable(res.status)) break;
       } catch (err) {
         // A DOMException is not `instanceof Error` in every realm (jest's vm), so read its name.
-        lastProblem = (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'connection failed';
+        lastProblem =
+          (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'connection failed';
       }
       this.logger.warn(
-        { channel: this.name, target: originOf(this.options.url), attempt: attempt + 1, problem: lastProblem },
+        {
+          channel: this.name,
+          target: originOf(this.options.url),
+          attempt: attempt + 1,
+          problem: lastProblem,
+        },
         'alert webhook attempt failed',
       );
     }

@@ -9,14 +9,25 @@ import { type Logger, silentLogger } from '../../logging/logger';
 import type { Clock, Timers } from '../clock';
 import { type AlertChannel, LogAlertChannel, WebhookChannel } from './channels';
 import { TierAwareDispatcher } from './tier-dispatcher';
-import { ALERT_TIERS, type AlertTier, BusinessHours, isValidTimeZone, parseClockTime, WEEKDAYS } from './tiers';
+import {
+  ALERT_TIERS,
+  type AlertTier,
+  BusinessHours,
+  isValidTimeZone,
+  parseClockTime,
+  WEEKDAYS,
+} from './tiers';
 
 function positiveDuration() {
   return duration().refine((s) => s > 0, { error: 'expected a duration greater than 0' });
 }
 
 function clockTime() {
-  return z.string().refine((v) => parseClockTime(v) !== undefined, { error: 'expected a local time HH:MM (00:00 to 23:59)' });
+  return z
+    .string()
+    .refine((v) => parseClockTime(v) !== undefined, {
+      error: 'expected a local time HH:MM (00:00 to 23:59)',
+    });
 }
 
 /** The `alerts` section. */
@@ -27,7 +38,10 @@ export function alertsConfigSchema() {
       business_hours: z
         .strictObject({
           /** IANA time zone name, e.g. `Europe/Paris`. */
-          time_zone: z.string().refine(isValidTimeZone, { error: 'expected an IANA time zone such as Europe/Paris' }).default('UTC'),
+          time_zone: z
+            .string()
+            .refine(isValidTimeZone, { error: 'expected an IANA time zone such as Europe/Paris' })
+            .default('UTC'),
           days: z
             .array(z.enum(WEEKDAYS, { error: 'expected days mon, tue, wed, thu, fri, sat, sun' }))
             .min(1, { error: 'expected at least one day' })
@@ -55,7 +69,10 @@ export function alertsConfigSchema() {
             name: itemName().default('webhook'),
             /** Secret-bearing: only its origin is logged. */
             url: httpUrl(),
-            tiers: z.array(z.enum(ALERT_TIERS as [AlertTier, ...AlertTier[]])).min(1).default(() => [...ALERT_TIERS]),
+            tiers: z
+              .array(z.enum(ALERT_TIERS as [AlertTier, ...AlertTier[]]))
+              .min(1)
+              .default(() => [...ALERT_TIERS]),
             /** Extra headers, e.g. `authorization`; never logged. */
             headers: z.record(z.string(), z.string()).default(() => ({})),
             timeout: positiveDuration().default(5),

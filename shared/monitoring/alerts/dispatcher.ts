@@ -13,7 +13,12 @@ export type AlertContext = Readonly<Record<string, unknown>>;
 
 /** Spec: AlertDispatcherProtocol. Both operations resolve when the alert was handed on. */
 export interface AlertDispatcherProtocol {
-  sendAlert(title: string, message: string, severity: AlertSeverity, context?: AlertContext | null): Promise<void>;
+  sendAlert(
+    title: string,
+    message: string,
+    severity: AlertSeverity,
+    context?: AlertContext | null,
+  ): Promise<void>;
   sendMetricAlert(
     metricName: string,
     currentValue: number,

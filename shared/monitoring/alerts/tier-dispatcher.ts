@@ -103,7 +103,15 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     context?: AlertContext | null,
   ): Promise<void> {
     const ctx = context ?? {};
-    await this.route({ kind: 'alert', title, message, severity, context: ctx, tier: resolveTier(ctx.tier), raisedAt: this.clock.now() });
+    await this.route({
+      kind: 'alert',
+      title,
+      message,
+      severity,
+      context: ctx,
+      tier: resolveTier(ctx.tier),
+      raisedAt: this.clock.now(),
+    });
   }
 
   async sendMetricAlert(
@@ -158,7 +166,8 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   /** Sends the held P1 alerts now, as one batch. */
   async releaseHeld(reason: AlertBatchReason): Promise<void> {
     const { items, dropped } = this.held.take();
-    if (items.length > 0 || dropped > 0) await this.deliver(AlertTier.P1_BUSINESS_HOURS, reason, items, dropped);
+    if (items.length > 0 || dropped > 0)
+      await this.deliver(AlertTier.P1_BUSINESS_HOURS, reason, items, dropped);
   }
 
   /** Sends the accumulated P2 alerts now, as one digest. Nothing is sent when there is none. */
@@ -181,7 +190,12 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   }
 
   /** Hands a batch to every channel of its tier; a failing channel is logged and does not stop the others. */
-  private async deliver(tier: AlertTier, reason: AlertBatchReason, alerts: AlertRecord[], dropped: number): Promise<void> {
+  private async deliver(
+    tier: AlertTier,
+    reason: AlertBatchReason,
+    alerts: AlertRecord[],
+    dropped: number,
+  ): Promise<void> {
     const channels = this.channels[tier] ?? [];
     if (channels.length === 0) {
       this.logger.warn({ tier, count: alerts.length }, 'no alert channel for tier; alerts dropped');
@@ -195,7 +209,12 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
           await channel.send(batch);
         } catch (err) {
           this.logger.error(
-            { tier, channel: channel.name, count: alerts.length, err: err instanceof Error ? err.message : String(err) },
+            {
+              tier,
+              channel: channel.name,
+              count: alerts.length,
+              err: err instanceof Error ? err.message : String(err),
+            },
             'alert channel failed',
           );
         }

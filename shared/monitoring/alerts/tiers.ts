@@ -14,7 +14,11 @@ export const AlertTier = {
 export type AlertTier = (typeof AlertTier)[keyof typeof AlertTier];
 
 /** Every tier, most urgent first. */
-export const ALERT_TIERS: readonly AlertTier[] = [AlertTier.P0_PAGE, AlertTier.P1_BUSINESS_HOURS, AlertTier.P2_DIGEST];
+export const ALERT_TIERS: readonly AlertTier[] = [
+  AlertTier.P0_PAGE,
+  AlertTier.P1_BUSINESS_HOURS,
+  AlertTier.P2_DIGEST,
+];
 
 /** The tier of an alert context's `tier` value; missing or unknown values are P1_BUSINESS_HOURS. */
 export function resolveTier(value: unknown): AlertTier {
@@ -69,10 +73,12 @@ export class BusinessHours {
   private readonly closeMinute: number;
 
   constructor(readonly spec: BusinessHoursSpec) {
-    if (!isValidTimeZone(spec.time_zone)) throw new InvalidArgumentError(`unknown time zone ${JSON.stringify(spec.time_zone)}`);
+    if (!isValidTimeZone(spec.time_zone))
+      throw new InvalidArgumentError(`unknown time zone ${JSON.stringify(spec.time_zone)}`);
     const open = parseClockTime(spec.open);
     const close = parseClockTime(spec.close);
-    if (open === undefined || close === undefined) throw new InvalidArgumentError('business hours: expected HH:MM times');
+    if (open === undefined || close === undefined)
+      throw new InvalidArgumentError('business hours: expected HH:MM times');
     if (close <= open) throw new InvalidArgumentError('business hours: close must be after open');
     if (spec.days.length === 0) throw new InvalidArgumentError('business hours: expected at least one day');
     this.openMinute = open;
@@ -120,7 +126,8 @@ export class BusinessHours {
       const l = this.local(t);
       const start = t - l.intoMinuteMs;
       if (this.openDays[l.day]! && l.minute >= this.openMinute && l.minute < this.closeMinute) return t;
-      if (this.openDays[l.day]! && l.minute < this.openMinute) t = start + (this.openMinute - l.minute) * MINUTE;
+      if (this.openDays[l.day]! && l.minute < this.openMinute)
+        t = start + (this.openMinute - l.minute) * MINUTE;
       else t = start + (1440 - l.minute) * MINUTE; // next local midnight (approximately, on DST days)
     }
     // Unreachable with at least one open day; a day later is a safe answer.

@@ -12,7 +12,9 @@ export function sloConfigSchema() {
   return z
     .strictObject({
       /** Latency samples kept per metric; beyond it the oldest are dropped. */
-      max_samples_per_metric: positiveInt().max(1_000_000, { error: 'expected at most 1,000,000' }).default(10_000),
+      max_samples_per_metric: positiveInt()
+        .max(1_000_000, { error: 'expected at most 1,000,000' })
+        .default(10_000),
       /** Seconds during which a second alert for the same SLO is not sent. */
       suppression_window_seconds: duration().default(300),
       /** Most SLOs registered at once (latency and ratio together). */

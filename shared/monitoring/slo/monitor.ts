@@ -145,7 +145,8 @@ export class SLOMonitor {
   }
 
   private checkNewName(name: string): void {
-    if (this.slos.has(name) || this.ratioSlos.has(name)) throw new DuplicateSLOError(`SLO ${JSON.stringify(name)} is already registered`);
+    if (this.slos.has(name) || this.ratioSlos.has(name))
+      throw new DuplicateSLOError(`SLO ${JSON.stringify(name)} is already registered`);
     if (this.slos.size + this.ratioSlos.size >= this.maxSlos)
       throw new InvalidSLOError(`at most ${this.maxSlos} SLOs may be registered`);
   }
@@ -222,7 +223,8 @@ export class SLOMonitor {
       const n = ring.copySince(now - slo.windowSeconds * 1000, this.scratch);
       if (n === 0) continue;
       const measured = nearestRankPercentile(this.scratch, n, slo.percentile);
-      if (measured / slo.thresholdMs >= slo.burnRateThreshold) out.push(new SLOViolation(slo, measured, detectedAt));
+      if (measured / slo.thresholdMs >= slo.burnRateThreshold)
+        out.push(new SLOViolation(slo, measured, detectedAt));
     }
     return out;
   }
@@ -237,7 +239,7 @@ export class SLOMonitor {
    * Evaluates, logs a structured warning per violation, and sends each through the dispatcher with
    * tier-aware context, unless an alert for the same SLO went out less than
    * `suppressionWindowSeconds` ago. Firing ratio-SLO rules are logged and dispatched the same way
-   * (suppressed per SLO and severity). Returns the latency violations, suppressed ones included.
+   * (the most severe firing rule per SLO, suppressed per SLO and severity). Returns the latency violations, suppressed ones included.
    * A dispatcher failure is logged, and that SLO is not marked as sent, so the next evaluation retries.
    */
   async evaluateAndDispatch(): Promise<SLOViolation[]> {
@@ -256,13 +258,20 @@ export class SLOMonitor {
         window_seconds: v.slo.windowSeconds,
       };
       this.logger.warn({ event: 'slo_violation', ...context }, v.message);
-      await this.dispatchUnlessSuppressed(v.slo.name, `SLO violation: ${v.slo.name}`, v.message, severityOf(v.slo.tier), context);
+      await this.dispatchUnlessSuppressed(
+        v.slo.name,
+        `SLO violation: ${v.slo.name}`,
+        v.message,
+        severityOf(v.slo.tier),
+        context,
+      );
     }
     for (const status of this.evaluateRatios()) {
-      // One alert per severity: the most severe firing rule of each.
-      for (const severity of ['page', 'ticket'] as const) {
-        const rule = status.firing.find((r) => r.rule.severity === severity);
-        if (!rule) continue;
+      // One alert per SLO: the first firing page rule, else the first firing ticket rule (a fast
+      // burn also trips the slow rules; one alert about it is enough).
+      const rule = status.firing.find((r) => r.rule.severity === 'page') ?? status.firing[0];
+      if (rule) {
+        const severity = rule.rule.severity;
         const slo = status.slo;
         const tier = severity === 'page' ? slo.pageTier : AlertTier.P1_BUSINESS_HOURS;
         const context = {
@@ -309,7 +318,10 @@ export class SLOMonitor {
       await this.dispatcher.sendAlert(title, message, severity, context);
       this.lastSent.set(key, now);
     } catch (err) {
-      this.logger.error({ slo: context.slo, err: err instanceof Error ? err.message : String(err) }, 'SLO alert dispatch failed');
+      this.logger.error(
+        { slo: context.slo, err: err instanceof Error ? err.message : String(err) },
+        'SLO alert dispatch failed',
+      );
     }
   }
 }
@@ -317,4 +329,3 @@ export class SLOMonitor {
 function round(n: number): number {
   return Math.round(n * 100) / 100;
 }
-

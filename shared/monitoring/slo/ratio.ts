@@ -65,20 +65,31 @@ export class RatioSLO {
   readonly runbookUrl: string;
 
   constructor(options: RatioSLOOptions) {
-    if (typeof options.name !== 'string' || options.name.trim() === '') throw new InvalidSLOError('SLO name must not be empty');
+    if (typeof options.name !== 'string' || options.name.trim() === '')
+      throw new InvalidSLOError('SLO name must not be empty');
     const label = `SLO ${JSON.stringify(options.name)}`;
     if (typeof options.objective !== 'number' || !(options.objective > 0 && options.objective < 1))
-      throw new InvalidSLOError(`${label}: objective must be between 0 and 1 exclusive, got ${options.objective}`);
+      throw new InvalidSLOError(
+        `${label}: objective must be between 0 and 1 exclusive, got ${options.objective}`,
+      );
     const window = options.windowSeconds ?? 30 * 24 * HOUR;
     if (!(Number.isFinite(window) && window >= HOUR && window <= MAX_RATIO_WINDOW_SECONDS))
       throw new InvalidSLOError(`${label}: window must be between 1 hour and 90 days`);
     const minEvents = options.minEvents ?? DEFAULT_MIN_EVENTS;
-    if (!(Number.isInteger(minEvents) && minEvents >= 0)) throw new InvalidSLOError(`${label}: min_events must be an integer of 0 or more`);
+    if (!(Number.isInteger(minEvents) && minEvents >= 0))
+      throw new InvalidSLOError(`${label}: min_events must be an integer of 0 or more`);
     const rules = options.rules ?? DEFAULT_BURN_RATE_RULES;
     for (const r of rules) {
-      if (!(r.burnRate > 0 && Number.isFinite(r.burnRate))) throw new InvalidSLOError(`${label}: burn rate must be greater than 0`);
-      if (!(r.shortWindowSeconds >= 60 && r.shortWindowSeconds < r.longWindowSeconds && r.longWindowSeconds <= window))
-        throw new InvalidSLOError(`${label}: rule windows must satisfy 60 s <= short < long <= the SLO window`);
+      if (!(r.burnRate > 0 && Number.isFinite(r.burnRate)))
+        throw new InvalidSLOError(`${label}: burn rate must be greater than 0`);
+      if (!(
+        r.shortWindowSeconds >= 60 &&
+        r.shortWindowSeconds < r.longWindowSeconds &&
+        r.longWindowSeconds <= window
+      ))
+        throw new InvalidSLOError(
+          `${label}: rule windows must satisfy 60 s <= short < long <= the SLO window`,
+        );
     }
     if (options.pageTier !== undefined && resolveTier(options.pageTier) !== options.pageTier)
       throw new InvalidSLOError(`${label}: unknown tier ${JSON.stringify(options.pageTier)}`);
@@ -229,7 +240,10 @@ export function evaluateRatioSLO(slo: RatioSLO, counts: EventCounts, nowMs: numb
       longBurnRate,
       shortBurnRate,
       longWindowEvents: long.total,
-      firing: long.total >= slo.minEvents && atLeast(longBurnRate, rule.burnRate) && atLeast(shortBurnRate, rule.burnRate),
+      firing:
+        long.total >= slo.minEvents &&
+        atLeast(longBurnRate, rule.burnRate) &&
+        atLeast(shortBurnRate, rule.burnRate),
     };
   });
   return {

@@ -43,18 +43,22 @@ export class SLO {
   readonly runbookUrl: string;
 
   constructor(options: SLOOptions) {
-    if (typeof options.name !== 'string' || options.name.trim() === '') throw new InvalidSLOError('SLO name must not be empty');
+    if (typeof options.name !== 'string' || options.name.trim() === '')
+      throw new InvalidSLOError('SLO name must not be empty');
     const label = `SLO ${JSON.stringify(options.name)}`;
     if (typeof options.metric !== 'string' || options.metric.trim() === '')
       throw new InvalidSLOError(`${label}: metric must not be empty`);
     if (typeof options.percentile !== 'number' || !(options.percentile >= 0 && options.percentile <= 1))
-      throw new InvalidSLOError(`${label}: percentile must be between 0.0 and 1.0, got ${options.percentile}`);
+      throw new InvalidSLOError(
+        `${label}: percentile must be between 0.0 and 1.0, got ${options.percentile}`,
+      );
     if (!positiveFinite(options.thresholdMs))
       throw new InvalidSLOError(`${label}: threshold_ms must be a number greater than 0`);
     if (!positiveFinite(options.windowSeconds))
       throw new InvalidSLOError(`${label}: window must be a duration greater than 0`);
     const burn = options.burnRateThreshold ?? 1.0;
-    if (!positiveFinite(burn)) throw new InvalidSLOError(`${label}: burn_rate_threshold must be greater than 0`);
+    if (!positiveFinite(burn))
+      throw new InvalidSLOError(`${label}: burn_rate_threshold must be greater than 0`);
     if (options.tier !== undefined && resolveTier(options.tier) !== options.tier)
       throw new InvalidSLOError(`${label}: unknown tier ${JSON.stringify(options.tier)}`);
     this.name = options.name;

@@ -13,13 +13,27 @@ describe('LoggingAlertDispatcher', () => {
     const { logger, lines } = captureLogger();
     await new LoggingAlertDispatcher(logger).sendAlert('disk', 'disk almost full', severity, { host: 'a1' });
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level, msg: 'disk almost full', alert: 'disk', severity, context: { host: 'a1' } });
+    expect(lines[0]).toMatchObject({
+      level,
+      msg: 'disk almost full',
+      alert: 'disk',
+      severity,
+      context: { host: 'a1' },
+    });
   });
 
   it('keeps context keys that look like log fields inside context, so they cannot overwrite the line', async () => {
     const { logger, lines } = captureLogger();
-    await new LoggingAlertDispatcher(logger).sendAlert('t', 'm', 'low', { level: 'x', msg: 'forged', token: 's3cret' });
-    expect(lines[0]).toMatchObject({ level: 40, msg: 'm', context: { level: 'x', msg: 'forged', token: '[REDACTED]' } });
+    await new LoggingAlertDispatcher(logger).sendAlert('t', 'm', 'low', {
+      level: 'x',
+      msg: 'forged',
+      token: 's3cret',
+    });
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      msg: 'm',
+      context: { level: 'x', msg: 'forged', token: '[REDACTED]' },
+    });
   });
 
   it('logs a metric alert at WARNING up to twice the threshold and at ERROR above it', async () => {
@@ -29,7 +43,12 @@ describe('LoggingAlertDispatcher', () => {
     await d.sendMetricAlert('queue.depth', 200, 100);
     await d.sendMetricAlert('queue.depth', 200.5, 100);
     expect(lines.map((l) => l.level)).toEqual([40, 40, 50]);
-    expect(lines[0]).toMatchObject({ metric: 'queue.depth', current_value: 150, threshold: 100, context: { queue: 'email' } });
+    expect(lines[0]).toMatchObject({
+      metric: 'queue.depth',
+      current_value: 150,
+      threshold: 100,
+      context: { queue: 'email' },
+    });
     expect(lines[1]!.context).toEqual({});
   });
 

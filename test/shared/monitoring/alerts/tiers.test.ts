@@ -41,7 +41,12 @@ function setup(opts: { maxHeld?: number; maxDigest?: number; wall?: number } = {
   const { logger, lines } = captureLogger();
   const dispatcher = new TierAwareDispatcher({
     channels: { P0_PAGE: [p0], P1_BUSINESS_HOURS: [p1], P2_DIGEST: [p2] },
-    businessHours: new BusinessHours({ time_zone: 'UTC', days: ['mon', 'tue', 'wed', 'thu', 'fri'], open: '09:00', close: '17:00' }),
+    businessHours: new BusinessHours({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      open: '09:00',
+      close: '17:00',
+    }),
     digestIntervalSeconds: 3600,
     maxHeld: opts.maxHeld,
     maxDigest: opts.maxDigest,
@@ -53,7 +58,12 @@ function setup(opts: { maxHeld?: number; maxDigest?: number; wall?: number } = {
 }
 
 describe('BusinessHours', () => {
-  const paris = new BusinessHours({ time_zone: 'Europe/Paris', days: ['mon', 'tue', 'wed', 'thu', 'fri'], open: '09:00', close: '17:30' });
+  const paris = new BusinessHours({
+    time_zone: 'Europe/Paris',
+    days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+    open: '09:00',
+    close: '17:30',
+  });
 
   it('reads the local time of its time zone', () => {
     // Monday 2026-01-05: Paris is UTC+1 in winter.
@@ -75,10 +85,18 @@ describe('BusinessHours', () => {
   });
 
   it('rejects an unknown time zone, malformed times and close before open', () => {
-    expect(() => new BusinessHours({ time_zone: 'Mars/Olympus', days: ['mon'], open: '09:00', close: '17:00' })).toThrow('unknown time zone');
-    expect(() => new BusinessHours({ time_zone: 'UTC', days: ['mon'], open: '9am', close: '17:00' })).toThrow('HH:MM');
-    expect(() => new BusinessHours({ time_zone: 'UTC', days: ['mon'], open: '17:00', close: '09:00' })).toThrow('close must be after open');
-    expect(() => new BusinessHours({ time_zone: 'UTC', days: [], open: '09:00', close: '17:00' })).toThrow('at least one day');
+    expect(
+      () => new BusinessHours({ time_zone: 'Mars/Olympus', days: ['mon'], open: '09:00', close: '17:00' }),
+    ).toThrow('unknown time zone');
+    expect(() => new BusinessHours({ time_zone: 'UTC', days: ['mon'], open: '9am', close: '17:00' })).toThrow(
+      'HH:MM',
+    );
+    expect(
+      () => new BusinessHours({ time_zone: 'UTC', days: ['mon'], open: '17:00', close: '09:00' }),
+    ).toThrow('close must be after open');
+    expect(() => new BusinessHours({ time_zone: 'UTC', days: [], open: '09:00', close: '17:00' })).toThrow(
+      'at least one day',
+    );
   });
 });
 
@@ -141,7 +159,9 @@ describe('TierAwareDispatcher', () => {
     await settle();
     expect(p1.titles()).toEqual([['b', 'c']]);
     expect(p1.batches[0]!.dropped).toBe(1);
-    expect(lines.some((l) => l.msg === 'alert buffer full; oldest alerts dropped' && l.dropped === 1)).toBe(true);
+    expect(lines.some((l) => l.msg === 'alert buffer full; oldest alerts dropped' && l.dropped === 1)).toBe(
+      true,
+    );
   });
 
   it('accumulates P2 and sends one digest per interval, nothing when empty', async () => {
@@ -177,7 +197,9 @@ describe('TierAwareDispatcher', () => {
     await dispatcher.sendAlert('digest', 'm', 'low', { tier: 'P2_DIGEST' });
     await dispatcher.shutdown();
     expect(p1.batches.map((b) => [b.reason, b.alerts.map((a) => a.title)])).toEqual([['shutdown', ['held']]]);
-    expect(p2.batches.map((b) => [b.reason, b.alerts.map((a) => a.title)])).toEqual([['shutdown', ['digest']]]);
+    expect(p2.batches.map((b) => [b.reason, b.alerts.map((a) => a.title)])).toEqual([
+      ['shutdown', ['digest']],
+    ]);
     expect(timers.pending).toBe(0);
     await dispatcher.sendAlert('late', 'm', 'low', { tier: 'P2_DIGEST' });
     expect(p2.titles()).toEqual([['digest'], ['late']]);
@@ -187,10 +209,18 @@ describe('TierAwareDispatcher', () => {
   it('keeps delivering to the other channels when one fails, and logs the failure', async () => {
     const good = new RecordingChannel();
     const { logger, lines } = captureLogger();
-    const d = new TierAwareDispatcher({ channels: { P0_PAGE: [new FailingChannel(), good] }, logger, timers: new FakeTimers() });
+    const d = new TierAwareDispatcher({
+      channels: { P0_PAGE: [new FailingChannel(), good] },
+      logger,
+      timers: new FakeTimers(),
+    });
     await d.sendAlert('p', 'm', 'critical', { tier: 'P0_PAGE' });
     expect(good.batches).toHaveLength(1);
-    expect(lines).toEqual(expect.arrayContaining([expect.objectContaining({ level: 50, channel: 'failing', msg: 'alert channel failed' })]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ level: 50, channel: 'failing', msg: 'alert channel failed' }),
+      ]),
+    );
     await d.shutdown();
   });
 });
@@ -198,8 +228,19 @@ describe('TierAwareDispatcher', () => {
 describe('alerts config', () => {
   it('has defaults: UTC, Monday to Friday, 09:00-17:00, hourly digest, log channel', () => {
     const c = alertsConfigSchema().parse(undefined);
-    expect(c.business_hours).toEqual({ time_zone: 'UTC', days: ['mon', 'tue', 'wed', 'thu', 'fri'], open: '09:00', close: '17:00' });
-    expect(c).toMatchObject({ digest_interval: 3600, max_held: 1000, max_digest: 1000, log_channel: true, webhooks: [] });
+    expect(c.business_hours).toEqual({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      open: '09:00',
+      close: '17:00',
+    });
+    expect(c).toMatchObject({
+      digest_interval: 3600,
+      max_held: 1000,
+      max_digest: 1000,
+      log_channel: true,
+      webhooks: [],
+    });
   });
 
   it.each([
@@ -219,9 +260,15 @@ describe('alerts config', () => {
   it('builds a dispatcher that logs every tier when log_channel is on', async () => {
     const { logger, lines } = captureLogger();
     const clock = new FakeClock(0, Date.UTC(2026, 0, 5, 10, 0));
-    const d = createAlertDispatcher(alertsConfigSchema().parse({ digest_interval: '30m' }), { logger, clock, timers: new FakeTimers(clock) });
+    const d = createAlertDispatcher(alertsConfigSchema().parse({ digest_interval: '30m' }), {
+      logger,
+      clock,
+      timers: new FakeTimers(clock),
+    });
     await d.sendAlert('now', 'paged', 'critical', { tier: 'P0_PAGE' });
-    expect(lines).toEqual([expect.objectContaining({ level: 50, alert: 'now', tier: 'P0_PAGE', reason: 'immediate' })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 50, alert: 'now', tier: 'P0_PAGE', reason: 'immediate' }),
+    ]);
     await d.shutdown();
   });
 });

@@ -32,7 +32,11 @@ async function receiver(statuses: number[]): Promise<{ server: TestServer; recei
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      received.push({
+        method: req.method,
+        headers: req.headers,
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+      });
       res.statusCode = statuses[Math.min(received.length - 1, statuses.length - 1)]!;
       res.end('ok');
     });
@@ -46,7 +50,10 @@ describe('WebhookChannel', () => {
   it('POSTs the batch as JSON with the configured headers', async () => {
     const { server, received } = await receiver([200]);
     try {
-      await new WebhookChannel({ url: `${server.url}/hooks/abc`, headers: { authorization: 'Bearer t0k' } }).send(batch);
+      await new WebhookChannel({
+        url: `${server.url}/hooks/abc`,
+        headers: { authorization: 'Bearer t0k' },
+      }).send(batch);
       expect(received).toHaveLength(1);
       expect(received[0]!.method).toBe('POST');
       expect(received[0]!.headers['content-type']).toBe('application/json');
@@ -93,7 +100,12 @@ describe('WebhookChannel', () => {
     const { server, received } = await receiver([500]);
     const { logger, lines } = captureLogger();
     try {
-      const channel = new WebhookChannel({ url: `${server.url}/secret-path?token=abc`, maxRetries: 2, sleep: noSleep, logger });
+      const channel = new WebhookChannel({
+        url: `${server.url}/secret-path?token=abc`,
+        maxRetries: 2,
+        sleep: noSleep,
+        logger,
+      });
       await expect(channel.send(batch)).rejects.toThrow(AlertDeliveryError);
       await expect(channel.send(batch)).rejects.toThrow('HTTP 500');
       expect(received).toHaveLength(6);
@@ -108,7 +120,9 @@ describe('WebhookChannel', () => {
   it('does not retry a 400: the same body would fail again', async () => {
     const { server, received } = await receiver([400]);
     try {
-      await expect(new WebhookChannel({ url: server.url, maxRetries: 3, sleep: noSleep }).send(batch)).rejects.toThrow('HTTP 400');
+      await expect(
+        new WebhookChannel({ url: server.url, maxRetries: 3, sleep: noSleep }).send(batch),
+      ).rejects.toThrow('HTTP 400');
       expect(received).toHaveLength(1);
     } finally {
       await server.close();
@@ -121,7 +135,12 @@ describe('WebhookChannel', () => {
       requests++; // never answers
     });
     try {
-      const channel = new WebhookChannel({ url: server.url, timeoutSeconds: 0.2, maxRetries: 1, sleep: noSleep });
+      const channel = new WebhookChannel({
+        url: server.url,
+        timeoutSeconds: 0.2,
+        maxRetries: 1,
+        sleep: noSleep,
+      });
       await expect(channel.send(batch)).rejects.toThrow('timed out');
       expect(requests).toBe(2);
     } finally {

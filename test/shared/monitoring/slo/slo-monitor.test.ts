@@ -15,14 +15,25 @@ import { captureLogger, FakeClock } from '../helpers';
 class RecordingDispatcher implements AlertDispatcherProtocol {
   readonly alerts: Array<{ title: string; message: string; severity: string; context: AlertContext }> = [];
   fail = false;
-  async sendAlert(title: string, message: string, severity: string, context?: AlertContext | null): Promise<void> {
+  async sendAlert(
+    title: string,
+    message: string,
+    severity: string,
+    context?: AlertContext | null,
+  ): Promise<void> {
     if (this.fail) throw new Error('dispatcher down');
     this.alerts.push({ title, message, severity, context: context ?? {} });
   }
   async sendMetricAlert(): Promise<void> {}
 }
 
-const base = { name: 'checkout-p99', metric: 'checkout.latency', percentile: 0.99, thresholdMs: 300, windowSeconds: 300 };
+const base = {
+  name: 'checkout-p99',
+  metric: 'checkout.latency',
+  percentile: 0.99,
+  thresholdMs: 300,
+  windowSeconds: 300,
+};
 
 describe('SLO', () => {
   it.each([
@@ -43,7 +54,13 @@ describe('SLO', () => {
 
   it('defaults: burn rate threshold 1.0, tier P1_BUSINESS_HOURS', () => {
     const slo = new SLO(base);
-    expect(slo).toMatchObject({ burnRateThreshold: 1, tier: 'P1_BUSINESS_HOURS', owner: '', runbookUrl: '', description: '' });
+    expect(slo).toMatchObject({
+      burnRateThreshold: 1,
+      tier: 'P1_BUSINESS_HOURS',
+      owner: '',
+      runbookUrl: '',
+      description: '',
+    });
     expect(new SLO({ ...base, percentile: 0 }).percentile).toBe(0);
     expect(new SLO({ ...base, percentile: 1 }).percentile).toBe(1);
   });
@@ -53,7 +70,9 @@ describe('SLOViolation', () => {
   it('computes burn rate as measured / threshold and generates a message when none is given', () => {
     const v = new SLOViolation(new SLO(base), 450, new Date(Date.UTC(2026, 0, 1)));
     expect(v.burnRate).toBe(1.5);
-    expect(v.message).toBe('SLO checkout-p99 breached: p99 of checkout.latency is 450 ms over the last 300 s, threshold 300 ms (burn rate 1.5)');
+    expect(v.message).toBe(
+      'SLO checkout-p99 breached: p99 of checkout.latency is 450 ms over the last 300 s, threshold 300 ms (burn rate 1.5)',
+    );
     expect(v.detectedAt.toISOString()).toBe('2026-01-01T00:00:00.000Z');
     expect(new SLOViolation(new SLO(base), 450, new Date(), 'custom').message).toBe('custom');
   });
@@ -158,7 +177,9 @@ describe('SLOMonitor', () => {
 
   it('dispatches with tier-aware context, logs a structured warning, and suppresses repeats within the window', async () => {
     const { m, clock, dispatcher, lines } = monitor();
-    m.register(new SLO({ ...base, tier: 'P0_PAGE', owner: 'team-pay', runbookUrl: 'https://runbooks/checkout' }));
+    m.register(
+      new SLO({ ...base, tier: 'P0_PAGE', owner: 'team-pay', runbookUrl: 'https://runbooks/checkout' }),
+    );
     m.recordSample('checkout.latency', 600);
     const first = await m.evaluateAndDispatch();
     expect(first).toHaveLength(1);
@@ -167,10 +188,23 @@ describe('SLOMonitor', () => {
       title: 'SLO violation: checkout-p99',
       severity: 'critical',
       message: first[0]!.message,
-      context: { tier: 'P0_PAGE', slo: 'checkout-p99', owner: 'team-pay', runbook_url: 'https://runbooks/checkout', burn_rate: 2 },
+      context: {
+        tier: 'P0_PAGE',
+        slo: 'checkout-p99',
+        owner: 'team-pay',
+        runbook_url: 'https://runbooks/checkout',
+        burn_rate: 2,
+      },
     });
     expect(lines).toEqual([
-      expect.objectContaining({ level: 40, event: 'slo_violation', slo: 'checkout-p99', burn_rate: 2, measured_ms: 600, tier: 'P0_PAGE' }),
+      expect.objectContaining({
+        level: 40,
+        event: 'slo_violation',
+        slo: 'checkout-p99',
+        burn_rate: 2,
+        measured_ms: 600,
+        tier: 'P0_PAGE',
+      }),
     ]);
 
     clock.advance(299_999);
@@ -213,7 +247,11 @@ describe('SLOMonitor', () => {
     m.recordSample('checkout.latency', 600);
     await m.evaluateAndDispatch();
     expect(lines.map((l) => l.event)).toEqual(['slo_violation', 'alert']);
-    expect(lines[1]).toMatchObject({ level: 50, severity: 'high', context: { tier: 'P1_BUSINESS_HOURS', slo: 'checkout-p99' } });
+    expect(lines[1]).toMatchObject({
+      level: 50,
+      severity: 'high',
+      context: { tier: 'P1_BUSINESS_HOURS', slo: 'checkout-p99' },
+    });
   });
 });
 
@@ -236,8 +274,14 @@ describe('nearestRankPercentile', () => {
 
 describe('slo config', () => {
   it('has the spec defaults and rejects bad values', () => {
-    expect(sloConfigSchema().parse(undefined)).toEqual({ max_samples_per_metric: 10_000, suppression_window_seconds: 300, max_slos: 1000 });
-    expect(sloConfigSchema().parse({ suppression_window_seconds: '10m' }).suppression_window_seconds).toBe(600);
+    expect(sloConfigSchema().parse(undefined)).toEqual({
+      max_samples_per_metric: 10_000,
+      suppression_window_seconds: 300,
+      max_slos: 1000,
+    });
+    expect(sloConfigSchema().parse({ suppression_window_seconds: '10m' }).suppression_window_seconds).toBe(
+      600,
+    );
     expect(sloConfigSchema().safeParse({ max_samples_per_metric: 0 }).success).toBe(false);
     expect(sloConfigSchema().safeParse({ extra: 1 }).success).toBe(false);
   });
