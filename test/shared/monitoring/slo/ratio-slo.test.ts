@@ -138,7 +138,7 @@ describe('multi-window, multi-burn-rate table (objective 99.9%, budget 0.1%)', (
   });
 
   it('opens a ticket at 1x over 3 days confirmed over 6 h, with the budget report', () => {
-    const { traffic, firing, m, clock } = setup();
+    const { firing, m, clock } = setup();
     // 3 days at 1.2x (72 bad of 60,000 an hour), recorded an hour at a time to keep the test quick.
     for (let h = 0; h < 72; h++) {
       m.recordEvents('api-availability', 60_000 - 72, 60_000);
