@@ -23,11 +23,9 @@ function positiveDuration() {
 }
 
 function clockTime() {
-  return z
-    .string()
-    .refine((v) => parseClockTime(v) !== undefined, {
-      error: 'expected a local time HH:MM (00:00 to 23:59)',
-    });
+  return z.string().refine((v) => parseClockTime(v) !== undefined, {
+    error: 'expected a local time HH:MM (00:00 to 23:59)',
+  });
 }
 
 /** The `alerts` section. */
