@@ -1,6 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AlertDeliveryError, type AlertBatch, WebhookChannel } from '../../../../shared/monitoring';
-import { captureLogger, listen, type TestServer } from '../helpers';
+import {
+  AlertDeliveryError,
+  type AlertBatch,
+  alertsConfigSchema,
+  createAlertDispatcher,
+  WebhookChannel,
+} from '../../../../shared/monitoring';
+import { captureLogger, FakeClock, FakeTimers, listen, type TestServer } from '../helpers';
 
 const batch: AlertBatch = {
   tier: 'P0_PAGE',
@@ -153,5 +159,27 @@ describe('WebhookChannel', () => {
     const url = server.url;
     await server.close();
     await expect(new WebhookChannel({ url, maxRetries: 0 }).send(batch)).rejects.toThrow('connection failed');
+  });
+});
+
+describe('createAlertDispatcher with a webhook', () => {
+  it('sends only the tiers the webhook lists', async () => {
+    const { server, received } = await receiver([200]);
+    const clock = new FakeClock(0, Date.UTC(2026, 0, 5, 10, 0));
+    const config = alertsConfigSchema().parse({
+      log_channel: false,
+      webhooks: [{ url: server.url, tiers: ['P0_PAGE'] }],
+    });
+    const d = createAlertDispatcher(config, { clock, timers: new FakeTimers(clock) });
+    try {
+      await d.sendAlert('page me', 'm', 'critical', { tier: 'P0_PAGE' });
+      await d.sendAlert('not me', 'm', 'high', { tier: 'P1_BUSINESS_HOURS' });
+      expect(received.map((r) => (r.body as { alerts: Array<{ title: string }> }).alerts[0]!.title)).toEqual([
+        'page me',
+      ]);
+    } finally {
+      await d.shutdown();
+      await server.close();
+    }
   });
 });
