@@ -158,7 +158,8 @@ function retryable(status: number): boolean {
 /**
  * POSTs each batch as JSON. Network errors, timeouts, 408, 429 and 5xx are retried up to
  * `maxRetries` times with doubling backoff; another 4xx fails at once (the same body would fail
- * again). The response body is not read (a receiver cannot make us buffer it).
+ * again), and so does a redirect, which is not followed. The response body is not read (a receiver
+ * cannot make us buffer it).
  */
 export class WebhookChannel implements AlertChannel {
   readonly name: string;
@@ -189,6 +190,8 @@ export class WebhookChannel implements AlertChannel {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...this.options.headers },
           body,
+          // A redirect would carry the alert (and maybe its headers) to a host nobody configured.
+          redirect: 'manual',
           signal: AbortSignal.timeout(this.timeoutMs),
         });
         await res.body?.cancel();

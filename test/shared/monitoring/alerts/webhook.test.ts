@@ -135,6 +135,28 @@ describe('WebhookChannel', () => {
     }
   });
 
+  it('does not follow a redirect to another URL', async () => {
+    const { server: elsewhere, received: stolen } = await receiver([200]);
+    let hits = 0;
+    const redirecting = await listen((_req, res) => {
+      hits++;
+      res.writeHead(307, { location: elsewhere.url }).end();
+    });
+    try {
+      const channel = new WebhookChannel({
+        url: redirecting.url,
+        headers: { authorization: 'Bearer t' },
+        sleep: noSleep,
+      });
+      await expect(channel.send(batch)).rejects.toThrow('HTTP 307');
+      expect(hits).toBe(1);
+      expect(stolen).toHaveLength(0);
+    } finally {
+      await redirecting.close();
+      await elsewhere.close();
+    }
+  });
+
   it('times out an attempt that gets no answer and reports it', async () => {
     let requests = 0;
     const server = await listen(() => {
