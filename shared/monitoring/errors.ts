@@ -49,3 +49,18 @@ export class PerformanceMonitorError extends MonitoringError {}
 
 /** Span errors. */
 export class SpanError extends MonitoringError {}
+
+/** An SLO definition or sample is invalid (percentile, window, threshold, objective, value). */
+export class InvalidSLOError extends MonitoringError {
+  override readonly code = 'INVALID_ARGUMENT' as const;
+}
+
+/** `SLOMonitor.register` with a name already registered (spec: ValueError). */
+export class DuplicateSLOError extends MonitoringError {
+  override readonly code = 'ALREADY_EXISTS' as const;
+}
+
+/** An alert channel (a webhook) did not accept an alert after its retries. */
+export class AlertDeliveryError extends MonitoringError {
+  override readonly code = 'UNAVAILABLE' as const;
+}

@@ -1,0 +1,218 @@
+/**
+ * Alert channels: where a tier's alerts go. A channel receives batches: one alert at a time for
+ * P0 (and P1 within business hours), the held P1 alerts at opening time, a P2 digest per interval.
+ */
+import { type Logger, silentLogger } from '../../logging/logger';
+import { AlertDeliveryError } from '../errors';
+import type { AlertContext, AlertSeverity } from './dispatcher';
+import { alertLogLevel } from './dispatcher';
+import type { AlertTier } from './tiers';
+
+/** One alert as the tier-aware dispatcher keeps and forwards it. */
+export interface AlertRecord {
+  /** `metric` for sendMetricAlert, with `metric` set. */
+  kind: 'alert' | 'metric';
+  title: string;
+  message: string;
+  severity: AlertSeverity;
+  context: AlertContext;
+  tier: AlertTier;
+  /** Wall-clock milliseconds when the alert was raised. */
+  raisedAt: number;
+  metric?: { name: string; currentValue: number; threshold: number };
+}
+
+/** Why a batch is sent now. */
+export type AlertBatchReason = 'immediate' | 'business_hours_opened' | 'digest' | 'shutdown';
+
+/** What a channel receives. */
+export interface AlertBatch {
+  tier: AlertTier;
+  reason: AlertBatchReason;
+  alerts: readonly AlertRecord[];
+  /** Alerts of this tier dropped since the last batch because its buffer was full (oldest first). */
+  dropped: number;
+}
+
+/** A destination of alerts. `send` rejects when the batch could not be delivered. */
+export interface AlertChannel {
+  /** Shown in logs; never a URL or a secret. */
+  readonly name: string;
+  send(batch: AlertBatch): Promise<void>;
+}
+
+/** Writes each alert of a batch as a log line (the logging dispatcher's levels), and a digest as one line. */
+export class LogAlertChannel implements AlertChannel {
+  readonly name = 'log';
+  constructor(private readonly logger: Logger = silentLogger()) {}
+
+  async send(batch: AlertBatch): Promise<void> {
+    if (batch.reason === 'digest') {
+      const worst = batch.alerts.some((a) => alertLogLevel(a.severity) === 'error') ? 'error' : 'warn';
+      this.logger[worst](
+        {
+          event: 'alert_digest',
+          tier: batch.tier,
+          count: batch.alerts.length,
+          dropped: batch.dropped,
+          alerts: batch.alerts.map((a) => ({ alert: a.title, severity: a.severity })),
+        },
+        `alert digest: ${batch.alerts.length} alerts`,
+      );
+      return;
+    }
+    for (const a of batch.alerts) {
+      this.logger[alertLogLevel(a.severity)](
+        {
+          event: 'alert',
+          alert: a.title,
+          severity: a.severity,
+          tier: a.tier,
+          reason: batch.reason,
+          context: a.context,
+        },
+        a.message,
+      );
+    }
+  }
+}
+
+/** Options of WebhookChannel. */
+export interface WebhookChannelOptions {
+  /** Endpoint receiving `POST` with a JSON body. May carry a token: it is never logged unredacted. */
+  url: string;
+  /** Extra request headers (for example `Authorization`); never logged. */
+  headers?: Readonly<Record<string, string>>;
+  /** Seconds one attempt may take (default 5). */
+  timeoutSeconds?: number;
+  /** Attempts after the first one (default 3). */
+  maxRetries?: number;
+  /** Seconds before the first retry, doubled each retry (default 0.5), capped at `maxBackoffSeconds` (default 30). */
+  backoffSeconds?: number;
+  maxBackoffSeconds?: number;
+  /** Name in logs (default `webhook`). */
+  name?: string;
+  /** Injectable wait, for tests. */
+  sleep?: (ms: number) => Promise<void>;
+  logger?: Logger;
+}
+
+/** The JSON body a webhook receives. Field names are snake_case like the rest of our JSON. */
+export interface WebhookBody {
+  tier: AlertTier;
+  reason: AlertBatchReason;
+  dropped: number;
+  alerts: Array<{
+    kind: 'alert' | 'metric';
+    title: string;
+    message: string;
+    severity: string;
+    tier: AlertTier;
+    raised_at: string;
+    context: AlertContext;
+    metric?: { name: string; current_value: number; threshold: number };
+  }>;
+}
+
+/** The webhook body of a batch. */
+export function webhookBody(batch: AlertBatch): WebhookBody {
+  return {
+    tier: batch.tier,
+    reason: batch.reason,
+    dropped: batch.dropped,
+    alerts: batch.alerts.map((a) => ({
+      kind: a.kind,
+      title: a.title,
+      message: a.message,
+      severity: a.severity,
+      tier: a.tier,
+      raised_at: new Date(a.raisedAt).toISOString(),
+      context: a.context,
+      ...(a.metric
+        ? {
+            metric: {
+              name: a.metric.name,
+              current_value: a.metric.currentValue,
+              threshold: a.metric.threshold,
+            },
+          }
+        : {}),
+    })),
+  };
+}
+
+/** The scheme, host and port of a URL: webhook paths and queries often hold the secret (Slack, Teams). */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '[unparseable url]';
+  }
+}
+
+/** Statuses worth another attempt: the receiver may accept the same body later. */
+function retryable(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/**
+ * POSTs each batch as JSON. Network errors, timeouts, 408, 429 and 5xx are retried up to
+ * `maxRetries` times with doubling backoff; another 4xx fails at once (the same body would fail
+ * again), and so does a redirect, which is not followed. The response body is not read (a receiver
+ * cannot make us buffer it).
+ */
+export class WebhookChannel implements AlertChannel {
+  readonly name: string;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: WebhookChannelOptions) {
+    this.name = options.name ?? 'webhook';
+    this.timeoutMs = (options.timeoutSeconds ?? 5) * 1000;
+    this.maxRetries = options.maxRetries ?? 3;
+    this.backoffMs = (options.backoffSeconds ?? 0.5) * 1000;
+    this.maxBackoffMs = (options.maxBackoffSeconds ?? 30) * 1000;
+    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.logger = options.logger ?? silentLogger();
+  }
+
+  async send(batch: AlertBatch): Promise<void> {
+    const body = JSON.stringify(webhookBody(batch));
+    let lastProblem = '';
+    for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
+      if (attempt > 0) await this.sleep(Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)));
+      try {
+        const res = await fetch(this.options.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...this.options.headers },
+          body,
+          // A redirect would carry the alert (and maybe its headers) to a host nobody configured.
+          redirect: 'manual',
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+        await res.body?.cancel();
+        if (res.ok) return;
+        lastProblem = `HTTP ${res.status}`;
+        if (!retryable(res.status)) break;
+      } catch (err) {
+        // A DOMException is not `instanceof Error` in every realm (jest's vm), so read its name.
+        lastProblem =
+          (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'connection failed';
+      }
+      this.logger.warn(
+        {
+          channel: this.name,
+          target: originOf(this.options.url),
+          attempt: attempt + 1,
+          problem: lastProblem,
+        },
+        'alert webhook attempt failed',
+      );
+    }
+    throw new AlertDeliveryError(`alert channel ${this.name} did not accept the alerts (${lastProblem})`);
+  }
+}

@@ -1,0 +1,331 @@
+/**
+ * SLOMonitor of spec/monitoring.md: latency samples per metric in bounded rings, evaluation of
+ * registered SLOs over their windows, and dispatch of violations with tier-aware context and
+ * per-SLO suppression. It also keeps ratio SLOs (good over all events) with multi-window burn-rate
+ * alerts (./ratio.ts).
+ */
+import { type Logger, silentLogger } from '../../logging/logger';
+import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from '../alerts/dispatcher';
+import { AlertTier } from '../alerts/tiers';
+import { type Clock, systemClock } from '../clock';
+import { DuplicateSLOError, InvalidSLOError } from '../errors';
+import { SLO, SLOViolation } from './slo';
+import { EventCounts, evaluateRatioSLO, RatioSLO, type RatioSLOStatus } from './ratio';
+
+/** Options of SLOMonitor (the spec's constructor arguments, plus the injectables). */
+export interface SLOMonitorOptions {
+  /** Samples kept per metric; the oldest is dropped beyond it (default 10,000). */
+  maxSamplesPerMetric?: number;
+  /** Receives violations from `evaluateAndDispatch` (default: the logging dispatcher on `logger`). */
+  alertDispatcher?: AlertDispatcherProtocol | null;
+  /** Seconds during which a second alert for the same SLO is not sent (default 300). */
+  suppressionWindowSeconds?: number;
+  /** Most SLOs, latency and ratio together (default 1,000); bounds every per-SLO structure. */
+  maxSlos?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** Latency samples of one metric: a ring of values and their monotonic times, oldest overwritten. */
+class SampleRing {
+  readonly values: Float64Array;
+  readonly times: Float64Array;
+  /** Index of the next write. */
+  head = 0;
+  count = 0;
+  constructor(readonly capacity: number) {
+    this.values = new Float64Array(capacity);
+    this.times = new Float64Array(capacity);
+  }
+  push(value: number, at: number): void {
+    this.values[this.head] = value;
+    this.times[this.head] = at;
+    this.head = (this.head + 1) % this.capacity;
+    if (this.count < this.capacity) this.count++;
+  }
+  /** Copies the values recorded at or after `since` into `out`; returns how many. */
+  copySince(since: number, out: Float64Array): number {
+    let n = 0;
+    let i = (this.head - this.count + this.capacity) % this.capacity;
+    for (let k = 0; k < this.count; k++) {
+      if (this.times[i]! >= since) out[n++] = this.values[i]!;
+      i = i + 1 === this.capacity ? 0 : i + 1;
+    }
+    return n;
+  }
+  clear(): void {
+    this.head = 0;
+    this.count = 0;
+  }
+}
+
+/**
+ * The k-th smallest of `a[0..n)` (k from 0), by quickselect: linear on average, where a sort would be
+ * n log n. Reorders `a`.
+ */
+export function selectKth(a: Float64Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    // Median of three as pivot: sorted or constant input stays linear.
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo]!;
+    const y = a[mid]!;
+    const z = a[hi]!;
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return a[k]!;
+  }
+  return a[k]!;
+}
+
+/** Nearest-rank percentile of `a[0..n)`: the smallest value with at least `p` of the samples at or below it. */
+export function nearestRankPercentile(a: Float64Array, n: number, p: number): number {
+  const k = Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1));
+  return selectKth(a, n, k);
+}
+
+/** Severity of a latency violation's alert, by tier (the tier says how urgent it is). */
+function severityOf(tier: AlertTier): 'critical' | 'high' | 'medium' {
+  return tier === AlertTier.P0_PAGE ? 'critical' : tier === AlertTier.P1_BUSINESS_HOURS ? 'high' : 'medium';
+}
+
+/** Evaluates SLOs over recorded samples and dispatches their violations. */
+export class SLOMonitor {
+  private readonly maxSamples: number;
+  private readonly suppressionMs: number;
+  private readonly maxSlos: number;
+  private readonly dispatcher: AlertDispatcherProtocol;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly slos = new Map<string, SLO>();
+  private readonly ratioSlos = new Map<string, { slo: RatioSLO; counts: EventCounts }>();
+  /** Rings only for metrics some registered SLO reads: unknown metric names cost nothing. */
+  private readonly samples = new Map<string, SampleRing>();
+  /** Monotonic time of the last dispatched alert per suppression key (SLO name, or name and rule). */
+  private readonly lastSent = new Map<string, number>();
+  private scratch = new Float64Array(0);
+
+  constructor(options: SLOMonitorOptions = {}) {
+    this.maxSamples = options.maxSamplesPerMetric ?? 10_000;
+    if (!(Number.isInteger(this.maxSamples) && this.maxSamples > 0))
+      throw new InvalidSLOError('max_samples_per_metric must be a positive integer');
+    const suppression = options.suppressionWindowSeconds ?? 300;
+    if (!(Number.isFinite(suppression) && suppression >= 0))
+      throw new InvalidSLOError('suppression_window_seconds must be 0 or more');
+    this.suppressionMs = suppression * 1000;
+    this.maxSlos = options.maxSlos ?? 1000;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger();
+    this.dispatcher = options.alertDispatcher ?? new LoggingAlertDispatcher(this.logger);
+  }
+
+  /** Registered latency SLOs by name (spec: registered_slos). */
+  get registeredSlos(): ReadonlyMap<string, SLO> {
+    return this.slos;
+  }
+
+  /** Registered ratio SLOs by name. */
+  get registeredRatioSlos(): ReadonlyMap<string, RatioSLO> {
+    return new Map([...this.ratioSlos].map(([name, r]) => [name, r.slo]));
+  }
+
+  private checkNewName(name: string): void {
+    if (this.slos.has(name) || this.ratioSlos.has(name))
+      throw new DuplicateSLOError(`SLO ${JSON.stringify(name)} is already registered`);
+    if (this.slos.size + this.ratioSlos.size >= this.maxSlos)
+      throw new InvalidSLOError(`at most ${this.maxSlos} SLOs may be registered`);
+  }
+
+  /** Registers a latency SLO. A name already registered (latency or ratio) throws DuplicateSLOError. */
+  register(slo: SLO): void {
+    if (!(slo instanceof SLO)) throw new InvalidSLOError('register expects an SLO');
+    this.checkNewName(slo.name);
+    this.slos.set(slo.name, slo);
+    if (!this.samples.has(slo.metric)) this.samples.set(slo.metric, new SampleRing(this.maxSamples));
+  }
+
+  /** Registers a ratio SLO. A name already registered throws DuplicateSLOError. */
+  registerRatio(slo: RatioSLO): void {
+    if (!(slo instanceof RatioSLO)) throw new InvalidSLOError('registerRatio expects a RatioSLO');
+    this.checkNewName(slo.name);
+    this.ratioSlos.set(slo.name, { slo, counts: new EventCounts(slo.windowSeconds) });
+  }
+
+  /**
+   * Records one latency sample (milliseconds) of `metric`. Returns false, and keeps nothing, when no
+   * registered SLO reads the metric. A value that is not a finite number of 0 or more throws.
+   */
+  recordSample(metric: string, valueMs: number): boolean {
+    if (typeof valueMs !== 'number' || !Number.isFinite(valueMs) || valueMs < 0)
+      throw new InvalidSLOError(`sample of ${JSON.stringify(metric)} must be a finite number of 0 or more`);
+    const ring = this.samples.get(metric);
+    if (!ring) return false;
+    ring.push(valueMs, this.clock.monotonic());
+    return true;
+  }
+
+  /**
+   * Records events of a ratio SLO: `good` of `total` succeeded. Returns false for an unregistered
+   * name. Counts must be integers with 0 <= good <= total.
+   */
+  recordEvents(name: string, good: number, total: number): boolean {
+    if (!(Number.isInteger(good) && Number.isInteger(total) && good >= 0 && good <= total))
+      throw new InvalidSLOError('event counts must be integers with 0 <= good <= total');
+    const entry = this.ratioSlos.get(name);
+    if (!entry) return false;
+    entry.counts.add(this.clock.now(), good, total);
+    return true;
+  }
+
+  /** Drops the samples of `metric`, or of every metric (ratio SLO counts too) when omitted. */
+  clearSamples(metric?: string): void {
+    if (metric !== undefined) {
+      this.samples.get(metric)?.clear();
+      return;
+    }
+    for (const ring of this.samples.values()) ring.clear();
+    for (const r of this.ratioSlos.values()) r.counts.clear();
+  }
+
+  /** Number of samples kept for `metric` (in or out of any window). */
+  sampleCount(metric: string): number {
+    return this.samples.get(metric)?.count ?? 0;
+  }
+
+  /**
+   * One violation per latency SLO in breach: its percentile over the samples of its window, divided
+   * by its threshold, is at or above its burn-rate threshold. SLOs without samples in their window
+   * are within bounds.
+   */
+  evaluate(): SLOViolation[] {
+    const now = this.clock.monotonic();
+    const detectedAt = new Date(this.clock.now());
+    const out: SLOViolation[] = [];
+    for (const slo of this.slos.values()) {
+      const ring = this.samples.get(slo.metric)!;
+      if (ring.count === 0) continue;
+      if (this.scratch.length < ring.count) this.scratch = new Float64Array(this.maxSamples);
+      const n = ring.copySince(now - slo.windowSeconds * 1000, this.scratch);
+      if (n === 0) continue;
+      const measured = nearestRankPercentile(this.scratch, n, slo.percentile);
+      if (measured / slo.thresholdMs >= slo.burnRateThreshold)
+        out.push(new SLOViolation(slo, measured, detectedAt));
+    }
+    return out;
+  }
+
+  /** The state of every ratio SLO: events, remaining error budget, each burn-rate rule. */
+  evaluateRatios(): RatioSLOStatus[] {
+    const now = this.clock.now();
+    return [...this.ratioSlos.values()].map((r) => evaluateRatioSLO(r.slo, r.counts, now));
+  }
+
+  /**
+   * Evaluates, logs a structured warning per violation, and sends each through the dispatcher with
+   * tier-aware context, unless an alert for the same SLO went out less than
+   * `suppressionWindowSeconds` ago. Firing ratio-SLO rules are logged and dispatched the same way
+   * (the most severe firing rule per SLO, suppressed per SLO and severity). Returns the latency violations, suppressed ones included.
+   * A dispatcher failure is logged, and that SLO is not marked as sent, so the next evaluation retries.
+   */
+  async evaluateAndDispatch(): Promise<SLOViolation[]> {
+    const violations = this.evaluate();
+    for (const v of violations) {
+      const context = {
+        tier: v.slo.tier,
+        slo: v.slo.name,
+        owner: v.slo.owner,
+        runbook_url: v.slo.runbookUrl,
+        burn_rate: v.burnRate,
+        metric: v.slo.metric,
+        percentile: v.slo.percentile,
+        measured_ms: v.measuredValue,
+        threshold_ms: v.slo.thresholdMs,
+        window_seconds: v.slo.windowSeconds,
+      };
+      this.logger.warn({ event: 'slo_violation', ...context }, v.message);
+      await this.dispatchUnlessSuppressed(
+        v.slo.name,
+        `SLO violation: ${v.slo.name}`,
+        v.message,
+        severityOf(v.slo.tier),
+        context,
+      );
+    }
+    for (const status of this.evaluateRatios()) {
+      // One alert per SLO: the first firing page rule, else the first firing ticket rule (a fast
+      // burn also trips the slow rules; one alert about it is enough).
+      const rule = status.firing.find((r) => r.rule.severity === 'page') ?? status.firing[0];
+      if (rule) {
+        const severity = rule.rule.severity;
+        const slo = status.slo;
+        const tier = severity === 'page' ? slo.pageTier : AlertTier.P1_BUSINESS_HOURS;
+        const context = {
+          tier,
+          slo: slo.name,
+          owner: slo.owner,
+          runbook_url: slo.runbookUrl,
+          burn_rate: rule.longBurnRate,
+          short_burn_rate: rule.shortBurnRate,
+          burn_rate_threshold: rule.rule.burnRate,
+          long_window_seconds: rule.rule.longWindowSeconds,
+          short_window_seconds: rule.rule.shortWindowSeconds,
+          objective: slo.objective,
+          error_budget_remaining: status.errorBudgetRemaining,
+        };
+        const message =
+          `SLO ${slo.name} (${slo.objective * 100}%) burning its error budget at ${round(rule.longBurnRate)}x over ` +
+          `${rule.rule.longWindowSeconds} s (threshold ${rule.rule.burnRate}x); ` +
+          `${round(status.errorBudgetRemaining * 100)}% of the budget left`;
+        this.logger.warn({ event: 'slo_burn_rate', severity, ...context }, message);
+        await this.dispatchUnlessSuppressed(
+          `${slo.name}\u0000${severity}`,
+          `SLO burn rate: ${slo.name}`,
+          message,
+          severity === 'page' ? 'critical' : 'high',
+          context,
+        );
+      }
+    }
+    return violations;
+  }
+
+  private async dispatchUnlessSuppressed(
+    key: string,
+    title: string,
+    message: string,
+    severity: string,
+    context: Record<string, unknown>,
+  ): Promise<void> {
+    const now = this.clock.monotonic();
+    const last = this.lastSent.get(key);
+    if (last !== undefined && now - last < this.suppressionMs) return;
+    try {
+      await this.dispatcher.sendAlert(title, message, severity, context);
+      this.lastSent.set(key, now);
+    } catch (err) {
+      this.logger.error(
+        { slo: context.slo, err: err instanceof Error ? err.message : String(err) },
+        'SLO alert dispatch failed',
+      );
+    }
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}

@@ -1,0 +1,288 @@
+import fc from 'fast-check';
+import {
+  type AlertContext,
+  type AlertDispatcherProtocol,
+  DuplicateSLOError,
+  InvalidSLOError,
+  nearestRankPercentile,
+  SLO,
+  SLOMonitor,
+  SLOViolation,
+  sloConfigSchema,
+} from '../../../../shared/monitoring';
+import { captureLogger, FakeClock } from '../helpers';
+
+class RecordingDispatcher implements AlertDispatcherProtocol {
+  readonly alerts: Array<{ title: string; message: string; severity: string; context: AlertContext }> = [];
+  fail = false;
+  async sendAlert(
+    title: string,
+    message: string,
+    severity: string,
+    context?: AlertContext | null,
+  ): Promise<void> {
+    if (this.fail) throw new Error('dispatcher down');
+    this.alerts.push({ title, message, severity, context: context ?? {} });
+  }
+  async sendMetricAlert(): Promise<void> {}
+}
+
+const base = {
+  name: 'checkout-p99',
+  metric: 'checkout.latency',
+  percentile: 0.99,
+  thresholdMs: 300,
+  windowSeconds: 300,
+};
+
+describe('SLO', () => {
+  it.each([
+    [{ percentile: 1.5 }, 'percentile must be between 0.0 and 1.0'],
+    [{ percentile: -0.1 }, 'percentile'],
+    [{ percentile: Number.NaN }, 'percentile'],
+    [{ windowSeconds: 0 }, 'window'],
+    [{ windowSeconds: Number.POSITIVE_INFINITY }, 'window'],
+    [{ thresholdMs: -1 }, 'threshold_ms'],
+    [{ burnRateThreshold: 0 }, 'burn_rate_threshold'],
+    [{ name: ' ' }, 'name must not be empty'],
+    [{ metric: '' }, 'metric must not be empty'],
+    [{ tier: 'P5' }, 'unknown tier'],
+  ])('rejects %j', (override, message) => {
+    expect(() => new SLO({ ...base, ...(override as object) })).toThrow(InvalidSLOError);
+    expect(() => new SLO({ ...base, ...(override as object) })).toThrow(message);
+  });
+
+  it('defaults: burn rate threshold 1.0, tier P1_BUSINESS_HOURS', () => {
+    const slo = new SLO(base);
+    expect(slo).toMatchObject({
+      burnRateThreshold: 1,
+      tier: 'P1_BUSINESS_HOURS',
+      owner: '',
+      runbookUrl: '',
+      description: '',
+    });
+    expect(new SLO({ ...base, percentile: 0 }).percentile).toBe(0);
+    expect(new SLO({ ...base, percentile: 1 }).percentile).toBe(1);
+  });
+});
+
+describe('SLOViolation', () => {
+  it('computes burn rate as measured / threshold and generates a message when none is given', () => {
+    const v = new SLOViolation(new SLO(base), 450, new Date(Date.UTC(2026, 0, 1)));
+    expect(v.burnRate).toBe(1.5);
+    expect(v.message).toBe(
+      'SLO checkout-p99 breached: p99 of checkout.latency is 450 ms over the last 300 s, threshold 300 ms (burn rate 1.5)',
+    );
+    expect(v.detectedAt.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+    expect(new SLOViolation(new SLO(base), 450, new Date(), 'custom').message).toBe('custom');
+  });
+});
+
+describe('SLOMonitor', () => {
+  function monitor(extra: ConstructorParameters<typeof SLOMonitor>[0] = {}) {
+    const clock = new FakeClock();
+    const dispatcher = new RecordingDispatcher();
+    const { logger, lines } = captureLogger();
+    const m = new SLOMonitor({ clock, alertDispatcher: dispatcher, logger, ...extra });
+    return { clock, dispatcher, lines, m };
+  }
+
+  it('rejects a second SLO with the same name (ValueError equivalent, ALREADY_EXISTS)', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(() => m.register(new SLO({ ...base, metric: 'other' }))).toThrow(DuplicateSLOError);
+    expect(new DuplicateSLOError('x').code).toBe('ALREADY_EXISTS');
+    expect([...m.registeredSlos.keys()]).toEqual(['checkout-p99']);
+  });
+
+  it('returns no violation without samples or when within bounds', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(m.evaluate()).toEqual([]);
+    for (let i = 0; i < 100; i++) m.recordSample('checkout.latency', 100 + i);
+    expect(m.evaluate()).toEqual([]);
+  });
+
+  it('reports the SLO when its percentile reaches the threshold times the burn-rate threshold', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    m.register(new SLO({ ...base, name: 'lenient', burnRateThreshold: 2 }));
+    for (let i = 1; i <= 100; i++) m.recordSample('checkout.latency', i === 100 ? 600 : i);
+    // p99 of 1..99,600 (nearest rank) is 99: fine.
+    expect(m.evaluate()).toEqual([]);
+    m.recordSample('checkout.latency', 600);
+    // Now 101 samples; rank ceil(0.99*101)=100 -> 600 ms: burn 2.0, at the lenient threshold too.
+    const violations = m.evaluate();
+    expect(violations.map((v) => [v.slo.name, v.measuredValue, v.burnRate])).toEqual([
+      ['checkout-p99', 600, 2],
+      ['lenient', 600, 2],
+    ]);
+  });
+
+  it('ignores samples older than the window', () => {
+    const { m, clock } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 1000);
+    clock.advance(300_001);
+    m.recordSample('checkout.latency', 10);
+    expect(m.evaluate()).toEqual([]);
+    clock.advance(300_001);
+    expect(m.evaluate()).toEqual([]);
+    expect(m.sampleCount('checkout.latency')).toBe(2);
+  });
+
+  it('keeps at most max_samples_per_metric samples, dropping the oldest', () => {
+    const { m } = monitor({ maxSamplesPerMetric: 3 });
+    m.register(new SLO({ ...base, percentile: 1 }));
+    m.recordSample('checkout.latency', 9999);
+    for (const v of [1, 2, 3]) m.recordSample('checkout.latency', v);
+    expect(m.sampleCount('checkout.latency')).toBe(3);
+    expect(m.evaluate()).toEqual([]); // the 9999 was dropped
+    m.recordSample('checkout.latency', 400);
+    expect(m.evaluate()[0]!.measuredValue).toBe(400);
+  });
+
+  it('defaults max_samples_per_metric to 10,000', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    for (let i = 0; i < 10_005; i++) m.recordSample('checkout.latency', 1);
+    expect(m.sampleCount('checkout.latency')).toBe(10_000);
+  });
+
+  it('keeps nothing for a metric no SLO reads, and rejects values that are not finite and >= 0', () => {
+    const { m } = monitor();
+    expect(m.recordSample('unknown', 5)).toBe(false);
+    expect(m.sampleCount('unknown')).toBe(0);
+    expect(() => m.recordSample('unknown', Number.NaN)).toThrow(InvalidSLOError);
+    expect(() => m.recordSample('unknown', -1)).toThrow('finite number of 0 or more');
+  });
+
+  it('clears one metric or all', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    m.register(new SLO({ ...base, name: 'b', metric: 'b.latency' }));
+    m.recordSample('checkout.latency', 1000);
+    m.recordSample('b.latency', 1000);
+    m.clearSamples('checkout.latency');
+    expect(m.evaluate().map((v) => v.slo.name)).toEqual(['b']);
+    m.clearSamples();
+    expect(m.evaluate()).toEqual([]);
+  });
+
+  it('bounds the number of SLOs', () => {
+    const { m } = monitor({ maxSlos: 1 });
+    m.register(new SLO(base));
+    expect(() => m.register(new SLO({ ...base, name: 'second' }))).toThrow('at most 1 SLOs');
+  });
+
+  it('dispatches with tier-aware context, logs a structured warning, and suppresses repeats within the window', async () => {
+    const { m, clock, dispatcher, lines } = monitor();
+    m.register(
+      new SLO({ ...base, tier: 'P0_PAGE', owner: 'team-pay', runbookUrl: 'https://runbooks/checkout' }),
+    );
+    m.recordSample('checkout.latency', 600);
+    const first = await m.evaluateAndDispatch();
+    expect(first).toHaveLength(1);
+    expect(dispatcher.alerts).toHaveLength(1);
+    expect(dispatcher.alerts[0]).toMatchObject({
+      title: 'SLO violation: checkout-p99',
+      severity: 'critical',
+      message: first[0]!.message,
+      context: {
+        tier: 'P0_PAGE',
+        slo: 'checkout-p99',
+        owner: 'team-pay',
+        runbook_url: 'https://runbooks/checkout',
+        burn_rate: 2,
+      },
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        event: 'slo_violation',
+        slo: 'checkout-p99',
+        burn_rate: 2,
+        measured_ms: 600,
+        tier: 'P0_PAGE',
+      }),
+    ]);
+
+    clock.advance(299_999);
+    m.recordSample('checkout.latency', 600);
+    expect(await m.evaluateAndDispatch()).toHaveLength(1); // still returned, and logged
+    expect(dispatcher.alerts).toHaveLength(1); // but not sent again
+    expect(lines).toHaveLength(2);
+
+    clock.advance(1);
+    await m.evaluateAndDispatch();
+    expect(dispatcher.alerts).toHaveLength(2);
+  });
+
+  it('suppresses per SLO: another SLO in breach is still sent', async () => {
+    const { m, dispatcher } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    await m.evaluateAndDispatch();
+    m.register(new SLO({ ...base, name: 'other' }));
+    await m.evaluateAndDispatch();
+    expect(dispatcher.alerts.map((a) => a.context.slo)).toEqual(['checkout-p99', 'other']);
+  });
+
+  it('does not mark an SLO as sent when the dispatcher fails, so the next evaluation retries', async () => {
+    const { m, dispatcher, lines } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    dispatcher.fail = true;
+    await m.evaluateAndDispatch();
+    expect(lines.some((l) => l.msg === 'SLO alert dispatch failed' && l.level === 50)).toBe(true);
+    dispatcher.fail = false;
+    await m.evaluateAndDispatch();
+    expect(dispatcher.alerts).toHaveLength(1);
+  });
+
+  it('uses the logging dispatcher when none is given', async () => {
+    const { logger, lines } = captureLogger();
+    const m = new SLOMonitor({ logger, clock: new FakeClock() });
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    await m.evaluateAndDispatch();
+    expect(lines.map((l) => l.event)).toEqual(['slo_violation', 'alert']);
+    expect(lines[1]).toMatchObject({
+      level: 50,
+      severity: 'high',
+      context: { tier: 'P1_BUSINESS_HOURS', slo: 'checkout-p99' },
+    });
+  });
+});
+
+describe('nearestRankPercentile', () => {
+  it('equals the nearest-rank value of a sorted copy', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: 0, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 300 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (values, p) => {
+          const sorted = [...values].sort((a, b) => a - b);
+          const k = Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1));
+          expect(nearestRankPercentile(Float64Array.from(values), values.length, p)).toBe(sorted[k]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('slo config', () => {
+  it('has the spec defaults and rejects bad values', () => {
+    expect(sloConfigSchema().parse(undefined)).toEqual({
+      max_samples_per_metric: 10_000,
+      suppression_window_seconds: 300,
+      max_slos: 1000,
+    });
+    expect(sloConfigSchema().parse({ suppression_window_seconds: '10m' }).suppression_window_seconds).toBe(
+      600,
+    );
+    expect(sloConfigSchema().safeParse({ max_samples_per_metric: 0 }).success).toBe(false);
+    expect(sloConfigSchema().safeParse({ extra: 1 }).success).toBe(false);
+  });
+});
