@@ -18,6 +18,8 @@ export interface TwilioRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   form: Record<string, string>;
+  /** The client's port: one value for requests on one keep-alive connection. */
+  remotePort: number;
 }
 
 /** How the peer answers the next accepted Messages request. */
@@ -105,7 +107,14 @@ export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<
         const [code, message] = missing ?? [21602, 'Message body is required.'];
         return reply(res, 400, { code, message, status: 400 });
       }
-      if (record) peer.requests.push({ method: req.method, path: req.url, headers: req.headers, form });
+      if (record)
+        peer.requests.push({
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+          form,
+          remotePort: req.socket.remotePort ?? 0,
+        });
       const sid = `SM${String(nextId++).padStart(32, '0')}`;
       const answer = peer.script.shift() ?? {
         kind: 'answer',
