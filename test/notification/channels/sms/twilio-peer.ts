@@ -31,6 +31,8 @@ export interface TwilioPeer {
   baseUrl: string;
   /** Accepted Messages requests, in arrival order. */
   requests: TwilioRequest[];
+  /** Messages requests that passed the auth and form checks (counted even when not recorded). */
+  accepted: number;
   /** Messages requests refused by the auth or form check. */
   refused: number;
   script: TwilioAnswer[];
@@ -56,6 +58,7 @@ export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<
   const peer: TwilioPeer = {
     baseUrl: '',
     requests: [],
+    accepted: 0,
     refused: 0,
     script: [],
     close: async () => undefined,
