@@ -52,7 +52,9 @@ export async function runSmsBench(): Promise<BenchRow[]> {
     const target = peer.accepted + PER_ROUND;
     const started = performance.now();
     await run(send);
-    while (peer.accepted < target) await new Promise((resolve) => setTimeout(resolve, 1));
+    while (peer.accepted < target) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
     return PER_ROUND / ((performance.now() - started) / 1000);
   };
 

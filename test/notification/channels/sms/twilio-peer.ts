@@ -110,6 +110,7 @@ export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<
         const [code, message] = missing ?? [21602, 'Message body is required.'];
         return reply(res, 400, { code, message, status: 400 });
       }
+      peer.accepted++;
       if (record)
         peer.requests.push({
           method: req.method,
