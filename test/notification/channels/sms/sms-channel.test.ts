@@ -4,7 +4,7 @@
  */
 import { ConfigError } from '../../../../shared/config';
 import { FailedPreconditionError, InvalidArgumentError } from '../../../../shared/errors';
-import { SmsChannel } from '../../../../services/notification/channels/sms/sms-channel';
+import { MAX_SMS_RECIPIENTS, SmsChannel } from '../../../../services/notification/channels/sms/sms-channel';
 import { MAX_SMS_BODY_CHARS } from '../../../../services/notification/channels/sms/sms-message';
 import { gatewayConfig, startTwilioPeer, twilioError, type TwilioPeer } from './twilio-peer';
 
@@ -130,6 +130,15 @@ describe('SmsChannel.send (SMSChannelProtocol, in process)', () => {
       field: 'backend',
     });
     expect(peer.requests).toHaveLength(0);
+  });
+
+  it('refuses a list one over MAX_SMS_RECIPIENTS before any call', async () => {
+    const to = Array.from({ length: MAX_SMS_RECIPIENTS + 1 }, (_, i) => `+1555${String(1_000_000 + i)}`);
+    expect(await rejected(sms.send(to, 'hi'))).toMatchObject({
+      field: 'recipients',
+      message: `recipients: ${MAX_SMS_RECIPIENTS + 1} recipients, over the limit of ${MAX_SMS_RECIPIENTS}`,
+    });
+    expect(peer.accepted).toBe(0);
   });
 
   it('accepts a body of exactly 1,600 characters, counting an emoji as one', async () => {
