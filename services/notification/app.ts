@@ -22,7 +22,11 @@ import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
 import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
+import { SmsChannel } from './channels/sms/sms-channel';
+import { SmsSender, smsLookup } from './channels/sms/sms-sender';
 import {
+  type BackendLookup,
+  type Channel,
   DatabaseDeliveryStore,
   DeliveryPipeline,
   type DeliveryStore,
@@ -46,6 +50,8 @@ export interface NotificationApp {
   readonly deliveries: DeliveryPipeline;
   /** The mailer backends of `mailer.backends`. */
   readonly mailers: MailerModule;
+  /** The SMS backends of `sms_backends`. */
+  readonly sms: SmsChannel;
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -97,16 +103,21 @@ export async function createNotificationApp(
 
     const auth = new AdminAuth({ ...config.admin.auth, environment: config.environment });
 
-    // Delivery: one pipeline for every channel; email resolves through the mailers (SMS and push
-    // have no drivers yet, so their lookups find nothing).
+    // Delivery: one pipeline for every channel; each channel resolves through its own backends (push
+    // has no drivers yet, so its lookup finds nothing).
     const mailers = MailerModule.configure(config.mailer, { logger });
+    const sms = SmsChannel.configure(config.sms_backends, { logger });
+    const lookups: Partial<Record<Channel, BackendLookup>> = {
+      email: mailerLookup(mailers),
+      sms: smsLookup(sms),
+    };
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex)
         : new InMemoryDeliveryStore();
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
-      lookup: mailerLookup(mailers),
+      lookup: (channel, backend) => lookups[channel]?.(channel, backend),
       config: config.delivery,
       registry,
       logger,
@@ -117,6 +128,7 @@ export async function createNotificationApp(
           : undefined,
     });
     const email = new EmailSender(mailers, deliveries);
+    const smsSender = new SmsSender(sms, deliveries);
 
     const server = new RpcServer({
       name: 'notification',
@@ -126,8 +138,8 @@ export async function createNotificationApp(
       ...serverOptionsFromConfig(config.server),
       maxRequestBytes: effectiveMaxRequestBytes(config),
       services: [
-        // SendSms, SendPush and SendPushBatch are not implemented: they answer UNIMPLEMENTED.
-        registration(NotificationService, new NotificationRpc(email, deliveries)),
+        // SendPush and SendPushBatch are not implemented: they answer UNIMPLEMENTED.
+        registration(NotificationService, new NotificationRpc(email, deliveries, smsSender)),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
       ],
     });
@@ -146,7 +158,7 @@ export async function createNotificationApp(
         try {
           await deliveries.stop(deadline);
         } finally {
-          await mailers.close();
+          await Promise.all([mailers.close(), sms.close()]);
         }
       },
     });
@@ -174,6 +186,7 @@ export async function createNotificationApp(
     // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
     // stays in service while deliveries wait in the queue.
     for (const { name, check } of mailers.healthChecks()) observability.checker.add(name, check);
+    for (const { name, check } of sms.healthChecks()) observability.checker.add(name, check);
 
     return {
       server,
@@ -184,6 +197,7 @@ export async function createNotificationApp(
       inboxHub: inboxProvider.hub,
       deliveries,
       mailers,
+      sms,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

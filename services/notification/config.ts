@@ -9,7 +9,6 @@ import { z } from 'zod';
 import {
   type LoadConfigOptions,
   databaseSectionSchema,
-  e164,
   environmentSchema,
   httpUrl,
   loadConfig,
@@ -24,6 +23,7 @@ import {
 import { healthConfigSchema, metricsConfigSchema } from '../../shared/monitoring/config';
 import { backendList, primaryFlag } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
+import { SmsBackendsSchema } from './channels/sms/config';
 
 // The named-backend rules and the mailer section have their homes beside the channels; re-exported
 // here because callers of the service config (tests, the composition root) look for them here.
@@ -36,19 +36,14 @@ export {
   type MailerConfig,
   type NamedMailerConfig,
 } from './channels/email/config';
+export {
+  NamedSMSConfigSchema,
+  SmsGatewayDriverConfigSchema,
+  type NamedSMSConfig,
+  type SmsGatewayDriverConfig,
+} from './channels/sms/config';
 // Each area's section has its home beside the area; this file composes them.
 import { DeliveryConfigSchema } from './delivery/config';
-
-/** Driver settings of the `sms_gateway` SMS driver. */
-export const SmsGatewayDriverConfigSchema = z.strictObject({
-  account_sid: nonEmptyString(),
-  /** Secret. */
-  auth_token: nonEmptyString(),
-  /** Sender number in international (E.164) format, e.g. +15551234567. */
-  from_number: e164(),
-  /** Provider API root; tests and staging point it at a local server. */
-  base_url: httpUrl().default('https://api.sms-gateway.example.com'),
-});
 
 /** Driver settings of `push_driver_a` (server-key authenticated HTTP push API). */
 export const PushDriverAConfigSchema = z.strictObject({
@@ -74,14 +69,6 @@ export const PushDriverBConfigSchema = z.strictObject({
     .regex(PEM_PRIVATE_KEY, { error: 'expected a PEM private key (-----BEGIN PRIVATE KEY-----)' }),
   topic: nonEmptyString(),
   base_url: httpUrl().default('https://push-b.example.com'),
-});
-
-/** One named SMS backend (`NamedSMSConfig`). */
-export const NamedSMSConfigSchema = z.strictObject({
-  name: itemName(),
-  primary: primaryFlag,
-  driver: z.literal('sms_gateway').default('sms_gateway'),
-  sms_gateway: SmsGatewayDriverConfigSchema.optional(),
 });
 
 /** One named push backend (`NamedPushConfig`). */
@@ -155,7 +142,7 @@ export const NotificationConfigSchema = z
     health: healthConfigSchema(),
     /** `/metrics` and the service's own metrics (the monitoring library's MetricsConfig). */
     metrics: metricsConfigSchema(),
-    sms_backends: backendList(NamedSMSConfigSchema, 'SMS'),
+    sms_backends: SmsBackendsSchema,
     push_backends: backendList(NamedPushConfigSchema, 'push'),
     mailer: MailerConfigSchema,
     inbox: InboxConfigSchema,
@@ -178,8 +165,6 @@ export const NotificationConfigSchema = z
 export type NotificationConfig = z.infer<typeof NotificationConfigSchema>;
 /** What may be passed in code: any part of the config, as it would be written in the file. */
 export type NotificationConfigInput = z.input<typeof NotificationConfigSchema>;
-/** One named SMS backend. */
-export type NamedSMSConfig = z.infer<typeof NamedSMSConfigSchema>;
 /** One named push backend. */
 export type NamedPushConfig = z.infer<typeof NamedPushConfigSchema>;
 /** The inbox section. */

@@ -18,6 +18,7 @@ import { runAdminBench } from './admin.bench';
 import { runInboxScaleBench } from './inbox-scale.bench';
 import { runEmailBench } from './email.bench';
 import { runSloBench } from './slo.bench';
+import { runSmsBench } from './sms.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -90,6 +91,8 @@ const suites: Suite[] = [
       }
     },
   },
+  // SMS/s through SendSms (64 in flight) against raw fetch to the same local Twilio-style API.
+  { name: 'sms', run: () => runSmsBench() },
 ];
 
 function fmt(n: number): string {

@@ -1,8 +1,8 @@
 /**
  * The NotificationService RPCs (gRPC and Connect): translate wire messages to the email channel and
  * the delivery pipeline and back. No business rules here: validation lives in the Mailable and the
- * pipeline, scoping by caller in the pipeline. SendSms, SendPush and SendPushBatch are not
- * implemented yet (they answer UNIMPLEMENTED until the SMS and push channels land).
+ * pipeline, scoping by caller in the pipeline. SendPush and SendPushBatch are not implemented yet
+ * (they answer UNIMPLEMENTED until the push channel lands).
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -16,10 +16,12 @@ import {
   type ListDeliveriesRequest,
   type NotificationService,
   type SendEmailRequest,
+  type SendSmsRequest,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { InvalidArgumentError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
 import type { EmailSender } from '../channels/email/email-sender';
+import type { SmsSender } from '../channels/sms/sms-sender';
 import type {
   Channel,
   DeliveryFilter,
@@ -100,12 +102,21 @@ function enumFilter<D>(value: number, known: Map<number, D>, field: string): D |
   return mapped;
 }
 
-/** NotificationService: email, delivery records; SMS and push answer UNIMPLEMENTED for now. */
+/** NotificationService: email, SMS, delivery records; push answers UNIMPLEMENTED for now. */
 export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationService>> {
   constructor(
     private readonly email: EmailSender,
     private readonly pipeline: DeliveryPipeline,
+    private readonly sms: SmsSender,
   ) {}
+
+  async sendSms(req: SendSmsRequest, ctx: HandlerContext) {
+    const result = await this.sms.send(
+      { to: req.to, body: req.body, backend: req.backend, idempotencyKey: req.idempotencyKey },
+      ctx.values.get(callerKey),
+    );
+    return { deliveryId: result.delivery.id, status: STATUS_TO_WIRE[result.delivery.status] };
+  }
 
   async sendEmail(req: SendEmailRequest, ctx: HandlerContext) {
     const result = await this.email.send(

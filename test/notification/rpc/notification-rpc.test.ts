@@ -409,8 +409,9 @@ describe.each([
     expect(viaConnect.code).toBe(Code.NotFound);
   });
 
-  test('SendSms, SendPush and SendPushBatch stay UNIMPLEMENTED', async () => {
-    for (const method of ['sendSms', 'sendPush', 'sendPushBatch']) {
+  // SendSms has its own tests (sms-rpc.test.ts).
+  test('SendPush and SendPushBatch stay UNIMPLEMENTED', async () => {
+    for (const method of ['sendPush', 'sendPushBatch']) {
       const err = await grpcError(unary(h.n.notificationGrpc, method, {}, { metadata: auth(TOKEN_A) }));
       expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
     }

@@ -75,6 +75,8 @@ describe('redactSecrets', () => {
       auth_token: REDACTED,
       from_number: '+15550001111',
       base_url: 'https://api.sms-gateway.example.com',
+      timeout_ms: 10000,
+      max_connections: 10,
     });
     expect(redacted.server.api_tokens).toEqual([REDACTED]);
     expect(redacted.push_backends[1]?.push_driver_b?.private_key).toBe(REDACTED);

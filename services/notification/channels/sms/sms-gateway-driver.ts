@@ -1,0 +1,225 @@
+/**
+ * The `sms_gateway` driver: a Twilio-compatible Messages API (form `POST
+ * {base_url}/2010-04-01/Accounts/{account_sid}/Messages.json`, HTTP Basic `account_sid:auth_token`,
+ * fields To, From, Body), over node:http(s) with a keep-alive agent capped at `max_connections`. The
+ * answer is classified from sms-gateway-outcomes.ts. The auth token goes into the Authorization header
+ * and nowhere else: not into reasons, logs or errors.
+ */
+import http from 'node:http';
+import https from 'node:https';
+
+import type { Logger } from '../../../../shared/logging/logger';
+import { silentLogger } from '../../../../shared/logging/logger';
+import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
+import type { SmsGatewayDriverConfig } from './config';
+import type { SmsDriver, SmsHealthResult } from './sms-driver';
+import {
+  classifySmsGatewayAnswer,
+  SMS_GATEWAY_ERROR_OUTCOMES,
+  type SmsGatewayAnswer,
+} from './sms-gateway-outcomes';
+import { type SmsPayload, smsPayloadProblem } from './sms-message';
+
+/** Most bytes of an answer read; the rest is dropped (a message resource or error is far smaller). */
+export const MAX_ANSWER_BYTES = 64 * 1024;
+/** The longest a health probe may take (below the health checker's default 5 s per check). */
+export const SMS_GATEWAY_PROBE_TIMEOUT_MS = 4000;
+
+/** What the sms_gateway driver is built from. */
+export interface SmsGatewayDriverOptions {
+  name: string;
+  config: SmsGatewayDriverConfig;
+  logger?: Logger;
+}
+
+/** Why a request ended without an answer. */
+type NoAnswer = { kind: keyof typeof SMS_GATEWAY_ERROR_OUTCOMES; code?: string };
+
+/** The `sms_gateway` driver of one named backend. */
+export class SmsGatewayDriver implements SmsDriver {
+  readonly channel = 'sms' as const;
+  readonly driver = 'sms_gateway';
+  readonly name: string;
+  readonly fromNumber: string;
+  private readonly config: SmsGatewayDriverConfig;
+  private readonly messagesUrl: URL;
+  private readonly accountUrl: URL;
+  private readonly authorization: string;
+  private readonly agent: http.Agent;
+  private readonly log: Logger;
+  private probing: Promise<SmsHealthResult> | undefined;
+  private closed = false;
+
+  constructor(opts: SmsGatewayDriverOptions) {
+    this.name = opts.name;
+    this.config = opts.config;
+    this.fromNumber = opts.config.from_number;
+    const base = new URL(opts.config.base_url.replace(/\/+$/, '') + '/');
+    const account = `2010-04-01/Accounts/${encodeURIComponent(opts.config.account_sid)}`;
+    this.messagesUrl = new URL(`${account}/Messages.json`, base);
+    this.accountUrl = new URL(`${account}.json`, base);
+    this.authorization = `Basic ${Buffer.from(`${opts.config.account_sid}:${opts.config.auth_token}`).toString('base64')}`;
+    const Agent = base.protocol === 'https:' ? https.Agent : http.Agent;
+    this.agent = new Agent({ keepAlive: true, maxSockets: opts.config.max_connections });
+    this.log = (opts.logger ?? silentLogger()).child({ component: 'sms-gateway-driver', backend: opts.name });
+  }
+
+  /** Posts `payload` once; every answer (or its absence) becomes a SendOutcome. */
+  async send(payload: SmsPayload, ctx: DriverSendContext): Promise<SendOutcome> {
+    const problem = smsPayloadProblem(payload);
+    if (problem !== undefined) return { class: 'permanent', reason: `malformed SMS payload: ${problem}` };
+    if (this.closed) return noAnswerOutcome({ kind: 'aborted', code: 'closed' });
+    const body = new URLSearchParams({ To: payload.to, From: payload.from, Body: payload.body }).toString();
+    const result = await this.request(
+      'POST',
+      this.messagesUrl,
+      {
+        authorization: this.authorization,
+        'content-type': 'application/x-www-form-urlencoded',
+        'content-length': String(Buffer.byteLength(body)),
+        accept: 'application/json',
+      },
+      body,
+      this.config.timeout_ms,
+      ctx.signal,
+    );
+    const outcome =
+      'status' in result ? classifySmsGatewayAnswer(result, this.secrets()) : noAnswerOutcome(result);
+    if (outcome.class !== 'sent') {
+      this.log.warn(
+        {
+          deliveryId: ctx.deliveryId,
+          attempt: ctx.attempt,
+          outcome: outcome.class,
+          code: outcome.providerCode,
+        },
+        'sms_gateway send failed',
+      );
+    }
+    return outcome;
+  }
+
+  /**
+   * Fetches the account resource with the backend's credentials: healthy for any answer but 401/403
+   * (the API is reachable and does not refuse us), degraded for those and for no answer at all.
+   * Concurrent probes share one request.
+   */
+  checkHealth(): Promise<SmsHealthResult> {
+    this.probing ??= this.probe().finally(() => {
+      this.probing = undefined;
+    });
+    return this.probing;
+  }
+
+  /** Closes the keep-alive connections; a later send is retryable without connecting. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.agent.destroy();
+  }
+
+  private secrets(): string[] {
+    return [this.config.auth_token, this.authorization.slice('Basic '.length)];
+  }
+
+  private async probe(): Promise<SmsHealthResult> {
+    const started = performance.now();
+    const result = await this.request(
+      'GET',
+      this.accountUrl,
+      { authorization: this.authorization, accept: 'application/json' },
+      undefined,
+      Math.min(this.config.timeout_ms, SMS_GATEWAY_PROBE_TIMEOUT_MS),
+    );
+    const details = {
+      backend: this.name,
+      driver: this.driver,
+      latency_ms: Math.round(performance.now() - started),
+    };
+    if ('status' in result) {
+      if (result.status === 401 || result.status === 403) {
+        return {
+          status: 'degraded',
+          details,
+          message: `SMS API refused the credentials (HTTP ${result.status})`,
+        };
+      }
+      return { status: 'healthy', details };
+    }
+    return {
+      status: 'degraded',
+      details,
+      message: `SMS API check failed: ${noAnswerOutcome(result).reason}`,
+    };
+  }
+
+  /**
+   * One request, bounded in time (`timeoutMs`, and `signal`) and in the bytes read back. Resolves with
+   * the answer or with why there was none; never rejects.
+   */
+  private request(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: string | undefined,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<SmsGatewayAnswer | NoAnswer> {
+    return new Promise((resolve) => {
+      let ended: NoAnswer | undefined;
+      let settled = false;
+      const client = url.protocol === 'https:' ? https : http;
+      const req = client.request(url, { method, headers, agent: this.agent });
+      const stop = (why: NoAnswer) => {
+        ended ??= why;
+        req.destroy();
+      };
+      const timer = setTimeout(() => stop({ kind: 'timeout' }), timeoutMs);
+      const onAbort = () => stop({ kind: 'aborted' });
+      // One listener, removed when the request ends: the signal may outlive many requests.
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const finish = (result: SmsGatewayAnswer | NoAnswer) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      if (signal?.aborted) stop({ kind: 'aborted' });
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        finish(ended ?? { kind: 'connection', code: err.code }),
+      );
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size >= MAX_ANSWER_BYTES) return;
+          chunks.push(chunk.subarray(0, MAX_ANSWER_BYTES - size));
+          size += chunk.length;
+          // More than we will ever read: stop the transfer instead of buffering it.
+          if (size >= MAX_ANSWER_BYTES) res.destroy();
+        });
+        const answer = (): SmsGatewayAnswer => ({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          receivedAt: Date.now(),
+        });
+        res.on('end', () => finish(answer()));
+        // A status line arrived: a cut body still classifies by its status, unless we cut it short
+        // because of our own timeout or abort.
+        res.on('close', () => finish(ended ?? answer()));
+        res.on('error', () => undefined);
+      });
+      req.end(body);
+    });
+  }
+}
+
+function noAnswerOutcome(why: NoAnswer): SendOutcome {
+  const row = SMS_GATEWAY_ERROR_OUTCOMES[why.kind];
+  return {
+    class: row.class,
+    reason: why.code ? `${row.meaning} (${why.code})` : row.meaning,
+    providerCode: why.code ?? why.kind,
+  };
+}

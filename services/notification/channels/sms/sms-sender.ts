@@ -1,0 +1,71 @@
+/**
+ * `SmsSender`: the SMS channel's way into the delivery pipeline, between the RPC layer (SendSms) and
+ * `DeliveryPipeline`. It resolves the backend, checks the number and the body, and submits the
+ * payload with the backend's sender number. Everything a caller can get wrong is refused here or in
+ * the pipeline's own checks, before anything is recorded or sent.
+ */
+import type { BackendLookup, DeliveryPipeline } from '../../delivery/pipeline';
+import type { DeliveryView } from '../../delivery/types';
+import type { SmsChannel } from './sms-channel';
+import { checkSmsBody, checkSmsNumber, type SmsPayload } from './sms-message';
+
+/** One SendSms request, as the domain sees it. */
+export interface SendSmsInput {
+  /** E.164 recipient. */
+  to: string;
+  body: string;
+  /** Backend name; the primary SMS backend when absent or empty. */
+  backend?: string;
+  /** Optional; the same key with the same content returns the first delivery and sends nothing. */
+  idempotencyKey?: string;
+}
+
+/** What a send answers. */
+export interface SmsSubmitResult {
+  delivery: DeliveryView;
+  /** False when an earlier delivery with the same key and content was returned. */
+  created: boolean;
+}
+
+/** The pipeline's view of the SMS backends: `sms` resolves through the channel, other channels not. */
+export function smsLookup(sms: SmsChannel): BackendLookup {
+  return (channel, backend) => {
+    if (channel !== 'sms' || sms.names.length === 0) return undefined;
+    // `get` refuses unknown names: for the lookup, that means "no such backend".
+    if (backend !== undefined && backend !== '' && !sms.names.includes(backend)) return undefined;
+    return sms.get(backend);
+  };
+}
+
+/** Turns SendSms requests into SMS deliveries. */
+export class SmsSender {
+  constructor(
+    private readonly sms: SmsChannel,
+    private readonly pipeline: DeliveryPipeline,
+  ) {}
+
+  /**
+   * Validates and records one SMS for `scope` (the caller) and resolves once the record is committed.
+   * FailedPreconditionError when no SMS backend is configured; InvalidArgumentError naming the field
+   * (`to`, `body`, `backend`) for bad input; AlreadyExistsError when the idempotency key was used for
+   * other content.
+   */
+  async send(input: SendSmsInput, scope: string): Promise<SmsSubmitResult> {
+    // The backend first: with none configured, no input could ever be sent.
+    const driver = this.sms.get(input.backend);
+    const payload: SmsPayload = {
+      to: checkSmsNumber(input.to, 'to'),
+      body: checkSmsBody(input.body, 'body'),
+      from: driver.fromNumber,
+    };
+    const result = await this.pipeline.submit({
+      channel: 'sms',
+      backend: driver.name,
+      recipient: payload.to,
+      payload,
+      scope,
+      idempotencyKey: input.idempotencyKey || undefined,
+    });
+    return { delivery: result.delivery, created: result.created };
+  }
+}
