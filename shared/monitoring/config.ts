@@ -54,6 +54,10 @@ export function metricsConfigSchema() {
         .default(() => [...DEFAULT_BUCKETS]),
       /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
       auth_token: nonEmptyString().optional(),
+      /** Distinct metric names a pull-metrics adapter (or the monitor's ingest) accepts; more are refused. */
+      max_metric_names: positiveInt().default(1000),
+      /** Distinct label-value sets per metric name; more are refused. */
+      max_series_per_metric: positiveInt().default(1000),
     })
     .prefault({});
 }
