@@ -32,6 +32,11 @@ export class MetricLimitExceededError extends MonitoringError {
   override readonly code = 'RESOURCE_EXHAUSTED' as const;
 }
 
+/** More listeners than an event bus allows for one event kind (a listener leak, most likely). */
+export class ListenerLimitExceededError extends MonitoringError {
+  override readonly code = 'RESOURCE_EXHAUSTED' as const;
+}
+
 /** A requested metric does not exist. */
 export class MetricNotFoundError extends MonitoringError {
   override readonly code = 'NOT_FOUND' as const;

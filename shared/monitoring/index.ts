@@ -24,3 +24,4 @@ export * from './health/readiness';
 export * from './http/auth';
 export * from './http/metrics-middleware';
 export * from './http/health-provider';
+export * from './events/event-bus';
