@@ -25,3 +25,4 @@ export * from './http/auth';
 export * from './http/metrics-middleware';
 export * from './http/health-provider';
 export * from './events/event-bus';
+export * from './errors/error-tracking';
