@@ -26,3 +26,4 @@ export * from './http/metrics-middleware';
 export * from './http/health-provider';
 export * from './events/event-bus';
 export * from './errors/error-tracking';
+export * from './profiling/performance-monitor';
