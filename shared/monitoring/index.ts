@@ -27,3 +27,6 @@ export * from './http/health-provider';
 export * from './events/event-bus';
 export * from './errors/error-tracking';
 export * from './profiling/performance-monitor';
+export * from './instrumentation/wrap-callable';
+export * from './instrumentation/metered';
+export * from './instrumentation/monitor-wrapper';
