@@ -1,6 +1,7 @@
 /**
  * The monitoring library: metrics (instruments, collector, backends, exporters, buffered recorder,
- * `/metrics`) and health (checks, checker, registries, `/health`, readiness watch).
+ * `/metrics`), health (checks, checker, registries, `/health`, readiness watch), the event bus,
+ * error tracking, profiling and the instrumentation helpers.
  */
 export * from './types';
 export * from './config';
