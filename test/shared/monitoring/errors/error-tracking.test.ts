@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import { context, type ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { errorTrackingConfigSchema } from '../../../../shared/monitoring/config';
 import { MonitoringConfigError } from '../../../../shared/monitoring/errors';
 import {
@@ -172,6 +173,26 @@ describe('setupErrorTracking with a DSN', () => {
     })();
     expect(err).toBeInstanceOf(MonitoringConfigError);
     expect(err!.message).not.toContain(PUBLIC_KEY);
+  });
+
+  it('installs no OpenTelemetry setup and no process-wide handlers beside ours', async () => {
+    const provider = trace.getTracerProvider() as ProxyTracerProvider;
+    const delegate = provider.getDelegate();
+    const contextManager = context.active();
+    const handlers = ['uncaughtException', 'unhandledRejection'].map((e) => process.listenerCount(e));
+    const host = await dsnHost();
+    cleanups.push(() => host.close());
+    const tracker = track(
+      setupErrorTracking({ dsn: `http://${PUBLIC_KEY}@127.0.0.1:${host.port}/4`, traces_sample_rate: 1 }),
+    );
+    tracker.captureException(new Error('x'));
+    await tracker.flush();
+    expect(trace.getTracerProvider()).toBe(provider);
+    expect(provider.getDelegate()).toBe(delegate);
+    expect(context.active()).toBe(contextManager);
+    expect(['uncaughtException', 'unhandledRejection'].map((e) => process.listenerCount(e))).toEqual(
+      handlers,
+    );
   });
 
   it('after close, captures are ignored', async () => {
