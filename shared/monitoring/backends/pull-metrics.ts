@@ -32,8 +32,8 @@ export const MAX_PENDING_SAMPLES = 10_000;
 export const DEFAULT_MAX_METRIC_NAMES = 1000;
 /** Default of `metrics.max_series_per_metric`: distinct label-value sets one metric name accepts. */
 export const DEFAULT_MAX_SERIES_PER_METRIC = 1000;
-/** Distinct "warned once" keys remembered; beyond it warnings are no longer deduplicated by key. */
-const MAX_WARNED_KEYS = 1000;
+/** Distinct "warned once" keys remembered; beyond it further distinct warnings are suppressed. */
+export const MAX_WARNED_KEYS = 1000;
 
 /** Why a sample was refused by the caps (the `reason` label of the rejection counter). */
 export type MetricRejectionReason = 'max_metric_names' | 'max_series_per_metric';
@@ -251,8 +251,18 @@ export class PullMetricsAdapter {
 
   private warnOnce(key: string, fields: Record<string, unknown>, msg: string): void {
     if (this.warned.has(key)) return;
-    // Keys include caller-chosen names; past the bound, warn without remembering the key.
-    if (this.warned.size < MAX_WARNED_KEYS) this.warned.add(key);
+    // Keys include caller-chosen names and labels: past the bound, one last warning, then silence.
+    if (this.warned.size >= MAX_WARNED_KEYS) {
+      if (this.warned.size === MAX_WARNED_KEYS) {
+        this.warned.add('\u0000suppressed');
+        this.logger.warn(
+          { limit: MAX_WARNED_KEYS },
+          'too many distinct metric warnings; further ones suppressed',
+        );
+      }
+      return;
+    }
+    this.warned.add(key);
     this.logger.warn(fields, msg);
   }
 }

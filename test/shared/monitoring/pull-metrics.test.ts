@@ -1,6 +1,10 @@
 import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../../support/database';
-import { PullMetricsAdapter, PullMetricsBackend } from '../../../shared/monitoring/backends/pull-metrics';
+import {
+  MAX_WARNED_KEYS,
+  PullMetricsAdapter,
+  PullMetricsBackend,
+} from '../../../shared/monitoring/backends/pull-metrics';
 import {
   BackendNotAvailableError,
   MetricLimitExceededError,
@@ -99,6 +103,17 @@ describe('PullMetricsAdapter', () => {
     await adapter.counter('again', 1).catch(() => undefined);
     expect((err as Error).message.length).toBeLessThan(200);
     expect(lines.filter((l) => l.msg === 'metric limit reached; samples refused')).toHaveLength(1);
+  });
+
+  it('remembers at most MAX_WARNED_KEYS distinct warnings, then says once that further ones are suppressed', async () => {
+    const { logger, lines } = captureLogger();
+    const adapter = new PullMetricsAdapter({ logger });
+    await adapter.gauge('depth', 1, { queue: 'mail' });
+    for (let i = 0; i < MAX_WARNED_KEYS + 50; i++) await adapter.gauge('depth', 1, { [`k${i}`]: 'x' });
+    expect(lines.filter((l) => l.msg === 'label not known at first use; dropped')).toHaveLength(
+      MAX_WARNED_KEYS,
+    );
+    expect(lines.filter((l) => String(l.msg).includes('further ones suppressed'))).toHaveLength(1);
   });
 
   it('the caps default to metrics.max_metric_names and max_series_per_metric of the config (1000 each)', () => {
