@@ -26,7 +26,12 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
-import { healthConfigSchema, metricsConfigSchema, tracingConfigSchema } from '../../shared/monitoring/config';
+import {
+  errorTrackingConfigSchema,
+  healthConfigSchema,
+  metricsConfigSchema,
+  tracingConfigSchema,
+} from '../../shared/monitoring/config';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -70,17 +75,8 @@ export const SLOConfigSchema = z
   })
   .prefault({});
 
-/** `ErrorTrackingConfig`. */
-export const ErrorTrackingConfigSchema = z
-  .strictObject({
-    /** Secret. Empty: error tracking is off and nothing is sent anywhere. */
-    dsn: z.string().default(''),
-    /** Tag on captured events; empty means the config's `environment`. */
-    environment: z.string().default(''),
-    traces_sample_rate: fraction().default(0),
-    send_default_pii: bool().default(false),
-  })
-  .prefault({});
+/** `ErrorTrackingConfig`: the monitoring library's schema (one home). */
+export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();
 
 /** `OpenTelemetryConfig` (OTLP over HTTP). */
 export const OpenTelemetryConfigSchema = z

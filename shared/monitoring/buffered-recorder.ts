@@ -1,8 +1,9 @@
 /**
  * BufferedMetricRecorder: buffers metric entries and hands them to a backend in batches, every
  * `flush_interval` seconds (5) or as soon as `max_buffer_size` (1000) entries wait. The entry name
- * is the backend operation that receives it (`counter`, `gauge`, `histogram` on the pull-metrics
- * adapter, for example), called as `backend[name](value, labels)`.
+ * is the backend operation that receives it, called as `backend[name](value, labels)`; only the
+ * recording operations of {@link RECORDING_OPERATIONS} are accepted, so a name that reaches the
+ * recorder from outside (`shutdown`, `constructor`, ...) can never call anything else.
  */
 import { type Logger, silentLogger } from '../logging/logger';
 import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from './clock';
@@ -13,6 +14,22 @@ import type { Labels } from './types';
 export const DEFAULT_FLUSH_INTERVAL = 5.0;
 /** Default number of buffered entries that forces a flush. */
 export const DEFAULT_MAX_BUFFER_SIZE = 1000;
+
+/**
+ * The operations a recorder may call, all of the form `(value, labels?)`: the instruments' `record`,
+ * `increment`, `decrement`, `set` and `observe`, and `counter`, `gauge`, `histogram` of a backend
+ * bound to one metric.
+ */
+export const RECORDING_OPERATIONS: ReadonlySet<string> = new Set([
+  'record',
+  'increment',
+  'decrement',
+  'set',
+  'observe',
+  'counter',
+  'gauge',
+  'histogram',
+]);
 
 /** One buffered measurement; `timestamp` is monotonic milliseconds taken at creation. */
 export class MetricEntry {
@@ -72,14 +89,17 @@ export class BufferedMetricRecorder<B extends object = object> {
   }
 
   /**
-   * Buffers one entry. `name` must be an operation of the backend (InvalidMetricError otherwise).
-   * Reaching max_buffer_size starts a flush at once.
+   * Buffers one entry. `name` must be one of {@link RECORDING_OPERATIONS} and an operation of the
+   * backend (InvalidMetricError otherwise). Reaching max_buffer_size starts a flush at once.
    */
   record(name: string, value: number, labels?: Labels): void {
-    if (typeof (this.backend as Record<string, unknown>)[name] !== 'function') {
+    if (!RECORDING_OPERATIONS.has(name)) {
       throw new InvalidMetricError(
-        `metric operation ${JSON.stringify(name)} is not an operation of the backend`,
+        `metric operation ${JSON.stringify(name).slice(0, 80)} is not a recording operation`,
       );
+    }
+    if (typeof (this.backend as Record<string, unknown>)[name] !== 'function') {
+      throw new InvalidMetricError(`metric operation ${name} is not an operation of the backend`);
     }
     this.buffer.push(new MetricEntry(name, value, labels, this.clock));
     if (this.buffer.length >= this.maxBufferSize) void this.flush();

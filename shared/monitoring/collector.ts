@@ -17,6 +17,7 @@ import {
 import { makeMetricName, sanitizeMetricName, counterExportName } from './metric-names';
 import type { MetricsConfig } from './config';
 import type { Labels } from './types';
+import { MonitoringEventKind, type MonitoringEventBus, monitoringEvents } from './events/event-bus';
 
 /** What application code records through; MetricsCollector and NoopMetricsCollector implement it. */
 export interface MetricsCollectorProtocol {
@@ -31,6 +32,8 @@ export interface MetricsCollectorOptions {
   registry?: Registry;
   /** Prefix, default labels and buckets; `enabled: false` is honoured by choosing the no-op collector. */
   config?: Partial<MetricsConfig>;
+  /** Where "metric data point recorded" is emitted (the process bus by default). */
+  events?: MonitoringEventBus;
 }
 
 type InstrumentClass = typeof Counter | typeof Gauge | typeof Histogram | typeof Summary;
@@ -41,10 +44,12 @@ export class MetricsCollector implements MetricsCollectorProtocol {
   readonly registry: Registry;
   private readonly config: Partial<MetricsConfig>;
   private readonly metrics = new Map<string, Metric>();
+  private readonly events: MonitoringEventBus;
 
   constructor(options: MetricsCollectorOptions = {}) {
     this.registry = options.registry ?? new Registry();
     this.config = options.config ?? {};
+    this.events = options.events ?? monitoringEvents;
   }
 
   /** The exported name of `name`: prefixed by the config and sanitized. */
@@ -133,16 +138,26 @@ export class MetricsCollector implements MetricsCollectorProtocol {
   /** Adds `value` to the counter `name`, creating it on first use with the keys of `tags`. */
   increment(name: string, value = 1, tags?: Labels): void {
     this.createCounter(name).record(value, tags);
+    this.recorded(name, value);
   }
 
   /** Sets the gauge `name`. */
   gauge(name: string, value: number, tags?: Labels): void {
     this.createGauge(name).record(value, tags);
+    this.recorded(name, value);
   }
 
   /** Observes `value` on the histogram `name`. */
   histogram(name: string, value: number, tags?: Labels): void {
     this.createHistogram(name).record(value, tags);
+    this.recorded(name, value);
+  }
+
+  /** Emits "metric data point recorded" after a successful record, only when someone listens. */
+  private recorded(name: string, value: number): void {
+    if (this.events.hasListeners(MonitoringEventKind.METRIC_DATA_POINT_RECORDED)) {
+      this.events.emit(MonitoringEventKind.METRIC_DATA_POINT_RECORDED, { metric_name: name, value });
+    }
   }
 
   private withDefaults(labels: Labels | undefined): Labels | undefined {

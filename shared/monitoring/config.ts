@@ -54,6 +54,10 @@ export function metricsConfigSchema() {
         .default(() => [...DEFAULT_BUCKETS]),
       /** Secret. When set, `/metrics` requires `Authorization: Bearer <token>`. */
       auth_token: nonEmptyString().optional(),
+      /** Distinct metric names a pull-metrics adapter (or the monitor's ingest) accepts; more are refused. */
+      max_metric_names: positiveInt().default(1000),
+      /** Distinct label-value sets per metric name; more are refused. */
+      max_series_per_metric: positiveInt().default(1000),
     })
     .prefault({});
 }
@@ -104,6 +108,59 @@ export function tracingConfigSchema(serviceName: string) {
     })
     .prefault({});
 }
+
+/**
+ * True when `dsn` has the shape of an error-tracking DSN: `http(s)://<public key>@<host>[/path]/<project id>`.
+ * The value itself never appears in a message: it is a secret.
+ */
+export function isValidDsn(dsn: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(dsn);
+  } catch {
+    return false;
+  }
+  const project = url.pathname.split('/').filter(Boolean).pop();
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.username !== '' && !!project;
+}
+
+/** `ErrorTrackingConfig`: error tracking through Sentry's SDK, off while `dsn` is blank. */
+export function errorTrackingConfigSchema() {
+  return z
+    .strictObject({
+      /** Secret. Empty or blank: error tracking is off and nothing is sent anywhere. */
+      dsn: z
+        .string()
+        .default('')
+        .refine((dsn) => dsn.trim() === '' || isValidDsn(dsn.trim()), {
+          error: 'expected a DSN of the form https://<key>@<host>/<project>',
+        }),
+      /** Tag on captured events; empty means the service's `environment`. */
+      environment: z.string().default(''),
+      /** Fraction of transactions traced by the error tracker (0.0 to 1.0). */
+      traces_sample_rate: fraction().default(0),
+      /** Send personal data (IP addresses, user ids) with events. */
+      send_default_pii: bool().default(false),
+    })
+    .prefault({});
+}
+
+/** Performance monitor settings (`PerformanceMonitorConfig`). */
+export function performanceMonitorConfigSchema() {
+  return z
+    .strictObject({
+      /** Seconds between CPU, memory and event-loop samples. */
+      sampling_interval: positiveNumber().default(1.0),
+      /** Samples kept per monitoring run; the oldest are dropped beyond it. */
+      max_samples: positiveInt().default(3600),
+    })
+    .prefault({});
+}
+
+/** The validated `error_tracking` section. */
+export type ErrorTrackingConfig = z.infer<ReturnType<typeof errorTrackingConfigSchema>>;
+/** The validated performance monitor settings. */
+export type PerformanceMonitorConfig = z.infer<ReturnType<typeof performanceMonitorConfigSchema>>;
 
 /** The validated `metrics` section. */
 export type MetricsConfig = z.infer<ReturnType<typeof metricsConfigSchema>>;

@@ -24,6 +24,19 @@ export class InvalidMetricError extends MonitoringError {
   override readonly code = 'INVALID_ARGUMENT' as const;
 }
 
+/**
+ * A metric name or label series beyond `metrics.max_metric_names` / `metrics.max_series_per_metric`:
+ * refused so remote input cannot grow the registry without bound.
+ */
+export class MetricLimitExceededError extends MonitoringError {
+  override readonly code = 'RESOURCE_EXHAUSTED' as const;
+}
+
+/** More listeners than an event bus allows for one event kind (a listener leak, most likely). */
+export class ListenerLimitExceededError extends MonitoringError {
+  override readonly code = 'RESOURCE_EXHAUSTED' as const;
+}
+
 /** A requested metric does not exist. */
 export class MetricNotFoundError extends MonitoringError {
   override readonly code = 'NOT_FOUND' as const;

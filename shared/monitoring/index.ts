@@ -1,6 +1,7 @@
 /**
  * The monitoring library: metrics (instruments, collector, backends, exporters, buffered recorder,
- * `/metrics`) and health (checks, checker, registries, `/health`, readiness watch).
+ * `/metrics`), health (checks, checker, registries, `/health`, readiness watch), the event bus,
+ * error tracking, profiling and the instrumentation helpers.
  */
 export * from './types';
 export * from './config';
@@ -33,3 +34,9 @@ export * from './slo/slo';
 export * from './slo/ratio';
 export * from './slo/monitor';
 export * from './slo/config';
+export * from './events/event-bus';
+export * from './errors/error-tracking';
+export * from './profiling/performance-monitor';
+export * from './instrumentation/wrap-callable';
+export * from './instrumentation/metered';
+export * from './instrumentation/monitor-wrapper';

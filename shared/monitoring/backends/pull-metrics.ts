@@ -12,6 +12,7 @@ import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } 
 import {
   BackendNotAvailableError,
   InvalidMetricError,
+  MetricLimitExceededError,
   MetricsClientUnavailableError,
   MonitoringConfigError,
 } from '../errors';
@@ -27,12 +28,23 @@ import { DummySpan, type MetricsBackend } from './backend';
 export const DEFAULT_PULL_METRICS_PORT = 8000;
 /** Samples waiting for the database beyond this are dropped, oldest first. */
 export const MAX_PENDING_SAMPLES = 10_000;
+/** Default of `metrics.max_metric_names`: distinct metric names one adapter accepts. */
+export const DEFAULT_MAX_METRIC_NAMES = 1000;
+/** Default of `metrics.max_series_per_metric`: distinct label-value sets one metric name accepts. */
+export const DEFAULT_MAX_SERIES_PER_METRIC = 1000;
+/** Distinct "warned once" keys remembered; beyond it further distinct warnings are suppressed. */
+export const MAX_WARNED_KEYS = 1000;
+
+/** Why a sample was refused by the caps (the `reason` label of the rejection counter). */
+export type MetricRejectionReason = 'max_metric_names' | 'max_series_per_metric';
 
 interface AdapterMetric {
   type: MetricType;
   prom: Prom.Counter | Prom.Gauge | Prom.Histogram;
   keys: string[];
   keySet: Set<string>;
+  /** Label-value sets seen, bounded by maxSeriesPerMetric. */
+  series: Set<string>;
 }
 
 /** Options of PullMetricsAdapter. */
@@ -44,11 +56,19 @@ export interface PullMetricsAdapterOptions {
   /** Histogram buckets. */
   buckets?: readonly number[];
   logger?: Logger;
+  /** `metrics.max_metric_names` (1000). */
+  max_metric_names?: number;
+  /** `metrics.max_series_per_metric` (1000). */
+  max_series_per_metric?: number;
 }
 
 /**
  * Records by metric name into prom-client. The label keys of a name are fixed at first use; a
  * later call that omits a known key exports "" for it, and an unknown key is dropped (warned once).
+ * A new name beyond `max_metric_names`, or a new label-value set beyond `max_series_per_metric`, is
+ * refused with MetricLimitExceededError and counted (`rejected`, and the exported counter
+ * `pull_metrics_rejected_samples_total{reason}`), so remote input cannot grow the registry without
+ * bound. Samples of names and series already known are always accepted.
  */
 export class PullMetricsAdapter {
   /** The registry served (undefined without the client library). */
@@ -59,6 +79,13 @@ export class PullMetricsAdapter {
   private readonly prefix: string;
   private readonly buckets: readonly number[] | undefined;
   private readonly logger: Logger;
+  private readonly maxMetricNames: number;
+  private readonly maxSeriesPerMetric: number;
+  private readonly rejections: Record<MetricRejectionReason, number> = {
+    max_metric_names: 0,
+    max_series_per_metric: 0,
+  };
+  private rejectionCounter: Prom.Counter | undefined;
 
   constructor(options: PullMetricsAdapterOptions = {}) {
     this.prom = (options.loader ?? loadPromClient)();
@@ -66,6 +93,18 @@ export class PullMetricsAdapter {
     this.prefix = options.prefix ?? '';
     this.buckets = options.buckets;
     this.logger = options.logger ?? silentLogger();
+    this.maxMetricNames = Math.max(1, options.max_metric_names ?? DEFAULT_MAX_METRIC_NAMES);
+    this.maxSeriesPerMetric = Math.max(1, options.max_series_per_metric ?? DEFAULT_MAX_SERIES_PER_METRIC);
+  }
+
+  /** Samples refused by the caps so far, by reason. */
+  get rejected(): Readonly<Record<MetricRejectionReason, number>> {
+    return { ...this.rejections };
+  }
+
+  /** Distinct metric names held. */
+  get metricNameCount(): number {
+    return this.metrics.size;
   }
 
   /** Adds `value` to the counter `name`. */
@@ -97,6 +136,13 @@ export class PullMetricsAdapter {
     const metric = this.metricFor(name, type, tags);
     if (!metric) return;
     const labels = this.labelsFor(name, metric, tags);
+    const seriesKey = JSON.stringify(metric.keys.map((k) => labels[k]));
+    if (!metric.series.has(seriesKey)) {
+      if (metric.series.size >= this.maxSeriesPerMetric) {
+        this.reject('max_series_per_metric', name, this.maxSeriesPerMetric);
+      }
+      metric.series.add(seriesKey);
+    }
     if (metric.type === 'counter') (metric.prom as Prom.Counter).inc(labels, value);
     else if (metric.type === 'gauge') (metric.prom as Prom.Gauge).set(labels, value);
     else (metric.prom as Prom.Histogram).observe(labels, value);
@@ -142,6 +188,7 @@ export class PullMetricsAdapter {
       );
       return undefined;
     }
+    if (this.metrics.size >= this.maxMetricNames) this.reject('max_metric_names', name, this.maxMetricNames);
     const prom = this.prom!;
     const base = sanitizeMetricName(`${this.prefix}${name}`);
     const exportName = type === 'counter' ? counterExportName(base) : base;
@@ -161,7 +208,7 @@ export class PullMetricsAdapter {
     } catch (err) {
       throw new InvalidMetricError(`metric ${name}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    const metric: AdapterMetric = { type, prom: created, keys, keySet: new Set(keys) };
+    const metric: AdapterMetric = { type, prom: created, keys, keySet: new Set(keys), series: new Set() };
     this.metrics.set(name, metric);
     return metric;
   }
@@ -184,8 +231,37 @@ export class PullMetricsAdapter {
     return out;
   }
 
+  private reject(reason: MetricRejectionReason, name: string, limit: number): never {
+    this.rejections[reason]++;
+    if (!this.rejectionCounter && this.prom && this.registry) {
+      this.rejectionCounter = new this.prom.Counter({
+        name: sanitizeMetricName(`${this.prefix}pull_metrics_rejected_samples_total`),
+        help: 'Samples refused by metrics.max_metric_names or metrics.max_series_per_metric',
+        labelNames: ['reason'],
+        registers: [this.registry],
+      });
+    }
+    this.rejectionCounter?.inc({ reason });
+    this.warnOnce(`limit:${reason}`, { reason, limit }, 'metric limit reached; samples refused');
+    // The name is caller input: cut it so the message stays bounded.
+    throw new MetricLimitExceededError(
+      `metric ${JSON.stringify(name.slice(0, 100))}: ${reason} (${limit}) reached`,
+    );
+  }
+
   private warnOnce(key: string, fields: Record<string, unknown>, msg: string): void {
     if (this.warned.has(key)) return;
+    // Keys include caller-chosen names and labels: past the bound, one last warning, then silence.
+    if (this.warned.size >= MAX_WARNED_KEYS) {
+      if (this.warned.size === MAX_WARNED_KEYS) {
+        this.warned.add('\u0000suppressed');
+        this.logger.warn(
+          { limit: MAX_WARNED_KEYS },
+          'too many distinct metric warnings; further ones suppressed',
+        );
+      }
+      return;
+    }
     this.warned.add(key);
     this.logger.warn(fields, msg);
   }
@@ -207,6 +283,10 @@ export interface PullMetricsBackendOptions extends Partial<PullMetricsConfig> {
   logger?: Logger;
   timers?: Timers;
   clock?: Clock;
+  /** `metrics.max_metric_names` (1000). */
+  max_metric_names?: number;
+  /** `metrics.max_series_per_metric` (1000). */
+  max_series_per_metric?: number;
 }
 
 interface PendingSample {
@@ -253,6 +333,8 @@ export class PullMetricsBackend implements MetricsBackend {
       loader: () => prom,
       prefix: options.prefix,
       logger: this.logger,
+      max_metric_names: options.max_metric_names,
+      max_series_per_metric: options.max_series_per_metric,
     });
   }
 

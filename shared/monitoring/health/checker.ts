@@ -13,7 +13,9 @@ import {
   type HealthCheckResult,
   type HealthReport,
   type HealthReportSource,
+  HealthStatus,
 } from './result';
+import { MonitoringEventKind, type MonitoringEventBus, monitoringEvents } from '../events/event-bus';
 
 /** Options of HealthChecker. */
 export interface HealthCheckerOptions {
@@ -26,6 +28,8 @@ export interface HealthCheckerOptions {
   clock?: Clock;
   timers?: Timers;
   logger?: Logger;
+  /** Where "health probe completed" is emitted (the process bus by default). */
+  events?: MonitoringEventBus;
 }
 
 /** One registered check. */
@@ -51,6 +55,7 @@ export class HealthChecker implements HealthReportSource {
   private readonly clock: Clock;
   private readonly timers: Timers;
   private readonly logger: Logger;
+  private readonly events: MonitoringEventBus;
   private refreshHandle: TimerHandle | undefined;
   private readonly only: ReadonlySet<string> | undefined;
 
@@ -62,6 +67,7 @@ export class HealthChecker implements HealthReportSource {
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
     this.logger = options.logger ?? silentLogger();
+    this.events = options.events ?? monitoringEvents;
   }
 
   /**
@@ -190,6 +196,12 @@ export class HealthChecker implements HealthReportSource {
         clock: this.clock,
         timers: this.timers,
         logger: this.logger,
+      }).then((result) => {
+        this.events.emit(MonitoringEventKind.HEALTH_PROBE_COMPLETED, {
+          check_name: entry.name,
+          healthy: result.status !== HealthStatus.UNHEALTHY,
+        });
+        return result;
       });
     if (this.cacheTtlMs === 0) return run();
     let slot = this.cache.get(entry.name);

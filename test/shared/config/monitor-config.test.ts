@@ -18,7 +18,7 @@ const hardenedProduction: Partial<MonitorConfigInput> = {
   tracing: { sample_rate: 0.1 },
   health: { auth_token: '<AUTH_TOKEN>' },
   metrics: { auth_token: '<AUTH_TOKEN>' },
-  error_tracking: { dsn: '<DSN>' },
+  error_tracking: { dsn: 'https://public@errors.example.com/1' },
 };
 
 describe('MonitorConfig', () => {

@@ -45,6 +45,8 @@ describe('NotificationConfig', () => {
         enabled: true,
         prefix: '',
         default_labels: {},
+        max_metric_names: 1000,
+        max_series_per_metric: 1000,
         histogram_buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       },
       sms_backends: [],

@@ -1,5 +1,9 @@
 import { NoopMetricsBackend } from '../../../shared/monitoring/backends/backend';
-import { BufferedMetricRecorder, MetricEntry } from '../../../shared/monitoring/buffered-recorder';
+import {
+  BufferedMetricRecorder,
+  MetricEntry,
+  RECORDING_OPERATIONS,
+} from '../../../shared/monitoring/buffered-recorder';
 import { InvalidMetricError } from '../../../shared/monitoring/errors';
 import type { Labels } from '../../../shared/monitoring/types';
 import { captureLogger, FakeClock, FakeTimers } from './helpers';
@@ -32,6 +36,24 @@ describe('BufferedMetricRecorder', () => {
     const recorder = new BufferedMetricRecorder(new RecordingBackend(), { timers: new FakeTimers() });
     expect(() => recorder.record('histogram', 1)).toThrow(InvalidMetricError);
     expect(recorder.size).toBe(0);
+  });
+
+  it('a backend method that is not a recording operation (shutdown, constructor) is refused and never called', async () => {
+    let shutdowns = 0;
+    const backend = {
+      counter: () => undefined,
+      shutdown: () => {
+        shutdowns++;
+      },
+    };
+    const recorder = new BufferedMetricRecorder(backend, { timers: new FakeTimers() });
+    for (const name of ['shutdown', 'constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(() => recorder.record(name, 1)).toThrow(InvalidMetricError);
+    }
+    expect(recorder.size).toBe(0);
+    expect(await recorder.flush()).toBe(0);
+    expect(shutdowns).toBe(0);
+    expect(RECORDING_OPERATIONS.has('shutdown')).toBe(false);
   });
 
   it('once started, flushes every flush_interval (5 s by default)', async () => {

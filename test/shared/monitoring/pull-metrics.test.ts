@@ -1,11 +1,17 @@
 import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../../support/database';
-import { PullMetricsAdapter, PullMetricsBackend } from '../../../shared/monitoring/backends/pull-metrics';
+import {
+  MAX_WARNED_KEYS,
+  PullMetricsAdapter,
+  PullMetricsBackend,
+} from '../../../shared/monitoring/backends/pull-metrics';
 import {
   BackendNotAvailableError,
+  MetricLimitExceededError,
   MetricsClientUnavailableError,
   MonitoringConfigError,
 } from '../../../shared/monitoring/errors';
+import { metricsConfigSchema } from '../../../shared/monitoring/config';
 import { absentPromClient } from '../../../shared/monitoring/prom-loader';
 import { captureLogger, FakeTimers, listen, promtool, type TestServer } from './helpers';
 
@@ -57,6 +63,66 @@ describe('PullMetricsAdapter', () => {
     expect(promtool(text)).toEqual({ status: 0, output: '' });
   });
 
+  it('accepts max_metric_names names; the next new name is refused and counted, known names still record', async () => {
+    const adapter = new PullMetricsAdapter({ max_metric_names: 3 });
+    for (const name of ['a', 'b', 'c']) await adapter.counter(name, 1);
+    await expect(adapter.counter('d', 1)).rejects.toThrow(MetricLimitExceededError);
+    await expect(adapter.gauge('e', 1)).rejects.toThrow(MetricLimitExceededError);
+    await adapter.counter('a', 4);
+    expect(adapter.metricNameCount).toBe(3);
+    expect(adapter.rejected).toEqual({ max_metric_names: 2, max_series_per_metric: 0 });
+    const text = await adapter.registry!.metrics();
+    expect(text).toContain('a_total 5');
+    expect(text).not.toMatch(/^d_total/m);
+    expect(text).toContain('pull_metrics_rejected_samples_total{reason="max_metric_names"} 2');
+  });
+
+  it('accepts max_series_per_metric label sets per name; the next new set is refused, known sets still record', async () => {
+    const adapter = new PullMetricsAdapter({ max_series_per_metric: 2 });
+    await adapter.counter('jobs', 1, { queue: 'a' });
+    await adapter.counter('jobs', 1, { queue: 'b' });
+    const refused = adapter.counter('jobs', 1, { queue: 'c' });
+    await expect(refused).rejects.toThrow(MetricLimitExceededError);
+    await expect(refused).rejects.toMatchObject({ code: 'RESOURCE_EXHAUSTED' });
+    await adapter.counter('jobs', 1, { queue: 'a' });
+    await adapter.counter('other', 1, { queue: 'c' });
+    expect(adapter.rejected).toEqual({ max_metric_names: 0, max_series_per_metric: 1 });
+    const text = await adapter.registry!.metrics();
+    expect(text).toContain('jobs_total{queue="a"} 2');
+    expect(text).not.toContain('jobs_total{queue="c"}');
+    expect(text).toContain('pull_metrics_rejected_samples_total{reason="max_series_per_metric"} 1');
+    expect(promtool(text)).toEqual({ status: 0, output: '' });
+  });
+
+  it('a refused name is cut in the error message, and the limit warning is logged once', async () => {
+    const { logger, lines } = captureLogger();
+    const adapter = new PullMetricsAdapter({ max_metric_names: 1, logger });
+    await adapter.counter('first', 1);
+    const long = 'x'.repeat(10_000);
+    const err = await adapter.counter(long, 1).catch((e: unknown) => e as Error);
+    await adapter.counter('again', 1).catch(() => undefined);
+    expect((err as Error).message.length).toBeLessThan(200);
+    expect(lines.filter((l) => l.msg === 'metric limit reached; samples refused')).toHaveLength(1);
+  });
+
+  it('remembers at most MAX_WARNED_KEYS distinct warnings, then says once that further ones are suppressed', async () => {
+    const { logger, lines } = captureLogger();
+    const adapter = new PullMetricsAdapter({ logger });
+    await adapter.gauge('depth', 1, { queue: 'mail' });
+    for (let i = 0; i < MAX_WARNED_KEYS + 50; i++) await adapter.gauge('depth', 1, { [`k${i}`]: 'x' });
+    expect(lines.filter((l) => l.msg === 'label not known at first use; dropped')).toHaveLength(
+      MAX_WARNED_KEYS,
+    );
+    expect(lines.filter((l) => String(l.msg).includes('further ones suppressed'))).toHaveLength(1);
+  });
+
+  it('the caps default to metrics.max_metric_names and max_series_per_metric of the config (1000 each)', () => {
+    const metrics = metricsConfigSchema().parse(undefined);
+    expect(metrics.max_metric_names).toBe(1000);
+    expect(metrics.max_series_per_metric).toBe(1000);
+    expect(() => metricsConfigSchema().parse({ max_metric_names: 0 })).toThrow();
+  });
+
   it('metricsApp without the client library throws MetricsClientUnavailableError', () => {
     const adapter = new PullMetricsAdapter({ loader: absentPromClient });
     expect(() => adapter.metricsApp).toThrow(MetricsClientUnavailableError);
@@ -66,6 +132,14 @@ describe('PullMetricsAdapter', () => {
 describe('PullMetricsBackend', () => {
   it('constructed without its client library throws BackendNotAvailableError', () => {
     expect(() => new PullMetricsBackend({ loader: absentPromClient })).toThrow(BackendNotAvailableError);
+  });
+
+  it('passes its caps to the adapter: a recordMetric beyond max_metric_names is refused and not queued', async () => {
+    const backend = new PullMetricsBackend({ max_metric_names: 1, max_series_per_metric: 1 });
+    backend.recordMetric('one', 1, 'gauge', { k: 'a' });
+    expect(() => backend.recordMetric('two', 1, 'gauge')).toThrow(MetricLimitExceededError);
+    expect(() => backend.recordMetric('one', 1, 'gauge', { k: 'b' })).toThrow(MetricLimitExceededError);
+    expect(backend.adapter.rejected).toEqual({ max_metric_names: 1, max_series_per_metric: 1 });
   });
 
   it('store_in_db without a database is a MonitoringConfigError', () => {
