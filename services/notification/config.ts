@@ -21,7 +21,12 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
-import { healthConfigSchema, metricsConfigSchema } from '../../shared/monitoring/config';
+import {
+  healthConfigSchema,
+  metricsConfigSchema,
+  openTelemetryConfigSchema,
+  tracingConfigSchema,
+} from '../../shared/monitoring/config';
 import { backendList, primaryFlag } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
 
@@ -155,6 +160,10 @@ export const NotificationConfigSchema = z
     health: healthConfigSchema(),
     /** `/metrics` and the service's own metrics (the monitoring library's MetricsConfig). */
     metrics: metricsConfigSchema(),
+    /** Tracing (the monitoring library's TracingConfig); the SDK starts when `exporter` is not `none`. */
+    tracing: tracingConfigSchema('notification'),
+    /** Where `tracing.exporter: otlp` sends spans (the monitoring library's OpenTelemetryConfig). */
+    opentelemetry: openTelemetryConfigSchema(),
     sms_backends: backendList(NamedSMSConfigSchema, 'SMS'),
     push_backends: backendList(NamedPushConfigSchema, 'push'),
     mailer: MailerConfigSchema,

@@ -30,7 +30,8 @@ export class SpanContextManager implements ContextManager {
 
   bind<T>(context: Context, target: T): T {
     if (typeof target !== 'function') return target;
-    const run = (...args: unknown[]) => this.with(context, () => (target as (...a: unknown[]) => unknown)(...args));
+    const run = (...args: unknown[]) =>
+      this.with(context, () => (target as (...a: unknown[]) => unknown)(...args));
     return run as T;
   }
 

@@ -3,11 +3,7 @@
  * `tracestate`), `baggage` (W3C `baggage`) and `b3` (Zipkin's single `b3` header).
  */
 import { type TextMapPropagator } from '@opentelemetry/api';
-import {
-  CompositePropagator,
-  W3CBaggagePropagator,
-  W3CTraceContextPropagator,
-} from '@opentelemetry/core';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { B3Propagator } from '@opentelemetry/propagator-b3';
 
 /** The propagator that reads and writes every format in `formats`, in order. */

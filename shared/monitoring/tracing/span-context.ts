@@ -42,7 +42,14 @@ export class SpanContext {
     if (typeof traceparent !== 'string' || traceparent.length > 512) return null;
     const m = TRACEPARENT.exec(traceparent.trim());
     if (!m) return null;
-    const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string?];
+    const [, version, traceId, spanId, flags, rest] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string?,
+    ];
     if (version === 'ff') return null;
     // Version 00 has exactly four fields; later versions may append more (forward compatibility).
     if (version === '00' && rest !== undefined) return null;

@@ -137,7 +137,8 @@ export class NoopSpan implements SpanLike {
     attributes?: Attributes,
     private readonly context: SpanContext = NoopSpan.invalid,
   ) {
-    if (attributes) for (const [k, v] of Object.entries(attributes)) if (v !== undefined) this.attributes[k] = v;
+    if (attributes)
+      for (const [k, v] of Object.entries(attributes)) if (v !== undefined) this.attributes[k] = v;
   }
 
   setAttribute(key: string, value: AttributeValue): this {

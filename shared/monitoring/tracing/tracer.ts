@@ -78,7 +78,8 @@ export class BoundedSpanStore implements SpanProcessor {
   private next = 0;
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('max_spans must be a positive integer');
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError('max_spans must be a positive integer');
   }
 
   onStart(): void {}
@@ -259,7 +260,10 @@ export class Tracer implements TracerProtocol {
     const traceparent = carrier['traceparent'];
     // One definition of a valid traceparent (ours, stricter than the SDK's about version ff): a
     // header it rejects does not make a parent, though another format in the carrier still may.
-    if (traceparent !== undefined && (typeof traceparent !== 'string' || !SpanContext.fromTraceparent(traceparent))) {
+    if (
+      traceparent !== undefined &&
+      (typeof traceparent !== 'string' || !SpanContext.fromTraceparent(traceparent))
+    ) {
       const { traceparent: _dropped, tracestate: _state, ...rest } = carrier;
       input = rest;
     }
