@@ -82,7 +82,7 @@ export function startTelemetry(config: TelemetryConfig, logger: Logger): Telemet
     },
     textMapPropagator: createPropagator(t.propagation_formats),
     // The same AsyncLocalStorage as our Tracer and the logger's trace ids.
-    contextManager: spanContextManager(),
+    contextManager: spanContextManager(false),
     spanProcessors: [
       new BatchSpanProcessor(exporter, {
         maxExportBatchSize: o.batch_size,

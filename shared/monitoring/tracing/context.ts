@@ -48,13 +48,14 @@ export class SpanContextManager implements ContextManager {
 let manager: SpanContextManager | undefined;
 
 /**
- * The process's context manager, registered globally on first use. Registration fails only when
- * something else registered one first; then ours still tracks our own spans.
+ * The process's context manager, registered globally on first use, unless `register` is false
+ * because the caller hands it to the OpenTelemetry SDK, which registers it (registering twice makes
+ * the API log an error). If something else registered a manager first, ours still tracks our spans.
  */
-export function spanContextManager(): SpanContextManager {
+export function spanContextManager(register = true): SpanContextManager {
   if (!manager) {
     manager = new SpanContextManager();
-    otelContext.setGlobalContextManager(manager);
+    if (register) otelContext.setGlobalContextManager(manager);
   }
   return manager;
 }
