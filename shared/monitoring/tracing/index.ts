@@ -5,3 +5,4 @@ export * from './context';
 export * from './samplers';
 export * from './propagation';
 export * from './tracer';
+export * from './global';
