@@ -1,6 +1,7 @@
 /**
  * The monitoring library: metrics (instruments, collector, backends, exporters, buffered recorder,
- * `/metrics`) and health (checks, checker, registries, `/health`, readiness watch).
+ * `/metrics`), health (checks, checker, registries, `/health`, readiness watch), tracing, the
+ * instrumentation helpers and the module entry points.
  */
 export * from './types';
 export * from './config';
@@ -24,3 +25,9 @@ export * from './health/readiness';
 export * from './http/auth';
 export * from './http/metrics-middleware';
 export * from './http/health-provider';
+export * from './tracing';
+export * from './instrumentation/traced';
+export * from './instrumentation/database';
+export * from './instrumentation/messaging';
+export * from './instrumentation/observability-service';
+export * from './module';

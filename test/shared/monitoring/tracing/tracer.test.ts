@@ -2,7 +2,7 @@ import { SpanKind as OtelSpanKind, SpanStatusCode, context, propagation } from '
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import {
   InMemoryTraceProvider,
-  NoopSpan,
+  type NoopSpan,
   NoopTracer,
   SpanContext,
   SpanKind,
