@@ -2,7 +2,8 @@
  * `npm run bench`: every benchmark of the project, each printed as a ratio against a baseline
  * measured in the same run. Timings never go into tests; they live here.
  *
- * Usage: npm run bench [-- name-filter]     (suites: rpc-kit, monitoring, inbox-store, admin, inbox-scale)
+ * Usage: npm run bench [-- name-filter]     (suites: rpc-kit, monitoring, tracing, inbox-store, admin,
+ *        inbox-scale)
  */
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
@@ -13,6 +14,7 @@ import { createNotificationApp } from '../../services/notification/app';
 import { startCluster } from '../support/postgres-cluster';
 import { runRpcKitBench } from './rpc-kit.bench';
 import { runMonitoringBench } from './monitoring.bench';
+import { runTracingBench } from './tracing.bench';
 import { runInboxStoreBench } from './inbox-store.bench';
 import { runAdminBench } from './admin.bench';
 import { runInboxScaleBench } from './inbox-scale.bench';
@@ -23,6 +25,8 @@ type Suite = { name: string; run: () => Promise<BenchRow[]> };
 const suites: Suite[] = [
   { name: 'rpc-kit', run: () => runRpcKitBench() },
   { name: 'monitoring', run: () => runMonitoringBench() },
+  // Span start+end through our Tracer against raw @opentelemetry/sdk-trace-base.
+  { name: 'tracing', run: () => runTracingBench() },
   {
     name: 'inbox-store',
     async run() {
