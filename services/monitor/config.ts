@@ -30,6 +30,7 @@ import {
   errorTrackingConfigSchema,
   healthConfigSchema,
   metricsConfigSchema,
+  openTelemetryConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 
@@ -78,22 +79,8 @@ export const SLOConfigSchema = z
 /** `ErrorTrackingConfig`: the monitoring library's schema (one home). */
 export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();
 
-/** `OpenTelemetryConfig` (OTLP over HTTP). */
-export const OpenTelemetryConfigSchema = z
-  .strictObject({
-    endpoint: httpUrl().default('http://localhost:4318'),
-    /** Sent with every export request; values are credentials and are redacted. */
-    headers: z.record(z.string(), z.string()).default(() => ({})),
-    /** Plain HTTP / no TLS verification. */
-    insecure: bool().default(false),
-    /** Seconds per export request. */
-    timeout: duration().default(10),
-    compression: z.enum(['none', 'gzip']).default('none'),
-    batch_size: positiveInt().default(512),
-    /** Seconds between exports. */
-    export_interval: duration().default(5),
-  })
-  .prefault({});
+/** `OpenTelemetryConfig` (OTLP over HTTP): the monitoring library's schema. */
+export const OpenTelemetryConfigSchema = openTelemetryConfigSchema();
 
 /** `PullMetricsConfig` (Prometheus-style scrape endpoint, optional push gateway). */
 export const PullMetricsConfigSchema = z

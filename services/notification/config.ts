@@ -20,7 +20,12 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
-import { healthConfigSchema, metricsConfigSchema } from '../../shared/monitoring/config';
+import {
+  healthConfigSchema,
+  metricsConfigSchema,
+  openTelemetryConfigSchema,
+  tracingConfigSchema,
+} from '../../shared/monitoring/config';
 import { backendList, primaryFlag } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
 import { SmsBackendsSchema } from './channels/sms/config';
@@ -142,6 +147,10 @@ export const NotificationConfigSchema = z
     health: healthConfigSchema(),
     /** `/metrics` and the service's own metrics (the monitoring library's MetricsConfig). */
     metrics: metricsConfigSchema(),
+    /** Tracing (the monitoring library's TracingConfig); the SDK starts when `exporter` is not `none`. */
+    tracing: tracingConfigSchema('notification'),
+    /** Where `tracing.exporter: otlp` sends spans (the monitoring library's OpenTelemetryConfig). */
+    opentelemetry: openTelemetryConfigSchema(),
     sms_backends: SmsBackendsSchema,
     push_backends: backendList(NamedPushConfigSchema, 'push'),
     mailer: MailerConfigSchema,

@@ -1,12 +1,20 @@
-/** Entry point of the notification service process: `node dist/services/notification/main.js`. */
+/**
+ * Entry point of the notification service process: `node dist/services/notification/main.js`.
+ * The composition root is required inside `start`, after the runner has started tracing: the gRPC
+ * instrumentation patches `@grpc/grpc-js` only if it is loaded after the SDK starts.
+ */
 import { displayHost, runService } from '../../shared/runtime/run-service';
 import { loadNotificationConfig } from './config';
-import { createNotificationApp } from './app';
+import type * as App from './app';
 
 runService({
   name: 'notification',
   loadConfig: () => loadNotificationConfig(),
+  telemetry: (config) => config,
   async start(config, logger) {
+    // A require here, not an import at the top (see above); the type import is erased.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { createNotificationApp } = require('./app') as typeof App;
     const app = await createNotificationApp(config, logger);
     const ports = await app.start();
     if (app.auth.demoMode) {

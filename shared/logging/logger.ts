@@ -6,6 +6,7 @@
  * config dump or an error carrying a driver config never prints a credential. Lines are JSON (for
  * collectors) or pretty (for people; the default on a terminal): see {@link createLogger}.
  */
+import { trace } from '@opentelemetry/api';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 import pinoPretty from 'pino-pretty';
 
@@ -41,6 +42,19 @@ function redactPaths(): string[] {
   }
   paths.push('req.headers.authorization', 'headers.authorization', 'metadata.authorization');
   return paths;
+}
+
+/**
+ * `trace_id` and `span_id` of the active span (OpenTelemetry's context: our Tracer's spans and the
+ * gRPC and pg instrumentations' alike), so a log line written inside a span can be found from its
+ * trace. Nothing is added outside a span.
+ */
+export function traceFields(): { trace_id?: string; span_id?: string } {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const ctx = span.spanContext();
+  if (!trace.isSpanContextValid(ctx)) return {};
+  return { trace_id: ctx.traceId, span_id: ctx.spanId };
 }
 
 /** How log lines are written: JSON objects, readable lines, or `auto` (readable on a terminal). */
@@ -86,6 +100,7 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     redact: { paths: redactPaths(), censor: '[REDACTED]' },
     base: { service: opts.name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    mixin: traceFields,
   };
   const interactive = opts.interactive ?? isTerminal(opts.destination);
   if (resolveLogFormat(opts.format, interactive) === 'pretty') {

@@ -10,6 +10,7 @@ import {
   bool,
   duration,
   fraction,
+  httpUrl,
   nonEmptyString,
   positiveInt,
   positiveNumber,
@@ -82,7 +83,18 @@ export function healthConfigSchema() {
 }
 
 /** Sampler of new traces. */
-export const SAMPLER_TYPES = ['always_on', 'always_off', 'probability', 'rate_limiting'] as const;
+export const SAMPLER_TYPES = [
+  'always_on',
+  'always_off',
+  'probability',
+  'rate_limiting',
+  'parent_based',
+] as const;
+/**
+ * Where the OpenTelemetry SDK of a service process sends its spans: `none` (default; the SDK is not
+ * started, nothing is patched), `console` (stdout) or `otlp` (OTLP/HTTP, the `opentelemetry` section).
+ */
+export const TRACE_EXPORTERS = ['none', 'console', 'otlp'] as const;
 /** Trace context formats accepted and emitted. */
 export const PROPAGATION_FORMATS = ['tracecontext', 'baggage', 'b3'] as const;
 
@@ -105,6 +117,10 @@ export function tracingConfigSchema(serviceName: string) {
       max_attributes: positiveInt().default(128),
       max_events: positiveInt().default(128),
       max_links: positiveInt().default(128),
+      /** See {@link TRACE_EXPORTERS}: the process SDK starts only when `enabled` and this is not `none`. */
+      exporter: z.enum(TRACE_EXPORTERS).default('none'),
+      /** Finished spans an in-process Tracer keeps for `getAllSpans` (oldest dropped). */
+      max_spans: positiveInt().default(10_000),
     })
     .prefault({});
 }
@@ -161,6 +177,27 @@ export function performanceMonitorConfigSchema() {
 export type ErrorTrackingConfig = z.infer<ReturnType<typeof errorTrackingConfigSchema>>;
 /** The validated performance monitor settings. */
 export type PerformanceMonitorConfig = z.infer<ReturnType<typeof performanceMonitorConfigSchema>>;
+/** `OpenTelemetryConfig`: OTLP over HTTP, for the process SDK's span exporter. */
+export function openTelemetryConfigSchema() {
+  return z
+    .strictObject({
+      endpoint: httpUrl().default('http://localhost:4318'),
+      /** Sent with every export request; values are credentials and are redacted. */
+      headers: z.record(z.string(), z.string()).default(() => ({})),
+      /** Plain HTTP / no TLS verification. */
+      insecure: bool().default(false),
+      /** Seconds per export request. */
+      timeout: duration().default(10),
+      compression: z.enum(['none', 'gzip']).default('none'),
+      batch_size: positiveInt().default(512),
+      /** Seconds between exports. */
+      export_interval: duration().default(5),
+    })
+    .prefault({});
+}
+
+/** The validated `opentelemetry` section. */
+export type OpenTelemetrySectionConfig = z.infer<ReturnType<typeof openTelemetryConfigSchema>>;
 
 /** The validated `metrics` section. */
 export type MetricsConfig = z.infer<ReturnType<typeof metricsConfigSchema>>;

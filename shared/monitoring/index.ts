@@ -2,6 +2,8 @@
  * The monitoring library: metrics (instruments, collector, backends, exporters, buffered recorder,
  * `/metrics`), health (checks, checker, registries, `/health`, readiness watch), the event bus,
  * error tracking, profiling and the instrumentation helpers.
+ * `/metrics`), health (checks, checker, registries, `/health`, readiness watch), tracing, the
+ * instrumentation helpers and the module entry points.
  */
 export * from './types';
 export * from './config';
@@ -40,3 +42,9 @@ export * from './profiling/performance-monitor';
 export * from './instrumentation/wrap-callable';
 export * from './instrumentation/metered';
 export * from './instrumentation/monitor-wrapper';
+export * from './tracing';
+export * from './instrumentation/traced';
+export * from './instrumentation/database';
+export * from './instrumentation/messaging';
+export * from './instrumentation/observability-service';
+export * from './module';

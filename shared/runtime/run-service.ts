@@ -4,6 +4,8 @@
  */
 import { ConfigError, outputForcedInteractive, redactSecrets } from '../config';
 import { createLogger, type LogFormat, type Logger } from '../logging/logger';
+import type * as TelemetryModule from './telemetry';
+import type { Telemetry, TelemetryConfig } from './telemetry';
 
 export interface RunningService {
   /** The ports actually bound. */
@@ -20,6 +22,12 @@ export interface RunnableConfig {
 export interface ServiceDefinition<C extends RunnableConfig> {
   name: string;
   loadConfig(): C;
+  /**
+   * The service's tracing sections. When given, the OpenTelemetry SDK starts (if they enable it)
+   * before `start` runs, so `start` must be what first requires `@grpc/grpc-js`: a `main` requires
+   * its composition root inside `start`, never at the top.
+   */
+  telemetry?(config: C): TelemetryConfig;
   start(config: C, logger: Logger): Promise<RunningService>;
 }
 
@@ -59,18 +67,23 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
   // (PGlite's first start takes seconds) or right after the ports open still stops the service
   // cleanly, once it has started, instead of killing it halfway through writing its data directory.
   let service: RunningService | undefined;
+  let telemetry: Telemetry | null = null;
   let stopping = false;
   const stop = (running: RunningService): void => {
-    running.stop().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
+    // Exporters are flushed last, so the spans of the shutdown itself are sent too.
+    running
+      .stop()
+      .then(() => telemetry?.shutdown())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -87,6 +100,13 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
   void (async () => {
     try {
       logger.info({ config: redactSecrets(config) }, 'effective configuration');
+      if (def.telemetry) {
+        // Required here, not imported at the top: the SDK (hundreds of modules) loads only when a
+        // service has tracing sections.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { startTelemetry } = require('./telemetry') as typeof TelemetryModule;
+        telemetry = startTelemetry(def.telemetry(config), logger);
+      }
       service = await def.start(config, logger);
     } catch (err) {
       logger.fatal({ err }, 'failed to start');

@@ -13,6 +13,7 @@ import { createNotificationApp } from '../../services/notification/app';
 import { startCluster } from '../support/postgres-cluster';
 import { runRpcKitBench } from './rpc-kit.bench';
 import { runMonitoringBench } from './monitoring.bench';
+import { runTracingBench } from './tracing.bench';
 import { runInboxStoreBench } from './inbox-store.bench';
 import { runAdminBench } from './admin.bench';
 import { runInboxScaleBench } from './inbox-scale.bench';
@@ -28,6 +29,8 @@ const suites: Suite[] = [
   { name: 'monitoring', run: () => runMonitoringBench() },
   // SLOMonitor.evaluate over 100 SLOs x 10,000 samples against a plain sort of the same samples.
   { name: 'slo', run: () => runSloBench() },
+  // Span start+end through our Tracer against raw @opentelemetry/sdk-trace-base.
+  { name: 'tracing', run: () => runTracingBench() },
   {
     name: 'inbox-store',
     async run() {
