@@ -6,12 +6,14 @@ import type { NamedMigration } from '../../../shared/storage/migrations';
 import * as inbox from './20261121000000_inbox';
 import * as inboxEvents from './20261123000100_inbox_events';
 import * as deliveries from './20261123000300_deliveries';
+import * as deliveryFailure from './20261123000400_delivery_failure';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261121000000_inbox', ...inbox },
   { name: '20261123000100_inbox_events', ...inboxEvents },
   { name: '20261123000300_deliveries', ...deliveries },
+  { name: '20261123000400_delivery_failure', ...deliveryFailure },
 ];
 
 /** The knex table that records which notification migrations ran. */
