@@ -20,11 +20,15 @@ import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
 import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
+import { mailerHealthCheckName } from './channels/email/mailer';
 import {
+  type BackendLookup,
   DatabaseDeliveryStore,
   DeliveryPipeline,
   type DeliveryStore,
   InMemoryDeliveryStore,
+  primaryFirst,
+  withCircuitState,
 } from './delivery';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
@@ -102,9 +106,14 @@ export async function createNotificationApp(
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex)
         : new InMemoryDeliveryStore();
+    // The lookup also lists each channel's backends (primary first) for `delivery.routing`; SMS and
+    // push add theirs here when their modules land.
+    const lookup: BackendLookup = Object.assign(mailerLookup(mailers), {
+      backends: (channel: string) => (channel === 'email' ? primaryFirst(mailers.names, mailers.primary) : []),
+    });
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
-      lookup: mailerLookup(mailers),
+      lookup,
       config: config.delivery,
       registry,
       logger,
@@ -168,7 +177,11 @@ export async function createNotificationApp(
     }));
     // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
     // stays in service while deliveries wait in the queue.
-    for (const { name, check } of mailers.healthChecks()) observability.checker.add(name, check);
+    // Each also shows its backend's circuit breaker (degraded while open).
+    for (const { name, check } of mailers.healthChecks()) {
+      const backend = name.slice(mailerHealthCheckName('').length);
+      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'email', backend));
+    }
 
     return {
       server,

@@ -175,3 +175,36 @@ function splitKey(k: string): [Channel, string] {
   const i = k.indexOf('\n');
   return [k.slice(0, i) as Channel, k.slice(i + 1)];
 }
+
+/** The shape of a backend health check's result that `withCircuitState` extends. */
+export interface BackendHealthResult {
+  status: 'healthy' | 'degraded';
+  details: object;
+  message?: string;
+}
+
+/**
+ * A backend's health check with its circuit in the details (`circuit`: state, consecutive failures,
+ * half-open time); an open circuit makes the check degraded (never unhealthy: the queue waits).
+ */
+export function withCircuitState<R extends BackendHealthResult>(
+  check: () => Promise<R>,
+  breakers: CircuitBreakers,
+  channel: Channel,
+  backend: string,
+): () => Promise<R> {
+  breakers.register(channel, backend);
+  return async () => {
+    const result = await check();
+    const circuit = breakers.snapshot(channel, backend);
+    const open = circuit.state === 'open';
+    return {
+      ...result,
+      status: open ? 'degraded' : result.status,
+      details: { ...result.details, circuit },
+      ...(open && result.status === 'healthy'
+        ? { message: 'circuit open after consecutive retryable failures' }
+        : {}),
+    };
+  };
+}

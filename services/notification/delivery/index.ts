@@ -12,11 +12,13 @@ export { FAILURE_KINDS } from './driver';
 export {
   CIRCUIT_STATE_VALUE,
   CircuitBreakers,
+  withCircuitState,
+  type BackendHealthResult,
   type CircuitBreakerSettings,
   type CircuitSnapshot,
   type CircuitState,
 } from './circuit-breaker';
-export { BackendRouter, type NextBackend, type Route } from './routing';
+export { BackendRouter, primaryFirst, type NextBackend, type Route } from './routing';
 export {
   CHANNELS,
   DELIVERY_STATUSES,

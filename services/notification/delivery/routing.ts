@@ -121,3 +121,12 @@ export class BackendRouter {
     return driver && driver.channel === channel && driver.name === name ? driver : undefined;
   }
 }
+
+/**
+ * A channel's routing order from its configured backends: the primary first, then the others in
+ * config order (what `BackendLookup.backends` returns; SMS and push use it the same way).
+ */
+export function primaryFirst(names: readonly string[], primary: string | undefined): string[] {
+  if (primary === undefined || !names.includes(primary)) return [...names];
+  return [primary, ...names.filter((n) => n !== primary)];
+}
