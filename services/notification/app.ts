@@ -109,7 +109,8 @@ export async function createNotificationApp(
     // The lookup also lists each channel's backends (primary first) for `delivery.routing`; SMS and
     // push add theirs here when their modules land.
     const lookup: BackendLookup = Object.assign(mailerLookup(mailers), {
-      backends: (channel: string) => (channel === 'email' ? primaryFirst(mailers.names, mailers.primary) : []),
+      backends: (channel: string) =>
+        channel === 'email' ? primaryFirst(mailers.names, mailers.primary) : [],
     });
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,

@@ -22,5 +22,7 @@ export async function up(knex: Knex): Promise<void> {
 
 /** Drops the columns (and with them the index). */
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('ALTER TABLE deliveries DROP COLUMN IF EXISTS failure, DROP COLUMN IF EXISTS backend_pinned');
+  await knex.raw(
+    'ALTER TABLE deliveries DROP COLUMN IF EXISTS failure, DROP COLUMN IF EXISTS backend_pinned',
+  );
 }
