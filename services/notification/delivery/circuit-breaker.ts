@@ -192,7 +192,7 @@ export function withCircuitState<R extends BackendHealthResult>(
   breakers: CircuitBreakers,
   channel: Channel,
   backend: string,
-): () => Promise<R> {
+): () => Promise<R | (Omit<R, 'status'> & { status: 'degraded'; message?: string })> {
   breakers.register(channel, backend);
   return async () => {
     const result = await check();
