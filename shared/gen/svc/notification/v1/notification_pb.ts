@@ -841,7 +841,7 @@ export enum DeliveryStatus {
 
   /**
    * Failed permanently (the provider refused it, or the recipient is invalid), or retries were
-   * exhausted; `last_error` says why.
+   * exhausted; `failure` says which kind, `last_error` the provider's words.
    *
    * @generated from enum value: DELIVERY_STATUS_FAILED = 4;
    */
