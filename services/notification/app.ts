@@ -22,7 +22,9 @@ import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
 import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
+import { mailerHealthCheckName } from './channels/email/mailer';
 import { SmsChannel } from './channels/sms/sms-channel';
+import { smsHealthCheckName } from './channels/sms/sms-driver';
 import { SmsSender, smsLookup } from './channels/sms/sms-sender';
 import {
   type BackendLookup,
@@ -31,6 +33,8 @@ import {
   DeliveryPipeline,
   type DeliveryStore,
   InMemoryDeliveryStore,
+  primaryFirst,
+  withCircuitState,
 } from './delivery';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
@@ -115,9 +119,18 @@ export async function createNotificationApp(
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex)
         : new InMemoryDeliveryStore();
+    // The lookup also lists each channel's backends (primary first) for `delivery.routing`.
+    const backendLists: Partial<Record<Channel, () => string[]>> = {
+      email: () => primaryFirst(mailers.names, mailers.primary),
+      sms: () => primaryFirst(sms.names, sms.primary),
+    };
+    const lookup: BackendLookup = Object.assign(
+      (channel: Channel, backend: string | undefined) => lookups[channel]?.(channel, backend),
+      { backends: (channel: Channel) => backendLists[channel]?.() ?? [] },
+    );
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
-      lookup: (channel, backend) => lookups[channel]?.(channel, backend),
+      lookup,
       config: config.delivery,
       registry,
       logger,
@@ -185,8 +198,15 @@ export async function createNotificationApp(
     }));
     // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
     // stays in service while deliveries wait in the queue.
-    for (const { name, check } of mailers.healthChecks()) observability.checker.add(name, check);
-    for (const { name, check } of sms.healthChecks()) observability.checker.add(name, check);
+    // Each also shows its backend's circuit breaker (degraded while open).
+    for (const { name, check } of mailers.healthChecks()) {
+      const backend = name.slice(mailerHealthCheckName('').length);
+      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'email', backend));
+    }
+    for (const { name, check } of sms.healthChecks()) {
+      const backend = name.slice(smsHealthCheckName('').length);
+      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'sms', backend));
+    }
 
     return {
       server,

@@ -7,6 +7,12 @@ import { z } from 'zod';
 
 import { itemName, nonNegativeInt, positiveInt } from '../../../shared/config';
 
+/** How a channel routes deliveries over its backends. */
+export const ROUTING_MODE = z.enum(['primary', 'fallback', 'round_robin']);
+
+/** A channel's routing mode. */
+export type RoutingMode = z.infer<typeof ROUTING_MODE>;
+
 /** The delivery section of the notification config. */
 export const DeliveryConfigSchema = z
   .strictObject({
@@ -38,6 +44,27 @@ export const DeliveryConfigSchema = z
     purge_interval_seconds: positiveInt().default(3600),
     /** Rows erased or deleted per statement. */
     purge_batch_size: positiveInt().default(1000),
+    /**
+     * How each channel spreads deliveries over its backends (in the channel's configured list order):
+     * `primary` (all to the first), `fallback` (the next backend on a retryable failure or an open
+     * circuit) or `round_robin` (new deliveries in turn). A request naming a backend uses only it.
+     */
+    routing: z
+      .strictObject({
+        email: ROUTING_MODE.default('primary'),
+        sms: ROUTING_MODE.default('primary'),
+        push: ROUTING_MODE.default('primary'),
+      })
+      .prefault({}),
+    /** One circuit breaker per backend, per process (delivery/README.md). */
+    circuit_breaker: z
+      .strictObject({
+        /** Consecutive retryable failures that open the circuit. */
+        failure_threshold: positiveInt().max(1000).default(5),
+        /** How long an open circuit stays open before one trial attempt (half-open). */
+        cooldown_seconds: positiveInt().max(86400).default(30),
+      })
+      .prefault({}),
   })
   .prefault({})
   .superRefine((d, ctx) => {

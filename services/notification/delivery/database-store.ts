@@ -13,6 +13,7 @@ import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import type {
   AttemptResult,
   ClaimRequest,
+  DeferRequest,
   DeliveryPage,
   DeliveryPageQuery,
   DeliveryStore,
@@ -29,6 +30,7 @@ interface StoredAttempt {
   startedAt: string;
   durationMs: number;
   outcome: DeliveryAttempt['outcome'];
+  backend?: string;
   error?: string;
   providerReference?: string;
   providerCode?: string;
@@ -38,6 +40,8 @@ interface DeliveryRow {
   id: string;
   channel: DeliveryRecord['channel'];
   backend: string;
+  backend_pinned: boolean;
+  failure: DeliveryRecord['failure'];
   recipient: string | null;
   masked_recipient: string;
   scope: string;
@@ -74,6 +78,8 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
     id: row.id,
     channel: row.channel,
     backend: row.backend,
+    backendPinned: row.backend_pinned,
+    failure: row.failure,
     recipient: row.recipient,
     maskedRecipient: row.masked_recipient,
     scope: row.scope,
@@ -195,6 +201,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       id: d.id,
       channel: d.channel,
       backend: d.backend,
+      backend_pinned: d.backendPinned ?? false,
       recipient: d.recipient,
       masked_recipient: d.maskedRecipient,
       scope: d.scope,
@@ -205,13 +212,14 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     }));
     const inserted = rows<DeliveryRow>(
       await this.knex.raw(
-        `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, idempotency_key,
-           content_hash, payload, status, next_attempt_at, created_at, updated_at)
-         SELECT r.id, r.channel, r.backend, r.recipient, r.masked_recipient, r.scope, r.idempotency_key,
-           r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at, r.created_at
-         FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text, recipient text,
-           masked_recipient text, scope text, idempotency_key text, content_hash text, payload text,
-           created_at timestamptz)
+        `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
+           idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at)
+         SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
+           r.idempotency_key, r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at,
+           r.created_at
+         FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
+           backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
+           content_hash text, payload text, created_at timestamptz)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *`,
@@ -256,6 +264,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       ['channel', filter.channel],
       ['status', filter.status],
       ['backend', filter.backend],
+      ['failure', filter.failure],
       ['scope', filter.scope],
     ] as const) {
       if (value !== undefined) {
@@ -315,6 +324,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            status = ?,
            attempts = attempts || ?::jsonb,
            next_attempt_at = ?,
+           backend = COALESCE(?, backend),
+           failure = ?,
            last_error = ?,
            provider_reference = COALESCE(?, provider_reference),
            lease_owner = NULL,
@@ -328,6 +339,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
           result.status,
           JSON.stringify([attempt]),
           result.nextAttemptAt?.toISOString() ?? null,
+          result.backend ?? null,
+          result.status === 'failed' ? (result.failure ?? null) : null,
           result.attempt.error ?? null,
           result.attempt.providerReference ?? null,
           at,
@@ -339,6 +352,18 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       ),
     );
     return row ? rowToRecord(row) : null;
+  }
+
+  async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
+    const found = rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         RETURNING id`,
+        [request.nextAttemptAt.toISOString(), request.now.toISOString(), id, owner],
+      ),
+    );
+    return found.length > 0;
   }
 
   async release(ids: readonly string[], owner: string, now: Date): Promise<number> {

@@ -28,9 +28,48 @@ export type DeliveryStatus = 'pending' | 'retrying' | 'sent' | 'delivered' | 'un
  */
 export type OutcomeClass = 'sent' | 'retryable' | 'rate_limited' | 'permanent' | 'recipient_failure';
 
+/**
+ * Why a delivery ended FAILED, so a caller can prune dead device tokens and bad numbers without
+ * parsing text. A driver sets it on a `permanent` or `recipient_failure` outcome from its outcome
+ * table; the pipeline fills a default per class when the driver gave none (`recipient_invalid` for
+ * recipient failures, `provider_rejected` for permanent ones) and sets `retries_exhausted` when the
+ * last allowed attempt failed retryably.
+ * - `recipient_invalid`: the address, number or token is malformed or does not exist.
+ * - `recipient_unregistered`: a device token the provider no longer knows (app uninstalled).
+ * - `recipient_unsubscribed`: the recipient opted out (SMS STOP, unsubscribed list).
+ * - `payload_rejected`: the message itself was refused (too large, malformed, content policy).
+ * - `provider_auth`: our credentials were refused (API key, token, sender not allowed).
+ * - `provider_rejected`: the provider refused for another permanent reason.
+ * - `retries_exhausted`: every allowed attempt failed retryably.
+ */
+export type FailureKind =
+  | 'recipient_invalid'
+  | 'recipient_unregistered'
+  | 'recipient_unsubscribed'
+  | 'payload_rejected'
+  | 'provider_auth'
+  | 'provider_rejected'
+  | 'retries_exhausted';
+
+/** Every failure kind, for validation. */
+export const FAILURE_KINDS: readonly FailureKind[] = [
+  'recipient_invalid',
+  'recipient_unregistered',
+  'recipient_unsubscribed',
+  'payload_rejected',
+  'provider_auth',
+  'provider_rejected',
+  'retries_exhausted',
+];
+
 /** The result of one attempt. */
 export interface SendOutcome {
   class: OutcomeClass;
+  /**
+   * Why it failed for good, for `permanent` and `recipient_failure` outcomes (ignored on others);
+   * the pipeline's default for the class when absent.
+   */
+  failure?: FailureKind;
   /** The provider's id for the accepted message (SMTP queue id / Message-ID, X-Message-Id, sid). */
   providerReference?: string;
   /**

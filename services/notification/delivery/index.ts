@@ -4,9 +4,21 @@ export type {
   DeliveryDriver,
   DeliveryStatus,
   DriverSendContext,
+  FailureKind,
   OutcomeClass,
   SendOutcome,
 } from './driver';
+export { FAILURE_KINDS } from './driver';
+export {
+  CIRCUIT_STATE_VALUE,
+  CircuitBreakers,
+  withCircuitState,
+  type BackendHealthResult,
+  type CircuitBreakerSettings,
+  type CircuitSnapshot,
+  type CircuitState,
+} from './circuit-breaker';
+export { BackendRouter, primaryFirst, type NextBackend, type Route } from './routing';
 export {
   CHANNELS,
   DELIVERY_STATUSES,
@@ -20,7 +32,13 @@ export {
   type DeliveryRecord,
   type DeliveryView,
 } from './types';
-export { DEFAULT_DELIVERY_CONFIG, DeliveryConfigSchema, type DeliveryConfig } from './config';
+export {
+  DEFAULT_DELIVERY_CONFIG,
+  DeliveryConfigSchema,
+  ROUTING_MODE,
+  type DeliveryConfig,
+  type RoutingMode,
+} from './config';
 export * from './store';
 export { InMemoryDeliveryStore } from './memory-store';
 export { DatabaseDeliveryStore, type DatabaseDeliveryStoreOptions } from './database-store';
@@ -30,6 +48,7 @@ export { RetryPolicy, type RetryDecision, type RetrySettings } from './retry-pol
 export {
   DeliveryWorker,
   MAX_REASON_LENGTH,
+  failureOf,
   sanitizeReason,
   type DeliveryWorkerOptions,
   type DriverResolver,

@@ -7,6 +7,7 @@
 import type {
   AttemptResult,
   ClaimRequest,
+  DeferRequest,
   DeliveryPage,
   DeliveryPageQuery,
   DeliveryStore,
@@ -60,6 +61,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       id: input.id,
       channel: input.channel,
       backend: input.backend,
+      backendPinned: input.backendPinned ?? false,
+      failure: null,
       recipient: input.recipient,
       maskedRecipient: input.maskedRecipient,
       scope: input.scope,
@@ -102,6 +105,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
           (filter.channel === undefined || r.channel === filter.channel) &&
           (filter.status === undefined || r.status === filter.status) &&
           (filter.backend === undefined || r.backend === filter.backend) &&
+          (filter.failure === undefined || r.failure === filter.failure) &&
           (filter.scope === undefined || r.scope === filter.scope) &&
           (after === undefined || newestFirst(after, r) < 0),
       )
@@ -150,6 +154,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     r.attempts.push({ ...result.attempt });
     r.status = result.status;
     r.nextAttemptAt = result.nextAttemptAt;
+    r.backend = result.backend ?? r.backend;
+    r.failure = result.status === 'failed' ? (result.failure ?? null) : null;
     r.lastError = result.attempt.error ?? null;
     if (result.attempt.providerReference !== undefined)
       r.providerReference = result.attempt.providerReference;
@@ -162,6 +168,16 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       this.queued.delete(id);
     }
     return copy(r);
+  }
+
+  async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
+    const r = this.records.get(id);
+    if (!r || r.leaseOwner !== owner || !this.queued.has(id)) return false;
+    r.nextAttemptAt = request.nextAttemptAt;
+    r.leaseOwner = null;
+    r.leaseExpiresAt = null;
+    r.updatedAt = request.now;
+    return true;
   }
 
   async release(ids: readonly string[], owner: string, now: Date): Promise<number> {

@@ -16,7 +16,9 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { DeliveryConfig } from './config';
 import { contentHash } from './content-hash';
-import type { Channel, DeliveryDriver } from './driver';
+import { CircuitBreakers } from './circuit-breaker';
+import { FAILURE_KINDS, type Channel } from './driver';
+import { BackendRouter, type BackendLookup } from './routing';
 import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
 import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
@@ -27,11 +29,7 @@ import type { DeliveryStore } from './store';
 import { CHANNELS, DELIVERY_STATUSES, toView, type DeliveryFilter, type DeliveryView } from './types';
 import { DeliveryWorker } from './worker';
 
-/**
- * Finds a backend: by name, or the channel's primary when `backend` is undefined. Undefined when there
- * is no such backend (or none at all for the channel). Given by the composition root.
- */
-export type BackendLookup = (channel: Channel, backend: string | undefined) => DeliveryDriver | undefined;
+export type { BackendLookup } from './routing';
 
 /** What a caller submits. */
 export interface SubmitInput {
@@ -122,6 +120,10 @@ export class DeliveryPipeline {
   readonly worker: DeliveryWorker;
   /** The retention pass; `retention.runOnce` is what the periodic job runs. */
   readonly retention: DeliveryRetention;
+  /** This process's circuit breakers, one per backend (health checks read them). */
+  readonly breakers: CircuitBreakers;
+  /** The routing rules (`delivery.routing`). */
+  readonly router: BackendRouter;
   private readonly store: DeliveryStore;
   private readonly log: Logger;
   private readonly clock: () => Date;
@@ -130,6 +132,8 @@ export class DeliveryPipeline {
     this.store = options.store;
     this.clock = options.clock ?? (() => new Date());
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-pipeline' });
+    this.breakers = new CircuitBreakers(options.config.circuit_breaker, this.clock, options.registry);
+    this.router = new BackendRouter(options.lookup, options.config.routing, this.breakers);
     const metrics = options.registry
       ? new DeliveryMetrics(options.registry, options.store, this.clock, this.log)
       : undefined;
@@ -139,6 +143,8 @@ export class DeliveryPipeline {
         const driver = options.lookup(r.channel, r.backend);
         return driver && driver.channel === r.channel ? driver : undefined;
       },
+      router: this.router,
+      breakers: this.breakers,
       policy: new RetryPolicy(options.config, options.random),
       config: options.config,
       metrics,
@@ -170,22 +176,26 @@ export class DeliveryPipeline {
       : null;
     const recipient = checkText(input.recipient, 'recipient', MAX_RECIPIENT_LENGTH);
     const requested = input.backend ? checkText(input.backend, 'backend', MAX_BACKEND_LENGTH) : undefined;
-    const driver = this.options.lookup(input.channel, requested);
-    if (!driver) {
+    const named = this.options.lookup(input.channel, requested);
+    if (!named) {
       if (requested === undefined)
         throw new FailedPreconditionError(`no ${input.channel} backend configured`);
       throw new InvalidArgumentError(`unknown ${input.channel} backend "${requested}"`, 'backend');
     }
-    if (driver.channel !== input.channel) {
-      throw new InvalidArgumentError(`backend "${driver.name}" does not serve ${input.channel}`, 'backend');
+    if (named.channel !== input.channel) {
+      throw new InvalidArgumentError(`backend "${named.name}" does not serve ${input.channel}`, 'backend');
     }
     const payload = this.checkPayload(input.payload);
     const hashed = input.hashPayload === undefined ? payload : input.hashPayload;
-    const hash = contentHash({ channel: input.channel, backend: driver.name, recipient, payload: hashed });
+    // The hash covers the backend the caller asked for (the primary's name when none), not the one
+    // round robin picks: a retried call with the same key and content is the same delivery.
+    const hash = contentHash({ channel: input.channel, backend: named.name, recipient, payload: hashed });
+    const driver = requested === undefined ? this.router.pickForNew(input.channel, named) : named;
     const record = await this.store.create({
       id: randomUUID(),
       channel: input.channel,
       backend: driver.name,
+      backendPinned: requested !== undefined,
       recipient,
       maskedRecipient: maskRecipient(input.channel, recipient),
       scope,
@@ -261,6 +271,9 @@ export class DeliveryPipeline {
       throw new InvalidArgumentError(`status must be one of ${DELIVERY_STATUSES.join(', ')}`, 'status');
     }
     if (filter.backend !== undefined) checkText(filter.backend, 'backend', MAX_BACKEND_LENGTH);
+    if (filter.failure !== undefined && !FAILURE_KINDS.includes(filter.failure)) {
+      throw new InvalidArgumentError(`failure must be one of ${FAILURE_KINDS.join(', ')}`, 'failure');
+    }
     if (!Number.isInteger(pageSize) || pageSize < 0) {
       throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
     }

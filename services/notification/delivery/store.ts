@@ -4,7 +4,7 @@
  * retry policy belong to the pipeline. Every time a store compares against is passed in (`now`), so
  * the same clock drives leases, retries and retention.
  */
-import type { DeliveryStatus } from './driver';
+import type { DeliveryStatus, FailureKind } from './driver';
 import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
 
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
@@ -12,6 +12,8 @@ export interface NewDelivery {
   id: string;
   channel: DeliveryRecord['channel'];
   backend: string;
+  /** The caller named the backend: never routed elsewhere (false when absent). */
+  backendPinned?: boolean;
   recipient: string;
   maskedRecipient: string;
   scope: string;
@@ -55,6 +57,19 @@ export interface AttemptResult {
   attempt: DeliveryAttempt;
   status: Extract<DeliveryStatus, 'sent' | 'retrying' | 'failed'>;
   nextAttemptAt: Date | null;
+  /** Why it failed; kept only with status `failed` (null there when absent). */
+  failure?: FailureKind | null;
+  /**
+   * The record's backend from now on: the one this attempt used, or the next one failover chose
+   * for the retry. Absent: unchanged.
+   */
+  backend?: string;
+  now: Date;
+}
+
+/** A claimed record put back without an attempt (its backends' circuits are open). */
+export interface DeferRequest {
+  nextAttemptAt: Date;
   now: Date;
 }
 
@@ -106,6 +121,11 @@ export interface DeliveryStore {
    * final; clears the lease. Returns the updated record, or null when the lease was lost.
    */
   completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null>;
+  /**
+   * Clears `owner`'s lease on a queued record and moves its next attempt to `nextAttemptAt`, adding
+   * no attempt and keeping its status. False when the lease was lost.
+   */
+  defer(id: string, owner: string, request: DeferRequest): Promise<boolean>;
   /** Clears `owner`'s leases on `ids` (status kept) so another worker takes them at once. */
   release(ids: readonly string[], owner: string, now: Date): Promise<number>;
   /** One batched retention pass: erases content of old final records, deletes older ones. */

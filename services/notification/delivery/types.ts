@@ -2,9 +2,9 @@
  * The delivery record and the shapes the pipeline, its stores and the RPC layer share. No wire
  * types here: `rpc/` translates these to protobuf messages.
  */
-import type { Channel, DeliveryStatus, OutcomeClass } from './driver';
+import type { Channel, DeliveryStatus, FailureKind, OutcomeClass } from './driver';
 
-export type { Channel, DeliveryStatus, OutcomeClass };
+export type { Channel, DeliveryStatus, FailureKind, OutcomeClass };
 
 /** Every channel, for validation. */
 export const CHANNELS: readonly Channel[] = ['email', 'sms', 'push'];
@@ -46,6 +46,11 @@ export interface DeliveryAttempt {
   startedAt: Date;
   durationMs: number;
   outcome: OutcomeClass;
+  /**
+   * The backend this attempt went through (failover can move a delivery between backends). Absent in
+   * attempts recorded before routing existed: those went through the record's backend.
+   */
+  backend?: string;
   /** Sanitised, bounded reason; absent when sent. */
   error?: string;
   providerReference?: string;
@@ -57,8 +62,18 @@ export interface DeliveryRecord {
   /** UUID. */
   id: string;
   channel: Channel;
-  /** The backend's configured name. */
+  /**
+   * The backend's configured name: the one the last attempt went through, or the one the next
+   * attempt is queued for (failover moves it; the attempts keep each attempt's own backend).
+   */
   backend: string;
+  /**
+   * True when the caller named the backend: such a delivery only ever uses that backend (no
+   * failover, no round robin).
+   */
+  backendPinned: boolean;
+  /** Why it FAILED; null unless failed. */
+  failure: FailureKind | null;
   /** The full recipient, for sending; null once the content retention erased it. */
   recipient: string | null;
   /** The recipient as responses and logs show it (`j***@example.com`). */
@@ -103,6 +118,7 @@ export interface DeliveryFilter {
   channel?: Channel;
   status?: DeliveryStatus;
   backend?: string;
+  failure?: FailureKind;
   /** Only this caller's deliveries (the RPC layer passes the caller scope when it wants that). */
   scope?: string;
 }

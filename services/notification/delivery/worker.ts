@@ -17,9 +17,11 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { DeliveryConfig } from './config';
-import type { DeliveryDriver, SendOutcome } from './driver';
+import type { CircuitBreakers } from './circuit-breaker';
+import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
 import type { DeliveryMetrics } from './metrics';
 import type { RetryPolicy } from './retry-policy';
+import type { BackendRouter } from './routing';
 import type { DeliveryStore } from './store';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
 
@@ -38,6 +40,10 @@ export type WorkerSettings = Pick<
 export interface DeliveryWorkerOptions {
   store: DeliveryStore;
   resolveDriver: DriverResolver;
+  /** Which backend each attempt goes through (routing mode, failover, pinned backends). */
+  router: BackendRouter;
+  /** The per-backend circuit breakers the router consults; the worker feeds them every outcome. */
+  breakers: CircuitBreakers;
   policy: RetryPolicy;
   config: WorkerSettings;
   metrics?: DeliveryMetrics;
@@ -81,10 +87,29 @@ const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
   'recipient_failure',
 ]);
 
-/** A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker. */
+/**
+ * A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker; an
+ * unknown failure kind is dropped (the class's default applies).
+ */
 function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
-  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) return outcome;
+  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) {
+    if (outcome.failure === undefined || FAILURE_KINDS.includes(outcome.failure)) return outcome;
+    return { ...outcome, failure: undefined };
+  }
   return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
+}
+
+/** The failure kind of an outcome that ended a delivery FAILED. */
+export function failureOf(outcome: SendOutcome): FailureKind {
+  switch (outcome.class) {
+    case 'recipient_failure':
+      return outcome.failure ?? 'recipient_invalid';
+    case 'permanent':
+      return outcome.failure ?? 'provider_rejected';
+    default:
+      // Only a retryable outcome on the last allowed attempt ends a delivery this way.
+      return 'retries_exhausted';
+  }
 }
 
 /** The delivery worker of one process. */
@@ -162,8 +187,14 @@ export class DeliveryWorker {
       // the replicas that do: never failed here.
       if (!this.options.resolveDriver(due)) continue;
       const { channel, backend } = due;
+      const { router, breakers } = this.options;
+      // Without fallback an open circuit's records just wait (claimed again once it half-opens, then
+      // one at a time for the trial); with fallback they are claimed and routed around it.
+      const routesAround = router.mode(channel) === 'fallback';
+      if (!routesAround && !breakers.available(channel, backend)) continue;
       const slot = `${channel}/${backend}`;
-      const free = this.capacity(backend) - (this.busy.get(slot) ?? 0);
+      let free = this.capacity(backend) - (this.busy.get(slot) ?? 0);
+      if (!routesAround && breakers.state(channel, backend) === 'half_open') free = Math.min(free, 1);
       if (free <= 0) {
         this.saturated.add(slot);
         continue;
@@ -231,31 +262,71 @@ export class DeliveryWorker {
 
   private async attempt(entry: InFlight): Promise<void> {
     const { record } = entry;
+    const { router, breakers, store } = this.options;
     const number = record.attempts.length + 1;
+    const route: ReturnType<BackendRouter['route']> =
+      record.payload === null ? { missing: true } : router.route(record);
+    if ('waitUntil' in route) {
+      // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
+      entry.recording = true;
+      const deferred = await store.defer(record.id, this.owner, {
+        nextAttemptAt: route.waitUntil,
+        now: this.clock(),
+      });
+      if (deferred)
+        this.log.info(
+          { deliveryId: record.id, backend: record.backend, nextAttemptAt: route.waitUntil },
+          'delivery waits for its backend circuit to half-open',
+        );
+      return;
+    }
+    const driver = 'driver' in route ? route.driver : undefined;
+    const used = driver?.name ?? record.backend;
     const startedAt = this.clock();
     const t0 = performance.now();
-    const outcome = checkOutcome(await this.send(entry, number));
+    const outcome = checkOutcome(await this.send(entry, number, driver));
     const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-    if (entry.released) return;
+    if (entry.released) {
+      if (driver) breakers.cancel(record.channel, used);
+      return;
+    }
     entry.recording = true;
+    if (driver) breakers.record(record.channel, used, outcome.class);
     const now = this.clock();
-    const decision = this.options.policy.decide(outcome, number, now);
-    const attempt: DeliveryAttempt = { number, startedAt, durationMs, outcome: outcome.class };
+    let decision = this.options.policy.decide(outcome, number, now);
+    let nextBackend = used;
+    let immediate = false;
+    if (decision.status === 'retrying') {
+      const next = router.next(record, used);
+      nextBackend = next.backend;
+      immediate = next.immediate;
+      if (immediate) decision = { status: 'retrying', nextAttemptAt: now };
+    }
+    const failure = decision.status === 'failed' ? failureOf(outcome) : null;
+    const attempt: DeliveryAttempt = {
+      number,
+      startedAt,
+      durationMs,
+      outcome: outcome.class,
+      backend: used,
+    };
     if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
     if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
     if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
-    const labels = { channel: record.channel, backend: record.backend };
+    const labels = { channel: record.channel, backend: used };
     this.options.metrics?.attempts.inc({ ...labels, outcome: outcome.class });
     this.options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
-    const updated = await this.options.store.completeAttempt(record.id, this.owner, {
+    const updated = await store.completeAttempt(record.id, this.owner, {
       attempt,
       status: decision.status,
       nextAttemptAt: decision.nextAttemptAt,
+      failure,
+      backend: nextBackend,
       now,
     });
     const log = {
       deliveryId: record.id,
-      backend: record.backend,
+      backend: used,
       recipient: record.maskedRecipient,
       attempt: number,
     };
@@ -269,21 +340,28 @@ export class DeliveryWorker {
     if (decision.status === 'sent' || decision.status === 'failed') {
       this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
     }
-    if (decision.status === 'failed') this.log.warn({ ...log, reason: attempt.error }, 'delivery failed');
+    // Failover retries at once on the next backend: poll for it now, not at the next interval.
+    if (immediate) this.wake();
+    if (decision.status === 'failed')
+      this.log.warn({ ...log, reason: attempt.error, failure }, 'delivery failed');
     else if (decision.status === 'retrying')
       this.log.info(
-        { ...log, reason: attempt.error, nextAttemptAt: decision.nextAttemptAt },
+        { ...log, reason: attempt.error, nextAttemptAt: decision.nextAttemptAt, nextBackend },
         'delivery will be retried',
       );
     else this.log.debug(log, 'delivery sent');
   }
 
   /** One driver call under the attempt timeout; every way it can end becomes a SendOutcome. */
-  private async send(entry: InFlight, number: number): Promise<SendOutcome> {
+  private async send(
+    entry: InFlight,
+    number: number,
+    driver: DeliveryDriver | undefined,
+  ): Promise<SendOutcome> {
     const { record, controller } = entry;
-    const driver = this.options.resolveDriver(record);
+    if (record.payload === null)
+      return { class: 'permanent', reason: 'delivery content was erased', failure: 'payload_rejected' };
     if (!driver) return { class: 'permanent', reason: `backend "${record.backend}" is not configured` };
-    if (record.payload === null) return { class: 'permanent', reason: 'delivery content was erased' };
     const timeoutMs = this.options.config.attempt_timeout_ms;
     const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
     let onAbort: (() => void) | undefined;
@@ -304,7 +382,7 @@ export class DeliveryWorker {
         driver
           .send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal })
           .catch((err: unknown): SendOutcome => {
-            this.log.error({ err, deliveryId: record.id, backend: record.backend }, 'delivery driver threw');
+            this.log.error({ err, deliveryId: record.id, backend: driver.name }, 'delivery driver threw');
             return { class: 'retryable', reason: 'internal error in the delivery driver' };
           }),
         aborted,

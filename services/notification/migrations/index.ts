@@ -7,6 +7,7 @@ import * as inbox from './20261121000000_inbox';
 import * as inboxEvents from './20261123000100_inbox_events';
 import * as deliveries from './20261123000300_deliveries';
 import * as deliveryMaintenance from './20261123000350_delivery_maintenance';
+import * as deliveryFailure from './20261123000400_delivery_failure';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -14,6 +15,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261123000100_inbox_events', ...inboxEvents },
   { name: '20261123000300_deliveries', ...deliveries },
   { name: '20261123000350_delivery_maintenance', ...deliveryMaintenance },
+  { name: '20261123000400_delivery_failure', ...deliveryFailure },
 ];
 
 /** The knex table that records which notification migrations ran. */

@@ -10,6 +10,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   AttemptOutcome,
   Channel as WireChannel,
+  DeliveryFailure as WireFailure,
   DeliveryStatus as WireStatus,
   type DeliverySchema,
   type GetDeliveryRequest,
@@ -28,6 +29,7 @@ import type {
   DeliveryPipeline,
   DeliveryStatus,
   DeliveryView,
+  FailureKind,
   OutcomeClass,
 } from '../delivery';
 
@@ -54,12 +56,23 @@ const OUTCOME_TO_WIRE: Record<OutcomeClass, AttemptOutcome> = {
   recipient_failure: AttemptOutcome.RECIPIENT_FAILURE,
 };
 
+const FAILURE_TO_WIRE: Record<FailureKind, WireFailure> = {
+  recipient_invalid: WireFailure.RECIPIENT_INVALID,
+  recipient_unregistered: WireFailure.RECIPIENT_UNREGISTERED,
+  recipient_unsubscribed: WireFailure.RECIPIENT_UNSUBSCRIBED,
+  payload_rejected: WireFailure.PAYLOAD_REJECTED,
+  provider_auth: WireFailure.PROVIDER_AUTH,
+  provider_rejected: WireFailure.PROVIDER_REJECTED,
+  retries_exhausted: WireFailure.RETRIES_EXHAUSTED,
+};
+
 /** The reverse of a total domain-to-wire table, for filters. */
 function reverse<D extends string, W extends number>(table: Record<D, W>): Map<W, D> {
   return new Map(Object.entries(table).map(([d, w]) => [w as W, d as D]));
 }
 const WIRE_TO_CHANNEL = reverse(CHANNEL_TO_WIRE);
 const WIRE_TO_STATUS = reverse(STATUS_TO_WIRE);
+const WIRE_TO_FAILURE = reverse(FAILURE_TO_WIRE);
 
 /** Domain status to wire status. */
 export function toWireStatus(status: DeliveryStatus): WireStatus {
@@ -84,7 +97,10 @@ export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof Deliver
     nextAttemptAt: time(d.nextAttemptAt),
     sentAt: time(d.sentAt),
     deliveredAt: time(d.deliveredAt),
+    failure: d.failure ? FAILURE_TO_WIRE[d.failure] : WireFailure.UNSPECIFIED,
     attemptLog: d.attempts.map((a) => ({
+      // Attempts recorded before routing existed went through the record's backend.
+      backend: a.backend ?? d.backend,
       startedAt: timestampFromDate(a.startedAt),
       outcome: OUTCOME_TO_WIRE[a.outcome],
       error: a.error ?? '',
@@ -159,6 +175,8 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     const status = enumFilter(req.status, WIRE_TO_STATUS, 'status');
     if (channel) filter.channel = channel;
     if (status) filter.status = status;
+    const failure = enumFilter(req.failure, WIRE_TO_FAILURE, 'failure');
+    if (failure) filter.failure = failure;
     if (req.backend !== '') filter.backend = req.backend;
     const page = await this.pipeline.list(filter, req.pageToken, req.pageSize);
     return { deliveries: page.deliveries.map(toWireDelivery), nextPageToken: page.nextPageToken };

@@ -13,6 +13,7 @@ import {
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
 import { DeliveryRetention } from '../../../services/notification/delivery/retention';
 import type { SendOutcome } from '../../../services/notification/delivery/driver';
+import type { DeliveryConfig } from '../../../services/notification/delivery/config';
 import type { DeliveryStore, NewDelivery } from '../../../services/notification/delivery/store';
 import {
   Gate,
@@ -657,6 +658,159 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         // is years before any other test's records, so it is the oldest due one).
         clock.advance(10000);
         expect(await registry.metrics()).toContain('notification_delivery_oldest_due_age_seconds 9.5');
+      });
+    });
+
+    describe('routing, circuit breakers and failure kinds', () => {
+      function routed(config: Partial<DeliveryConfig> = {}) {
+        const a = new ScriptedDriver(newBackend('a'));
+        const b = new ScriptedDriver(newBackend('b'));
+        const built = buildPipeline(store, [a, b], { config });
+        return { a, b, ...built };
+      }
+      const body = (scope: string, backend?: string) => ({
+        channel: 'email' as const,
+        recipient: 'jane@example.com',
+        payload: { text: 'hi' },
+        scope,
+        ...(backend ? { backend } : {}),
+      });
+      const retryable: SendOutcome = { class: 'retryable', reason: 'HTTP 503' };
+
+      it('when the primary fails retryably under fallback, the retry goes at once through the next backend', async () => {
+        const { a, b, pipeline } = routed({
+          routing: { email: 'fallback', sms: 'primary', push: 'primary' },
+        });
+        a.script(retryable);
+        const { delivery } = await pipeline.submit(body(randomUUID()));
+        expect(delivery.backend).toBe(a.name);
+        await pollAndSettle(pipeline);
+        expect(await pipeline.get(delivery.id)).toMatchObject({ status: 'retrying', backend: b.name });
+        await pollAndSettle(pipeline);
+        const done = await pipeline.get(delivery.id);
+        expect(done).toMatchObject({ status: 'sent', backend: b.name, failure: null });
+        expect(done.attempts.map((x) => x.backend)).toEqual([a.name, b.name]);
+        expect([a.calls.length, b.calls.length]).toEqual([1, 1]);
+      });
+
+      it('when a request names a backend, it never fails over and ends RETRIES_EXHAUSTED', async () => {
+        const { a, b, pipeline, clock } = routed({
+          max_attempts: 2,
+          routing: { email: 'fallback', sms: 'primary', push: 'primary' },
+        });
+        a.script(retryable, retryable);
+        const { delivery } = await pipeline.submit(body(randomUUID(), a.name));
+        await pollAndSettle(pipeline);
+        clock.advance(60_000);
+        await pollAndSettle(pipeline);
+        const done = await pipeline.get(delivery.id);
+        expect(done).toMatchObject({ status: 'failed', backend: a.name, failure: 'retries_exhausted' });
+        expect(done.attempts.map((x) => x.backend)).toEqual([a.name, a.name]);
+        expect(b.calls).toHaveLength(0);
+      });
+
+      it('when a circuit is open under primary routing, deliveries wait (not failed) until one trial half-opens and closes it', async () => {
+        const { a, b, pipeline, clock } = routed({
+          circuit_breaker: { failure_threshold: 2, cooldown_seconds: 30 },
+        });
+        a.script(retryable, retryable);
+        const scope = randomUUID();
+        const first = await pipeline.submit(body(scope));
+        const second = await pipeline.submit(body(scope));
+        await pollAndSettle(pipeline);
+        expect(pipeline.breakers.state('email', a.name)).toBe('open');
+        clock.advance(5_000); // past the retry backoff, within the cool-down
+        expect(await pollAndSettle(pipeline)).toBe(0);
+        expect(a.calls).toHaveLength(2);
+        expect((await pipeline.get(first.delivery.id)).status).toBe('retrying');
+        clock.advance(25_000);
+        expect(pipeline.breakers.state('email', a.name)).toBe('half_open');
+        expect(await pollAndSettle(pipeline)).toBe(1); // the one trial
+        expect(pipeline.breakers.state('email', a.name)).toBe('closed');
+        await pollAndSettle(pipeline);
+        for (const d of [first, second]) expect((await pipeline.get(d.delivery.id)).status).toBe('sent');
+        expect(a.calls).toHaveLength(4);
+        expect(b.calls).toHaveLength(0);
+      });
+
+      it('when a half-open trial fails, the circuit opens again for a new cool-down', async () => {
+        const { a, pipeline, clock } = routed({
+          circuit_breaker: { failure_threshold: 1, cooldown_seconds: 10 },
+        });
+        a.script(retryable, retryable);
+        await pipeline.submit(body(randomUUID()));
+        await pollAndSettle(pipeline);
+        expect(pipeline.breakers.state('email', a.name)).toBe('open');
+        clock.advance(10_000);
+        expect(await pollAndSettle(pipeline)).toBe(1);
+        expect(pipeline.breakers.state('email', a.name)).toBe('open');
+        clock.advance(9_999);
+        expect(await pollAndSettle(pipeline)).toBe(0);
+      });
+
+      it('when the primary circuit is open under fallback, new deliveries go around it; a named one is deferred to the half-open time', async () => {
+        const { a, b, pipeline, clock } = routed({
+          routing: { email: 'fallback', sms: 'primary', push: 'primary' },
+          circuit_breaker: { failure_threshold: 1, cooldown_seconds: 30 },
+        });
+        a.script(retryable);
+        const scope = randomUUID();
+        const opened = clock.now().getTime();
+        await pipeline.submit(body(scope));
+        await pollAndSettle(pipeline); // opens a's circuit
+        await pollAndSettle(pipeline);
+        const later = await pipeline.submit(body(scope));
+        const pinned = await pipeline.submit(body(scope, a.name));
+        await pollAndSettle(pipeline);
+        expect(a.calls).toHaveLength(1);
+        expect(await pipeline.get(later.delivery.id)).toMatchObject({ status: 'sent', backend: b.name });
+        const waiting = await pipeline.get(pinned.delivery.id);
+        expect(waiting).toMatchObject({ status: 'pending', attempts: [] });
+        expect(waiting.nextAttemptAt?.getTime()).toBe(opened + 30_000);
+      });
+
+      it('when routing is round_robin, new deliveries take the backends in turn', async () => {
+        const { a, b, pipeline } = routed({
+          routing: { email: 'round_robin', sms: 'primary', push: 'primary' },
+        });
+        const scope = randomUUID();
+        const backends: string[] = [];
+        for (let i = 0; i < 4; i++) backends.push((await pipeline.submit(body(scope))).delivery.backend);
+        expect(backends).toEqual([a.name, b.name, a.name, b.name]);
+        await pollAndSettle(pipeline);
+        expect([a.calls.length, b.calls.length]).toEqual([2, 2]);
+      });
+
+      it('when deliveries fail, each carries its failure kind and ListDeliveries filters by it', async () => {
+        const { a, pipeline } = routed();
+        a.script(
+          { class: 'recipient_failure', reason: 'gone', failure: 'recipient_unregistered' },
+          { class: 'recipient_failure', reason: 'bad' },
+          { class: 'permanent', reason: '401', failure: 'provider_auth' },
+          { class: 'permanent', reason: 'no' },
+          { class: 'sent' },
+        );
+        const scope = randomUUID();
+        const ids: string[] = [];
+        // One at a time: records due at the same instant may be claimed in any order.
+        for (let i = 0; i < 5; i++) {
+          ids.push((await pipeline.submit(body(scope))).delivery.id);
+          await pollAndSettle(pipeline);
+        }
+        const kinds = await Promise.all(ids.map(async (id) => (await pipeline.get(id)).failure));
+        expect(kinds).toEqual([
+          'recipient_unregistered',
+          'recipient_invalid',
+          'provider_auth',
+          'provider_rejected',
+          null,
+        ]);
+        const page = await pipeline.list({ scope, failure: 'recipient_unregistered' });
+        expect(page.deliveries.map((d) => d.id)).toEqual([ids[0]]);
+        expect((await pipeline.list({ scope, failure: 'retries_exhausted' })).deliveries).toHaveLength(0);
+        await expect(
+          pipeline.list({ scope, failure: 'nope' as unknown as 'provider_auth' }),
+        ).rejects.toBeInstanceOf(InvalidArgumentError);
       });
     });
   });

@@ -104,10 +104,16 @@ export function newBackend(prefix = 'b'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** A lookup over the given drivers: by name, the first of the channel when unnamed. */
+/**
+ * A lookup over the given drivers: by name, the first of the channel when unnamed; `backends` lists a
+ * channel's drivers in the given order (the routing order).
+ */
 export function lookupOf(...drivers: DeliveryDriver[]): BackendLookup {
-  return (channel, backend) =>
+  const find = (channel: Channel, backend: string | undefined) =>
     drivers.find((d) => d.channel === channel && (backend === undefined || d.name === backend));
+  return Object.assign(find, {
+    backends: (channel: Channel) => drivers.filter((d) => d.channel === channel).map((d) => d.name),
+  });
 }
 
 /** A config with test-friendly defaults and the given overrides. */

@@ -11,6 +11,7 @@ import { simpleParser } from 'mailparser';
 import {
   AttemptOutcome,
   Channel,
+  DeliveryFailure,
   DeliveryStatus,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { effectiveMaxRequestBytes } from '../../../services/notification/app';
@@ -33,7 +34,7 @@ const TOKEN_B = 'token-b-0123456789abcdef';
 const KIB = 1024;
 
 /** The wire shapes the tests read (protobuf-es messages as the clients return them). */
-type WireAttempt = { outcome: AttemptOutcome; error: string; providerReference: string };
+type WireAttempt = { outcome: AttemptOutcome; error: string; providerReference: string; backend: string };
 type WireDelivery = {
   id: string;
   channel: Channel;
@@ -48,6 +49,7 @@ type WireDelivery = {
   sentAt?: unknown;
   deliveredAt?: unknown;
   attemptLog: WireAttempt[];
+  failure: DeliveryFailure;
 };
 type SendResult = { deliveryId: string; status: DeliveryStatus; messageId: string };
 type SendRequest = Record<string, unknown>;
@@ -467,6 +469,25 @@ describe('ListDeliveries', () => {
     expect((await h.listAll({ channel: Channel.SMS }, TOKEN_B)).length).toBe(0);
     expect((await h.listAll({ backend: 'api' }, TOKEN_B)).map((d) => d.id)).toEqual([ids[4]]);
     expect((await h.listAll({ backend: 'relay' }, TOKEN_B)).length).toBe(4);
+  });
+
+  test('failed records carry their failure kind, and ListDeliveries filters by it', async () => {
+    const rejected = await h.listAll({ failure: DeliveryFailure.PROVIDER_REJECTED }, TOKEN_B);
+    expect(rejected.map((d) => d.id)).toEqual([ids[2]]);
+    expect(rejected[0]!.failure).toBe(DeliveryFailure.PROVIDER_REJECTED);
+    expect(rejected[0]!.attemptLog[0]!.backend).toBe('relay');
+    expect((await h.listAll({ failure: DeliveryFailure.RECIPIENT_INVALID }, TOKEN_B)).length).toBe(0);
+    const sent = await h.listAll({ status: DeliveryStatus.SENT }, TOKEN_B);
+    expect(sent.every((d) => d.failure === DeliveryFailure.UNSPECIFIED)).toBe(true);
+    const bad = await grpcError(h.list({ failure: 99 }, TOKEN_B));
+    expect(bad.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(bad.details).toMatch(/^failure/);
+  });
+
+  test('/metrics shows the circuit state of each mailer backend (closed)', async () => {
+    const text = await (await fetch(`${h.n.baseUrl}/metrics`)).text();
+    expect(text).toContain('delivery_circuit_state{channel="email",backend="relay"} 0');
+    expect(text).toContain('delivery_circuit_state{channel="email",backend="api"} 0');
   });
 
   test('a page token used with another filter, or an unknown enum value, is INVALID_ARGUMENT', async () => {

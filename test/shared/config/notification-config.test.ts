@@ -108,6 +108,8 @@ describe('NotificationConfig', () => {
         retention_days: 30,
         purge_interval_seconds: 3600,
         purge_batch_size: 1000,
+        routing: { email: 'primary', sms: 'primary', push: 'primary' },
+        circuit_breaker: { failure_threshold: 5, cooldown_seconds: 30 },
       },
       admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
     });

@@ -23,17 +23,33 @@ export const HTTP_API_STATUS_OUTCOMES: readonly HttpApiStatusRow[] = [
     errorField: /^personalizations\.\d+\.(?:to|cc|bcc)\b/,
     class: 'recipient_failure',
     meaning: 'recipient refused',
+    failure: 'recipient_invalid',
   },
-  { status: 400, class: 'permanent', meaning: 'request refused' },
-  { status: 401, class: 'permanent', meaning: 'API key missing or invalid' },
-  { status: 403, class: 'permanent', meaning: 'API key not allowed to send' },
-  { status: 404, class: 'permanent', meaning: 'no such endpoint (check base_url)' },
+  { status: 400, class: 'permanent', meaning: 'request refused', failure: 'payload_rejected' },
+  { status: 401, class: 'permanent', meaning: 'API key missing or invalid', failure: 'provider_auth' },
+  { status: 403, class: 'permanent', meaning: 'API key not allowed to send', failure: 'provider_auth' },
+  {
+    status: 404,
+    class: 'permanent',
+    meaning: 'no such endpoint (check base_url)',
+    failure: 'provider_rejected',
+  },
   { status: 408, class: 'retryable', meaning: 'request timeout' },
-  { status: 413, class: 'permanent', meaning: 'message too large for the API' },
+  {
+    status: 413,
+    class: 'permanent',
+    meaning: 'message too large for the API',
+    failure: 'payload_rejected',
+  },
   { status: 429, class: 'rate_limited', meaning: 'rate limited' },
-  { status: '4xx', class: 'permanent', meaning: 'request refused' },
+  { status: '4xx', class: 'permanent', meaning: 'request refused', failure: 'provider_rejected' },
   { status: '5xx', class: 'retryable', meaning: 'provider error' },
-  { status: '3xx', class: 'permanent', meaning: 'unexpected redirect (check base_url)' },
+  {
+    status: '3xx',
+    class: 'permanent',
+    meaning: 'unexpected redirect (check base_url)',
+    failure: 'provider_rejected',
+  },
 ];
 
 /** Failures without an answer. */
@@ -72,12 +88,13 @@ export function httpApiStatusRow(
  */
 export function classifyHttpApiAnswer(answer: HttpApiAnswer, secrets: readonly string[] = []): SendOutcome {
   const errors = parseErrors(answer.body);
-  const row =
+  const row: OutcomeDecision =
     httpApiStatusRow(
       answer.status,
       errors.map((e) => e.field ?? ''),
     ) ?? ({ class: 'retryable', meaning: 'unexpected status' } satisfies OutcomeDecision);
   const outcome: SendOutcome = { class: row.class, providerCode: String(answer.status) };
+  if (row.failure) outcome.failure = row.failure;
   if (row.class === 'sent') {
     const id = header(answer.headers, 'x-message-id');
     if (id) outcome.providerReference = safeText(id, secrets);

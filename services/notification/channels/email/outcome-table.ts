@@ -1,5 +1,5 @@
 /** Helpers shared by the mailers' outcome tables. */
-import type { OutcomeClass } from '../../delivery/driver';
+import type { FailureKind, OutcomeClass } from '../../delivery/driver';
 
 /** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
 export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
@@ -14,6 +14,8 @@ export interface OutcomeDecision {
   class: OutcomeClass;
   /** What the row means, for the reason stored with the attempt and for the README. */
   meaning: string;
+  /** For permanent and recipient rows: the delivery's failure kind (Delivery.failure). */
+  failure?: FailureKind;
 }
 
 const MAX_REASON = 300;

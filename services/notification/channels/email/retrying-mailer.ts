@@ -57,6 +57,7 @@ class FinalNotifyingStore implements DeliveryStore {
   list: DeliveryStore['list'] = (q) => this.inner.list(q);
   dueBackends: DeliveryStore['dueBackends'] = (now) => this.inner.dueBackends(now);
   claim: DeliveryStore['claim'] = (r) => this.inner.claim(r);
+  defer: DeliveryStore['defer'] = (id, owner, r) => this.inner.defer(id, owner, r);
   release: DeliveryStore['release'] = (ids, owner, now) => this.inner.release(ids, owner, now);
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);

@@ -42,13 +42,42 @@ export const SMTP_REPLY_OUTCOMES: readonly SmtpReplyRow[] = [
   // new connection does not repeat.
   { reply: 503, class: 'retryable', meaning: 'bad sequence of commands' },
   // Policy (relay denied, spam block, authentication) is about the sender, not the mailbox.
-  { reply: '5xx', enhanced: '5.7.', class: 'permanent', meaning: 'refused by policy' },
-  { reply: 550, class: 'recipient_failure', meaning: 'mailbox unavailable' },
-  { reply: 551, class: 'recipient_failure', meaning: 'user not local' },
-  { reply: 553, class: 'recipient_failure', meaning: 'mailbox name not allowed' },
-  { reply: '5xx', enhanced: '5.1.', class: 'recipient_failure', meaning: 'bad destination address' },
-  { reply: 552, enhanced: '5.2.2', class: 'recipient_failure', meaning: 'mailbox full' },
-  { reply: '5xx', class: 'permanent', meaning: 'permanent failure' },
+  {
+    reply: '5xx',
+    enhanced: '5.7.',
+    class: 'permanent',
+    meaning: 'refused by policy',
+    failure: 'provider_rejected',
+  },
+  {
+    reply: 550,
+    class: 'recipient_failure',
+    meaning: 'mailbox unavailable',
+    failure: 'recipient_invalid',
+  },
+  { reply: 551, class: 'recipient_failure', meaning: 'user not local', failure: 'recipient_invalid' },
+  {
+    reply: 553,
+    class: 'recipient_failure',
+    meaning: 'mailbox name not allowed',
+    failure: 'recipient_invalid',
+  },
+  {
+    reply: '5xx',
+    enhanced: '5.1.',
+    class: 'recipient_failure',
+    meaning: 'bad destination address',
+    failure: 'recipient_invalid',
+  },
+  // A full mailbox exists: the recipient (not the message) is the problem, but it is not invalid.
+  {
+    reply: 552,
+    enhanced: '5.2.2',
+    class: 'recipient_failure',
+    meaning: 'mailbox full',
+    failure: 'provider_rejected',
+  },
+  { reply: '5xx', class: 'permanent', meaning: 'permanent failure', failure: 'provider_rejected' },
   { reply: '3xx', class: 'retryable', meaning: 'unexpected intermediate reply' },
 ];
 
@@ -63,11 +92,21 @@ export const SMTP_ERROR_OUTCOMES: readonly SmtpErrorRow[] = [
   { error: 'EPROTOCOL', class: 'retryable', meaning: 'invalid reply from the relay' },
   { error: 'EABORT', class: 'retryable', meaning: 'attempt aborted (timeout or shutdown)' },
   { error: 'EMAXLIMIT', class: 'retryable', meaning: 'pool connection limit reached' },
-  { error: 'EAUTH', class: 'permanent', meaning: 'authentication failed' },
-  { error: 'ENOAUTH', class: 'permanent', meaning: 'the relay requires credentials' },
-  { error: 'EREQUIRETLS', class: 'permanent', meaning: 'the relay does not support REQUIRETLS' },
-  { error: 'EENVELOPE', class: 'permanent', meaning: 'invalid envelope' },
-  { error: 'EMESSAGE', class: 'permanent', meaning: 'message refused' },
+  { error: 'EAUTH', class: 'permanent', meaning: 'authentication failed', failure: 'provider_auth' },
+  {
+    error: 'ENOAUTH',
+    class: 'permanent',
+    meaning: 'the relay requires credentials',
+    failure: 'provider_auth',
+  },
+  {
+    error: 'EREQUIRETLS',
+    class: 'permanent',
+    meaning: 'the relay does not support REQUIRETLS',
+    failure: 'provider_rejected',
+  },
+  { error: 'EENVELOPE', class: 'permanent', meaning: 'invalid envelope', failure: 'recipient_invalid' },
+  { error: 'EMESSAGE', class: 'permanent', meaning: 'message refused', failure: 'payload_rejected' },
 ];
 
 /** What is not in the table: retried, so a surprise never loses a message without attempts left. */
@@ -105,12 +144,18 @@ export function classifySmtpFailure(failure: SmtpFailure): SendOutcome {
       class: row.class === 'sent' ? 'retryable' : row.class,
       reason: `${row.meaning}: ${text}`,
       providerCode: String(failure.responseCode),
+      ...(row.failure ? { failure: row.failure } : {}),
     };
   }
   const code = failure.code ?? 'unknown';
   const row = SMTP_ERROR_OUTCOMES.find((r) => r.error === code) ?? SMTP_UNKNOWN_OUTCOME;
   const detail = failure.timeoutType ? `${code}, ${failure.timeoutType}` : code;
-  return { class: row.class, reason: `${row.meaning} (${detail})`, providerCode: code };
+  return {
+    class: row.class,
+    reason: `${row.meaning} (${detail})`,
+    providerCode: code,
+    ...(row.failure ? { failure: row.failure } : {}),
+  };
 }
 
 /** `5.7.` matches `5.7.1`; `4.7.28` matches only `4.7.28`. */

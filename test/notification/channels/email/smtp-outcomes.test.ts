@@ -76,12 +76,17 @@ describe('SMTP outcome table', () => {
     expect(smtpReplyRow(250, '250 2.0.0 Ok: queued as 4F2A1C0B3D')?.class).toBe('sent');
   });
 
-  it.each(SMTP_ERROR_OUTCOMES.map((row) => [row.error, row.class, row.meaning] as const))(
+  it.each(SMTP_ERROR_OUTCOMES.map((row) => [row.error, row.class, row.meaning, row.failure] as const))(
     'a failure without a reply, %s -> %s',
-    (code, expected, meaning) => {
+    (code, expected, meaning, failure) => {
       const outcome = classifySmtpFailure({ code });
 
-      expect(outcome).toEqual({ class: expected, reason: `${meaning} (${code})`, providerCode: code });
+      expect(outcome).toEqual({
+        class: expected,
+        reason: `${meaning} (${code})`,
+        providerCode: code,
+        ...(failure ? { failure } : {}),
+      });
     },
   );
 
