@@ -45,7 +45,7 @@ export class ApnsDriver implements PushDriver {
   private readonly client: Http2Client;
   private readonly prefix: string;
   private readonly now: () => number;
-  private key: Promise<Awaited<ReturnType<Jose["importPKCS8"]>>> | undefined;
+  private key: Promise<Awaited<ReturnType<Jose['importPKCS8']>>> | undefined;
   private token: { jwt: Promise<string>; at: number } | undefined;
 
   constructor(private readonly options: ApnsDriverOptions) {

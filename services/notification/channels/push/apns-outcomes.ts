@@ -17,7 +17,12 @@ export const APNS_OUTCOMES: readonly ApnsRow[] = [
   { status: 200, class: 'sent', meaning: 'accepted' },
   { status: 410, class: 'recipient_failure', meaning: 'device token no longer active' },
   { status: 400, reason: 'BadDeviceToken', class: 'recipient_failure', meaning: 'invalid device token' },
-  { status: 400, reason: 'DeviceTokenNotForTopic', class: 'recipient_failure', meaning: 'token of another app' },
+  {
+    status: 400,
+    reason: 'DeviceTokenNotForTopic',
+    class: 'recipient_failure',
+    meaning: 'token of another app',
+  },
   { status: 400, class: 'permanent', meaning: 'request refused' },
   { status: 403, reason: 'ExpiredProviderToken', class: 'retryable', meaning: 'provider token expired' },
   { status: 403, class: 'permanent', meaning: 'provider token or certificate refused' },

@@ -107,7 +107,9 @@ export function resolveServiceAccount(config: PushDriverAConfig): ServiceAccount
   try {
     raw = JSON.parse(readFileSync(config.service_account_file, 'utf8'));
   } catch {
-    throw new Error(`push_driver_a.service_account_file: cannot read JSON from ${config.service_account_file}`);
+    throw new Error(
+      `push_driver_a.service_account_file: cannot read JSON from ${config.service_account_file}`,
+    );
   }
   const parsed = ServiceAccountSchema.safeParse(raw);
   if (!parsed.success) {

@@ -198,7 +198,9 @@ export class Http2Client {
         else reject(new Http2RequestError('connection', 'connection failed'));
       });
       // Reset without an answer (RST_STREAM, session torn down): a no-op once settled.
-      stream.on('close', () => reject(new Http2RequestError('connection', 'stream closed without an answer')));
+      stream.on('close', () =>
+        reject(new Http2RequestError('connection', 'stream closed without an answer')),
+      );
       stream.end(req.body);
     });
   }
