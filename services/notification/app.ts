@@ -20,6 +20,7 @@ import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
 import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
+import { PushChannel, PushSender } from './channels/push';
 import {
   DatabaseDeliveryStore,
   DeliveryPipeline,
@@ -44,6 +45,8 @@ export interface NotificationApp {
   readonly deliveries: DeliveryPipeline;
   /** The mailer backends of `mailer.backends`. */
   readonly mailers: MailerModule;
+  /** The push backends of `push_backends`. */
+  readonly push: PushChannel;
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -98,13 +101,17 @@ export async function createNotificationApp(
     // Delivery: one pipeline for every channel; email resolves through the mailers (SMS and push
     // have no drivers yet, so their lookups find nothing).
     const mailers = MailerModule.configure(config.mailer, { logger });
+    const push = PushChannel.configure(config.push_backends, { logger });
+    const emailLookup = mailerLookup(mailers);
+    const pushLookup = push.lookup();
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex)
         : new InMemoryDeliveryStore();
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
-      lookup: mailerLookup(mailers),
+      lookup: (channel, backend) =>
+        channel === 'push' ? pushLookup(channel, backend) : emailLookup(channel, backend),
       config: config.delivery,
       registry,
       logger,
@@ -119,8 +126,15 @@ export async function createNotificationApp(
       ...serverOptionsFromConfig(config.server),
       maxRequestBytes: effectiveMaxRequestBytes(config),
       services: [
-        // SendSms, SendPush and SendPushBatch are not implemented: they answer UNIMPLEMENTED.
-        registration(NotificationService, new NotificationRpc(email, deliveries)),
+        // SendSms is not implemented: it answers UNIMPLEMENTED.
+        registration(
+          NotificationService,
+          new NotificationRpc(
+            email,
+            deliveries,
+            new PushSender(push, deliveries, config.delivery.max_batch_size),
+          ),
+        ),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
       ],
     });
@@ -141,7 +155,7 @@ export async function createNotificationApp(
         try {
           await deliveries.stop(deadline);
         } finally {
-          await mailers.close();
+          await Promise.all([mailers.close(), push.close()]);
         }
       },
     });
@@ -169,6 +183,7 @@ export async function createNotificationApp(
     // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
     // stays in service while deliveries wait in the queue.
     for (const { name, check } of mailers.healthChecks()) observability.checker.add(name, check);
+    for (const { name, check } of push.healthChecks()) observability.checker.add(name, check);
 
     return {
       server,
@@ -179,6 +194,7 @@ export async function createNotificationApp(
       inboxHub: inboxProvider.hub,
       deliveries,
       mailers,
+      push,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

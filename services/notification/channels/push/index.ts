@@ -5,3 +5,4 @@ export * from './push-driver';
 export * from './push-payload';
 export { ApnsDriver } from './apns-driver';
 export { FcmDriver } from './fcm-driver';
+export { PushSender, type PushSendOptions } from './push-sender';
