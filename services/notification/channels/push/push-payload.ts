@@ -86,7 +86,7 @@ export function checkPushPayload(input: PushPayload, field = 'message'): PushPay
     out.priority = input.priority;
   }
   if (!out.title && !out.body && !out.data) {
-    throw new InvalidArgumentError(`${field}: a title, a body or data is required`, `${field}.body`);
+    throw new InvalidArgumentError(`${field}.body: a title, a body or data is required`, `${field}.body`);
   }
   return out;
 }
