@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark of the project, each printed as a ratio against a baseline
  * measured in the same run. Timings never go into tests; they live here.
  *
- * Usage: npm run bench [-- name-filter]     (suites: rpc-kit, monitoring, inbox-store, admin, inbox-scale)
+ * Usage: npm run bench [-- name-filter]     (suites: rpc-kit, monitoring, inbox-store, admin, inbox-scale, push)
  */
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
@@ -16,6 +16,7 @@ import { runMonitoringBench } from './monitoring.bench';
 import { runInboxStoreBench } from './inbox-store.bench';
 import { runAdminBench } from './admin.bench';
 import { runInboxScaleBench } from './inbox-scale.bench';
+import { runPushBench } from './push.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -71,6 +72,8 @@ const suites: Suite[] = [
   },
   // GetInbox/CountUnread on 1,000,000 rows (PostgreSQL) and WatchInbox fan-out to 2,000 streams.
   { name: 'inbox-scale', run: () => runInboxScaleBench() },
+  // 10,000 APNs notifications: the driver's sendBatch and SendPushBatch end to end vs bare node:http2.
+  { name: 'push', run: () => runPushBench() },
 ];
 
 function fmt(n: number): string {

@@ -39,6 +39,8 @@ export interface ApnsPeer {
   sessions: number;
   /** Most streams open at once so far. */
   maxActive: number;
+  /** Notifications answered (recorded or not). */
+  answered: number;
   /** Delay before answering, in ms (lets streams overlap). */
   delayMs: number;
   requests: ApnsRequest[];
@@ -69,6 +71,7 @@ export async function startApnsPeer(opts: {
     baseUrl: '',
     sessions: 0,
     maxActive: 0,
+    answered: 0,
     delayMs: 0,
     requests: [],
     providerTokens: new Set(),
@@ -102,6 +105,7 @@ export async function startApnsPeer(opts: {
         const answer = (status: number, reason?: string) => {
           const h: http2.OutgoingHttpHeaders = { ':status': status };
           if (status === 200) h['apns-id'] = randomUUID();
+          peer.answered++;
           stream.respond(h);
           stream.end(reason ? JSON.stringify({ reason }) : undefined);
         };
