@@ -34,7 +34,7 @@ export const APNS_MAX_PAYLOAD_BYTES = 4096;
 export const FCM_MAX_PAYLOAD_BYTES = 4096;
 
 // Device tokens are opaque but printable: hex (APNs) or base64url with ':' (FCM).
-const TOKEN = /^[A-Za-z0-9_:.\-]+$/;
+const TOKEN = /^[A-Za-z0-9_:.-]+$/;
 
 /**
  * Validates one message (the field names are those of the wire's `PushMessage`, prefixed with
