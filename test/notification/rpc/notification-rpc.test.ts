@@ -409,10 +409,13 @@ describe.each([
     expect(viaConnect.code).toBe(Code.NotFound);
   });
 
-  test('SendSms, SendPush and SendPushBatch stay UNIMPLEMENTED', async () => {
-    for (const method of ['sendSms', 'sendPush', 'sendPushBatch']) {
+  test('SendSms stays UNIMPLEMENTED; SendPush without push backends is FAILED_PRECONDITION', async () => {
+    const sms = await grpcError(unary(h.n.notificationGrpc, 'sendSms', {}, { metadata: auth(TOKEN_A) }));
+    expect(sms.code).toBe(grpc.status.UNIMPLEMENTED);
+    // The push RPCs are tested in push-rpc.test.ts; this app has no push backend.
+    for (const method of ['sendPush', 'sendPushBatch']) {
       const err = await grpcError(unary(h.n.notificationGrpc, method, {}, { metadata: auth(TOKEN_A) }));
-      expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+      expect(err.code).toBe(grpc.status.FAILED_PRECONDITION);
     }
   });
 });
