@@ -11,7 +11,7 @@ import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
 import { APNS_ERROR_OUTCOMES, classifyApnsAnswer } from './apns-outcomes';
 import type { PushDriverBConfig } from './config';
 import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import { mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
+import { batchContext, mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
 import { APNS_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 
 /** A provider token is reused this long (inside APNs' 20 to 50 minute window). */
@@ -76,10 +76,16 @@ export class ApnsDriver implements PushDriver {
     return outcome;
   }
 
-  sendBatch(payloads: readonly PushPayload[], ctx: DriverSendContext): Promise<SendOutcome[]> {
+  async sendBatch(payloads: readonly PushPayload[], ctx: DriverSendContext): Promise<SendOutcome[]> {
     // APNs takes one notification per stream: the batch is streams on the one session, as many at
-    // once as the session allows (the client queues the rest).
-    return mapBounded(payloads, this.options.config.max_concurrent_streams, (p) => this.send(p, ctx));
+    // once as the session allows.
+    const streams = this.options.config.max_concurrent_streams;
+    const batch = batchContext(ctx, streams);
+    try {
+      return await mapBounded(payloads, streams, (p) => this.send(p, batch.ctx));
+    } finally {
+      batch.done();
+    }
   }
 
   async checkHealth(): Promise<PushHealthResult> {

@@ -17,7 +17,7 @@ import {
   FCM_ERROR_OUTCOMES,
 } from './fcm-outcomes';
 import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import { mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
+import { batchContext, mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
 import { contentKey, FCM_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 
 /** The OAuth scope of FCM sends. */
@@ -110,7 +110,16 @@ export class FcmDriver implements PushDriver {
     return (await this.sendBatch([payload], ctx))[0]!;
   }
 
-  async sendBatch(payloads: readonly PushPayload[], ctx: DriverSendContext): Promise<SendOutcome[]> {
+  async sendBatch(payloads: readonly PushPayload[], given: DriverSendContext): Promise<SendOutcome[]> {
+    const batch = batchContext(given, this.options.config.max_concurrent_streams);
+    try {
+      return await this.sendAll(payloads, batch.ctx);
+    } finally {
+      batch.done();
+    }
+  }
+
+  private async sendAll(payloads: readonly PushPayload[], ctx: DriverSendContext): Promise<SendOutcome[]> {
     const out = new Array<SendOutcome>(payloads.length);
     const todo: number[] = [];
     payloads.forEach((p, i) => {

@@ -2,6 +2,7 @@
  * `PushDriver`: what every push backend offers. A push driver is the push channel's `DeliveryDriver`
  * plus `sendBatch` (many messages over the backend's one HTTP/2 session) and a health probe.
  */
+import { setMaxListeners } from 'node:events';
 import type { DeliveryDriver, DriverSendContext, SendOutcome } from '../../delivery/driver';
 import type { PushPayload } from './push-payload';
 
@@ -52,4 +53,24 @@ export async function mapBounded<T, R>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   return results;
+}
+
+/**
+ * The context of the requests of one batch: one signal of our own, aborted with the caller's, that
+ * may carry a listener per stream in flight (`streams`) without Node's leak warning; the caller's
+ * signal gets one listener. `done` removes it.
+ */
+export function batchContext(
+  ctx: DriverSendContext,
+  streams: number,
+): { ctx: DriverSendContext; done: () => void } {
+  const controller = new AbortController();
+  setMaxListeners(streams + 16, controller.signal);
+  const forward = () => controller.abort(ctx.signal.reason);
+  if (ctx.signal.aborted) forward();
+  else ctx.signal.addEventListener('abort', forward, { once: true });
+  return {
+    ctx: { ...ctx, signal: controller.signal },
+    done: () => ctx.signal.removeEventListener('abort', forward),
+  };
 }
