@@ -26,6 +26,8 @@ import { mailerHealthCheckName } from './channels/email/mailer';
 import { SmsChannel } from './channels/sms/sms-channel';
 import { smsHealthCheckName } from './channels/sms/sms-driver';
 import { SmsSender, smsLookup } from './channels/sms/sms-sender';
+import { PushChannel, PushSender } from './channels/push';
+import { pushHealthCheckName } from './channels/push/push-driver';
 import {
   type BackendLookup,
   type Channel,
@@ -56,6 +58,8 @@ export interface NotificationApp {
   readonly mailers: MailerModule;
   /** The SMS backends of `sms_backends`. */
   readonly sms: SmsChannel;
+  /** The push backends of `push_backends`. */
+  readonly push: PushChannel;
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -107,13 +111,14 @@ export async function createNotificationApp(
 
     const auth = new AdminAuth({ ...config.admin.auth, environment: config.environment });
 
-    // Delivery: one pipeline for every channel; each channel resolves through its own backends (push
-    // has no drivers yet, so its lookup finds nothing).
+    // Delivery: one pipeline for every channel; each channel resolves through its own backends.
     const mailers = MailerModule.configure(config.mailer, { logger });
     const sms = SmsChannel.configure(config.sms_backends, { logger });
+    const push = PushChannel.configure(config.push_backends, { logger });
     const lookups: Partial<Record<Channel, BackendLookup>> = {
       email: mailerLookup(mailers),
       sms: smsLookup(sms),
+      push: push.lookup(),
     };
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
@@ -123,6 +128,7 @@ export async function createNotificationApp(
     const backendLists: Partial<Record<Channel, () => string[]>> = {
       email: () => primaryFirst(mailers.names, mailers.primary),
       sms: () => primaryFirst(sms.names, sms.primary),
+      push: () => primaryFirst(push.names, push.primary),
     };
     const lookup: BackendLookup = Object.assign(
       (channel: Channel, backend: string | undefined) => lookups[channel]?.(channel, backend),
@@ -151,8 +157,15 @@ export async function createNotificationApp(
       ...serverOptionsFromConfig(config.server),
       maxRequestBytes: effectiveMaxRequestBytes(config),
       services: [
-        // SendPush and SendPushBatch are not implemented: they answer UNIMPLEMENTED.
-        registration(NotificationService, new NotificationRpc(email, deliveries, smsSender)),
+        registration(
+          NotificationService,
+          new NotificationRpc(
+            email,
+            deliveries,
+            smsSender,
+            new PushSender(push, deliveries, config.delivery.max_batch_size),
+          ),
+        ),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
       ],
     });
@@ -171,7 +184,7 @@ export async function createNotificationApp(
         try {
           await deliveries.stop(deadline);
         } finally {
-          await Promise.all([mailers.close(), sms.close()]);
+          await Promise.all([mailers.close(), sms.close(), push.close()]);
         }
       },
     });
@@ -207,6 +220,10 @@ export async function createNotificationApp(
       const backend = name.slice(smsHealthCheckName('').length);
       observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'sms', backend));
     }
+    for (const { name, check } of push.healthChecks()) {
+      const backend = name.slice(pushHealthCheckName('').length);
+      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'push', backend));
+    }
 
     return {
       server,
@@ -218,6 +235,7 @@ export async function createNotificationApp(
       deliveries,
       mailers,
       sms,
+      push,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

@@ -13,7 +13,6 @@ import {
   httpUrl,
   loadConfig,
   logSectionSchema,
-  itemName,
   nonEmptyString,
   nonNegativeInt,
   positiveInt,
@@ -26,9 +25,10 @@ import {
   openTelemetryConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
-import { backendList, primaryFlag } from './channels/backend-list';
+import { backendList } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
 import { SmsBackendsSchema } from './channels/sms/config';
+import { NamedPushConfigSchema } from './channels/push/config';
 
 // The named-backend rules and the mailer section have their homes beside the channels; re-exported
 // here because callers of the service config (tests, the composition root) look for them here.
@@ -47,43 +47,14 @@ export {
   type NamedSMSConfig,
   type SmsGatewayDriverConfig,
 } from './channels/sms/config';
+export {
+  NamedPushConfigSchema,
+  PushDriverAConfigSchema,
+  PushDriverBConfigSchema,
+  type NamedPushConfig,
+} from './channels/push/config';
 // Each area's section has its home beside the area; this file composes them.
 import { DeliveryConfigSchema } from './delivery/config';
-
-/** Driver settings of `push_driver_a` (server-key authenticated HTTP push API). */
-export const PushDriverAConfigSchema = z.strictObject({
-  /** Secret. */
-  server_key: nonEmptyString(),
-  base_url: httpUrl().default('https://push-a.example.com'),
-});
-
-const PEM_PRIVATE_KEY =
-  /-----BEGIN (?:EC |ENCRYPTED )?PRIVATE KEY-----[\s\S]+-----END (?:EC |ENCRYPTED )?PRIVATE KEY-----/;
-
-/**
- * Driver settings of `push_driver_b`. The spec does not show them; our decision: an APNs-style
- * HTTP/2 provider authenticated with ES256 provider tokens (JWT signed with `private_key`, header
- * `kid` = key_id, claim `iss` = team_id), sending to `topic` (the app's bundle id).
- */
-export const PushDriverBConfigSchema = z.strictObject({
-  key_id: nonEmptyString(),
-  team_id: nonEmptyString(),
-  /** Secret: the PKCS#8 PEM of the P-256 signing key. */
-  private_key: z
-    .string()
-    .regex(PEM_PRIVATE_KEY, { error: 'expected a PEM private key (-----BEGIN PRIVATE KEY-----)' }),
-  topic: nonEmptyString(),
-  base_url: httpUrl().default('https://push-b.example.com'),
-});
-
-/** One named push backend (`NamedPushConfig`). */
-export const NamedPushConfigSchema = z.strictObject({
-  name: itemName(),
-  primary: primaryFlag,
-  driver: z.enum(['push_driver_a', 'push_driver_b']),
-  push_driver_a: PushDriverAConfigSchema.optional(),
-  push_driver_b: PushDriverBConfigSchema.optional(),
-});
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -174,8 +145,6 @@ export const NotificationConfigSchema = z
 export type NotificationConfig = z.infer<typeof NotificationConfigSchema>;
 /** What may be passed in code: any part of the config, as it would be written in the file. */
 export type NotificationConfigInput = z.input<typeof NotificationConfigSchema>;
-/** One named push backend. */
-export type NamedPushConfig = z.infer<typeof NamedPushConfigSchema>;
 /** The inbox section. */
 export type InboxConfig = z.infer<typeof InboxConfigSchema>;
 /** Admin endpoint authentication. */

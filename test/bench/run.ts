@@ -20,6 +20,7 @@ import { runInboxScaleBench } from './inbox-scale.bench';
 import { runEmailBench } from './email.bench';
 import { runSloBench } from './slo.bench';
 import { runSmsBench } from './sms.bench';
+import { runPushBench } from './push.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -96,6 +97,8 @@ const suites: Suite[] = [
   },
   // SMS/s through SendSms (64 in flight) against raw fetch to the same local Twilio-style API.
   { name: 'sms', run: () => runSmsBench() },
+  // 10,000 APNs notifications: the driver's sendBatch and SendPushBatch end to end vs bare node:http2.
+  { name: 'push', run: () => runPushBench() },
 ];
 
 function fmt(n: number): string {

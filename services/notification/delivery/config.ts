@@ -36,6 +36,8 @@ export const DeliveryConfigSchema = z
     attempt_timeout_ms: positiveInt().default(30000),
     /** Largest payload accepted, as UTF-8 JSON bytes (an email with 25 MB of base64 attachments fits). */
     max_payload_bytes: positiveInt().default(40 * 1024 * 1024),
+    /** Most messages one batch request (SendPushBatch) may carry; more is INVALID_ARGUMENT. */
+    max_batch_size: positiveInt().max(100000).default(10000),
     /** A final delivery keeps what was sent (payload, full recipient) this long, then only the record. */
     content_retention_hours: positiveInt().default(24),
     /** Final deliveries are deleted this many days after they ended (idempotency keys go with them). */

@@ -1,8 +1,8 @@
 /**
  * The NotificationService RPCs (gRPC and Connect): translate wire messages to the email channel and
  * the delivery pipeline and back. No business rules here: validation lives in the Mailable and the
- * pipeline, scoping by caller in the pipeline. SendPush and SendPushBatch are not implemented yet
- * (they answer UNIMPLEMENTED until the push channel lands).
+ * pipeline, scoping by caller in the pipeline. SendSms goes through the SMS channel's checks,
+ * SendPush and SendPushBatch through the push channel's, then the pipeline.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -16,13 +16,18 @@ import {
   type GetDeliveryRequest,
   type ListDeliveriesRequest,
   type NotificationService,
+  type PushMessage,
+  PushPriority as WirePushPriority,
   type SendEmailRequest,
   type SendSmsRequest,
+  type SendPushBatchRequest,
+  type SendPushRequest,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
-import { InvalidArgumentError } from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
 import type { EmailSender } from '../channels/email/email-sender';
 import type { SmsSender } from '../channels/sms/sms-sender';
+import type { PushPayload, PushSender } from '../channels/push';
 import type {
   Channel,
   DeliveryFilter,
@@ -118,12 +123,30 @@ function enumFilter<D>(value: number, known: Map<number, D>, field: string): D |
   return mapped;
 }
 
-/** NotificationService: email, SMS, delivery records; push answers UNIMPLEMENTED for now. */
+/** A wire PushMessage as the push channel takes it (absent fields left out). */
+function fromWirePush(m: PushMessage | undefined): PushPayload {
+  const p: PushPayload = { deviceToken: m?.deviceToken ?? '' };
+  if (!m) return p;
+  if (m.title) p.title = m.title;
+  if (m.body) p.body = m.body;
+  if (Object.keys(m.data).length > 0) p.data = m.data;
+  if (m.collapseKey) p.collapseKey = m.collapseKey;
+  if (m.ttlSeconds !== undefined) p.ttlSeconds = m.ttlSeconds;
+  if (m.priority === WirePushPriority.HIGH) p.priority = 'high';
+  else if (m.priority === WirePushPriority.NORMAL) p.priority = 'normal';
+  else if (m.priority !== WirePushPriority.UNSPECIFIED) {
+    throw new InvalidArgumentError(`message.priority: unknown value ${m.priority}`, 'message.priority');
+  }
+  return p;
+}
+
+/** NotificationService: email, SMS, push and the delivery records. */
 export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationService>> {
   constructor(
     private readonly email: EmailSender,
     private readonly pipeline: DeliveryPipeline,
     private readonly sms: SmsSender,
+    private readonly push?: PushSender,
   ) {}
 
   async sendSms(req: SendSmsRequest, ctx: HandlerContext) {
@@ -132,6 +155,35 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
       ctx.values.get(callerKey),
     );
     return { deliveryId: result.delivery.id, status: STATUS_TO_WIRE[result.delivery.status] };
+  }
+
+  async sendPush(req: SendPushRequest, ctx: HandlerContext) {
+    const delivery = await this.pushSender().send(
+      fromWirePush(req.message),
+      { backend: req.backend, idempotencyKey: req.idempotencyKey },
+      ctx.values.get(callerKey),
+    );
+    return { deliveryId: delivery.id, status: STATUS_TO_WIRE[delivery.status] };
+  }
+
+  async sendPushBatch(req: SendPushBatchRequest, ctx: HandlerContext) {
+    const deliveries = await this.pushSender().sendBatch(
+      req.messages.map(fromWirePush),
+      { backend: req.backend, idempotencyKey: req.idempotencyKey },
+      ctx.values.get(callerKey),
+    );
+    return {
+      results: deliveries.map((d, index) => ({
+        index,
+        deliveryId: d.id,
+        status: STATUS_TO_WIRE[d.status],
+      })),
+    };
+  }
+
+  private pushSender(): PushSender {
+    if (!this.push) throw new FailedPreconditionError('no push backend configured');
+    return this.push;
   }
 
   async sendEmail(req: SendEmailRequest, ctx: HandlerContext) {

@@ -411,11 +411,11 @@ describe.each([
     expect(viaConnect.code).toBe(Code.NotFound);
   });
 
-  // SendSms has its own tests (sms-rpc.test.ts).
-  test('SendPush and SendPushBatch stay UNIMPLEMENTED', async () => {
+  // SendSms and the push RPCs have their own tests (sms-rpc.test.ts, push-rpc.test.ts).
+  test('SendPush and SendPushBatch without push backends are FAILED_PRECONDITION', async () => {
     for (const method of ['sendPush', 'sendPushBatch']) {
       const err = await grpcError(unary(h.n.notificationGrpc, method, {}, { metadata: auth(TOKEN_A) }));
-      expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+      expect(err.code).toBe(grpc.status.FAILED_PRECONDITION);
     }
   });
 });

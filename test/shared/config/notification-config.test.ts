@@ -104,6 +104,7 @@ describe('NotificationConfig', () => {
         backend_concurrency: {},
         attempt_timeout_ms: 30000,
         max_payload_bytes: 41943040,
+        max_batch_size: 10000,
         content_retention_hours: 24,
         retention_days: 30,
         purge_interval_seconds: 3600,
