@@ -23,10 +23,11 @@ import { NotificationRpc } from './rpc/notification-rpc';
 import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
 import { mailerHealthCheckName } from './channels/email/mailer';
-import { SmsChannel } from './channels/sms/sms-channel';
+import { NotificationModule } from './channels/notification-module';
+import type { SmsChannel } from './channels/sms/sms-channel';
 import { smsHealthCheckName } from './channels/sms/sms-driver';
 import { SmsSender, smsLookup } from './channels/sms/sms-sender';
-import { PushChannel, PushSender } from './channels/push';
+import { type PushChannel, PushSender } from './channels/push';
 import { pushHealthCheckName } from './channels/push/push-driver';
 import {
   type BackendLookup,
@@ -113,8 +114,9 @@ export async function createNotificationApp(
 
     // Delivery: one pipeline for every channel; each channel resolves through its own backends.
     const mailers = MailerModule.configure(config.mailer, { logger });
-    const sms = SmsChannel.configure(config.sms_backends, { logger });
-    const push = PushChannel.configure(config.push_backends, { logger });
+    // The root area (spec: NotificationModule): the SMS and push backends.
+    const channels = NotificationModule.configure(config, { logger });
+    const { sms, push } = channels;
     const lookups: Partial<Record<Channel, BackendLookup>> = {
       email: mailerLookup(mailers),
       sms: smsLookup(sms),
@@ -184,7 +186,7 @@ export async function createNotificationApp(
         try {
           await deliveries.stop(deadline);
         } finally {
-          await Promise.all([mailers.close(), sms.close(), push.close()]);
+          await Promise.all([mailers.close(), channels.close()]);
         }
       },
     });

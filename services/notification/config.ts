@@ -25,10 +25,9 @@ import {
   openTelemetryConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
-import { backendList } from './channels/backend-list';
 import { MailerConfigSchema } from './channels/email/config';
 import { SmsBackendsSchema } from './channels/sms/config';
-import { NamedPushConfigSchema } from './channels/push/config';
+import { PushBackendsSchema } from './channels/push/config';
 
 // The named-backend rules and the mailer section have their homes beside the channels; re-exported
 // here because callers of the service config (tests, the composition root) look for them here.
@@ -123,7 +122,7 @@ export const NotificationConfigSchema = z
     /** Where `tracing.exporter: otlp` sends spans (the monitoring library's OpenTelemetryConfig). */
     opentelemetry: openTelemetryConfigSchema(),
     sms_backends: SmsBackendsSchema,
-    push_backends: backendList(NamedPushConfigSchema, 'push'),
+    push_backends: PushBackendsSchema,
     mailer: MailerConfigSchema,
     inbox: InboxConfigSchema,
     delivery: DeliveryConfigSchema,

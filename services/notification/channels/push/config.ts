@@ -2,6 +2,7 @@
  * The push channel's config schemas (`push_backends` entries): one definition beside the drivers that
  * read them; the service config (../../config.ts) composes them.
  */
+import { backendList } from '../backend-list';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
@@ -118,3 +119,6 @@ export function resolveServiceAccount(config: PushDriverAConfig): ServiceAccount
   }
   return parsed.data;
 }
+
+/** The `push_backends` list: unique names, at most one primary, each with its driver's settings. */
+export const PushBackendsSchema = backendList(NamedPushConfigSchema, 'push');
