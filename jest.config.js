@@ -17,7 +17,7 @@ module.exports = {
   // Compiled code needs nothing: Node >= 20.19 require()s ESM natively.
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   // Real servers, real PostgreSQL: generous per-test limit so a slow shared machine does not flake.
-  testTimeout: 60000,
+  testTimeout: 120000,
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Tests that start processes and databases share the machine's two cores.

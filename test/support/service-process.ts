@@ -22,7 +22,9 @@ function repoRoot(): string {
 }
 
 const ROOT = repoRoot();
-const START_TIMEOUT_MS = 30_000;
+// Generous: an embedded PGlite first start takes 20 s or more on a loaded 2-core machine; a start is
+// a precondition here, never a timing assertion.
+const START_TIMEOUT_MS = 90_000;
 
 export interface ServiceProcess {
   child: ChildProcess;
