@@ -533,6 +533,10 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         await expect(
           pipeline.list({ backend: driver.name, status: 'sent' }, nextPageToken, 1),
         ).rejects.toThrow(/page_token/);
+        // The failure filter is part of the binding too: a token cannot jump between failure kinds.
+        await expect(
+          pipeline.list({ backend: driver.name, failure: 'retries_exhausted' }, nextPageToken, 1),
+        ).rejects.toThrow(/page_token/);
         await expect(pipeline.list({ backend: driver.name }, `${nextPageToken}x`, 1)).rejects.toBeInstanceOf(
           InvalidArgumentError,
         );

@@ -1,0 +1,66 @@
+/**
+ * The opaque page token of a keyset listing (newest first by creation time, then id): base64url JSON
+ * of the last row's key and a short hash of what the token is bound to (a user, a filter), so a
+ * token is useless elsewhere: replayed under another binding it would silently skip or repeat rows.
+ * One home for the inbox's and the delivery listing's tokens.
+ */
+import { createHash } from 'node:crypto';
+import { InvalidArgumentError } from '../errors';
+
+/** The position in a listing: the last row's creation time (ISO 8601, UTC) and id (a UUID). */
+export interface KeysetKey {
+  createdAt: string;
+  id: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+/** Tokens are short; a longer one is garbage and is refused before it is parsed. */
+const MAX_TOKEN_LENGTH = 512;
+
+interface TokenBody {
+  v: 1;
+  /** A short hash of the binding. */
+  b: string;
+  t: string;
+  i: string;
+}
+
+function bindingTag(binding: string): string {
+  return createHash('sha256').update(binding).digest('base64url').slice(0, 16);
+}
+
+/** Encodes the position after `key` in the listing bound to `binding`. */
+export function encodeKeysetToken(binding: string, key: KeysetKey): string {
+  const body: TokenBody = { v: 1, b: bindingTag(binding), t: key.createdAt, i: key.id };
+  return Buffer.from(JSON.stringify(body)).toString('base64url');
+}
+
+/**
+ * Decodes a token issued for `binding`; a damaged token, or one issued for another binding, is
+ * InvalidArgumentError on `field`.
+ */
+export function decodeKeysetToken(binding: string, token: string, field = 'page_token'): KeysetKey {
+  const invalid = () => new InvalidArgumentError(`${field} is not a valid page token`, field);
+  if (token.length > MAX_TOKEN_LENGTH) throw invalid();
+  let body: Partial<TokenBody>;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TokenBody>;
+  } catch {
+    throw invalid();
+  }
+  if (
+    typeof body !== 'object' ||
+    body === null ||
+    body.v !== 1 ||
+    body.b !== bindingTag(binding) ||
+    typeof body.t !== 'string' ||
+    !ISO.test(body.t) ||
+    Number.isNaN(Date.parse(body.t)) ||
+    typeof body.i !== 'string' ||
+    !UUID.test(body.i)
+  ) {
+    throw invalid();
+  }
+  return { createdAt: body.t, id: body.i };
+}
