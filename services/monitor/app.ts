@@ -11,6 +11,7 @@ import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/r
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
+import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc } from './rpc/monitor-rpc';
 
@@ -28,6 +29,12 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
   const collector = new MetricsCollector({ registry, config: config.metrics });
   const lifecycle = new ServiceLifecycle(logger);
+  const monitoring = await startServiceMonitoring(lifecycle, {
+    collector,
+    logger,
+    errorTracking: config.error_tracking,
+    environment: config.environment,
+  });
 
   const server = new RpcServer({
     name: 'monitor',
@@ -35,6 +42,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     registry,
     metrics: collector,
     ...serverOptionsFromConfig(config.server),
+    onUnexpectedError: monitoring.onUnexpectedError,
     // Methods MonitorRpc does not have yet answer UNIMPLEMENTED.
     services: [registration(MonitorService, new MonitorRpc())],
   });

@@ -1,6 +1,6 @@
 /**
  * The monitor service's configuration: `MonitorConfig` of spec/monitoring.md (metrics, tracing,
- * health, slo, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
+ * health, slo, alerts, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
  * (server, log, database, watched targets). Loaded by the shared loader from the `monitor:` section
  * of the application file and `SVC_MONITOR__*` variables. The spec's operations are
  * {@link validateForEnvironment} and {@link getBackendConfig}.
@@ -26,6 +26,8 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
+import { alertsConfigSchema } from '../../shared/monitoring/alerts/config';
+import { sloConfigShape } from '../../shared/monitoring/slo/config';
 import {
   errorTrackingConfigSchema,
   healthConfigSchema,
@@ -63,18 +65,36 @@ export const SLOSchema = z.strictObject({
   runbook_url: httpUrl().optional(),
 });
 
-/** The `slo` section: the SLOMonitor's settings and the objectives registered at start. */
+/**
+ * The `slo` section: the monitoring library's keys (one home: `max_samples_per_metric`,
+ * `suppression_window_seconds`, `max_slos`) plus the monitor's own, the evaluation interval and the
+ * objectives registered at start (at most `max_slos`).
+ */
 export const SLOConfigSchema = z
   .strictObject({
+    ...sloConfigShape(),
     evaluation_interval_seconds: positiveInt().default(60),
-    suppression_window_seconds: positiveInt().default(300),
-    max_samples_per_metric: positiveInt().default(10000),
     objectives: z
       .array(SLOSchema)
       .default(() => [])
       .superRefine((list, ctx) => uniqueNames(list, ctx, 'SLO')),
   })
+  .superRefine((slo, ctx) => {
+    if (slo.objectives.length > slo.max_slos) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['objectives'],
+        message: `at most max_slos (${slo.max_slos}) objectives`,
+      });
+    }
+  })
   .prefault({});
+
+/**
+ * The `alerts` section (the monitoring library's schema): business hours, digest interval, buffer
+ * bounds and webhooks of the tier-aware dispatcher that the SLO objectives' `tier` routes through.
+ */
+export const AlertsConfigSchema = alertsConfigSchema();
 
 /** `ErrorTrackingConfig`: the monitoring library's schema (one home). */
 export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();
@@ -158,6 +178,7 @@ export const MonitorConfigSchema = z
     tracing: TracingConfigSchema,
     health: HealthConfigSchema,
     slo: SLOConfigSchema,
+    alerts: AlertsConfigSchema,
     error_tracking: ErrorTrackingConfigSchema,
     opentelemetry: OpenTelemetryConfigSchema,
     pull_metrics: PullMetricsConfigSchema,
@@ -182,6 +203,8 @@ export type HealthConfig = z.infer<typeof HealthConfigSchema>;
 export type SLO = z.infer<typeof SLOSchema>;
 /** SLO section. */
 export type SLOConfig = z.infer<typeof SLOConfigSchema>;
+/** Alerts section. */
+export type AlertsConfig = z.infer<typeof AlertsConfigSchema>;
 /** Error tracking section. */
 export type ErrorTrackingConfig = z.infer<typeof ErrorTrackingConfigSchema>;
 /** OpenTelemetry section. */

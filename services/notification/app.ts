@@ -12,6 +12,7 @@ import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/r
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
+import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import { DatabaseJobLease } from '../../shared/storage/periodic-job';
 import { DELIVERY_MAINTENANCE_TABLE } from './migrations/20261123000350_delivery_maintenance';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
@@ -95,6 +96,13 @@ export async function createNotificationApp(
   const collector = new MetricsCollector({ registry, config: config.metrics });
   const lifecycle = new ServiceLifecycle(logger);
   try {
+    // First, so the error tracker is closed last among the areas (after the server has stopped).
+    const monitoring = await startServiceMonitoring(lifecycle, {
+      collector,
+      logger,
+      errorTracking: config.error_tracking,
+      environment: config.environment,
+    });
     // The one storage root: opened once, every migration run, handed to the areas (the inbox and
     // the delivery store).
     const storage = needsDatabase(config)
@@ -158,6 +166,7 @@ export async function createNotificationApp(
       metrics: collector,
       ...serverOptionsFromConfig(config.server),
       maxRequestBytes: effectiveMaxRequestBytes(config),
+      onUnexpectedError: monitoring.onUnexpectedError,
       services: [
         registration(
           NotificationService,

@@ -20,6 +20,7 @@ import {
   serverSectionSchema,
 } from '../../shared/config';
 import {
+  errorTrackingConfigSchema,
   healthConfigSchema,
   metricsConfigSchema,
   openTelemetryConfigSchema,
@@ -121,6 +122,8 @@ export const NotificationConfigSchema = z
     tracing: tracingConfigSchema('notification'),
     /** Where `tracing.exporter: otlp` sends spans (the monitoring library's OpenTelemetryConfig). */
     opentelemetry: openTelemetryConfigSchema(),
+    /** Exceptions to an error tracker (the monitoring library's section); off while `dsn` is empty. */
+    error_tracking: errorTrackingConfigSchema(),
     sms_backends: SmsBackendsSchema,
     push_backends: PushBackendsSchema,
     mailer: MailerConfigSchema,

@@ -46,14 +46,35 @@ function redactSecretValue(value: unknown): unknown {
 /**
  * Deep copy of `value` with every secret replaced by "[REDACTED]": fields named like
  * `auth_token`, `password`, `api_key`, `dsn`, `private_key`, `api_tokens`, every value of
- * `headers`, and the password inside a database `url`. Empty values stay empty, so a dump still
+ * `headers`, the password inside a database `url`, and all but the origin of a webhook's `url`. Empty values stay empty, so a dump still
  * shows what is unset.
  */
 export function redactSecrets<T>(value: T): T {
   return redact(value, undefined) as T;
 }
 
+// Lists whose entries' `url` is itself a credential (a webhook's path often carries its token): only
+// the origin is kept, as the alerts area logs them.
+const SECRET_URL_LISTS = new Set(['webhooks']);
+
+function originOnly(url: unknown): unknown {
+  if (typeof url !== 'string' || url === '') return url;
+  try {
+    return `${new URL(url).origin}/${REDACTED}`;
+  } catch {
+    return REDACTED;
+  }
+}
+
 function redact(value: unknown, key: string | undefined): unknown {
+  if (key !== undefined && SECRET_URL_LISTS.has(key) && Array.isArray(value)) {
+    return value.map((entry) => {
+      const copy = redact(entry, undefined);
+      if (copy === null || typeof copy !== 'object' || Array.isArray(copy)) return copy;
+      const record = copy as Record<string, unknown>;
+      return 'url' in record ? { ...record, url: originOnly((entry as Record<string, unknown>).url) } : copy;
+    });
+  }
   if (key !== undefined) {
     if (isSecretKey(key)) return redactSecretValue(value);
     if (key === 'url' && typeof value === 'string') return value === '' ? value : redactUrl(value);

@@ -6,35 +6,29 @@
  * instrumentation helpers (`traced`, `tracePublish`, ...), and `shutdown()` cleans the health
  * registry up and flushes the tracer.
  *
- * Hooks for the alerts and SLO areas: `alertDispatcher` (an `AlertDispatcherProtocol`; the alerts
- * area's logging dispatcher is to be the default through `MonitorProvider.defaultAlertDispatcher`) and
- * `withSlo`'s `createSloMonitor`.
+ * Alerts and SLOs: the provider's `alertDispatcher` is the one passed, else the alerts area's logging
+ * dispatcher (`MonitorProvider.defaultAlertDispatcher`); `withSlo` builds the SLO area's `SLOMonitor`
+ * on that dispatcher, with the `slo` section's bounds.
  */
 import type { Registry } from 'prom-client';
 import { type Logger, silentLogger } from '../logging/logger';
+import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from './alerts/dispatcher';
 import { type MetricsBackend, NoopMetricsBackend } from './backends/backend';
 import { createMetricsCollector, type MetricsCollector, NoopMetricsCollector } from './collector';
+import type { Clock, Timers } from './clock';
 import type { HealthConfig, MetricsConfig, OpenTelemetrySectionConfig, TracingConfig } from './config';
 import { TracingExporterRegistry } from './exporters';
 import { HealthCheckerRegistry } from './health/registry';
+import { DEFAULT_SLO_CONFIG, type SLOConfig, sloMonitorOptions } from './slo/config';
+import { SLOMonitor } from './slo/monitor';
 import { getGlobalTracer, setGlobalTracer } from './tracing/global';
 import { NoopTracer, Tracer, type TracerProtocol } from './tracing/tracer';
 
-/** The two operations of the spec's `AlertDispatcherProtocol` (the alerts area implements it). */
-export interface AlertDispatcherLike {
-  sendAlert(
-    title: string,
-    message: string,
-    severity: string,
-    context?: Record<string, unknown> | null,
-  ): Promise<void>;
-  sendMetricAlert(
-    metricName: string,
-    currentValue: number,
-    threshold: number,
-    context?: Record<string, unknown> | null,
-  ): Promise<void>;
-}
+/**
+ * The spec's `AlertDispatcherProtocol` (its one home is `alerts/dispatcher.ts`); the name the module
+ * used before the alerts area landed.
+ */
+export type AlertDispatcherLike = AlertDispatcherProtocol;
 
 /** The parts of a service's config the provider reads; every section is optional. */
 export interface MonitorModuleConfig {
@@ -43,6 +37,8 @@ export interface MonitorModuleConfig {
   tracing?: Partial<TracingConfig>;
   health?: Partial<HealthConfig>;
   opentelemetry?: Partial<OpenTelemetrySectionConfig>;
+  /** Bounds of the SLO monitor `withSlo` builds. */
+  slo?: Partial<SLOConfig>;
 }
 
 /** Infrastructure handed to {@link MonitorProvider.fromConfig} (the spec's `**context`). */
@@ -55,21 +51,26 @@ export interface MonitorContext {
   alertDispatcher?: AlertDispatcherLike | null;
   /** false: build the provider without making it `current` and the process tracer (tests). */
   register?: boolean;
+  /** Clock and timers of the health checker registry's cache and background refresh (tests). */
+  clock?: Clock;
+  timers?: Timers;
 }
 
 /** The collector, tracer, health registry and alert dispatcher of a service. */
 export class MonitorProvider {
   /**
-   * Builds the default alert dispatcher when none is given: set by the alerts area (the logging
-   * dispatcher of the spec); null until then.
+   * Builds the alert dispatcher when none is given: the spec's logging dispatcher on the provider's
+   * logger. Null means no dispatcher (alerts are then the caller's concern).
    */
-  static defaultAlertDispatcher: ((logger: Logger) => AlertDispatcherLike) | null = null;
+  static defaultAlertDispatcher: ((logger: Logger) => AlertDispatcherLike) | null = (logger) =>
+    new LoggingAlertDispatcher(logger);
   private static registered: MonitorProvider | undefined;
   private static fallback: MonitorProvider | undefined;
   private closed = false;
 
   private constructor(
     readonly name: string,
+    readonly logger: Logger,
     readonly backend: MetricsBackend,
     readonly collector: MetricsCollector | NoopMetricsCollector,
     readonly tracer: TracerProtocol,
@@ -113,10 +114,11 @@ export class MonitorProvider {
         : (MonitorProvider.defaultAlertDispatcher?.(logger) ?? null);
     const provider = new MonitorProvider(
       name,
+      logger,
       context.backend ?? new NoopMetricsBackend(),
       createMetricsCollector(config.metrics, context.registry),
       tracer,
-      new HealthCheckerRegistry({ logger }),
+      new HealthCheckerRegistry({ logger, clock: context.clock, timers: context.timers }),
       alertDispatcher,
     );
     if (context.register !== false) provider.register();
@@ -127,6 +129,7 @@ export class MonitorProvider {
   static stub(config: MonitorModuleConfig = {}, register = true): MonitorProvider {
     const provider = new MonitorProvider(
       config.name ?? 'monitor',
+      silentLogger(),
       new NoopMetricsBackend(),
       new NoopMetricsCollector(),
       new NoopTracer(),
@@ -163,9 +166,21 @@ export class MonitorProvider {
   }
 }
 
-/** Options of `withSlo`: how to build the SLO monitor (the SLO area's `SLOMonitor`) on the provider. */
+/** Options of `withSlo`: how to build the SLO monitor on the provider (default {@link createSloMonitor}). */
 export interface WithSloOptions<S> {
-  createSloMonitor(provider: MonitorProvider): S;
+  createSloMonitor(provider: MonitorProvider, config: MonitorModuleConfig): S;
+}
+
+/**
+ * The SLO area's `SLOMonitor` for a provider: the `slo` section's bounds (defaults when absent), the
+ * provider's alert dispatcher (else the logging one the monitor falls back to) and its logger.
+ */
+export function createSloMonitor(provider: MonitorProvider, config: MonitorModuleConfig = {}): SLOMonitor {
+  return new SLOMonitor({
+    ...sloMonitorOptions({ ...DEFAULT_SLO_CONFIG, ...config.slo }),
+    alertDispatcher: provider.alertDispatcher,
+    logger: provider.logger,
+  });
 }
 
 /** The spec's module entry points. */
@@ -174,15 +189,16 @@ export const MonitorModule = {
   configure(backend?: MetricsBackend | null, config?: MonitorModuleConfig, context: MonitorContext = {}) {
     return MonitorProvider.fromConfig(config, { ...context, backend: backend ?? new NoopMetricsBackend() });
   },
-  /** `configure` plus an SLO monitor built by the SLO area's factory. */
-  withSlo<S>(
-    options: WithSloOptions<S>,
+  /** `configure` plus an SLO monitor: `SLOMonitor` ({@link createSloMonitor}) unless a factory is given. */
+  withSlo<S = SLOMonitor>(
+    options?: WithSloOptions<S> | null,
     backend?: MetricsBackend | null,
-    config?: MonitorModuleConfig,
+    config: MonitorModuleConfig = {},
     context: MonitorContext = {},
   ): { provider: MonitorProvider; slo: S } {
     const provider = MonitorModule.configure(backend, config, context);
-    return { provider, slo: options.createSloMonitor(provider) };
+    const slo = options ? options.createSloMonitor(provider, config) : createSloMonitor(provider, config);
+    return { provider, slo: slo as S };
   },
   /** No-op metrics and tracing; nothing is connected externally. */
   stub(config?: MonitorModuleConfig): MonitorProvider {

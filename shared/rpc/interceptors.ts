@@ -8,6 +8,7 @@ import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring'
 import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
 import { callerIdentity, callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
+import { isDomainError } from '../errors';
 import { createTokenMatcher, parseBearer } from '../auth/bearer';
 
 /** Wraps a stream response so `onEnd` runs exactly once, with the error (if any) that ended it. */
@@ -47,14 +48,35 @@ async function* refuseMalformedInput<T>(input: AsyncIterable<T>, logger: Logger)
   }
 }
 
+/** Options of {@link errorInterceptor}. */
+export interface ErrorInterceptorOptions {
+  /**
+   * Called with each unexpected error (neither a domain error, a ConnectError nor a cancellation)
+   * that the caller sees as a generic INTERNAL: the composition root hands it to the error tracker.
+   * It must not throw (a throw is logged and ignored: the caller still gets INTERNAL).
+   */
+  onUnexpected?(err: unknown): void;
+}
+
 /** Maps domain errors to codes and hides unexpected ones (logged with their cause). */
-export function errorInterceptor(logger: Logger): Interceptor {
+export function errorInterceptor(logger: Logger, options: ErrorInterceptorOptions = {}): Interceptor {
+  const { onUnexpected } = options;
   return (next) => async (req) => {
     // A call whose client went away ends with whatever the handler threw on its aborted signal:
     // that is CANCELED (not an error of ours), on both ports.
-    const map = (err: unknown) =>
-      cancellationOf(req.signal, err) ??
-      toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
+    const map = (err: unknown) => {
+      const cancelled = cancellationOf(req.signal, err);
+      if (cancelled) return cancelled;
+      const mapped = toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
+      if (onUnexpected && mapped !== err && !isDomainError(err)) {
+        try {
+          onUnexpected(err);
+        } catch (hookErr) {
+          logger.warn({ err: hookErr }, 'unexpected-error hook failed');
+        }
+      }
+      return mapped;
+    };
     try {
       const res = await next(
         req.stream ? { ...req, message: refuseMalformedInput(req.message, logger) } : req,

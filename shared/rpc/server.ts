@@ -95,6 +95,8 @@ export interface RpcServerOptions {
   httpRequestTimeoutMs?: number;
   /** Gateway routes on the HTTP port (more can be added to `routes` before start). */
   httpRoutes?: readonly Route[];
+  /** Each unexpected error answered as INTERNAL (the error tracker's capture); see errorInterceptor. */
+  onUnexpectedError?(err: unknown): void;
 }
 
 /** Defaults of the optional limits (the config's defaults; tests pass their own). */
@@ -230,7 +232,7 @@ export class RpcServer {
     const interceptors: Interceptor[] = [metricsInterceptor(this.metrics), loggingInterceptor(logger)];
     if (opts.apiTokens.length > 0) interceptors.push(authInterceptor(opts.apiTokens));
     else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
-    interceptors.push(errorInterceptor(logger));
+    interceptors.push(errorInterceptor(logger, { onUnexpected: opts.onUnexpectedError?.bind(opts) }));
 
     const gate = new StreamGate(opts.maxConcurrentStreams ?? DEFAULT_LIMITS.maxConcurrentStreams);
     this.grpc = new GrpcServer({

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { silentLogger } from '../../shared/logging/logger';
+import { metered } from '../../shared/monitoring/instrumentation/metered';
 import { createMonitorApp, type MonitorApp } from '../../services/monitor/app';
 import { loadMonitorConfig, type MonitorConfigInput } from '../../services/monitor/config';
 import { grpcClient, healthCheck, healthClient, unary } from '../support/grpc-clients';
@@ -40,6 +41,12 @@ async function scrape(base: string, headers: Record<string, string> = {}): Promi
 }
 
 describe('the monitor app', () => {
+  it('makes its collector the default of the metered helper: a metered call shows on its /metrics', async () => {
+    const { base } = await start({ metrics: { prefix: 'mon' } });
+    metered('wiring.check')((n: number) => n * 2)(21);
+    expect(await scrape(base)).toMatch(/^mon_wiring_check_count(\{[^}]*\})? 1$/m);
+  });
+
   it('answers MonitorService methods it does not implement yet with UNIMPLEMENTED', async () => {
     const { grpcAddress } = await start();
     const client = grpcClient(MonitorService, grpcAddress);

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { bool, duration, httpUrl, itemName, nonNegativeInt, positiveInt } from '../../config/fields';
 import { type Logger, silentLogger } from '../../logging/logger';
 import type { Clock, Timers } from '../clock';
+import type { MonitoringEventBus } from '../events/event-bus';
 import { type AlertChannel, LogAlertChannel, WebhookChannel } from './channels';
 import { TierAwareDispatcher } from './tier-dispatcher';
 import {
@@ -93,7 +94,7 @@ export const DEFAULT_ALERTS_CONFIG: AlertsConfig = alertsConfigSchema().parse(un
 /** Builds the tier-aware dispatcher of an `alerts` section. Call `shutdown()` on it at shutdown. */
 export function createAlertDispatcher(
   config: AlertsConfig,
-  deps: { logger?: Logger; clock?: Clock; timers?: Timers } = {},
+  deps: { logger?: Logger; clock?: Clock; timers?: Timers; events?: MonitoringEventBus } = {},
 ): TierAwareDispatcher {
   const logger = deps.logger ?? silentLogger();
   const channels: Partial<Record<AlertTier, AlertChannel[]>> = {};
@@ -123,5 +124,6 @@ export function createAlertDispatcher(
     logger,
     clock: deps.clock,
     timers: deps.timers,
+    events: deps.events,
   });
 }

@@ -4,6 +4,7 @@
  * which writes each alert to the structured logger.
  */
 import { type Logger, silentLogger } from '../../logging/logger';
+import { emitAlertTriggered, type MonitoringEventBus } from '../events/event-bus';
 
 /** Free-form severity; the spec's examples are `low`, `medium`, `high` and `critical`. */
 export type AlertSeverity = 'low' | 'medium' | 'high' | 'critical' | (string & {});
@@ -43,13 +44,23 @@ export function metricAlertLogLevel(currentValue: number, threshold: number): 'w
   return currentValue > threshold * 2 ? 'error' : 'warn';
 }
 
+/** Options of LoggingAlertDispatcher. */
+export interface LoggingAlertDispatcherOptions {
+  /** Where "alert triggered" is emitted (default: the process bus, `monitoringEvents`). */
+  events?: MonitoringEventBus;
+}
+
 /**
  * The spec's "logging alert dispatcher": each alert is one log line at the level the rules above
  * give. The context goes in as a nested `context` object, so a context key such as `level` or `msg`
- * cannot overwrite the line's own fields; the logger's redaction applies to it.
+ * cannot overwrite the line's own fields; the logger's redaction applies to it. Each alert is also
+ * emitted as "alert triggered" on the event bus.
  */
 export class LoggingAlertDispatcher implements AlertDispatcherProtocol {
-  constructor(private readonly logger: Logger = silentLogger()) {}
+  constructor(
+    private readonly logger: Logger = silentLogger(),
+    private readonly options: LoggingAlertDispatcherOptions = {},
+  ) {}
 
   async sendAlert(
     title: string,
@@ -59,6 +70,7 @@ export class LoggingAlertDispatcher implements AlertDispatcherProtocol {
   ): Promise<void> {
     const level = alertLogLevel(severity);
     this.logger[level]({ event: 'alert', alert: title, severity, context: context ?? {} }, message);
+    emitAlertTriggered({ alert_name: title, severity }, this.options.events);
   }
 
   async sendMetricAlert(
@@ -68,16 +80,18 @@ export class LoggingAlertDispatcher implements AlertDispatcherProtocol {
     context?: AlertContext | null,
   ): Promise<void> {
     const level = metricAlertLogLevel(currentValue, threshold);
+    const severity = level === 'error' ? 'critical' : 'warning';
     this.logger[level](
       {
         event: 'metric_alert',
         metric: metricName,
         current_value: currentValue,
         threshold,
-        severity: level === 'error' ? 'critical' : 'warning',
+        severity,
         context: context ?? {},
       },
       `metric ${metricName} at ${currentValue}, threshold ${threshold}`,
     );
+    emitAlertTriggered({ alert_name: metricName, severity }, this.options.events);
   }
 }

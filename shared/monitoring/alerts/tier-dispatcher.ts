@@ -10,8 +10,12 @@
  * counted, and the count travels with the next batch (`dropped`), so a reader knows alerts were lost.
  * `shutdown()` sends whatever is held or accumulated (reason `shutdown`), because an alert seen early
  * is better than one lost with the process.
+ *
+ * Every alert is emitted as "alert triggered" on the event bus when it is raised (before routing), so
+ * a held or accumulated alert is seen by listeners at once, whatever its channels (webhook, log).
  */
 import { type Logger, silentLogger } from '../../logging/logger';
+import { emitAlertTriggered, type MonitoringEventBus } from '../events/event-bus';
 import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
 import type { AlertChannel, AlertBatch, AlertBatchReason, AlertRecord } from './channels';
 import type { AlertContext, AlertDispatcherProtocol, AlertSeverity } from './dispatcher';
@@ -33,6 +37,8 @@ export interface TierAwareDispatcherOptions {
   clock?: Clock;
   timers?: Timers;
   logger?: Logger;
+  /** Where "alert triggered" is emitted (default: the process bus, `monitoringEvents`). */
+  events?: MonitoringEventBus;
 }
 
 /** A bounded queue that drops its oldest entry when full and counts the drops. */
@@ -66,6 +72,7 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   private readonly clock: Clock;
   private readonly timers: Timers;
   private readonly logger: Logger;
+  private readonly events: MonitoringEventBus | undefined;
   private readonly held: DropOldestBuffer<AlertRecord>;
   private readonly digest: DropOldestBuffer<AlertRecord>;
   private readonly digestTimer: TimerHandle;
@@ -78,6 +85,7 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
     this.logger = options.logger ?? silentLogger();
+    this.events = options.events;
     this.held = new DropOldestBuffer(options.maxHeld ?? 1000);
     this.digest = new DropOldestBuffer(options.maxDigest ?? 1000);
     this.digestTimer = this.timers.setInterval(
@@ -134,6 +142,10 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   }
 
   private async route(alert: AlertRecord): Promise<void> {
+    emitAlertTriggered(
+      { alert_name: alert.metric?.name ?? alert.title, severity: alert.severity },
+      this.events,
+    );
     // After shutdown nothing would ever flush a buffer, so every tier goes out at once.
     if (this.closed) return this.deliver(alert.tier, 'shutdown', [alert], 0);
     switch (alert.tier) {

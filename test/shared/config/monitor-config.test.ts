@@ -42,7 +42,9 @@ describe('MonitorConfig', () => {
         evaluation_interval_seconds: 60,
         suppression_window_seconds: 300,
         max_samples_per_metric: 10000,
+        max_slos: 1000,
       },
+      alerts: { digest_interval: 3600, log_channel: true, webhooks: [] },
       error_tracking: { dsn: '', send_default_pii: false },
       opentelemetry: { compression: 'none' },
       pull_metrics: { port: 8000, path: '/metrics', store_in_db: false, metrics_table: 'metric_samples' },
@@ -62,6 +64,25 @@ describe('MonitorConfig', () => {
       burn_rate_threshold: 1,
       tier: 'P1_BUSINESS_HOURS',
     });
+  });
+
+  it('the slo section is the library schema plus the objectives: its bounds and max_slos apply', () => {
+    const config = load({ slo: { suppression_window_seconds: '10m' } });
+    expect(config.slo.suppression_window_seconds).toBe(600);
+    expect(() => load({ slo: { max_samples_per_metric: 2_000_000 } })).toThrow(
+      /monitor\.slo\.max_samples_per_metric: expected at most 1,000,000/,
+    );
+    const objective = (name: string) => ({ name, metric: 'm', threshold_ms: 1 });
+    expect(() => load({ slo: { max_slos: 1, objectives: [objective('a'), objective('b')] } })).toThrow(
+      /monitor\.slo\.objectives: at most max_slos \(1\) objectives/,
+    );
+  });
+
+  it('the alerts section is the library schema (business hours checked)', () => {
+    expect(load().alerts.business_hours).toMatchObject({ time_zone: 'UTC', open: '09:00', close: '17:00' });
+    expect(() => load({ alerts: { business_hours: { time_zone: 'Mars/Olympus' } } })).toThrow(
+      /monitor\.alerts\.business_hours\.time_zone: expected an IANA time zone/,
+    );
   });
 
   it('rejects a duration that is not one', () => {

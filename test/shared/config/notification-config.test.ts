@@ -71,6 +71,8 @@ describe('NotificationConfig', () => {
         batch_size: 512,
         export_interval: 5,
       },
+      // Error tracking is off by default: no DSN, nothing leaves the process.
+      error_tracking: { dsn: '', environment: '', traces_sample_rate: 0, send_default_pii: false },
       sms_backends: [],
       push_backends: [],
       mailer: {

@@ -13,6 +13,7 @@ const secrets = {
   dbPassword: 'db-password-value',
   header: 'Bearer otlp-header-value',
   metrics: 'metrics-token-value',
+  webhook: 'T0KEN/webhook-path-secret',
 };
 
 describe('redactSecrets', () => {
@@ -59,6 +60,7 @@ describe('redactSecrets', () => {
       health: { auth_token: secrets.auth },
       metrics: { auth_token: secrets.metrics },
       opentelemetry: { headers: { authorization: secrets.header } },
+      alerts: { webhooks: [{ name: 'pager', url: `https://hooks.example.com/services/${secrets.webhook}` }] },
     },
     { file: null, env: {} },
   );
@@ -86,6 +88,12 @@ describe('redactSecrets', () => {
     expect(redactSecrets(notification).database.url).toBe(
       'postgres://svc:%5BREDACTED%5D@db.internal:5432/notification',
     );
+  });
+
+  it('shows only the origin of an alert webhook URL (its path carries the token)', () => {
+    const webhook = redactSecrets(monitor).alerts.webhooks[0]!;
+    expect(webhook.url).toBe(`https://hooks.example.com/${REDACTED}`);
+    expect(webhook.name).toBe('pager');
   });
 
   it('leaves empty secrets empty, so a dump shows what is unset', () => {

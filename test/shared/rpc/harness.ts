@@ -30,6 +30,7 @@ export type EchoServerOptions = Partial<
     | 'httpHeadersTimeoutMs'
     | 'httpRequestTimeoutMs'
     | 'logger'
+    | 'onUnexpectedError'
   >
 > & {
   /** Replaces EchoServiceImpl's methods (a quiet stream, say). */
@@ -67,6 +68,7 @@ export async function startEchoServer(opts: EchoServerOptions = {}): Promise<Ech
     ...(opts.httpHeadersTimeoutMs !== undefined ? { httpHeadersTimeoutMs: opts.httpHeadersTimeoutMs } : {}),
     ...(opts.httpRequestTimeoutMs !== undefined ? { httpRequestTimeoutMs: opts.httpRequestTimeoutMs } : {}),
     services: [registration(EchoService, impl)],
+    ...(opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {}),
   });
   const ports = await server.start();
   server.health.setServing(true);

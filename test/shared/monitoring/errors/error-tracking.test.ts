@@ -1,5 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { gunzipSync } from 'node:zlib';
+import type { ServerResponse } from 'node:http';
 import { context, type ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { errorTrackingConfigSchema } from '../../../../shared/monitoring/config';
 import { MonitoringConfigError } from '../../../../shared/monitoring/errors';
@@ -10,36 +9,10 @@ import {
   SentryErrorTracker,
   setupErrorTracking,
 } from '../../../../shared/monitoring/errors/error-tracking';
-import { captureLogger, listen, type TestServer } from '../helpers';
+import { captureLogger, listen } from '../helpers';
+import { dsnHost } from '../fixtures/dsn-host';
 
 const PUBLIC_KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
-
-interface Envelope {
-  path: string;
-  header: Record<string, unknown>;
-  items: Array<{ header: Record<string, unknown>; payload: Record<string, unknown> }>;
-}
-
-/** A stand-in for the DSN host that decodes every envelope it receives. */
-async function dsnHost(): Promise<TestServer & { envelopes: Envelope[] }> {
-  const envelopes: Envelope[] = [];
-  const server = await listen((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let body = Buffer.concat(chunks);
-      if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
-      const [head, ...rest] = body.toString('utf8').split('\n').filter(Boolean);
-      const items: Envelope['items'] = [];
-      for (let i = 0; i + 1 < rest.length; i += 2) {
-        items.push({ header: JSON.parse(rest[i]!), payload: JSON.parse(rest[i + 1]!) });
-      }
-      envelopes.push({ path: req.url ?? '', header: JSON.parse(head!), items });
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
-    });
-  });
-  return Object.assign(server, { envelopes });
-}
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

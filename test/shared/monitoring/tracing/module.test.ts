@@ -8,6 +8,7 @@ import {
 } from '../../../../shared/monitoring/module';
 import { NoopTracer, Tracer, getGlobalTracer } from '../../../../shared/monitoring/tracing';
 import { NoopMetricsBackend } from '../../../../shared/monitoring/backends/backend';
+import { LoggingAlertDispatcher } from '../../../../shared/monitoring/alerts/dispatcher';
 
 describe('MonitorProvider', () => {
   afterEach(async () => {
@@ -68,13 +69,18 @@ describe('MonitorProvider', () => {
     expect(MonitorProvider.fromConfig({}, { alertDispatcher: given, register: false }).alertDispatcher).toBe(
       given,
     );
-    expect(MonitorProvider.fromConfig({}, { register: false }).alertDispatcher).toBeNull();
+    expect(MonitorProvider.fromConfig({}, { register: false }).alertDispatcher).toBeInstanceOf(
+      LoggingAlertDispatcher,
+    );
+    const original = MonitorProvider.defaultAlertDispatcher;
     const made: AlertDispatcherLike = { ...given };
     MonitorProvider.defaultAlertDispatcher = () => made;
     try {
       expect(MonitorProvider.fromConfig({}, { register: false }).alertDispatcher).toBe(made);
-    } finally {
       MonitorProvider.defaultAlertDispatcher = null;
+      expect(MonitorProvider.fromConfig({}, { register: false }).alertDispatcher).toBeNull();
+    } finally {
+      MonitorProvider.defaultAlertDispatcher = original;
     }
   });
 });
