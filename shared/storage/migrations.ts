@@ -5,6 +5,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
+import { Client, type ClientConfig } from 'pg';
 
 /** One migration: a stable name (recorded in the migrations table) and its up/down functions. */
 export interface NamedMigration {
@@ -54,11 +55,41 @@ export async function runMigrations(
   options: RunMigrationsOptions = {},
 ): Promise<string[]> {
   const list = typeof source === 'string' ? loadDirectory(source) : source;
-  const [, applied] = (await knex.migrate.latest({
-    migrationSource: new ListMigrationSource(list),
-    tableName: options.tableName ?? 'knex_migrations',
-  })) as [number, string[]];
-  return applied;
+  const tableName = options.tableName ?? 'knex_migrations';
+  const migrate = async () => {
+    const [, applied] = (await knex.migrate.latest({
+      migrationSource: new ListMigrationSource(list),
+      tableName,
+    })) as [number, string[]];
+    return applied;
+  };
+  // PGlite is one process; on a PostgreSQL server, replicas that start together take turns.
+  if (knex.client.config.client !== 'pg') return migrate();
+  return withMigrationLock(knex, tableName, migrate);
+}
+
+/**
+ * Runs `fn` holding a PostgreSQL session advisory lock named after the migrations table, on a
+ * connection of its own (knex's migrator uses the pool). Without it, replicas starting at the same
+ * moment race to create knex's bookkeeping tables and one of them fails to start ("relation
+ * knex_migrations_lock already exists"); with it, the second waits, then finds nothing to do.
+ */
+async function withMigrationLock<T>(knex: Knex, tableName: string, fn: () => Promise<T>): Promise<T> {
+  const client = new Client(knex.client.config.connection as ClientConfig | string);
+  // A connection error after connect() must not crash the process; the query that needs it fails.
+  client.on('error', () => undefined);
+  await client.connect();
+  const key = `svc.migrations:${tableName}`;
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1::text), 1)', [key]);
+    try {
+      return await fn();
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1::text), 1)', [key]);
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 function loadDirectory(directory: string): NamedMigration[] {

@@ -69,6 +69,27 @@ describe('runMigrations', () => {
     const names = await knex('list_migrations').select('name');
     expect(names).toEqual([{ name: 'list_001' }]);
   });
+
+  it('when replicas migrate one database at the same moment, each succeeds and every migration runs once', async () => {
+    const replicas = await Promise.all(
+      [1, 2, 3].map(() => openDatabase({ url: db.url, data_dir: '', pool_max: 2 }, silentLogger())),
+    );
+    try {
+      const list = [
+        { name: 'race_001', up: (k: Knex) => k.raw('CREATE TABLE raced (id int)') },
+        { name: 'race_002', up: (k: Knex) => k.raw('ALTER TABLE raced ADD COLUMN name text') },
+      ];
+      const results = await Promise.all(
+        replicas.map((r) => runMigrations(r, list, { tableName: 'race_migrations' })),
+      );
+      // Exactly one replica applied both; the others found nothing left to do.
+      expect(results.map((applied) => applied.length).sort()).toEqual([0, 0, 2]);
+      const [row] = await knex('race_migrations').count({ n: '*' });
+      expect(toNumber(row!.n)).toBe(2);
+    } finally {
+      await Promise.all(replicas.map((r) => r.destroy()));
+    }
+  });
 });
 
 describe('openStorage', () => {
