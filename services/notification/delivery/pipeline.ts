@@ -210,7 +210,7 @@ export class DeliveryPipeline {
       }
       return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }
-    this.worker.wake();
+    this.worker.wake({ channel: input.channel, backend: driver.name });
     this.log.debug(
       {
         deliveryId: record.record.id,

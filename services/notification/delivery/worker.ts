@@ -22,7 +22,7 @@ import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome 
 import type { DeliveryMetrics } from './metrics';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
-import type { DeliveryStore } from './store';
+import type { DeliveryStore, DueBackend } from './store';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
@@ -126,6 +126,12 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private pollAgain = false;
+  /** A poll is scheduled for this event-loop turn. */
+  private scheduled = false;
+  /** The next poll asks the store which backends have due work. */
+  private fullPoll = false;
+  /** Backends the next poll claims for, by `channel/backend` (when it is not a full poll). */
+  private readonly targets = new Map<string, DueBackend>();
   private running = false;
   private stopping = false;
 
@@ -147,16 +153,38 @@ export class DeliveryWorker {
     this.wake();
   }
 
-  /** Polls as soon as possible (a local submit calls this); coalesced with a poll in progress. */
-  wake(): void {
+  /**
+   * Polls soon (a local submit, a freed slot, a failover calls this). With `target`, only that
+   * backend is claimed for (no `dueBackends` query: the caller knows it has work); without, every
+   * backend with due work. Wake-ups are coalesced: at most one poll per event-loop turn, and one more
+   * after a poll in progress, claiming for every backend woken meanwhile (a batch of its free slots).
+   */
+  wake(target?: DueBackend): void {
     if (!this.running || this.stopping) return;
+    if (target) this.targets.set(`${target.channel}/${target.backend}`, target);
+    else this.fullPoll = true;
     if (this.polling) {
       this.pollAgain = true;
       return;
     }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate, not a microtask: every submit and finished attempt of this I/O turn joins one poll.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.runPoll();
+    });
+  }
+
+  private runPoll(): void {
+    if (!this.running || this.stopping || this.polling) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.polling = this.pollOnce()
+    const full = this.fullPoll;
+    const targets = full ? undefined : [...this.targets.values()];
+    this.fullPoll = false;
+    this.targets.clear();
+    this.polling = this.pollOnce(targets)
       .then(() => undefined)
       .catch((err: unknown) => this.log.error({ err }, 'delivery poll failed'))
       .finally(() => {
@@ -164,7 +192,7 @@ export class DeliveryWorker {
         if (!this.running || this.stopping) return;
         if (this.pollAgain) {
           this.pollAgain = false;
-          this.wake();
+          this.runPoll();
           return;
         }
         this.timer = setTimeout(() => this.wake(), this.options.config.poll_interval_ms);
@@ -176,13 +204,16 @@ export class DeliveryWorker {
     return this.options.config.backend_concurrency[backend] ?? this.options.config.concurrency;
   }
 
-  /** Claims what is due now (within free slots) and starts those attempts; returns how many started. */
-  async pollOnce(): Promise<number> {
+  /**
+   * Claims what is due now (within free slots) and starts those attempts; returns how many started.
+   * `targets`: claim only for these backends, skipping the `dueBackends` query.
+   */
+  async pollOnce(targets?: readonly DueBackend[]): Promise<number> {
     if (this.stopping) return 0;
     const { store } = this.options;
     const now = this.clock();
     let started = 0;
-    for (const due of await store.dueBackends(now)) {
+    for (const due of targets ?? (await store.dueBackends(now))) {
       // A backend this process does not serve (a replica with an older or newer config) is left to
       // the replicas that do: never failed here.
       if (!this.options.resolveDriver(due)) continue;
@@ -256,7 +287,7 @@ export class DeliveryWorker {
         const left = (this.busy.get(slot) ?? 1) - 1;
         if (left > 0) this.busy.set(slot, left);
         else this.busy.delete(slot);
-        if (this.saturated.has(slot)) this.wake();
+        if (this.saturated.has(slot)) this.wake({ channel: record.channel, backend: record.backend });
       });
   }
 
@@ -341,7 +372,7 @@ export class DeliveryWorker {
       this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
     }
     // Failover retries at once on the next backend: poll for it now, not at the next interval.
-    if (immediate) this.wake();
+    if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
     if (decision.status === 'failed')
       this.log.warn({ ...log, reason: attempt.error, failure }, 'delivery failed');
     else if (decision.status === 'retrying')
