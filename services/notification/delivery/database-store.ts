@@ -127,6 +127,14 @@ interface PendingCreate {
   reject(err: unknown): void;
 }
 
+interface PendingCompletion {
+  id: string;
+  owner: string;
+  result: AttemptResult;
+  resolve(value: DeliveryRecord | null): void;
+  reject(err: unknown): void;
+}
+
 /**
  * The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first.
  * Concurrent creates are group-committed: what arrives while earlier batches are in flight goes into
@@ -140,6 +148,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private queue: PendingCreate[] = [];
   private inFlight = 0;
   private pumpScheduled = false;
+  private completions: PendingCompletion[] = [];
+  private completionsInFlight = 0;
+  private completionPumpScheduled = false;
 
   constructor(
     private readonly knex: Knex,
@@ -314,44 +325,95 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
 
-  async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
-    const at = result.now.toISOString();
-    const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
-    const final = result.status === 'sent' || result.status === 'failed';
-    const [row] = rows<DeliveryRow>(
+  /**
+   * Group-committed like `create`: the outcomes recorded during one event-loop turn (and while earlier
+   * batches are in flight) go into one UPDATE, each row still conditional on its owner's lease.
+   */
+  completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
+    return new Promise((resolve, reject) => {
+      this.completions.push({ id, owner, result, resolve, reject });
+      if (!this.completionPumpScheduled) {
+        this.completionPumpScheduled = true;
+        setImmediate(() => {
+          this.completionPumpScheduled = false;
+          this.pumpCompletions();
+        });
+      }
+    });
+  }
+
+  private pumpCompletions(): void {
+    while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
+      // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
+      // second outcome for the same id waits for the next batch, so each is judged on its own.
+      const batch: PendingCompletion[] = [];
+      const ids = new Set<string>();
+      const rest: PendingCompletion[] = [];
+      for (const c of this.completions) {
+        if (batch.length < this.maxBatchSize && !ids.has(c.id)) {
+          ids.add(c.id);
+          batch.push(c);
+        } else rest.push(c);
+      }
+      this.completions = rest;
+      this.completionsInFlight++;
+      void this.completeBatch(batch)
+        .then(
+          (results) => batch.forEach((c, i) => c.resolve(results[i]!)),
+          (err: unknown) => batch.forEach((c) => c.reject(err)),
+        )
+        .finally(() => {
+          this.completionsInFlight--;
+          this.pumpCompletions();
+        });
+    }
+  }
+
+  private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
+    const input = batch.map(({ id, owner, result }) => {
+      const at = result.now.toISOString();
+      const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+      const final = result.status === 'sent' || result.status === 'failed';
+      return {
+        id,
+        owner,
+        status: result.status,
+        attempt: JSON.stringify([attempt]),
+        next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
+        backend: result.backend ?? null,
+        failure: result.status === 'failed' ? (result.failure ?? null) : null,
+        last_error: result.attempt.error ?? null,
+        provider_reference: result.attempt.providerReference ?? null,
+        at,
+        sent_at: result.status === 'sent' ? at : null,
+        finished_at: final ? at : null,
+      };
+    });
+    const updated = rows<DeliveryRow>(
       await this.knex.raw(
-        `UPDATE deliveries SET
-           status = ?,
-           attempts = attempts || ?::jsonb,
-           next_attempt_at = ?,
-           backend = COALESCE(?, backend),
-           failure = ?,
-           last_error = ?,
-           provider_reference = COALESCE(?, provider_reference),
+        `UPDATE deliveries AS d SET
+           status = c.status,
+           attempts = d.attempts || c.attempt::jsonb,
+           next_attempt_at = c.next_attempt_at,
+           backend = COALESCE(c.backend, d.backend),
+           failure = c.failure,
+           last_error = c.last_error,
+           provider_reference = COALESCE(c.provider_reference, d.provider_reference),
            lease_owner = NULL,
            lease_expires_at = NULL,
-           updated_at = ?,
-           sent_at = ?,
-           finished_at = ?
-         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
-         RETURNING *`,
-        [
-          result.status,
-          JSON.stringify([attempt]),
-          result.nextAttemptAt?.toISOString() ?? null,
-          result.backend ?? null,
-          result.status === 'failed' ? (result.failure ?? null) : null,
-          result.attempt.error ?? null,
-          result.attempt.providerReference ?? null,
-          at,
-          result.status === 'sent' ? at : null,
-          final ? at : null,
-          id,
-          owner,
-        ],
+           updated_at = c.at,
+           sent_at = c.sent_at,
+           finished_at = c.finished_at
+         FROM jsonb_to_recordset(?::jsonb) AS c(id uuid, owner text, status text, attempt text,
+           next_attempt_at timestamptz, backend text, failure text, last_error text,
+           provider_reference text, at timestamptz, sent_at timestamptz, finished_at timestamptz)
+         WHERE d.id = c.id AND d.lease_owner = c.owner AND d.status IN ('pending', 'retrying')
+         RETURNING d.*`,
+        [JSON.stringify(input)],
       ),
     );
-    return row ? rowToRecord(row) : null;
+    const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
+    return batch.map((c) => byId.get(c.id) ?? null);
   }
 
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
