@@ -206,7 +206,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * after its row is durable). Rows whose (scope, key) was taken, by an earlier delivery or by an
    * earlier row of the same batch, are not inserted; a second statement reads the winners.
    */
-  private async insertBatch(batch: PendingCreate[]): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+  private async insertBatch(
+    batch: readonly Pick<PendingCreate, 'delivery' | 'payloadJson'>[],
+    db: Knex | Knex.Transaction = this.knex,
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
     const input = batch.map(({ delivery: d, payloadJson }, i) => ({
       i,
       id: d.id,
@@ -222,7 +225,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       created_at: d.createdAt.toISOString(),
     }));
     const inserted = rows<DeliveryRow>(
-      await this.knex.raw(
+      await db.raw(
         `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
@@ -244,7 +247,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       // ON CONFLICT waited for any competing insert to commit, so the winners are visible now.
       const keys = missing.map((p) => ({ scope: p.delivery.scope, key: p.delivery.idempotencyKey }));
       const found = rows<DeliveryRow>(
-        await this.knex.raw(
+        await db.raw(
           `SELECT d.* FROM deliveries d
            JOIN jsonb_to_recordset(?::jsonb) AS k(scope text, key text)
              ON d.scope = k.scope AND d.idempotency_key = k.key`,
@@ -259,6 +262,32 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       const winner = existing.get(`${d.scope}\n${d.idempotencyKey}`);
       if (!winner) throw new Error('idempotency conflict without a visible row');
       return { record: winner, created: false };
+    });
+  }
+
+  /**
+   * One transaction: statements of up to the group-commit batch size (count and bytes), committed
+   * together, so a batch is recorded whole or not at all.
+   */
+  async createBatch(
+    deliveries: readonly NewDelivery[],
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    if (deliveries.length === 0) return [];
+    const items = deliveries.map((delivery) => ({ delivery, payloadJson: JSON.stringify(delivery.payload) }));
+    return this.knex.transaction(async (trx) => {
+      const results: { record: DeliveryRecord; created: boolean }[] = [];
+      for (let start = 0; start < items.length;) {
+        let bytes = 0;
+        let end = start;
+        while (end < items.length && end - start < this.maxBatchSize) {
+          bytes += items[end]!.payloadJson.length;
+          if (end > start && bytes > this.maxBatchBytes) break;
+          end++;
+        }
+        results.push(...(await this.insertBatch(items.slice(start, end), trx)));
+        start = end;
+      }
+      return results;
     });
   }
 

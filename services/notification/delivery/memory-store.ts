@@ -175,6 +175,10 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   }
 
   async create(input: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    return this.insert(input);
+  }
+
+  private insert(input: NewDelivery): { record: DeliveryRecord; created: boolean } {
     if (input.idempotencyKey !== null) {
       const existing = this.keys.get(`${input.scope}\n${input.idempotencyKey}`);
       const record = existing === undefined ? undefined : this.records.get(existing);
@@ -211,6 +215,13 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     this.schedule(record);
     if (input.idempotencyKey !== null) this.keys.set(`${input.scope}\n${input.idempotencyKey}`, record.id);
     return { record: copy(record), created: true };
+  }
+
+  async createBatch(
+    deliveries: readonly NewDelivery[],
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    // One synchronous pass: nothing else runs in between, so no one sees half a batch.
+    return deliveries.map((d) => this.insert(d));
   }
 
   async get(id: string): Promise<DeliveryRecord | null> {

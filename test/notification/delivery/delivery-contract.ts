@@ -433,6 +433,34 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect((await pipeline.get(delivery.id)).status).toBe('sent');
       });
 
+      it('when a batch is submitted, every record is committed at once with per-record idempotency', async () => {
+        const { pipeline, driver } = setup();
+        const input = (i: number, key?: string) => ({
+          channel: 'email' as const,
+          backend: driver.name,
+          recipient: `r${i}@example.com`,
+          payload: { subject: `batch ${i}`, text: 'x' },
+          scope: 'caller-a',
+          idempotencyKey: key,
+        });
+        const first = await pipeline.submitBatch([input(0, 'k0'), input(1), input(2, 'k2'), input(0, 'k0')]);
+        expect(first.map((r) => r.created)).toEqual([true, true, true, false]);
+        // The fourth repeats the first (same key, same content) within the batch: recorded once.
+        expect(first[3]!.delivery.id).toBe(first[0]!.delivery.id);
+        const again = await pipeline.submitBatch([input(2, 'k2'), input(4)]);
+        expect(again.map((r) => r.created)).toEqual([false, true]);
+        expect(again[0]!.delivery.id).toBe(first[2]!.delivery.id);
+        await expect(pipeline.submitBatch([input(9, 'k2')])).rejects.toThrow(/different delivery/);
+        const all = await pipeline.list({}, '', 50);
+        expect(all.deliveries).toHaveLength(4);
+        expect(all.deliveries.every((d) => d.status === 'pending')).toBe(true);
+        // A bad input anywhere records nothing.
+        await expect(pipeline.submitBatch([input(5), { ...input(6), recipient: '' }])).rejects.toThrow(
+          /recipient is required/,
+        );
+        expect((await pipeline.list({}, '', 50)).deliveries).toHaveLength(4);
+      });
+
       it('when many outcomes are recorded at once, each is judged on its own lease and status', async () => {
         const { pipeline, driver, clock } = setup();
         const ids: string[] = [];
