@@ -451,14 +451,14 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect(again.map((r) => r.created)).toEqual([false, true]);
         expect(again[0]!.delivery.id).toBe(first[2]!.delivery.id);
         await expect(pipeline.submitBatch([input(9, 'k2')])).rejects.toThrow(/different delivery/);
-        const all = await pipeline.list({}, '', 50);
+        const all = await pipeline.list({ backend: driver.name }, '', 50);
         expect(all.deliveries).toHaveLength(4);
         expect(all.deliveries.every((d) => d.status === 'pending')).toBe(true);
         // A bad input anywhere records nothing.
         await expect(pipeline.submitBatch([input(5), { ...input(6), recipient: '' }])).rejects.toThrow(
           /recipient is required/,
         );
-        expect((await pipeline.list({}, '', 50)).deliveries).toHaveLength(4);
+        expect((await pipeline.list({ backend: driver.name }, '', 50)).deliveries).toHaveLength(4);
       });
 
       it('when many outcomes are recorded at once, each is judged on its own lease and status', async () => {
