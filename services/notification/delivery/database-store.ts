@@ -127,6 +127,14 @@ interface PendingCreate {
   reject(err: unknown): void;
 }
 
+interface PendingCompletion {
+  id: string;
+  owner: string;
+  result: AttemptResult;
+  resolve(value: DeliveryRecord | null): void;
+  reject(err: unknown): void;
+}
+
 /**
  * The knex-backed DeliveryStore (PostgreSQL or PGlite). Run the notification migrations first.
  * Concurrent creates are group-committed: what arrives while earlier batches are in flight goes into
@@ -140,6 +148,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private queue: PendingCreate[] = [];
   private inFlight = 0;
   private pumpScheduled = false;
+  private completions: PendingCompletion[] = [];
+  private completionsInFlight = 0;
+  private completionPumpScheduled = false;
 
   constructor(
     private readonly knex: Knex,
@@ -195,7 +206,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * after its row is durable). Rows whose (scope, key) was taken, by an earlier delivery or by an
    * earlier row of the same batch, are not inserted; a second statement reads the winners.
    */
-  private async insertBatch(batch: PendingCreate[]): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+  private async insertBatch(
+    batch: readonly Pick<PendingCreate, 'delivery' | 'payloadJson'>[],
+    db: Knex | Knex.Transaction = this.knex,
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
     const input = batch.map(({ delivery: d, payloadJson }, i) => ({
       i,
       id: d.id,
@@ -211,7 +225,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       created_at: d.createdAt.toISOString(),
     }));
     const inserted = rows<DeliveryRow>(
-      await this.knex.raw(
+      await db.raw(
         `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
@@ -233,7 +247,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       // ON CONFLICT waited for any competing insert to commit, so the winners are visible now.
       const keys = missing.map((p) => ({ scope: p.delivery.scope, key: p.delivery.idempotencyKey }));
       const found = rows<DeliveryRow>(
-        await this.knex.raw(
+        await db.raw(
           `SELECT d.* FROM deliveries d
            JOIN jsonb_to_recordset(?::jsonb) AS k(scope text, key text)
              ON d.scope = k.scope AND d.idempotency_key = k.key`,
@@ -248,6 +262,32 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       const winner = existing.get(`${d.scope}\n${d.idempotencyKey}`);
       if (!winner) throw new Error('idempotency conflict without a visible row');
       return { record: winner, created: false };
+    });
+  }
+
+  /**
+   * One transaction: statements of up to the group-commit batch size (count and bytes), committed
+   * together, so a batch is recorded whole or not at all.
+   */
+  async createBatch(
+    deliveries: readonly NewDelivery[],
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    if (deliveries.length === 0) return [];
+    const items = deliveries.map((delivery) => ({ delivery, payloadJson: JSON.stringify(delivery.payload) }));
+    return this.knex.transaction(async (trx) => {
+      const results: { record: DeliveryRecord; created: boolean }[] = [];
+      for (let start = 0; start < items.length;) {
+        let bytes = 0;
+        let end = start;
+        while (end < items.length && end - start < this.maxBatchSize) {
+          bytes += items[end]!.payloadJson.length;
+          if (end > start && bytes > this.maxBatchBytes) break;
+          end++;
+        }
+        results.push(...(await this.insertBatch(items.slice(start, end), trx)));
+        start = end;
+      }
+      return results;
     });
   }
 
@@ -314,44 +354,95 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
 
-  async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
-    const at = result.now.toISOString();
-    const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
-    const final = result.status === 'sent' || result.status === 'failed';
-    const [row] = rows<DeliveryRow>(
+  /**
+   * Group-committed like `create`: the outcomes recorded during one event-loop turn (and while earlier
+   * batches are in flight) go into one UPDATE, each row still conditional on its owner's lease.
+   */
+  completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
+    return new Promise((resolve, reject) => {
+      this.completions.push({ id, owner, result, resolve, reject });
+      if (!this.completionPumpScheduled) {
+        this.completionPumpScheduled = true;
+        setImmediate(() => {
+          this.completionPumpScheduled = false;
+          this.pumpCompletions();
+        });
+      }
+    });
+  }
+
+  private pumpCompletions(): void {
+    while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
+      // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
+      // second outcome for the same id waits for the next batch, so each is judged on its own.
+      const batch: PendingCompletion[] = [];
+      const ids = new Set<string>();
+      const rest: PendingCompletion[] = [];
+      for (const c of this.completions) {
+        if (batch.length < this.maxBatchSize && !ids.has(c.id)) {
+          ids.add(c.id);
+          batch.push(c);
+        } else rest.push(c);
+      }
+      this.completions = rest;
+      this.completionsInFlight++;
+      void this.completeBatch(batch)
+        .then(
+          (results) => batch.forEach((c, i) => c.resolve(results[i]!)),
+          (err: unknown) => batch.forEach((c) => c.reject(err)),
+        )
+        .finally(() => {
+          this.completionsInFlight--;
+          this.pumpCompletions();
+        });
+    }
+  }
+
+  private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
+    const input = batch.map(({ id, owner, result }) => {
+      const at = result.now.toISOString();
+      const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+      const final = result.status === 'sent' || result.status === 'failed';
+      return {
+        id,
+        owner,
+        status: result.status,
+        attempt: JSON.stringify([attempt]),
+        next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
+        backend: result.backend ?? null,
+        failure: result.status === 'failed' ? (result.failure ?? null) : null,
+        last_error: result.attempt.error ?? null,
+        provider_reference: result.attempt.providerReference ?? null,
+        at,
+        sent_at: result.status === 'sent' ? at : null,
+        finished_at: final ? at : null,
+      };
+    });
+    const updated = rows<DeliveryRow>(
       await this.knex.raw(
-        `UPDATE deliveries SET
-           status = ?,
-           attempts = attempts || ?::jsonb,
-           next_attempt_at = ?,
-           backend = COALESCE(?, backend),
-           failure = ?,
-           last_error = ?,
-           provider_reference = COALESCE(?, provider_reference),
+        `UPDATE deliveries AS d SET
+           status = c.status,
+           attempts = d.attempts || c.attempt::jsonb,
+           next_attempt_at = c.next_attempt_at,
+           backend = COALESCE(c.backend, d.backend),
+           failure = c.failure,
+           last_error = c.last_error,
+           provider_reference = COALESCE(c.provider_reference, d.provider_reference),
            lease_owner = NULL,
            lease_expires_at = NULL,
-           updated_at = ?,
-           sent_at = ?,
-           finished_at = ?
-         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
-         RETURNING *`,
-        [
-          result.status,
-          JSON.stringify([attempt]),
-          result.nextAttemptAt?.toISOString() ?? null,
-          result.backend ?? null,
-          result.status === 'failed' ? (result.failure ?? null) : null,
-          result.attempt.error ?? null,
-          result.attempt.providerReference ?? null,
-          at,
-          result.status === 'sent' ? at : null,
-          final ? at : null,
-          id,
-          owner,
-        ],
+           updated_at = c.at,
+           sent_at = c.sent_at,
+           finished_at = c.finished_at
+         FROM jsonb_to_recordset(?::jsonb) AS c(id uuid, owner text, status text, attempt text,
+           next_attempt_at timestamptz, backend text, failure text, last_error text,
+           provider_reference text, at timestamptz, sent_at timestamptz, finished_at timestamptz)
+         WHERE d.id = c.id AND d.lease_owner = c.owner AND d.status IN ('pending', 'retrying')
+         RETURNING d.*`,
+        [JSON.stringify(input)],
       ),
     );
-    return row ? rowToRecord(row) : null;
+    const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
+    return batch.map((c) => byId.get(c.id) ?? null);
   }
 
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {

@@ -108,6 +108,12 @@ export interface DeliveryDriver<P = unknown> {
   /** The driver kind (`smtp`, `http_api`, `sms_gateway`, ...), for metrics and logs. */
   readonly driver: string;
   send(payload: P, ctx: DriverSendContext): Promise<SendOutcome>;
+  /**
+   * Optional: sends many payloads in one call (one outcome per payload, in order; never throws for a
+   * provider's answer). The worker sends the records it claimed together for such a backend through
+   * it; `ctx` is the batch's (the first record's id and attempt number, one signal for all).
+   */
+  sendBatch?(payloads: readonly P[], ctx: DriverSendContext): Promise<SendOutcome[]>;
   /** Releases connections (pools, HTTP agents). */
   close(): Promise<void>;
 }

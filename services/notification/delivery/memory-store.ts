@@ -42,16 +42,143 @@ function isDue(r: DeliveryRecord, now: Date): boolean {
   );
 }
 
+/** When a queued record can next be claimed: its next attempt, or later when a lease holds it. */
+function claimableAt(r: DeliveryRecord): number {
+  const next = r.nextAttemptAt === null ? Infinity : r.nextAttemptAt.getTime();
+  return r.leaseExpiresAt === null ? next : Math.max(next, r.leaseExpiresAt.getTime());
+}
+
+interface HeapEntry {
+  at: number;
+  /** Insertion order: ties go first in, first out. */
+  seq: number;
+  id: string;
+}
+
+/**
+ * A min-heap of queued record ids by the time they become claimable, per backend, so a claim costs
+ * O(k log n) for k records instead of a scan and sort of the whole queue. Entries are never updated in
+ * place: a record that moved (claimed, deferred, retried, released) gets a new entry, and an entry whose
+ * time no longer matches its record's `claimableAt` is stale and dropped when it reaches the top.
+ */
+class DueHeap {
+  private readonly items: HeapEntry[] = [];
+  private seq = 0;
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(at: number, id: string): void {
+    const items = this.items;
+    const entry = { at, seq: this.seq++, id };
+    let i = items.push(entry) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!less(entry, items[parent]!)) break;
+      items[i] = items[parent]!;
+      i = parent;
+    }
+    items[i] = entry;
+  }
+
+  peek(): HeapEntry | undefined {
+    return this.items[0];
+  }
+
+  pop(): HeapEntry | undefined {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop();
+    if (top === undefined || last === undefined || items.length === 0) return top;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= items.length) break;
+      const r = l + 1;
+      const c = r < items.length && less(items[r]!, items[l]!) ? r : l;
+      if (!less(items[c]!, last)) break;
+      items[i] = items[c]!;
+      i = c;
+    }
+    items[i] = last;
+    return top;
+  }
+}
+
+function less(a: HeapEntry, b: HeapEntry): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
 /** The in-memory DeliveryStore. */
 export class InMemoryDeliveryStore implements DeliveryStore {
   readonly backend = 'memory' as const;
   private readonly records = new Map<string, DeliveryRecord>();
   /** `${scope}\n${key}` -> id. */
   private readonly keys = new Map<string, string>();
-  /** Ids of pending and retrying records: the only ones a claim looks at. */
+  /** Ids of pending and retrying records (queue stats). */
   private readonly queued = new Set<string>();
+  /** Queued records by `channel\nbackend`, in claimable order: the only ones a claim looks at. */
+  private readonly due = new Map<string, DueHeap>();
+  /** Entries in all heaps, stale ones included: bounded by compacting (see `schedule`). */
+  private entries = 0;
+
+  /** Files a queued record under its backend at the time it next becomes claimable. */
+  private schedule(r: DeliveryRecord): void {
+    const at = claimableAt(r);
+    if (at === Infinity) return;
+    const key = `${r.channel}\n${r.backend}`;
+    let heap = this.due.get(key);
+    if (!heap) this.due.set(key, (heap = new DueHeap()));
+    heap.push(at, r.id);
+    // Stale entries (a finished record's lease-expiry entry behind a due one) would pile up under a
+    // steady stream: past twice the queue, rebuild the heaps from the queued records (amortised O(1)).
+    if (++this.entries > 2 * this.queued.size + 1024) this.compact();
+  }
+
+  private compact(): void {
+    this.due.clear();
+    this.entries = 0;
+    for (const id of this.queued) {
+      const r = this.records.get(id)!;
+      const at = claimableAt(r);
+      if (at === Infinity) continue;
+      const key = `${r.channel}\n${r.backend}`;
+      let heap = this.due.get(key);
+      if (!heap) this.due.set(key, (heap = new DueHeap()));
+      heap.push(at, r.id);
+      this.entries++;
+    }
+  }
+
+  /** Heap entries held now, stale ones included (tests check the bound). */
+  get indexSize(): number {
+    return this.entries;
+  }
+
+  /** The entry's record when the entry is current (not stale), else undefined. */
+  private current(entry: HeapEntry, key: string): DeliveryRecord | undefined {
+    const r = this.records.get(entry.id);
+    if (!r || !this.queued.has(r.id) || `${r.channel}\n${r.backend}` !== key) return undefined;
+    return claimableAt(r) === entry.at ? r : undefined;
+  }
+
+  /** Drops stale entries from the top of a heap; the top then is current (or the heap is empty). */
+  private settle(heap: DueHeap, key: string): HeapEntry | undefined {
+    for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      if (this.current(top, key)) return top;
+      heap.pop();
+      this.entries--;
+    }
+    if (heap.size === 0) this.due.delete(key);
+    return undefined;
+  }
 
   async create(input: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    return this.insert(input);
+  }
+
+  private insert(input: NewDelivery): { record: DeliveryRecord; created: boolean } {
     if (input.idempotencyKey !== null) {
       const existing = this.keys.get(`${input.scope}\n${input.idempotencyKey}`);
       const record = existing === undefined ? undefined : this.records.get(existing);
@@ -85,8 +212,16 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     };
     this.records.set(record.id, record);
     this.queued.add(record.id);
+    this.schedule(record);
     if (input.idempotencyKey !== null) this.keys.set(`${input.scope}\n${input.idempotencyKey}`, record.id);
     return { record: copy(record), created: true };
+  }
+
+  async createBatch(
+    deliveries: readonly NewDelivery[],
+  ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    // One synchronous pass: nothing else runs in between, so no one sees half a batch.
+    return deliveries.map((d) => this.insert(d));
   }
 
   async get(id: string): Promise<DeliveryRecord | null> {
@@ -122,29 +257,36 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   }
 
   async dueBackends(now: Date): Promise<DueBackend[]> {
-    const backends = new Map<string, DueBackend>();
-    for (const id of this.queued) {
-      const r = this.records.get(id)!;
-      if (isDue(r, now))
-        backends.set(`${r.channel}\n${r.backend}`, { channel: r.channel, backend: r.backend });
+    const backends: DueBackend[] = [];
+    for (const [key, heap] of [...this.due]) {
+      const top = this.settle(heap, key);
+      if (top === undefined || top.at > now.getTime()) continue;
+      const r = this.records.get(top.id)!;
+      backends.push({ channel: r.channel, backend: r.backend });
     }
-    return [...backends.values()];
+    return backends;
   }
 
   async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
-    const due: DeliveryRecord[] = [];
-    for (const id of this.queued) {
-      const r = this.records.get(id)!;
-      if (r.backend === request.backend && r.channel === request.channel && isDue(r, request.now))
-        due.push(r);
-    }
-    due.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
-    const claimed = due.slice(0, request.limit);
-    for (const r of claimed) {
+    const key = `${request.channel}\n${request.backend}`;
+    const heap = this.due.get(key);
+    const claimed: DeliveryRecord[] = [];
+    const t = request.now.getTime();
+    while (heap && claimed.length < request.limit) {
+      const top = this.settle(heap, key);
+      if (top === undefined || top.at > t) break;
+      heap.pop();
+      this.entries--;
+      const r = this.records.get(top.id)!;
+      if (!isDue(r, request.now)) continue;
       r.leaseOwner = request.owner;
-      r.leaseExpiresAt = new Date(request.now.getTime() + request.leaseMs);
+      r.leaseExpiresAt = new Date(t + request.leaseMs);
       r.updatedAt = request.now;
+      // Claimable again only once the lease expires (its owner died); completing re-files it anyway.
+      this.schedule(r);
+      claimed.push(r);
     }
+    claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
     return claimed.map(copy);
   }
 
@@ -166,7 +308,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     if (result.status === 'sent' || result.status === 'failed') {
       r.finishedAt = result.now;
       this.queued.delete(id);
-    }
+    } else this.schedule(r);
     return copy(r);
   }
 
@@ -177,6 +319,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     r.leaseOwner = null;
     r.leaseExpiresAt = null;
     r.updatedAt = request.now;
+    this.schedule(r);
     return true;
   }
 
@@ -188,6 +331,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
         r.leaseOwner = null;
         r.leaseExpiresAt = null;
         r.updatedAt = now;
+        if (this.queued.has(id)) this.schedule(r);
         released++;
       }
     }

@@ -25,8 +25,15 @@ import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
 import { RetryPolicy } from './retry-policy';
 import type { JobLease } from '../../../shared/storage/periodic-job';
 import { DeliveryRetention } from './retention';
-import type { DeliveryStore } from './store';
-import { CHANNELS, DELIVERY_STATUSES, toView, type DeliveryFilter, type DeliveryView } from './types';
+import type { DeliveryStore, NewDelivery } from './store';
+import {
+  CHANNELS,
+  DELIVERY_STATUSES,
+  toView,
+  type DeliveryFilter,
+  type DeliveryRecord,
+  type DeliveryView,
+} from './types';
 import { DeliveryWorker } from './worker';
 
 export type { BackendLookup } from './routing';
@@ -167,6 +174,35 @@ export class DeliveryPipeline {
    * other content is AlreadyExistsError.
    */
   async submit(input: SubmitInput): Promise<SubmitResult> {
+    const prepared = this.prepare(input);
+    const result = this.finish(prepared, await this.store.create(prepared.delivery));
+    if (result.created) this.worker.wake({ channel: input.channel, backend: prepared.delivery.backend });
+    return result;
+  }
+
+  /**
+   * Records many deliveries in ONE commit (all or none) and wakes the worker once. Every input is
+   * validated first: a bad one throws (as `submit` would) and nothing is recorded; a reused key with
+   * other content is AlreadyExistsError after the commit, as for `submit`. Results in input order.
+   * The caller bounds the batch (`delivery.max_batch_size`).
+   */
+  async submitBatch(inputs: readonly SubmitInput[]): Promise<SubmitResult[]> {
+    const prepared = inputs.map((input) => this.prepare(input));
+    const recorded = await this.store.createBatch(prepared.map((p) => p.delivery));
+    const results = prepared.map((p, i) => this.finish(p, recorded[i]!));
+    const woken = new Set<string>();
+    for (const [i, p] of prepared.entries()) {
+      const key = `${p.delivery.channel}/${p.delivery.backend}`;
+      if (results[i]!.created && !woken.has(key)) {
+        woken.add(key);
+        this.worker.wake({ channel: p.delivery.channel, backend: p.delivery.backend });
+      }
+    }
+    return results;
+  }
+
+  /** Validates one input and builds its record; throws on bad input, records nothing. */
+  private prepare(input: SubmitInput): { delivery: NewDelivery; hash: string } {
     if (!CHANNELS.includes(input.channel)) {
       throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
     }
@@ -191,31 +227,40 @@ export class DeliveryPipeline {
     // round robin picks: a retried call with the same key and content is the same delivery.
     const hash = contentHash({ channel: input.channel, backend: named.name, recipient, payload: hashed });
     const driver = requested === undefined ? this.router.pickForNew(input.channel, named) : named;
-    const record = await this.store.create({
-      id: randomUUID(),
-      channel: input.channel,
-      backend: driver.name,
-      backendPinned: requested !== undefined,
-      recipient,
-      maskedRecipient: maskRecipient(input.channel, recipient),
-      scope,
-      idempotencyKey,
-      contentHash: hash,
-      payload,
-      createdAt: this.clock(),
-    });
+    return {
+      hash,
+      delivery: {
+        id: randomUUID(),
+        channel: input.channel,
+        backend: driver.name,
+        backendPinned: requested !== undefined,
+        recipient,
+        maskedRecipient: maskRecipient(input.channel, recipient),
+        scope,
+        idempotencyKey,
+        contentHash: hash,
+        payload,
+        createdAt: this.clock(),
+      },
+    };
+  }
+
+  /** What the store answered, as the caller sees it; a key reused for other content throws. */
+  private finish(
+    prepared: { delivery: NewDelivery; hash: string },
+    record: { record: DeliveryRecord; created: boolean },
+  ): SubmitResult {
     if (!record.created) {
-      if (record.record.contentHash !== hash) {
+      if (record.record.contentHash !== prepared.hash) {
         throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
       }
       return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }
-    this.worker.wake();
     this.log.debug(
       {
         deliveryId: record.record.id,
-        channel: input.channel,
-        backend: driver.name,
+        channel: prepared.delivery.channel,
+        backend: prepared.delivery.backend,
         recipient: record.record.maskedRecipient,
       },
       'delivery recorded',

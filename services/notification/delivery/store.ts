@@ -107,6 +107,11 @@ export interface DeliveryStore {
    * nothing and returns the existing record with `created: false`.
    */
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }>;
+  /**
+   * Records many deliveries in ONE commit (all or none), with `create`'s idempotency per delivery;
+   * results in input order.
+   */
+  createBatch(deliveries: readonly NewDelivery[]): Promise<{ record: DeliveryRecord; created: boolean }[]>;
   get(id: string): Promise<DeliveryRecord | null>;
   list(query: DeliveryPageQuery): Promise<DeliveryPage>;
   /** Backends (with their channel) that have records due at `now` and not leased. */

@@ -22,7 +22,7 @@ import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome 
 import type { DeliveryMetrics } from './metrics';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
-import type { DeliveryStore } from './store';
+import type { DeliveryStore, DueBackend } from './store';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
@@ -126,6 +126,12 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private pollAgain = false;
+  /** A poll is scheduled for this event-loop turn. */
+  private scheduled = false;
+  /** The next poll asks the store which backends have due work. */
+  private fullPoll = false;
+  /** Backends the next poll claims for, by `channel/backend` (when it is not a full poll). */
+  private readonly targets = new Map<string, DueBackend>();
   private running = false;
   private stopping = false;
 
@@ -147,16 +153,38 @@ export class DeliveryWorker {
     this.wake();
   }
 
-  /** Polls as soon as possible (a local submit calls this); coalesced with a poll in progress. */
-  wake(): void {
+  /**
+   * Polls soon (a local submit, a freed slot, a failover calls this). With `target`, only that
+   * backend is claimed for (no `dueBackends` query: the caller knows it has work); without, every
+   * backend with due work. Wake-ups are coalesced: at most one poll per event-loop turn, and one more
+   * after a poll in progress, claiming for every backend woken meanwhile (a batch of its free slots).
+   */
+  wake(target?: DueBackend): void {
     if (!this.running || this.stopping) return;
+    if (target) this.targets.set(`${target.channel}/${target.backend}`, target);
+    else this.fullPoll = true;
     if (this.polling) {
       this.pollAgain = true;
       return;
     }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate, not a microtask: every submit and finished attempt of this I/O turn joins one poll.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.runPoll();
+    });
+  }
+
+  private runPoll(): void {
+    if (!this.running || this.stopping || this.polling) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.polling = this.pollOnce()
+    const full = this.fullPoll;
+    const targets = full ? undefined : [...this.targets.values()];
+    this.fullPoll = false;
+    this.targets.clear();
+    this.polling = this.pollOnce(targets)
       .then(() => undefined)
       .catch((err: unknown) => this.log.error({ err }, 'delivery poll failed'))
       .finally(() => {
@@ -164,7 +192,7 @@ export class DeliveryWorker {
         if (!this.running || this.stopping) return;
         if (this.pollAgain) {
           this.pollAgain = false;
-          this.wake();
+          this.runPoll();
           return;
         }
         this.timer = setTimeout(() => this.wake(), this.options.config.poll_interval_ms);
@@ -176,13 +204,16 @@ export class DeliveryWorker {
     return this.options.config.backend_concurrency[backend] ?? this.options.config.concurrency;
   }
 
-  /** Claims what is due now (within free slots) and starts those attempts; returns how many started. */
-  async pollOnce(): Promise<number> {
+  /**
+   * Claims what is due now (within free slots) and starts those attempts; returns how many started.
+   * `targets`: claim only for these backends, skipping the `dueBackends` query.
+   */
+  async pollOnce(targets?: readonly DueBackend[]): Promise<number> {
     if (this.stopping) return 0;
     const { store } = this.options;
     const now = this.clock();
     let started = 0;
-    for (const due of await store.dueBackends(now)) {
+    for (const due of targets ?? (await store.dueBackends(now))) {
       // A backend this process does not serve (a replica with an older or newer config) is left to
       // the replicas that do: never failed here.
       if (!this.options.resolveDriver(due)) continue;
@@ -218,14 +249,14 @@ export class DeliveryWorker {
       }
       if (claimed.length >= free) this.saturated.add(slot);
       else this.saturated.delete(slot);
+      const fresh: DeliveryRecord[] = [];
       for (const record of claimed) {
         // Our own lease ran out while this process's attempt was still sending or waiting to record
         // its outcome (PGlite's one connection under load): the claim only renewed the lease, and
         // the running attempt records the outcome. Starting another would send the message twice.
-        if (this.inFlight.has(record.id)) continue;
-        this.begin(record);
-        started++;
+        if (!this.inFlight.has(record.id)) fresh.push(record);
       }
+      started += this.beginAll(fresh);
     }
     return started;
   }
@@ -235,18 +266,56 @@ export class DeliveryWorker {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight.values()].map((f) => f.done));
   }
 
-  private begin(record: DeliveryRecord): void {
+  /**
+   * Starts attempts for `records` (claimed together for one backend). Those a batch-capable driver
+   * serves (the router sends them all through the same driver) go out in one `sendBatch` call; the
+   * rest one by one. Each record still has its own slot, lease, outcome and recording.
+   */
+  private beginAll(records: DeliveryRecord[]): number {
+    const batch: { entry: InFlight; driver: DeliveryDriver }[] = [];
+    for (const record of records) {
+      const route: ReturnType<BackendRouter['route']> =
+        record.payload === null ? { missing: true } : this.options.router.route(record);
+      const driver = 'driver' in route ? route.driver : undefined;
+      if (records.length > 1 && driver?.sendBatch && (batch.length === 0 || batch[0]!.driver === driver)) {
+        batch.push({ entry: this.track(record), driver });
+      } else {
+        const entry = this.track(record);
+        this.settle(entry, this.attempt(entry, route));
+      }
+    }
+    if (batch.length === 1) {
+      const [{ entry, driver }] = batch;
+      this.settle(entry!, this.attempt(entry!, { driver: driver! }));
+    } else if (batch.length > 1) {
+      this.sendBatch(
+        batch.map((b) => b.entry),
+        batch[0]!.driver,
+      );
+    }
+    return records.length;
+  }
+
+  /** Takes a slot for `record` and registers its attempt as in flight. */
+  private track(record: DeliveryRecord, controller = new AbortController()): InFlight {
     const slot = `${record.channel}/${record.backend}`;
     this.busy.set(slot, (this.busy.get(slot) ?? 0) + 1);
     const entry: InFlight = {
       record,
-      controller: new AbortController(),
+      controller,
       recording: false,
       released: false,
       done: Promise.resolve(),
     };
     this.inFlight.set(record.id, entry);
-    entry.done = this.attempt(entry)
+    return entry;
+  }
+
+  /** Frees the entry's slot once `work` ends (and wakes a saturated backend for the next claim). */
+  private settle(entry: InFlight, work: Promise<void>): void {
+    const { record } = entry;
+    const slot = `${record.channel}/${record.backend}`;
+    entry.done = work
       .catch((err: unknown) =>
         // The lease expires and another poll retries the record; nothing is lost.
         this.log.error({ err, deliveryId: record.id }, 'recording a delivery attempt failed'),
@@ -256,16 +325,46 @@ export class DeliveryWorker {
         const left = (this.busy.get(slot) ?? 1) - 1;
         if (left > 0) this.busy.set(slot, left);
         else this.busy.delete(slot);
-        if (this.saturated.has(slot)) this.wake();
+        if (this.saturated.has(slot)) this.wake({ channel: record.channel, backend: record.backend });
       });
   }
 
-  private async attempt(entry: InFlight): Promise<void> {
+  /**
+   * One `sendBatch` call for `entries` under one attempt timeout and one signal (shutdown aborts it
+   * as a whole); each outcome is then recorded for its own record, as a single attempt's would be.
+   */
+  private sendBatch(entries: InFlight[], driver: DeliveryDriver): void {
+    const controller = new AbortController();
+    for (const e of entries) e.controller = controller;
+    const startedAt = this.clock();
+    const t0 = performance.now();
+    const first = entries[0]!.record;
+    const outcomes = this.race(controller, driver.name, first.id, () =>
+      driver.sendBatch!(
+        entries.map((e) => e.record.payload),
+        { deliveryId: first.id, attempt: first.attempts.length + 1, signal: controller.signal },
+      ),
+    ).then((result) => {
+      const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+      const list: (SendOutcome | undefined)[] = Array.isArray(result) ? result : entries.map(() => result);
+      return { list, durationMs };
+    });
+    for (const [i, entry] of entries.entries()) {
+      const number = entry.record.attempts.length + 1;
+      this.settle(
+        entry,
+        outcomes.then(({ list, durationMs }) =>
+          // A driver that answers fewer outcomes than payloads: the missing ones are invalid (retried).
+          this.record(entry, number, driver, checkOutcome(list[i]), startedAt, durationMs),
+        ),
+      );
+    }
+  }
+
+  private async attempt(entry: InFlight, route: ReturnType<BackendRouter['route']>): Promise<void> {
     const { record } = entry;
-    const { router, breakers, store } = this.options;
+    const { store } = this.options;
     const number = record.attempts.length + 1;
-    const route: ReturnType<BackendRouter['route']> =
-      record.payload === null ? { missing: true } : router.route(record);
     if ('waitUntil' in route) {
       // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
       entry.recording = true;
@@ -281,11 +380,25 @@ export class DeliveryWorker {
       return;
     }
     const driver = 'driver' in route ? route.driver : undefined;
-    const used = driver?.name ?? record.backend;
     const startedAt = this.clock();
     const t0 = performance.now();
     const outcome = checkOutcome(await this.send(entry, number, driver));
     const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+    await this.record(entry, number, driver, outcome, startedAt, durationMs);
+  }
+
+  /** Records one attempt's outcome (breakers, retry policy, failover, metrics, store, logs). */
+  private async record(
+    entry: InFlight,
+    number: number,
+    driver: DeliveryDriver | undefined,
+    outcome: SendOutcome,
+    startedAt: Date,
+    durationMs: number,
+  ): Promise<void> {
+    const { record } = entry;
+    const { router, breakers, store } = this.options;
+    const used = driver?.name ?? record.backend;
     if (entry.released) {
       if (driver) breakers.cancel(record.channel, used);
       return;
@@ -341,7 +454,7 @@ export class DeliveryWorker {
       this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
     }
     // Failover retries at once on the next backend: poll for it now, not at the next interval.
-    if (immediate) this.wake();
+    if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
     if (decision.status === 'failed')
       this.log.warn({ ...log, reason: attempt.error, failure }, 'delivery failed');
     else if (decision.status === 'retrying')
@@ -362,10 +475,24 @@ export class DeliveryWorker {
     if (record.payload === null)
       return { class: 'permanent', reason: 'delivery content was erased', failure: 'payload_rejected' };
     if (!driver) return { class: 'permanent', reason: `backend "${record.backend}" is not configured` };
+    return this.race(controller, driver.name, record.id, () =>
+      driver.send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal }),
+    );
+  }
+
+  /**
+   * Runs one driver call under the attempt timeout: its result, or the retryable outcome of a timeout,
+   * a shutdown or a throw (a driver that ignores its signal must not hold the slots and leases).
+   */
+  private async race<T>(
+    controller: AbortController,
+    backend: string,
+    deliveryId: string,
+    call: () => Promise<T>,
+  ): Promise<T | SendOutcome> {
     const timeoutMs = this.options.config.attempt_timeout_ms;
     const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
     let onAbort: (() => void) | undefined;
-    // A driver that ignores its signal must not hold the slot (and the lease) past the timeout.
     const aborted = new Promise<SendOutcome>((resolve) => {
       onAbort = () =>
         resolve({
@@ -379,12 +506,10 @@ export class DeliveryWorker {
     });
     try {
       return await Promise.race([
-        driver
-          .send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal })
-          .catch((err: unknown): SendOutcome => {
-            this.log.error({ err, deliveryId: record.id, backend: driver.name }, 'delivery driver threw');
-            return { class: 'retryable', reason: 'internal error in the delivery driver' };
-          }),
+        call().catch((err: unknown): SendOutcome => {
+          this.log.error({ err, deliveryId, backend }, 'delivery driver threw');
+          return { class: 'retryable', reason: 'internal error in the delivery driver' };
+        }),
         aborted,
       ]);
     } finally {

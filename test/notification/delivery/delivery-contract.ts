@@ -433,6 +433,85 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect((await pipeline.get(delivery.id)).status).toBe('sent');
       });
 
+      it('when a batch is submitted, every record is committed at once with per-record idempotency', async () => {
+        const { pipeline, driver } = setup();
+        const input = (i: number, key?: string) => ({
+          channel: 'email' as const,
+          backend: driver.name,
+          recipient: `r${i}@example.com`,
+          payload: { subject: `batch ${i}`, text: 'x' },
+          scope: 'caller-a',
+          idempotencyKey: key,
+        });
+        const first = await pipeline.submitBatch([input(0, 'k0'), input(1), input(2, 'k2'), input(0, 'k0')]);
+        expect(first.map((r) => r.created)).toEqual([true, true, true, false]);
+        // The fourth repeats the first (same key, same content) within the batch: recorded once.
+        expect(first[3]!.delivery.id).toBe(first[0]!.delivery.id);
+        const again = await pipeline.submitBatch([input(2, 'k2'), input(4)]);
+        expect(again.map((r) => r.created)).toEqual([false, true]);
+        expect(again[0]!.delivery.id).toBe(first[2]!.delivery.id);
+        await expect(pipeline.submitBatch([input(9, 'k2')])).rejects.toThrow(/different delivery/);
+        const all = await pipeline.list({ backend: driver.name }, '', 50);
+        expect(all.deliveries).toHaveLength(4);
+        expect(all.deliveries.every((d) => d.status === 'pending')).toBe(true);
+        // A bad input anywhere records nothing.
+        await expect(pipeline.submitBatch([input(5), { ...input(6), recipient: '' }])).rejects.toThrow(
+          /recipient is required/,
+        );
+        expect((await pipeline.list({ backend: driver.name }, '', 50)).deliveries).toHaveLength(4);
+      });
+
+      it('when many outcomes are recorded at once, each is judged on its own lease and status', async () => {
+        const { pipeline, driver, clock } = setup();
+        const ids: string[] = [];
+        for (let i = 0; i < 6; i++)
+          ids.push(
+            (await submit(pipeline, driver, { payload: { subject: `batch ${i}`, text: 'x' } })).delivery.id,
+          );
+        const claimed = await store.claim({
+          channel: 'email',
+          backend: driver.name,
+          owner: 'w',
+          now: clock.now(),
+          leaseMs: 60000,
+          limit: 10,
+        });
+        expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
+        const attempt = { number: 1, startedAt: clock.now(), durationMs: 1, outcome: 'sent' as const };
+        const sent = { attempt, status: 'sent' as const, nextAttemptAt: null, now: clock.now() };
+        const retry = {
+          attempt: { ...attempt, outcome: 'retryable' as const, error: 'try later' },
+          status: 'retrying' as const,
+          nextAttemptAt: new Date(clock.now().getTime() + 1000),
+          now: clock.now(),
+        };
+        // All issued in one turn: a database store records them in as few statements as it can.
+        const results = await Promise.all([
+          store.completeAttempt(ids[0]!, 'w', sent),
+          store.completeAttempt(ids[1]!, 'other', sent), // not the lease holder
+          store.completeAttempt(ids[2]!, 'w', retry),
+          store.completeAttempt(ids[3]!, 'w', sent),
+          store.completeAttempt(ids[3]!, 'w', retry), // the same record again: already final
+          store.completeAttempt(ids[4]!, 'w', sent),
+        ]);
+        expect(results.map((r) => r?.status ?? null)).toEqual([
+          'sent',
+          null,
+          'retrying',
+          'sent',
+          null,
+          'sent',
+        ]);
+        expect(results[2]).toMatchObject({
+          id: ids[2],
+          lastError: 'try later',
+          attempts: [{ outcome: 'retryable' }],
+        });
+        expect((await pipeline.get(ids[1]!)).status).toBe('pending');
+        expect((await pipeline.get(ids[3]!)).attempts).toHaveLength(1);
+        expect((await pipeline.get(ids[5]!)).status).toBe('pending');
+      });
+
       it('when stopping, an attempt that finishes before the deadline is recorded', async () => {
         const { pipeline, driver } = setup();
         const gate = new Gate<SendOutcome>();

@@ -53,6 +53,7 @@ class FinalNotifyingStore implements DeliveryStore {
     this.backend = inner.backend;
   }
   create: DeliveryStore['create'] = (d) => this.inner.create(d);
+  createBatch: DeliveryStore['createBatch'] = (ds) => this.inner.createBatch(ds);
   get: DeliveryStore['get'] = (id) => this.inner.get(id);
   list: DeliveryStore['list'] = (q) => this.inner.list(q);
   dueBackends: DeliveryStore['dueBackends'] = (now) => this.inner.dueBackends(now);

@@ -8,7 +8,6 @@ import { InvalidArgumentError } from '../../../../shared/errors';
 import type { DeliveryPipeline } from '../../delivery/pipeline';
 import type { DeliveryView } from '../../delivery/types';
 import type { PushChannel } from './push-channel';
-import { mapBounded } from './push-driver';
 import type { PushPayload } from './push-payload';
 
 /** Options of one send. */
@@ -18,9 +17,6 @@ export interface PushSendOptions {
   /** One send: its key. A batch: each message's key is derived from it and the message's index. */
   idempotencyKey?: string;
 }
-
-/** Records submitted at once while a batch is recorded (bounds the store's queue, not the batch). */
-const SUBMIT_CONCURRENCY = 64;
 
 /** Turns SendPush and SendPushBatch requests into push deliveries. */
 export class PushSender {
@@ -48,7 +44,7 @@ export class PushSender {
 
   /**
    * Validates every message first (InvalidArgumentError naming `messages[i].<field>`, nothing
-   * recorded), then records one delivery per message; results in request order.
+   * recorded), then records one delivery per message, all in one commit; results in request order.
    */
   async sendBatch(
     messages: readonly PushPayload[],
@@ -66,16 +62,18 @@ export class PushSender {
     }
     const payloads = messages.map((m, i) => this.channel.check(driver, m, `messages[${i}]`));
     const key = opts.idempotencyKey || undefined;
-    return mapBounded(payloads, SUBMIT_CONCURRENCY, async (payload, i) => {
-      const result = await this.pipeline.submit({
-        channel: 'push',
+    // One commit for the whole batch (bounded by max_batch_size): a batch is recorded whole or not
+    // at all, and the worker is woken once for it.
+    const results = await this.pipeline.submitBatch(
+      payloads.map((payload, i) => ({
+        channel: 'push' as const,
         backend: driver.name,
         recipient: payload.deviceToken,
         payload,
         scope,
         idempotencyKey: key === undefined ? undefined : `${key}#${i}`,
-      });
-      return result.delivery;
-    });
+      })),
+    );
+    return results.map((r) => r.delivery);
   }
 }
