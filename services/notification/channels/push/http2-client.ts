@@ -197,7 +197,11 @@ export class Http2Client {
         chunks.push(chunk.subarray(0, MAX_ANSWER_BYTES - size));
         size += chunk.length;
       });
+      // Every stream emits 'close', answered or not: build an error (and its stack trace) only when
+      // the exchange has not settled yet, never on the hot path of an answered stream.
+      let settled = false;
       stream.on('end', () => {
+        settled = true;
         if (status === 0) reject(new Http2RequestError('connection', 'stream ended without an answer'));
         else
           resolve({
@@ -206,13 +210,17 @@ export class Http2Client {
             body: chunks.length === 0 ? '' : Buffer.concat(chunks).toString('utf8'),
           });
       });
-      stream.on('error', () =>
-        reject(gate.error ?? new Http2RequestError('connection', 'connection failed')),
-      );
-      // Reset without an answer (RST_STREAM, session torn down): a no-op once settled.
-      stream.on('close', () =>
-        reject(gate.error ?? new Http2RequestError('connection', 'stream closed without an answer')),
-      );
+      stream.on('error', () => {
+        if (settled) return;
+        settled = true;
+        reject(gate.error ?? new Http2RequestError('connection', 'connection failed'));
+      });
+      // Reset without an answer (RST_STREAM, session torn down).
+      stream.on('close', () => {
+        if (settled) return;
+        settled = true;
+        reject(gate.error ?? new Http2RequestError('connection', 'stream closed without an answer'));
+      });
       stream.end(req.body);
     });
   }
