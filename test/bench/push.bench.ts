@@ -11,6 +11,7 @@ import { silentLogger } from '../../shared/logging/logger';
 import { loadJose } from '../../shared/auth/jose';
 import { loadNotificationConfig } from '../../services/notification/config';
 import { createNotificationApp } from '../../services/notification/app';
+import { startCluster } from '../support/postgres-cluster';
 import { ApnsDriver } from '../../services/notification/channels/push/apns-driver';
 import { apnsBody } from '../../services/notification/channels/push/apns-driver';
 import { PushDriverBConfigSchema } from '../../services/notification/channels/push/config';
@@ -94,23 +95,28 @@ export async function runPushBench(): Promise<BenchRow[]> {
     logger: silentLogger(),
   });
 
-  const config = loadNotificationConfig(
-    {
-      server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, max_request_bytes: 16 * 1024 * 1024 },
-      inbox: { store_backend: 'memory' },
-      delivery: {
-        store_backend: 'memory',
-        concurrency: CONCURRENCY,
-        poll_interval_ms: 50,
-        max_batch_size: N,
+  // The service under test, with its delivery store in memory or on PostgreSQL.
+  const startApp = async (database?: string) => {
+    const config = loadNotificationConfig(
+      {
+        server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, max_request_bytes: 16 * 1024 * 1024 },
+        inbox: { store_backend: 'memory' },
+        ...(database ? { database: { url: database } } : {}),
+        delivery: {
+          store_backend: database ? 'database' : 'memory',
+          concurrency: CONCURRENCY,
+          poll_interval_ms: 50,
+          max_batch_size: N,
+        },
+        push_backends: [{ name: 'apns', driver: 'push_driver_b', push_driver_b: settings }],
       },
-      push_backends: [{ name: 'apns', driver: 'push_driver_b', push_driver_b: settings }],
-    },
-    { env: {}, file: null },
-  );
-  const app = await createNotificationApp(config, silentLogger());
-  const ports = await app.start();
-  const client = grpcClient(NotificationService, `127.0.0.1:${ports.grpc}`);
+      { env: {}, file: null },
+    );
+    const app = await createNotificationApp(config, silentLogger());
+    const ports = await app.start();
+    return { app, client: grpcClient(NotificationService, `127.0.0.1:${ports.grpc}`) };
+  };
+  const { app, client } = await startApp();
   const messages = payloads.map((p) => ({ deviceToken: p.deviceToken, title: p.title, body: p.body }));
   let round = 0;
   try {
@@ -129,18 +135,31 @@ export async function runPushBench(): Promise<BenchRow[]> {
       () => bare(peer, jwt),
     );
     process.stdout.write(`  sendBatch: ratio ${batch.ratio.toFixed(3)}\n`);
-    const e2e = await compareThroughput(
-      async () => {
-        const before = peer.answered;
-        const t0 = performance.now();
-        // A fresh key per round: the same key would return the first round's deliveries.
-        await unary(client, 'sendPushBatch', { messages, idempotencyKey: `bench-${round++}` });
-        while (peer.answered - before < N) await new Promise((r) => setTimeout(r, 5));
-        await app.deliveries.worker.idle();
-        return N / ((performance.now() - t0) / 1000);
-      },
-      () => bare(peer, jwt),
-    );
+    const endToEnd = (target: { app: typeof app; client: typeof client }) =>
+      compareThroughput(
+        async () => {
+          const before = peer.answered;
+          const t0 = performance.now();
+          // A fresh key per round: the same key would return the first round's deliveries.
+          await unary(target.client, 'sendPushBatch', { messages, idempotencyKey: `bench-${round++}` });
+          while (peer.answered - before < N) await new Promise((r) => setTimeout(r, 5));
+          await target.app.deliveries.worker.idle();
+          return N / ((performance.now() - t0) / 1000);
+        },
+        () => bare(peer, jwt),
+      );
+    const e2e = await endToEnd({ app, client });
+    // The same with the database store on PostgreSQL (reported): one commit per batch, group-committed outcomes.
+    const cluster = process.env.TEST_DATABASE_URL ? undefined : await startCluster();
+    const db = await startApp(process.env.TEST_DATABASE_URL ?? cluster!.url);
+    let e2eDb;
+    try {
+      e2eDb = await endToEnd(db);
+    } finally {
+      db.client.close();
+      await db.app.stop();
+      cluster?.stop();
+    }
     return [
       {
         name: `push: APNs sendBatch of ${N} vs bare node:http2 (${CONCURRENCY} streams)`,
@@ -152,6 +171,12 @@ export async function runPushBench(): Promise<BenchRow[]> {
         name: `push: SendPushBatch of ${N} over gRPC end to end (memory store) vs bare node:http2`,
         ...e2e,
         target: '>= 0.5',
+        unit: 'notifications/s',
+      },
+      {
+        name: `push: SendPushBatch of ${N} over gRPC end to end (database store on PostgreSQL) vs bare node:http2`,
+        ...e2eDb,
+        target: 'report',
         unit: 'notifications/s',
       },
     ];
