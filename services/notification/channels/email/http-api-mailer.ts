@@ -10,13 +10,12 @@ import https from 'node:https';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
+import { boundedRequest, type NoAnswer } from '../http-request';
 import type { HttpApiDriverConfig } from './config';
 import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES, type HttpApiAnswer } from './http-api-outcomes';
 import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
 import type { MailerHealthResult, MailerProtocol } from './mailer';
 
-/** Most bytes of an answer read; the rest is dropped (an error body needs far less). */
-export const MAX_ANSWER_BYTES = 64 * 1024;
 /** The longest a health probe may take (below the health checker's default 5 s per check). */
 export const HTTP_API_PROBE_TIMEOUT_MS = 4000;
 
@@ -29,7 +28,6 @@ export interface HttpApiMailerOptions {
 }
 
 /** Why a request ended without an answer. */
-type NoAnswer = { kind: keyof typeof HTTP_API_ERROR_OUTCOMES; code?: string };
 
 /** The `http_api` driver of one named backend. */
 export class HttpApiMailer implements MailerProtocol {
@@ -148,10 +146,7 @@ export class HttpApiMailer implements MailerProtocol {
     return { status: 'degraded', details, message: `mail API check failed: ${outcome.reason}` };
   }
 
-  /**
-   * One request, bounded in time (`timeoutMs`, and `signal`) and in the bytes read back. Resolves with
-   * the answer or with why there was none; never rejects.
-   */
+  /** One request through the backend's agent (channels/http-request.ts: bounded, never rejects). */
   private request(
     method: string,
     url: URL,
@@ -160,51 +155,7 @@ export class HttpApiMailer implements MailerProtocol {
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<HttpApiAnswer | NoAnswer> {
-    return new Promise((resolve) => {
-      let ended: NoAnswer | undefined;
-      const client = url.protocol === 'https:' ? https : http;
-      const req = client.request(url, { method, headers, agent: this.agent });
-      const stop = (why: NoAnswer) => {
-        ended ??= why;
-        req.destroy();
-      };
-      const timer = setTimeout(() => stop({ kind: 'timeout' }), timeoutMs);
-      const onAbort = () => stop({ kind: 'aborted' });
-      // One listener, removed when the request ends: the signal may outlive many requests.
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const finish = (result: HttpApiAnswer | NoAnswer) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(result);
-      };
-      if (signal?.aborted) stop({ kind: 'aborted' });
-      req.on('error', (err: NodeJS.ErrnoException) =>
-        finish(ended ?? { kind: 'connection', code: err.code }),
-      );
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size >= MAX_ANSWER_BYTES) return;
-          chunks.push(chunk.subarray(0, MAX_ANSWER_BYTES - size));
-          size += chunk.length;
-          // More than we will ever read: stop the transfer instead of buffering it.
-          if (size >= MAX_ANSWER_BYTES) res.destroy();
-        });
-        const answer = (): HttpApiAnswer => ({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: Buffer.concat(chunks).toString('utf8'),
-          receivedAt: Date.now(),
-        });
-        res.on('end', () => finish(answer()));
-        // A status line arrived: a cut body still classifies by its status, unless we cut it short
-        // because of our own timeout or abort.
-        res.on('close', () => finish(ended ?? answer()));
-        res.on('error', () => undefined);
-      });
-      req.end(body);
-    });
+    return boundedRequest({ method, url, headers, body, agent: this.agent, timeoutMs, signal });
   }
 }
 

@@ -4,7 +4,8 @@ export * from './mailable';
 export * from './mailer';
 export * from './mailer-module';
 export { SmtpMailer, SMTP_PROBE_TIMEOUT_MS } from './smtp-mailer';
-export { HttpApiMailer, HTTP_API_PROBE_TIMEOUT_MS, MAX_ANSWER_BYTES } from './http-api-mailer';
+export { HttpApiMailer, HTTP_API_PROBE_TIMEOUT_MS } from './http-api-mailer';
+export { MAX_ANSWER_BYTES } from '../http-request';
 export { SMTP_REPLY_OUTCOMES, SMTP_ERROR_OUTCOMES, classifySmtpFailure } from './smtp-outcomes';
 export {
   HTTP_API_STATUS_OUTCOMES,

@@ -1,11 +1,9 @@
 /**
  * The http_api mailer against a local server speaking the SendGrid v3 mail-send protocol.
  */
+import { MAX_ANSWER_BYTES } from '../../../../services/notification/channels/http-request';
 import { HttpApiDriverConfigSchema } from '../../../../services/notification/channels/email/config';
-import {
-  HttpApiMailer,
-  MAX_ANSWER_BYTES,
-} from '../../../../services/notification/channels/email/http-api-mailer';
+import { HttpApiMailer } from '../../../../services/notification/channels/email/http-api-mailer';
 import { waitFor } from '../../../support/wait';
 import { attempt, FROM, outbound, simpleEmail } from './support';
 import { startV3Peer, type V3Peer } from './v3-peer';
