@@ -6,6 +6,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { SendOutcome } from '../delivery/driver';
+import type { OutcomeDecision } from './outcome-table';
 
 /** The most of an answer's body a driver reads; the rest is never buffered. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
@@ -88,4 +90,20 @@ export function boundedRequest(r: BoundedRequest): Promise<HttpAnswer | NoAnswer
     });
     req.end(r.body);
   });
+}
+
+/**
+ * The outcome of a request that got no answer, from the driver's own table of those cases (kept
+ * beside the driver as data): the row's class, its meaning (with the socket error's code) as reason.
+ */
+export function noAnswerOutcome(
+  table: Readonly<Record<NoAnswer['kind'], OutcomeDecision>>,
+  why: NoAnswer,
+): SendOutcome {
+  const row = table[why.kind];
+  return {
+    class: row.class,
+    reason: why.code ? `${row.meaning} (${why.code})` : row.meaning,
+    providerCode: why.code ?? why.kind,
+  };
 }

@@ -10,9 +10,9 @@ import https from 'node:https';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
-import { boundedRequest, type NoAnswer } from '../http-request';
+import { boundedRequest, noAnswerOutcome } from '../http-request';
 import type { HttpApiDriverConfig } from './config';
-import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES, type HttpApiAnswer } from './http-api-outcomes';
+import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES } from './http-api-outcomes';
 import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
 import type { MailerHealthResult, MailerProtocol } from './mailer';
 
@@ -56,20 +56,23 @@ export class HttpApiMailer implements MailerProtocol {
     const problem = outboundEmailProblem(payload);
     if (problem !== undefined) return { class: 'permanent', reason: `malformed email payload: ${problem}` };
     const body = JSON.stringify(this.v3Body(payload, ctx.deliveryId));
-    const result = await this.request(
-      'POST',
-      new URL('v3/mail/send', this.base),
-      {
+    const result = await boundedRequest({
+      method: 'POST',
+      url: new URL('v3/mail/send', this.base),
+      headers: {
         authorization: `Bearer ${this.config.api_key}`,
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(body)),
       },
       body,
-      this.config.timeout_ms,
-      ctx.signal,
-    );
+      agent: this.agent,
+      timeoutMs: this.config.timeout_ms,
+      signal: ctx.signal,
+    });
     const outcome =
-      'status' in result ? classifyHttpApiAnswer(result, [this.config.api_key]) : noAnswerOutcome(result);
+      'status' in result
+        ? classifyHttpApiAnswer(result, [this.config.api_key])
+        : noAnswerOutcome(HTTP_API_ERROR_OUTCOMES, result);
     if (outcome.class !== 'sent') {
       this.log.warn(
         {
@@ -128,13 +131,13 @@ export class HttpApiMailer implements MailerProtocol {
 
   private async probe(): Promise<MailerHealthResult> {
     const started = performance.now();
-    const result = await this.request(
-      'GET',
-      this.base,
-      {},
-      undefined,
-      Math.min(this.config.timeout_ms, HTTP_API_PROBE_TIMEOUT_MS),
-    );
+    const result = await boundedRequest({
+      method: 'GET',
+      url: this.base,
+      headers: {},
+      agent: this.agent,
+      timeoutMs: Math.min(this.config.timeout_ms, HTTP_API_PROBE_TIMEOUT_MS),
+    });
     const details = {
       backend: this.name,
       driver: this.driver,
@@ -142,32 +145,11 @@ export class HttpApiMailer implements MailerProtocol {
       cached: false,
     };
     if ('status' in result) return { status: 'healthy', details };
-    const outcome = noAnswerOutcome(result);
+    const outcome = noAnswerOutcome(HTTP_API_ERROR_OUTCOMES, result);
     return { status: 'degraded', details, message: `mail API check failed: ${outcome.reason}` };
-  }
-
-  /** One request through the backend's agent (channels/http-request.ts: bounded, never rejects). */
-  private request(
-    method: string,
-    url: URL,
-    headers: Record<string, string>,
-    body: string | undefined,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<HttpApiAnswer | NoAnswer> {
-    return boundedRequest({ method, url, headers, body, agent: this.agent, timeoutMs, signal });
   }
 }
 
 function v3Address(a: EmailAddress): EmailAddress {
   return a.name ? { email: a.email, name: a.name } : { email: a.email };
-}
-
-function noAnswerOutcome(why: NoAnswer): SendOutcome {
-  const row = HTTP_API_ERROR_OUTCOMES[why.kind];
-  return {
-    class: row.class,
-    reason: why.code ? `${row.meaning} (${why.code})` : row.meaning,
-    providerCode: why.code ?? why.kind,
-  };
 }

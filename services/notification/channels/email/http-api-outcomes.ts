@@ -4,7 +4,7 @@
  * the README and the row-by-row tests read the same rules the driver applies. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from './outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 
 /** A row matched on the HTTP answer. */
 export interface HttpApiStatusRow extends OutcomeDecision {

@@ -14,7 +14,7 @@ import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './m
 import { type MailerHealthResult, type MailerProtocol } from './mailer';
 import { ProbeCache } from './probe-cache';
 import { classifySmtpFailure, type SmtpFailure } from './smtp-outcomes';
-import { safeText } from './outcome-table';
+import { safeText } from '../outcome-table';
 
 /**
  * The longest a health probe may take. Below the health checker's default per-check limit (5 s),

@@ -3,7 +3,7 @@
  * a failure without a reply (nodemailer's error code), classifies an attempt. Kept as data so the
  * README and the row-by-row tests read the same rules the driver applies. First matching row wins.
  */
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from './outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 import type { SendOutcome } from '../../delivery/driver';
 
 /** A row matched on the relay's reply. */

@@ -4,7 +4,7 @@
  * tests read the rules the driver applies. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../email/outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 
 /** A row matched on status and APNs `reason`. */
 export interface ApnsRow extends OutcomeDecision {

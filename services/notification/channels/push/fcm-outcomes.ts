@@ -4,7 +4,7 @@
  * answers by the per-token `results[].error`. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../email/outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 
 /** A row matched on an HTTP v1 answer. */
 export interface FcmV1Row extends OutcomeDecision {

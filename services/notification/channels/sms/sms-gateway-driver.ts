@@ -11,14 +11,10 @@ import https from 'node:https';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
-import { boundedRequest, type NoAnswer } from '../http-request';
+import { boundedRequest, noAnswerOutcome } from '../http-request';
 import type { SmsGatewayDriverConfig } from './config';
 import type { SmsDriver, SmsHealthResult } from './sms-driver';
-import {
-  classifySmsGatewayAnswer,
-  SMS_GATEWAY_ERROR_OUTCOMES,
-  type SmsGatewayAnswer,
-} from './sms-gateway-outcomes';
+import { classifySmsGatewayAnswer, SMS_GATEWAY_ERROR_OUTCOMES } from './sms-gateway-outcomes';
 import { type SmsPayload, smsPayloadProblem } from './sms-message';
 
 /** The longest a health probe may take (below the health checker's default 5 s per check). */
@@ -66,23 +62,26 @@ export class SmsGatewayDriver implements SmsDriver {
   async send(payload: SmsPayload, ctx: DriverSendContext): Promise<SendOutcome> {
     const problem = smsPayloadProblem(payload);
     if (problem !== undefined) return { class: 'permanent', reason: `malformed SMS payload: ${problem}` };
-    if (this.closed) return noAnswerOutcome({ kind: 'aborted', code: 'closed' });
+    if (this.closed) return noAnswerOutcome(SMS_GATEWAY_ERROR_OUTCOMES, { kind: 'aborted', code: 'closed' });
     const body = new URLSearchParams({ To: payload.to, From: payload.from, Body: payload.body }).toString();
-    const result = await this.request(
-      'POST',
-      this.messagesUrl,
-      {
+    const result = await boundedRequest({
+      method: 'POST',
+      url: this.messagesUrl,
+      headers: {
         authorization: this.authorization,
         'content-type': 'application/x-www-form-urlencoded',
         'content-length': String(Buffer.byteLength(body)),
         accept: 'application/json',
       },
       body,
-      this.config.timeout_ms,
-      ctx.signal,
-    );
+      agent: this.agent,
+      timeoutMs: this.config.timeout_ms,
+      signal: ctx.signal,
+    });
     const outcome =
-      'status' in result ? classifySmsGatewayAnswer(result, this.secrets()) : noAnswerOutcome(result);
+      'status' in result
+        ? classifySmsGatewayAnswer(result, this.secrets())
+        : noAnswerOutcome(SMS_GATEWAY_ERROR_OUTCOMES, result);
     if (outcome.class !== 'sent') {
       this.log.warn(
         {
@@ -121,13 +120,13 @@ export class SmsGatewayDriver implements SmsDriver {
 
   private async probe(): Promise<SmsHealthResult> {
     const started = performance.now();
-    const result = await this.request(
-      'GET',
-      this.accountUrl,
-      { authorization: this.authorization, accept: 'application/json' },
-      undefined,
-      Math.min(this.config.timeout_ms, SMS_GATEWAY_PROBE_TIMEOUT_MS),
-    );
+    const result = await boundedRequest({
+      method: 'GET',
+      url: this.accountUrl,
+      headers: { authorization: this.authorization, accept: 'application/json' },
+      agent: this.agent,
+      timeoutMs: Math.min(this.config.timeout_ms, SMS_GATEWAY_PROBE_TIMEOUT_MS),
+    });
     const details = {
       backend: this.name,
       driver: this.driver,
@@ -146,28 +145,7 @@ export class SmsGatewayDriver implements SmsDriver {
     return {
       status: 'degraded',
       details,
-      message: `SMS API check failed: ${noAnswerOutcome(result).reason}`,
+      message: `SMS API check failed: ${noAnswerOutcome(SMS_GATEWAY_ERROR_OUTCOMES, result).reason}`,
     };
   }
-
-  /** One request through the backend's agent (channels/http-request.ts: bounded, never rejects). */
-  private request(
-    method: string,
-    url: URL,
-    headers: Record<string, string>,
-    body: string | undefined,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<SmsGatewayAnswer | NoAnswer> {
-    return boundedRequest({ method, url, headers, body, agent: this.agent, timeoutMs, signal });
-  }
-}
-
-function noAnswerOutcome(why: NoAnswer): SendOutcome {
-  const row = SMS_GATEWAY_ERROR_OUTCOMES[why.kind];
-  return {
-    class: row.class,
-    reason: why.code ? `${row.meaning} (${why.code})` : row.meaning,
-    providerCode: why.code ?? why.kind,
-  };
 }

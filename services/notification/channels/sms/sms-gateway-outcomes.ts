@@ -6,7 +6,7 @@
  */
 import type { SendOutcome } from '../../delivery/driver';
 import { retryAfterMs, type HttpApiAnswer } from '../email/http-api-outcomes';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../email/outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 
 /** A row matched on the HTTP answer. */
 export interface SmsGatewayStatusRow extends OutcomeDecision {

@@ -1,5 +1,5 @@
-/** Helpers shared by the mailers' outcome tables. */
-import type { FailureKind, OutcomeClass } from '../../delivery/driver';
+/** Helpers shared by every driver's outcome table (email, SMS, push). */
+import type { FailureKind, OutcomeClass } from '../delivery/driver';
 
 /** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
 export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
