@@ -4,14 +4,19 @@
  * `TOKEN_RENEW_MS` and renewed then (APNs refuses tokens older than an hour and ones renewed more
  * often than every 20 minutes). One session per backend; answers classified by apns-outcomes.ts.
  */
-import { performance } from 'node:perf_hooks';
 import { type Jose, loadJose } from '../../../../shared/auth/jose';
 import type { Logger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
 import { APNS_ERROR_OUTCOMES, classifyApnsAnswer } from './apns-outcomes';
 import type { PushDriverBConfig } from './config';
 import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import { batchContext, mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
+import {
+  batchContext,
+  mapBounded,
+  probeSession,
+  type PushDriver,
+  type PushHealthResult,
+} from './push-driver';
 import { APNS_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 
 /** A provider token is reused this long (inside APNs' 20 to 50 minute window). */
@@ -88,20 +93,8 @@ export class ApnsDriver implements PushDriver {
     }
   }
 
-  async checkHealth(): Promise<PushHealthResult> {
-    const t0 = performance.now();
-    const details = () => ({
-      backend: this.name,
-      driver: this.driver,
-      latency_ms: Math.round(performance.now() - t0),
-      sessions_opened: this.sessionsOpened,
-    });
-    try {
-      await this.client.connect();
-      return { status: 'healthy', details: details() };
-    } catch {
-      return { status: 'degraded', details: details(), message: 'cannot connect to the provider' };
-    }
+  checkHealth(): Promise<PushHealthResult> {
+    return probeSession(this, this.client);
   }
 
   close(): Promise<void> {

@@ -5,7 +5,6 @@
  * until shortly before it expires. With `server_key`, the legacy protocol (`POST {base_url}/fcm/send`,
  * up to 1,000 `registration_ids` per call). Answers classified by fcm-outcomes.ts.
  */
-import { performance } from 'node:perf_hooks';
 import { type Jose, loadJose } from '../../../../shared/auth/jose';
 import type { Logger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
@@ -17,7 +16,13 @@ import {
   FCM_ERROR_OUTCOMES,
 } from './fcm-outcomes';
 import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import { batchContext, mapBounded, type PushDriver, type PushHealthResult } from './push-driver';
+import {
+  batchContext,
+  mapBounded,
+  probeSession,
+  type PushDriver,
+  type PushHealthResult,
+} from './push-driver';
 import { contentKey, FCM_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 
 /** The OAuth scope of FCM sends. */
@@ -137,20 +142,8 @@ export class FcmDriver implements PushDriver {
     return out;
   }
 
-  async checkHealth(): Promise<PushHealthResult> {
-    const t0 = performance.now();
-    const details = () => ({
-      backend: this.name,
-      driver: this.driver,
-      latency_ms: Math.round(performance.now() - t0),
-      sessions_opened: this.sessionsOpened,
-    });
-    try {
-      await this.client.connect();
-      return { status: 'healthy', details: details() };
-    } catch {
-      return { status: 'degraded', details: details(), message: 'cannot connect to the provider' };
-    }
+  checkHealth(): Promise<PushHealthResult> {
+    return probeSession(this, this.client);
   }
 
   close(): Promise<void> {

@@ -3,7 +3,9 @@
  * plus `sendBatch` (many messages over the backend's one HTTP/2 session) and a health probe.
  */
 import { setMaxListeners } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import type { DeliveryDriver, DriverSendContext, SendOutcome } from '../../delivery/driver';
+import type { Http2Client } from './http2-client';
 import type { PushPayload } from './push-payload';
 
 /** The health check name of backend `name`. */
@@ -35,6 +37,29 @@ export interface PushDriver extends DeliveryDriver<PushPayload> {
   readonly sessionsOpened: number;
   /** Connects (if needed) to the provider; never throws. */
   checkHealth(): Promise<PushHealthResult>;
+}
+
+/**
+ * The health probe of an HTTP/2 push backend: the session to the provider opens (or is open). A
+ * provider that cannot be reached is `degraded`; never throws.
+ */
+export async function probeSession(
+  driver: Pick<PushDriver, 'name' | 'driver'>,
+  client: Http2Client,
+): Promise<PushHealthResult> {
+  const t0 = performance.now();
+  const details = () => ({
+    backend: driver.name,
+    driver: driver.driver,
+    latency_ms: Math.round(performance.now() - t0),
+    sessions_opened: client.sessionsOpened,
+  });
+  try {
+    await client.connect();
+    return { status: 'healthy', details: details() };
+  } catch {
+    return { status: 'degraded', details: details(), message: 'cannot connect to the provider' };
+  }
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, results in input order. */
