@@ -13,7 +13,7 @@ import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycl
 import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
-import { MonitorRpc } from './rpc/monitor-rpc';
+import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -36,6 +36,20 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     environment: config.environment,
   });
 
+  // The areas behind the RPCs. Each area section below builds its part, registers what must start
+  // and stop with the lifecycle, and adds itself to `deps`.
+  const deps: MonitorRpcDeps = {};
+
+  // --- ingest: metrics (RecordMetrics, OTLP metrics) ---
+
+  // --- traces (ExportSpans, GetTrace, OTLP traces) ---
+
+  // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
+
+  // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
+
+  // --- targets (watched services, CheckHealth) ---
+
   const server = new RpcServer({
     name: 'monitor',
     logger,
@@ -43,10 +57,11 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     metrics: collector,
     ...serverOptionsFromConfig(config.server),
     onUnexpectedError: monitoring.onUnexpectedError,
-    // Methods MonitorRpc does not have yet answer UNIMPLEMENTED.
-    services: [registration(MonitorService, new MonitorRpc())],
+    services: [registration(MonitorService, new MonitorRpc(deps))],
   });
   lifecycle.serve('server', server);
+
+  // --- HTTP routes of the areas (OTLP/HTTP, the status page) ---
 
   const observability = new ServiceObservability({
     server,
@@ -57,6 +72,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
     collector,
   });
   lifecycle.exporter('observability', observability);
+  deps.health = observability.checker;
 
   return {
     server,

@@ -1,0 +1,58 @@
+/** Runs the monitor service in-process on free ports, with real clients for tests. */
+import { createClient, type Client } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { silentLogger } from '../../shared/logging/logger';
+import type { Logger } from '../../shared/logging/logger';
+import { createMonitorApp, type MonitorApp } from '../../services/monitor/app';
+import { loadMonitorConfig, type MonitorConfigInput } from '../../services/monitor/config';
+import { grpcClient, type GenericClient } from './grpc-clients';
+
+/** A started monitor and clients of it; `close()` stops both. */
+export interface RunningMonitorApp {
+  app: MonitorApp;
+  grpcAddress: string;
+  baseUrl: string;
+  /** MonitorService over gRPC (grpc-js). */
+  monitorGrpc: GenericClient;
+  /** MonitorService over Connect (JSON). */
+  monitorConnect: Client<typeof MonitorService>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the monitor on 127.0.0.1 with free ports, no drain delay, and config only from
+ * `overrides` (no file, no environment).
+ */
+export async function startMonitorApp(
+  overrides: MonitorConfigInput = {},
+  logger: Logger = silentLogger(),
+): Promise<RunningMonitorApp> {
+  const config = loadMonitorConfig(
+    {
+      ...overrides,
+      server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0, ...overrides.server },
+    },
+    { env: {}, file: null },
+  );
+  const app = await createMonitorApp(config, logger);
+  const ports = await app.start();
+  const grpcAddress = `127.0.0.1:${ports.grpc}`;
+  const baseUrl = `http://127.0.0.1:${ports.http}`;
+  const monitorGrpc = grpcClient(MonitorService, grpcAddress);
+  const monitorConnect = createClient(
+    MonitorService,
+    createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: false }),
+  );
+  return {
+    app,
+    grpcAddress,
+    baseUrl,
+    monitorGrpc,
+    monitorConnect,
+    async close() {
+      monitorGrpc.close();
+      await app.stop();
+    },
+  };
+}
