@@ -1,4 +1,4 @@
-// Keeps the contract honest: `buf lint`, regenerated code identical to the committed shared/gen, and
+// Keeps the contract honest: the vendored OTLP files unchanged (scripts/vendor-otlp.mjs), `buf lint`, regenerated code identical to the committed shared/gen, and
 // `buf breaking` against the contract this change started from. Exits non-zero on any failure, and
 // never skips the breaking check: with nothing to compare against it fails and says what to do.
 //
@@ -10,7 +10,7 @@
 //
 // `--breaking-only` runs only the breaking check (its tests use it).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -71,12 +71,24 @@ function breakingCheck() {
   }
   const tmp = mkdtempSync(join(tmpdir(), 'buf-base-'));
   try {
-    // The base's contract as plain files: works in worktrees and shallow clones alike.
-    execFileSync('sh', ['-c', `git archive ${commit} proto | tar -x -C "${tmp}"`], {
-      cwd: root,
-      stdio: 'inherit',
+    // Both sides as plain files in a directory with no buf.yaml above it, without proto/vendor (the
+    // OpenTelemetry protocol, not our contract): the base's from git (works in worktrees and shallow
+    // clones alike), this tree's copied as it is now.
+    const base = join(tmp, 'base');
+    const head = join(tmp, 'head');
+    execFileSync(
+      'sh',
+      [
+        '-c',
+        `mkdir -p "${base}" && git archive ${commit} proto | tar -x -C "${base}" && rm -rf "${base}/proto/vendor"`,
+      ],
+      { cwd: root, stdio: 'inherit' },
+    );
+    cpSync(join(root, 'proto'), join(head, 'proto'), {
+      recursive: true,
+      filter: (src) => !src.startsWith(join(root, 'proto', 'vendor')),
     });
-    run(['breaking', 'proto', '--against', join(tmp, 'proto')]);
+    run(['breaking', join(head, 'proto'), '--against', join(base, 'proto')], { cwd: tmp });
     console.log(`buf breaking: ok, against ${commit.slice(0, 12)} (${why})`);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -97,6 +109,9 @@ function listFiles(dir) {
   }
   return out;
 }
+
+// The vendored OTLP definitions are still byte for byte the published ones.
+execFileSync(process.execPath, [join(root, 'scripts', 'vendor-otlp.mjs'), '--check'], { stdio: 'inherit' });
 
 run(['lint']);
 console.log('buf lint: ok');
