@@ -358,6 +358,24 @@ describe('SLOMonitor.latencyStatuses', () => {
     expect(m.latencyStatuses()[0]!.errorBudgetRemaining).toBe(0);
   });
 
+  it('has a negative budget exactly when the measured percentile is above the threshold (percentile < 1)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 200 }),
+        fc.double({ min: 0.01, max: 0.999, noNaN: true }),
+        (values, p) => {
+          const { m } = monitor();
+          m.register(new SLO({ ...base, percentile: p }));
+          m.recordSamples('checkout.latency', values);
+          const [s] = m.latencyStatuses();
+          // At the boundary (budget 0, up to float rounding of p * n) either side is right.
+          const budget = s!.errorBudgetRemaining!;
+          if (Math.abs(budget) > 1e-9) expect(budget < 0).toBe(s!.measuredMs! > base.thresholdMs);
+        },
+      ),
+    );
+  });
+
   it('counts only the samples of the window', () => {
     const { m, clock } = monitor();
     m.register(new SLO(base));
