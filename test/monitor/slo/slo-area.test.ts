@@ -5,7 +5,7 @@ import { SLOLimitExceededError } from '../../../shared/monitoring/errors';
 import { InvalidArgumentError } from '../../../shared/errors';
 import { loadMonitorConfig, type MonitorConfigInput } from '../../../services/monitor/config';
 import { SloEvaluationWorker } from '../../../services/monitor/slo/evaluation-worker';
-import { SloArea, type SloDefinition } from '../../../services/monitor/slo/slo-area';
+import { SLO_FIELD_LIMITS, SloArea, type SloDefinition } from '../../../services/monitor/slo/slo-area';
 import { captureLogger, FakeClock } from '../../shared/monitoring/helpers';
 import { waitFor } from '../../support/wait';
 
@@ -76,6 +76,25 @@ describe('SloArea', () => {
     expect(() => area.register({ ...checkout, percentile: 0 })).toThrow('percentile must be greater than 0');
     expect(() => area.recordSamples('', [1])).toThrow('metric is required');
     expect(area.list()).toEqual([]);
+  });
+
+  it('takes every string at its length bound and refuses one character more', () => {
+    const { area } = setup();
+    const atBound = {
+      ...checkout,
+      name: 'n'.repeat(SLO_FIELD_LIMITS.name),
+      metric: 'm'.repeat(SLO_FIELD_LIMITS.metric),
+      description: 'd'.repeat(SLO_FIELD_LIMITS.description),
+      owner: 'o'.repeat(SLO_FIELD_LIMITS.owner),
+      runbookUrl: `https://runbooks.example/${'r'.repeat(SLO_FIELD_LIMITS.runbookUrl - 25)}`,
+    };
+    expect(atBound.runbookUrl).toHaveLength(SLO_FIELD_LIMITS.runbookUrl);
+    expect(area.register(atBound).name).toHaveLength(128);
+    for (const field of ['name', 'metric', 'description', 'owner', 'runbookUrl'] as const) {
+      const over = { ...atBound, name: 'other', [field]: `${atBound[field]}x` };
+      expect(() => area.register(over)).toThrow('characters');
+    }
+    expect(area.list()).toHaveLength(1);
   });
 
   it('refuses the SLO beyond max_slos with SLOLimitExceededError and adds no series for it', async () => {
