@@ -14,6 +14,12 @@ import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
+import {
+  type AlertDispatcherProtocol,
+  LoggingAlertDispatcher,
+} from '../../shared/monitoring/alerts/dispatcher';
+import { SloArea } from './slo/slo-area';
+import { SloEvaluationWorker } from './slo/evaluation-worker';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -47,6 +53,22 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
 
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
+  // merge: replaced by the alerts area's AlertHub
+  const alertDispatcher: AlertDispatcherProtocol = new LoggingAlertDispatcher(logger);
+  const slo = await lifecycle.area(
+    'slo',
+    new SloArea({ config: config.slo, alertDispatcher, collector, logger }),
+  );
+  lifecycle.worker(
+    'slo-evaluator',
+    new SloEvaluationWorker({
+      evaluate: () => slo.evaluate(true),
+      intervalSeconds: config.slo.evaluation_interval_seconds,
+      collector,
+      logger,
+    }),
+  );
+  deps.slo = slo;
 
   // --- targets (watched services, CheckHealth) ---
 

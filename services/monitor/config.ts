@@ -27,6 +27,7 @@ import {
   serverSectionSchema,
 } from '../../shared/config';
 import { alertsConfigSchema } from '../../shared/monitoring/alerts/config';
+import { ALERT_TIERS } from '../../shared/monitoring/alerts/tiers';
 import { sloConfigShape } from '../../shared/monitoring/slo/config';
 import {
   errorTrackingConfigSchema,
@@ -60,7 +61,8 @@ export const SLOSchema = z.strictObject({
   /** Alert when measured / threshold is at or above this. */
   burn_rate_threshold: positiveNumber().default(1.0),
   description: z.string().default(''),
-  tier: nonEmptyString().default('P1_BUSINESS_HOURS'),
+  /** Alert routing tier, one of the monitoring library's tiers (checked here so a typo stops the start). */
+  tier: z.enum(ALERT_TIERS).default('P1_BUSINESS_HOURS'),
   owner: z.string().default(''),
   runbook_url: httpUrl().optional(),
 });

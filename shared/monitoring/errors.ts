@@ -73,6 +73,11 @@ export class DuplicateSLOError extends MonitoringError {
   override readonly code = 'ALREADY_EXISTS' as const;
 }
 
+/** `SLOMonitor.register` beyond `max_slos`: refused so remote callers cannot grow it without bound. */
+export class SLOLimitExceededError extends MonitoringError {
+  override readonly code = 'RESOURCE_EXHAUSTED' as const;
+}
+
 /** An alert channel (a webhook) did not accept an alert after its retries. */
 export class AlertDeliveryError extends MonitoringError {
   override readonly code = 'UNAVAILABLE' as const;

@@ -8,22 +8,38 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, durationMs, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import {
   CheckHealthResponseSchema,
+  EvaluateSlosResponseSchema,
+  ListSlosResponseSchema,
+  RecordSloSamplesResponseSchema,
+  RegisterSloResponseSchema,
   HealthCheckCategory as WireCategory,
   HealthStatus as WireStatus,
   type CheckHealthRequest,
   type CheckHealthResponse,
+  type EvaluateSlosRequest,
+  type EvaluateSlosResponse,
   type HealthCheckResultSchema,
+  type ListSlosResponse,
   type MonitorService,
+  type RecordSloSamplesRequest,
+  type RecordSloSamplesResponse,
+  type RegisterSloRequest,
+  type RegisterSloResponse,
+  type Slo as WireSlo,
+  type SloSchema,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import { InvalidArgumentError } from '../../../shared/errors';
+import type { SLO } from '../../../shared/monitoring/slo/slo';
 import {
   HealthCheckCategory,
   HealthStatus,
   type HealthReport,
   type HealthReportSource,
 } from '../../../shared/monitoring/health/result';
+import type { SloArea, SloDefinition } from '../slo/slo-area';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -32,6 +48,8 @@ export interface MonitorRpcDeps {
    * CheckHealth. Set by app.ts once the service's observability is built.
    */
   health?: HealthReportSource;
+  /** The SLO area (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos). */
+  slo?: SloArea;
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -70,6 +88,77 @@ export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
       })),
     });
   }
+
+  // --- slo: RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos (rules in ../slo) ---
+
+  async registerSlo(req: RegisterSloRequest): Promise<RegisterSloResponse> {
+    if (!req.slo) throw new InvalidArgumentError('slo is required', 'slo');
+    const slo = this.sloArea().register(sloDefinitionFromWire(req.slo));
+    return create(RegisterSloResponseSchema, { slo: sloToWire(slo) });
+  }
+
+  async listSlos(): Promise<ListSlosResponse> {
+    return create(ListSlosResponseSchema, { slos: this.sloArea().list().map(sloToWire) });
+  }
+
+  async recordSloSamples(req: RecordSloSamplesRequest): Promise<RecordSloSamplesResponse> {
+    const accepted = this.sloArea().recordSamples(req.metric, req.valuesMs);
+    return create(RecordSloSamplesResponseSchema, { accepted });
+  }
+
+  async evaluateSlos(req: EvaluateSlosRequest): Promise<EvaluateSlosResponse> {
+    const results = await this.sloArea().evaluate(req.dispatch);
+    return create(EvaluateSlosResponseSchema, {
+      violations: results.map(({ violation: v, suppressed }) => ({
+        slo: sloToWire(v.slo),
+        measuredValue: v.measuredValue,
+        burnRate: v.burnRate,
+        detectedAt: timestampFromMs(v.detectedAt.getTime()),
+        message: v.message,
+        suppressed,
+      })),
+    });
+  }
+
+  private sloArea(): SloArea {
+    if (!this.deps.slo) throw new Error('the SLO area is not wired');
+    return this.deps.slo;
+  }
+}
+
+/**
+ * Wire SLO to a definition. proto3 cannot tell an unset scalar from its zero, so the zero of an
+ * optional field means "use the default" (burn_rate_threshold 0, tier ""); an unset window is the
+ * default window while a window set to 0 is refused by the area.
+ */
+function sloDefinitionFromWire(w: WireSlo): SloDefinition {
+  return {
+    name: w.name,
+    metric: w.metric,
+    percentile: w.percentile,
+    thresholdMs: w.thresholdMs,
+    windowSeconds: w.window ? durationMs(w.window) / 1000 : undefined,
+    burnRateThreshold: w.burnRateThreshold === 0 ? undefined : w.burnRateThreshold,
+    description: w.description,
+    tier: w.tier === '' ? undefined : w.tier,
+    owner: w.owner,
+    runbookUrl: w.runbookUrl === '' ? undefined : w.runbookUrl,
+  };
+}
+
+function sloToWire(slo: SLO): MessageInitShape<typeof SloSchema> {
+  return {
+    name: slo.name,
+    metric: slo.metric,
+    percentile: slo.percentile,
+    thresholdMs: slo.thresholdMs,
+    window: durationFromMs(slo.windowSeconds * 1000),
+    burnRateThreshold: slo.burnRateThreshold,
+    description: slo.description,
+    tier: slo.tier,
+    owner: slo.owner,
+    runbookUrl: slo.runbookUrl,
+  };
 }
 
 function runCategory(health: HealthReportSource, category: WireCategory): Promise<HealthReport> {

@@ -8,7 +8,7 @@ import { type Logger, silentLogger } from '../../logging/logger';
 import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from '../alerts/dispatcher';
 import { AlertTier } from '../alerts/tiers';
 import { type Clock, systemClock } from '../clock';
-import { DuplicateSLOError, InvalidSLOError } from '../errors';
+import { DuplicateSLOError, InvalidSLOError, SLOLimitExceededError } from '../errors';
 import { SLO, SLOViolation } from './slo';
 import { EventCounts, evaluateRatioSLO, RatioSLO, type RatioSLOStatus } from './ratio';
 
@@ -104,6 +104,44 @@ function severityOf(tier: AlertTier): 'critical' | 'high' | 'medium' {
   return tier === AlertTier.P0_PAGE ? 'critical' : tier === AlertTier.P1_BUSINESS_HOURS ? 'high' : 'medium';
 }
 
+/** What became of one violation's alert in `evaluateAndDispatchWithOutcomes`. */
+export type SLODispatchOutcome = 'sent' | 'suppressed' | 'failed';
+
+/** A violation and what became of its alert. */
+export interface DispatchedSLOViolation {
+  violation: SLOViolation;
+  /**
+   * `sent`: handed to the dispatcher; `suppressed`: an alert for the same SLO went out (or is going
+   * out) less than `suppressionWindowSeconds` ago, so nothing was sent; `failed`: the dispatcher threw
+   * (logged; the next evaluation retries).
+   */
+  outcome: SLODispatchOutcome;
+}
+
+/**
+ * The state of one latency SLO over its window now. The error budget of a latency SLO: the SLO
+ * allows a fraction `1 - percentile` of the window's samples above `thresholdMs` (p99 allows 1%).
+ * `errorBudgetRemaining` is `1 - (samples above the threshold / samples) / (1 - percentile)`: 1
+ * untouched, 0 spent, negative overspent. With percentile 1 nothing is allowed: 1 while no sample is
+ * above the threshold, else 0.
+ */
+export interface LatencySLOStatus {
+  slo: SLO;
+  /** Samples of the SLO's metric inside its window. */
+  samples: number;
+  /** Of those, the samples above `thresholdMs`. */
+  samplesAboveThreshold: number;
+  /** The nearest-rank percentile over the window, ms; null without samples. */
+  measuredMs: number | null;
+  /** measuredMs / thresholdMs (the spec's burn rate); null without samples. */
+  burnRate: number | null;
+  /** See above; null without samples. */
+  errorBudgetRemaining: number | null;
+}
+
+/** Most values one `recordSamples` call takes (the RPC batch bound). */
+export const MAX_SAMPLES_PER_CALL = 10_000;
+
 /** Evaluates SLOs over recorded samples and dispatches their violations. */
 export class SLOMonitor {
   private readonly maxSamples: number;
@@ -148,7 +186,7 @@ export class SLOMonitor {
     if (this.slos.has(name) || this.ratioSlos.has(name))
       throw new DuplicateSLOError(`SLO ${JSON.stringify(name)} is already registered`);
     if (this.slos.size + this.ratioSlos.size >= this.maxSlos)
-      throw new InvalidSLOError(`at most ${this.maxSlos} SLOs may be registered`);
+      throw new SLOLimitExceededError(`at most ${this.maxSlos} SLOs may be registered`);
   }
 
   /** Registers a latency SLO. A name already registered (latency or ratio) throws DuplicateSLOError. */
@@ -177,6 +215,29 @@ export class SLOMonitor {
     if (!ring) return false;
     ring.push(valueMs, this.clock.monotonic());
     return true;
+  }
+
+  /**
+   * Records a batch of latency samples of `metric`, all or nothing: every value is checked first,
+   * and the first that is not a finite number of 0 or more throws InvalidSLOError naming its index,
+   * with nothing recorded. More than MAX_SAMPLES_PER_CALL values throw too. Returns how many were
+   * kept: 0 when no registered SLO reads the metric.
+   */
+  recordSamples(metric: string, valuesMs: ArrayLike<number>): number {
+    if (valuesMs.length > MAX_SAMPLES_PER_CALL)
+      throw new InvalidSLOError(`at most ${MAX_SAMPLES_PER_CALL} samples per call, got ${valuesMs.length}`);
+    for (let i = 0; i < valuesMs.length; i++) {
+      const v = valuesMs[i];
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+        throw new InvalidSLOError(
+          `sample [${i}] of ${JSON.stringify(metric)} must be a finite number of 0 or more, got ${v}`,
+        );
+    }
+    const ring = this.samples.get(metric);
+    if (!ring) return 0;
+    const at = this.clock.monotonic();
+    for (let i = 0; i < valuesMs.length; i++) ring.push(valuesMs[i]!, at);
+    return valuesMs.length;
   }
 
   /**
@@ -217,16 +278,54 @@ export class SLOMonitor {
     const detectedAt = new Date(this.clock.now());
     const out: SLOViolation[] = [];
     for (const slo of this.slos.values()) {
-      const ring = this.samples.get(slo.metric)!;
-      if (ring.count === 0) continue;
-      if (this.scratch.length < ring.count) this.scratch = new Float64Array(this.maxSamples);
-      const n = ring.copySince(now - slo.windowSeconds * 1000, this.scratch);
+      const n = this.windowSamples(slo, now);
       if (n === 0) continue;
       const measured = nearestRankPercentile(this.scratch, n, slo.percentile);
       if (measured / slo.thresholdMs >= slo.burnRateThreshold)
         out.push(new SLOViolation(slo, measured, detectedAt));
     }
     return out;
+  }
+
+  /** The state of every latency SLO over its window now, in registration order (see LatencySLOStatus). */
+  latencyStatuses(): LatencySLOStatus[] {
+    const now = this.clock.monotonic();
+    const out: LatencySLOStatus[] = [];
+    for (const slo of this.slos.values()) {
+      const n = this.windowSamples(slo, now);
+      if (n === 0) {
+        out.push({
+          slo,
+          samples: 0,
+          samplesAboveThreshold: 0,
+          measuredMs: null,
+          burnRate: null,
+          errorBudgetRemaining: null,
+        });
+        continue;
+      }
+      let above = 0;
+      for (let i = 0; i < n; i++) if (this.scratch[i]! > slo.thresholdMs) above++;
+      const measured = nearestRankPercentile(this.scratch, n, slo.percentile);
+      const allowed = 1 - slo.percentile;
+      out.push({
+        slo,
+        samples: n,
+        samplesAboveThreshold: above,
+        measuredMs: measured,
+        burnRate: measured / slo.thresholdMs,
+        errorBudgetRemaining: allowed > 0 ? 1 - above / n / allowed : above === 0 ? 1 : 0,
+      });
+    }
+    return out;
+  }
+
+  /** Copies the samples of `slo`'s window into `scratch`; returns how many. */
+  private windowSamples(slo: SLO, now: number): number {
+    const ring = this.samples.get(slo.metric)!;
+    if (ring.count === 0) return 0;
+    if (this.scratch.length < ring.count) this.scratch = new Float64Array(this.maxSamples);
+    return ring.copySince(now - slo.windowSeconds * 1000, this.scratch);
   }
 
   /** The state of every ratio SLO: events, remaining error budget, each burn-rate rule. */
@@ -243,7 +342,16 @@ export class SLOMonitor {
    * A dispatcher failure is logged, and that SLO is not marked as sent, so the next evaluation retries.
    */
   async evaluateAndDispatch(): Promise<SLOViolation[]> {
+    return (await this.evaluateAndDispatchWithOutcomes()).map((d) => d.violation);
+  }
+
+  /**
+   * `evaluateAndDispatch`, also saying for each latency violation whether its alert was sent,
+   * suppressed or failed: the suppression decision is made here, where the last send times live.
+   */
+  async evaluateAndDispatchWithOutcomes(): Promise<DispatchedSLOViolation[]> {
     const violations = this.evaluate();
+    const out: DispatchedSLOViolation[] = [];
     for (const v of violations) {
       const context = {
         tier: v.slo.tier,
@@ -258,13 +366,14 @@ export class SLOMonitor {
         window_seconds: v.slo.windowSeconds,
       };
       this.logger.warn({ event: 'slo_violation', ...context }, v.message);
-      await this.dispatchUnlessSuppressed(
+      const outcome = await this.dispatchUnlessSuppressed(
         v.slo.name,
         `SLO violation: ${v.slo.name}`,
         v.message,
         severityOf(v.slo.tier),
         context,
       );
+      out.push({ violation: v, outcome });
     }
     for (const status of this.evaluateRatios()) {
       // One alert per SLO: the first firing page rule, else the first firing ticket rule (a fast
@@ -301,7 +410,7 @@ export class SLOMonitor {
         );
       }
     }
-    return violations;
+    return out;
   }
 
   private async dispatchUnlessSuppressed(
@@ -310,18 +419,24 @@ export class SLOMonitor {
     message: string,
     severity: string,
     context: Record<string, unknown>,
-  ): Promise<void> {
+  ): Promise<SLODispatchOutcome> {
     const now = this.clock.monotonic();
     const last = this.lastSent.get(key);
-    if (last !== undefined && now - last < this.suppressionMs) return;
+    if (last !== undefined && now - last < this.suppressionMs) return 'suppressed';
+    // Taken before the await: two evaluations running at once (the worker and an RPC) must not both
+    // send. Given back on failure, so the next evaluation retries.
+    this.lastSent.set(key, now);
     try {
       await this.dispatcher.sendAlert(title, message, severity, context);
-      this.lastSent.set(key, now);
+      return 'sent';
     } catch (err) {
+      if (last === undefined) this.lastSent.delete(key);
+      else this.lastSent.set(key, last);
       this.logger.error(
         { slo: context.slo, err: err instanceof Error ? err.message : String(err) },
         'SLO alert dispatch failed',
       );
+      return 'failed';
     }
   }
 }

@@ -4,9 +4,11 @@ import {
   type AlertDispatcherProtocol,
   DuplicateSLOError,
   InvalidSLOError,
+  MAX_SAMPLES_PER_CALL,
   nearestRankPercentile,
   SLO,
   SLOMonitor,
+  SLOLimitExceededError,
   SLOViolation,
   sloConfigSchema,
 } from '../../../../shared/monitoring';
@@ -34,6 +36,14 @@ const base = {
   thresholdMs: 300,
   windowSeconds: 300,
 };
+
+function monitor(extra: ConstructorParameters<typeof SLOMonitor>[0] = {}) {
+  const clock = new FakeClock();
+  const dispatcher = new RecordingDispatcher();
+  const { logger, lines } = captureLogger();
+  const m = new SLOMonitor({ clock, alertDispatcher: dispatcher, logger, ...extra });
+  return { clock, dispatcher, lines, m };
+}
 
 describe('SLO', () => {
   it.each([
@@ -79,14 +89,6 @@ describe('SLOViolation', () => {
 });
 
 describe('SLOMonitor', () => {
-  function monitor(extra: ConstructorParameters<typeof SLOMonitor>[0] = {}) {
-    const clock = new FakeClock();
-    const dispatcher = new RecordingDispatcher();
-    const { logger, lines } = captureLogger();
-    const m = new SLOMonitor({ clock, alertDispatcher: dispatcher, logger, ...extra });
-    return { clock, dispatcher, lines, m };
-  }
-
   it('rejects a second SLO with the same name (ValueError equivalent, ALREADY_EXISTS)', () => {
     const { m } = monitor();
     m.register(new SLO(base));
@@ -173,6 +175,9 @@ describe('SLOMonitor', () => {
     const { m } = monitor({ maxSlos: 1 });
     m.register(new SLO(base));
     expect(() => m.register(new SLO({ ...base, name: 'second' }))).toThrow('at most 1 SLOs');
+    // An overload, not bad input: RESOURCE_EXHAUSTED at the RPC layer.
+    expect(() => m.register(new SLO({ ...base, name: 'second' }))).toThrow(SLOLimitExceededError);
+    expect(m.registeredSlos.size).toBe(1);
   });
 
   it('dispatches with tier-aware context, logs a structured warning, and suppresses repeats within the window', async () => {
@@ -284,5 +289,136 @@ describe('slo config', () => {
     );
     expect(sloConfigSchema().safeParse({ max_samples_per_metric: 0 }).success).toBe(false);
     expect(sloConfigSchema().safeParse({ extra: 1 }).success).toBe(false);
+  });
+});
+
+describe('SLOMonitor.recordSamples', () => {
+  it('records a whole batch and says how many were kept', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(m.recordSamples('checkout.latency', [1, 2, 3])).toBe(3);
+    expect(m.sampleCount('checkout.latency')).toBe(3);
+    expect(m.recordSamples('nobody.reads.this', [1, 2])).toBe(0);
+  });
+
+  it.each([
+    [[1, -1, 2], 1],
+    [[1, 2, Number.NaN], 2],
+    [[Number.POSITIVE_INFINITY], 0],
+  ])('rejects %j naming index %i, and records nothing', (values, index) => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(() => m.recordSamples('checkout.latency', values)).toThrow(`sample [${index}]`);
+    expect(() => m.recordSamples('checkout.latency', values)).toThrow(InvalidSLOError);
+    expect(m.sampleCount('checkout.latency')).toBe(0);
+  });
+
+  it('takes at most MAX_SAMPLES_PER_CALL values', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(m.recordSamples('checkout.latency', new Float64Array(MAX_SAMPLES_PER_CALL))).toBe(10_000);
+    expect(() => m.recordSamples('checkout.latency', new Float64Array(MAX_SAMPLES_PER_CALL + 1))).toThrow(
+      'at most 10000 samples',
+    );
+    expect(m.sampleCount('checkout.latency')).toBe(10_000);
+  });
+});
+
+describe('SLOMonitor.latencyStatuses', () => {
+  it('reports nulls for an SLO without samples in its window', () => {
+    const { m } = monitor();
+    m.register(new SLO(base));
+    expect(m.latencyStatuses()).toEqual([
+      expect.objectContaining({ samples: 0, measuredMs: null, burnRate: null, errorBudgetRemaining: null }),
+    ]);
+  });
+
+  it('spends the budget by the fraction of samples above the threshold against 1 - percentile', () => {
+    const { m } = monitor();
+    m.register(new SLO({ ...base, percentile: 0.9 })); // 10% may be above 300 ms
+    // 100 samples, 5 above the threshold: half of the allowed 10% is used.
+    m.recordSamples('checkout.latency', [...Array(95).fill(100), ...Array(5).fill(400)]);
+    const [s] = m.latencyStatuses();
+    expect(s).toMatchObject({ samples: 100, samplesAboveThreshold: 5, measuredMs: 100, burnRate: 100 / 300 });
+    expect(s!.errorBudgetRemaining).toBeCloseTo(0.5, 12);
+    // 15 of 110 above: 13.6% against 10% allowed, overspent.
+    m.recordSamples('checkout.latency', Array(10).fill(500));
+    const [t] = m.latencyStatuses();
+    expect(t!.errorBudgetRemaining).toBeCloseTo(1 - 15 / 110 / 0.1, 12);
+    expect(t!.errorBudgetRemaining!).toBeLessThan(0);
+    expect(t!.measuredMs).toBe(400);
+  });
+
+  it('with percentile 1 the budget is whole until one sample is above the threshold, then spent', () => {
+    const { m } = monitor();
+    m.register(new SLO({ ...base, percentile: 1 }));
+    m.recordSamples('checkout.latency', [300, 10]);
+    expect(m.latencyStatuses()[0]!.errorBudgetRemaining).toBe(1);
+    m.recordSamples('checkout.latency', [301]);
+    expect(m.latencyStatuses()[0]!.errorBudgetRemaining).toBe(0);
+  });
+
+  it('has a negative budget exactly when the measured percentile is above the threshold (percentile < 1)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 200 }),
+        fc.double({ min: 0.01, max: 0.999, noNaN: true }),
+        (values, p) => {
+          const { m } = monitor();
+          m.register(new SLO({ ...base, percentile: p }));
+          m.recordSamples('checkout.latency', values);
+          const [s] = m.latencyStatuses();
+          // At the boundary (budget 0, up to float rounding of p * n) either side is right.
+          const budget = s!.errorBudgetRemaining!;
+          if (Math.abs(budget) > 1e-9) expect(budget < 0).toBe(s!.measuredMs! > base.thresholdMs);
+        },
+      ),
+    );
+  });
+
+  it('counts only the samples of the window', () => {
+    const { m, clock } = monitor();
+    m.register(new SLO(base));
+    m.recordSamples('checkout.latency', [1000, 1000]);
+    clock.advance(300_001);
+    m.recordSamples('checkout.latency', [10]);
+    expect(m.latencyStatuses()[0]).toMatchObject({ samples: 1, samplesAboveThreshold: 0, measuredMs: 10 });
+  });
+});
+
+describe('SLOMonitor.evaluateAndDispatchWithOutcomes', () => {
+  it('says sent, then suppressed within the window, then sent again after it', async () => {
+    const { m, clock, dispatcher } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    expect((await m.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect((await m.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['suppressed']);
+    expect(dispatcher.alerts).toHaveLength(1);
+    clock.advance(300_000);
+    m.recordSample('checkout.latency', 600);
+    expect((await m.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect(dispatcher.alerts).toHaveLength(2);
+  });
+
+  it('says failed when the dispatcher throws, and the next evaluation sends', async () => {
+    const { m, dispatcher } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    dispatcher.fail = true;
+    expect((await m.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['failed']);
+    dispatcher.fail = false;
+    expect((await m.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+  });
+
+  it('sends once when two evaluations run at the same time', async () => {
+    const { m, dispatcher } = monitor();
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 600);
+    const [a, b] = await Promise.all([
+      m.evaluateAndDispatchWithOutcomes(),
+      m.evaluateAndDispatchWithOutcomes(),
+    ]);
+    expect([a![0]!.outcome, b![0]!.outcome].sort()).toEqual(['sent', 'suppressed']);
+    expect(dispatcher.alerts).toHaveLength(1);
   });
 });

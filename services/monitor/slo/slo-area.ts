@@ -1,0 +1,340 @@
+/**
+ * The monitor's SLO area: the monitoring library's SLOMonitor (the one home of the SLO rules) behind
+ * the RegisterSlo, ListSlos, RecordSloSamples and EvaluateSlos RPCs, the SLOs of `slo.objectives`
+ * registered at start, per-SLO gauges on `/metrics` and the statuses the status page shows. What is
+ * checked here is only what remote input needs on top of the library's rules: string sizes, a
+ * runbook URL, a window bound, a percentile above 0. See README.md for the decisions.
+ */
+import { InvalidArgumentError } from '../../../shared/errors';
+import { type Logger, silentLogger } from '../../../shared/logging/logger';
+import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
+import type { Clock } from '../../../shared/monitoring/clock';
+import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
+import type { MetricsCollector } from '../../../shared/monitoring/collector';
+import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
+import { SLOMonitor } from '../../../shared/monitoring/slo/monitor';
+import { SLO, type SLOViolation } from '../../../shared/monitoring/slo/slo';
+import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
+import type { SLOConfig, SLO as SLOConfigEntry } from '../config';
+
+/** Longest string of each field a caller may send. */
+export const SLO_FIELD_LIMITS = Object.freeze({
+  name: 128,
+  metric: 256,
+  description: 1024,
+  owner: 256,
+  runbookUrl: 2048,
+  tier: 64,
+});
+
+/** Longest SLO window: 30 days (older samples are dropped by the per-metric bound long before). */
+export const MAX_SLO_WINDOW_SECONDS = 30 * 24 * 3600;
+
+/** Default window when a caller gives none (the config's default too). */
+export const DEFAULT_SLO_WINDOW_SECONDS = 300;
+
+/** An SLO as a caller defines it; absent optional fields take the library's defaults. */
+export interface SloDefinition {
+  name: string;
+  metric: string;
+  /** Fraction, greater than 0 and at most 1 (0.99 is p99). */
+  percentile: number;
+  thresholdMs: number;
+  /** Default 300. */
+  windowSeconds?: number;
+  /** Default 1.0. */
+  burnRateThreshold?: number;
+  description?: string;
+  /** One of the library's AlertTier values; default P1_BUSINESS_HOURS. */
+  tier?: string;
+  owner?: string;
+  /** An http(s) URL. */
+  runbookUrl?: string;
+}
+
+/** One violation of an evaluation, and whether its alert was suppressed. */
+export interface SloEvaluationResult {
+  violation: SLOViolation;
+  /** True when dispatch was asked but an alert for the SLO went out within the suppression window. */
+  suppressed: boolean;
+}
+
+/** What the status page shows of one SLO (the SloStatus shape of status-shapes.md). */
+export interface SloStatus {
+  name: string;
+  metric: string;
+  percentile: number;
+  thresholdMs: number;
+  windowSeconds: number;
+  tier: string;
+  /** Samples in the window now. */
+  samples: number;
+  /** Measured value at the percentile over the window; null with no samples. */
+  measuredMs: number | null;
+  /** measuredMs / thresholdMs; null with no samples. */
+  burnRate: number | null;
+  /**
+   * Fraction of the error budget left: 1 - (share of the window's samples above the threshold) /
+   * (1 - percentile); 1 untouched, 0 or less spent; null with no samples (SLOMonitor.latencyStatuses).
+   */
+  budgetRemaining: number | null;
+}
+
+/** The `slo` config keys the area reads. */
+export type SloAreaConfig = Pick<
+  SLOConfig,
+  'max_samples_per_metric' | 'suppression_window_seconds' | 'max_slos' | 'objectives'
+>;
+
+/** What SloArea is built from. */
+export interface SloAreaOptions {
+  config: SloAreaConfig;
+  /** Where violations go when dispatch is asked (the monitor's AlertHub once merged). */
+  alertDispatcher: AlertDispatcherProtocol;
+  /** The monitor's collector: per-SLO gauges and the evaluation counters go on its registry. */
+  collector?: MetricsCollector;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+// Control characters would garble log lines and the status page; nothing legitimate needs them.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function checkString(
+  field: keyof typeof SLO_FIELD_LIMITS,
+  wireName: string,
+  value: string | undefined,
+  required: boolean,
+): void {
+  if (value === undefined || value === '') {
+    if (required) throw new InvalidArgumentError(`${wireName} is required`, wireName);
+    return;
+  }
+  if (required && value.trim() === '')
+    throw new InvalidArgumentError(`${wireName} must not be blank`, wireName);
+  if (value.length > SLO_FIELD_LIMITS[field])
+    throw new InvalidArgumentError(
+      `${wireName} must be at most ${SLO_FIELD_LIMITS[field]} characters`,
+      wireName,
+    );
+  if (CONTROL.test(value))
+    throw new InvalidArgumentError(`${wireName} must not contain control characters`, wireName);
+}
+
+function checkRunbookUrl(value: string | undefined): void {
+  if (value === undefined || value === '') return;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new InvalidArgumentError('runbook_url must be an http:// or https:// URL', 'runbook_url');
+}
+
+/**
+ * Checks a caller's definition (bounds the library does not know about) and builds the library's
+ * SLO, which checks the rest (percentile at most 1, threshold, window, burn rate, tier).
+ */
+export function buildSlo(def: SloDefinition): SLO {
+  checkString('name', 'name', def.name, true);
+  checkString('metric', 'metric', def.metric, true);
+  checkString('description', 'description', def.description, false);
+  checkString('owner', 'owner', def.owner, false);
+  checkString('tier', 'tier', def.tier, false);
+  checkString('runbookUrl', 'runbook_url', def.runbookUrl, false);
+  checkRunbookUrl(def.runbookUrl);
+  // The library accepts 0 (the spec's "0.0 to 1.0"), but p0 is the minimum, never an objective, and
+  // on the wire 0 is what an unset percentile reads as.
+  if (!(def.percentile > 0))
+    throw new InvalidArgumentError(
+      `percentile must be greater than 0 and at most 1, got ${def.percentile}`,
+      'percentile',
+    );
+  const windowSeconds = def.windowSeconds ?? DEFAULT_SLO_WINDOW_SECONDS;
+  if (windowSeconds > MAX_SLO_WINDOW_SECONDS)
+    throw new InvalidArgumentError(`window must be at most ${MAX_SLO_WINDOW_SECONDS} s (30 days)`, 'window');
+  return new SLO({
+    name: def.name,
+    metric: def.metric,
+    percentile: def.percentile,
+    thresholdMs: def.thresholdMs,
+    windowSeconds,
+    burnRateThreshold: def.burnRateThreshold,
+    description: def.description,
+    // Checked by the SLO constructor against the library's tiers.
+    tier: def.tier === undefined || def.tier === '' ? undefined : (def.tier as AlertTier),
+    owner: def.owner,
+    runbookUrl: def.runbookUrl === '' ? undefined : def.runbookUrl,
+  });
+}
+
+/** A `slo.objectives` entry as a definition. */
+export function definitionFromConfig(entry: SLOConfigEntry): SloDefinition {
+  return {
+    name: entry.name,
+    metric: entry.metric,
+    percentile: entry.percentile,
+    thresholdMs: entry.threshold_ms,
+    windowSeconds: entry.window,
+    burnRateThreshold: entry.burn_rate_threshold,
+    description: entry.description,
+    tier: entry.tier,
+    owner: entry.owner,
+    runbookUrl: entry.runbook_url,
+  };
+}
+
+/** The SLO area: register, list, record, evaluate, and report. */
+export class SloArea {
+  /** The library monitor holding the SLOs, samples and suppression state. */
+  readonly monitor: SLOMonitor;
+  private readonly config: SloAreaConfig;
+  private readonly logger: Logger;
+  private started = false;
+  private readonly gauges:
+    { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
+
+  constructor(options: SloAreaOptions) {
+    this.config = options.config;
+    this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
+    this.monitor = new SLOMonitor({
+      ...sloMonitorOptions(options.config),
+      alertDispatcher: options.alertDispatcher,
+      logger: this.logger,
+      clock: options.clock,
+    });
+    const c = options.collector;
+    // One series per SLO and gauge: bounded by max_slos, since SLOs are never removed.
+    this.gauges = c && {
+      burnRate: c.createGauge(
+        'slo_burn_rate',
+        'Measured percentile over the SLO window divided by its threshold (0 without samples)',
+        undefined,
+        { labelNames: ['slo'] },
+      ),
+      budget: c.createGauge(
+        'slo_error_budget_remaining',
+        'Fraction of the SLO error budget left over its window (1 untouched, 0 or less spent)',
+        undefined,
+        { labelNames: ['slo'] },
+      ),
+      samples: c.createGauge('slo_window_samples', 'Latency samples inside the SLO window', undefined, {
+        labelNames: ['slo'],
+      }),
+      evaluations: c.createCounter('slo_evaluations', 'SLO evaluations run', undefined, {
+        labelNames: [],
+      }),
+      alerts: c.createCounter(
+        'slo_alerts',
+        'SLO violation alerts by outcome (sent, suppressed, failed)',
+        undefined,
+        { labelNames: ['outcome'] },
+      ),
+    };
+  }
+
+  /**
+   * Registers the SLOs of `slo.objectives`. An invalid objective (an unknown tier, say) throws, so
+   * the service does not start with an SLO silently missing. Runs once.
+   */
+  start(): void {
+    if (this.started) return;
+    this.config.objectives.forEach((entry, i) => {
+      try {
+        this.register(definitionFromConfig(entry));
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new InvalidArgumentError(`slo.objectives[${i}] (${entry.name}): ${reason}`);
+      }
+    });
+    this.started = true;
+    this.refreshGauges();
+    this.logger.info({ objectives: this.config.objectives.length }, 'SLO objectives registered');
+  }
+
+  /**
+   * Registers an SLO: InvalidArgumentError or InvalidSLOError for bad input, DuplicateSLOError for
+   * a name taken, SLOLimitExceededError beyond `slo.max_slos`. Returns it with defaults applied.
+   */
+  register(def: SloDefinition): SLO {
+    const slo = buildSlo(def);
+    this.monitor.register(slo);
+    this.gauges?.samples.set(0, { slo: slo.name });
+    this.gauges?.burnRate.set(0, { slo: slo.name });
+    this.gauges?.budget.set(1, { slo: slo.name });
+    return slo;
+  }
+
+  /** Every SLO, by name. */
+  list(): SLO[] {
+    return [...this.monitor.registeredSlos.values()].sort((a, b) => compare(a.name, b.name));
+  }
+
+  /**
+   * Records latency samples (ms) of `metric`, all or nothing (the library names the first bad
+   * index). Returns how many were kept: 0 when no SLO reads the metric.
+   */
+  recordSamples(metric: string, valuesMs: ArrayLike<number>): number {
+    checkString('metric', 'metric', metric, true);
+    return this.monitor.recordSamples(metric, valuesMs);
+  }
+
+  /**
+   * Evaluates every SLO now. With `dispatch`, each violation goes to the alert dispatcher unless an
+   * alert for the same SLO went out within `slo.suppression_window_seconds` (then `suppressed`).
+   */
+  async evaluate(dispatch: boolean): Promise<SloEvaluationResult[]> {
+    let results: SloEvaluationResult[];
+    if (dispatch) {
+      const outcomes = await this.monitor.evaluateAndDispatchWithOutcomes();
+      for (const o of outcomes) this.gauges?.alerts.increment(1, { outcome: o.outcome });
+      results = outcomes.map((o) => ({ violation: o.violation, suppressed: o.outcome === 'suppressed' }));
+    } else {
+      results = this.monitor.evaluate().map((violation) => ({ violation, suppressed: false }));
+    }
+    this.gauges?.evaluations.increment();
+    this.refreshGauges();
+    return results;
+  }
+
+  /** The state of every SLO now, by name; also refreshes the per-SLO gauges. */
+  statuses(): SloStatus[] {
+    const out = this.monitor.latencyStatuses().map((s): SloStatus => ({
+      name: s.slo.name,
+      metric: s.slo.metric,
+      percentile: s.slo.percentile,
+      thresholdMs: s.slo.thresholdMs,
+      windowSeconds: s.slo.windowSeconds,
+      tier: s.slo.tier,
+      samples: s.samples,
+      measuredMs: s.measuredMs,
+      burnRate: s.burnRate,
+      budgetRemaining: s.errorBudgetRemaining,
+    }));
+    this.publish(out);
+    return out.sort((a, b) => compare(a.name, b.name));
+  }
+
+  private refreshGauges(): void {
+    if (this.gauges) this.statuses();
+  }
+
+  private publish(statuses: readonly SloStatus[]): void {
+    const g = this.gauges;
+    if (!g) return;
+    for (const s of statuses) {
+      const labels = { slo: s.name };
+      g.samples.set(s.samples, labels);
+      // Without samples nothing burns: 0 and a whole budget, rather than a stale figure.
+      g.burnRate.set(s.burnRate ?? 0, labels);
+      g.budget.set(s.budgetRemaining ?? 1, labels);
+    }
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
