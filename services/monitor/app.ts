@@ -7,6 +7,7 @@
 import { Registry } from 'prom-client';
 import { MetricsCollector } from '../../shared/monitoring';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { SECURITY_HEADERS } from '../../shared/http/security-headers';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
@@ -16,7 +17,6 @@ import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
 import { STATUS_PATH_PREFIX, StatusPage } from './web/status-page';
 import { emptyStatusSource, type StatusSource } from './web/status-source';
-import { SECURITY_HEADERS } from '../../shared/http/security-headers';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
