@@ -7,6 +7,7 @@
 import { Registry } from 'prom-client';
 import { MetricsCollector } from '../../shared/monitoring';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { SECURITY_HEADERS } from '../../shared/http/security-headers';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
@@ -20,17 +21,31 @@ import {
 } from '../../shared/monitoring/alerts/dispatcher';
 import { SloArea } from './slo/slo-area';
 import { SloEvaluationWorker } from './slo/evaluation-worker';
+import { STATUS_PATH_PREFIX, StatusPage } from './web/status-page';
+import { emptyStatusSource, type StatusSource } from './web/status-source';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
   server: RpcServer;
   registry: Registry;
+  /** The status page at `/` (its feed tells tests how many event streams are open). */
+  statusPage: StatusPage;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
 
+/** Parts a caller may supply instead of the ones built from the config (tests). */
+export interface MonitorAppParts {
+  /** What the status page shows; default: built from the areas (until they are wired, empty). */
+  statusSource?: StatusSource;
+}
+
 /** Builds the monitor service from its config; nothing listens until start(). */
-export async function createMonitorApp(config: MonitorConfig, logger: Logger): Promise<MonitorApp> {
+export async function createMonitorApp(
+  config: MonitorConfig,
+  logger: Logger,
+  parts: MonitorAppParts = {},
+): Promise<MonitorApp> {
   const registry = new Registry();
   // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
   const collector = new MetricsCollector({ registry, config: config.metrics });
@@ -85,6 +100,18 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
 
   // --- HTTP routes of the areas (OTLP/HTTP, the status page) ---
 
+  // The status page: until the targets, slo and alerts areas are wired into a StatusSource here,
+  // it shows an empty one. Its streams end when the server's shutdown begins.
+  const statusPage = new StatusPage({
+    source: parts.statusSource ?? emptyStatusSource(),
+    settings: config.web,
+    tokens: [...config.web.api_tokens, ...config.server.api_tokens],
+    logger,
+    shutdownSignal: server.shutdownSignal,
+  });
+  server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
+  lifecycle.worker('status-page', statusPage);
+
   const observability = new ServiceObservability({
     server,
     registry,
@@ -99,6 +126,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   return {
     server,
     registry,
+    statusPage,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -25,6 +25,7 @@ import {
   positiveNumber,
   requireApiTokensInProduction,
   serverSectionSchema,
+  stringList,
 } from '../../shared/config';
 import { alertsConfigSchema } from '../../shared/monitoring/alerts/config';
 import { ALERT_TIERS } from '../../shared/monitoring/alerts/tiers';
@@ -143,6 +144,28 @@ export const TargetConfigSchema = z
     }
   });
 
+/**
+ * The `web` section: the status page at `/` (web/README.md). Its data routes (`/status.json`,
+ * `/status/events`) accept these tokens and `server.api_tokens`; with none configured anywhere they
+ * are open, like the RPCs.
+ */
+export const WebConfigSchema = z
+  .strictObject({
+    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens`. */
+    api_tokens: stringList(nonEmptyString()).default(() => []),
+    /** Alerts shown (newest first) in the snapshot; the page keeps at most this many. */
+    recent_alerts: positiveInt().max(500, { error: 'at most 500' }).default(50),
+    /** Open status event streams at most; beyond: 429 with Retry-After. */
+    max_sse_connections: positiveInt().default(100),
+    /** Bytes waiting to reach one browser at most; a stream over it is closed (the page reconnects). */
+    sse_max_buffered_bytes: positiveInt().default(1024 * 1024),
+    /** Seconds between SLO refreshes on open streams (sent only when the figures changed). */
+    slo_refresh_seconds: positiveNumber().default(5),
+    /** Seconds between heartbeat comments on open streams. */
+    heartbeat_seconds: positiveNumber().default(15),
+  })
+  .prefault({});
+
 function uniqueNames(list: readonly { name: string }[], ctx: z.RefinementCtx, what: string): void {
   const seen = new Map<string, number>();
   list.forEach((item, i) => {
@@ -188,6 +211,7 @@ export const MonitorConfigSchema = z
       .array(TargetConfigSchema)
       .default(() => [])
       .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
+    web: WebConfigSchema,
   })
   .superRefine(requireApiTokensInProduction);
 
@@ -213,6 +237,8 @@ export type ErrorTrackingConfig = z.infer<typeof ErrorTrackingConfigSchema>;
 export type OpenTelemetryConfig = z.infer<typeof OpenTelemetryConfigSchema>;
 /** Pull-metrics section. */
 export type PullMetricsConfig = z.infer<typeof PullMetricsConfigSchema>;
+/** Web (status page) section. */
+export type WebConfig = z.infer<typeof WebConfigSchema>;
 /** One watched service. */
 export type TargetConfig = z.infer<typeof TargetConfigSchema>;
 

@@ -4,7 +4,7 @@ import { createConnectTransport } from '@connectrpc/connect-node';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { silentLogger } from '../../shared/logging/logger';
 import type { Logger } from '../../shared/logging/logger';
-import { createMonitorApp, type MonitorApp } from '../../services/monitor/app';
+import { createMonitorApp, type MonitorApp, type MonitorAppParts } from '../../services/monitor/app';
 import { loadMonitorConfig, type MonitorConfigInput } from '../../services/monitor/config';
 import { grpcClient, type GenericClient } from './grpc-clients';
 
@@ -22,11 +22,12 @@ export interface RunningMonitorApp {
 
 /**
  * Starts the monitor on 127.0.0.1 with free ports, no drain delay, and config only from
- * `overrides` (no file, no environment).
+ * `overrides` (no file, no environment); `parts` replace built parts (a test double of a StatusSource).
  */
 export async function startMonitorApp(
   overrides: MonitorConfigInput = {},
   logger: Logger = silentLogger(),
+  parts: MonitorAppParts = {},
 ): Promise<RunningMonitorApp> {
   const config = loadMonitorConfig(
     {
@@ -35,7 +36,7 @@ export async function startMonitorApp(
     },
     { env: {}, file: null },
   );
-  const app = await createMonitorApp(config, logger);
+  const app = await createMonitorApp(config, logger, parts);
   const ports = await app.start();
   const grpcAddress = `127.0.0.1:${ports.grpc}`;
   const baseUrl = `http://127.0.0.1:${ports.http}`;

@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { isDomainError } from '../../../shared/errors';
 import { sendJson as writeJson } from '../../../shared/http/json';
+import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
 import {
   codeOfDomainError,
   httpStatusOf,
@@ -12,27 +13,8 @@ import {
   type ErrorCodeName,
 } from '../../../shared/http/errors';
 
-/** The page loads only its own script and stylesheet and talks only to its own origin. */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-].join('; ');
-
-/** Headers sent on every admin response, whatever its status. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-});
+/** The page's policy headers; their one home is shared/http (the monitor's status page uses them too). */
+export { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../../shared/http/security-headers';
 
 /** The JSON error body of every admin error response (the HTTP surface's one shape). */
 export type { ErrorBody } from '../../../shared/http/errors';

@@ -19,7 +19,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { buildService } from '../inbox/support';
 import { authOptions, hsToken, startAdminService, until } from './harness';
-import { openSse, type SseFrame } from './sse-client';
+import { openSse, type SseFrame } from '../../support/sse-client';
 
 const STREAM = '/admin/notifications/stream';
 

@@ -1,7 +1,7 @@
 import { DEFAULT_HEARTBEAT_MS } from '../../../services/notification/admin/gateway';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { hsToken, sendOverGrpc, startAdminService, until } from './harness';
-import { openSse, type SseConnection, type SseFrame } from './sse-client';
+import { openSse, type SseConnection, type SseFrame } from '../../support/sse-client';
 
 const STREAM = '/admin/notifications/stream';
 

@@ -1,0 +1,140 @@
+/**
+ * The JSON the status page and scripts read (`GET /status.json`, the `data:` of the SSE events):
+ * snake_case keys like the rest of the HTTP surface, ISO 8601 times, null for "not known yet".
+ *
+ * Alert texts come from remote callers, so each is cut to a bound here: one alert can never make a
+ * snapshot or an event unbounded, whatever the RPC layer accepted.
+ */
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { AlertKind } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { Alert, SloStatus, TargetState } from './status-source';
+
+/** Longest alert title shown, in characters; longer ones end with "…". */
+export const MAX_TITLE_CHARS = 300;
+/** Longest alert message shown, in characters. */
+export const MAX_MESSAGE_CHARS = 2000;
+/** Most context entries shown per alert (in key order), and the longest key or value. */
+export const MAX_CONTEXT_ENTRIES = 20;
+const MAX_CONTEXT_CHARS = 200;
+
+/** One target on the page. */
+export interface TargetJson {
+  name: string;
+  grpc_address: string | null;
+  http_url: string | null;
+  /** `up`, `down`, or `unknown` before the first probe finished. */
+  state: 'up' | 'down' | 'unknown';
+  last_probe_at: string | null;
+  last_latency_ms: number | null;
+  consecutive_failures: number;
+  last_error: string | null;
+}
+
+/** One SLO on the page. */
+export interface SloJson {
+  name: string;
+  metric: string;
+  percentile: number;
+  threshold_ms: number;
+  window_seconds: number;
+  tier: string;
+  samples: number;
+  measured_ms: number | null;
+  burn_rate: number | null;
+  budget_remaining: number | null;
+}
+
+/** One alert on the page. */
+export interface AlertJson {
+  id: string;
+  alert_name: string;
+  /** `generic` (SendAlert), `metric` (SendMetricAlert), `slo`, or `unspecified`. */
+  kind: 'generic' | 'metric' | 'slo' | 'unspecified';
+  title: string;
+  message: string;
+  severity: string;
+  context: Record<string, string>;
+  source_service: string;
+  fired_at: string | null;
+}
+
+/** Body of `GET /status.json` and `data:` of the `snapshot` event. */
+export interface StatusSnapshotJson {
+  generated_at: string;
+  /** Most alerts a snapshot holds (`web.recent_alerts`); the page keeps as many. */
+  alert_limit: number;
+  targets: TargetJson[];
+  slos: SloJson[];
+  /** Newest first. */
+  alerts: AlertJson[];
+}
+
+const KIND_NAMES: Readonly<Record<number, AlertJson['kind']>> = {
+  [AlertKind.GENERIC]: 'generic',
+  [AlertKind.METRIC]: 'metric',
+  [AlertKind.SLO]: 'slo',
+};
+
+/** A target's JSON. */
+export function toTargetJson(t: TargetState): TargetJson {
+  return {
+    name: t.name,
+    grpc_address: t.grpcAddress,
+    http_url: t.httpUrl,
+    state: t.up === null ? 'unknown' : t.up ? 'up' : 'down',
+    last_probe_at: isoOrNull(t.lastProbeAt),
+    last_latency_ms: finiteOrNull(t.lastLatencyMs),
+    consecutive_failures: t.consecutiveFailures,
+    last_error: t.lastError === null ? null : cut(t.lastError, MAX_CONTEXT_CHARS),
+  };
+}
+
+/** An SLO's JSON. */
+export function toSloJson(s: SloStatus): SloJson {
+  return {
+    name: s.name,
+    metric: s.metric,
+    percentile: s.percentile,
+    threshold_ms: s.thresholdMs,
+    window_seconds: s.windowSeconds,
+    tier: s.tier,
+    samples: s.samples,
+    measured_ms: finiteOrNull(s.measuredMs),
+    burn_rate: finiteOrNull(s.burnRate),
+    budget_remaining: finiteOrNull(s.budgetRemaining),
+  };
+}
+
+/** An alert's JSON, its texts cut to the bounds above. */
+export function toAlertJson(a: Alert): AlertJson {
+  const context: Record<string, string> = {};
+  for (const key of Object.keys(a.context).sort().slice(0, MAX_CONTEXT_ENTRIES)) {
+    context[cut(key, MAX_CONTEXT_CHARS)] = cut(a.context[key] ?? '', MAX_CONTEXT_CHARS);
+  }
+  return {
+    id: cut(a.id, 64),
+    alert_name: cut(a.alertName, MAX_TITLE_CHARS),
+    kind: KIND_NAMES[a.kind] ?? 'unspecified',
+    title: cut(a.title, MAX_TITLE_CHARS),
+    message: cut(a.message, MAX_MESSAGE_CHARS),
+    severity: cut(a.severity, 32),
+    context,
+    source_service: cut(a.sourceService, MAX_CONTEXT_CHARS),
+    fired_at: a.firedAt ? isoOrNull(timestampDate(a.firedAt)) : null,
+  };
+}
+
+function cut(text: string, max: number): string {
+  // Array.from counts code points, so a cut never splits a surrogate pair.
+  if (text.length <= max) return text;
+  const points = Array.from(text);
+  return points.length <= max ? text : `${points.slice(0, max - 1).join('')}…`;
+}
+
+function finiteOrNull(n: number | null): number | null {
+  return n !== null && Number.isFinite(n) ? n : null;
+}
+
+function isoOrNull(d: Date | null): string | null {
+  return d !== null && !Number.isNaN(d.getTime()) ? d.toISOString() : null;
+}
