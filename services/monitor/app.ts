@@ -14,6 +14,11 @@ import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
+import {
+  type AlertDispatcherProtocol,
+  LoggingAlertDispatcher,
+} from '../../shared/monitoring/alerts/dispatcher';
+import { TargetsArea } from './targets/targets-area';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -49,6 +54,18 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
 
   // --- targets (watched services, CheckHealth) ---
+  // merge: replaced by the alerts area's AlertHub
+  const alertDispatcher: AlertDispatcherProtocol = new LoggingAlertDispatcher(logger);
+  const targets = new TargetsArea({ targets: config.targets, alerts: alertDispatcher, collector, logger });
+  lifecycle.worker('targets', {
+    start: () => {
+      // The health checker is built below with the server; workers start before observability, so
+      // the target checks are in place before readiness is first polled.
+      targets.addHealthChecks(observability.checker);
+      targets.start();
+    },
+    stop: () => targets.stop(),
+  });
 
   const server = new RpcServer({
     name: 'monitor',
