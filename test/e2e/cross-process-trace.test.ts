@@ -100,7 +100,8 @@ describe('a trace across the real gRPC call from the monitor process to the noti
       if (Date.now() > deadline) throw new Error('timed out waiting for a probe trace with both processes');
       const spans = receiver.spans;
       for (const server of spans) {
-        if (server.service !== 'notification' || !/grpc\.health\.v1\.Health\/Check/.test(server.name)) continue;
+        if (server.service !== 'notification' || !/grpc\.health\.v1\.Health\/Check/.test(server.name))
+          continue;
         const chain = ancestors(server, spans);
         const probe = chain.find((s) => s.service === 'monitor' && s.name === 'probe target');
         if (probe) found = { probe, server, chain };

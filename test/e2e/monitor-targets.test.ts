@@ -31,7 +31,11 @@ function alertLines(proc: ServiceProcess): AlertLine[] {
   return out;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  ms = 60_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const found = await probe();
@@ -53,7 +57,8 @@ describe('the monitor process watching the notification process', () => {
   async function scrape(): Promise<{ up?: string; grpcProbes: number }> {
     const text = await (await fetch(`http://127.0.0.1:${monitor!.httpPort}/metrics`)).text();
     const up = /^\w*up\{target="notification"\} (\S+)$/m.exec(text)?.[1];
-    const count = /target_probe_duration_seconds_count\{[^}]*target="notification",kind="grpc"[^}]*\} (\d+)/.exec(text);
+    const count =
+      /target_probe_duration_seconds_count\{[^}]*target="notification",kind="grpc"[^}]*\} (\d+)/.exec(text);
     return { up, grpcProbes: Number(count?.[1] ?? 0) };
   }
 

@@ -12,7 +12,11 @@ import type { Logger } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import type { HealthChecker } from '../../../shared/monitoring/health/checker';
-import { HealthCheckCategory, HealthCheckResult, HealthStatus } from '../../../shared/monitoring/health/result';
+import {
+  HealthCheckCategory,
+  HealthCheckResult,
+  HealthStatus,
+} from '../../../shared/monitoring/health/result';
 import type { Gauge, Histogram } from '../../../shared/monitoring/instruments';
 import type { TargetConfig } from '../config';
 import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
@@ -276,8 +280,14 @@ export function targetHealth(component: string, state: TargetState): HealthCheck
     last_latency_ms: state.lastLatencyMs,
     last_error: state.lastError,
   };
-  const base = { component, details, category: HealthCheckCategory.READINESS, durationMs: state.lastLatencyMs };
-  if (state.up === true) return new HealthCheckResult({ ...base, status: HealthStatus.HEALTHY, message: 'up' });
+  const base = {
+    component,
+    details,
+    category: HealthCheckCategory.READINESS,
+    durationMs: state.lastLatencyMs,
+  };
+  if (state.up === true)
+    return new HealthCheckResult({ ...base, status: HealthStatus.HEALTHY, message: 'up' });
   if (state.up === false) {
     return new HealthCheckResult({
       ...base,

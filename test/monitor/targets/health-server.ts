@@ -18,7 +18,11 @@ export interface HealthServer {
   restart(): Promise<void>;
 }
 
-async function bind(port: number, health: HealthImplementation, onCheck: () => void): Promise<{
+async function bind(
+  port: number,
+  health: HealthImplementation,
+  onCheck: () => void,
+): Promise<{
   server: grpc.Server;
   port: number;
 }> {

@@ -75,7 +75,9 @@ describe('the monitor watching targets', () => {
 
   it('exposes probe latency by target and kind, and valid exposition text', async () => {
     const text = await metrics();
-    expect(text).toMatch(/^mon_target_probe_duration_seconds_count\{target="notification",kind="grpc"\} [1-9]/m);
+    expect(text).toMatch(
+      /^mon_target_probe_duration_seconds_count\{target="notification",kind="grpc"\} [1-9]/m,
+    );
     expect(text).toMatch(/^mon_target_probe_duration_seconds_count\{target="ghost",kind="http"\} [1-9]/m);
     const check = promtool(text);
     expect(check.output).toBe('');

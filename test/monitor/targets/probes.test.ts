@@ -1,11 +1,7 @@
 import { getEventListeners } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthServiceDefinition } from 'grpc-health-check';
-import {
-  GrpcHealthProbe,
-  MAX_HTTP_BODY_BYTES,
-  probeHttp,
-} from '../../../services/monitor/targets/probes';
+import { GrpcHealthProbe, MAX_HTTP_BODY_BYTES, probeHttp } from '../../../services/monitor/targets/probes';
 import { listen, type TestServer } from '../../shared/monitoring/helpers';
 import { startHealthServer, type HealthServer } from './health-server';
 
@@ -69,7 +65,9 @@ describe('the gRPC health probe', () => {
     const server = new grpc.Server();
     server.addService(healthServiceDefinition as never, { check: () => undefined, watch: () => undefined });
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
     );
     closers.push(() => server.forceShutdown());
     expect(await grpcProbe(`127.0.0.1:${port}`).check(100, never)).toEqual({ ok: false, reason: 'timeout' });
@@ -79,7 +77,9 @@ describe('the gRPC health probe', () => {
     const server = new grpc.Server();
     server.addService(healthServiceDefinition as never, { check: () => undefined, watch: () => undefined });
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
     );
     closers.push(() => server.forceShutdown());
     const stop = new AbortController();

@@ -101,7 +101,8 @@ describe('target alerts', () => {
     const held = heldDispatcher();
     const { logger, lines } = captureLogger();
     const queue = new TargetAlertQueue(held.dispatcher, logger);
-    for (let i = 0; i < MAX_PENDING_TARGET_ALERTS; i++) expect(queue.push(targetAlert('down', DOWN_STATE))).toBe(true);
+    for (let i = 0; i < MAX_PENDING_TARGET_ALERTS; i++)
+      expect(queue.push(targetAlert('down', DOWN_STATE))).toBe(true);
     expect(queue.push(targetAlert('recovered', DOWN_STATE))).toBe(false);
     expect(queue.size).toBe(MAX_PENDING_TARGET_ALERTS);
     expect(queue.droppedCount).toBe(1);

@@ -28,7 +28,8 @@ function recordingDispatcher(): { dispatcher: AlertDispatcherProtocol; sent: Sen
   return {
     sent,
     dispatcher: {
-      sendAlert: async (title, _message, severity, context) => void sent.push({ title, severity, context: { ...context } }),
+      sendAlert: async (title, _message, severity, context) =>
+        void sent.push({ title, severity, context: { ...context } }),
       sendMetricAlert: async () => undefined,
     },
   };
@@ -189,12 +190,19 @@ describe('TargetsArea', () => {
     await waitFor(() => a.states()[0]!.up === true, 'target up');
     let report = await checker.runReadiness();
     expect(report.status).toBe(HealthStatus.HEALTHY);
-    expect(report.checks['target.api']!.details).toMatchObject({ target: 'api', up: true, grpc_address: server.address });
+    expect(report.checks['target.api']!.details).toMatchObject({
+      target: 'api',
+      up: true,
+      grpc_address: server.address,
+    });
     server.setStatus('NOT_SERVING');
     await waitFor(() => a.states()[0]!.up === false, 'target down');
     report = await checker.runReadiness();
     expect(report.status).toBe(HealthStatus.DEGRADED);
-    expect(report.checks['target.api']).toMatchObject({ status: HealthStatus.DEGRADED, error: 'NOT_SERVING' });
+    expect(report.checks['target.api']).toMatchObject({
+      status: HealthStatus.DEGRADED,
+      error: 'NOT_SERVING',
+    });
   });
 
   it('accepts at most MAX_TARGET_LISTENERS listeners; unsubscribing frees a place', () => {
@@ -230,7 +238,9 @@ describe('TargetsArea', () => {
   it('stop() cancels a probe in flight instead of waiting out its timeout', async () => {
     const http = await listen(() => undefined);
     cleanups.push(() => http.close());
-    const { area: a, seen } = area([target({ http_url: http.url, interval_seconds: 60, timeout_ms: 60_000 })]);
+    const { area: a, seen } = area([
+      target({ http_url: http.url, interval_seconds: 60, timeout_ms: 60_000 }),
+    ]);
     a.start();
     await new Promise((r) => setTimeout(r, 50));
     await a.stop();
