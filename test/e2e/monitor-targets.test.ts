@@ -72,7 +72,7 @@ describe('the monitor process watching the notification process', () => {
           grpc_address: `127.0.0.1:${grpcPort}`,
           http_url: `http://127.0.0.1:${httpPort}/health/ready`,
           interval_seconds: 0.2,
-          timeout_ms: 1000,
+          timeout_ms: 5000,
         },
       ]),
     });

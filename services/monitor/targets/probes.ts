@@ -66,6 +66,7 @@ export class GrpcHealthProbe {
       );
       const onAbort = (): void => call.cancel();
       signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
     });
   }
 
@@ -88,6 +89,7 @@ function grpcReason(code: grpc.status): string {
 export function probeHttp(url: string, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
   return new Promise((resolve) => {
     let settled = false;
+    let req: http.ClientRequest | undefined;
     const headers: Record<string, string> = { accept: 'application/json, text/plain, */*' };
     propagation.inject(context.active(), headers);
     const get = url.startsWith('https:') ? https.get : http.get;
@@ -96,25 +98,32 @@ export function probeHttp(url: string, timeoutMs: number, signal: AbortSignal): 
       settled = true;
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      req.destroy();
+      req?.destroy();
       resolve(outcome);
     };
-    // No keep-alive: one short connection per probe, closed by finish().
-    const req = get(url, { headers, agent: false }, (res) => {
-      const status = res.statusCode ?? 0;
-      const outcome: ProbeOutcome =
-        status >= 200 && status < 300 ? { ok: true } : { ok: false, reason: `HTTP ${status}` };
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read >= MAX_HTTP_BODY_BYTES) finish(outcome);
-      });
-      res.on('end', () => finish(outcome));
-      res.on('error', () => finish(outcome));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => finish({ ok: false, reason: err.code ?? err.name }));
     const timer = setTimeout(() => finish({ ok: false, reason: 'timeout' }), timeoutMs);
     const onAbort = (): void => finish({ ok: false, reason: 'stopped' });
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return onAbort();
+    try {
+      // No keep-alive: one short connection per probe, closed by finish().
+      req = get(url, { headers, agent: false }, (res) => {
+        const status = res.statusCode ?? 0;
+        const outcome: ProbeOutcome =
+          status >= 200 && status < 300 ? { ok: true } : { ok: false, reason: `HTTP ${status}` };
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read >= MAX_HTTP_BODY_BYTES) finish(outcome);
+        });
+        res.on('end', () => finish(outcome));
+        res.on('error', () => finish(outcome));
+      });
+    } catch (err) {
+      // A URL node:http cannot use (the config's check is looser) fails the probe, not the monitor.
+      finish({ ok: false, reason: (err as NodeJS.ErrnoException).code ?? 'invalid URL' });
+      return;
+    }
+    req.on('error', (err: NodeJS.ErrnoException) => finish({ ok: false, reason: err.code ?? err.name }));
   });
 }

@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ResourceExhaustedError } from '../../../shared/errors';
-import type { Logger } from '../../../shared/logging/logger';
+import { type Logger, redactUrl } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import type { HealthChecker } from '../../../shared/monitoring/health/checker';
@@ -67,6 +67,7 @@ class TargetWatcher {
   constructor(
     private readonly target: TargetConfig,
     private readonly latency: Histogram,
+    private readonly logger: Logger,
     private readonly onProbed: (state: TargetState, transition: TargetTransition | null) => void,
   ) {
     this.intervalMs = target.interval_seconds * 1000;
@@ -74,7 +75,8 @@ class TargetWatcher {
     this.tracker = new TargetTracker({
       name: target.name,
       grpcAddress: target.grpc_address ?? null,
-      httpUrl: target.http_url ?? null,
+      // What is shown (alerts, health details, the page) never carries a password of the URL.
+      httpUrl: target.http_url ? redactUrl(target.http_url) : null,
     });
     this.grpc = target.grpc_address ? new GrpcHealthProbe(target.grpc_address, this.intervalMs) : undefined;
   }
@@ -104,13 +106,18 @@ class TargetWatcher {
 
   private async run(): Promise<void> {
     const started = performance.now();
-    const outcome = await this.probe();
-    const elapsedMs = performance.now() - started;
-    // A probe cut short by stop() says nothing about the target.
-    if (this.stopped) return;
-    const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
-    this.onProbed(this.tracker.snapshot(), transition);
-    this.schedule(Math.max(0, this.intervalMs - elapsedMs));
+    try {
+      const outcome = await this.probe();
+      const elapsedMs = performance.now() - started;
+      // A probe cut short by stop() says nothing about the target.
+      if (this.stopped) return;
+      const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
+      this.onProbed(this.tracker.snapshot(), transition);
+    } catch (err) {
+      // A bug here must not end the watching of this target for the life of the process.
+      this.logger.error({ err, target: this.target.name }, 'target probe failed unexpectedly');
+    }
+    this.schedule(Math.max(0, this.intervalMs - (performance.now() - started)));
   }
 
   /**
@@ -188,7 +195,9 @@ export class TargetsArea {
     for (const target of options.targets) {
       this.watchers.set(
         target.name,
-        new TargetWatcher(target, latency, (state, transition) => this.probed(state, transition)),
+        new TargetWatcher(target, latency, this.logger, (state, transition) =>
+          this.probed(state, transition),
+        ),
       );
     }
   }

@@ -138,6 +138,22 @@ describe('the HTTP health probe', () => {
     expect(await probeHttp(url, 2000, never)).toEqual({ ok: false, reason: 'ECONNREFUSED' });
   });
 
+  it('fails (does not throw) on a URL node:http cannot use', async () => {
+    expect(await probeHttp('http://[::1/health', 2000, never)).toEqual({
+      ok: false,
+      reason: 'ERR_INVALID_URL',
+    });
+  });
+
+  it('does not start when the stop signal is already raised', async () => {
+    const stop = new AbortController();
+    stop.abort();
+    expect(await probeHttp('http://127.0.0.1:1/health', 60_000, stop.signal)).toEqual({
+      ok: false,
+      reason: 'stopped',
+    });
+  });
+
   it('is cut short by the stop signal', async () => {
     const server = await http(() => undefined);
     const stop = new AbortController();

@@ -41,7 +41,8 @@ afterEach(async () => {
 });
 
 function target(overrides: Partial<TargetConfig>): TargetConfig {
-  return { name: 'svc', interval_seconds: 0.05, ...overrides };
+  // A short interval, but a timeout a loaded machine meets: a slow answer must not count as a failure.
+  return { name: 'svc', interval_seconds: 0.05, timeout_ms: 5000, ...overrides };
 }
 
 function area(targets: TargetConfig[]): {
@@ -74,9 +75,9 @@ const states = (sent: SentAlert[]): unknown[] => sent.map((a) => a.context.state
 
 describe('TargetsArea', () => {
   it('uses timeout_ms, else the interval capped at 5 s', () => {
-    expect(probeTimeoutMs(target({ interval_seconds: 1 }))).toBe(1000);
-    expect(probeTimeoutMs(target({ interval_seconds: 60 }))).toBe(5000);
-    expect(probeTimeoutMs(target({ interval_seconds: 60, timeout_ms: 250 }))).toBe(250);
+    expect(probeTimeoutMs({ name: 'a', interval_seconds: 1 })).toBe(1000);
+    expect(probeTimeoutMs({ name: 'a', interval_seconds: 60 })).toBe(5000);
+    expect(probeTimeoutMs({ name: 'a', interval_seconds: 60, timeout_ms: 250 })).toBe(250);
   });
 
   it('raises one "down" alert after two failed probes, and one "recovered" when the target answers again', async () => {
@@ -132,7 +133,7 @@ describe('TargetsArea', () => {
 
   it('sees a stopped server as down and the server restarted on the same port as recovered', async () => {
     const server = await healthServer();
-    const { area: a, sent } = area([target({ grpc_address: server.address, timeout_ms: 500 })]);
+    const { area: a, sent } = area([target({ grpc_address: server.address })]);
     a.start();
     await waitFor(() => a.states()[0]!.up === true, 'target up');
     server.stop();
@@ -203,6 +204,12 @@ describe('TargetsArea', () => {
       status: HealthStatus.DEGRADED,
       error: 'NOT_SERVING',
     });
+  });
+
+  it('never shows the password of an http_url in its state (the alerts, health details and page read it)', () => {
+    const { area: a } = area([target({ http_url: 'http://probe:s3cret@127.0.0.1:1/health' })]);
+    expect(a.states()[0]!.httpUrl).toBe('http://probe:%5BREDACTED%5D@127.0.0.1:1/health');
+    expect(JSON.stringify(a.states())).not.toContain('s3cret');
   });
 
   it('accepts at most MAX_TARGET_LISTENERS listeners; unsubscribing frees a place', () => {
