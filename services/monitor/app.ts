@@ -54,9 +54,15 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
 
   // --- targets (watched services, CheckHealth) ---
-  // merge: replaced by the alerts area's AlertHub
-  const alertDispatcher: AlertDispatcherProtocol = new LoggingAlertDispatcher(logger);
-  const targets = new TargetsArea({ targets: config.targets, alerts: alertDispatcher, collector, logger });
+  // merge: replaced by the alerts area's AlertHub (main's slo section already declares one
+  // `alertDispatcher`; pass that and drop this line).
+  const targetsAlertDispatcher: AlertDispatcherProtocol = new LoggingAlertDispatcher(logger);
+  const targets = new TargetsArea({
+    targets: config.targets,
+    alerts: targetsAlertDispatcher,
+    collector,
+    logger,
+  });
   lifecycle.worker('targets', {
     start: () => {
       // The health checker is built below with the server; workers start before observability, so
