@@ -23,6 +23,7 @@ import { SloArea } from './slo/slo-area';
 import { SloEvaluationWorker } from './slo/evaluation-worker';
 import { STATUS_PATH_PREFIX, StatusPage } from './web/status-page';
 import { emptyStatusSource, type StatusSource } from './web/status-source';
+import { TargetsArea } from './targets/targets-area';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -86,6 +87,21 @@ export async function createMonitorApp(
   deps.slo = slo;
 
   // --- targets (watched services, CheckHealth) ---
+  const targets = new TargetsArea({
+    targets: config.targets,
+    alerts: alertDispatcher,
+    collector,
+    logger,
+  });
+  lifecycle.worker('targets', {
+    start: () => {
+      // The health checker is built below with the server; workers start before observability, so
+      // the target checks are in place before readiness is first polled.
+      targets.addHealthChecks(observability.checker);
+      targets.start();
+    },
+    stop: () => targets.stop(),
+  });
 
   const server = new RpcServer({
     name: 'monitor',

@@ -124,15 +124,24 @@ export const PullMetricsConfigSchema = z
   })
   .prefault({});
 
-/** A service the monitor watches: its gRPC health and/or HTTP `/health` are probed. */
+/**
+ * A service the monitor watches: its gRPC health and/or HTTP `/health` are probed (see
+ * services/monitor/targets/README.md). With both set, a probe succeeds only when both answer.
+ */
 export const TargetConfigSchema = z
   .strictObject({
     name: itemName(),
-    /** `host:port` of the gRPC port; probed with grpc.health.v1. */
+    /** `host:port` of the gRPC port; probed with grpc.health.v1 `Check` for service "". */
     grpc_address: hostPort().optional(),
-    /** URL of an HTTP health endpoint. */
+    /** URL of an HTTP health endpoint; a 2xx answer is up. */
     http_url: httpUrl().optional(),
-    interval_seconds: positiveInt().default(15),
+    /** Seconds from the start of one probe to the start of the next; fractions allowed (0.5). */
+    interval_seconds: positiveNumber().default(15),
+    /**
+     * Milliseconds one probe may take (the gRPC deadline, the HTTP timeout); a slower answer is a
+     * failure ("timeout"). Default: the interval, at most 5000.
+     */
+    timeout_ms: positiveInt().optional(),
   })
   .superRefine((t, ctx) => {
     if (!t.grpc_address && !t.http_url) {

@@ -1,0 +1,309 @@
+/**
+ * TargetsArea: the services the monitor watches. One watcher per configured target probes it every
+ * `interval_seconds` (never two probes of one target at once), keeps its state (target-state.ts),
+ * sets `up{target}` and the probe latency on `/metrics`, raises one alert when it goes down and one
+ * when it recovers (target-alerts.ts), and offers each target as a readiness check that reads the
+ * last state (never probes on demand). The status page reads `states()` and `onChange()`.
+ */
+import { performance } from 'node:perf_hooks';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { ResourceExhaustedError } from '../../../shared/errors';
+import { type Logger, redactUrl } from '../../../shared/logging/logger';
+import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
+import type { MetricsCollector } from '../../../shared/monitoring/collector';
+import type { HealthChecker } from '../../../shared/monitoring/health/checker';
+import {
+  HealthCheckCategory,
+  HealthCheckResult,
+  HealthStatus,
+} from '../../../shared/monitoring/health/result';
+import type { Gauge, Histogram } from '../../../shared/monitoring/instruments';
+import type { TargetConfig } from '../config';
+import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
+import { TargetAlertQueue, targetAlert } from './target-alerts';
+import { type TargetState, type TargetTransition, TargetTracker } from './target-state';
+
+/** Longest default probe timeout: a slow target is a failing one. */
+export const MAX_DEFAULT_TIMEOUT_MS = 5000;
+/** Listeners `onChange` accepts at once (the status page needs one). */
+export const MAX_TARGET_LISTENERS = 32;
+/** How long stop() waits for queued alerts to be handed to the dispatcher. */
+const STOP_ALERT_DRAIN_MS = 5000;
+/** Prefix of each target's health check name: `target.<name>`. */
+export const TARGET_CHECK_PREFIX = 'target.';
+
+/** Called with a target's new state after each finished probe. */
+export type TargetStateListener = (state: TargetState) => void;
+
+/** Options of TargetsArea. */
+export interface TargetsAreaOptions {
+  targets: readonly TargetConfig[];
+  /** Where "down" and "recovered" alerts go. */
+  alerts: AlertDispatcherProtocol;
+  /** The monitor's collector: `up` and `target_probe_duration_seconds` are created on it. */
+  collector: MetricsCollector;
+  logger: Logger;
+}
+
+/** The probe timeout of a target: `timeout_ms`, else its interval capped at {@link MAX_DEFAULT_TIMEOUT_MS}. */
+export function probeTimeoutMs(target: TargetConfig): number {
+  return target.timeout_ms ?? Math.min(target.interval_seconds * 1000, MAX_DEFAULT_TIMEOUT_MS);
+}
+
+const tracer = trace.getTracer('svc.monitor.targets');
+
+/** Probes one target in a loop: the next probe is scheduled when the previous one has finished. */
+class TargetWatcher {
+  readonly tracker: TargetTracker;
+  private readonly grpc: GrpcHealthProbe | undefined;
+  private readonly intervalMs: number;
+  private readonly timeoutMs: number;
+  // One long-lived signal for stop(); each probe adds one listener and removes it when it ends.
+  private readonly abort = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private inflight: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly target: TargetConfig,
+    private readonly latency: Histogram,
+    private readonly logger: Logger,
+    private readonly onProbed: (state: TargetState, transition: TargetTransition | null) => void,
+  ) {
+    this.intervalMs = target.interval_seconds * 1000;
+    this.timeoutMs = probeTimeoutMs(target);
+    this.tracker = new TargetTracker({
+      name: target.name,
+      grpcAddress: target.grpc_address ?? null,
+      // What is shown (alerts, health details, the page) never carries a password of the URL.
+      httpUrl: target.http_url ? redactUrl(target.http_url) : null,
+    });
+    this.grpc = target.grpc_address ? new GrpcHealthProbe(target.grpc_address, this.intervalMs) : undefined;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.abort.abort();
+    await this.inflight;
+    this.grpc?.close();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.inflight = this.run().finally(() => (this.inflight = undefined));
+    }, delayMs);
+    // The server keeps the process alive, not a probe timer.
+    this.timer.unref();
+  }
+
+  private async run(): Promise<void> {
+    const started = performance.now();
+    try {
+      const outcome = await this.probe();
+      const elapsedMs = performance.now() - started;
+      // A probe cut short by stop() says nothing about the target.
+      if (this.stopped) return;
+      const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
+      this.onProbed(this.tracker.snapshot(), transition);
+    } catch (err) {
+      // A bug here must not end the watching of this target for the life of the process.
+      this.logger.error({ err, target: this.target.name }, 'target probe failed unexpectedly');
+    }
+    this.schedule(Math.max(0, this.intervalMs - (performance.now() - started)));
+  }
+
+  /**
+   * One probe of every configured kind, in parallel, inside a CLIENT span "probe target" that starts
+   * a trace of its own: the gRPC instrumentation's call span is its child, so the trace continues in
+   * the target's process (no-op when the process runs no OpenTelemetry SDK).
+   */
+  private probe(): Promise<ProbeOutcome> {
+    const { name, grpc_address: grpcAddress, http_url: httpUrl } = this.target;
+    return tracer.startActiveSpan(
+      'probe target',
+      {
+        kind: SpanKind.CLIENT,
+        root: true,
+        attributes: {
+          'monitor.target': name,
+          ...(grpcAddress ? { 'monitor.target.grpc_address': grpcAddress } : {}),
+          ...(httpUrl ? { 'monitor.target.http_url': httpUrl } : {}),
+        },
+      },
+      async (span) => {
+        try {
+          const probes: Promise<ProbeOutcome>[] = [];
+          if (this.grpc) probes.push(this.timed('grpc', this.grpc.check(this.timeoutMs, this.abort.signal)));
+          if (httpUrl) probes.push(this.timed('http', probeHttp(httpUrl, this.timeoutMs, this.abort.signal)));
+          const outcomes = await Promise.all(probes);
+          const failed = outcomes.find((o): o is { ok: false; reason: string } => !o.ok);
+          const outcome: ProbeOutcome = failed ?? { ok: true };
+          span.setAttribute('monitor.target.up', outcome.ok);
+          if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.reason });
+          return outcome;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  private async timed(kind: 'grpc' | 'http', probe: Promise<ProbeOutcome>): Promise<ProbeOutcome> {
+    const started = performance.now();
+    const outcome = await probe;
+    if (!this.stopped) {
+      this.latency.observe((performance.now() - started) / 1000, { target: this.target.name, kind });
+    }
+    return outcome;
+  }
+}
+
+/** The watched targets of the monitor. */
+export class TargetsArea {
+  private readonly watchers = new Map<string, TargetWatcher>();
+  private readonly listeners = new Set<TargetStateListener>();
+  private readonly alerts: TargetAlertQueue;
+  private readonly up: Gauge;
+  private readonly logger: Logger;
+  private started = false;
+
+  constructor(options: TargetsAreaOptions) {
+    this.logger = options.logger.child({ component: 'targets' });
+    this.alerts = new TargetAlertQueue(options.alerts, this.logger);
+    // Series are bounded by the configured targets: one `up` per target, one histogram per kind.
+    this.up = options.collector.createGauge(
+      'up',
+      'Whether the watched target answers its health probes (1 up, 0 down); absent until known',
+      undefined,
+      { labelNames: ['target'] },
+    );
+    const latency = options.collector.createHistogram(
+      'target_probe_duration_seconds',
+      'Time of one health probe of a watched target, by probe kind (grpc, http)',
+      undefined,
+      undefined,
+      { labelNames: ['target', 'kind'] },
+    );
+    for (const target of options.targets) {
+      this.watchers.set(
+        target.name,
+        new TargetWatcher(target, latency, this.logger, (state, transition) =>
+          this.probed(state, transition),
+        ),
+      );
+    }
+  }
+
+  /** Starts probing every target (the first probe at once). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    for (const watcher of this.watchers.values()) watcher.start();
+  }
+
+  /**
+   * Stops probing: cancels the probes in flight, closes the gRPC channels, and waits (a bounded time)
+   * for queued alerts to reach the dispatcher. Listeners are dropped.
+   */
+  async stop(): Promise<void> {
+    await Promise.all([...this.watchers.values()].map((w) => w.stop()));
+    this.listeners.clear();
+    await this.alerts.drain(STOP_ALERT_DRAIN_MS);
+  }
+
+  /** Every target's state, in config order. */
+  states(): TargetState[] {
+    return [...this.watchers.values()].map((w) => w.tracker.snapshot());
+  }
+
+  /**
+   * Calls `listener` with a target's state after each finished probe; returns the function that
+   * removes it. ResourceExhaustedError beyond {@link MAX_TARGET_LISTENERS} listeners.
+   */
+  onChange(listener: TargetStateListener): () => void {
+    if (this.listeners.size >= MAX_TARGET_LISTENERS) {
+      throw new ResourceExhaustedError(`at most ${MAX_TARGET_LISTENERS} target state listeners`);
+    }
+    // A wrapper, so the same function added twice is two listeners and each unsubscribe removes one.
+    const entry: TargetStateListener = (state) => listener(state);
+    this.listeners.add(entry);
+    return () => {
+      this.listeners.delete(entry);
+    };
+  }
+
+  /**
+   * Adds one READINESS check per target, `target.<name>`, to `checker`: HEALTHY when up, DEGRADED
+   * when down or not known yet, never UNHEALTHY, so a watched service that is down never takes the
+   * monitor itself out of rotation. The check reads the last probe's state.
+   */
+  addHealthChecks(checker: HealthChecker): void {
+    for (const [name, watcher] of this.watchers) {
+      const component = TARGET_CHECK_PREFIX + name;
+      checker.add(
+        component,
+        () => targetHealth(component, watcher.tracker.snapshot()),
+        null,
+        HealthCheckCategory.READINESS,
+      );
+    }
+  }
+
+  private probed(state: TargetState, transition: TargetTransition | null): void {
+    if (state.up !== null) this.up.set(state.up ? 1 : 0, { target: state.name });
+    if (transition) {
+      const alert = targetAlert(transition, state);
+      this.logger.info(
+        { target: state.name, state: transition, consecutiveFailures: state.consecutiveFailures },
+        `target ${transition}`,
+      );
+      this.alerts.push(alert);
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(state);
+      } catch (err) {
+        this.logger.warn({ err }, 'target state listener failed');
+      }
+    }
+  }
+}
+
+/** The health check result of a target in `state`. */
+export function targetHealth(component: string, state: TargetState): HealthCheckResult {
+  const details = {
+    target: state.name,
+    grpc_address: state.grpcAddress,
+    http_url: state.httpUrl,
+    up: state.up,
+    consecutive_failures: state.consecutiveFailures,
+    last_probe_at: state.lastProbeAt?.toISOString() ?? null,
+    last_latency_ms: state.lastLatencyMs,
+    last_error: state.lastError,
+  };
+  const base = {
+    component,
+    details,
+    category: HealthCheckCategory.READINESS,
+    durationMs: state.lastLatencyMs,
+  };
+  if (state.up === true)
+    return new HealthCheckResult({ ...base, status: HealthStatus.HEALTHY, message: 'up' });
+  if (state.up === false) {
+    return new HealthCheckResult({
+      ...base,
+      status: HealthStatus.DEGRADED,
+      message: `down: ${state.lastError ?? 'unknown'}`,
+      error: state.lastError,
+    });
+  }
+  return new HealthCheckResult({ ...base, status: HealthStatus.DEGRADED, message: 'state not known yet' });
+}

@@ -1,0 +1,70 @@
+import { FAILURES_BEFORE_DOWN, TargetTracker } from '../../../services/monitor/targets/target-state';
+import type { ProbeOutcome } from '../../../services/monitor/targets/probes';
+
+const OK: ProbeOutcome = { ok: true };
+const FAIL: ProbeOutcome = { ok: false, reason: 'NOT_SERVING' };
+
+function tracker(): TargetTracker {
+  return new TargetTracker({ name: 'api', grpcAddress: '127.0.0.1:1', httpUrl: null });
+}
+
+function run(t: TargetTracker, outcomes: ProbeOutcome[]): Array<string | null> {
+  return outcomes.map((o, i) => t.record(o, new Date(1_000 * (i + 1)), 2));
+}
+
+describe('TargetTracker', () => {
+  it('is unknown before the first probe', () => {
+    const s = tracker().snapshot();
+    expect(s).toMatchObject({ up: null, lastProbeAt: null, lastLatencyMs: null, consecutiveFailures: 0 });
+  });
+
+  it('is up after one successful probe, and a first success is not a recovery', () => {
+    const t = tracker();
+    expect(run(t, [OK])).toEqual([null]);
+    expect(t.snapshot()).toMatchObject({ up: true, consecutiveFailures: 0, lastLatencyMs: 2 });
+    expect(t.snapshot().lastProbeAt).toEqual(new Date(1000));
+  });
+
+  it('goes down after two failed probes in a row, once, and stays down without more transitions', () => {
+    const t = tracker();
+    expect(FAILURES_BEFORE_DOWN).toBe(2);
+    expect(run(t, [OK, FAIL, FAIL, FAIL, FAIL])).toEqual([null, null, 'down', null, null]);
+    expect(t.snapshot()).toMatchObject({ up: false, consecutiveFailures: 4, lastError: 'NOT_SERVING' });
+  });
+
+  it('stays up through one failure followed by a success (flapping within one failure)', () => {
+    const t = tracker();
+    const transitions = run(t, [OK, FAIL, OK, FAIL, OK, FAIL, OK]);
+    expect(transitions.every((x) => x === null)).toBe(true);
+    expect(t.snapshot()).toMatchObject({ up: true, consecutiveFailures: 0 });
+  });
+
+  it('stays up (not down) after one failure', () => {
+    const t = tracker();
+    run(t, [OK, FAIL]);
+    expect(t.snapshot()).toMatchObject({ up: true, consecutiveFailures: 1, lastError: 'NOT_SERVING' });
+  });
+
+  it('recovers once on the first success after being down', () => {
+    const t = tracker();
+    expect(run(t, [OK, FAIL, FAIL, OK, OK])).toEqual([null, null, 'down', 'recovered', null]);
+    expect(t.snapshot()).toMatchObject({ up: true, consecutiveFailures: 0 });
+  });
+
+  it('reports a target that is down from the start: unknown after one failure, down after two', () => {
+    const t = tracker();
+    expect(t.record(FAIL, new Date(), 1)).toBeNull();
+    expect(t.snapshot().up).toBeNull();
+    expect(t.record(FAIL, new Date(), 1)).toBe('down');
+    expect(t.snapshot().up).toBe(false);
+  });
+
+  it('hands out copies: changing a snapshot does not change the state', () => {
+    const t = tracker();
+    run(t, [OK]);
+    const s = t.snapshot();
+    s.up = false;
+    s.lastProbeAt!.setTime(0);
+    expect(t.snapshot()).toMatchObject({ up: true, lastProbeAt: new Date(1000) });
+  });
+});
