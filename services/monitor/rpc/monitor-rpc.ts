@@ -14,6 +14,12 @@ import {
   HealthCheckCategory as WireCategory,
   HealthStatus as WireStatus,
   type CheckHealthRequest,
+  ExportSpansResponseSchema,
+  type ExportSpansRequest,
+  type ExportSpansResponse,
+  GetTraceResponseSchema,
+  type GetTraceRequest,
+  type GetTraceResponse,
   type CheckHealthResponse,
   type HealthCheckResultSchema,
   type MonitorService,
@@ -24,6 +30,8 @@ import {
   type HealthReport,
   type HealthReportSource,
 } from '../../../shared/monitoring/health/result';
+import type { Traces } from '../traces/traces';
+import { spanInputOf, wireSpanOf } from './traces-wire';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -32,6 +40,8 @@ export interface MonitorRpcDeps {
    * CheckHealth. Set by app.ts once the service's observability is built.
    */
   health?: HealthReportSource;
+  /** The span store and its forwarder (ExportSpans, GetTrace). */
+  traces?: Traces;
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -69,6 +79,22 @@ export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
         category: r.category ? WIRE_CATEGORY[r.category] : WireCategory.UNSPECIFIED,
       })),
     });
+  }
+
+  // --- traces: ExportSpans, GetTrace ---
+
+  exportSpans(req: ExportSpansRequest): ExportSpansResponse {
+    const traces = this.deps.traces;
+    if (!traces) throw new Error('the traces area is not wired');
+    const result = traces.exportSpans(req.spans.map(spanInputOf));
+    return create(ExportSpansResponseSchema, result);
+  }
+
+  getTrace(req: GetTraceRequest): GetTraceResponse {
+    const traces = this.deps.traces;
+    if (!traces) throw new Error('the traces area is not wired');
+    const spans = traces.getTrace(req.traceId);
+    return create(GetTraceResponseSchema, { spans: spans.map(wireSpanOf) });
   }
 }
 
