@@ -125,14 +125,27 @@ export class SpanStore {
     return { stored, rejected };
   }
 
-  /** The stored spans of a trace in start order (ties by span id); empty when none. */
+  /**
+   * The stored spans of a trace in start order; empty when none. Clocks often give a parent and its
+   * first child the same start (millisecond clocks), so ties go by depth in the trace (a parent
+   * before its children), then by span id.
+   */
   getTrace(traceId: string): SpanRecord[] {
     this.expire(this.now());
     const trace = this.traces.get(traceId);
     if (!trace) return [];
-    return [...trace.values()].sort((a, b) =>
-      a.startNs === b.startNs ? a.spanId.localeCompare(b.spanId) : a.startNs < b.startNs ? -1 : 1,
-    );
+    const depth = new Map<string, number>();
+    for (const span of trace.values()) {
+      let d = 0;
+      // Bounded by the trace's size: a parent cycle (ids are the caller's) cannot loop forever.
+      for (let p = trace.get(span.parentSpanId); p && d < trace.size; p = trace.get(p.parentSpanId)) d++;
+      depth.set(span.spanId, d);
+    }
+    return [...trace.values()].sort((a, b) => {
+      if (a.startNs !== b.startNs) return a.startNs < b.startNs ? -1 : 1;
+      const byDepth = depth.get(a.spanId)! - depth.get(b.spanId)!;
+      return byDepth !== 0 ? byDepth : a.spanId.localeCompare(b.spanId);
+    });
   }
 
   private expire(now: number): void {

@@ -146,3 +146,15 @@ describe('SpanStore', () => {
     expect(await metric('monitor_span_limits_dropped_total', 'item="strings"')).toBe(4);
   });
 });
+
+describe('SpanStore ordering', () => {
+  it('puts a parent before its children when they started at the same instant', () => {
+    const { store } = makeStore();
+    // Span ids chosen so that id order would put the children first.
+    const root = span(TRACE_A, 9, { startNs: 100n });
+    const child = span(TRACE_A, 5, { startNs: 100n, parentSpanId: root.spanId });
+    const grandchild = span(TRACE_A, 1, { startNs: 100n, parentSpanId: child.spanId });
+    store.add([grandchild, child, root]);
+    expect(store.getTrace(TRACE_A).map((s) => s.name)).toEqual(['op-9', 'op-5', 'op-1']);
+  });
+});
