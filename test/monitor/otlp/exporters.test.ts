@@ -119,7 +119,14 @@ describe('reflection', () => {
   it('lists the OTLP services beside MonitorService for buf curl', async () => {
     const { stdout } = await run(
       BUF,
-      ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '--list-methods', `http://${monitor.grpcAddress}`],
+      [
+        'curl',
+        '--protocol',
+        'grpc',
+        '--http2-prior-knowledge',
+        '--list-methods',
+        `http://${monitor.grpcAddress}`,
+      ],
       { timeout: 30_000 },
     );
     expect(stdout).toMatch(/^opentelemetry\.proto\.collector\.trace\.v1\.TraceService\/Export$/m);
@@ -135,7 +142,9 @@ describe('reflection', () => {
         {
           resource: { attributes: [{ key: 'service.name', value: { stringValue: 'buf' } }] },
           scopeSpans: [
-            { spans: [{ traceId, spanId, name: 'curl', startTimeUnixNano: '1000', endTimeUnixNano: '2000' }] },
+            {
+              spans: [{ traceId, spanId, name: 'curl', startTimeUnixNano: '1000', endTimeUnixNano: '2000' }],
+            },
           ],
         },
       ],

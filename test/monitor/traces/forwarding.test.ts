@@ -83,7 +83,10 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function start(opentelemetry: MonitorConfigInput['opentelemetry'], tracing: MonitorConfigInput['tracing'] = {}) {
+async function start(
+  opentelemetry: MonitorConfigInput['opentelemetry'],
+  tracing: MonitorConfigInput['tracing'] = {},
+) {
   const m = await startMonitorApp({ backend_type: 'opentelemetry', opentelemetry, tracing });
   running.push(m);
   return m;
@@ -117,7 +120,10 @@ describe('span forwarding', () => {
       path: '/v1/traces',
       headers: expect.objectContaining({ 'x-collector-key': 'k-123', 'content-encoding': 'gzip' }),
     });
-    await waitFor(async () => (await counter(m.baseUrl, 'monitor_spans_forwarded_total', 'outcome="ok"')) === 3, 'ok count');
+    await waitFor(
+      async () => (await counter(m.baseUrl, 'monitor_spans_forwarded_total', 'outcome="ok"')) === 3,
+      'ok count',
+    );
   });
 
   it('never fails ExportSpans when the endpoint is unreachable, and counts the failure', async () => {
@@ -139,7 +145,10 @@ describe('span forwarding', () => {
     const receiver = await otlpReceiver();
     servers.push(receiver.server);
     // A long interval and a large batch: nothing leaves the queue while the test fills it.
-    const m = await start({ endpoint: receiver.server.url, batch_size: 100, export_interval: 3600 }, { forward_queue_size: 2 });
+    const m = await start(
+      { endpoint: receiver.server.url, batch_size: 100, export_interval: 3600 },
+      { forward_queue_size: 2 },
+    );
     const t = 'e'.repeat(32);
     const res = await m.monitorConnect.exportSpans({ spans: [1, 2, 3, 4, 5].map((n) => span(t, n)) });
     // Stored all the same: forwarding is best effort.

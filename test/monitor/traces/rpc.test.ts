@@ -26,7 +26,7 @@ function traceId(): string {
   return seq.toString(16).padStart(32, 'f');
 }
 
-function span(trace: string, id: string, extra: Partial<SpanInit> = {}): SpanInit {
+function span(trace: string, id: string, extra: Record<string, unknown> = {}): SpanInit {
   return {
     traceId: trace,
     spanId: id.padStart(16, '0'),
@@ -35,7 +35,7 @@ function span(trace: string, id: string, extra: Partial<SpanInit> = {}): SpanIni
     endTime: timestampFromMs(1_700_000_000_050),
     serviceName: 'checkout',
     ...extra,
-  };
+  } as SpanInit;
 }
 
 let monitor: RunningMonitorApp;
@@ -102,7 +102,7 @@ describe('ExportSpans and GetTrace', () => {
     expect(spans).toHaveLength(2);
   });
 
-  const badSpans: Array<[string, Partial<SpanInit>, RegExp]> = [
+  const badSpans: Array<[string, Record<string, unknown>, RegExp]> = [
     ['a short trace id', { traceId: 'abc' }, /spans\[1\]: trace_id must be 32 lowercase hex/],
     ['an upper-case trace id', { traceId: 'A'.repeat(32) }, /spans\[1\]: trace_id/],
     ['an all-zero trace id', { traceId: '0'.repeat(32) }, /spans\[1\]: trace_id .*not all zero/],
@@ -120,15 +120,18 @@ describe('ExportSpans and GetTrace', () => {
     ['a bad link', { links: [{ traceId: 'x', spanId: 'y' }] }, /spans\[1\]: links\[0\]/],
   ];
 
-  it.each(badSpans)('refuses %s with INVALID_ARGUMENT naming the span, storing nothing', async (_, bad, reason) => {
-    const t = traceId();
-    const good = span(t, '1');
-    const err = (await exportGrpc([good, { ...span(t, '2'), ...bad }]).catch((e: unknown) => e)) as grpc.ServiceError;
-    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(err.details).toMatch(reason);
-    // Nothing half-applied: the valid first span was not stored either.
-    await expect(getGrpc(t)).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
-  });
+  it.each(badSpans)(
+    'refuses %s with INVALID_ARGUMENT naming the span, storing nothing',
+    async (_, bad, reason) => {
+      const t = traceId();
+      const good = span(t, '1');
+      const err = (await exportGrpc([good, span(t, '2', bad)]).catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(err.details).toMatch(reason);
+      // Nothing half-applied: the valid first span was not stored either.
+      await expect(getGrpc(t)).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+    },
+  );
 
   it('refuses more than 10,000 spans in one request', async () => {
     const t = traceId();

@@ -60,7 +60,11 @@ function makeStore(options: Partial<SpanStoreOptions> = {}) {
 describe('SpanStore', () => {
   it('returns a trace’s spans in start order, whatever order they arrived in', () => {
     const { store } = makeStore();
-    store.add([span(TRACE_A, 3, { startNs: 30n }), span(TRACE_A, 1, { startNs: 10n }), span(TRACE_A, 2, { startNs: 20n })]);
+    store.add([
+      span(TRACE_A, 3, { startNs: 30n }),
+      span(TRACE_A, 1, { startNs: 10n }),
+      span(TRACE_A, 2, { startNs: 20n }),
+    ]);
     store.add([span(TRACE_B, 4)]);
     expect(store.getTrace(TRACE_A).map((s) => s.name)).toEqual(['op-1', 'op-2', 'op-3']);
     expect(store.getTrace('c'.repeat(32))).toEqual([]);
@@ -121,8 +125,16 @@ describe('SpanStore', () => {
   it('applies the attribute, event and link limits: excess dropped and counted, not refused', async () => {
     const { store, metric } = makeStore({ maxAttributes: 2, maxEvents: 1, maxLinks: 1 });
     const attributes = { a: 1, b: 2, c: 3, d: 4 };
-    const events = [1, 2, 3].map((n) => ({ name: `e${n}`, timeNs: BigInt(n), attributes: { x: 1, y: 2, z: 3 } }));
-    const links = [1, 2].map((n) => ({ traceId: TRACE_B, spanId: n.toString(16).padStart(16, '0'), attributes: {} }));
+    const events = [1, 2, 3].map((n) => ({
+      name: `e${n}`,
+      timeNs: BigInt(n),
+      attributes: { x: 1, y: 2, z: 3 },
+    }));
+    const links = [1, 2].map((n) => ({
+      traceId: TRACE_B,
+      spanId: n.toString(16).padStart(16, '0'),
+      attributes: {},
+    }));
     const { stored } = store.add([span(TRACE_A, 1, { attributes, events, links })]);
     const s = stored[0]!;
     expect(s.attributes).toEqual({ a: 1, b: 2 });
@@ -139,7 +151,10 @@ describe('SpanStore', () => {
   it('cuts strings to max_string_length, nested ones too', async () => {
     const { store, metric } = makeStore({ maxStringLength: 4 });
     const { stored } = store.add([
-      span(TRACE_A, 1, { name: 'abcdefgh', attributes: { key: 'value-long', list: ['123456'], obj: { k: 'zzzzzz' } } }),
+      span(TRACE_A, 1, {
+        name: 'abcdefgh',
+        attributes: { key: 'value-long', list: ['123456'], obj: { k: 'zzzzzz' } },
+      }),
     ]);
     expect(stored[0]!.name).toBe('abcd');
     expect(stored[0]!.attributes).toEqual({ key: 'valu', list: ['1234'], obj: { k: 'zzzz' } });
