@@ -2,7 +2,8 @@
  * The HTTP surface of a service: one route table (method and path pattern to handler), filled by the
  * service's composition root, with one path parser. The RPC server dispatches every HTTP-port
  * request that is not a Connect RPC here: a matching route runs; a known path with another method is
- * answered 405 with `Allow`; an unknown path 404; a route that throws a generic 500 (cause logged).
+ * answered 405 with `Allow`; an unknown path 404; a route marked `auth: 'api_tokens'` without a valid
+ * RPC bearer token 401; a route that throws a generic 500 (cause logged).
  * Every one of those answers carries the one JSON error body of ./errors.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
