@@ -24,6 +24,13 @@ import { SloEvaluationWorker } from './slo/evaluation-worker';
 import { STATUS_PATH_PREFIX, StatusPage } from './web/status-page';
 import { emptyStatusSource, type StatusSource } from './web/status-source';
 import { TargetsArea } from './targets/targets-area';
+import { TracingExporterRegistry } from '../../shared/monitoring/exporters';
+import { SpanStore } from './traces/span-store';
+import { SpanForwarder } from './traces/span-forwarder';
+import { Traces } from './traces/traces';
+import { OtlpReceiver, countDataPoints, type OtlpMetricsSink } from './otlp/otlp-receiver';
+import { otlpRegistrations } from './otlp/otlp-rpc';
+import { otlpHttpRoutes } from './otlp/otlp-http';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -65,6 +72,53 @@ export async function createMonitorApp(
   // --- ingest: metrics (RecordMetrics, OTLP metrics) ---
 
   // --- traces (ExportSpans, GetTrace, OTLP traces) ---
+  const spanStore = new SpanStore(
+    {
+      maxSpans: config.tracing.max_spans,
+      maxSpansPerTrace: config.tracing.max_spans_per_trace,
+      ttlSeconds: config.tracing.span_ttl_seconds,
+      maxAttributes: config.tracing.max_attributes,
+      maxEvents: config.tracing.max_events,
+      maxLinks: config.tracing.max_links,
+      maxStringLength: config.tracing.max_string_length,
+    },
+    collector,
+  );
+  // Stored spans go on to a collector only with the OpenTelemetry backend selected: the
+  // `opentelemetry` section always has an endpoint (its default), so the endpoint alone cannot say.
+  let spanForwarder: SpanForwarder | undefined;
+  if (config.backend_type === 'opentelemetry') {
+    const otel = config.opentelemetry;
+    const exporter = TracingExporterRegistry.withDefaults().createExporter({
+      type: 'otlp',
+      endpoint: otel.endpoint,
+      headers: otel.headers,
+      timeout: otel.timeout,
+      compression: otel.compression,
+    });
+    if (!exporter) throw new Error('the monitoring library has no otlp span exporter');
+    spanForwarder = new SpanForwarder(
+      exporter,
+      {
+        batchSize: otel.batch_size,
+        maxQueue: config.tracing.forward_queue_size,
+        intervalMs: Math.max(1, Math.round(otel.export_interval * 1000)),
+      },
+      collector,
+      logger,
+    );
+    lifecycle.exporter('span-forwarder', spanForwarder);
+  }
+  deps.traces = new Traces(spanStore, spanForwarder);
+  // OTLP metrics reach the metrics ingest once it is merged; until then every data point is refused.
+  // merge: applyOtlpMetrics(metricStore, req)
+  const otlpMetrics: OtlpMetricsSink = {
+    exportMetrics: (req) => ({
+      rejectedDataPoints: countDataPoints(req),
+      errorMessage: 'metrics ingest not wired',
+    }),
+  };
+  const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
 
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
 
@@ -110,11 +164,12 @@ export async function createMonitorApp(
     metrics: collector,
     ...serverOptionsFromConfig(config.server),
     onUnexpectedError: monitoring.onUnexpectedError,
-    services: [registration(MonitorService, new MonitorRpc(deps))],
+    services: [registration(MonitorService, new MonitorRpc(deps)), ...otlpRegistrations(otlp)],
   });
   lifecycle.serve('server', server);
 
   // --- HTTP routes of the areas (OTLP/HTTP, the status page) ---
+  server.addHttpRoutes(...otlpHttpRoutes({ receiver: otlp, maxBodyBytes: config.server.max_request_bytes }));
 
   // The status page: until the targets, slo and alerts areas are wired into a StatusSource here,
   // it shows an empty one. Its streams end when the server's shutdown begins.

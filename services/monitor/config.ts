@@ -46,8 +46,24 @@ import {
 export const MetricsConfigSchema = metricsConfigSchema();
 /** `HealthConfig`. */
 export const HealthConfigSchema = healthConfigSchema();
-/** `TracingConfig`; tracing itself is built by the monitor's traces area. */
-export const TracingConfigSchema = tracingConfigSchema('monitor');
+/**
+ * `TracingConfig` (the library's keys; tracing itself is built by the monitor's traces area) plus
+ * the span store's own bounds (services/monitor/traces/README.md). For the monitor, `max_spans` is
+ * the span store's size and `max_attributes`/`max_events`/`max_links` apply to ingested spans.
+ */
+export const TracingConfigSchema = tracingConfigSchema('monitor')
+  .unwrap()
+  .extend({
+    /** Seconds a stored span is kept before it expires. */
+    span_ttl_seconds: positiveInt().default(3600),
+    /** Spans stored per trace; more for the same trace are rejected (one trace cannot evict the rest). */
+    max_spans_per_trace: positiveInt().default(1000),
+    /** Longest string kept in a stored span (names, attribute keys and values), in characters. */
+    max_string_length: positiveInt().default(4096),
+    /** Stored spans waiting to be forwarded over OTLP (backend_type opentelemetry); more are dropped. */
+    forward_queue_size: positiveInt().default(2048),
+  })
+  .prefault({});
 export { SAMPLER_TYPES, PROPAGATION_FORMATS } from '../../shared/monitoring/config';
 
 /** One service-level objective (`SLO`). */

@@ -2,10 +2,12 @@
  * The HTTP surface of a service: one route table (method and path pattern to handler), filled by the
  * service's composition root, with one path parser. The RPC server dispatches every HTTP-port
  * request that is not a Connect RPC here: a matching route runs; a known path with another method is
- * answered 405 with `Allow`; an unknown path 404; a route that throws a generic 500 (cause logged).
+ * answered 405 with `Allow`; an unknown path 404; a route marked `auth: 'api_tokens'` without a valid
+ * RPC bearer token 401; a route that throws a generic 500 (cause logged).
  * Every one of those answers carries the one JSON error body of ./errors.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createTokenMatcher, parseBearer } from '../auth/bearer';
 import type { Logger } from '../logging/logger';
 import { sendJsonError } from './errors';
 
@@ -32,6 +34,11 @@ export interface Route {
   /** `/admin/notifications/read/:id`: literal segments and `:name` segments (one non-empty segment). */
   path: string;
   handler: RouteHandler;
+  /**
+   * `api_tokens`: the route needs one of the service's RPC bearer tokens (`server.api_tokens`), as
+   * RPCs do; 401 otherwise. Open when the service has no tokens (it warns at start).
+   */
+  auth?: 'api_tokens';
 }
 
 /** The path and the query of a request target: the one place that splits `req.url`. */
@@ -84,6 +91,22 @@ export type RouteMatch =
 export class HttpRouteTable {
   private readonly routes: CompiledRoute[] = [];
   private readonly scopes: Array<{ prefix: string; headers: Readonly<Record<string, string>> }> = [];
+  private matchApiToken: ((given: string) => number) | undefined;
+
+  /**
+   * The service's RPC tokens, required by routes marked `auth: 'api_tokens'` (the RPC server sets
+   * them from its own `apiTokens`: one set of tokens for RPCs and such routes). Empty: open.
+   */
+  useApiTokens(tokens: readonly string[]): this {
+    this.matchApiToken = tokens.length > 0 ? createTokenMatcher(tokens) : undefined;
+    return this;
+  }
+
+  private authorized(route: Route, req: IncomingMessage): boolean {
+    if (route.auth !== 'api_tokens' || !this.matchApiToken) return true;
+    const token = parseBearer(req.headers.authorization);
+    return token !== undefined && this.matchApiToken(token) >= 0;
+  }
 
   /**
    * Headers the table adds to its own answers (404, 405, 400, 500) for paths under `prefix`, so an
@@ -148,6 +171,13 @@ export class HttpRouteTable {
           headers: { ...headers, Allow: allow },
         });
       }
+      return;
+    }
+    if (!this.authorized(found.route, req)) {
+      req.resume();
+      sendJsonError(res, 'unauthenticated', 'a valid bearer token is required', {
+        headers: { ...this.headersFor(path), 'WWW-Authenticate': 'Bearer' },
+      });
       return;
     }
     try {

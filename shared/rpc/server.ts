@@ -261,6 +261,7 @@ export class RpcServer {
       opts.services.map((s) => s.service),
     );
 
+    this.routes.useApiTokens(opts.apiTokens);
     this.routes.add(...(opts.httpRoutes ?? []));
     const router = createConnectRouter({
       interceptors,

@@ -18,6 +18,12 @@ import {
   HealthCheckCategory as WireCategory,
   HealthStatus as WireStatus,
   type CheckHealthRequest,
+  ExportSpansResponseSchema,
+  type ExportSpansRequest,
+  type ExportSpansResponse,
+  GetTraceResponseSchema,
+  type GetTraceRequest,
+  type GetTraceResponse,
   type CheckHealthResponse,
   type EvaluateSlosRequest,
   type EvaluateSlosResponse,
@@ -40,6 +46,8 @@ import {
   type HealthReportSource,
 } from '../../../shared/monitoring/health/result';
 import type { SloArea, SloDefinition } from '../slo/slo-area';
+import type { Traces } from '../traces/traces';
+import { spanInputOf, wireSpanOf } from './traces-wire';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -50,6 +58,8 @@ export interface MonitorRpcDeps {
   health?: HealthReportSource;
   /** The SLO area (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos). */
   slo?: SloArea;
+  /** The span store and its forwarder (ExportSpans, GetTrace). */
+  traces?: Traces;
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -118,6 +128,22 @@ export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
         suppressed,
       })),
     });
+  }
+
+  // --- traces: ExportSpans, GetTrace ---
+
+  exportSpans(req: ExportSpansRequest): ExportSpansResponse {
+    const traces = this.deps.traces;
+    if (!traces) throw new Error('the traces area is not wired');
+    const result = traces.exportSpans(req.spans.map(spanInputOf));
+    return create(ExportSpansResponseSchema, result);
+  }
+
+  getTrace(req: GetTraceRequest): GetTraceResponse {
+    const traces = this.deps.traces;
+    if (!traces) throw new Error('the traces area is not wired');
+    const spans = traces.getTrace(req.traceId);
+    return create(GetTraceResponseSchema, { spans: spans.map(wireSpanOf) });
   }
 
   private sloArea(): SloArea {

@@ -1,0 +1,242 @@
+/**
+ * OTLP/HTTP on the monitor's HTTP port: `POST /v1/traces` and `POST /v1/metrics`, the paths every
+ * OpenTelemetry SDK's OTLP/HTTP exporter uses by default.
+ *
+ * - Bodies: `application/x-protobuf` or `application/json` (OTLP JSON); any other type is 415.
+ * - `Content-Encoding: gzip` (or none); another encoding is 415.
+ * - At most `maxBodyBytes`, counted on the wire and again after gunzip (a small gzip bomb cannot
+ *   inflate past it): beyond it 413, and the connection is closed rather than drained.
+ * - A body that does not decode, or spans that fail validation: 400 with the reason.
+ * - Answers in the request's format: the empty export response on success; on failure, for a
+ *   protobuf request a protobuf `google.rpc.Status` (as OTLP/HTTP specifies), otherwise the HTTP
+ *   port's one JSON error body.
+ * - Auth: the routes are marked `auth: 'api_tokens'`, so the route table asks for the same bearer
+ *   tokens as the RPCs before the handler runs.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import {
+  ExportMetricsServiceRequestSchema,
+  ExportMetricsServiceResponseSchema,
+} from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
+import {
+  ExportTraceServiceRequestSchema,
+  ExportTraceServiceResponseSchema,
+} from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { isDomainError } from '../../../shared/errors';
+import {
+  codeOfDomainError,
+  httpStatusOf,
+  sendJsonError,
+  type ErrorCodeName,
+} from '../../../shared/http/errors';
+import type { Route } from '../../../shared/http/routes';
+import {
+  OtlpDecodeError,
+  type OtlpFormat,
+  contentTypeOf,
+  decodeOtlp,
+  encodeOtlp,
+  otlpFormatOf,
+} from './otlp-codec';
+import type { OtlpReceiver } from './otlp-receiver';
+
+const gunzipAsync = promisify(gunzip);
+
+/** Options of the OTLP/HTTP routes. */
+export interface OtlpHttpOptions {
+  receiver: OtlpReceiver;
+  /** Largest body accepted, compressed or not (the server's `max_request_bytes`). */
+  maxBodyBytes: number;
+}
+
+/** gRPC status numbers of the codes these routes answer with (google.rpc.Status.code). */
+const GRPC_CODE: Partial<Record<ErrorCodeName, number>> = {
+  invalid_argument: 3,
+  not_found: 5,
+  resource_exhausted: 8,
+  failed_precondition: 9,
+  unimplemented: 12,
+  internal: 13,
+  unavailable: 14,
+};
+
+/** A refusal: its code, message and HTTP status (413 and 415 have no Connect code of their own). */
+class Refusal {
+  constructor(
+    readonly code: ErrorCodeName,
+    readonly message: string,
+    readonly status: number = httpStatusOf(code),
+  ) {}
+}
+
+/** google.rpc.Status `{code = 1, message = 2}`, written by hand: two fields, no generated type. */
+function statusMessage(code: number, message: string): Uint8Array {
+  return new BinaryWriter()
+    .tag(1, WireType.Varint)
+    .int32(code)
+    .tag(2, WireType.LengthDelimited)
+    .string(message)
+    .finish();
+}
+
+function sendRefusal(
+  res: ServerResponse,
+  format: OtlpFormat | undefined,
+  refusal: Refusal,
+  close = false,
+): void {
+  const headers: Record<string, string> = close ? { Connection: 'close' } : {};
+  if (close) res.shouldKeepAlive = false;
+  if (format !== 'protobuf') {
+    sendJsonError(res, refusal.code, refusal.message, { status: refusal.status, headers });
+    return;
+  }
+  const body = statusMessage(GRPC_CODE[refusal.code] ?? 2, refusal.message);
+  res.writeHead(refusal.status, {
+    ...headers,
+    'Content-Type': 'application/x-protobuf',
+    'Content-Length': String(body.byteLength),
+  });
+  res.end(body);
+}
+
+const TOO_LARGE = (max: number) =>
+  new Refusal('resource_exhausted', `the body is larger than ${max} bytes`, 413);
+
+/** Reads the body up to `max` bytes; a Refusal (413) beyond it. */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | Refusal> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > max) return Promise.resolve(TOO_LARGE(max));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.byteLength;
+      if (size > max) {
+        cleanup();
+        req.pause();
+        resolve(TOO_LARGE(max));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+async function inflate(body: Buffer, encoding: string, max: number): Promise<Buffer | Refusal> {
+  if (encoding === '' || encoding === 'identity') return body;
+  if (encoding !== 'gzip') {
+    return new Refusal(
+      'unimplemented',
+      `unsupported Content-Encoding "${encoding.slice(0, 32)}"; use gzip`,
+      415,
+    );
+  }
+  try {
+    return await gunzipAsync(body, { maxOutputLength: max });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return TOO_LARGE(max);
+    return new Refusal('invalid_argument', 'the body is not valid gzip');
+  }
+}
+
+function exportRoute<Req extends DescMessage, Res extends DescMessage>(
+  path: string,
+  requestSchema: Req,
+  responseSchema: Res,
+  apply: (request: MessageShape<Req>) => void,
+  options: OtlpHttpOptions,
+): Route {
+  return {
+    methods: ['POST'],
+    path,
+    auth: 'api_tokens',
+    async handler(req, res) {
+      const format = otlpFormatOf(req.headers['content-type']);
+      if (!format) {
+        req.resume();
+        sendRefusal(
+          res,
+          undefined,
+          new Refusal(
+            'unimplemented',
+            'Content-Type must be application/x-protobuf or application/json',
+            415,
+          ),
+        );
+        return;
+      }
+      const raw = await readBody(req, options.maxBodyBytes);
+      if (raw instanceof Refusal) {
+        sendRefusal(res, format, raw, true);
+        return;
+      }
+      const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+      const body = await inflate(raw, encoding, options.maxBodyBytes);
+      if (body instanceof Refusal) {
+        sendRefusal(res, format, body);
+        return;
+      }
+      try {
+        apply(decodeOtlp(requestSchema, body, format));
+      } catch (err) {
+        if (err instanceof OtlpDecodeError) {
+          sendRefusal(res, format, new Refusal('invalid_argument', err.message));
+          return;
+        }
+        if (isDomainError(err)) {
+          sendRefusal(res, format, new Refusal(codeOfDomainError(err.code), err.message));
+          return;
+        }
+        throw err;
+      }
+      const answer = encodeOtlp(responseSchema, create(responseSchema), format);
+      res.writeHead(200, {
+        'Content-Type': contentTypeOf(format),
+        'Content-Length': String(answer.byteLength),
+      });
+      res.end(answer);
+    },
+  };
+}
+
+/** `POST /v1/traces` and `POST /v1/metrics`, for the monitor's route table. */
+export function otlpHttpRoutes(options: OtlpHttpOptions): Route[] {
+  const { receiver } = options;
+  return [
+    exportRoute(
+      '/v1/traces',
+      ExportTraceServiceRequestSchema,
+      ExportTraceServiceResponseSchema,
+      (request) => receiver.exportTraces(request),
+      options,
+    ),
+    exportRoute(
+      '/v1/metrics',
+      ExportMetricsServiceRequestSchema,
+      ExportMetricsServiceResponseSchema,
+      (request) => receiver.exportMetrics(request),
+      options,
+    ),
+  ];
+}
