@@ -171,10 +171,16 @@ export async function createMonitorApp(
   // --- HTTP routes of the areas (OTLP/HTTP, the status page) ---
   server.addHttpRoutes(...otlpHttpRoutes({ receiver: otlp, maxBodyBytes: config.server.max_request_bytes }));
 
-  // The status page: until the targets, slo and alerts areas are wired into a StatusSource here,
-  // it shows an empty one. Its streams end when the server's shutdown begins.
+  // The status page reads the areas themselves (their shapes are the page's StatusSource). Its
+  // streams end when the server's shutdown begins.
+  const statusSource: StatusSource = parts.statusSource ?? {
+    ...emptyStatusSource(),
+    targets: () => targets.states(),
+    slos: () => slo.statuses(),
+    onTargetChange: (listener) => targets.onChange(listener),
+  };
   const statusPage = new StatusPage({
-    source: parts.statusSource ?? emptyStatusSource(),
+    source: statusSource,
     settings: config.web,
     tokens: [...config.web.api_tokens, ...config.server.api_tokens],
     logger,
