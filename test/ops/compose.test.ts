@@ -9,8 +9,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 import { parse } from 'yaml';
 import { hasKey } from '../../shared/config/schema-walk';
-import { loadNotificationConfig, NotificationConfigSchema } from '../../services/notification/config';
-import { loadMonitorConfig } from '../../services/monitor/config';
+import {
+  loadNotificationConfig,
+  NotificationConfigSchema,
+  type NotificationConfig,
+} from '../../services/notification/config';
+import { loadMonitorConfig, type MonitorConfig } from '../../services/monitor/config';
 
 const ROOT = join(__dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
@@ -114,7 +118,16 @@ function valueAt(config: unknown, variable: string): unknown {
 }
 
 /** Loads a service config as the container would: image ENV (NODE_ENV=production) plus the compose env. */
-function loadAsContainer(name: 'notification' | 'monitor', env: Record<string, string>) {
+function loadAsContainer(name: 'notification', env: Record<string, string>): NotificationConfig;
+function loadAsContainer(name: 'monitor', env: Record<string, string>): MonitorConfig;
+function loadAsContainer(
+  name: 'notification' | 'monitor',
+  env: Record<string, string>,
+): NotificationConfig | MonitorConfig;
+function loadAsContainer(
+  name: 'notification' | 'monitor',
+  env: Record<string, string>,
+): NotificationConfig | MonitorConfig {
   const full = { NODE_ENV: 'production', ...env };
   return name === 'notification'
     ? loadNotificationConfig(undefined, { env: full, file: null })
