@@ -1,8 +1,8 @@
 /**
- * Generates docs/configuration.md, the configuration reference of both services, from their zod
+ * Generates deploy/configuration.md, the configuration reference of both services, from their zod
  * schemas: every key with its type, default, environment variable and description.
  *
- *   npm run docs:config            (builds, then writes docs/configuration.md)
+ *   npm run docs:config            (builds, then writes deploy/configuration.md)
  *   node dist/scripts/gen-config-docs.js --check   (exit 1 when the committed file differs)
  *
  * Keys, types and defaults come from walking the schemas themselves, so a key added to any section
@@ -31,7 +31,7 @@ export const ROOT = ((): string => {
 })();
 
 /** Where the generated reference is written, relative to the root. */
-export const CONFIG_DOC_PATH = 'docs/configuration.md';
+export const CONFIG_DOC_PATH = 'deploy/configuration.md';
 
 /** The services' sections, in the order the reference shows them. */
 const SECTIONS: readonly { section: 'notification' | 'monitor'; schema: z.ZodType }[] = [
@@ -309,7 +309,7 @@ function table(rows: readonly ConfigDocRow[]): string[] {
   ];
 }
 
-/** The whole of docs/configuration.md. */
+/** The whole of deploy/configuration.md. */
 export function generateConfigDocs(root: string = ROOT): string {
   const literals = readSourceLiterals(root);
   const out: string[] = [

@@ -1,5 +1,5 @@
 /**
- * docs/configuration.md is generated from the config schemas (scripts/gen-config-docs.ts): these
+ * deploy/configuration.md is generated from the config schemas (scripts/gen-config-docs.ts): these
  * tests keep the committed file in step and check that the generator sees every key.
  */
 import { readFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ function leafKeys(value: unknown, prefix: string): string[] {
 }
 
 describe('the configuration reference', () => {
-  test('When a schema changes, the committed docs/configuration.md no longer matches: run npm run docs:config', () => {
+  test('When a schema changes, the committed deploy/configuration.md no longer matches: run npm run docs:config', () => {
     const committed = readFileSync(join(ROOT, CONFIG_DOC_PATH), 'utf8');
     // One message that says what to do, rather than a 500-line diff.
     if (committed !== generateConfigDocs()) {
