@@ -14,11 +14,14 @@ import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
+import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
   server: RpcServer;
   registry: Registry;
+  /** The ingested series (RecordMetrics and OTLP metrics). */
+  metricStore: MetricIngestStore;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -41,6 +44,10 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   const deps: MonitorRpcDeps = {};
 
   // --- ingest: metrics (RecordMetrics, OTLP metrics) ---
+  // Ingested series live beside the monitor's own registry and are rendered after it on /metrics.
+  const metricStore = new MetricIngestStore({ limits: config.metrics, registry });
+  appendToRegistry(registry, metricStore);
+  deps.metrics = metricStore;
 
   // --- traces (ExportSpans, GetTrace, OTLP traces) ---
 
@@ -77,6 +84,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   return {
     server,
     registry,
+    metricStore,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -11,6 +11,10 @@ import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protob
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import {
   CheckHealthResponseSchema,
+  MetricType,
+  RecordMetricsResponseSchema,
+  type RecordMetricsRequest,
+  type RecordMetricsResponse,
   HealthCheckCategory as WireCategory,
   HealthStatus as WireStatus,
   type CheckHealthRequest,
@@ -24,6 +28,8 @@ import {
   type HealthReport,
   type HealthReportSource,
 } from '../../../shared/monitoring/health/result';
+import type { IngestMetricType, MetricIngestStore } from '../ingest/metric-store';
+import { recordSamples } from '../ingest/record-metrics';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -32,6 +38,8 @@ export interface MonitorRpcDeps {
    * CheckHealth. Set by app.ts once the service's observability is built.
    */
   health?: HealthReportSource;
+  /** Ingested series (RecordMetrics), served again on the monitor's `/metrics`. */
+  metrics?: MetricIngestStore;
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -47,9 +55,41 @@ const WIRE_CATEGORY: Record<HealthCheckCategory, WireCategory> = {
   [HealthCheckCategory.STARTUP]: WireCategory.STARTUP,
 };
 
+const METRIC_TYPE: Partial<Record<MetricType, IngestMetricType>> = {
+  [MetricType.COUNTER]: 'counter',
+  [MetricType.GAUGE]: 'gauge',
+  [MetricType.HISTOGRAM]: 'histogram',
+  [MetricType.SUMMARY]: 'summary',
+};
+
 /** MonitorService implementation. */
 export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
   constructor(private readonly deps: MonitorRpcDeps) {}
+
+  // --- ingest: metrics ---
+
+  recordMetrics(req: RecordMetricsRequest): RecordMetricsResponse {
+    const store = this.deps.metrics;
+    if (!store) throw new Error('metrics ingest is not wired');
+    const outcome = recordSamples(
+      store,
+      req.samples.map((s) => ({
+        name: s.name,
+        type: METRIC_TYPE[s.type],
+        value: s.value,
+        labels: s.labels,
+        sourceService: s.sourceService,
+        description: s.description,
+      })),
+      req.sourceService,
+    );
+    return create(RecordMetricsResponseSchema, {
+      accepted: outcome.accepted,
+      rejected: outcome.rejected.map((r) => ({ index: r.index, reason: `${r.reason}: ${r.message}` })),
+    });
+  }
+
+  // --- health ---
 
   async checkHealth(req: CheckHealthRequest): Promise<CheckHealthResponse> {
     const health = this.deps.health;
