@@ -280,7 +280,9 @@ export class MetricIngestStore {
       );
     }
     const exportName = type === 'counter' ? counterExportName(name) : name;
-    let family = this.families.get(exportName);
+    // A name keeps its first type also across the counter's `_total` form (`x` and `x_total`).
+    let family =
+      this.families.get(exportName) ?? this.families.get(name) ?? this.families.get(counterExportName(name));
     const labels = key.labels;
     let count = 0;
     for (const k in labels) {
