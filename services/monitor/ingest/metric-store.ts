@@ -162,24 +162,23 @@ export class MetricIngestStore {
     });
     // Every reason shows from the start, so a rate() over it never misses the first rejection.
     for (const reason of REJECTION_REASONS) this.rejectedCounter.inc({ reason }, 0);
-    // Read at scrape time (prom-client calls `collect` with the gauge as `this`).
-    const store = this;
-    new PromGauge({
+    // Read at scrape time, before the ingested series are appended.
+    const seriesGauge = new PromGauge({
       name: own('monitor_ingest_series'),
       help: 'Ingested series held (bounded by max_metric_names x max_series_per_metric)',
       registers: [this.registry],
-      collect: function (this: PromGauge) {
-        store.sweep(false);
-        this.set(store.seriesTotal);
+      collect: () => {
+        this.sweep(false);
+        seriesGauge.set(this.seriesTotal);
       },
     });
-    new PromGauge({
+    const namesGauge = new PromGauge({
       name: own('monitor_ingest_metric_names'),
       help: 'Ingested metric names held (bounded by max_metric_names)',
       registers: [this.registry],
-      collect: function (this: PromGauge) {
-        store.sweep(false);
-        this.set(store.families.size);
+      collect: () => {
+        this.sweep(false);
+        namesGauge.set(this.families.size);
       },
     });
   }
@@ -372,7 +371,10 @@ export class MetricIngestStore {
     const own = this.registryNames();
     for (const n of sampleNames) {
       if (own.has(n)) {
-        return reject('name_collision', `metric ${quote(name)}: the name is one of the monitor's own metrics`);
+        return reject(
+          'name_collision',
+          `metric ${quote(name)}: the name is one of the monitor's own metrics`,
+        );
       }
       if (this.takenNames.has(n)) {
         return reject('name_collision', `metric ${quote(name)}: ${quote(n)} is rendered by another metric`);
@@ -513,7 +515,11 @@ function sameBounds(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /** The label block of a series: the family's keys in order (missing ones ""), then `service`. */
-function renderLabels(keys: readonly string[], labels: Readonly<Record<string, string>>, service: string): string {
+function renderLabels(
+  keys: readonly string[],
+  labels: Readonly<Record<string, string>>,
+  service: string,
+): string {
   let out = '';
   for (const k of keys) out += `${k}="${escapeLabelValue(labels[k] ?? '')}",`;
   return `${out}service="${escapeLabelValue(service)}"`;

@@ -41,7 +41,8 @@ export function applyOtlpMetrics(
   const note = (rejection: Rejection | undefined, points = 1): void => {
     if (!rejection) return;
     rejectedDataPoints += points;
-    if (messages.length < MAX_MESSAGES && !messages.includes(rejection.message)) messages.push(rejection.message);
+    if (messages.length < MAX_MESSAGES && !messages.includes(rejection.message))
+      messages.push(rejection.message);
   };
   for (const rm of request.resourceMetrics) {
     const serviceAttr = rm.resource?.attributes.find((a) => a.key === 'service.name');
@@ -72,7 +73,8 @@ function applyMetric(
   const data = metric.data;
   switch (data.case) {
     case 'gauge':
-      for (const p of data.value.dataPoints) one('gauge', p.attributes, p.flags, { kind: 'set', value: numberOf(p) });
+      for (const p of data.value.dataPoints)
+        one('gauge', p.attributes, p.flags, { kind: 'set', value: numberOf(p) });
       return;
     case 'sum': {
       const cumulative = data.value.aggregationTemporality === AggregationTemporality.CUMULATIVE;

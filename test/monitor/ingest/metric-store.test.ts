@@ -30,7 +30,12 @@ function setup(limits: Partial<MetricIngestLimits> = {}) {
   return { clock, registry, store };
 }
 
-function key(name: string, type: SampleKey['type'], labels: Record<string, string> = {}, service = 's'): SampleKey {
+function key(
+  name: string,
+  type: SampleKey['type'],
+  labels: Record<string, string> = {},
+  service = 's',
+): SampleKey {
   return { name, type, labels, service, description: '' };
 }
 
@@ -91,11 +96,13 @@ describe('MetricIngestStore', () => {
     expect(
       store.apply(key('lat', 'histogram'), { ...point(true), bounds: [1, 2], counts: [0, 0, 0] })?.reason,
     ).toBe('bucket_mismatch');
-    expect(
-      store.apply(key('lat', 'histogram'), { ...point(true), counts: [1, 2] })?.reason,
-    ).toBe('invalid_value');
+    expect(store.apply(key('lat', 'histogram'), { ...point(true), counts: [1, 2] })?.reason).toBe(
+      'invalid_value',
+    );
     const text = await registry.metrics();
-    expect(text).toContain('lat_bucket{service="s",le="10"} 1\nlat_bucket{service="s",le="20"} 3\nlat_bucket{service="s",le="+Inf"} 6');
+    expect(text).toContain(
+      'lat_bucket{service="s",le="10"} 1\nlat_bucket{service="s",le="20"} 3\nlat_bucket{service="s",le="+Inf"} 6',
+    );
     expect(text).toContain('lat_sum{service="s"} 100\nlat_count{service="s"} 6');
     expect(text).toContain('lat_bucket{service="t",le="20"} 7\nlat_bucket{service="t",le="+Inf"} 13');
     expect(text).toContain('lat_sum{service="t"} 215\nlat_count{service="t"} 13');
@@ -128,17 +135,26 @@ describe('MetricIngestStore', () => {
   it('refuses names and label names longer than 200 characters', () => {
     const { store } = setup();
     expect(store.apply(key('n'.repeat(200), 'gauge'), { kind: 'set', value: 1 })).toBeUndefined();
-    expect(store.apply(key('n'.repeat(201), 'gauge'), { kind: 'set', value: 1 })?.reason).toBe('invalid_name');
-    expect(store.apply(key('g', 'gauge', { ['l'.repeat(201)]: 'v' }), { kind: 'set', value: 1 })?.reason).toBe(
-      'invalid_label_name',
+    expect(store.apply(key('n'.repeat(201), 'gauge'), { kind: 'set', value: 1 })?.reason).toBe(
+      'invalid_name',
     );
+    expect(
+      store.apply(key('g', 'gauge', { ['l'.repeat(201)]: 'v' }), { kind: 'set', value: 1 })?.reason,
+    ).toBe('invalid_label_name');
   });
 
   it('refuses a histogram with more than 64 bucket bounds', () => {
     const { store } = setup();
     const bounds = (n: number) => Array.from({ length: n }, (_, i) => i);
     const point = (n: number) =>
-      ({ kind: 'histogram', bounds: bounds(n), counts: new Array(n + 1).fill(0), sum: 0, count: 0, cumulative: true }) as const;
+      ({
+        kind: 'histogram',
+        bounds: bounds(n),
+        counts: new Array(n + 1).fill(0),
+        sum: 0,
+        count: 0,
+        cumulative: true,
+      }) as const;
     expect(store.apply(key('h64', 'histogram'), point(64))).toBeUndefined();
     expect(store.apply(key('h65', 'histogram'), point(65))?.reason).toBe('invalid_value');
   });

@@ -55,12 +55,18 @@ function valueOf(text: string, series: string): number | undefined {
 
 type RequestInit = MessageInitShape<typeof ExportMetricsServiceRequestSchema>;
 
-function request(service: string | undefined, metrics: NonNullable<RequestInit['resourceMetrics']>[number]['scopeMetrics']) {
+function request(
+  service: string | undefined,
+  metrics: NonNullable<RequestInit['resourceMetrics']>[number]['scopeMetrics'],
+) {
   return create(ExportMetricsServiceRequestSchema, {
     resourceMetrics: [
       {
         resource: {
-          attributes: service === undefined ? [] : [{ key: 'service.name', value: { value: { case: 'stringValue', value: service } } }],
+          attributes:
+            service === undefined
+              ? []
+              : [{ key: 'service.name', value: { value: { case: 'stringValue', value: service } } }],
         },
         scopeMetrics: metrics,
       },
@@ -68,7 +74,10 @@ function request(service: string | undefined, metrics: NonNullable<RequestInit['
   });
 }
 
-const attr = (key: string, value: string) => ({ key, value: { value: { case: 'stringValue' as const, value } } });
+const attr = (key: string, value: string) => ({
+  key,
+  value: { value: { case: 'stringValue' as const, value } },
+});
 
 describe('applyOtlpMetrics with requests built by create()', () => {
   it('maps sums, gauges and histograms by temporality and monotonicity, with service.name as the service label', async () => {
@@ -83,7 +92,9 @@ describe('applyOtlpMetrics with requests built by create()', () => {
               value: {
                 isMonotonic: true,
                 aggregationTemporality: AggregationTemporality.CUMULATIVE,
-                dataPoints: [{ attributes: [attr('http.method', 'GET')], value: { case: 'asInt', value: 41n } }],
+                dataPoints: [
+                  { attributes: [attr('http.method', 'GET')], value: { case: 'asInt', value: 41n } },
+                ],
               },
             },
           },
@@ -128,7 +139,9 @@ describe('applyOtlpMetrics with requests built by create()', () => {
             name: 'payload',
             data: {
               case: 'summary',
-              value: { dataPoints: [{ count: 4n, sum: 400, quantileValues: [{ quantile: 0.5, value: 90 }] }] },
+              value: {
+                dataPoints: [{ count: 4n, sum: 400, quantileValues: [{ quantile: 0.5, value: 90 }] }],
+              },
             },
           },
         ],
@@ -163,7 +176,10 @@ describe('applyOtlpMetrics with requests built by create()', () => {
             name: 'exp',
             data: {
               case: 'exponentialHistogram',
-              value: { aggregationTemporality: AggregationTemporality.DELTA, dataPoints: [{ count: 1n }, { count: 2n }] },
+              value: {
+                aggregationTemporality: AggregationTemporality.DELTA,
+                dataPoints: [{ count: 1n }, { count: 2n }],
+              },
             },
           },
           {
@@ -202,7 +218,10 @@ describe('applyOtlpMetrics with requests built by create()', () => {
       {
         metrics: Array.from({ length: 500 }, (_, i) => ({
           name: `bad-${i}-${'x'.repeat(500)}`,
-          data: { case: 'gauge' as const, value: { dataPoints: [{ value: { case: 'asDouble' as const, value: 1 } }] } },
+          data: {
+            case: 'gauge' as const,
+            value: { dataPoints: [{ value: { case: 'asDouble' as const, value: 1 } }] },
+          },
         })),
       },
     ]);
@@ -214,7 +233,9 @@ describe('applyOtlpMetrics with requests built by create()', () => {
 });
 
 /** A stand-in for the monitor's /v1/metrics: decodes JSON or protobuf with the generated schemas. */
-async function startReceiver(store: MetricIngestStore): Promise<{ url: string; server: Server; outcomes: unknown[] }> {
+async function startReceiver(
+  store: MetricIngestStore,
+): Promise<{ url: string; server: Server; outcomes: unknown[] }> {
   const outcomes: unknown[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -224,7 +245,9 @@ async function startReceiver(store: MetricIngestStore): Promise<{ url: string; s
       if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
       const json = (req.headers['content-type'] ?? '').includes('json');
       const message = json
-        ? fromJson(ExportMetricsServiceRequestSchema, JSON.parse(body.toString('utf8')), { ignoreUnknownFields: true })
+        ? fromJson(ExportMetricsServiceRequestSchema, JSON.parse(body.toString('utf8')), {
+            ignoreUnknownFields: true,
+          })
         : fromBinary(ExportMetricsServiceRequestSchema, body);
       outcomes.push(applyOtlpMetrics(store, message));
       if (json) {
@@ -232,7 +255,11 @@ async function startReceiver(store: MetricIngestStore): Promise<{ url: string; s
       } else {
         res
           .writeHead(200, { 'content-type': 'application/x-protobuf' })
-          .end(Buffer.from(toBinary(ExportMetricsServiceResponseSchema, create(ExportMetricsServiceResponseSchema))));
+          .end(
+            Buffer.from(
+              toBinary(ExportMetricsServiceResponseSchema, create(ExportMetricsServiceResponseSchema)),
+            ),
+          );
       }
     });
   });
@@ -243,52 +270,63 @@ async function startReceiver(store: MetricIngestStore): Promise<{ url: string; s
 describe.each([
   ['OTLP/HTTP JSON', (url: string) => new JsonExporter({ url })],
   ['OTLP/HTTP protobuf', (url: string) => new ProtoExporter({ url })],
-  ['OTLP/HTTP protobuf, delta temporality', (url: string) => new ProtoExporter({ url, temporalityPreference: SdkTemporality.DELTA })],
-])('applyOtlpMetrics fed by the real %s exporter', (_label, makeExporter: (url: string) => PushMetricExporter) => {
-  it('lands counters, up-down counters, histograms and gauges in the store with the resource service', async () => {
-    const { registry, store } = setup();
-    const receiver = await startReceiver(store);
-    const provider = new MeterProvider({
-      resource: resourceFromAttributes({ 'service.name': 'cart' }),
-      readers: [new PeriodicExportingMetricReader({ exporter: makeExporter(receiver.url), exportIntervalMillis: 3_600_000 })],
-    });
-    try {
-      const meter = provider.getMeter('test');
-      const requests = meter.createCounter('cart.requests', { description: 'Cart requests' });
-      const open = meter.createUpDownCounter('cart.open');
-      const duration = meter.createHistogram('cart.duration');
-      meter.createObservableGauge('cart.size').addCallback((r) => r.observe(12, { kind: 'items' }));
-      requests.add(3, { 'http.method': 'POST' });
-      requests.add(4, { 'http.method': 'POST' });
-      open.add(5);
-      open.add(-2);
-      duration.record(3);
-      duration.record(30);
-      await provider.forceFlush();
-      requests.add(1, { 'http.method': 'POST' });
-      await provider.forceFlush();
+  [
+    'OTLP/HTTP protobuf, delta temporality',
+    (url: string) => new ProtoExporter({ url, temporalityPreference: SdkTemporality.DELTA }),
+  ],
+])(
+  'applyOtlpMetrics fed by the real %s exporter',
+  (_label, makeExporter: (url: string) => PushMetricExporter) => {
+    it('lands counters, up-down counters, histograms and gauges in the store with the resource service', async () => {
+      const { registry, store } = setup();
+      const receiver = await startReceiver(store);
+      const provider = new MeterProvider({
+        resource: resourceFromAttributes({ 'service.name': 'cart' }),
+        readers: [
+          new PeriodicExportingMetricReader({
+            exporter: makeExporter(receiver.url),
+            exportIntervalMillis: 3_600_000,
+          }),
+        ],
+      });
+      try {
+        const meter = provider.getMeter('test');
+        const requests = meter.createCounter('cart.requests', { description: 'Cart requests' });
+        const open = meter.createUpDownCounter('cart.open');
+        const duration = meter.createHistogram('cart.duration');
+        meter.createObservableGauge('cart.size').addCallback((r) => r.observe(12, { kind: 'items' }));
+        requests.add(3, { 'http.method': 'POST' });
+        requests.add(4, { 'http.method': 'POST' });
+        open.add(5);
+        open.add(-2);
+        duration.record(3);
+        duration.record(30);
+        await provider.forceFlush();
+        requests.add(1, { 'http.method': 'POST' });
+        await provider.forceFlush();
 
-      expect(receiver.outcomes).toEqual([
-        { rejectedDataPoints: 0, errorMessage: '' },
-        { rejectedDataPoints: 0, errorMessage: '' },
-      ]);
-      const text = await registry.metrics();
-      // Cumulative: the second export carries the total 8 (set); delta: 7 then 1 (added).
-      expect(valueOf(text, 'cart_requests_total{http_method="POST",service="cart"}')).toBe(8);
-      expect(text).toContain('# HELP cart_requests_total Cart requests');
-      expect(valueOf(text, 'cart_open{service="cart"}')).toBe(3);
-      expect(valueOf(text, 'cart_size{kind="items",service="cart"}')).toBe(12);
-      // The SDK's default bounds (0, 5, 10, 25, 50, ...) come with the point.
-      expect(valueOf(text, 'cart_duration_bucket{service="cart",le="5"}')).toBe(1);
-      expect(valueOf(text, 'cart_duration_bucket{service="cart",le="25"}')).toBe(1);
-      expect(valueOf(text, 'cart_duration_bucket{service="cart",le="50"}')).toBe(2);
-      expect(valueOf(text, 'cart_duration_bucket{service="cart",le="+Inf"}')).toBe(2);
-      expect(valueOf(text, 'cart_duration_sum{service="cart"}')).toBe(33);
-      expect(promtool(text)).toEqual({ status: 0, output: '' });
-    } finally {
-      await provider.shutdown();
-      otelMetrics.disable();
-      await new Promise((resolve) => receiver.server.close(resolve));
-    }
-  });
-});
+        expect(receiver.outcomes).toEqual([
+          { rejectedDataPoints: 0, errorMessage: '' },
+          { rejectedDataPoints: 0, errorMessage: '' },
+        ]);
+        const text = await registry.metrics();
+        // Cumulative: the second export carries the total 8 (set); delta: 7 then 1 (added).
+        expect(valueOf(text, 'cart_requests_total{http_method="POST",service="cart"}')).toBe(8);
+        expect(text).toContain('# HELP cart_requests_total Cart requests');
+        expect(valueOf(text, 'cart_open{service="cart"}')).toBe(3);
+        expect(valueOf(text, 'cart_size{kind="items",service="cart"}')).toBe(12);
+        // The SDK's default bounds (0, 5, 10, 25, 50, ...) come with the point.
+        expect(valueOf(text, 'cart_duration_bucket{service="cart",le="5"}')).toBe(1);
+        expect(valueOf(text, 'cart_duration_bucket{service="cart",le="25"}')).toBe(1);
+        expect(valueOf(text, 'cart_duration_bucket{service="cart",le="50"}')).toBe(2);
+        expect(valueOf(text, 'cart_duration_bucket{service="cart",le="+Inf"}')).toBe(2);
+        expect(valueOf(text, 'cart_duration_sum{service="cart"}')).toBe(33);
+        expect(promtool(text)).toEqual({ status: 0, output: '' });
+      } finally {
+        await provider.shutdown();
+        otelMetrics.disable();
+        await new Promise((resolve) => receiver.server.close(resolve));
+      }
+    });
+  },
+);

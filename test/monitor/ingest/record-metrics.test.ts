@@ -65,7 +65,13 @@ describe('RecordMetrics', () => {
       [
         { name: 'orders_placed', type: MetricType.COUNTER, value: 2, labels: { region: 'eu' } },
         { name: 'orders_placed', type: MetricType.COUNTER, value: 3, labels: { region: 'eu' } },
-        { name: 'orders_placed', type: MetricType.COUNTER, value: 1, labels: { region: 'us' }, sourceService: 'shop' },
+        {
+          name: 'orders_placed',
+          type: MetricType.COUNTER,
+          value: 1,
+          labels: { region: 'us' },
+          sourceService: 'shop',
+        },
         { name: 'queue_depth', type: MetricType.GAUGE, value: 7, description: 'Jobs waiting' },
         { name: 'queue_depth', type: MetricType.GAUGE, value: 4 },
         { name: 'job_seconds', type: MetricType.HISTOGRAM, value: 0.05 },
@@ -99,8 +105,12 @@ describe('RecordMetrics', () => {
 
   it('labels samples of a batch without a source service "unknown", and fills a missing label key with ""', async () => {
     const m = await start();
-    await record(m, [{ name: 'hits', type: MetricType.COUNTER, value: 1, labels: { path: '/a', verb: 'GET' } }]);
-    const reply = await record(m, [{ name: 'hits_total', type: MetricType.COUNTER, value: 2, labels: { path: '/a' } }]);
+    await record(m, [
+      { name: 'hits', type: MetricType.COUNTER, value: 1, labels: { path: '/a', verb: 'GET' } },
+    ]);
+    const reply = await record(m, [
+      { name: 'hits_total', type: MetricType.COUNTER, value: 2, labels: { path: '/a' } },
+    ]);
     expect(reply.accepted).toBe(1);
     const text = await scrape(m);
     expect(valueOf(text, 'hits_total{path="/a",verb="GET",service="unknown"}')).toBe(1);
@@ -142,10 +152,22 @@ describe('RecordMetrics', () => {
       [{ name: 'inf_gauge', type: MetricType.GAUGE, value: Infinity }, 'invalid_value'],
       [{ name: 'reqs', type: MetricType.COUNTER, value: -1 }, 'invalid_value'],
       [{ name: 'bad_label', type: MetricType.GAUGE, value: 1, labels: { 'a.b': 'x' } }, 'invalid_label_name'],
-      [{ name: 'dunder', type: MetricType.GAUGE, value: 1, labels: { __name__: 'x' } }, 'reserved_label_name'],
-      [{ name: 'svc_label', type: MetricType.GAUGE, value: 1, labels: { service: 'x' } }, 'reserved_label_name'],
-      [{ name: 'le_label', type: MetricType.HISTOGRAM, value: 1, labels: { le: '1' } }, 'reserved_label_name'],
-      [{ name: 'q_label', type: MetricType.SUMMARY, value: 1, labels: { quantile: '1' } }, 'reserved_label_name'],
+      [
+        { name: 'dunder', type: MetricType.GAUGE, value: 1, labels: { __name__: 'x' } },
+        'reserved_label_name',
+      ],
+      [
+        { name: 'svc_label', type: MetricType.GAUGE, value: 1, labels: { service: 'x' } },
+        'reserved_label_name',
+      ],
+      [
+        { name: 'le_label', type: MetricType.HISTOGRAM, value: 1, labels: { le: '1' } },
+        'reserved_label_name',
+      ],
+      [
+        { name: 'q_label', type: MetricType.SUMMARY, value: 1, labels: { quantile: '1' } },
+        'reserved_label_name',
+      ],
       [{ name: 'temperature', type: MetricType.COUNTER, value: 1 }, 'type_mismatch'],
       [{ name: 'reqs', type: MetricType.GAUGE, value: 1 }, 'type_mismatch'],
       [{ name: 'reqs_total', type: MetricType.GAUGE, value: 1 }, 'type_mismatch'],
@@ -172,7 +194,10 @@ describe('RecordMetrics', () => {
     const after = await scrape(m);
     for (const reason of new Set(expected.map((e) => e.reason))) {
       const n = expected.filter((e) => e.reason === reason).length;
-      expect([reason, rejectedCount(after, reason)]).toEqual([reason, (rejectedCount(before, reason) ?? NaN) + n]);
+      expect([reason, rejectedCount(after, reason)]).toEqual([
+        reason,
+        (rejectedCount(before, reason) ?? NaN) + n,
+      ]);
     }
     expect(valueOf(after, 'reqs_total{service="unknown"}')).toBe(1);
     expect(after).not.toMatch(/^nan_gauge/m);
@@ -225,16 +250,20 @@ describe('RecordMetrics', () => {
     const m = await start({
       metrics: { max_labels_per_sample: 2, max_label_value_length: 5, max_description_length: 8 },
     });
-    const reply = await record(m, [
-      { name: 'two_labels', type: MetricType.GAUGE, value: 1, labels: { a: '1', b: '2' } },
-      { name: 'three_labels', type: MetricType.GAUGE, value: 1, labels: { a: '1', b: '2', c: '3' } },
-      { name: 'value_at_cap', type: MetricType.GAUGE, value: 1, labels: { a: '12345' } },
-      { name: 'value_over', type: MetricType.GAUGE, value: 1, labels: { a: '123456' } },
-      { name: 'service_at_cap', type: MetricType.GAUGE, value: 1, sourceService: 'abcde' },
-      { name: 'service_over', type: MetricType.GAUGE, value: 1, sourceService: 'abcdef' },
-      { name: 'help_at_cap', type: MetricType.GAUGE, value: 1, description: '12345678' },
-      { name: 'help_over', type: MetricType.GAUGE, value: 1, description: '123456789' },
-    ], 'x');
+    const reply = await record(
+      m,
+      [
+        { name: 'two_labels', type: MetricType.GAUGE, value: 1, labels: { a: '1', b: '2' } },
+        { name: 'three_labels', type: MetricType.GAUGE, value: 1, labels: { a: '1', b: '2', c: '3' } },
+        { name: 'value_at_cap', type: MetricType.GAUGE, value: 1, labels: { a: '12345' } },
+        { name: 'value_over', type: MetricType.GAUGE, value: 1, labels: { a: '123456' } },
+        { name: 'service_at_cap', type: MetricType.GAUGE, value: 1, sourceService: 'abcde' },
+        { name: 'service_over', type: MetricType.GAUGE, value: 1, sourceService: 'abcdef' },
+        { name: 'help_at_cap', type: MetricType.GAUGE, value: 1, description: '12345678' },
+        { name: 'help_over', type: MetricType.GAUGE, value: 1, description: '123456789' },
+      ],
+      'x',
+    );
     expect(reply.accepted).toBe(4);
     expect(reply.rejected.map((r) => [r.index, r.reason.split(':')[0]])).toEqual([
       [1, 'too_many_labels'],
