@@ -50,6 +50,11 @@ export const MetricsConfigSchema = metricsConfigSchema()
      * removed; a name left without series frees its `max_metric_names` slot.
      */
     series_ttl_seconds: positiveInt().default(3600),
+    /**
+     * Ingested series over all names (a tighter bound than max_metric_names x
+     * max_series_per_metric); a new series beyond it is rejected.
+     */
+    max_series: positiveInt().default(100_000),
     /** Labels one ingested sample may carry (the `service` label not counted); more are rejected. */
     max_labels_per_sample: positiveInt().default(16),
     /** Characters of one ingested label value (the `service` value included); longer is rejected. */

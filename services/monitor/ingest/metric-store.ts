@@ -29,6 +29,7 @@ export const REJECTION_REASONS = [
   'unsupported',
   'max_metric_names',
   'max_series_per_metric',
+  'max_series',
 ] as const;
 
 /** Why a sample was not recorded (the `reason` label of the rejection counter). */
@@ -44,6 +45,8 @@ export interface Rejection {
 export interface MetricIngestLimits {
   max_metric_names: number;
   max_series_per_metric: number;
+  /** Ingested series over all names. */
+  max_series: number;
   max_labels_per_sample: number;
   max_label_value_length: number;
   max_description_length: number;
@@ -165,7 +168,7 @@ export class MetricIngestStore {
     // Read at scrape time, before the ingested series are appended.
     const seriesGauge = new PromGauge({
       name: own('monitor_ingest_series'),
-      help: 'Ingested series held (bounded by max_metric_names x max_series_per_metric)',
+      help: 'Ingested series held (bounded by metrics.max_series)',
       registers: [this.registry],
       collect: () => {
         this.sweep(false);
@@ -285,7 +288,13 @@ export class MetricIngestStore {
     const labels = key.labels;
     let count = 0;
     for (const k in labels) {
-      count++;
+      // Counted as they come, so a huge label map is refused before its keys are all checked.
+      if (++count > limits.max_labels_per_sample) {
+        return reject(
+          'too_many_labels',
+          `metric ${quote(name)}: more than ${limits.max_labels_per_sample} labels`,
+        );
+      }
       // Keys of a known family were checked when it was created; only unknown ones need the rules.
       if (!family?.keySet.has(k)) {
         const bad = checkLabelName(k, type);
@@ -304,12 +313,6 @@ export class MetricIngestStore {
         );
       }
     }
-    if (count > limits.max_labels_per_sample) {
-      return reject(
-        'too_many_labels',
-        `metric ${quote(name)}: more than ${limits.max_labels_per_sample} labels`,
-      );
-    }
     if (family) {
       if (family.type !== type) {
         return reject('type_mismatch', `metric ${quote(name)} is a ${family.type}, not a ${type}`);
@@ -318,6 +321,10 @@ export class MetricIngestStore {
         return reject('bucket_mismatch', `metric ${quote(name)}: bucket bounds differ from its first use`);
       }
     } else {
+      // Checked before the name is taken, so a refused sample never leaves a name without series.
+      if (!this.hasSeriesRoom()) {
+        return reject('max_series', `metric ${quote(name)}: max_series (${limits.max_series}) reached`);
+      }
       const created = this.createFamily(exportName, { ...key, type }, op);
       if ('reason' in created) return created;
       family = created;
@@ -325,6 +332,9 @@ export class MetricIngestStore {
     const labelText = renderLabels(family.labelKeys, labels, key.service);
     let series = family.series.get(labelText);
     if (!series) {
+      if (!this.hasSeriesRoom()) {
+        return reject('max_series', `metric ${quote(name)}: max_series (${limits.max_series}) reached`);
+      }
       if (family.series.size >= limits.max_series_per_metric) {
         // A family made for this very sample always has room (the cap is at least 1).
         return reject(
@@ -405,6 +415,13 @@ export class MetricIngestStore {
     this.families.set(exportName, family);
     for (const n of sampleNames) this.takenNames.set(n, family);
     return family;
+  }
+
+  /** True when one more series fits under `max_series` (expired ones are removed first). */
+  private hasSeriesRoom(): boolean {
+    if (this.seriesTotal < this.limits.max_series) return true;
+    this.sweep(true);
+    return this.seriesTotal < this.limits.max_series;
   }
 
   private dropFamily(family: Family): void {

@@ -15,6 +15,7 @@ import { FakeClock, promtool } from '../../shared/monitoring/helpers';
 const LIMITS: MetricIngestLimits = {
   max_metric_names: 10,
   max_series_per_metric: 10,
+  max_series: 1000,
   max_labels_per_sample: 4,
   max_label_value_length: 64,
   max_description_length: 64,
@@ -157,5 +158,21 @@ describe('MetricIngestStore', () => {
       }) as const;
     expect(store.apply(key('h64', 'histogram'), point(64))).toBeUndefined();
     expect(store.apply(key('h65', 'histogram'), point(65))?.reason).toBe('invalid_value');
+  });
+
+  it('holds max_series over all names at the bound, without leaving a refused new name behind', () => {
+    const { clock, store } = setup({ max_series: 3 });
+    expect(store.apply(key('a', 'gauge', {}, 's1'), { kind: 'set', value: 1 })).toBeUndefined();
+    expect(store.apply(key('a', 'gauge', {}, 's2'), { kind: 'set', value: 1 })).toBeUndefined();
+    expect(store.apply(key('b', 'gauge'), { kind: 'set', value: 1 })).toBeUndefined();
+    expect(store.apply(key('a', 'gauge', {}, 's3'), { kind: 'set', value: 1 })?.reason).toBe('max_series');
+    expect(store.apply(key('c', 'gauge'), { kind: 'set', value: 1 })?.reason).toBe('max_series');
+    expect(store.metricNameCount).toBe(2);
+    // Existing series keep taking samples at the bound.
+    expect(store.apply(key('b', 'gauge'), { kind: 'set', value: 2 })).toBeUndefined();
+    // Expired series make room again.
+    clock.advance(60_000);
+    expect(store.apply(key('c', 'gauge'), { kind: 'set', value: 1 })).toBeUndefined();
+    expect(store.seriesCount).toBe(1);
   });
 });

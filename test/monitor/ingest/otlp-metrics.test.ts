@@ -37,6 +37,7 @@ function setup() {
     limits: {
       max_metric_names: 100,
       max_series_per_metric: 100,
+      max_series: 1000,
       max_labels_per_sample: 8,
       max_label_value_length: 64,
       max_description_length: 256,

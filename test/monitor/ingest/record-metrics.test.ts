@@ -246,6 +246,25 @@ describe('RecordMetrics', () => {
     expect(valueOf(text, 'monitor_ingest_series')).toBe(4);
   });
 
+  it('holds max_series over all names at the bound', async () => {
+    const m = await start({ metrics: { max_series: 2 } });
+    const reply = await record(m, [
+      { name: 'first', type: MetricType.GAUGE, value: 1, sourceService: 'a' },
+      { name: 'first', type: MetricType.GAUGE, value: 1, sourceService: 'b' },
+      { name: 'first', type: MetricType.GAUGE, value: 1, sourceService: 'c' },
+      { name: 'second', type: MetricType.GAUGE, value: 1 },
+      { name: 'first', type: MetricType.GAUGE, value: 5, sourceService: 'a' },
+    ]);
+    expect(reply.accepted).toBe(3);
+    expect(reply.rejected.map((r) => [r.index, r.reason.split(':')[0]])).toEqual([
+      [2, 'max_series'],
+      [3, 'max_series'],
+    ]);
+    const text = await scrape(m);
+    expect(valueOf(text, 'first{service="a"}')).toBe(5);
+    expect(rejectedCount(text, 'max_series')).toBe(2);
+  });
+
   it('holds max_labels_per_sample, max_label_value_length and max_description_length at the bound', async () => {
     const m = await start({
       metrics: { max_labels_per_sample: 2, max_label_value_length: 5, max_description_length: 8 },
@@ -271,6 +290,17 @@ describe('RecordMetrics', () => {
       [5, 'label_value_too_long'],
       [7, 'description_too_long'],
     ]);
+  });
+
+  it('serves the ingested series in OpenMetrics too when the scraper asks for it', async () => {
+    const m = await start();
+    await record(m, [{ name: 'om_hits', type: MetricType.COUNTER, value: 2 }], 'web');
+    const res = await fetch(`${m.baseUrl}/metrics`, { headers: { accept: 'application/openmetrics-text' } });
+    const text = await res.text();
+    expect(res.headers.get('content-type')).toContain('application/openmetrics-text');
+    expect(text).toContain('# TYPE om_hits counter\nom_hits_total{service="web"} 2\n');
+    expect(text.match(/# EOF/g)).toHaveLength(1);
+    expect(text.endsWith('# EOF\n')).toBe(true);
   });
 
   it('answers over Connect too, with the same per-sample outcome', async () => {
