@@ -93,6 +93,17 @@ export type SampleOp =
     }
   | { kind: 'summary'; sum: number; count: number; cumulative: boolean };
 
+/** Refusals an expired series or name may cause: tried again after expiry ran. */
+const RETRY_AFTER_SWEEP: ReadonlySet<RejectionReason> = new Set<RejectionReason>([
+  'type_mismatch',
+  'label_mismatch',
+  'bucket_mismatch',
+  'name_collision',
+  'max_metric_names',
+  'max_series_per_metric',
+  'max_series',
+]);
+
 /** Longest accepted metric or label name (names are kept in memory and rendered on every scrape). */
 export const MAX_NAME_LENGTH = 200;
 /** Most bucket bounds of one histogram (an OTLP point chooses its own). */
@@ -146,6 +157,8 @@ export class MetricIngestStore {
   private readonly sweepEveryMs: number;
   private nextSweepAt: number;
   private seriesTotal = 0;
+  /** Update time of the oldest series kept, or earlier (Infinity: none). */
+  private oldestKept = Infinity;
   private readonly rejectedCounter: PromCounter;
 
   constructor(options: MetricIngestStoreOptions) {
@@ -198,7 +211,13 @@ export class MetricIngestStore {
 
   /** Applies one operation to one series; undefined when recorded, else why not (and counted). */
   apply(key: SampleKey, op: SampleOp): Rejection | undefined {
-    const rejection = this.applyUncounted(key, op);
+    this.sweep(false);
+    let rejection = this.applyUncounted(key, op);
+    // A refusal that an expired series or name may cause is tried again once expired ones are gone
+    // (a refused sample changed nothing, so the retry starts clean).
+    if (rejection && RETRY_AFTER_SWEEP.has(rejection.reason) && this.sweep(true) > 0) {
+      rejection = this.applyUncounted(key, op);
+    }
     if (rejection) this.rejectedCounter.inc({ reason: rejection.reason });
     return rejection;
   }
@@ -208,21 +227,33 @@ export class MetricIngestStore {
     this.rejectedCounter.inc({ reason });
   }
 
-  /** Removes the series not updated for `series_ttl_seconds`, and names left without series. */
-  sweep(force = true): void {
+  /**
+   * Removes the series not updated for `series_ttl_seconds`, and names left without series;
+   * returns how many series went. Unforced, it runs at most once a second; either way it visits
+   * the series only when the oldest one kept has expired.
+   */
+  sweep(force = true): number {
     const now = this.clock.monotonic();
-    if (!force && now < this.nextSweepAt) return;
+    if (!force && now < this.nextSweepAt) return 0;
     this.nextSweepAt = now + this.sweepEveryMs;
-    const oldest = now - this.ttlMs;
+    const expiredAt = now - this.ttlMs;
+    if (this.oldestKept > expiredAt) return 0;
+    let removed = 0;
+    let oldestKept = Infinity;
     for (const family of this.families.values()) {
       for (const [k, s] of family.series) {
-        if (s.updatedAt <= oldest) {
+        if (s.updatedAt <= expiredAt) {
           family.series.delete(k);
-          this.seriesTotal--;
+          removed++;
+        } else if (s.updatedAt < oldestKept) {
+          oldestKept = s.updatedAt;
         }
       }
       if (family.series.size === 0) this.dropFamily(family);
     }
+    this.seriesTotal -= removed;
+    this.oldestKept = oldestKept;
+    return removed;
   }
 
   /**
@@ -322,7 +353,7 @@ export class MetricIngestStore {
       }
     } else {
       // Checked before the name is taken, so a refused sample never leaves a name without series.
-      if (!this.hasSeriesRoom()) {
+      if (this.seriesTotal >= limits.max_series) {
         return reject('max_series', `metric ${quote(name)}: max_series (${limits.max_series}) reached`);
       }
       const created = this.createFamily(exportName, { ...key, type }, op);
@@ -332,7 +363,7 @@ export class MetricIngestStore {
     const labelText = renderLabels(family.labelKeys, labels, key.service);
     let series = family.series.get(labelText);
     if (!series) {
-      if (!this.hasSeriesRoom()) {
+      if (this.seriesTotal >= limits.max_series) {
         return reject('max_series', `metric ${quote(name)}: max_series (${limits.max_series}) reached`);
       }
       if (family.series.size >= limits.max_series_per_metric) {
@@ -354,8 +385,9 @@ export class MetricIngestStore {
       this.seriesTotal++;
     }
     applyOp(family, series, op);
+    // Update times only grow, so the oldest kept is a lower bound until the next sweep.
     series.updatedAt = this.clock.monotonic();
-    this.sweep(false);
+    if (series.updatedAt < this.oldestKept) this.oldestKept = series.updatedAt;
     return undefined;
   }
 
@@ -391,13 +423,10 @@ export class MetricIngestStore {
       }
     }
     if (this.families.size >= this.limits.max_metric_names) {
-      this.sweep(true);
-      if (this.families.size >= this.limits.max_metric_names) {
-        return reject(
-          'max_metric_names',
-          `metric ${quote(name)}: max_metric_names (${this.limits.max_metric_names}) reached`,
-        );
-      }
+      return reject(
+        'max_metric_names',
+        `metric ${quote(name)}: max_metric_names (${this.limits.max_metric_names}) reached`,
+      );
     }
     const labelKeys = Object.keys(key.labels).sort();
     const description = key.description || `${name} (ingested ${type})`;
@@ -415,13 +444,6 @@ export class MetricIngestStore {
     this.families.set(exportName, family);
     for (const n of sampleNames) this.takenNames.set(n, family);
     return family;
-  }
-
-  /** True when one more series fits under `max_series` (expired ones are removed first). */
-  private hasSeriesRoom(): boolean {
-    if (this.seriesTotal < this.limits.max_series) return true;
-    this.sweep(true);
-    return this.seriesTotal < this.limits.max_series;
   }
 
   private dropFamily(family: Family): void {

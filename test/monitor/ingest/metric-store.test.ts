@@ -175,4 +175,18 @@ describe('MetricIngestStore', () => {
     expect(store.apply(key('c', 'gauge'), { kind: 'set', value: 1 })).toBeUndefined();
     expect(store.seriesCount).toBe(1);
   });
+
+  it('lets an expired name come back with another type at once, even between periodic sweeps', () => {
+    const { clock, store } = setup();
+    store.apply(key('x', 'gauge'), { kind: 'set', value: 1 });
+    clock.advance(59_999);
+    // A write now runs the periodic sweep: nothing has expired yet, the next one is a second away.
+    store.apply(key('y', 'gauge'), { kind: 'set', value: 1 });
+    expect(store.apply(key('x', 'counter'), { kind: 'add', value: 1 })?.reason).toBe('type_mismatch');
+    clock.advance(1);
+    expect(store.apply(key('x', 'counter'), { kind: 'add', value: 1 })).toBeUndefined();
+    // The gauge `x` is gone; `y` and the counter `x_total` are held.
+    expect(store.metricNameCount).toBe(2);
+    expect(store.seriesCount).toBe(2);
+  });
 });
