@@ -560,7 +560,11 @@ function renderLabels(
   service: string,
 ): string {
   let out = '';
-  for (const k of keys) out += `${k}="${escapeLabelValue(labels[k] ?? '')}",`;
+  for (const k of keys) {
+    // Not `?? ''`: a key such as `constructor` left out would read Object.prototype's.
+    const v = Object.hasOwn(labels, k) ? labels[k]! : '';
+    out += `${k}="${escapeLabelValue(v)}",`;
+  }
   return `${out}service="${escapeLabelValue(service)}"`;
 }
 

@@ -189,4 +189,13 @@ describe('MetricIngestStore', () => {
     expect(store.metricNameCount).toBe(2);
     expect(store.seriesCount).toBe(2);
   });
+
+  it('exports "" for a left-out label key even when it is named like an Object property', async () => {
+    const { registry, store } = setup();
+    store.apply(key('proto_keys', 'gauge', { constructor: 'a' }), { kind: 'set', value: 1 });
+    store.apply(key('proto_keys', 'gauge', {}, 't'), { kind: 'set', value: 2 });
+    const text = await registry.metrics();
+    expect(text).toContain('proto_keys{constructor="",service="t"} 2');
+    expect(promtool(text)).toEqual({ status: 0, output: '' });
+  });
 });
