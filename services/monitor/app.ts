@@ -28,9 +28,11 @@ import { TracingExporterRegistry } from '../../shared/monitoring/exporters';
 import { SpanStore } from './traces/span-store';
 import { SpanForwarder } from './traces/span-forwarder';
 import { Traces } from './traces/traces';
-import { OtlpReceiver, countDataPoints, type OtlpMetricsSink } from './otlp/otlp-receiver';
+import { OtlpReceiver, type OtlpMetricsSink } from './otlp/otlp-receiver';
 import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
+import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
+import { applyOtlpMetrics } from './ingest/otlp-metrics';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -38,6 +40,8 @@ export interface MonitorApp {
   registry: Registry;
   /** The status page at `/` (its feed tells tests how many event streams are open). */
   statusPage: StatusPage;
+  /** The ingested series (RecordMetrics and OTLP metrics). */
+  metricStore: MetricIngestStore;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -70,6 +74,10 @@ export async function createMonitorApp(
   const deps: MonitorRpcDeps = {};
 
   // --- ingest: metrics (RecordMetrics, OTLP metrics) ---
+  // Ingested series live beside the monitor's own registry and are rendered after it on /metrics.
+  const metricStore = new MetricIngestStore({ limits: config.metrics, registry });
+  appendToRegistry(registry, metricStore);
+  deps.metrics = metricStore;
 
   // --- traces (ExportSpans, GetTrace, OTLP traces) ---
   const spanStore = new SpanStore(
@@ -110,14 +118,8 @@ export async function createMonitorApp(
     lifecycle.exporter('span-forwarder', spanForwarder);
   }
   deps.traces = new Traces(spanStore, spanForwarder);
-  // OTLP metrics reach the metrics ingest once it is merged; until then every data point is refused.
-  // merge: applyOtlpMetrics(metricStore, req)
-  const otlpMetrics: OtlpMetricsSink = {
-    exportMetrics: (req) => ({
-      rejectedDataPoints: countDataPoints(req),
-      errorMessage: 'metrics ingest not wired',
-    }),
-  };
+  // OTLP sums, gauges and histograms land in the same store as RecordMetrics.
+  const otlpMetrics: OtlpMetricsSink = { exportMetrics: (req) => applyOtlpMetrics(metricStore, req) };
   const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
 
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
@@ -204,6 +206,7 @@ export async function createMonitorApp(
     server,
     registry,
     statusPage,
+    metricStore,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -41,9 +41,30 @@ import {
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
  * shared with the notification service): the monitor serves its own `/metrics` with `metrics.prefix`
- * and `metrics.default_labels` applied, and `/health` only when `health.enabled`.
+ * and `metrics.default_labels` applied, and `/health` only when `health.enabled`. The monitor adds
+ * the bounds of its metrics ingest (services/monitor/ingest/README.md) to the `metrics` section.
  */
-export const MetricsConfigSchema = metricsConfigSchema();
+export const MetricsConfigSchema = metricsConfigSchema()
+  .unwrap()
+  .extend({
+    /**
+     * Series ingested by RecordMetrics or OTLP that are not updated for this many seconds are
+     * removed; a name left without series frees its `max_metric_names` slot.
+     */
+    series_ttl_seconds: positiveInt().default(3600),
+    /**
+     * Ingested series over all names (a tighter bound than max_metric_names x
+     * max_series_per_metric); a new series beyond it is rejected.
+     */
+    max_series: positiveInt().default(100_000),
+    /** Labels one ingested sample may carry (the `service` label not counted); more are rejected. */
+    max_labels_per_sample: positiveInt().default(16),
+    /** Characters of one ingested label value (the `service` value included); longer is rejected. */
+    max_label_value_length: positiveInt().default(256),
+    /** Characters of an ingested metric's description (its HELP text); longer is rejected. */
+    max_description_length: positiveInt().default(1024),
+  })
+  .prefault({});
 /** `HealthConfig`. */
 export const HealthConfigSchema = healthConfigSchema();
 /**

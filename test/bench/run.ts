@@ -21,6 +21,7 @@ import { runEmailBench } from './email.bench';
 import { runSloBench } from './slo.bench';
 import { runSmsBench } from './sms.bench';
 import { runPushBench } from './push.bench';
+import { runMonitorIngestBench } from './monitor-ingest.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -99,6 +100,9 @@ const suites: Suite[] = [
   { name: 'sms', run: () => runSmsBench() },
   // 10,000 APNs notifications: the driver's sendBatch and SendPushBatch end to end vs bare node:http2.
   { name: 'push', run: () => runPushBench() },
+  // RecordMetrics over gRPC against protobuf-es + prom-client in one process; /metrics with 10,000
+  // ingested series against prom-client rendering them.
+  { name: 'monitor-ingest', run: () => runMonitorIngestBench() },
 ];
 
 function fmt(n: number): string {

@@ -51,7 +51,7 @@ describe('the monitor app', () => {
     const { grpcAddress } = await start();
     const client = grpcClient(MonitorService, grpcAddress);
     try {
-      await expect(unary(client, 'recordMetrics', {})).rejects.toMatchObject({
+      await expect(unary(client, 'evaluateSlos', {})).rejects.toMatchObject({
         code: grpc.status.UNIMPLEMENTED,
       });
     } finally {

@@ -15,6 +15,10 @@ import {
   ListSlosResponseSchema,
   RecordSloSamplesResponseSchema,
   RegisterSloResponseSchema,
+  MetricType,
+  RecordMetricsResponseSchema,
+  type RecordMetricsRequest,
+  type RecordMetricsResponse,
   HealthCheckCategory as WireCategory,
   HealthStatus as WireStatus,
   type CheckHealthRequest,
@@ -48,6 +52,8 @@ import {
 import type { SloArea, SloDefinition } from '../slo/slo-area';
 import type { Traces } from '../traces/traces';
 import { spanInputOf, wireSpanOf } from './traces-wire';
+import type { IngestMetricType, MetricIngestStore } from '../ingest/metric-store';
+import { recordSamples } from '../ingest/record-metrics';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -60,6 +66,8 @@ export interface MonitorRpcDeps {
   slo?: SloArea;
   /** The span store and its forwarder (ExportSpans, GetTrace). */
   traces?: Traces;
+  /** Ingested series (RecordMetrics), served again on the monitor's `/metrics`. */
+  metrics?: MetricIngestStore;
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -75,9 +83,41 @@ const WIRE_CATEGORY: Record<HealthCheckCategory, WireCategory> = {
   [HealthCheckCategory.STARTUP]: WireCategory.STARTUP,
 };
 
+const METRIC_TYPE: Partial<Record<MetricType, IngestMetricType>> = {
+  [MetricType.COUNTER]: 'counter',
+  [MetricType.GAUGE]: 'gauge',
+  [MetricType.HISTOGRAM]: 'histogram',
+  [MetricType.SUMMARY]: 'summary',
+};
+
 /** MonitorService implementation. */
 export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
   constructor(private readonly deps: MonitorRpcDeps) {}
+
+  // --- ingest: metrics ---
+
+  recordMetrics(req: RecordMetricsRequest): RecordMetricsResponse {
+    const store = this.deps.metrics;
+    if (!store) throw new Error('metrics ingest is not wired');
+    const outcome = recordSamples(
+      store,
+      req.samples.map((s) => ({
+        name: s.name,
+        type: METRIC_TYPE[s.type],
+        value: s.value,
+        labels: s.labels,
+        sourceService: s.sourceService,
+        description: s.description,
+      })),
+      req.sourceService,
+    );
+    return create(RecordMetricsResponseSchema, {
+      accepted: outcome.accepted,
+      rejected: outcome.rejected.map((r) => ({ index: r.index, reason: `${r.reason}: ${r.message}` })),
+    });
+  }
+
+  // --- health ---
 
   async checkHealth(req: CheckHealthRequest): Promise<CheckHealthResponse> {
     const health = this.deps.health;
