@@ -1,8 +1,8 @@
 /**
  * The real OpenTelemetry exporters as clients of the monitor's OTLP endpoints: OTLP/gRPC, OTLP/HTTP
  * JSON and OTLP/HTTP protobuf, for traces (into the started monitor, read back with GetTrace) and
- * for metrics (into a recording sink; and, in the started monitor, the not-yet-wired sink counts
- * every point as rejected while the export itself succeeds). `buf curl` lists the OTLP services
+ * for metrics (into a recording sink, and into the started monitor, read back on its /metrics).
+ * `buf curl` lists the OTLP services
  * through reflection.
  */
 import { execFile } from 'node:child_process';
@@ -106,12 +106,24 @@ describe.each(metricExporters)('the %s metrics exporter', (name, make) => {
   });
 });
 
-describe('the started monitor before the metrics ingest is merged', () => {
-  it('answers OTLP metrics exports as accepted and counts every data point as rejected', async () => {
-    await recordMetrics(new ProtoMetricExporter({ url: `${monitor.baseUrl}/v1/metrics` }), 'pending');
+const monitorMetricExporters: Array<[string, (m: RunningMonitorApp) => PushMetricExporter]> = [
+  ['OTLP/gRPC', (m) => new GrpcMetricExporter({ url: `http://${m.grpcAddress}` })],
+  ['OTLP/HTTP JSON', (m) => new HttpMetricExporter({ url: `${m.baseUrl}/v1/metrics` })],
+  ['OTLP/HTTP protobuf', (m) => new ProtoMetricExporter({ url: `${m.baseUrl}/v1/metrics` })],
+];
+
+describe.each(monitorMetricExporters)('the %s metrics exporter, into the started monitor', (name, make) => {
+  it('lands its sums and histograms on the monitor /metrics, labelled with the service', async () => {
+    const service = `shop-${name.replace(/\W/g, '-').toLowerCase()}`;
+    await recordMetrics(make(monitor), service);
     const text = await (await fetch(`${monitor.baseUrl}/metrics`)).text();
-    // Two counter points and one histogram point.
-    expect(text).toMatch(/^\w*monitor_otlp_metric_points_rejected_total 3$/m);
+    const line = (re: RegExp) =>
+      text.split('\n').find((l) => re.test(l) && l.includes(`service="${service}"`));
+    // A cumulative monotonic sum is a counter whose total is the point's value.
+    expect(line(/^orders_placed_total\{.*region="eu"/)).toMatch(/ 2$/);
+    expect(line(/^orders_placed_total\{.*region="us"/)).toMatch(/ 5$/);
+    expect(line(/^order_value_sum\{/)).toMatch(/ 12\.5$/);
+    expect(line(/^order_value_count\{/)).toMatch(/ 1$/);
   });
 });
 
