@@ -26,7 +26,6 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
 } from '../../shared/config';
-import { alertsConfigSchema } from '../../shared/monitoring/alerts/config';
 import { sloConfigShape } from '../../shared/monitoring/slo/config';
 import {
   errorTrackingConfigSchema,
@@ -35,6 +34,7 @@ import {
   openTelemetryConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
+import { monitorAlertsConfigSchema } from './alerts/config';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -91,10 +91,11 @@ export const SLOConfigSchema = z
   .prefault({});
 
 /**
- * The `alerts` section (the monitoring library's schema): business hours, digest interval, buffer
- * bounds and webhooks of the tier-aware dispatcher that the SLO objectives' `tier` routes through.
+ * The `alerts` section (the monitoring library's schema plus the monitor's `notification` channel
+ * type and the alert RPCs' bounds; see alerts/config.ts and alerts/README.md): business hours,
+ * `digest_interval_seconds`, buffer bounds and the `channels` the tier-aware dispatcher routes to.
  */
-export const AlertsConfigSchema = alertsConfigSchema();
+export const AlertsConfigSchema = monitorAlertsConfigSchema();
 
 /** `ErrorTrackingConfig`: the monitoring library's schema (one home). */
 export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();
