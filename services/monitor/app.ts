@@ -14,11 +14,14 @@ import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
+import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
   server: RpcServer;
   registry: Registry;
+  /** The alerts area (its hub: recent alerts, watchers), for tests and main.ts. */
+  alerts: AlertsArea;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -45,6 +48,19 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   // --- traces (ExportSpans, GetTrace, OTLP traces) ---
 
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
+  // `alertHub` is the one AlertDispatcherProtocol of the monitor: the slo and targets areas raise
+  // through it, the status page reads `alertHub.recent()` / `alertHub.subscribe()`.
+  const alerts = await lifecycle.area(
+    'alerts',
+    createAlertsArea(config.alerts, {
+      logger,
+      registry,
+      tracker: monitoring.tracker,
+      serviceName: config.name,
+    }),
+  );
+  const alertHub = alerts.hub;
+  deps.alerts = { hub: alertHub, exceptions: alerts.exceptions };
 
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
 
@@ -77,6 +93,7 @@ export async function createMonitorApp(config: MonitorConfig, logger: Logger): P
   return {
     server,
     registry,
+    alerts,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

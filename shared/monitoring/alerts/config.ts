@@ -94,7 +94,7 @@ export type AlertChannelConfigSchema = z.ZodObject<
  */
 export function alertsConfigSchema<
   const Extra extends readonly AlertChannelConfigSchema[] = [],
-  Keys extends z.ZodRawShape = {},
+  Keys extends z.ZodRawShape = Record<never, never>,
 >(extraChannels: Extra = [] as unknown as Extra, extraKeys: Keys = {} as Keys) {
   const channel = z.discriminatedUnion('type', [
     logChannelConfigSchema(),
