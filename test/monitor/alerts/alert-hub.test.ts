@@ -104,14 +104,17 @@ describe('AlertHub.raise', () => {
     [{ context: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])) }, 'more than 32'],
     [{ context: { k: 'v'.repeat(ALERT_LIMITS.contextValueChars + 1) } }, 'longer than 1024'],
     [{ context: { ['k'.repeat(65)]: 'v' } }, 'context keys'],
-  ])('refuses %j with InvalidArgumentError, keeping and sending nothing', async (bad, reason) => {
-    const { hub: h, router } = hub();
-    const p = h.raise({ kind: 'generic', title: 't', severity: 'low', ...bad });
-    await expect(p).rejects.toBeInstanceOf(InvalidArgumentError);
-    await expect(p).rejects.toThrow(reason);
-    expect(h.recent()).toEqual([]);
-    expect(router.records).toEqual([]);
-  });
+  ])(
+    'refuses bad input (case %#) with InvalidArgumentError, keeping and sending nothing',
+    async (bad, reason) => {
+      const { hub: h, router } = hub();
+      const p = h.raise({ kind: 'generic', title: 't', severity: 'low', ...bad });
+      await expect(p).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(p).rejects.toThrow(reason);
+      expect(h.recent()).toEqual([]);
+      expect(router.records).toEqual([]);
+    },
+  );
 
   it('accepts the largest title, message and context at their bounds', async () => {
     const { hub: h } = hub();
@@ -148,7 +151,7 @@ describe('AlertHub.raiseMetric', () => {
     [{ metricName: '' }, 'metric_name is required'],
     [{ currentValue: Number.NaN }, 'current_value must be a finite number'],
     [{ threshold: Number.POSITIVE_INFINITY }, 'threshold must be a finite number'],
-  ])('refuses %j', async (bad, reason) => {
+  ])('refuses bad metric input (case %#)', async (bad, reason) => {
     const { hub: h } = hub();
     await expect(h.raiseMetric({ metricName: 'm', currentValue: 1, threshold: 1, ...bad })).rejects.toThrow(
       reason,
@@ -266,7 +269,7 @@ describe('AlertHub.watch', () => {
     [{ severities: Array.from({ length: 17 }, (_, i) => `s${i}`) }, 'more than 16'],
     [{ severities: [''] }, 'severities is required'],
     [{ severities: ['x'.repeat(33)] }, 'longer than 32'],
-  ])('refuses the filter %j with InvalidArgumentError', (bad, reason) => {
+  ])('refuses a bad filter (case %#) with InvalidArgumentError', (bad, reason) => {
     const { hub: h } = hub();
     expect(() => h.watch(bad)).toThrow(InvalidArgumentError);
     expect(() => h.watch(bad)).toThrow(reason);
