@@ -5,7 +5,7 @@
  * exception from outside.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { MonitorService, type Alert } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { grpcClient, unary, type GenericClient } from '../../support/grpc-clients';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process';
