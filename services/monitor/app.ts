@@ -15,14 +15,10 @@ import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
 import type { MonitorConfig } from './config';
 import { MonitorRpc, type MonitorRpcDeps } from './rpc/monitor-rpc';
-import {
-  type AlertDispatcherProtocol,
-  LoggingAlertDispatcher,
-} from '../../shared/monitoring/alerts/dispatcher';
 import { SloArea } from './slo/slo-area';
 import { SloEvaluationWorker } from './slo/evaluation-worker';
 import { STATUS_PATH_PREFIX, StatusPage } from './web/status-page';
-import { emptyStatusSource, type StatusSource } from './web/status-source';
+import type { StatusSource } from './web/status-source';
 import { TargetsArea } from './targets/targets-area';
 import { TracingExporterRegistry } from '../../shared/monitoring/exporters';
 import { SpanStore } from './traces/span-store';
@@ -33,6 +29,7 @@ import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
 import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
 import { applyOtlpMetrics } from './ingest/otlp-metrics';
+import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -42,6 +39,8 @@ export interface MonitorApp {
   statusPage: StatusPage;
   /** The ingested series (RecordMetrics and OTLP metrics). */
   metricStore: MetricIngestStore;
+  /** The alerts area (its hub: recent alerts, watchers), for tests and main.ts. */
+  alerts: AlertsArea;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -123,13 +122,24 @@ export async function createMonitorApp(
   const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
 
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
+  // `alertHub` is the one AlertDispatcherProtocol of the monitor: the slo and targets areas raise
+  // through it, the status page reads `alertHub.recent()` / `alertHub.subscribe()`.
+  const alerts = await lifecycle.area(
+    'alerts',
+    createAlertsArea(config.alerts, {
+      logger,
+      registry,
+      tracker: monitoring.tracker,
+      serviceName: config.name,
+    }),
+  );
+  const alertHub = alerts.hub;
+  deps.alerts = { hub: alertHub, exceptions: alerts.exceptions };
 
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
-  // merge: replaced by the alerts area's AlertHub
-  const alertDispatcher: AlertDispatcherProtocol = new LoggingAlertDispatcher(logger);
   const slo = await lifecycle.area(
     'slo',
-    new SloArea({ config: config.slo, alertDispatcher, collector, logger }),
+    new SloArea({ config: config.slo, alertDispatcher: alertHub, collector, logger }),
   );
   lifecycle.worker(
     'slo-evaluator',
@@ -145,7 +155,7 @@ export async function createMonitorApp(
   // --- targets (watched services, CheckHealth) ---
   const targets = new TargetsArea({
     targets: config.targets,
-    alerts: alertDispatcher,
+    alerts: alertHub,
     collector,
     logger,
   });
@@ -176,10 +186,11 @@ export async function createMonitorApp(
   // The status page reads the areas themselves (their shapes are the page's StatusSource). Its
   // streams end when the server's shutdown begins.
   const statusSource: StatusSource = parts.statusSource ?? {
-    ...emptyStatusSource(),
     targets: () => targets.states(),
     slos: () => slo.statuses(),
+    recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
+    onAlert: (listener) => alertHub.subscribe(listener),
   };
   const statusPage = new StatusPage({
     source: statusSource,
@@ -207,6 +218,7 @@ export async function createMonitorApp(
     registry,
     statusPage,
     metricStore,
+    alerts,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -27,7 +27,6 @@ import {
   serverSectionSchema,
   stringList,
 } from '../../shared/config';
-import { alertsConfigSchema } from '../../shared/monitoring/alerts/config';
 import { ALERT_TIERS } from '../../shared/monitoring/alerts/tiers';
 import { sloConfigShape } from '../../shared/monitoring/slo/config';
 import {
@@ -37,6 +36,7 @@ import {
   openTelemetryConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
+import { monitorAlertsConfigSchema } from './alerts/config';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -131,10 +131,11 @@ export const SLOConfigSchema = z
   .prefault({});
 
 /**
- * The `alerts` section (the monitoring library's schema): business hours, digest interval, buffer
- * bounds and webhooks of the tier-aware dispatcher that the SLO objectives' `tier` routes through.
+ * The `alerts` section (the monitoring library's schema plus the monitor's `notification` channel
+ * type and the alert RPCs' bounds; see alerts/config.ts and alerts/README.md): business hours,
+ * `digest_interval_seconds`, buffer bounds and the `channels` the tier-aware dispatcher routes to.
  */
-export const AlertsConfigSchema = alertsConfigSchema();
+export const AlertsConfigSchema = monitorAlertsConfigSchema();
 
 /** `ErrorTrackingConfig`: the monitoring library's schema (one home). */
 export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();

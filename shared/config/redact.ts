@@ -53,9 +53,9 @@ export function redactSecrets<T>(value: T): T {
   return redact(value, undefined) as T;
 }
 
-// Lists whose entries' `url` is itself a credential (a webhook's path often carries its token): only
-// the origin is kept, as the alerts area logs them.
-const SECRET_URL_LISTS = new Set(['webhooks']);
+// Objects whose `url` is itself a credential (a webhook's path often carries its token): only the
+// origin is kept, as the alerts area logs them (an alert channel's `webhook: { url }`).
+const SECRET_URL_OBJECTS = new Set(['webhook']);
 
 function originOnly(url: unknown): unknown {
   if (typeof url !== 'string' || url === '') return url;
@@ -67,13 +67,15 @@ function originOnly(url: unknown): unknown {
 }
 
 function redact(value: unknown, key: string | undefined): unknown {
-  if (key !== undefined && SECRET_URL_LISTS.has(key) && Array.isArray(value)) {
-    return value.map((entry) => {
-      const copy = redact(entry, undefined);
-      if (copy === null || typeof copy !== 'object' || Array.isArray(copy)) return copy;
-      const record = copy as Record<string, unknown>;
-      return 'url' in record ? { ...record, url: originOnly((entry as Record<string, unknown>).url) } : copy;
-    });
+  if (
+    key !== undefined &&
+    SECRET_URL_OBJECTS.has(key) &&
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value)
+  ) {
+    const copy = redact(value, undefined) as Record<string, unknown>;
+    return 'url' in copy ? { ...copy, url: originOnly((value as Record<string, unknown>).url) } : copy;
   }
   if (key !== undefined) {
     if (isSecretKey(key)) return redactSecretValue(value);

@@ -6,10 +6,22 @@
  * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. A method
  * not present answers UNIMPLEMENTED (the RPC kit's default).
  */
-import type { ServiceImpl } from '@connectrpc/connect';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
-import { durationFromMs, durationMs, timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, durationMs, timestampFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
 import {
+  CaptureExceptionResponseSchema,
+  SendAlertResponseSchema,
+  SendMetricAlertResponseSchema,
+  WatchAlertsResponseSchema,
+  type CaptureExceptionRequest,
+  type CaptureExceptionResponse,
+  type SendAlertRequest,
+  type SendAlertResponse,
+  type SendMetricAlertRequest,
+  type SendMetricAlertResponse,
+  type WatchAlertsRequest,
+  type WatchAlertsResponse,
   CheckHealthResponseSchema,
   EvaluateSlosResponseSchema,
   ListSlosResponseSchema,
@@ -54,6 +66,8 @@ import type { Traces } from '../traces/traces';
 import { spanInputOf, wireSpanOf } from './traces-wire';
 import type { IngestMetricType, MetricIngestStore } from '../ingest/metric-store';
 import { recordSamples } from '../ingest/record-metrics';
+import type { AlertHub } from '../alerts/alert-hub';
+import type { ExceptionCapture } from '../alerts/exception-capture';
 
 /** The monitor's areas, as the RPCs need them (built by app.ts). */
 export interface MonitorRpcDeps {
@@ -68,6 +82,8 @@ export interface MonitorRpcDeps {
   traces?: Traces;
   /** Ingested series (RecordMetrics), served again on the monitor's `/metrics`. */
   metrics?: MetricIngestStore;
+  /** The alerts area: SendAlert, SendMetricAlert, WatchAlerts (the hub) and CaptureException. */
+  alerts?: { hub: AlertHub; exceptions: ExceptionCapture };
 }
 
 const WIRE_STATUS: Record<HealthStatus, WireStatus> = {
@@ -184,6 +200,58 @@ export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
     if (!traces) throw new Error('the traces area is not wired');
     const spans = traces.getTrace(req.traceId);
     return create(GetTraceResponseSchema, { spans: spans.map(wireSpanOf) });
+  }
+
+  // --- alerts area: SendAlert, SendMetricAlert, WatchAlerts, CaptureException ---
+
+  private get alerts(): NonNullable<MonitorRpcDeps['alerts']> {
+    const alerts = this.deps.alerts;
+    if (!alerts) throw new Error('the alerts area is not wired');
+    return alerts;
+  }
+
+  async sendAlert(req: SendAlertRequest): Promise<SendAlertResponse> {
+    const alert = await this.alerts.hub.raise({
+      kind: 'generic',
+      title: req.title,
+      message: req.message,
+      severity: req.severity,
+      context: req.context,
+      sourceService: req.sourceService,
+    });
+    return create(SendAlertResponseSchema, { alertId: alert.id });
+  }
+
+  async sendMetricAlert(req: SendMetricAlertRequest): Promise<SendMetricAlertResponse> {
+    const alert = await this.alerts.hub.raiseMetric({
+      metricName: req.metricName,
+      currentValue: req.currentValue,
+      threshold: req.threshold,
+      context: req.context,
+      sourceService: req.sourceService,
+    });
+    return create(SendMetricAlertResponseSchema, { alertId: alert.id, severity: alert.severity });
+  }
+
+  async *watchAlerts(req: WatchAlertsRequest, ctx: HandlerContext): AsyncGenerator<WatchAlertsResponse> {
+    const alerts = this.alerts.hub.watch({ severities: req.severities, signal: ctx.signal });
+    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert });
+    // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline, shutdown).
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+  }
+
+  async captureException(req: CaptureExceptionRequest): Promise<CaptureExceptionResponse> {
+    const result = this.alerts.exceptions.capture({
+      type: req.type,
+      message: req.message,
+      stacktrace: req.stacktrace,
+      sourceService: req.sourceService,
+      environment: req.environment,
+      tags: req.tags,
+      traceId: req.traceId,
+      occurredAt: req.time ? timestampMs(req.time) : undefined,
+    });
+    return create(CaptureExceptionResponseSchema, result);
   }
 
   private sloArea(): SloArea {

@@ -5,7 +5,7 @@
 import { type Logger, silentLogger } from '../../logging/logger';
 import { AlertDeliveryError } from '../errors';
 import type { AlertContext, AlertSeverity } from './dispatcher';
-import { alertLogLevel } from './dispatcher';
+import { alertLogLevel, severityRank } from './dispatcher';
 import type { AlertTier } from './tiers';
 
 /** One alert as the tier-aware dispatcher keeps and forwards it. */
@@ -20,6 +20,10 @@ export interface AlertRecord {
   /** Wall-clock milliseconds when the alert was raised. */
   raisedAt: number;
   metric?: { name: string; currentValue: number; threshold: number };
+  /** Identity given by whoever raised it (the monitor's alert id), for channels that need one. */
+  id?: string;
+  /** The service that raised it, when known. */
+  sourceService?: string;
 }
 
 /** Why a batch is sent now. */
@@ -77,6 +81,29 @@ export class LogAlertChannel implements AlertChannel {
   }
 }
 
+/**
+ * Passes on only the alerts at or above a minimum severity (see {@link severityRank}); a batch left
+ * empty is not sent, unless it reports dropped alerts.
+ */
+export class SeverityFilterChannel implements AlertChannel {
+  readonly name: string;
+  private readonly min: number;
+
+  constructor(
+    private readonly inner: AlertChannel,
+    minSeverity: AlertSeverity,
+  ) {
+    this.name = inner.name;
+    this.min = severityRank(minSeverity);
+  }
+
+  async send(batch: AlertBatch): Promise<void> {
+    const alerts = batch.alerts.filter((a) => severityRank(a.severity) >= this.min);
+    if (alerts.length === 0 && batch.dropped === 0) return;
+    await this.inner.send(alerts.length === batch.alerts.length ? batch : { ...batch, alerts });
+  }
+}
+
 /** Options of WebhookChannel. */
 export interface WebhookChannelOptions {
   /** Endpoint receiving `POST` with a JSON body. May carry a token: it is never logged unredacted. */
@@ -92,6 +119,11 @@ export interface WebhookChannelOptions {
   maxBackoffSeconds?: number;
   /** Name in logs (default `webhook`). */
   name?: string;
+  /**
+   * The request bodies of a batch, one POST each, sent in order (default: one POST of
+   * {@link webhookBody}). The monitor posts each alert on its own, in its proto JSON form.
+   */
+  encode?: (batch: AlertBatch) => string[];
   /** Injectable wait, for tests. */
   sleep?: (ms: number) => Promise<void>;
   logger?: Logger;
@@ -156,7 +188,7 @@ function retryable(status: number): boolean {
 }
 
 /**
- * POSTs each batch as JSON. Network errors, timeouts, 408, 429 and 5xx are retried up to
+ * POSTs each batch as JSON (or the bodies `encode` makes of it). Network errors, timeouts, 408, 429 and 5xx are retried up to
  * `maxRetries` times with doubling backoff; another 4xx fails at once (the same body would fail
  * again), and so does a redirect, which is not followed. The response body is not read (a receiver
  * cannot make us buffer it).
@@ -181,7 +213,11 @@ export class WebhookChannel implements AlertChannel {
   }
 
   async send(batch: AlertBatch): Promise<void> {
-    const body = JSON.stringify(webhookBody(batch));
+    const bodies = this.options.encode ? this.options.encode(batch) : [JSON.stringify(webhookBody(batch))];
+    for (const body of bodies) await this.post(body);
+  }
+
+  private async post(body: string): Promise<void> {
     let lastProblem = '';
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
       if (attempt > 0) await this.sleep(Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)));

@@ -28,6 +28,23 @@ export interface AlertDispatcherProtocol {
   ): Promise<void>;
 }
 
+const SEVERITY_RANKS: Readonly<Record<string, number>> = {
+  low: 0,
+  medium: 1,
+  warning: 1,
+  high: 2,
+  critical: 3,
+};
+
+/**
+ * Order of severities, for a channel's minimum: low (0) < medium = warning (1) < high (2) <
+ * critical (3), in any case. A severity outside these ranks as medium: an alert of a severity nobody
+ * planned for is neither silenced by a "medium and up" channel nor made a page.
+ */
+export function severityRank(severity: AlertSeverity): number {
+  return SEVERITY_RANKS[severity.trim().toLowerCase()] ?? 1;
+}
+
 /** Log level of an alert of this severity: `high` and `critical` (any case) are ERROR, the rest WARNING. */
 export function alertLogLevel(severity: AlertSeverity): 'warn' | 'error' {
   const s = severity.toLowerCase();

@@ -141,6 +141,14 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     });
   }
 
+  /**
+   * Routes an alert record built by the caller (the monitor's AlertHub gives each one its id and
+   * source service first); `sendAlert` and `sendMetricAlert` build theirs and come here.
+   */
+  async dispatch(alert: AlertRecord): Promise<void> {
+    return this.route(alert);
+  }
+
   private async route(alert: AlertRecord): Promise<void> {
     emitAlertTriggered(
       { alert_name: alert.metric?.name ?? alert.title, severity: alert.severity },

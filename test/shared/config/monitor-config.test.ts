@@ -44,7 +44,7 @@ describe('MonitorConfig', () => {
         max_samples_per_metric: 10000,
         max_slos: 1000,
       },
-      alerts: { digest_interval: 3600, log_channel: true, webhooks: [] },
+      alerts: { digest_interval_seconds: 3600, channels: [] },
       error_tracking: { dsn: '', send_default_pii: false },
       opentelemetry: { compression: 'none' },
       pull_metrics: { port: 8000, path: '/metrics', store_in_db: false, metrics_table: 'metric_samples' },

@@ -14,6 +14,8 @@ const secrets = {
   header: 'Bearer otlp-header-value',
   metrics: 'metrics-token-value',
   webhook: 'T0KEN/webhook-path-secret',
+  webhookHeader: 'hdr-secret-4711',
+  notificationToken: 'notif-token-0815',
 };
 
 describe('redactSecrets', () => {
@@ -60,7 +62,27 @@ describe('redactSecrets', () => {
       health: { auth_token: secrets.auth },
       metrics: { auth_token: secrets.metrics },
       opentelemetry: { headers: { authorization: secrets.header } },
-      alerts: { webhooks: [{ name: 'pager', url: `https://hooks.example.com/services/${secrets.webhook}` }] },
+      alerts: {
+        channels: [
+          {
+            name: 'pager',
+            type: 'webhook',
+            webhook: {
+              url: `https://hooks.example.com/services/${secrets.webhook}`,
+              headers: { authorization: `Bearer ${secrets.webhookHeader}` },
+            },
+          },
+          {
+            name: 'oncall',
+            type: 'notification',
+            notification: {
+              grpc_address: 'notification:50051',
+              api_token: secrets.notificationToken,
+              email_to: ['oncall@example.com'],
+            },
+          },
+        ],
+      },
     },
     { file: null, env: {} },
   );
@@ -91,9 +113,16 @@ describe('redactSecrets', () => {
   });
 
   it('shows only the origin of an alert webhook URL (its path carries the token)', () => {
-    const webhook = redactSecrets(monitor).alerts.webhooks[0]!;
-    expect(webhook.url).toBe(`https://hooks.example.com/${REDACTED}`);
-    expect(webhook.name).toBe('pager');
+    const channel = redactSecrets(monitor).alerts.channels[0]!;
+    expect(channel.type === 'webhook' && channel.webhook.url).toBe(`https://hooks.example.com/${REDACTED}`);
+    expect(channel.type === 'webhook' && channel.webhook.headers).toEqual({ authorization: REDACTED });
+    expect(channel.name).toBe('pager');
+  });
+
+  it('hides the api_token of a notification alert channel', () => {
+    const channel = redactSecrets(monitor).alerts.channels[1]!;
+    expect(channel.type === 'notification' && channel.notification.api_token).toBe(REDACTED);
+    expect(channel.type === 'notification' && channel.notification.email_to).toEqual(['oncall@example.com']);
   });
 
   it('leaves empty secrets empty, so a dump shows what is unset', () => {

@@ -76,8 +76,14 @@ describe('alert triggered events', () => {
     const bus = new MonitoringEventBus();
     const seen = listenTo(bus);
     const config = alertsConfigSchema().parse({
-      log_channel: false,
-      webhooks: [{ url: `${server.url}/hook`, tiers: ['P0_PAGE'], max_retries: 0 }],
+      channels: [
+        {
+          name: 'hook',
+          type: 'webhook',
+          tiers: ['P0_PAGE'],
+          webhook: { url: `${server.url}/hook`, max_attempts: 1 },
+        },
+      ],
     });
     const d = createAlertDispatcher(config, { events: bus, timers: new FakeTimers() });
     try {

@@ -5,6 +5,7 @@ import {
   AlertTier,
   BusinessHours,
   createAlertDispatcher,
+  severityRank,
   resolveTier,
   TierAwareDispatcher,
 } from '../../../../shared/monitoring';
@@ -226,7 +227,7 @@ describe('TierAwareDispatcher', () => {
 });
 
 describe('alerts config', () => {
-  it('has defaults: UTC, Monday to Friday, 09:00-17:00, hourly digest, log channel', () => {
+  it('has defaults: UTC, Monday to Friday, 09:00-17:00, hourly digest, no channel listed', () => {
     const c = alertsConfigSchema().parse(undefined);
     expect(c.business_hours).toEqual({
       time_zone: 'UTC',
@@ -235,11 +236,10 @@ describe('alerts config', () => {
       close: '17:00',
     });
     expect(c).toMatchObject({
-      digest_interval: 3600,
+      digest_interval_seconds: 3600,
       max_held: 1000,
       max_digest: 1000,
-      log_channel: true,
-      webhooks: [],
+      channels: [],
     });
   });
 
@@ -248,19 +248,35 @@ describe('alerts config', () => {
     [{ business_hours: { open: '25:00' } }, 'HH:MM'],
     [{ business_hours: { open: '18:00', close: '08:00' } }, 'close after open'],
     [{ business_hours: { days: ['monday'] } }, 'expected days'],
-    [{ digest_interval: 0 }, 'greater than 0'],
-    [{ webhooks: [{ url: 'ftp://x' }] }, 'http'],
-    [{ webhooks: [{ url: 'http://x', tiers: ['P7'] }] }, 'P0_PAGE'],
+    [{ digest_interval_seconds: 0 }, 'greater than 0'],
+    [{ digest_interval: 60 }, 'digest_interval'],
+    [{ channels: [{ name: 'w', type: 'webhook', webhook: { url: 'ftp://x' } }] }, 'http'],
+    [{ channels: [{ name: 'w', type: 'webhook', webhook: { url: 'http://x' }, tiers: ['P7'] }] }, 'P0_PAGE'],
+    [{ channels: [{ name: 'l', type: 'log', min_severity: 'urgent' }] }, 'low, medium'],
+    [{ channels: [{ name: 'x', type: 'pager' }] }, 'type'],
+    [
+      { channels: [{ name: 'w', type: 'webhook', webhook: { url: 'http://x', max_attempts: 11 } }] },
+      'at most 10',
+    ],
+    [
+      {
+        channels: [
+          { name: 'a', type: 'log' },
+          { name: 'a', type: 'log' },
+        ],
+      },
+      'duplicate channel name',
+    ],
   ])('rejects %j', (input, message) => {
     const r = alertsConfigSchema().safeParse(input);
     expect(r.success).toBe(false);
     expect(JSON.stringify(r.error?.issues)).toContain(message);
   });
 
-  it('builds a dispatcher that logs every tier when log_channel is on', async () => {
+  it('builds a dispatcher that logs every tier when no channel is configured', async () => {
     const { logger, lines } = captureLogger();
     const clock = new FakeClock(0, Date.UTC(2026, 0, 5, 10, 0));
-    const d = createAlertDispatcher(alertsConfigSchema().parse({ digest_interval: '30m' }), {
+    const d = createAlertDispatcher(alertsConfigSchema().parse({ digest_interval_seconds: '30m' }), {
       logger,
       clock,
       timers: new FakeTimers(clock),
@@ -270,5 +286,26 @@ describe('alerts config', () => {
       expect.objectContaining({ level: 50, alert: 'now', tier: 'P0_PAGE', reason: 'immediate' }),
     ]);
     await d.shutdown();
+  });
+
+  it('sends a channel only the alerts at or above its min_severity (unknown severities rank as medium)', async () => {
+    const { logger, lines } = captureLogger();
+    const clock = new FakeClock(0, Date.UTC(2026, 0, 5, 10, 0));
+    const config = alertsConfigSchema().parse({
+      channels: [{ name: 'loud', type: 'log', min_severity: 'medium', tiers: ['P0_PAGE'] }],
+    });
+    const d = createAlertDispatcher(config, { logger, clock, timers: new FakeTimers(clock) });
+    await d.sendAlert('quiet', 'm', 'low', { tier: 'P0_PAGE' });
+    await d.sendAlert('odd', 'm', 'Unheard-Of', { tier: 'P0_PAGE' });
+    await d.sendAlert('warn', 'm', 'WARNING', { tier: 'P0_PAGE' });
+    await d.sendAlert('other tier', 'm', 'critical', { tier: 'P1_BUSINESS_HOURS' });
+    expect(lines.filter((l) => l.event === 'alert').map((l) => l.alert)).toEqual(['odd', 'warn']);
+    await d.shutdown();
+  });
+
+  it('ranks severities low < medium = warning < high < critical, in any case', () => {
+    expect(['LOW', 'medium', 'Warning', 'high', 'critical', 'whatever'].map(severityRank)).toEqual([
+      0, 1, 1, 2, 3, 1,
+    ]);
   });
 });

@@ -189,8 +189,7 @@ describe('createAlertDispatcher with a webhook', () => {
     const { server, received } = await receiver([200]);
     const clock = new FakeClock(0, Date.UTC(2026, 0, 5, 10, 0));
     const config = alertsConfigSchema().parse({
-      log_channel: false,
-      webhooks: [{ url: server.url, tiers: ['P0_PAGE'] }],
+      channels: [{ name: 'hook', type: 'webhook', tiers: ['P0_PAGE'], webhook: { url: server.url } }],
     });
     const d = createAlertDispatcher(config, { clock, timers: new FakeTimers(clock) });
     try {

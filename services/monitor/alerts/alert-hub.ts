@@ -1,0 +1,470 @@
+/**
+ * AlertHub: the one place every monitor alert goes through. SendAlert and SendMetricAlert, the SLO
+ * area's SLOMonitor and the targets area (through the library's AlertDispatcherProtocol) all raise
+ * here; the hub gives each alert its identity (a UUID, its kind, its source service, when it fired),
+ * keeps the latest in a bounded ring for the status page, fans it out to WatchAlerts watchers and
+ * in-process listeners, and hands it to the tier-aware dispatcher, which routes it to the configured
+ * channels (P0 at once, P1 within business hours, P2 in the digest).
+ *
+ * Every buffer is bounded: the ring (`recentSize`), each watcher's buffer (`watchBufferSize`; a
+ * watcher that falls that far behind is closed with ResourceExhaustedError), the number of watchers
+ * (`maxWatchers`) and of listeners (`maxListeners`).
+ */
+import { randomUUID } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { type Alert, AlertKind, AlertSchema } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
+import { type Logger, silentLogger } from '../../../shared/logging/logger';
+import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
+import {
+  type AlertContext,
+  type AlertDispatcherProtocol,
+  type AlertSeverity,
+  metricAlertLogLevel,
+} from '../../../shared/monitoring/alerts/dispatcher';
+import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
+
+/** Bounds of what one alert may carry (checked before anything is kept or sent). */
+export const ALERT_LIMITS = {
+  titleChars: 256,
+  messageChars: 4096,
+  severityChars: 32,
+  contextEntries: 32,
+  contextKeyChars: 64,
+  contextValueChars: 1024,
+  sourceServiceChars: 128,
+  /** Severities one WatchAlerts filter may list. */
+  watchSeverities: 16,
+} as const;
+
+/** Default of AlertHubOptions.maxListeners. */
+export const DEFAULT_MAX_LISTENERS = 64;
+
+/** What routes an alert record onward (the library's TierAwareDispatcher). */
+export interface AlertRouter {
+  dispatch(record: AlertRecord): Promise<void>;
+  /** Sends what is held or accumulated; later alerts go out at once. */
+  shutdown(): Promise<void>;
+}
+
+/** Options of AlertHub. */
+export interface AlertHubOptions {
+  router: AlertRouter;
+  /** Alerts kept for `recent()`. */
+  recentSize: number;
+  /** Open watches; beyond it `watch` is ResourceExhaustedError. */
+  maxWatchers: number;
+  /** Alerts buffered per watcher; one more and the watcher is closed with ResourceExhaustedError. */
+  watchBufferSize: number;
+  /** In-process listeners (`subscribe`); default {@link DEFAULT_MAX_LISTENERS}. */
+  maxListeners?: number;
+  /** Source service of alerts that name none (the monitor's own name). */
+  defaultSource: string;
+  /** Wall clock in milliseconds (tests inject one). */
+  now?: () => number;
+  logger?: Logger;
+}
+
+/** One alert to raise, already in the hub's terms. */
+export interface RaiseInput {
+  kind: 'generic' | 'metric' | 'slo';
+  title: string;
+  message?: string;
+  severity: string;
+  /** Context values are kept as strings (numbers and booleans as written, the rest as JSON). */
+  context?: AlertContext | null;
+  sourceService?: string;
+  /** Name of the alert rule; the title when unset. */
+  alertName?: string;
+  metric?: { name: string; currentValue: number; threshold: number };
+}
+
+/** Options of a watch. */
+export interface AlertWatchOptions {
+  /** Only alerts of these severities (any case); empty for all. */
+  severities?: readonly string[];
+  /** Ends the watch (the iterator finishes) when aborted. */
+  signal?: AbortSignal;
+}
+
+// The proto Alert of each record the hub routed: channels (webhook, notification) send the same
+// alert, id included, that watchers and the status page saw. Weak, so routed records are not kept.
+const WIRE_ALERTS = new WeakMap<AlertRecord, Alert>();
+
+/**
+ * The proto Alert of a record routed by an AlertHub; for a record raised elsewhere (straight on the
+ * library's dispatcher), one built from its fields, with the record's id when it has one.
+ */
+export function wireAlertOf(record: AlertRecord): Alert {
+  return (
+    WIRE_ALERTS.get(record) ??
+    create(AlertSchema, {
+      id: record.id ?? '',
+      alertName: record.metric?.name ?? record.title,
+      kind: record.kind === 'metric' ? AlertKind.METRIC : AlertKind.GENERIC,
+      title: record.title,
+      message: record.message,
+      severity: record.severity,
+      context: Object.fromEntries(
+        Object.entries(record.context).flatMap(([k, v]) => {
+          const value = contextValue(v);
+          return value === undefined ? [] : [[k, value]];
+        }),
+      ),
+      sourceService: record.sourceService ?? '',
+      firedAt: timestampFromMs(record.raisedAt),
+    })
+  );
+}
+
+/** Severity of a metric alert: `critical` above twice the threshold (more than 100% over), else `warning`. */
+export function metricAlertSeverity(currentValue: number, threshold: number): 'critical' | 'warning' {
+  return metricAlertLogLevel(currentValue, threshold) === 'error' ? 'critical' : 'warning';
+}
+
+function checkText(value: string, field: string, max: number, required: boolean): string {
+  if (required && value.trim() === '') throw new InvalidArgumentError(`${field} is required`, field);
+  if ([...value].length > max)
+    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
+  return value;
+}
+
+function contextValue(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+    return String(value);
+  if (value instanceof Date) return value.toISOString();
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** The context as strings, checked against the bounds. */
+function stringContext(context: AlertContext | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const entries = Object.entries(context ?? {});
+  if (entries.length > ALERT_LIMITS.contextEntries)
+    throw new InvalidArgumentError(
+      `context has ${entries.length} entries, more than ${ALERT_LIMITS.contextEntries}`,
+      'context',
+    );
+  for (const [key, raw] of entries) {
+    const value = contextValue(raw);
+    if (value === undefined) continue;
+    if (key === '' || [...key].length > ALERT_LIMITS.contextKeyChars)
+      throw new InvalidArgumentError(
+        `context keys must have 1 to ${ALERT_LIMITS.contextKeyChars} characters`,
+        'context',
+      );
+    if ([...value].length > ALERT_LIMITS.contextValueChars)
+      throw new InvalidArgumentError(
+        `context value of ${JSON.stringify(key)} is longer than ${ALERT_LIMITS.contextValueChars} characters`,
+        'context',
+      );
+    out[key] = value;
+  }
+  return out;
+}
+
+const KIND: Record<RaiseInput['kind'], AlertKind> = {
+  generic: AlertKind.GENERIC,
+  metric: AlertKind.METRIC,
+  slo: AlertKind.SLO,
+};
+
+/** One WatchAlerts stream: a bounded buffer and the reader's wake-up. */
+class Watcher {
+  private buffer: Alert[] = [];
+  private wake: (() => void) | null = null;
+  failure: Error | null = null;
+  closed = false;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly severities: ReadonlySet<string> | null,
+  ) {}
+
+  wants(alert: Alert): boolean {
+    return this.severities === null || this.severities.has(alert.severity.toLowerCase());
+  }
+
+  /** Offers an alert; false when the buffer was full (the watcher has just failed). */
+  push(alert: Alert): boolean {
+    if (this.closed) return true;
+    if (this.buffer.length >= this.capacity) {
+      this.fail(
+        new ResourceExhaustedError(
+          `alert watcher fell ${this.capacity} alerts behind and was closed; reconnect and read faster`,
+        ),
+      );
+      return false;
+    }
+    this.buffer.push(alert);
+    this.signal();
+    return true;
+  }
+
+  fail(err: Error): void {
+    if (this.closed) return;
+    this.failure = err;
+    this.close();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.buffer = [];
+    this.signal();
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** The next alert, or null once closed; throws the failure of a closed-for-cause watcher. */
+  async next(): Promise<Alert | null> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      if (this.closed) return null;
+      const alert = this.buffer.shift();
+      if (alert) return alert;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+}
+
+/** The monitor's alert hub (see the file comment). */
+export class AlertHub implements AlertDispatcherProtocol {
+  private readonly ring: Alert[] = [];
+  private readonly watchers = new Set<Watcher>();
+  private readonly listeners = new Set<(alert: Alert) => void>();
+  private readonly maxListeners: number;
+  private readonly now: () => number;
+  private readonly logger: Logger;
+  private stopped = false;
+
+  constructor(private readonly options: AlertHubOptions) {
+    this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
+    this.now = options.now ?? Date.now;
+    this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
+  }
+
+  /**
+   * Raises one alert: checks it (InvalidArgumentError with the field), keeps it, tells the watchers
+   * and listeners at once, and resolves once the channels of its tier had it handed on (held and
+   * digest tiers: once it is queued). A failing channel is logged by the dispatcher, not thrown.
+   */
+  async raise(input: RaiseInput): Promise<Alert> {
+    const title = checkText(input.title, 'title', ALERT_LIMITS.titleChars, true);
+    const message = checkText(input.message ?? '', 'message', ALERT_LIMITS.messageChars, false);
+    const severity = checkText(input.severity, 'severity', ALERT_LIMITS.severityChars, true).trim();
+    const source = checkText(
+      input.sourceService ?? '',
+      'source_service',
+      ALERT_LIMITS.sourceServiceChars,
+      false,
+    );
+    const context = stringContext(input.context);
+    const firedAt = this.now();
+    const alert = create(AlertSchema, {
+      id: randomUUID(),
+      alertName: input.alertName || title,
+      kind: KIND[input.kind],
+      title,
+      message,
+      severity,
+      context,
+      sourceService: source.trim() || this.options.defaultSource,
+      firedAt: timestampFromMs(firedAt),
+    });
+    this.remember(alert);
+    this.fanOut(alert);
+    const record: AlertRecord = {
+      kind: input.kind === 'metric' ? 'metric' : 'alert',
+      title,
+      message,
+      severity,
+      // The library routes by `tier` and channels read the original values.
+      context: input.context ?? {},
+      tier: resolveTier(input.context?.tier),
+      raisedAt: firedAt,
+      ...(input.metric ? { metric: input.metric } : {}),
+      id: alert.id,
+      sourceService: alert.sourceService,
+    };
+    WIRE_ALERTS.set(record, alert);
+    await this.options.router.dispatch(record);
+    return alert;
+  }
+
+  /** AlertDispatcherProtocol: an alert whose context names an `slo` is kind SLO, named after it. */
+  async sendAlert(
+    title: string,
+    message: string,
+    severity: AlertSeverity,
+    context?: AlertContext | null,
+  ): Promise<void> {
+    const slo = typeof context?.slo === 'string' && context.slo !== '' ? context.slo : undefined;
+    await this.raise({
+      kind: slo ? 'slo' : 'generic',
+      title,
+      message,
+      severity,
+      context,
+      alertName: slo ?? title,
+      sourceService: typeof context?.source_service === 'string' ? context.source_service : undefined,
+    });
+  }
+
+  /** AlertDispatcherProtocol: a metric alert, `critical` above twice the threshold, else `warning`. */
+  async sendMetricAlert(
+    metricName: string,
+    currentValue: number,
+    threshold: number,
+    context?: AlertContext | null,
+  ): Promise<void> {
+    await this.raiseMetric({ metricName, currentValue, threshold, context });
+  }
+
+  /** A metric alert (SendMetricAlert): checks the name and the numbers, picks the severity. */
+  async raiseMetric(input: {
+    metricName: string;
+    currentValue: number;
+    threshold: number;
+    context?: AlertContext | null;
+    sourceService?: string;
+  }): Promise<Alert> {
+    const name = checkText(input.metricName, 'metric_name', ALERT_LIMITS.titleChars, true);
+    if (!Number.isFinite(input.currentValue))
+      throw new InvalidArgumentError('current_value must be a finite number', 'current_value');
+    if (!Number.isFinite(input.threshold))
+      throw new InvalidArgumentError('threshold must be a finite number', 'threshold');
+    const slo =
+      typeof input.context?.slo === 'string' && input.context.slo !== '' ? input.context.slo : undefined;
+    return this.raise({
+      kind: slo ? 'slo' : 'metric',
+      title: `metric ${name} over threshold`,
+      message: `metric ${name} at ${input.currentValue}, threshold ${input.threshold}`,
+      severity: metricAlertSeverity(input.currentValue, input.threshold),
+      context: input.context,
+      alertName: slo ?? name,
+      sourceService: input.sourceService,
+      metric: { name, currentValue: input.currentValue, threshold: input.threshold },
+    });
+  }
+
+  /** The latest alerts, newest first, at most `limit` (and at most the ring's size). */
+  recent(limit: number = this.options.recentSize): Alert[] {
+    const n = Math.max(0, Math.min(Math.floor(limit), this.ring.length));
+    return this.ring.slice(this.ring.length - n).reverse();
+  }
+
+  /**
+   * Calls `listener` with every alert raised from now on (the status page); returns the function
+   * that removes it. ResourceExhaustedError beyond `maxListeners`. A listener that throws is logged.
+   */
+  subscribe(listener: (alert: Alert) => void): () => void {
+    if (this.listeners.size >= this.maxListeners)
+      throw new ResourceExhaustedError(`too many alert listeners (at most ${this.maxListeners})`);
+    // A wrapper, so the same function subscribed twice is two subscriptions, each removed once.
+    const entry = (alert: Alert) => listener(alert);
+    this.listeners.add(entry);
+    return () => void this.listeners.delete(entry);
+  }
+
+  /** Open watches. */
+  get watcherCount(): number {
+    return this.watchers.size;
+  }
+
+  /** In-process listeners. */
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /**
+   * Alerts raised from now on, filtered by severity (any case). The filter and the watcher cap are
+   * checked now (InvalidArgumentError, ResourceExhaustedError); the place is taken when iteration
+   * starts and given back when it ends, however it ends.
+   */
+  watch(options: AlertWatchOptions = {}): AsyncIterable<Alert> {
+    const severities = options.severities ?? [];
+    if (severities.length > ALERT_LIMITS.watchSeverities)
+      throw new InvalidArgumentError(
+        `severities lists ${severities.length} values, more than ${ALERT_LIMITS.watchSeverities}`,
+        'severities',
+      );
+    for (const s of severities) checkText(s, 'severities', ALERT_LIMITS.severityChars, true);
+    const filter = severities.length === 0 ? null : new Set(severities.map((s) => s.trim().toLowerCase()));
+    this.admit();
+    return this.iterate(filter, options.signal);
+  }
+
+  private admit(): void {
+    if (this.stopped) throw new UnavailableError('the monitor is shutting down');
+    if (this.watchers.size >= this.options.maxWatchers)
+      throw new ResourceExhaustedError(
+        `too many open alert watches (at most ${this.options.maxWatchers}); retry later`,
+      );
+  }
+
+  private async *iterate(filter: ReadonlySet<string> | null, signal?: AbortSignal): AsyncGenerator<Alert> {
+    if (signal?.aborted) return;
+    // Checked again: iteration may start later than watch() was called.
+    this.admit();
+    const watcher = new Watcher(this.options.watchBufferSize, filter);
+    this.watchers.add(watcher);
+    const onAbort = () => watcher.close();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const alert = await watcher.next();
+        if (alert === null) return;
+        yield alert;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      watcher.close();
+      this.watchers.delete(watcher);
+    }
+  }
+
+  private remember(alert: Alert): void {
+    this.ring.push(alert);
+    if (this.ring.length > this.options.recentSize) this.ring.shift();
+  }
+
+  private fanOut(alert: Alert): void {
+    for (const watcher of this.watchers) {
+      if (watcher.wants(alert) && !watcher.push(alert)) {
+        this.watchers.delete(watcher);
+        this.logger.warn({ alertId: alert.id }, 'alert watcher fell behind; closed');
+      }
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(alert);
+      } catch (err) {
+        this.logger.error({ err }, 'alert listener failed');
+      }
+    }
+  }
+
+  /**
+   * Clean shutdown (lifecycle area stop): open watches end with UnavailableError (clients reconnect
+   * elsewhere), listeners are dropped, and the dispatcher sends what it holds (held P1 alerts and the
+   * pending P2 digest). Alerts raised afterwards still go out at once. Safe to call more than once.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const watcher of this.watchers) watcher.fail(new UnavailableError('the monitor is shutting down'));
+    this.watchers.clear();
+    this.listeners.clear();
+    await this.options.router.shutdown();
+  }
+}

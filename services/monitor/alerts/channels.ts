@@ -1,0 +1,234 @@
+/**
+ * The monitor's alert channels beyond the library's log channel: the webhook body (each alert on its
+ * own, the proto `Alert` in its JSON mapping) and the `notification` channel, which delivers alerts
+ * as email and SMS through the notification service's gRPC API with idempotency keys derived from
+ * the alert ids, so a retried batch is never mailed twice.
+ */
+import { createHash } from 'node:crypto';
+import { toJsonString } from '@bufbuild/protobuf';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { type Alert, AlertKind, AlertSchema } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { type Logger, silentLogger } from '../../../shared/logging/logger';
+import type { AlertBatch, AlertChannel, AlertRecord } from '../../../shared/monitoring/alerts/channels';
+import { AlertDeliveryError } from '../../../shared/monitoring/errors';
+import { wireAlertOf } from './alert-hub';
+import type { NotificationChannelConfig } from './config';
+
+/** The webhook bodies of a batch: one POST per alert, the proto `Alert` as JSON. */
+export function alertWebhookBodies(batch: AlertBatch): string[] {
+  return batch.alerts.map((record) => toJsonString(AlertSchema, wireAlertOf(record)));
+}
+
+/** Longest subject we write (the notification service allows one RFC 5322 line). */
+const SUBJECT_CHARS = 200;
+/** Longest SMS we write: two segments, enough for a page. */
+const SMS_CHARS = 320;
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/[\r\n\t]+/g, ' ').trim();
+  const chars = [...flat];
+  return chars.length <= max ? flat : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+function kindName(kind: AlertKind): string {
+  return kind === AlertKind.METRIC ? 'metric' : kind === AlertKind.SLO ? 'slo' : 'alert';
+}
+
+function firedAt(alert: Alert): string {
+  return alert.firedAt ? timestampDate(alert.firedAt).toISOString() : '';
+}
+
+function alertText(alert: Alert, tier: string): string {
+  const lines = [
+    alert.message || alert.title,
+    '',
+    `Severity: ${alert.severity}`,
+    `Alert: ${alert.alertName} (${kindName(alert.kind)})`,
+    `Source: ${alert.sourceService}`,
+    `Fired at: ${firedAt(alert)}`,
+    `Tier: ${tier}`,
+    `Alert id: ${alert.id}`,
+  ];
+  const context = Object.entries(alert.context);
+  if (context.length > 0) lines.push('Context:', ...context.map(([k, v]) => `  ${k}: ${v}`));
+  return lines.join('\n');
+}
+
+/** What one batch becomes for people: one subject, one text, one short SMS. */
+export interface AlertMessage {
+  /** Identity of the batch: the alert id, or a hash of the ids of a digest. */
+  key: string;
+  subject: string;
+  text: string;
+  sms: string;
+}
+
+/** The email and SMS of a batch: a single alert as itself, several (held, digest) as one summary. */
+export function alertMessage(batch: AlertBatch): AlertMessage {
+  const alerts = batch.alerts.map(wireAlertOf);
+  if (alerts.length === 1 && batch.dropped === 0) {
+    const a = alerts[0]!;
+    return {
+      key: a.id || digestKey(batch.alerts),
+      subject: oneLine(`[${a.severity.toUpperCase()}] ${a.title}`, SUBJECT_CHARS),
+      text: alertText(a, batch.tier),
+      sms: oneLine(`[${a.severity.toUpperCase()}] ${a.title}: ${a.message}`, SMS_CHARS),
+    };
+  }
+  const head = `${alerts.length} alerts (${batch.tier}, ${batch.reason.replace(/_/g, ' ')})`;
+  const dropped =
+    batch.dropped > 0 ? [`${batch.dropped} older alerts were dropped because the buffer was full.`, ''] : [];
+  return {
+    key: digestKey(batch.alerts),
+    subject: oneLine(`[monitor] ${head}`, SUBJECT_CHARS),
+    text: [
+      ...dropped,
+      ...alerts.map((a) => alertText(a, batch.tier)).flatMap((t) => [t, '', '---', '']),
+    ].join('\n'),
+    sms: oneLine(`${head}: ${alerts.map((a) => `[${a.severity}] ${a.title}`).join('; ')}`, SMS_CHARS),
+  };
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** A batch's identity from its alerts (ids, else content and time), the same for the same batch. */
+function digestKey(records: readonly AlertRecord[]): string {
+  const parts = records.map((r) => r.id ?? `${r.raisedAt}|${r.title}|${r.message}|${r.severity}`);
+  return `d-${sha256(parts.join('\n')).slice(0, 40)}`;
+}
+
+/**
+ * The idempotency key of one message: the batch's key (the alert id), the medium and the recipient
+ * (hashed, so a key stays short and holds no address). The same alert to the same person is the
+ * same key, so the notification service sends it once however often we retry.
+ */
+export function alertIdempotencyKey(batchKey: string, medium: 'email' | 'sms', recipient: string): string {
+  return `monitor-alert:${batchKey}:${medium}:${sha256(recipient.toLowerCase()).slice(0, 16)}`;
+}
+
+/** Codes worth another attempt with the same key. */
+const RETRYABLE = new Set<Code>([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.ResourceExhausted,
+  Code.Aborted,
+  Code.Internal,
+  Code.Unknown,
+]);
+
+/** Options of NotificationAlertChannel beyond its config entry. */
+export interface NotificationAlertChannelOptions {
+  logger?: Logger;
+  /** Wait between attempts (tests inject one); default 200 ms doubled per attempt. */
+  sleep?: (attempt: number) => Promise<void>;
+}
+
+/**
+ * Sends each batch to the configured recipients through svc.notification.v1.NotificationService:
+ * one SendEmail per email recipient, one SendSms per number, each with its idempotency key and the
+ * channel's API token (`authorization: Bearer`). A call that fails with a transient code is retried
+ * with the same key; the batch fails (AlertDeliveryError, logged by the dispatcher) when a recipient
+ * could not be reached. Logs name the channel and counts, never the token or an address.
+ */
+export class NotificationAlertChannel implements AlertChannel {
+  readonly name: string;
+  private readonly client: Client<typeof NotificationService>;
+  private readonly sessions: Http2SessionManager;
+  private readonly logger: Logger;
+  private readonly sleep: (attempt: number) => Promise<void>;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    private readonly entry: NotificationChannelConfig,
+    options: NotificationAlertChannelOptions = {},
+  ) {
+    this.name = entry.name;
+    const baseUrl = `http://${entry.notification.grpc_address}`;
+    this.sessions = new Http2SessionManager(baseUrl);
+    this.client = createClient(
+      NotificationService,
+      createGrpcTransport({ baseUrl, sessionManager: this.sessions }),
+    );
+    this.logger = options.logger ?? silentLogger();
+    this.sleep =
+      options.sleep ?? ((attempt) => new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt))));
+    this.headers = entry.notification.api_token
+      ? { authorization: `Bearer ${entry.notification.api_token}` }
+      : {};
+  }
+
+  async send(batch: AlertBatch): Promise<void> {
+    if (batch.alerts.length === 0) return;
+    const n = this.entry.notification;
+    const message = alertMessage(batch);
+    const calls: Array<Promise<boolean>> = [];
+    for (const to of n.email_to) {
+      calls.push(
+        this.attempt('email', () =>
+          this.client.sendEmail(
+            {
+              to: [to],
+              subject: message.subject,
+              text: message.text,
+              backend: n.email_backend ?? '',
+              idempotencyKey: alertIdempotencyKey(message.key, 'email', to),
+            },
+            { headers: this.headers, timeoutMs: n.timeout_ms },
+          ),
+        ),
+      );
+    }
+    for (const to of n.sms_to) {
+      calls.push(
+        this.attempt('sms', () =>
+          this.client.sendSms(
+            {
+              to,
+              body: message.sms,
+              backend: n.sms_backend ?? '',
+              idempotencyKey: alertIdempotencyKey(message.key, 'sms', to),
+            },
+            { headers: this.headers, timeoutMs: n.timeout_ms },
+          ),
+        ),
+      );
+    }
+    const results = await Promise.all(calls);
+    const failed = results.filter((ok) => !ok).length;
+    if (failed > 0)
+      throw new AlertDeliveryError(
+        `alert channel ${this.name}: ${failed} of ${results.length} messages were not accepted`,
+      );
+  }
+
+  /** One message with retries; true once the notification service accepted it. */
+  private async attempt(medium: 'email' | 'sms', call: () => Promise<unknown>): Promise<boolean> {
+    const max = this.entry.notification.max_attempts;
+    for (let attempt = 0; attempt < max; attempt++) {
+      if (attempt > 0) await this.sleep(attempt - 1);
+      try {
+        await call();
+        return true;
+      } catch (err) {
+        const code = ConnectError.from(err).code;
+        // Only the code: the message of a peer is not ours to log, and may echo what we sent.
+        this.logger.warn(
+          { channel: this.name, medium, attempt: attempt + 1, code: Code[code] },
+          'alert notification attempt failed',
+        );
+        if (!RETRYABLE.has(code)) return false;
+      }
+    }
+    return false;
+  }
+
+  /** Closes the connection to the notification service. */
+  close(): void {
+    this.sessions.abort();
+  }
+}

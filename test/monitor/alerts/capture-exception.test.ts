@@ -1,0 +1,133 @@
+/**
+ * CaptureException against the monitor in-process: forwarded to a local stand-in DSN host (Sentry's
+ * envelope protocol) when `error_tracking.dsn` is set, counted on `/metrics` by service and type
+ * with a cap on distinct pairs, 32-hex event ids either way, and bad input as INVALID_ARGUMENT.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { unary } from '../../support/grpc-clients';
+import { dsnHost } from '../../shared/monitoring/fixtures/dsn-host';
+import { promtool } from '../../shared/monitoring/helpers';
+import { waitFor } from '../../support/wait';
+
+const PUBLIC_KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+
+type Capture = { eventId: string; forwarded: boolean };
+type SentryException = { values: Array<{ type: string; value: string }> };
+
+async function scrape(m: RunningMonitorApp): Promise<string> {
+  return (await fetch(`${m.baseUrl}/metrics`)).text();
+}
+
+function counterLine(service: string, type: string, value: number): RegExp {
+  return new RegExp(
+    `^monitor_exceptions_captured_total\\{[^}]*service="${service}",type="${type}"[^}]*\\} ${value}$`,
+    'm',
+  );
+}
+
+describe('CaptureException with a DSN', () => {
+  it('forwards the exception to the DSN host and counts it on /metrics', async () => {
+    const host = await dsnHost();
+    const m = await startMonitorApp({
+      error_tracking: { dsn: `http://${PUBLIC_KEY}@127.0.0.1:${host.port}/7` },
+    });
+    let res: Capture;
+    try {
+      res = (
+        await unary<Capture>(m.monitorGrpc, 'captureException', {
+          type: 'TypeError',
+          message: "cannot read properties of undefined (reading 'id')",
+          stacktrace:
+            "TypeError: cannot read properties of undefined (reading 'id')\n    at handler (/app/src/orders.js:42:13)",
+          sourceService: 'orders',
+          environment: 'staging',
+          tags: { region: 'eu-west-1' },
+          traceId: '0af7651916cd43dd8448eb211c80319c',
+          time: timestampFromMs(Date.UTC(2026, 10, 23, 4, 0)),
+        })
+      ).response;
+      expect(res.forwarded).toBe(true);
+      expect(res.eventId).toMatch(/^[0-9a-f]{32}$/);
+      const body = await scrape(m);
+      expect(body).toMatch(counterLine('orders', 'TypeError', 1));
+      expect(promtool(body).status).toBe(0);
+    } finally {
+      // Stopping closes the tracker, which flushes the pending event to the host.
+      await m.close();
+      await host.close();
+    }
+    await waitFor(() => host.envelopes.length === 1, 'the envelope');
+    const event = host.envelopes[0]!.items.find((i) => i.header.type === 'event')!.payload;
+    expect(event.event_id).toBe(res.eventId);
+    expect((event.exception as SentryException).values[0]).toMatchObject({
+      type: 'TypeError',
+      value: "cannot read properties of undefined (reading 'id')",
+    });
+    expect(event.tags).toMatchObject({
+      source_service: 'orders',
+      environment: 'staging',
+      region: 'eu-west-1',
+      trace_id: '0af7651916cd43dd8448eb211c80319c',
+    });
+    expect(event.extra).toMatchObject({ occurred_at: '2026-11-23T04:00:00.000Z' });
+    // The DSN's key travels in the auth header or URL only, never in the event.
+    expect(JSON.stringify(event)).not.toContain(PUBLIC_KEY);
+  });
+});
+
+describe('CaptureException without a DSN', () => {
+  let m: RunningMonitorApp;
+  beforeAll(async () => {
+    m = await startMonitorApp({ alerts: { max_exception_series: 3 } });
+  });
+  afterAll(() => m.close());
+
+  it('answers forwarded=false with its own 32-hex event id, and counts it', async () => {
+    const { response } = await unary<Capture>(m.monitorGrpc, 'captureException', {
+      type: 'ValueError',
+      sourceService: 'billing',
+    });
+    expect(response.forwarded).toBe(false);
+    expect(response.eventId).toMatch(/^[0-9a-f]{32}$/);
+    const again = await m.monitorConnect.captureException({ type: 'ValueError', sourceService: 'billing' });
+    expect(again.eventId).not.toBe(response.eventId);
+    expect(await scrape(m)).toMatch(counterLine('billing', 'ValueError', 2));
+  });
+
+  it('counts at most max_exception_series pairs on their own; the rest under "other"', async () => {
+    // The first test used one pair; two more fill the cap of 3.
+    for (const type of ['A', 'B'])
+      await unary(m.monitorGrpc, 'captureException', { type, sourceService: 'svc' });
+    for (let i = 0; i < 20; i++)
+      await unary(m.monitorGrpc, 'captureException', { type: `Random${i}`, sourceService: 'svc' });
+    // A pair counted before the cap keeps its own series.
+    await unary(m.monitorGrpc, 'captureException', { type: 'A', sourceService: 'svc' });
+    const body = await scrape(m);
+    const series = body.split('\n').filter((l) => l.startsWith('monitor_exceptions_captured_total{'));
+    expect(series).toHaveLength(4);
+    expect(body).toMatch(counterLine('svc', 'A', 2));
+    expect(body).toMatch(counterLine('other', 'other', 20));
+    expect(body).not.toContain('Random');
+  });
+
+  it.each([
+    [{}, 'type is required'],
+    [{ type: '   ' }, 'type is required'],
+    [{ type: 'T'.repeat(257) }, 'type is longer than 256'],
+    [{ type: 'E', stacktrace: 's'.repeat(65_537) }, 'stacktrace is longer'],
+    [{ type: 'E', traceId: 'not-a-trace' }, 'trace_id must be 32 lowercase hex'],
+    [{ type: 'E', tags: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`t${i}`, 'v'])) }, 'tags'],
+    [{ type: 'E', tags: { k: 'v'.repeat(201) } }, 'tags.k is longer than 200'],
+  ])('bad input (case %#) is INVALID_ARGUMENT with a reason', async (request, reason) => {
+    const err = await unary(m.monitorGrpc, 'captureException', request).then(
+      () => {
+        throw new Error('expected the call to fail');
+      },
+      (e: grpc.ServiceError) => e,
+    );
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(err.details).toContain(reason);
+  });
+});
