@@ -14,7 +14,7 @@ export const MAX_STACK_LENGTH = 8192;
 const EMAIL = /[^\s@<>"'(),;:]+@[^\s@<>"'(),;:]+\.[^\s@<>"'(),;:]+/g;
 // An international number, or a run of 7+ digits with the usual separators.
 const PHONE = /\+?\d[\d ().-]{6,}\d/g;
-const BEARER = /\b(bearer|token|key|secret|password)([=: ]+)\S+/gi;
+const CREDENTIAL = /\b(bearer|token|key|secret|password)([=: ]+)[^\s)\]}>,;'"]+/gi;
 
 function bound(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -23,7 +23,7 @@ function bound(text: string, max: number): string {
 /** `text` without email addresses, phone numbers and credentials, bounded. */
 export function scrubText(text: string): string {
   return bound(
-    text.replace(EMAIL, '[email]').replace(PHONE, '[phone]').replace(BEARER, '$1$2[redacted]'),
+    text.replace(EMAIL, '[email]').replace(PHONE, '[phone]').replace(CREDENTIAL, '$1$2[redacted]'),
     MAX_MESSAGE_LENGTH,
   );
 }
