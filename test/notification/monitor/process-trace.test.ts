@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { Client } from 'pg';
 import { createTestDatabase } from '../../support/database';
 import { grpcClient, unary } from '../../support/grpc-clients';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process';
@@ -182,4 +183,53 @@ describe.each(cases)('the notification process with the %s', (_label, setup) => 
     expect(proc!.logs.some((l) => l.includes('reporting to the monitor'))).toBe(true);
     expect(proc!.logs.filter((l) => l.includes(TOKEN))).toEqual([]);
   });
+});
+
+describe('an unexpected error in the process', () => {
+  it('is reported as CaptureException carrying the trace id of the SendEmail call', async () => {
+    const receiver = await startOtlpReceiver();
+    const db = await createTestDatabase('proccapture');
+    let proc: ServiceProcess | undefined;
+    const client = new Client({ connectionString: db.url });
+    try {
+      proc = await startServiceProcess(
+        'notification',
+        env(receiver, {
+          SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'database',
+          SVC_NOTIFICATION__DATABASE__URL: db.url,
+        }),
+      );
+      // The table disappears under the running service: the next SendEmail fails as INTERNAL.
+      await client.connect();
+      await client.query('ALTER TABLE deliveries RENAME TO deliveries_gone');
+      const traceId = randomBytes(16).toString('hex');
+      const grpc = grpcClient(NotificationService, `127.0.0.1:${proc.grpcPort}`);
+      const before = monitor.exceptions.length;
+      try {
+        await expect(
+          unary(
+            grpc,
+            'sendEmail',
+            { to: ['jane@example.com'], subject: 'Boom', text: 'Hi' },
+            { metadata: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` } },
+          ),
+        ).rejects.toMatchObject({ code: 13 });
+      } finally {
+        grpc.close();
+      }
+      await waitFor(() => monitor.exceptions.length > before, 'the captured exception', 20_000);
+      const e = monitor.exceptions.at(-1)!;
+      expect(e).toMatchObject({ sourceService: 'notification', traceId });
+      expect(e.message).toContain('deliveries');
+      // Only spans go out over OTLP, to the configured endpoint: no SDK default metric exporter
+      // posting to localhost:4318 (it failed at the latest in the final flush of the shutdown).
+      expect(await proc.stop()).toBe(0);
+      expect(proc.logs.filter((l) => l.includes('export failed'))).toEqual([]);
+    } finally {
+      await client.end().catch(() => undefined);
+      await proc?.stop();
+      await receiver.close();
+      await db.drop();
+    }
+  }, 120_000);
 });
