@@ -195,6 +195,37 @@ describe('reporting to a monitor that is down', () => {
     expect(await n.metric('notification_monitor_reports_sent_total{kind="latency_sample"}')).toBe(0);
   });
 
+  it('a monitor that never answers holds neither sends nor the shutdown: each call ends at timeout_ms and its samples are dropped', async () => {
+    const monitor = await startStandInMonitor();
+    monitors.push(monitor);
+    monitor.hang = true;
+    const n = await reportingApp({ grpc_address: monitor.address, flush_interval_ms: 20, timeout_ms: 300 });
+    const before = peer.acceptedCount;
+
+    const sent = await Promise.all([n.sendEmail(), n.sendEmail()]);
+    await peer.whenAccepted(before + 2);
+    await waitFor(() => n.app.deliveries.worker.activeAttempts === 0, 'the attempts recorded');
+    for (const { deliveryId } of sent) expect((await n.app.deliveries.get(deliveryId)).status).toBe('sent');
+    await metricReaches(n, DROPPED_SEND_FAILED, 2);
+    expect(monitor.sampleCalls).toBe(0);
+
+    // A third sample is buffered when the service stops: the final flush gives up at timeout_ms.
+    await n.sendEmail();
+    await peer.whenAccepted(before + 3);
+    await waitFor(() => n.app.deliveries.worker.activeAttempts === 0, 'the attempt recorded');
+    await n.close();
+    open.splice(open.indexOf(n), 1);
+    expect(monitor.sampleCalls).toBe(0);
+    // Every sample is accounted for as dropped (the last one at the latest when its call's deadline ends).
+    const dropped = async () =>
+      (
+        await n.app.registry.getSingleMetric('notification_monitor_reports_dropped_total')!.get()
+      ).values.reduce((sum, v) => sum + v.value, 0);
+    const deadline = Date.now() + 15_000;
+    while ((await dropped()) < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await dropped()).toBe(3);
+  });
+
   it('SLOs are registered once the monitor starts after the service; one it already has (ALREADY_EXISTS) counts as registered', async () => {
     const monitor = createStandInMonitor(await reservePort());
     monitors.push(monitor);

@@ -33,6 +33,8 @@ export interface StandInMonitor {
   exceptions: CaptureExceptionRequest[];
   /** The `authorization` metadata of every call ('' when absent). */
   authorizations: string[];
+  /** While true, calls are read but never answered (a monitor that hangs). */
+  hang: boolean;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -51,12 +53,16 @@ export function createStandInMonitor(port = 0): StandInMonitor {
     sampleCalls: 0,
     exceptions: [],
     authorizations: [],
+    hang: false,
     async start() {
       const s = new grpc.Server();
       const seen = (call: grpc.ServerUnaryCall<unknown, unknown>) =>
         monitor.authorizations.push(String(call.metadata.get('authorization')[0] ?? ''));
+      // A held call is never answered: the client's deadline ends it.
+      const held = () => monitor.hang;
       const registerSlo: Unary<RegisterSloRequest> = (call, cb) => {
         seen(call);
+        if (held()) return;
         const slo = call.request.slo!;
         if (monitor.slos.has(slo.name)) {
           monitor.duplicateRegistrations.push(slo.name);
@@ -68,6 +74,7 @@ export function createStandInMonitor(port = 0): StandInMonitor {
       };
       const recordSloSamples: Unary<RecordSloSamplesRequest> = (call, cb) => {
         seen(call);
+        if (held()) return;
         monitor.sampleCalls++;
         const list = monitor.samples.get(call.request.metric) ?? [];
         list.push(...call.request.valuesMs);
@@ -76,6 +83,7 @@ export function createStandInMonitor(port = 0): StandInMonitor {
       };
       const captureException: Unary<CaptureExceptionRequest> = (call, cb) => {
         seen(call);
+        if (held()) return;
         monitor.exceptions.push(call.request);
         cb(null, create(CaptureExceptionResponseSchema, { eventId: 'e'.repeat(32), forwarded: false }));
       };
