@@ -43,6 +43,7 @@ import {
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
+import { createMonitorReporter } from './monitor';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {
@@ -144,6 +145,18 @@ export async function createNotificationApp(
       (channel: Channel, backend: string | undefined) => lookups[channel]?.(channel, backend),
       { backends: (channel: Channel) => backendLists[channel]?.() ?? [] },
     );
+    // Reporting to the monitor (off without `monitor.grpc_address`): delivery outcomes become SLO
+    // samples, unexpected errors CaptureException. Stopped after the delivery worker (an exporter),
+    // so the last outcomes are still flushed.
+    const reporter = createMonitorReporter(config.monitor, { registry, logger });
+    if (reporter) lifecycle.exporter('monitor-reporter', reporter);
+    const onUnexpectedError =
+      reporter === undefined
+        ? monitoring.onUnexpectedError
+        : (err: unknown) => {
+            monitoring.onUnexpectedError?.(err);
+            reporter.captureException(err);
+          };
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
       lookup,
@@ -155,6 +168,7 @@ export async function createNotificationApp(
         config.delivery.store_backend === 'database'
           ? new DatabaseJobLease(storage!.knex, { table: DELIVERY_MAINTENANCE_TABLE, logger })
           : undefined,
+      observer: reporter,
     });
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
@@ -166,7 +180,7 @@ export async function createNotificationApp(
       metrics: collector,
       ...serverOptionsFromConfig(config.server),
       maxRequestBytes: effectiveMaxRequestBytes(config),
-      onUnexpectedError: monitoring.onUnexpectedError,
+      onUnexpectedError,
       services: [
         registration(
           NotificationService,

@@ -55,6 +55,7 @@ export {
 } from './channels/push/config';
 // Each area's section has its home beside the area; this file composes them.
 import { DeliveryConfigSchema } from './delivery/config';
+import { MonitorReporterConfigSchema } from './monitor/config';
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -130,6 +131,8 @@ export const NotificationConfigSchema = z
     inbox: InboxConfigSchema,
     delivery: DeliveryConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
+    /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
+    monitor: MonitorReporterConfigSchema,
   })
   .superRefine(requireApiTokensInProduction)
   .superRefine((c, ctx) => {

@@ -92,6 +92,11 @@ export function startTelemetry(config: TelemetryConfig, logger: Logger): Telemet
       }),
     ],
     instrumentations: [new GrpcInstrumentation(), new PgInstrumentation()],
+    // Metrics are served on /metrics (prom-client) and nothing logs through OpenTelemetry. Without
+    // these, the SDK adds its default OTLP metric reader and log exporter, which ignore our config,
+    // post to localhost:4318 and hold the shutdown for their export timeout.
+    metricReaders: [],
+    logRecordProcessors: [],
   });
   sdk.start();
   logger.info(

@@ -61,6 +61,7 @@ interface DeliveryRow {
   delivered_at: Date | string | null;
   finished_at: Date | string | null;
   content_erased_at: Date | string | null;
+  trace_parent: string | null;
 }
 
 function toDate(value: Date | string): Date {
@@ -99,6 +100,7 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
     deliveredAt: toDateOrNull(row.delivered_at),
     finishedAt: toDateOrNull(row.finished_at),
     contentErasedAt: toDateOrNull(row.content_erased_at),
+    traceParent: row.trace_parent ?? null,
   };
 }
 
@@ -223,17 +225,19 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       content_hash: d.contentHash,
       payload: payloadJson,
       created_at: d.createdAt.toISOString(),
+      trace_parent: d.traceParent ?? null,
     }));
     const inserted = rows<DeliveryRow>(
       await db.raw(
         `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
-           idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at)
+           idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
+           trace_parent)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
            r.idempotency_key, r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at,
-           r.created_at
+           r.created_at, r.trace_parent
          FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
            backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
-           content_hash text, payload text, created_at timestamptz)
+           content_hash text, payload text, created_at timestamptz, trace_parent text)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *`,

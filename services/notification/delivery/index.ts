@@ -54,6 +54,13 @@ export {
   type DriverResolver,
 } from './worker';
 export { DeliveryMetrics } from './metrics';
+export type { DeliveryObserver, DeliveryOutcome } from './observer';
+export {
+  DELIVERY_TRACER_NAME,
+  MAX_TRACE_PARENT_LENGTH,
+  contextFromTraceParent,
+  currentTraceParent,
+} from './trace-context';
 export {
   DELIVERY_RETENTION_JOB,
   DeliveryRetention,

@@ -209,6 +209,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       deliveredAt: null,
       finishedAt: null,
       contentErasedAt: null,
+      traceParent: input.traceParent ?? null,
     };
     this.records.set(record.id, record);
     this.queued.add(record.id);

@@ -21,6 +21,8 @@ import { FAILURE_KINDS, type Channel } from './driver';
 import { BackendRouter, type BackendLookup } from './routing';
 import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
+import type { DeliveryObserver } from './observer';
+import { currentTraceParent } from './trace-context';
 import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
 import { RetryPolicy } from './retry-policy';
 import type { JobLease } from '../../../shared/storage/periodic-job';
@@ -97,6 +99,8 @@ export interface DeliveryPipelineOptions {
   owner?: string;
   /** Who runs the retention pass per interval (a DatabaseJobLease across replicas); this process by default. */
   retentionLease?: JobLease;
+  /** Told about every delivery this process's worker brings to a final status (SENT or FAILED). */
+  observer?: DeliveryObserver;
 }
 
 /** Default page size of `list`. */
@@ -158,6 +162,7 @@ export class DeliveryPipeline {
       logger: options.logger,
       clock: this.clock,
       owner: options.owner,
+      observer: options.observer,
     });
     this.retention = new DeliveryRetention({
       store: options.store,
@@ -241,6 +246,8 @@ export class DeliveryPipeline {
         contentHash: hash,
         payload,
         createdAt: this.clock(),
+        // The caller's span (SendEmail): the worker's attempt span continues this trace.
+        traceParent: currentTraceParent(),
       },
     };
   }

@@ -21,6 +21,8 @@ export interface NewDelivery {
   contentHash: string;
   payload: unknown;
   createdAt: Date;
+  /** The accepting call's W3C traceparent (the attempt spans continue its trace); null or absent: none. */
+  traceParent?: string | null;
 }
 
 /** One page query, newest first. */

@@ -101,15 +101,20 @@ export interface DeliveryRecord {
   finishedAt: Date | null;
   /** When the content retention erased payload and recipient. */
   contentErasedAt: Date | null;
+  /** W3C traceparent of the call that submitted it; attempt spans are its children. Null: none. */
+  traceParent: string | null;
 }
 
 /** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */
-export type DeliveryView = Omit<DeliveryRecord, 'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt'>;
+export type DeliveryView = Omit<
+  DeliveryRecord,
+  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent'
+>;
 
 /** Strips the content and lease bookkeeping from a record. */
 export function toView(record: DeliveryRecord): DeliveryView {
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { recipient, payload, leaseOwner, leaseExpiresAt, ...view } = record;
+  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, ...view } = record;
   return view;
 }
 

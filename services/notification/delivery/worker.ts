@@ -20,6 +20,9 @@ import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
 import type { DeliveryMetrics } from './metrics';
+import type { DeliveryObserver, DeliveryOutcome } from './observer';
+import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
+import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
@@ -52,6 +55,8 @@ export interface DeliveryWorkerOptions {
   clock?: () => Date;
   /** This worker's lease owner id; unique per process by default. */
   owner?: string;
+  /** Told about every delivery this worker brings to a final status. */
+  observer?: DeliveryObserver;
 }
 
 /** Longest reason stored with an attempt. */
@@ -339,16 +344,36 @@ export class DeliveryWorker {
     const startedAt = this.clock();
     const t0 = performance.now();
     const first = entries[0]!.record;
-    const outcomes = this.race(controller, driver.name, first.id, () =>
-      driver.sendBatch!(
-        entries.map((e) => e.record.payload),
-        { deliveryId: first.id, attempt: first.attempts.length + 1, signal: controller.signal },
-      ),
-    ).then((result) => {
-      const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-      const list: (SendOutcome | undefined)[] = Array.isArray(result) ? result : entries.map(() => result);
-      return { list, durationMs };
-    });
+    // One provider call for many deliveries: a child of the first one's trace, linked to the others.
+    const provider = startDeliverySpan(
+      'delivery.provider.send_batch',
+      contextFromTraceParent(first.traceParent),
+      SpanKind.CLIENT,
+      {
+        'delivery.channel': first.channel,
+        'delivery.backend': driver.name,
+        'delivery.batch_size': entries.length,
+      },
+    );
+    for (const e of entries.slice(1)) {
+      const linked = trace.getSpanContext(contextFromTraceParent(e.record.traceParent));
+      if (linked) provider.span.addLink({ context: linked });
+    }
+    const outcomes = otelContext
+      .with(provider.context, () =>
+        this.race(controller, driver.name, first.id, () =>
+          driver.sendBatch!(
+            entries.map((e) => e.record.payload),
+            { deliveryId: first.id, attempt: first.attempts.length + 1, signal: controller.signal },
+          ),
+        ),
+      )
+      .then((result) => {
+        provider.span.end();
+        const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+        const list: (SendOutcome | undefined)[] = Array.isArray(result) ? result : entries.map(() => result);
+        return { list, durationMs };
+      });
     for (const [i, entry] of entries.entries()) {
       const number = entry.record.attempts.length + 1;
       this.settle(
@@ -380,11 +405,39 @@ export class DeliveryWorker {
       return;
     }
     const driver = 'driver' in route ? route.driver : undefined;
-    const startedAt = this.clock();
-    const t0 = performance.now();
-    const outcome = checkOutcome(await this.send(entry, number, driver));
-    const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-    await this.record(entry, number, driver, outcome, startedAt, durationMs);
+    const backend = driver?.name ?? record.backend;
+    // The attempt continues the trace of the call that submitted the delivery; the provider call
+    // is its child, so a tracer shows SendEmail -> attempt -> provider call as one trace.
+    const attemptSpan = startDeliverySpan(
+      'delivery.attempt',
+      contextFromTraceParent(record.traceParent),
+      SpanKind.CONSUMER,
+      {
+        'delivery.id': record.id,
+        'delivery.channel': record.channel,
+        'delivery.backend': backend,
+        'delivery.attempt': number,
+      },
+    );
+    let outcome: SendOutcome = { class: 'retryable' };
+    try {
+      const startedAt = this.clock();
+      const t0 = performance.now();
+      const provider = startDeliverySpan('delivery.provider.send', attemptSpan.context, SpanKind.CLIENT, {
+        'delivery.channel': record.channel,
+        'delivery.backend': backend,
+      });
+      outcome = checkOutcome(
+        await otelContext.with(provider.context, () => this.send(entry, number, driver)),
+      );
+      endDeliverySpan(provider.span, outcome.class, outcome.reason);
+      const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+      await otelContext.with(attemptSpan.context, () =>
+        this.record(entry, number, driver, outcome, startedAt, durationMs),
+      );
+    } finally {
+      endDeliverySpan(attemptSpan.span, outcome.class, outcome.reason);
+    }
   }
 
   /** Records one attempt's outcome (breakers, retry policy, failover, metrics, store, logs). */
@@ -452,6 +505,17 @@ export class DeliveryWorker {
     }
     if (decision.status === 'sent' || decision.status === 'failed') {
       this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
+      this.notify({
+        deliveryId: record.id,
+        channel: record.channel,
+        backend: used,
+        status: decision.status,
+        failure,
+        attempts: number,
+        acceptedAt: record.createdAt,
+        finishedAt: now,
+        latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
+      });
     }
     // Failover retries at once on the next backend: poll for it now, not at the next interval.
     if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
@@ -463,6 +527,15 @@ export class DeliveryWorker {
         'delivery will be retried',
       );
     else this.log.debug(log, 'delivery sent');
+  }
+
+  /** Tells the observer; one that throws is logged, never a failure of the delivery. */
+  private notify(outcome: DeliveryOutcome): void {
+    try {
+      this.options.observer?.onOutcome(outcome);
+    } catch (err) {
+      this.log.warn({ err, deliveryId: outcome.deliveryId }, 'delivery observer threw');
+    }
   }
 
   /** One driver call under the attempt timeout; every way it can end becomes a SendOutcome. */

@@ -8,6 +8,7 @@ import * as inboxEvents from './20261123000100_inbox_events';
 import * as deliveries from './20261123000300_deliveries';
 import * as deliveryMaintenance from './20261123000350_delivery_maintenance';
 import * as deliveryFailure from './20261123000400_delivery_failure';
+import * as deliveryTraceParent from './20261123000500_delivery_trace_parent';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -16,6 +17,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261123000300_deliveries', ...deliveries },
   { name: '20261123000350_delivery_maintenance', ...deliveryMaintenance },
   { name: '20261123000400_delivery_failure', ...deliveryFailure },
+  { name: '20261123000500_delivery_trace_parent', ...deliveryTraceParent },
 ];
 
 /** The knex table that records which notification migrations ran. */

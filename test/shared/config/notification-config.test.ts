@@ -115,6 +115,14 @@ describe('NotificationConfig', () => {
         circuit_breaker: { failure_threshold: 5, cooldown_seconds: 30 },
       },
       admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
+      monitor: {
+        tls: false,
+        timeout_ms: 2000,
+        flush_interval_ms: 1000,
+        max_buffered: 10000,
+        source_service: 'notification',
+        slos: [],
+      },
     });
   });
 

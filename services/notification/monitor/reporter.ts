@@ -1,0 +1,279 @@
+/**
+ * MonitorReporter: reports the notification service to the monitor service. It is the delivery
+ * pipeline's {@link DeliveryObserver} (a SENT delivery becomes a latency sample of its channel's
+ * metric) and the RPC server's unexpected-error hook (an exception becomes CaptureException), and it
+ * registers the configured SLOs.
+ *
+ * Nothing here ever awaits the network on the send path: observing only appends to a bounded buffer
+ * (`max_buffered` reports); a flush every `flush_interval_ms` sends the buffer. A full buffer, a
+ * failed call (the monitor down, a deadline) and reports still buffered when the final flush at stop
+ * runs out of time are dropped and counted on `/metrics`
+ * (`notification_monitor_reports_dropped_total{kind,reason}`): reporting never slows or fails a send.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { trace } from '@opentelemetry/api';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import type { Channel, DeliveryObserver, DeliveryOutcome } from '../delivery';
+import type { DeclaredSlo, MonitorReporterConfig } from './config';
+import { type ExceptionReport, MonitorCallError, type MonitorSink } from './monitor-client';
+import { scrubText, stackFrames } from './scrub';
+
+/** The metric a channel's delivery latency samples are recorded under (milliseconds). */
+export function deliveryLatencyMetric(channel: Channel): string {
+  return `notification_delivery_latency_${channel}_ms`;
+}
+
+/** Values per RecordSloSamples call (the monitor's batch limit). */
+export const MAX_SAMPLES_PER_CALL = 10_000;
+
+/** What a dropped report was. */
+export type ReportKind = 'latency_sample' | 'exception';
+/** Why a report was dropped. */
+export type DropReason = 'buffer_full' | 'send_failed' | 'stopped';
+
+/** Options of MonitorReporter. */
+export interface MonitorReporterOptions {
+  config: MonitorReporterConfig;
+  /** The monitor (a MonitorClient in the service). */
+  sink: MonitorSink;
+  /** The service's registry: the reporter's own counters go there. */
+  registry?: Registry;
+  logger?: Logger;
+}
+
+/** The reporter of one process. */
+export class MonitorReporter implements DeliveryObserver {
+  private samples = new Map<string, number[]>();
+  private exceptions: ExceptionReport[] = [];
+  private buffered = 0;
+  /** SLOs not yet registered (retried on the flush cadence). */
+  private readonly unregistered: DeclaredSlo[];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private stopped = false;
+  /** The monitor answered the last call: state changes are logged once, not per flush. */
+  private reachable = true;
+  private readonly log: Logger;
+  private readonly dropped: Counter<'kind' | 'reason'> | undefined;
+  private readonly sent: Counter<'kind'> | undefined;
+
+  constructor(private readonly options: MonitorReporterOptions) {
+    this.log = (options.logger ?? silentLogger()).child({ component: 'monitor-reporter' });
+    this.unregistered = [...options.config.slos];
+    const registry = options.registry;
+    if (registry) {
+      this.dropped = new Counter({
+        name: 'notification_monitor_reports_dropped_total',
+        help: 'Reports to the monitor dropped, by kind (latency_sample, exception) and reason (buffer_full, send_failed, stopped).',
+        labelNames: ['kind', 'reason'],
+        registers: [registry],
+      });
+      this.sent = new Counter({
+        name: 'notification_monitor_reports_sent_total',
+        help: 'Reports the monitor accepted, by kind (latency_sample, exception).',
+        labelNames: ['kind'],
+        registers: [registry],
+      });
+      const buffered = () => this.buffered;
+      const unregistered = () => this.unregistered.length;
+      new Gauge({
+        name: 'notification_monitor_buffered_reports',
+        help: 'Reports waiting for the next flush to the monitor (bounded by monitor.max_buffered).',
+        registers: [registry],
+        collect() {
+          this.set(buffered());
+        },
+      });
+      new Gauge({
+        name: 'notification_monitor_unregistered_slos',
+        help: 'Configured SLOs not yet registered at the monitor (retried on every flush).',
+        registers: [registry],
+        collect() {
+          this.set(unregistered());
+        },
+      });
+    }
+  }
+
+  /** Reports waiting for the next flush. */
+  get bufferedCount(): number {
+    return this.buffered;
+  }
+
+  /** Names of the configured SLOs not yet registered. */
+  get pendingSlos(): string[] {
+    return this.unregistered.map((s) => s.name);
+  }
+
+  /**
+   * A SENT delivery becomes a latency sample (acceptance to SENT, ms) of its channel's metric. A
+   * FAILED one is not a latency: it is counted by `notification_deliveries_total{outcome="failed"}`.
+   */
+  onOutcome(outcome: DeliveryOutcome): void {
+    if (outcome.status !== 'sent') return;
+    if (!this.admit('latency_sample')) return;
+    const metric = deliveryLatencyMetric(outcome.channel);
+    let list = this.samples.get(metric);
+    if (!list) this.samples.set(metric, (list = []));
+    list.push(outcome.latencyMs);
+  }
+
+  /**
+   * Reports an unexpected error as CaptureException: type, scrubbed message, stack frames (no
+   * message line) and the active trace id. Never throws.
+   */
+  captureException(err: unknown): void {
+    try {
+      if (!this.admit('exception')) return;
+      const error =
+        err instanceof Error ? err : new Error(typeof err === 'string' ? err : 'non-error thrown');
+      const span = trace.getActiveSpan()?.spanContext();
+      this.exceptions.push({
+        type: error.name || error.constructor?.name || 'Error',
+        message: scrubText(error.message),
+        stacktrace: stackFrames(error.stack),
+        traceId: span && trace.isSpanContextValid(span) ? span.traceId : '',
+        time: new Date(),
+      });
+    } catch (e) {
+      this.log.debug({ err: e }, 'could not capture an exception for the monitor');
+    }
+  }
+
+  /** Starts the flush timer and the first SLO registration (not awaited: the monitor may be down). */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    void this.flush();
+    this.timer = setInterval(() => void this.flush(), this.options.config.flush_interval_ms);
+    this.timer.unref();
+  }
+
+  /**
+   * Sends what is buffered and retries unregistered SLOs; one flush at a time (a tick during a flush
+   * waits for it). Failures are counted and logged, never thrown.
+   */
+  flush(): Promise<void> {
+    this.flushing ??= this.flushOnce().finally(() => (this.flushing = null));
+    return this.flushing;
+  }
+
+  /**
+   * Stops the timer and flushes once more, bounded by `timeout_ms`; what is still buffered is
+   * dropped (reason `stopped`). Closes the connection.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.options.config.timeout_ms);
+    });
+    await Promise.race([this.flushing ?? Promise.resolve(), deadline]).then(() =>
+      Promise.race([this.flush(), deadline]),
+    );
+    clearTimeout(timer);
+    this.discard('stopped');
+    this.options.sink.close();
+  }
+
+  /** Takes a slot in the buffer, or counts the report dropped. */
+  private admit(kind: ReportKind): boolean {
+    if (this.stopped || this.buffered >= this.options.config.max_buffered) {
+      this.dropped?.inc({ kind, reason: this.stopped ? 'stopped' : 'buffer_full' });
+      return false;
+    }
+    this.buffered++;
+    return true;
+  }
+
+  /** Drops everything buffered with `reason`. */
+  private discard(reason: DropReason): void {
+    const { samples, exceptions } = this.take();
+    let count = 0;
+    for (const values of samples.values()) count += values.length;
+    if (count > 0) this.dropped?.inc({ kind: 'latency_sample', reason }, count);
+    if (exceptions.length > 0) this.dropped?.inc({ kind: 'exception', reason }, exceptions.length);
+  }
+
+  /** Empties the buffer and returns what was in it. */
+  private take(): { samples: Map<string, number[]>; exceptions: ExceptionReport[] } {
+    const taken = { samples: this.samples, exceptions: this.exceptions };
+    this.samples = new Map();
+    this.exceptions = [];
+    this.buffered = 0;
+    return taken;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const { sink, config } = this.options;
+    await this.registerSlos();
+    const { samples, exceptions } = this.take();
+    for (const [metric, values] of samples) {
+      for (let i = 0; i < values.length; i += MAX_SAMPLES_PER_CALL) {
+        const chunk = values.slice(i, i + MAX_SAMPLES_PER_CALL);
+        try {
+          await sink.recordSloSamples(metric, chunk);
+          this.sent?.inc({ kind: 'latency_sample' }, chunk.length);
+          this.answered();
+        } catch (err) {
+          this.failed(err, 'RecordSloSamples');
+          this.dropped?.inc({ kind: 'latency_sample', reason: 'send_failed' }, chunk.length);
+        }
+      }
+    }
+    for (const [i, report] of exceptions.entries()) {
+      try {
+        await sink.captureException(report, config.source_service);
+        this.sent?.inc({ kind: 'exception' });
+        this.answered();
+      } catch (err) {
+        this.failed(err, 'CaptureException');
+        // The monitor is down: one deadline per report would hold the flush for minutes.
+        this.dropped?.inc({ kind: 'exception', reason: 'send_failed' }, exceptions.length - i);
+        break;
+      }
+    }
+  }
+
+  /** Registers each unregistered SLO; ALREADY_EXISTS counts as registered, bad input is given up. */
+  private async registerSlos(): Promise<void> {
+    // At stop only what is buffered is sent: a registration would outlive the service.
+    if (this.stopped) return;
+    for (const slo of [...this.unregistered]) {
+      try {
+        const result = await this.options.sink.registerSlo(slo);
+        this.unregistered.splice(this.unregistered.indexOf(slo), 1);
+        this.answered();
+        this.log.info({ slo: slo.name, metric: slo.metric, result }, 'SLO registered at the monitor');
+      } catch (err) {
+        if (err instanceof MonitorCallError && err.refused) {
+          // Retrying cannot help: the declaration itself is refused.
+          this.unregistered.splice(this.unregistered.indexOf(slo), 1);
+          this.log.error({ slo: slo.name, reason: err.message }, 'the monitor refused an SLO declaration');
+          continue;
+        }
+        this.failed(err, 'RegisterSlo');
+        return; // the monitor is unreachable: the rest wait for the next flush
+      }
+    }
+  }
+
+  private answered(): void {
+    if (!this.reachable) this.log.info('the monitor is reachable again');
+    this.reachable = true;
+  }
+
+  private failed(err: unknown, method: string): void {
+    const reason = err instanceof Error ? err.message : String(err);
+    if (this.reachable)
+      this.log.warn(
+        { method, reason },
+        'reporting to the monitor failed; reports are dropped until it answers',
+      );
+    else this.log.debug({ method, reason }, 'reporting to the monitor failed');
+    this.reachable = false;
+  }
+}

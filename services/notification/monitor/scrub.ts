@@ -1,0 +1,36 @@
+/**
+ * Scrubbing of captured exceptions before they leave the process: the error tracker sends no
+ * personal data (`send_default_pii: false`), and exception messages of a notification service are
+ * where recipients end up ("invalid address jane@example.com"). Email addresses, phone numbers and
+ * bearer tokens in the text are replaced; the stack keeps its frames only (its first line repeats
+ * the message). Both are bounded.
+ */
+
+/** Longest message sent. */
+export const MAX_MESSAGE_LENGTH = 1000;
+/** Longest stack trace sent. */
+export const MAX_STACK_LENGTH = 8192;
+
+const EMAIL = /[^\s@<>"'(),;:]+@[^\s@<>"'(),;:]+\.[^\s@<>"'(),;:]+/g;
+// An international number, or a run of 7+ digits with the usual separators.
+const PHONE = /\+?\d[\d ().-]{6,}\d/g;
+const CREDENTIAL = /\b(bearer|token|key|secret|password)([=: ]+)[^\s)\]}>,;'"]+/gi;
+
+function bound(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** `text` without email addresses, phone numbers and credentials, bounded. */
+export function scrubText(text: string): string {
+  return bound(
+    text.replace(EMAIL, '[email]').replace(PHONE, '[phone]').replace(CREDENTIAL, '$1$2[redacted]'),
+    MAX_MESSAGE_LENGTH,
+  );
+}
+
+/** The frames of a stack (`    at ...` lines), without the message line, bounded. */
+export function stackFrames(stack: string | undefined): string {
+  if (!stack) return '';
+  const frames = stack.split('\n').filter((line) => /^\s+at /.test(line));
+  return bound(frames.join('\n'), MAX_STACK_LENGTH);
+}
