@@ -23,10 +23,10 @@ async function checkAt(address: string, service = ''): Promise<string> {
 }
 
 // Each process answers one RPC from outside with a known error: the notification service has no SMS
-// backend configured here; the monitor's RPCs are not built yet.
+// backend configured here; the monitor has no trace without an id.
 describe.each([
   ['notification', NotificationService, 'sendSms', grpc.status.FAILED_PRECONDITION, 'failed_precondition'],
-  ['monitor', MonitorService, 'listSlos', grpc.status.UNIMPLEMENTED, 'unimplemented'],
+  ['monitor', MonitorService, 'getTrace', grpc.status.INVALID_ARGUMENT, 'invalid_argument'],
 ] as const)('the %s process', (name, service, method, expectedCode, codeLabel) => {
   let proc: ServiceProcess;
   beforeAll(async () => {
