@@ -57,10 +57,26 @@ export async function createMonitorApp(
   logger: Logger,
   parts: MonitorAppParts = {},
 ): Promise<MonitorApp> {
+  const lifecycle = new ServiceLifecycle(logger);
+  try {
+    return await assembleMonitorApp(config, logger, parts, lifecycle);
+  } catch (err) {
+    // A part that fails to build (an objective the SLO area refuses, a bad target) must not leave
+    // the parts built before it running: stop whatever the lifecycle already holds.
+    await lifecycle.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function assembleMonitorApp(
+  config: MonitorConfig,
+  logger: Logger,
+  parts: MonitorAppParts,
+  lifecycle: ServiceLifecycle,
+): Promise<MonitorApp> {
   const registry = new Registry();
   // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
   const collector = new MetricsCollector({ registry, config: config.metrics });
-  const lifecycle = new ServiceLifecycle(logger);
   const monitoring = await startServiceMonitoring(lifecycle, {
     collector,
     logger,
