@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
 import {
+  AlertKind,
   type EvaluateSlosResponse,
   type ListSlosResponse,
   MonitorService,
@@ -14,7 +15,6 @@ import { registration, RpcServer } from '../../../shared/rpc/server';
 import { loadMonitorConfig } from '../../../services/monitor/config';
 import { MonitorRpc } from '../../../services/monitor/rpc/monitor-rpc';
 import { SloArea } from '../../../services/monitor/slo/slo-area';
-import { captureLogger } from '../../shared/monitoring/helpers';
 import { grpcClient, type GenericClient, unary } from '../../support/grpc-clients';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
 import { waitFor } from '../../support/wait';
@@ -238,12 +238,12 @@ describe('EvaluateSlos over gRPC', () => {
   });
 
   it('with dispatch, sends one alert and reports the second evaluation within the window as suppressed', async () => {
-    const { logger, lines } = captureLogger();
-    const m = await start({}, logger);
+    const m = await start();
     await register(m.monitorGrpc, checkout);
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [900] });
+    // What the monitor's alert hub raised (WatchAlerts and the channels get the same alerts).
     const alerts = () =>
-      lines.filter((l) => l.event === 'alert' && l.alert === 'SLO violation: checkout-p99');
+      m.app.alerts.hub.recent(100).filter((a) => a.kind === AlertKind.SLO && a.alertName === 'checkout-p99');
 
     const first = await unary<EvaluateSlosResponse>(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
     expect(first.response.violations.map((v) => v.suppressed)).toEqual([false]);
@@ -336,12 +336,12 @@ describe('the SLO area in the running monitor', () => {
   });
 
   it('the background worker dispatches violations without an EvaluateSlos call', async () => {
-    const { logger, lines } = captureLogger();
-    const m = await start({ slo: { evaluation_interval_seconds: 1 } }, logger);
+    const m = await start({ slo: { evaluation_interval_seconds: 1 } });
     await register(m.monitorGrpc, checkout);
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [1000] });
     await waitFor(
-      () => lines.some((l) => l.event === 'alert' && l.alert === 'SLO violation: checkout-p99'),
+      () =>
+        m.app.alerts.hub.recent(100).some((a) => a.kind === AlertKind.SLO && a.alertName === 'checkout-p99'),
       'the worker to dispatch the violation',
     );
     // It is suppressed from now on: an explicit evaluation says so.
