@@ -71,7 +71,13 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     now: deps.clock ? () => deps.clock!.now() : undefined,
     logger,
   });
-  const exceptions = new ExceptionCapture(deps.tracker, deps.registry, config.max_exception_series);
+  const exceptions = new ExceptionCapture(
+    deps.tracker,
+    deps.registry,
+    config.max_exception_series,
+    logger,
+    deps.clock ? () => deps.clock!.now() : undefined,
+  );
   return {
     hub,
     exceptions,

@@ -3,11 +3,20 @@
  * error tracker (forwarded to the DSN's host when `error_tracking.dsn` is set, only logged otherwise)
  * and is counted on `/metrics` by service and type. The label pairs are capped: a client sending a
  * new type with every call folds into one `other` series instead of growing the registry.
+ *
+ * Without a DSN nothing is forwarded, and the exception is only noted in the monitor's own log: at
+ * most {@link LOG_LIMIT} lines per minute (a client cannot fill the log by calling in a loop; the
+ * lines left out are counted in the next one), and without the caller's message or stack, which may
+ * carry personal data the monitor has no business keeping.
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
+import { type Logger, silentLogger } from '../../../shared/logging/logger';
+
+/** Most log lines per minute about exceptions captured while no DSN is set. */
+export const LOG_LIMIT = { lines: 20, windowMs: 60_000 } as const;
 
 /** Bounds of one captured exception. */
 export const EXCEPTION_LIMITS = {
@@ -58,12 +67,17 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 export class ExceptionCapture {
   private readonly counter: Counter<'service' | 'type'>;
   private readonly seen = new Set<string>();
+  private logWindowStart = -Infinity;
+  private loggedInWindow = 0;
+  private notLogged = 0;
 
   constructor(
     private readonly tracker: ErrorTrackerProtocol,
     registry: Registry,
     /** Most distinct (service, type) pairs counted on their own. */
     private readonly maxSeries: number,
+    private readonly logger: Logger = silentLogger(),
+    private readonly now: () => number = Date.now,
   ) {
     this.counter = new Counter({
       name: 'monitor_exceptions_captured_total',
@@ -109,11 +123,34 @@ export class ExceptionCapture {
     error.stack = stacktrace || `${type}: ${message}`;
     const extra =
       input.occurredAt !== undefined ? { occurred_at: new Date(input.occurredAt).toISOString() } : {};
-    const id = this.tracker.captureException(error, { tags, extra });
     this.count(service, type);
-    return id && this.tracker.active
-      ? { eventId: id, forwarded: true }
-      : { eventId: randomUUID().replace(/-/g, ''), forwarded: false };
+    if (this.tracker.active) {
+      const id = this.tracker.captureException(error, { tags, extra });
+      if (id) return { eventId: id, forwarded: true };
+    }
+    const eventId = randomUUID().replace(/-/g, '');
+    this.noteLocally({ event_id: eventId, type, source_service: service, trace_id: traceId || undefined });
+    return { eventId, forwarded: false };
+  }
+
+  /** One log line per exception, within the limit per minute (see the file comment). */
+  private noteLocally(fields: Record<string, unknown>): void {
+    const now = this.now();
+    if (now - this.logWindowStart >= LOG_LIMIT.windowMs) {
+      this.logWindowStart = now;
+      this.loggedInWindow = 0;
+    }
+    if (this.loggedInWindow >= LOG_LIMIT.lines) {
+      this.notLogged++;
+      return;
+    }
+    this.loggedInWindow++;
+    const skipped = this.notLogged;
+    this.notLogged = 0;
+    this.logger.warn(
+      { event: 'exception_captured', ...fields, ...(skipped > 0 ? { not_logged_before: skipped } : {}) },
+      'exception captured (no error_tracking.dsn: not forwarded)',
+    );
   }
 
   private count(service: string, type: string): void {

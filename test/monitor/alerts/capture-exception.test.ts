@@ -8,7 +8,10 @@ import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
 import { unary } from '../../support/grpc-clients';
 import { dsnHost } from '../../shared/monitoring/fixtures/dsn-host';
-import { promtool } from '../../shared/monitoring/helpers';
+import { Registry } from 'prom-client';
+import { captureLogger, promtool } from '../../shared/monitoring/helpers';
+import { NoopErrorTracker } from '../../../shared/monitoring/errors/error-tracking';
+import { ExceptionCapture, LOG_LIMIT } from '../../../services/monitor/alerts/exception-capture';
 import { waitFor } from '../../support/wait';
 
 const PUBLIC_KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -129,5 +132,27 @@ describe('CaptureException without a DSN', () => {
     );
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(err.details).toContain(reason);
+  });
+});
+
+describe('the local note of an exception captured without a DSN', () => {
+  it('logs at most LOG_LIMIT lines per minute, counts the rest in the next line, and never the message', () => {
+    const { logger, lines } = captureLogger();
+    let now = 1_000_000;
+    const capture = new ExceptionCapture(new NoopErrorTracker(), new Registry(), 10, logger, () => now);
+    const secret = 'card 4111 1111 1111 1111 of jane@example.com';
+    for (let i = 0; i < LOG_LIMIT.lines + 5; i++) {
+      expect(capture.capture({ type: 'TypeError', message: secret, sourceService: 'shop' }).forwarded).toBe(
+        false,
+      );
+    }
+    const notes = () => lines.filter((l) => l.event === 'exception_captured');
+    expect(notes()).toHaveLength(LOG_LIMIT.lines);
+    expect(JSON.stringify(lines)).not.toContain('jane@example.com');
+
+    now += LOG_LIMIT.windowMs;
+    capture.capture({ type: 'TypeError', message: secret, sourceService: 'shop' });
+    expect(notes()).toHaveLength(LOG_LIMIT.lines + 1);
+    expect(notes().at(-1)).toMatchObject({ type: 'TypeError', source_service: 'shop', not_logged_before: 5 });
   });
 });
