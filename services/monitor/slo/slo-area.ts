@@ -59,7 +59,7 @@ export interface SloEvaluationResult {
   suppressed: boolean;
 }
 
-/** What the status page shows of one SLO (the SloStatus shape of status-shapes.md). */
+/** What the status page and `/metrics` show of one SLO now. */
 export interface SloStatus {
   name: string;
   metric: string;

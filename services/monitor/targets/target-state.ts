@@ -10,8 +10,7 @@ import type { ProbeOutcome } from './probes';
 export const FAILURES_BEFORE_DOWN = 2;
 
 /**
- * What the status page, the health checks and `/metrics` read of a target (the shape of
- * /work/briefs/status-shapes.md, `TargetState`).
+ * What the status page, the health checks and `/metrics` read of a target.
  */
 export interface TargetState {
   name: string;

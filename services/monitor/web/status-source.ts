@@ -1,42 +1,14 @@
 /**
- * What the status page reads: the shapes of /work/briefs/status-shapes.md, which the targets, slo and
- * alerts areas return structurally (they never import this file), and the one interface the page
- * is built on. app.ts assembles a StatusSource from those areas; until they are wired it uses
- * {@link emptyStatusSource}, so the page works on a bare monitor.
+ * What the status page reads: the one interface the page is built on, made of the areas' own shapes
+ * (TargetState of targets/, SloStatus of slo/, the proto Alert of the alert hub). app.ts assembles a
+ * StatusSource from those areas; {@link emptyStatusSource} is the page of a monitor with none.
  */
 import type { Alert } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { SloStatus } from '../slo/slo-area';
+import type { TargetState } from '../targets/target-state';
 
-/** One watched target as the targets area reports it (`TargetsArea.states()`). */
-export interface TargetState {
-  name: string;
-  grpcAddress: string | null;
-  httpUrl: string | null;
-  /** null until the first probe finished. */
-  up: boolean | null;
-  lastProbeAt: Date | null;
-  lastLatencyMs: number | null;
-  consecutiveFailures: number;
-  /** Error type or short reason only (e.g. "NOT_SERVING", "HTTP 503", "timeout"), never a stack. */
-  lastError: string | null;
-}
-
-/** One SLO as the slo area reports it now (`SloArea.statuses()`). */
-export interface SloStatus {
-  name: string;
-  metric: string;
-  percentile: number;
-  thresholdMs: number;
-  windowSeconds: number;
-  tier: string;
-  /** Samples in the window now. */
-  samples: number;
-  /** Measured value at the percentile over the window; null with no samples. */
-  measuredMs: number | null;
-  /** measuredMs / thresholdMs; null with no samples. */
-  burnRate: number | null;
-  /** Fraction of the error budget left (1 = untouched, 0 or less = spent); null with no samples. */
-  budgetRemaining: number | null;
-}
+/** The page's shapes are the areas' own: one home each (targets/ and slo/). */
+export type { SloStatus, TargetState };
 
 /** The generated proto message `Alert` (what `AlertHub.recent` returns and `subscribe` delivers). */
 export type { Alert };
@@ -63,8 +35,8 @@ export interface StatusSource {
 }
 
 /**
- * A StatusSource with no targets, no SLOs and no alerts, which never notifies: the page of a monitor
- * whose targets, slo and alerts areas are not wired into it.
+ * A StatusSource with no targets, no SLOs and no alerts, which never notifies (tests, and a page
+ * shown without the areas).
  */
 export function emptyStatusSource(): StatusSource {
   const none = (): Unsubscribe => () => undefined;
