@@ -240,7 +240,9 @@ describe('EvaluateSlos over gRPC', () => {
   it('with dispatch, sends one alert and reports the second evaluation within the window as suppressed', async () => {
     const { logger, lines } = captureLogger();
     const m = await start({}, logger);
-    await register(m.monitorGrpc, checkout);
+    // P0: sent at once. The default tier (P1) holds the alert outside business hours, which made
+    // this test depend on the wall clock.
+    await register(m.monitorGrpc, { ...checkout, tier: 'P0_PAGE' });
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [900] });
     const alerts = () =>
       lines.filter((l) => l.event === 'alert' && l.alert === 'SLO violation: checkout-p99');
@@ -338,7 +340,8 @@ describe('the SLO area in the running monitor', () => {
   it('the background worker dispatches violations without an EvaluateSlos call', async () => {
     const { logger, lines } = captureLogger();
     const m = await start({ slo: { evaluation_interval_seconds: 1 } }, logger);
-    await register(m.monitorGrpc, checkout);
+    // P0, so the alert is logged at once whatever the time of day (P1 waits for business hours).
+    await register(m.monitorGrpc, { ...checkout, tier: 'P0_PAGE' });
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [1000] });
     await waitFor(
       () => lines.some((l) => l.event === 'alert' && l.alert === 'SLO violation: checkout-p99'),
