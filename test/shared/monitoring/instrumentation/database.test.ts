@@ -71,7 +71,9 @@ describe('instrumentDatabase on PostgreSQL', () => {
     const tracer = new Tracer({ service_name: 'db' });
     const stop = instrumentDatabase(knex, { tracer, maxInFlight: 1 });
     try {
-      await Promise.all([knex.raw('select pg_sleep(0.05)'), knex.raw('select 2')]);
+      // The first query sleeps long enough that the second starts while it runs, even on a loaded
+      // machine (at 50 ms the second sometimes started only after the first had finished).
+      await Promise.all([knex.raw('select pg_sleep(1)'), knex.raw('select 2')]);
     } finally {
       stop();
     }
