@@ -1,9 +1,11 @@
 /**
  * The real monitor process watching the real notification process: killing the notification process
- * raises one "down" alert in the monitor's log (JSON lines of the logging dispatcher) and flips
- * `up{target}` to 0 on its /metrics; the notification process started again on the same ports
- * raises one "recovered" and flips it back to 1.
+ * raises one "down" alert and flips `up{target}` to 0 on its /metrics; the notification process
+ * started again on the same ports raises one "recovered" and flips it back to 1. The alerts are
+ * counted where the monitor's channels deliver them: its log (JSON lines of a `log` channel) and a
+ * local webhook server (a `webhook` channel: one POST per alert, the proto `Alert` as JSON).
  */
+import { listen, type TestServer } from '../shared/monitoring/helpers';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 
 const NOTIFICATION_ENV = {
@@ -16,6 +18,28 @@ interface AlertLine {
   alert: string;
   severity: string;
   context: { target?: string; state?: string; consecutive_failures?: number };
+}
+
+/** The webhook body: the proto `Alert` in its JSON mapping (services/monitor/alerts/README.md). */
+interface WebhookAlert {
+  alertName: string;
+  title: string;
+  severity: string;
+  context: Record<string, string>;
+}
+
+/** A local webhook receiver keeping every alert posted to it, in order. */
+async function webhookReceiver(): Promise<{ server: TestServer; alerts: WebhookAlert[] }> {
+  const alerts: WebhookAlert[] = [];
+  const server = await listen((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      alerts.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as WebhookAlert);
+      res.writeHead(204).end();
+    });
+  });
+  return { server, alerts };
 }
 
 function alertLines(proc: ServiceProcess): AlertLine[] {
@@ -48,11 +72,14 @@ async function until<T>(
 describe('the monitor process watching the notification process', () => {
   let notification: ServiceProcess | undefined;
   let monitor: ServiceProcess | undefined;
+  let webhook: { server: TestServer; alerts: WebhookAlert[] } | undefined;
 
   afterAll(async () => {
     await monitor?.stop();
     await notification?.stop();
+    await webhook?.server.close();
   });
+  const hooked = () => webhook!.alerts.filter((a) => a.context.target === 'notification');
 
   async function scrape(): Promise<{ up?: string; grpcProbes: number }> {
     const text = await (await fetch(`http://127.0.0.1:${monitor!.httpPort}/metrics`)).text();
@@ -65,7 +92,12 @@ describe('the monitor process watching the notification process', () => {
   it('alerts once when it is killed and once when it is back on the same ports', async () => {
     notification = await startServiceProcess('notification', NOTIFICATION_ENV);
     const { grpcPort, httpPort } = notification;
+    webhook = await webhookReceiver();
     monitor = await startServiceProcess('monitor', {
+      SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
+        { name: 'log', type: 'log' },
+        { name: 'hook', type: 'webhook', webhook: { url: `${webhook.server.url}/alerts` } },
+      ]),
       SVC_MONITOR__TARGETS: JSON.stringify([
         {
           name: 'notification',
@@ -97,6 +129,13 @@ describe('the monitor process watching the notification process', () => {
       (await scrape()).grpcProbes >= probesAtRecovery + 3 ? true : undefined,
     );
     expect(alertLines(monitor).map((a) => a.context.state)).toEqual(['down', 'recovered']);
+    // The same two alerts at the webhook, in order, and no more (the counts above were taken after
+    // three more healthy probes, so a late extra alert would show here too).
+    await until('both alerts at the webhook', () => (hooked().length >= 2 ? true : undefined));
+    expect(hooked().map((a) => [a.title, a.severity, a.context.state])).toEqual([
+      ['target notification is down', 'high', 'down'],
+      ['target notification recovered', 'low', 'recovered'],
+    ]);
     expect(alertLines(monitor)[1]).toMatchObject({ alert: 'target notification recovered', severity: 'low' });
     expect((await scrape()).up).toBe('1');
   });

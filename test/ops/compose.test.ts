@@ -254,6 +254,25 @@ describe('docker-compose.yml and .env', () => {
     expect(monitor.server.api_tokens).toContain(env.SVC_NOTIFICATION__MONITOR__API_TOKEN);
   });
 
+  test("The monitor's notification alert channel calls back the notification's gRPC port with its token", () => {
+    const notification = loadAsContainer(
+      'notification',
+      withoutPending(svcEnvironment(serviceRunning('notification'))),
+    );
+    const monitor = loadAsContainer('monitor', svcEnvironment(serviceRunning('monitor')));
+    const host = Object.entries(compose.services).find(([, s]) => s === serviceRunning('notification'))![0];
+    const channel = monitor.alerts.channels.find((c) => c.type === 'notification');
+    expect(channel).toBeDefined();
+    const target = (
+      channel as { notification: { grpc_address: string; api_token?: string; email_to: string[] } }
+    ).notification;
+    expect(target.grpc_address).toBe(`${host}:${notification.server.grpc_port}`);
+    expect(notification.server.api_tokens).toContain(target.api_token);
+    expect(target.email_to).toEqual([envFile.get('ALERT_EMAIL_TO')]);
+    // Listing channels replaces the default log channel: the log stays one of them.
+    expect(monitor.alerts.channels.map((c) => c.type)).toContain('log');
+  });
+
   test('The smtp backend points at the mail catcher service and its SMTP port', () => {
     const config = loadAsContainer(
       'notification',

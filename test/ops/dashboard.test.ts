@@ -1,7 +1,9 @@
 /**
  * The Grafana dashboard (deploy/grafana/dashboards) queries only metrics the services export: both
  * services are started in-process, their /metrics scraped, and every PromQL query of the dashboard
- * checked against the names (and, where samples exist, the label names) found there.
+ * checked against the names (and, where samples exist, the label names) found there. The monitor gets
+ * an SLO with samples, evaluated with dispatch (an alert sent, then one suppressed), so its SLO gauges
+ * and counters carry their labels (`slo`, `outcome`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -107,6 +109,21 @@ describe('the Grafana dashboard', () => {
     // Some traffic, so the RPC metrics have samples whose labels can be checked too.
     await notification.inboxConnect.send({ userId: 'u1', title: 'hello', body: 'world' });
     await notification.inboxConnect.getInbox({ userId: 'u1' });
+    await monitor.monitorConnect.registerSlo({
+      slo: {
+        name: 'dashboard-email-p99',
+        metric: 'notification_delivery_latency_email_ms',
+        percentile: 0.99,
+        thresholdMs: 100,
+        window: { seconds: 300n },
+        tier: 'P0_PAGE',
+      },
+    });
+    await monitor.monitorConnect.recordSloSamples({
+      metric: 'notification_delivery_latency_email_ms',
+      valuesMs: [50, 80, 400],
+    });
+    for (let i = 0; i < 2; i++) await monitor.monitorConnect.evaluateSlos({ dispatch: true });
     exposed = new Map();
     for (const app of [notification, monitor]) {
       const res = await fetch(`${app.baseUrl}/metrics`);
@@ -153,6 +170,16 @@ describe('the Grafana dashboard', () => {
     const all = queries.map((q) => q.expr).join('\n');
     expect(all).toContain('notification_deliveries_total');
     expect(all).toContain('svc.notification.v1.InboxService');
+    // The monitor's own view of every SLO, beside the notification's histograms.
+    const slo = panels
+      .filter((p) => (p.targets ?? []).some((t) => /\bslo_/.test(t.expr)))
+      .map((p) => p.title);
+    expect(slo.length).toBeGreaterThanOrEqual(3);
+    for (const metric of ['slo_burn_rate', 'slo_error_budget_remaining', 'slo_alerts_total']) {
+      expect(all).toContain(metric);
+      // Checked with samples, so its labels were checked too.
+      expect(exposed.get(metric)?.size).toBeGreaterThan(0);
+    }
   });
 
   test('The query checker itself flags a metric that does not exist and a label that is not there', () => {

@@ -3,7 +3,7 @@
  * `smtp-server` on 127.0.0.1, every accepted message counted by its Message-ID and (unless told
  * otherwise) parsed with `mailparser`, and switches for how it answers: a script for the next
  * messages (accept, reply with a code, drop the connection in the middle of DATA), `pause()` to hold
- * every answer to DATA, and `stop()` / `start()` on the same port, so a service configured with the
+ * every answer to DATA, `delayMs` to answer it late, and `stop()` / `start()` on the same port, so a service configured with the
  * port meets a relay that is down (connection refused) and later up again.
  */
 import { createServer, type Socket } from 'node:net';
@@ -57,6 +57,8 @@ export interface SmtpPeer {
   refuse: Map<string, [number, string]>;
   /** DATA commands the peer has seen, whatever it answered. */
   dataCount: number;
+  /** Milliseconds every answer to DATA waits (a slow relay); 0 (the default) answers at once. */
+  delayMs: number;
   /** Resolves once `acceptedCount` reaches `n` (at once if it has). */
   whenAccepted(n: number): Promise<void>;
   /** Listens (again) on `port`. */
@@ -153,6 +155,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
             .catch((err: unknown) => callback(err as Error));
         };
         if (held) held.push(answer);
+        else if (peer.delayMs > 0) setTimeout(answer, peer.delayMs);
         else answer();
       });
     },
@@ -167,6 +170,7 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
     script: [],
     refuse: new Map(),
     dataCount: 0,
+    delayMs: 0,
     whenAccepted(n) {
       if (peer.acceptedCount >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ n, resolve }));
