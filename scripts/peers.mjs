@@ -158,7 +158,9 @@ try {
   ]);
   console.log(`peers ready: SMTP on localhost:${smtpPort}, SMS API on http://localhost:${smsPort}`);
 } catch (err) {
-  console.error(`peers could not start: ${err.message} (set PEERS_SMTP_PORT / PEERS_SMS_PORT for other ports)`);
+  console.error(
+    `peers could not start: ${err.message} (set PEERS_SMTP_PORT / PEERS_SMS_PORT for other ports)`,
+  );
   process.exit(1);
 }
 
