@@ -7,8 +7,10 @@
 //
 // Usage: npm run peers   (or node scripts/peers.mjs)
 // Ports: PEERS_SMTP_PORT (default 1025) and PEERS_SMS_PORT (default 4010); Ctrl-C stops both.
-import { createServer } from 'node:http';
+import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { URLSearchParams } from 'node:url';
 
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
