@@ -97,9 +97,9 @@ describe('npm run peers', () => {
     const body = (await res.json()) as { sid: string; status: string; to: string; account_sid: string };
     expect(body).toMatchObject({ status: 'queued', to: '+15551234567', account_sid: 'ACtour' });
     expect(body.sid).toMatch(/^SM[0-9a-f]{32}$/);
-    expect(peers.output()).toContain(
-      `[sms] SMS from +15550001111 to +15551234567: "code 42" (sid ${body.sid})`,
-    );
+    // The line is written before the answer, but a pipe may hand it to us after the answer came.
+    const line = `[sms] SMS from +15550001111 to +15551234567: "code 42" (sid ${body.sid})`;
+    await waitFor(() => peers.output().includes(line), 'the printed SMS', 15_000);
   });
 
   it('answers the driver health probe and refuses what the API would', async () => {
