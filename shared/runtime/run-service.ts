@@ -1,11 +1,18 @@
 /**
  * The life of a service process: load config, start, report where it listens, shut down gracefully
- * on SIGTERM/SIGINT (a second signal exits at once), and never die silently.
+ * on SIGTERM/SIGINT (a second signal, a second or more after the first, exits at once), and never
+ * die silently.
  */
 import { ConfigError, outputForcedInteractive, redactSecrets } from '../config';
 import { createLogger, type LogFormat, type Logger } from '../logging/logger';
 import type * as TelemetryModule from './telemetry';
 import type { Telemetry, TelemetryConfig } from './telemetry';
+
+/**
+ * A repeat of the stop signal within this long of the first is the same Ctrl-C delivered twice (see
+ * onSignal), not a request to exit at once.
+ */
+const DUPLICATE_SIGNAL_MS = 1000;
 
 export interface RunningService {
   /** The ports actually bound. */
@@ -85,12 +92,18 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
         },
       );
   };
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
+      // One Ctrl-C under `npm start` arrives twice: the terminal signals the whole process group,
+      // and concurrently forwards the same signal to its children a moment later. Only a signal
+      // after DUPLICATE_SIGNAL_MS is someone asking again, to skip the graceful shutdown.
+      if (Date.now() - firstSignalAt < DUPLICATE_SIGNAL_MS) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
     stopping = true;
+    firstSignalAt = Date.now();
     logger.info({ signal }, service ? 'shutting down' : 'shutting down once started');
     if (service) stop(service);
   };
