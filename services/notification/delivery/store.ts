@@ -23,6 +23,13 @@ export interface NewDelivery {
   createdAt: Date;
   /** The accepting call's W3C traceparent (the attempt spans continue its trace); null or absent: none. */
   traceParent?: string | null;
+  /**
+   * The recipient is suppressed: record the delivery FAILED (`recipient_suppressed`) at once, never
+   * queued, so no worker ever sends it.
+   */
+  suppressed?: boolean;
+  /** Masked recipients left out of a multi-recipient send because they are suppressed. */
+  suppressedRecipients?: string[];
 }
 
 /** One page query, newest first. */

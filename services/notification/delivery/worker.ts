@@ -26,6 +26,7 @@ import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
+import type { SuppressionList } from './suppression';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
@@ -57,6 +58,8 @@ export interface DeliveryWorkerOptions {
   owner?: string;
   /** Told about every delivery this worker brings to a final status. */
   observer?: DeliveryObserver;
+  /** Where a failure whose outcome says `suppress` adds its recipient. */
+  suppression?: SuppressionList;
 }
 
 /** Longest reason stored with an attempt. */
@@ -517,6 +520,7 @@ export class DeliveryWorker {
         latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
       });
     }
+    if (decision.status === 'failed' && outcome.suppress) await this.suppress(record, used, outcome.suppress);
     // Failover retries at once on the next backend: poll for it now, not at the next interval.
     if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
     if (decision.status === 'failed')
@@ -527,6 +531,33 @@ export class DeliveryWorker {
         'delivery will be retried',
       );
     else this.log.debug(log, 'delivery sent');
+  }
+
+  /**
+   * Adds the recipient of a delivery the provider refused for good (unsubscribed, dead token) to the
+   * suppression list. Only a single recipient: an email's list says nothing about which address the
+   * answer was about. A failing list is logged; the delivery's outcome is already recorded.
+   */
+  private async suppress(
+    record: DeliveryRecord,
+    backend: string,
+    reason: NonNullable<SendOutcome['suppress']>,
+  ): Promise<void> {
+    const list = this.options.suppression;
+    if (!list || record.recipient === null || record.channel === 'email') return;
+    try {
+      await list.add({
+        channel: record.channel,
+        recipient: record.recipient,
+        reason,
+        source: `provider_error:${backend}`,
+      });
+    } catch (err) {
+      this.log.error(
+        { err, deliveryId: record.id, recipient: record.maskedRecipient },
+        'adding a suppression entry from a provider error failed',
+      );
+    }
   }
 
   /** Tells the observer; one that throws is logged, never a failure of the delivery. */
