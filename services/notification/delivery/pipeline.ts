@@ -50,6 +50,8 @@ interface Prepared {
   named: DeliveryDriver;
   /** The caller named the backend. */
   pinned: boolean;
+  /** What the suppression list did to it (counted once its record is created). */
+  suppression?: 'stopped' | 'partial';
 }
 
 /** What a caller submits. */
@@ -285,10 +287,10 @@ export class DeliveryPipeline {
         p.delivery.payload = rest.payload;
         p.delivery.maskedRecipient = maskRecipient(channel, rest.recipient);
         p.delivery.suppressedRecipients = [...hits].map((r) => maskRecipient(channel, r));
-        list.countStopped(channel, 'partial');
+        p.suppression = 'partial';
       } else {
         p.delivery.suppressed = true;
-        list.countStopped(channel, 'stopped');
+        p.suppression = 'stopped';
       }
     }
   }
@@ -351,16 +353,16 @@ export class DeliveryPipeline {
   }
 
   /** What the store answered, as the caller sees it; a key reused for other content throws. */
-  private finish(
-    prepared: Prepared,
-    record: { record: DeliveryRecord; created: boolean },
-  ): SubmitResult {
+  private finish(prepared: Prepared, record: { record: DeliveryRecord; created: boolean }): SubmitResult {
     if (!record.created) {
       if (record.record.contentHash !== prepared.hash) {
         throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
       }
       return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }
+    // A replayed call (same key) was counted when it was first stopped.
+    if (prepared.suppression)
+      this.options.suppression?.countStopped(prepared.delivery.channel, prepared.suppression);
     this.log.debug(
       {
         deliveryId: record.record.id,

@@ -5,7 +5,12 @@
  */
 import { ResourceExhaustedError } from '../../../shared/errors';
 import type { Channel } from './driver';
-import type { SuppressionEntry, SuppressionPage, SuppressionPageQuery, SuppressionStore } from './suppression';
+import type {
+  SuppressionEntry,
+  SuppressionPage,
+  SuppressionPageQuery,
+  SuppressionStore,
+} from './suppression';
 
 /** Default cap of the memory store (`delivery.suppression.memory_max_entries`). */
 export const DEFAULT_MEMORY_MAX_SUPPRESSIONS = 100_000;
@@ -51,7 +56,9 @@ export class InMemorySuppressionStore implements SuppressionStore {
   }
 
   async list(query: SuppressionPageQuery): Promise<SuppressionPage> {
-    const after = query.after ? { createdAt: new Date(query.after.createdAt), id: query.after.id } : undefined;
+    const after = query.after
+      ? { createdAt: new Date(query.after.createdAt), id: query.after.id }
+      : undefined;
     const matching = [...this.entries.values()]
       .filter(
         (e) =>
@@ -64,7 +71,9 @@ export class InMemorySuppressionStore implements SuppressionStore {
     return {
       entries: page.map((e) => ({ ...e })),
       nextKey:
-        matching.length > query.limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+        matching.length > query.limit && last
+          ? { createdAt: last.createdAt.toISOString(), id: last.id }
+          : null,
     };
   }
 }

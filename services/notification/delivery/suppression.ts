@@ -224,9 +224,13 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       throw new InvalidArgumentError(`reason must be one of ${SUPPRESSION_REASONS.join(', ')}`, 'reason');
     }
     const source = input.source;
-    if (typeof source !== 'string' || source === '') throw new InvalidArgumentError('source is required', 'source');
+    if (typeof source !== 'string' || source === '')
+      throw new InvalidArgumentError('source is required', 'source');
     if (source.length > MAX_SOURCE_LENGTH || CONTROL.test(source)) {
-      throw new InvalidArgumentError(`source must be at most ${MAX_SOURCE_LENGTH} printable characters`, 'source');
+      throw new InvalidArgumentError(
+        `source must be at most ${MAX_SOURCE_LENGTH} printable characters`,
+        'source',
+      );
     }
     const result = await this.store.add({
       id: randomUUID(),
@@ -282,7 +286,8 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     if (!Number.isInteger(pageSize) || pageSize < 0) {
       throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
     }
-    const limit = pageSize === 0 ? DEFAULT_SUPPRESSION_PAGE_SIZE : Math.min(pageSize, MAX_SUPPRESSION_PAGE_SIZE);
+    const limit =
+      pageSize === 0 ? DEFAULT_SUPPRESSION_PAGE_SIZE : Math.min(pageSize, MAX_SUPPRESSION_PAGE_SIZE);
     const after = pageToken ? decodeKeysetToken(binding(channel), pageToken) : undefined;
     const page = await this.store.list({ channel, limit, after });
     return {

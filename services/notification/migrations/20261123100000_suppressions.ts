@@ -42,12 +42,16 @@ export async function up(knex: Knex): Promise<void> {
 /** Drops the table and the column; suppressed deliveries lose their failure kind. */
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP TABLE IF EXISTS suppressions');
-  await knex.raw(`UPDATE deliveries SET failure = 'provider_rejected' WHERE failure = 'recipient_suppressed'`);
+  await knex.raw(
+    `UPDATE deliveries SET failure = 'provider_rejected' WHERE failure = 'recipient_suppressed'`,
+  );
   await knex.raw(`
     ALTER TABLE deliveries
       DROP COLUMN IF EXISTS suppressed_recipients,
       DROP CONSTRAINT IF EXISTS deliveries_failure_check,
-      ADD CONSTRAINT deliveries_failure_check CHECK (failure IN (${FAILURES.filter((f) => f !== 'recipient_suppressed')
+      ADD CONSTRAINT deliveries_failure_check CHECK (failure IN (${FAILURES.filter(
+        (f) => f !== 'recipient_suppressed',
+      )
         .map((f) => `'${f}'`)
         .join(', ')}))`);
 }

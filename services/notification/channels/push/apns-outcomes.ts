@@ -74,7 +74,11 @@ export function apnsRow(status: number, reason: string | undefined): ApnsRow | u
 export function classifyApnsAnswer(status: number, body: string, apnsId: string | undefined): SendOutcome {
   const reason = status === 200 ? undefined : apnsReason(body);
   const row = apnsRow(status, reason) ?? { class: 'retryable', meaning: 'unexpected status' };
-  const outcome: SendOutcome = { class: row.class, ...rowVerdict(row), providerCode: reason ?? String(status) };
+  const outcome: SendOutcome = {
+    class: row.class,
+    ...rowVerdict(row),
+    providerCode: reason ?? String(status),
+  };
   if (row.class === 'sent') {
     if (apnsId) outcome.providerReference = safeText(apnsId);
     return outcome;
