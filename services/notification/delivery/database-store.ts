@@ -419,18 +419,20 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
     const input = batch.map(({ id, owner, result }) => {
       const at = result.now.toISOString();
-      const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+      const attempts: StoredAttempt[] = result.attempt
+        ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
+        : [];
       const final = result.status === 'sent' || result.status === 'failed';
       return {
         id,
         owner,
         status: result.status,
-        attempt: JSON.stringify([attempt]),
+        attempt: JSON.stringify(attempts),
         next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
         backend: result.backend ?? null,
         failure: result.status === 'failed' ? (result.failure ?? null) : null,
-        last_error: result.attempt.error ?? null,
-        provider_reference: result.attempt.providerReference ?? null,
+        last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
+        provider_reference: result.attempt?.providerReference ?? null,
         at,
         sent_at: result.status === 'sent' ? at : null,
         finished_at: final ? at : null,

@@ -299,13 +299,13 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
     const r = this.records.get(id);
     if (!r || r.leaseOwner !== owner || !canTransition(r.status, result.status)) return null;
-    r.attempts.push({ ...result.attempt });
+    if (result.attempt) r.attempts.push({ ...result.attempt });
     r.status = result.status;
     r.nextAttemptAt = result.nextAttemptAt;
     r.backend = result.backend ?? r.backend;
     r.failure = result.status === 'failed' ? (result.failure ?? null) : null;
-    r.lastError = result.attempt.error ?? null;
-    if (result.attempt.providerReference !== undefined)
+    r.lastError = (result.attempt ? result.attempt.error : result.lastError) ?? null;
+    if (result.attempt?.providerReference !== undefined)
       r.providerReference = result.attempt.providerReference;
     r.leaseOwner = null;
     r.leaseExpiresAt = null;

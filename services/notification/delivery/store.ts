@@ -63,7 +63,13 @@ export interface ClaimRequest {
 
 /** How an attempt ended, as the pipeline records it. */
 export interface AttemptResult {
-  attempt: DeliveryAttempt;
+  /**
+   * The attempt to append; null when the record ends without one (the suppression list stopped it
+   * before any provider was contacted).
+   */
+  attempt: DeliveryAttempt | null;
+  /** `last_error` when there is no attempt (with an attempt, its error is). */
+  lastError?: string;
   status: Extract<DeliveryStatus, 'sent' | 'retrying' | 'failed'>;
   nextAttemptAt: Date | null;
   /** Why it failed; kept only with status `failed` (null there when absent). */

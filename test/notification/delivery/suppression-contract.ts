@@ -338,6 +338,39 @@ export function describeSuppressionContract(
       expect(drivers[1]!.calls).toHaveLength(0);
     });
 
+    it('when a number is suppressed while its delivery waits to fail over, no backend is contacted again', async () => {
+      const { list, drivers, pipeline, registry } = setup('sms');
+      const number = uniqueNumber();
+      drivers[0]!.script({ class: 'retryable', reason: 'provider down' });
+      const { delivery } = await pipeline.submit({
+        channel: 'sms',
+        recipient: number,
+        payload: { n: 1 },
+        scope: 's',
+      });
+      await pollAndSettle(pipeline);
+      // The retry was moved to the second backend, due at once.
+      expect(await pipeline.get(delivery.id)).toMatchObject({
+        status: 'retrying',
+        backend: drivers[1]!.name,
+      });
+      await list.add({ channel: 'sms', recipient: number, reason: 'stop_keyword', source: 'inbound:t' });
+      await pollAndSettle(pipeline);
+      const stopped = await pipeline.get(delivery.id);
+      expect(stopped).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        lastError: SUPPRESSED_ERROR,
+        nextAttemptAt: null,
+      });
+      expect(stopped.attempts).toHaveLength(1);
+      expect(drivers[0]!.calls).toHaveLength(1);
+      expect(drivers[1]!.calls).toHaveLength(0);
+      expect(
+        await metric(registry, 'notification_suppressed_sends_total', { channel: 'sms', outcome: 'stopped' }),
+      ).toBe(1);
+    });
+
     it('when a recipient failure does not say suppress, nothing is added', async () => {
       const { list, drivers, pipeline } = setup('sms');
       const number = uniqueNumber();
