@@ -258,7 +258,10 @@ export class DeliveryPipeline {
     const keysOf = prepared.map((p) => {
       const channel = p.delivery.channel;
       const keys = new Set<string>();
-      for (const r of p.input.recipients ?? [p.input.recipient]) {
+      // Without the list of recipients, an email's recipient is its comma-separated addresses.
+      const given =
+        p.input.recipients ?? (channel === 'email' ? p.input.recipient.split(',') : [p.input.recipient]);
+      for (const r of given) {
         try {
           keys.add(normaliseRecipient(channel, r));
         } catch {
