@@ -36,7 +36,10 @@ import {
   DatabaseDeliveryStore,
   DeliveryPipeline,
   type DeliveryStore,
+  DatabaseSuppressionStore,
   InMemoryDeliveryStore,
+  InMemorySuppressionStore,
+  Suppressions,
   primaryFirst,
   withCircuitState,
 } from './delivery';
@@ -57,6 +60,8 @@ export interface NotificationApp {
   readonly inboxHub: InboxHub;
   /** The delivery pipeline (records, worker, retention) every channel sends through. */
   readonly deliveries: DeliveryPipeline;
+  /** The suppression list (one per channel), checked by every send; provider receipts add to it. */
+  readonly suppressions: Suppressions;
   /** The mailer backends of `mailer.backends`. */
   readonly mailers: MailerModule;
   /** The SMS backends of `sms_backends`. */
@@ -157,8 +162,18 @@ export async function createNotificationApp(
             monitoring.onUnexpectedError?.(err);
             reporter.captureException(err);
           };
+    // The suppression list lives with the delivery records (same store backend, same database).
+    const suppressions = new Suppressions({
+      store:
+        config.delivery.store_backend === 'database'
+          ? new DatabaseSuppressionStore(storage!.knex)
+          : new InMemorySuppressionStore(config.delivery.suppression.memory_max_entries),
+      registry,
+      logger,
+    });
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
+      suppression: suppressions,
       lookup,
       config: config.delivery,
       registry,
@@ -189,6 +204,7 @@ export async function createNotificationApp(
             deliveries,
             smsSender,
             new PushSender(push, deliveries, config.delivery.max_batch_size),
+            suppressions,
           ),
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
@@ -258,6 +274,7 @@ export async function createNotificationApp(
       inbox,
       inboxHub: inboxProvider.hub,
       deliveries,
+      suppressions,
       mailers,
       sms,
       push,

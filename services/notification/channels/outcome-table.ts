@@ -1,5 +1,6 @@
 /** Helpers shared by every driver's outcome table (email, SMS, push). */
-import type { FailureKind, OutcomeClass } from '../delivery/driver';
+import type { FailureKind, OutcomeClass, SendOutcome } from '../delivery/driver';
+import type { SuppressionReason } from '../delivery/suppression';
 
 /** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
 export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
@@ -16,6 +17,19 @@ export interface OutcomeDecision {
   meaning: string;
   /** For permanent and recipient rows: the delivery's failure kind (Delivery.failure). */
   failure?: FailureKind;
+  /**
+   * For recipient rows: the provider says the recipient must not be contacted again; the worker adds
+   * it to the suppression list with this reason.
+   */
+  suppress?: SuppressionReason;
+}
+
+/** The failure kind and suppression of a row, as SendOutcome fields (absent ones left out). */
+export function rowVerdict(row: OutcomeDecision): Pick<SendOutcome, 'failure' | 'suppress'> {
+  const out: Pick<SendOutcome, 'failure' | 'suppress'> = {};
+  if (row.failure) out.failure = row.failure;
+  if (row.suppress) out.suppress = row.suppress;
+  return out;
 }
 
 const MAX_REASON = 300;

@@ -67,6 +67,16 @@ export const DeliveryConfigSchema = z
         cooldown_seconds: positiveInt().max(86400).default(30),
       })
       .prefault({}),
+    /** The suppression list (delivery/README.md, "Suppression list"). */
+    suppression: z
+      .strictObject({
+        /**
+         * Most entries the `memory` store holds; a new entry beyond it is refused (RESOURCE_EXHAUSTED),
+         * never an old one evicted. The database store has no cap.
+         */
+        memory_max_entries: positiveInt().max(10_000_000).default(100_000),
+      })
+      .prefault({}),
   })
   .prefault({})
   .superRefine((d, ctx) => {

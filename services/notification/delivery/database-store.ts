@@ -23,7 +23,7 @@ import type {
   PurgeResult,
   QueueStats,
 } from './store';
-import type { DeliveryAttempt, DeliveryRecord } from './types';
+import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
 
 interface StoredAttempt {
   number: number;
@@ -62,6 +62,7 @@ interface DeliveryRow {
   finished_at: Date | string | null;
   content_erased_at: Date | string | null;
   trace_parent: string | null;
+  suppressed_recipients?: string[] | string | null;
 }
 
 function toDate(value: Date | string): Date {
@@ -101,6 +102,10 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
     finishedAt: toDateOrNull(row.finished_at),
     contentErasedAt: toDateOrNull(row.content_erased_at),
     traceParent: row.trace_parent ?? null,
+    suppressedRecipients:
+      typeof row.suppressed_recipients === 'string'
+        ? (JSON.parse(row.suppressed_recipients) as string[])
+        : (row.suppressed_recipients ?? []),
   };
 }
 
@@ -226,22 +231,31 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       payload: payloadJson,
       created_at: d.createdAt.toISOString(),
       trace_parent: d.traceParent ?? null,
+      suppressed: d.suppressed === true,
+      suppressed_recipients: d.suppressedRecipients?.length ? JSON.stringify(d.suppressedRecipients) : null,
     }));
     const inserted = rows<DeliveryRow>(
       await db.raw(
         `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
-           trace_parent)
+           trace_parent, failure, last_error, finished_at, suppressed_recipients)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
-           r.idempotency_key, r.content_hash, r.payload::jsonb, 'pending', r.created_at, r.created_at,
-           r.created_at, r.trace_parent
+           r.idempotency_key, r.content_hash, r.payload::jsonb,
+           CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
+           CASE WHEN r.suppressed THEN NULL ELSE r.created_at END, r.created_at,
+           r.created_at, r.trace_parent,
+           CASE WHEN r.suppressed THEN 'recipient_suppressed' END,
+           CASE WHEN r.suppressed THEN ?::text END,
+           CASE WHEN r.suppressed THEN r.created_at END,
+           r.suppressed_recipients::jsonb
          FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
            backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
-           content_hash text, payload text, created_at timestamptz, trace_parent text)
+           content_hash text, payload text, created_at timestamptz, trace_parent text, suppressed boolean,
+           suppressed_recipients text)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *`,
-        [JSON.stringify(input)],
+        [SUPPRESSED_ERROR, JSON.stringify(input)],
       ),
     );
     const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
@@ -405,18 +419,20 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
     const input = batch.map(({ id, owner, result }) => {
       const at = result.now.toISOString();
-      const attempt: StoredAttempt = { ...result.attempt, startedAt: result.attempt.startedAt.toISOString() };
+      const attempts: StoredAttempt[] = result.attempt
+        ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
+        : [];
       const final = result.status === 'sent' || result.status === 'failed';
       return {
         id,
         owner,
         status: result.status,
-        attempt: JSON.stringify([attempt]),
+        attempt: JSON.stringify(attempts),
         next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
         backend: result.backend ?? null,
         failure: result.status === 'failed' ? (result.failure ?? null) : null,
-        last_error: result.attempt.error ?? null,
-        provider_reference: result.attempt.providerReference ?? null,
+        last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
+        provider_reference: result.attempt?.providerReference ?? null,
         at,
         sent_at: result.status === 'sent' ? at : null,
         finished_at: final ? at : null,

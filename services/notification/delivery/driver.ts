@@ -6,6 +6,8 @@
  * provider's answer.
  */
 
+import type { SuppressionReason } from './suppression';
+
 /** Delivery channels. */
 export type Channel = 'email' | 'sms' | 'push';
 
@@ -37,6 +39,8 @@ export type OutcomeClass = 'sent' | 'retryable' | 'rate_limited' | 'permanent' |
  * - `recipient_invalid`: the address, number or token is malformed or does not exist.
  * - `recipient_unregistered`: a device token the provider no longer knows (app uninstalled).
  * - `recipient_unsubscribed`: the recipient opted out (SMS STOP, unsubscribed list).
+ * - `recipient_suppressed`: the recipient is on the service's suppression list; no provider was
+ *   contacted (set by the pipeline, never by a driver).
  * - `payload_rejected`: the message itself was refused (too large, malformed, content policy).
  * - `provider_auth`: our credentials were refused (API key, token, sender not allowed).
  * - `provider_rejected`: the provider refused for another permanent reason.
@@ -46,6 +50,7 @@ export type FailureKind =
   | 'recipient_invalid'
   | 'recipient_unregistered'
   | 'recipient_unsubscribed'
+  | 'recipient_suppressed'
   | 'payload_rejected'
   | 'provider_auth'
   | 'provider_rejected'
@@ -56,6 +61,7 @@ export const FAILURE_KINDS: readonly FailureKind[] = [
   'recipient_invalid',
   'recipient_unregistered',
   'recipient_unsubscribed',
+  'recipient_suppressed',
   'payload_rejected',
   'provider_auth',
   'provider_rejected',
@@ -81,6 +87,12 @@ export interface SendOutcome {
   providerCode?: string;
   /** The delay the provider asked for (Retry-After), in milliseconds. */
   retryAfterMs?: number;
+  /**
+   * On a `recipient_failure`: the provider said the recipient must not be contacted again (SMS
+   * 21610, FCM UNREGISTERED, APNs 410 / BadDeviceToken): the worker adds a suppression entry with
+   * this reason when it records the failure.
+   */
+  suppress?: SuppressionReason;
 }
 
 /** What the pipeline tells a driver about the attempt it is making. */

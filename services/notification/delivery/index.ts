@@ -24,6 +24,7 @@ export {
   DELIVERY_STATUSES,
   FINAL_STATUSES,
   QUEUED_STATUSES,
+  SUPPRESSED_ERROR,
   canTransition,
   toView,
   type DeliveryAttempt,
@@ -54,6 +55,27 @@ export {
   type DriverResolver,
 } from './worker';
 export { DeliveryMetrics } from './metrics';
+export {
+  DEFAULT_SUPPRESSION_PAGE_SIZE,
+  MAX_SUPPRESSION_PAGE_SIZE,
+  SUPPRESSION_REASONS,
+  SUPPRESSION_SOURCE_KINDS,
+  Suppressions,
+  normaliseRecipient,
+  toSuppressionView,
+  type SuppressionChecker,
+  type SuppressionEntry,
+  type SuppressionInput,
+  type SuppressionList,
+  type SuppressionPage,
+  type SuppressionPageQuery,
+  type SuppressionReason,
+  type SuppressionStore,
+  type SuppressionView,
+  type SuppressionsOptions,
+} from './suppression';
+export { DEFAULT_MEMORY_MAX_SUPPRESSIONS, InMemorySuppressionStore } from './suppression-memory-store';
+export { DatabaseSuppressionStore } from './suppression-database-store';
 export type { DeliveryObserver, DeliveryOutcome } from './observer';
 export {
   DELIVERY_TRACER_NAME,

@@ -17,13 +17,14 @@ import type {
   PurgeResult,
   QueueStats,
 } from './store';
-import { canTransition, FINAL_STATUSES, type DeliveryRecord } from './types';
+import { canTransition, FINAL_STATUSES, SUPPRESSED_ERROR, type DeliveryRecord } from './types';
 
 function copy(record: DeliveryRecord): DeliveryRecord {
   return {
     ...record,
     payload: record.payload === null ? null : structuredClone(record.payload),
     attempts: record.attempts.map((a) => ({ ...a })),
+    suppressedRecipients: [...record.suppressedRecipients],
   };
 }
 
@@ -184,22 +185,23 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       const record = existing === undefined ? undefined : this.records.get(existing);
       if (record) return { record: copy(record), created: false };
     }
+    const suppressed = input.suppressed === true;
     const record: DeliveryRecord = {
       id: input.id,
       channel: input.channel,
       backend: input.backend,
       backendPinned: input.backendPinned ?? false,
-      failure: null,
+      failure: suppressed ? 'recipient_suppressed' : null,
       recipient: input.recipient,
       maskedRecipient: input.maskedRecipient,
       scope: input.scope,
       idempotencyKey: input.idempotencyKey,
       contentHash: input.contentHash,
       payload: structuredClone(input.payload),
-      status: 'pending',
+      status: suppressed ? 'failed' : 'pending',
       attempts: [],
-      nextAttemptAt: input.createdAt,
-      lastError: null,
+      nextAttemptAt: suppressed ? null : input.createdAt,
+      lastError: suppressed ? SUPPRESSED_ERROR : null,
       providerReference: null,
       leaseOwner: null,
       leaseExpiresAt: null,
@@ -207,13 +209,16 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       updatedAt: input.createdAt,
       sentAt: null,
       deliveredAt: null,
-      finishedAt: null,
+      finishedAt: suppressed ? input.createdAt : null,
       contentErasedAt: null,
       traceParent: input.traceParent ?? null,
+      suppressedRecipients: [...(input.suppressedRecipients ?? [])],
     };
     this.records.set(record.id, record);
-    this.queued.add(record.id);
-    this.schedule(record);
+    if (!suppressed) {
+      this.queued.add(record.id);
+      this.schedule(record);
+    }
     if (input.idempotencyKey !== null) this.keys.set(`${input.scope}\n${input.idempotencyKey}`, record.id);
     return { record: copy(record), created: true };
   }
@@ -294,13 +299,13 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
     const r = this.records.get(id);
     if (!r || r.leaseOwner !== owner || !canTransition(r.status, result.status)) return null;
-    r.attempts.push({ ...result.attempt });
+    if (result.attempt) r.attempts.push({ ...result.attempt });
     r.status = result.status;
     r.nextAttemptAt = result.nextAttemptAt;
     r.backend = result.backend ?? r.backend;
     r.failure = result.status === 'failed' ? (result.failure ?? null) : null;
-    r.lastError = result.attempt.error ?? null;
-    if (result.attempt.providerReference !== undefined)
+    r.lastError = (result.attempt ? result.attempt.error : result.lastError) ?? null;
+    if (result.attempt?.providerReference !== undefined)
       r.providerReference = result.attempt.providerReference;
     r.leaseOwner = null;
     r.leaseExpiresAt = null;

@@ -17,7 +17,8 @@ import { silentLogger } from '../../../shared/logging/logger';
 import type { DeliveryConfig } from './config';
 import { contentHash } from './content-hash';
 import { CircuitBreakers } from './circuit-breaker';
-import { FAILURE_KINDS, type Channel } from './driver';
+import { FAILURE_KINDS, type Channel, type DeliveryDriver } from './driver';
+import { normaliseRecipient, type Suppressions } from './suppression';
 import { BackendRouter, type BackendLookup } from './routing';
 import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
@@ -39,6 +40,19 @@ import {
 import { DeliveryWorker } from './worker';
 
 export type { BackendLookup } from './routing';
+
+/** A validated submit on its way to the store. */
+interface Prepared {
+  delivery: NewDelivery;
+  hash: string;
+  input: SubmitInput;
+  /** The backend the caller named, or the channel's primary. */
+  named: DeliveryDriver;
+  /** The caller named the backend. */
+  pinned: boolean;
+  /** What the suppression list did to it (counted once its record is created). */
+  suppression?: 'stopped' | 'partial';
+}
 
 /** What a caller submits. */
 export interface SubmitInput {
@@ -62,6 +76,21 @@ export interface SubmitInput {
   scope: string;
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
+  /**
+   * A send to several recipients (an email's to, cc and bcc): each one, as the suppression list
+   * checks them. Absent: `recipient` is the one recipient.
+   */
+  recipients?: readonly string[];
+  /**
+   * For a send to several recipients: the payload and recipient without the suppressed ones
+   * (`suppressed` holds normalised recipients, see `normaliseRecipient`), or null when what is left
+   * cannot be sent; then the whole send is stopped as suppressed. Absent: any suppressed recipient
+   * stops the send.
+   */
+  withoutRecipients?(
+    payload: unknown,
+    suppressed: ReadonlySet<string>,
+  ): { recipient: string; payload: unknown } | null;
 }
 
 /** What submit answers. */
@@ -101,6 +130,11 @@ export interface DeliveryPipelineOptions {
   retentionLease?: JobLease;
   /** Told about every delivery this process's worker brings to a final status (SENT or FAILED). */
   observer?: DeliveryObserver;
+  /**
+   * The suppression list: checked by every submit before a backend is chosen, and fed by the worker
+   * from provider errors that say a recipient must not be contacted again. None: no suppression.
+   */
+  suppression?: Suppressions;
 }
 
 /** Default page size of `list`. */
@@ -163,6 +197,7 @@ export class DeliveryPipeline {
       clock: this.clock,
       owner: options.owner,
       observer: options.observer,
+      suppression: options.suppression,
     });
     this.retention = new DeliveryRetention({
       store: options.store,
@@ -180,6 +215,8 @@ export class DeliveryPipeline {
    */
   async submit(input: SubmitInput): Promise<SubmitResult> {
     const prepared = this.prepare(input);
+    await this.applySuppression([prepared]);
+    this.route(prepared);
     const result = this.finish(prepared, await this.store.create(prepared.delivery));
     if (result.created) this.worker.wake({ channel: input.channel, backend: prepared.delivery.backend });
     return result;
@@ -193,6 +230,8 @@ export class DeliveryPipeline {
    */
   async submitBatch(inputs: readonly SubmitInput[]): Promise<SubmitResult[]> {
     const prepared = inputs.map((input) => this.prepare(input));
+    await this.applySuppression(prepared);
+    for (const p of prepared) this.route(p);
     const recorded = await this.store.createBatch(prepared.map((p) => p.delivery));
     const results = prepared.map((p, i) => this.finish(p, recorded[i]!));
     const woken = new Set<string>();
@@ -206,8 +245,70 @@ export class DeliveryPipeline {
     return results;
   }
 
+  /**
+   * Checks the recipients of `prepared` against the suppression list (one query per channel): a send
+   * whose recipients are all suppressed (or whose channel cannot leave some out) is marked to be
+   * recorded FAILED / recipient_suppressed; a multi-recipient send leaves the suppressed ones out and
+   * names them (masked) in the record. Runs before any backend is chosen.
+   */
+  private async applySuppression(prepared: readonly Prepared[]): Promise<void> {
+    const list = this.options.suppression;
+    if (!list || prepared.length === 0) return;
+    const wanted = new Map<Channel, Set<string>>();
+    const keysOf = prepared.map((p) => {
+      const channel = p.delivery.channel;
+      const keys = new Set<string>();
+      // Without the list of recipients, an email's recipient is its comma-separated addresses.
+      const given =
+        p.input.recipients ?? (channel === 'email' ? p.input.recipient.split(',') : [p.input.recipient]);
+      for (const r of given) {
+        try {
+          keys.add(normaliseRecipient(channel, r));
+        } catch {
+          // A form the list cannot hold is never on it: nothing to check.
+        }
+      }
+      let set = wanted.get(channel);
+      if (!set) wanted.set(channel, (set = new Set()));
+      for (const k of keys) set.add(k);
+      return keys;
+    });
+    const found = new Map<Channel, Set<string>>();
+    for (const [channel, keys] of wanted) {
+      if (keys.size > 0) found.set(channel, await list.findSuppressed(channel, [...keys]));
+    }
+    for (const [i, p] of prepared.entries()) {
+      const channel = p.delivery.channel;
+      const hits = new Set([...keysOf[i]!].filter((k) => found.get(channel)?.has(k)));
+      if (hits.size === 0) continue;
+      const rest =
+        hits.size < keysOf[i]!.size && p.input.withoutRecipients
+          ? p.input.withoutRecipients(p.delivery.payload, hits)
+          : null;
+      if (rest) {
+        p.delivery.recipient = rest.recipient;
+        p.delivery.payload = rest.payload;
+        p.delivery.maskedRecipient = maskRecipient(channel, rest.recipient);
+        p.delivery.suppressedRecipients = [...hits].map((r) => maskRecipient(channel, r));
+        p.suppression = 'partial';
+      } else {
+        p.delivery.suppressed = true;
+        p.suppression = 'stopped';
+      }
+    }
+  }
+
+  /**
+   * Chooses the backend of a new delivery nobody named (round robin takes the next in turn); after
+   * the suppression check, so a stopped send takes no turn.
+   */
+  private route(p: Prepared): void {
+    if (p.pinned || p.delivery.suppressed) return;
+    p.delivery.backend = this.router.pickForNew(p.delivery.channel, p.named).name;
+  }
+
   /** Validates one input and builds its record; throws on bad input, records nothing. */
-  private prepare(input: SubmitInput): { delivery: NewDelivery; hash: string } {
+  private prepare(input: SubmitInput): Prepared {
     if (!CHANNELS.includes(input.channel)) {
       throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
     }
@@ -231,13 +332,15 @@ export class DeliveryPipeline {
     // The hash covers the backend the caller asked for (the primary's name when none), not the one
     // round robin picks: a retried call with the same key and content is the same delivery.
     const hash = contentHash({ channel: input.channel, backend: named.name, recipient, payload: hashed });
-    const driver = requested === undefined ? this.router.pickForNew(input.channel, named) : named;
     return {
       hash,
+      input,
+      named,
+      pinned: requested !== undefined,
       delivery: {
         id: randomUUID(),
         channel: input.channel,
-        backend: driver.name,
+        backend: named.name,
         backendPinned: requested !== undefined,
         recipient,
         maskedRecipient: maskRecipient(input.channel, recipient),
@@ -253,16 +356,16 @@ export class DeliveryPipeline {
   }
 
   /** What the store answered, as the caller sees it; a key reused for other content throws. */
-  private finish(
-    prepared: { delivery: NewDelivery; hash: string },
-    record: { record: DeliveryRecord; created: boolean },
-  ): SubmitResult {
+  private finish(prepared: Prepared, record: { record: DeliveryRecord; created: boolean }): SubmitResult {
     if (!record.created) {
       if (record.record.contentHash !== prepared.hash) {
         throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
       }
       return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }
+    // A replayed call (same key) was counted when it was first stopped.
+    if (prepared.suppression)
+      this.options.suppression?.countStopped(prepared.delivery.channel, prepared.suppression);
     this.log.debug(
       {
         deliveryId: record.record.id,

@@ -23,6 +23,13 @@ export interface NewDelivery {
   createdAt: Date;
   /** The accepting call's W3C traceparent (the attempt spans continue its trace); null or absent: none. */
   traceParent?: string | null;
+  /**
+   * The recipient is suppressed: record the delivery FAILED (`recipient_suppressed`) at once, never
+   * queued, so no worker ever sends it.
+   */
+  suppressed?: boolean;
+  /** Masked recipients left out of a multi-recipient send because they are suppressed. */
+  suppressedRecipients?: string[];
 }
 
 /** One page query, newest first. */
@@ -56,7 +63,13 @@ export interface ClaimRequest {
 
 /** How an attempt ended, as the pipeline records it. */
 export interface AttemptResult {
-  attempt: DeliveryAttempt;
+  /**
+   * The attempt to append; null when the record ends without one (the suppression list stopped it
+   * before any provider was contacted).
+   */
+  attempt: DeliveryAttempt | null;
+  /** `last_error` when there is no attempt (with an attempt, its error is). */
+  lastError?: string;
   status: Extract<DeliveryStatus, 'sent' | 'retrying' | 'failed'>;
   nextAttemptAt: Date | null;
   /** Why it failed; kept only with status `failed` (null there when absent). */

@@ -19,6 +19,9 @@ export const DELIVERY_STATUSES: readonly DeliveryStatus[] = [
   'failed',
 ];
 
+/** `last_error` of a delivery the suppression list stopped (no provider was contacted). */
+export const SUPPRESSED_ERROR = 'recipient is on the suppression list; no provider was contacted';
+
 /** Statuses a worker still has to act on. */
 export const QUEUED_STATUSES: readonly DeliveryStatus[] = ['pending', 'retrying'];
 
@@ -103,6 +106,12 @@ export interface DeliveryRecord {
   contentErasedAt: Date | null;
   /** W3C traceparent of the call that submitted it; attempt spans are its children. Null: none. */
   traceParent: string | null;
+  /**
+   * Recipients left out because they are on the suppression list (masked), when a send to several
+   * (an email's to, cc, bcc) went to the others; empty otherwise. A send stopped as a whole is
+   * FAILED with failure `recipient_suppressed` instead.
+   */
+  suppressedRecipients: string[];
 }
 
 /** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */

@@ -26,7 +26,8 @@ import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
-import type { DeliveryAttempt, DeliveryRecord } from './types';
+import { normaliseRecipient, type SuppressionChecker, type SuppressionList } from './suppression';
+import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -57,6 +58,11 @@ export interface DeliveryWorkerOptions {
   owner?: string;
   /** Told about every delivery this worker brings to a final status. */
   observer?: DeliveryObserver;
+  /**
+   * The suppression list: a failure whose outcome says `suppress` adds its recipient, and claimed
+   * records whose recipients were suppressed meanwhile are stopped before their attempt.
+   */
+  suppression?: SuppressionList & Pick<SuppressionChecker, 'findSuppressed' | 'countStopped'>;
 }
 
 /** Longest reason stored with an attempt. */
@@ -261,9 +267,70 @@ export class DeliveryWorker {
         // the running attempt records the outcome. Starting another would send the message twice.
         if (!this.inFlight.has(record.id)) fresh.push(record);
       }
-      started += this.beginAll(fresh);
+      started += this.beginAll(await this.screen(channel, fresh));
     }
     return started;
+  }
+
+  /**
+   * Ends, without an attempt, the claimed records whose recipients were all suppressed after they
+   * were accepted (a receipt or a provider error while they waited or retried): FAILED /
+   * recipient_suppressed, so neither this backend nor a failover one contacts them. Returns the rest.
+   * One query per claim. An email with only some addresses suppressed goes out as accepted.
+   */
+  private async screen(
+    channel: DeliveryRecord['channel'],
+    records: DeliveryRecord[],
+  ): Promise<DeliveryRecord[]> {
+    const list = this.options.suppression;
+    if (!list || records.length === 0) return records;
+    const keysOf = new Map<string, string[]>();
+    for (const r of records) {
+      if (r.recipient === null) continue;
+      const keys: string[] = [];
+      for (const part of channel === 'email' ? r.recipient.split(',') : [r.recipient]) {
+        try {
+          keys.push(normaliseRecipient(channel, part));
+        } catch {
+          // A form the list cannot hold is never on it.
+        }
+      }
+      if (keys.length > 0) keysOf.set(r.id, keys);
+    }
+    if (keysOf.size === 0) return records;
+    let found: Set<string>;
+    try {
+      found = await list.findSuppressed(channel, [...new Set([...keysOf.values()].flat())]);
+    } catch (err) {
+      // The list is down: these were checked when accepted; send rather than stall the queue.
+      this.log.error({ err }, 'suppression check before the attempt failed');
+      return records;
+    }
+    const rest: DeliveryRecord[] = [];
+    for (const r of records) {
+      const keys = keysOf.get(r.id);
+      if (!keys || !keys.every((k) => found.has(k))) {
+        rest.push(r);
+        continue;
+      }
+      const updated = await this.options.store.completeAttempt(r.id, this.owner, {
+        attempt: null,
+        lastError: SUPPRESSED_ERROR,
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        nextAttemptAt: null,
+        now: this.clock(),
+      });
+      if (updated) {
+        list.countStopped(channel, 'stopped');
+        this.options.metrics?.deliveries.inc({ channel, backend: r.backend, outcome: 'failed' });
+        this.log.info(
+          { deliveryId: r.id, backend: r.backend, recipient: r.maskedRecipient },
+          'delivery stopped: its recipient was suppressed after it was accepted',
+        );
+      }
+    }
+    return rest;
   }
 
   /** Resolves when no attempt is in flight (tests and shutdown). */
@@ -517,6 +584,7 @@ export class DeliveryWorker {
         latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
       });
     }
+    if (decision.status === 'failed' && outcome.suppress) await this.suppress(record, used, outcome.suppress);
     // Failover retries at once on the next backend: poll for it now, not at the next interval.
     if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
     if (decision.status === 'failed')
@@ -527,6 +595,33 @@ export class DeliveryWorker {
         'delivery will be retried',
       );
     else this.log.debug(log, 'delivery sent');
+  }
+
+  /**
+   * Adds the recipient of a delivery the provider refused for good (unsubscribed, dead token) to the
+   * suppression list. Only a single recipient: an email's list says nothing about which address the
+   * answer was about. A failing list is logged; the delivery's outcome is already recorded.
+   */
+  private async suppress(
+    record: DeliveryRecord,
+    backend: string,
+    reason: NonNullable<SendOutcome['suppress']>,
+  ): Promise<void> {
+    const list = this.options.suppression;
+    if (!list || record.recipient === null || record.channel === 'email') return;
+    try {
+      await list.add({
+        channel: record.channel,
+        recipient: record.recipient,
+        reason,
+        source: `provider_error:${backend}`,
+      });
+    } catch (err) {
+      this.log.error(
+        { err, deliveryId: record.id, recipient: record.maskedRecipient },
+        'adding a suppression entry from a provider error failed',
+      );
+    }
   }
 
   /** Tells the observer; one that throws is logged, never a failure of the delivery. */

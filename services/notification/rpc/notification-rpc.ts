@@ -12,8 +12,13 @@ import {
   Channel as WireChannel,
   DeliveryFailure as WireFailure,
   DeliveryStatus as WireStatus,
+  type AddSuppressionRequest,
   type DeliverySchema,
   type GetDeliveryRequest,
+  type ListSuppressionsRequest,
+  type RemoveSuppressionRequest,
+  type SuppressionSchema,
+  SuppressionReason as WireReason,
   type ListDeliveriesRequest,
   type NotificationService,
   type PushMessage,
@@ -23,7 +28,7 @@ import {
   type SendPushBatchRequest,
   type SendPushRequest,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
-import { FailedPreconditionError, InvalidArgumentError } from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
 import type { EmailSender } from '../channels/email/email-sender';
 import type { SmsSender } from '../channels/sms/sms-sender';
@@ -36,6 +41,9 @@ import type {
   DeliveryView,
   FailureKind,
   OutcomeClass,
+  SuppressionReason,
+  SuppressionView,
+  Suppressions,
 } from '../delivery';
 
 const CHANNEL_TO_WIRE: Record<Channel, WireChannel> = {
@@ -65,10 +73,21 @@ const FAILURE_TO_WIRE: Record<FailureKind, WireFailure> = {
   recipient_invalid: WireFailure.RECIPIENT_INVALID,
   recipient_unregistered: WireFailure.RECIPIENT_UNREGISTERED,
   recipient_unsubscribed: WireFailure.RECIPIENT_UNSUBSCRIBED,
+  recipient_suppressed: WireFailure.RECIPIENT_SUPPRESSED,
   payload_rejected: WireFailure.PAYLOAD_REJECTED,
   provider_auth: WireFailure.PROVIDER_AUTH,
   provider_rejected: WireFailure.PROVIDER_REJECTED,
   retries_exhausted: WireFailure.RETRIES_EXHAUSTED,
+};
+
+const REASON_TO_WIRE: Record<SuppressionReason, WireReason> = {
+  hard_bounce: WireReason.HARD_BOUNCE,
+  spam_complaint: WireReason.SPAM_COMPLAINT,
+  unsubscribed: WireReason.UNSUBSCRIBED,
+  stop_keyword: WireReason.STOP_KEYWORD,
+  invalid_recipient: WireReason.INVALID_RECIPIENT,
+  unregistered_token: WireReason.UNREGISTERED_TOKEN,
+  manual: WireReason.MANUAL,
 };
 
 /** The reverse of a total domain-to-wire table, for filters. */
@@ -78,6 +97,7 @@ function reverse<D extends string, W extends number>(table: Record<D, W>): Map<W
 const WIRE_TO_CHANNEL = reverse(CHANNEL_TO_WIRE);
 const WIRE_TO_STATUS = reverse(STATUS_TO_WIRE);
 const WIRE_TO_FAILURE = reverse(FAILURE_TO_WIRE);
+const WIRE_TO_REASON = reverse(REASON_TO_WIRE);
 
 /** Domain status to wire status. */
 export function toWireStatus(status: DeliveryStatus): WireStatus {
@@ -103,6 +123,7 @@ export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof Deliver
     sentAt: time(d.sentAt),
     deliveredAt: time(d.deliveredAt),
     failure: d.failure ? FAILURE_TO_WIRE[d.failure] : WireFailure.UNSPECIFIED,
+    suppressedRecipients: d.suppressedRecipients,
     attemptLog: d.attempts.map((a) => ({
       // Attempts recorded before routing existed went through the record's backend.
       backend: a.backend ?? d.backend,
@@ -113,6 +134,25 @@ export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof Deliver
       durationMs: BigInt(Math.round(a.durationMs)),
     })),
   };
+}
+
+/** Domain suppression entry (recipient masked) to wire suppression. */
+export function toWireSuppression(s: SuppressionView): MessageInitShape<typeof SuppressionSchema> {
+  return {
+    id: s.id,
+    channel: CHANNEL_TO_WIRE[s.channel],
+    recipient: s.maskedRecipient,
+    reason: REASON_TO_WIRE[s.reason],
+    source: s.source,
+    createdAt: timestampFromDate(s.createdAt),
+  };
+}
+
+/** A required wire channel: unspecified or unknown is bad input naming `channel`. */
+function requiredChannel(value: number): Channel {
+  const channel = enumFilter(value, WIRE_TO_CHANNEL, 'channel');
+  if (!channel) throw new InvalidArgumentError('channel is required', 'channel');
+  return channel;
 }
 
 /** A wire enum filter: unspecified means any; a value we do not know is bad input naming the field. */
@@ -147,6 +187,7 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     private readonly pipeline: DeliveryPipeline,
     private readonly sms: SmsSender,
     private readonly push?: PushSender,
+    private readonly suppressions?: Suppressions,
   ) {}
 
   async sendSms(req: SendSmsRequest, ctx: HandlerContext) {
@@ -232,5 +273,40 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     if (req.backend !== '') filter.backend = req.backend;
     const page = await this.pipeline.list(filter, req.pageToken, req.pageSize);
     return { deliveries: page.deliveries.map(toWireDelivery), nextPageToken: page.nextPageToken };
+  }
+
+  // --- Suppression list (AddSuppression, RemoveSuppression, ListSuppressions) ---
+  // One list per channel for the whole service, not per caller: a recipient who opted out has opted
+  // out of every caller's messages. The source of a manual entry names the caller (never its token).
+
+  async addSuppression(req: AddSuppressionRequest, ctx: HandlerContext) {
+    const channel = requiredChannel(req.channel);
+    const reason = enumFilter(req.reason, WIRE_TO_REASON, 'reason') ?? 'manual';
+    const { entry, created } = await this.suppressionList().addEntry({
+      channel,
+      recipient: req.recipient,
+      reason,
+      source: `api:${ctx.values.get(callerKey)}`,
+    });
+    return { suppression: toWireSuppression(entry), created };
+  }
+
+  async removeSuppression(req: RemoveSuppressionRequest) {
+    const channel = requiredChannel(req.channel);
+    if (!(await this.suppressionList().remove(channel, req.recipient))) {
+      throw new NotFoundError('recipient is not on the suppression list');
+    }
+    return {};
+  }
+
+  async listSuppressions(req: ListSuppressionsRequest) {
+    const channel = enumFilter(req.channel, WIRE_TO_CHANNEL, 'channel');
+    const page = await this.suppressionList().list(channel, req.pageToken, req.pageSize);
+    return { suppressions: page.entries.map(toWireSuppression), nextPageToken: page.nextPageToken };
+  }
+
+  private suppressionList(): Suppressions {
+    if (!this.suppressions) throw new FailedPreconditionError('the suppression list is not configured');
+    return this.suppressions;
   }
 }

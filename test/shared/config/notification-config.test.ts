@@ -113,6 +113,7 @@ describe('NotificationConfig', () => {
         purge_batch_size: 1000,
         routing: { email: 'primary', sms: 'primary', push: 'primary' },
         circuit_breaker: { failure_threshold: 5, cooldown_seconds: 30 },
+        suppression: { memory_max_entries: 100000 },
       },
       admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
       monitor: {

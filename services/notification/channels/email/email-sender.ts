@@ -5,6 +5,7 @@
  * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
 import type { BackendLookup, DeliveryPipeline, SubmitInput } from '../../delivery/pipeline';
+import { normaliseRecipient } from '../../delivery/suppression';
 import type { DeliveryView } from '../../delivery/types';
 import {
   type EmailMessage,
@@ -95,15 +96,44 @@ export function emailSubmission(
   idempotencyKey?: string,
 ): SubmitInput {
   const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
+  const recipients = [...message.to, ...message.cc, ...message.bcc].map((a) => a.email);
   return {
     channel: 'email',
     backend: mailer.name,
-    recipient: [...message.to, ...message.cc, ...message.bcc].map((a) => a.email).join(', '),
+    recipient: recipients.join(', '),
+    recipients,
+    withoutRecipients: withoutSuppressed,
     payload,
     hashPayload: message,
     scope,
     idempotencyKey,
   };
+}
+
+/** The list key of an address; the address as given when the list could not hold it. */
+function listKey(address: string): string {
+  try {
+    return normaliseRecipient('email', address);
+  } catch {
+    return address;
+  }
+}
+
+/**
+ * The email without its suppressed addresses (to, cc and bcc each filtered), or null when no `to`
+ * address is left: copies (cc, bcc) of a message none of its addressees may receive are not sent
+ * (delivery/README.md, "Suppression list").
+ */
+export function withoutSuppressed(
+  payload: unknown,
+  suppressed: ReadonlySet<string>,
+): { recipient: string; payload: OutboundEmail } | null {
+  const email = payload as OutboundEmail;
+  const keep = (list: OutboundEmail['to']) => list.filter((a) => !suppressed.has(listKey(a.email)));
+  const rest: OutboundEmail = { ...email, to: keep(email.to), cc: keep(email.cc), bcc: keep(email.bcc) };
+  if (rest.to.length === 0) return null;
+  const recipient = [...rest.to, ...rest.cc, ...rest.bcc].map((a) => a.email).join(', ');
+  return { recipient, payload: rest };
 }
 
 /** The Message-ID of a stored email payload; empty once the payload was erased. */

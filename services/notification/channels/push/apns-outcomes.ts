@@ -4,7 +4,7 @@
  * tests read the rules the driver applies. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, rowVerdict, safeText } from '../outcome-table';
 
 /** A row matched on status and APNs `reason`. */
 export interface ApnsRow extends OutcomeDecision {
@@ -15,8 +15,21 @@ export interface ApnsRow extends OutcomeDecision {
 /** Answers, most specific first. */
 export const APNS_OUTCOMES: readonly ApnsRow[] = [
   { status: 200, class: 'sent', meaning: 'accepted' },
-  { status: 410, class: 'recipient_failure', meaning: 'device token no longer active' },
-  { status: 400, reason: 'BadDeviceToken', class: 'recipient_failure', meaning: 'invalid device token' },
+  {
+    status: 410,
+    class: 'recipient_failure',
+    meaning: 'device token no longer active',
+    failure: 'recipient_unregistered',
+    suppress: 'unregistered_token',
+  },
+  {
+    status: 400,
+    reason: 'BadDeviceToken',
+    class: 'recipient_failure',
+    meaning: 'invalid device token',
+    failure: 'recipient_invalid',
+    suppress: 'invalid_recipient',
+  },
   {
     status: 400,
     reason: 'DeviceTokenNotForTopic',
@@ -61,7 +74,11 @@ export function apnsRow(status: number, reason: string | undefined): ApnsRow | u
 export function classifyApnsAnswer(status: number, body: string, apnsId: string | undefined): SendOutcome {
   const reason = status === 200 ? undefined : apnsReason(body);
   const row = apnsRow(status, reason) ?? { class: 'retryable', meaning: 'unexpected status' };
-  const outcome: SendOutcome = { class: row.class, providerCode: reason ?? String(status) };
+  const outcome: SendOutcome = {
+    class: row.class,
+    ...rowVerdict(row),
+    providerCode: reason ?? String(status),
+  };
   if (row.class === 'sent') {
     if (apnsId) outcome.providerReference = safeText(apnsId);
     return outcome;

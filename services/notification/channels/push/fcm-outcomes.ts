@@ -4,7 +4,7 @@
  * answers by the per-token `results[].error`. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, rowVerdict, safeText } from '../outcome-table';
 
 /** A row matched on an HTTP v1 answer. */
 export interface FcmV1Row extends OutcomeDecision {
@@ -23,6 +23,8 @@ export const FCM_V1_OUTCOMES: readonly FcmV1Row[] = [
     errorCode: 'UNREGISTERED',
     class: 'recipient_failure',
     meaning: 'device token unregistered',
+    failure: 'recipient_unregistered',
+    suppress: 'unregistered_token',
   },
   {
     status: 400,
@@ -52,7 +54,12 @@ export const FCM_V1_OUTCOMES: readonly FcmV1Row[] = [
 
 /** Legacy per-token `error` values (https://firebase.google.com/docs/cloud-messaging/http-server-ref). */
 export const FCM_LEGACY_RESULT_OUTCOMES: Readonly<Record<string, OutcomeDecision>> = {
-  NotRegistered: { class: 'recipient_failure', meaning: 'device token unregistered' },
+  NotRegistered: {
+    class: 'recipient_failure',
+    meaning: 'device token unregistered',
+    failure: 'recipient_unregistered',
+    suppress: 'unregistered_token',
+  },
   InvalidRegistration: { class: 'recipient_failure', meaning: 'invalid device token' },
   MissingRegistration: { class: 'recipient_failure', meaning: 'device token missing' },
   MismatchSenderId: { class: 'permanent', meaning: 'token of another sender' },
@@ -149,6 +156,7 @@ export function classifyFcmV1Answer(
   const code = error.errorCode ?? error.status;
   return {
     class: row.class,
+    ...rowVerdict(row),
     providerCode: code ?? String(status),
     reason: `${row.meaning} (HTTP ${status}${code ? ` ${safeText(code)}` : ''})${
       error.message ? `: ${safeText(error.message, secrets)}` : ''
@@ -163,7 +171,12 @@ export function classifyFcmLegacyResult(result: { message_id?: unknown; error?: 
   }
   const error = typeof result.error === 'string' ? result.error : 'unknown';
   const row = FCM_LEGACY_RESULT_OUTCOMES[error] ?? { class: 'permanent', meaning: 'refused' };
-  return { class: row.class, providerCode: safeText(error), reason: `${row.meaning} (${safeText(error)})` };
+  return {
+    class: row.class,
+    ...rowVerdict(row),
+    providerCode: safeText(error),
+    reason: `${row.meaning} (${safeText(error)})`,
+  };
 }
 
 /** Classifies a legacy call that failed as a whole. */

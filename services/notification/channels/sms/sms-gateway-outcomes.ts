@@ -6,7 +6,7 @@
  */
 import type { SendOutcome } from '../../delivery/driver';
 import { retryAfterMs, type HttpApiAnswer } from '../email/http-api-outcomes';
-import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
+import { type CodePattern, codeMatches, type OutcomeDecision, rowVerdict, safeText } from '../outcome-table';
 
 /** A row matched on the HTTP answer. */
 export interface SmsGatewayStatusRow extends OutcomeDecision {
@@ -21,7 +21,14 @@ export const SMS_GATEWAY_STATUS_OUTCOMES: readonly SmsGatewayStatusRow[] = [
   { status: '2xx', class: 'sent', meaning: 'accepted' },
   // The number itself is the problem: sending again to it can never succeed.
   { status: '4xx', codes: [21211], class: 'recipient_failure', meaning: 'invalid recipient number' },
-  { status: '4xx', codes: [21610], class: 'recipient_failure', meaning: 'recipient unsubscribed (STOP)' },
+  {
+    status: '4xx',
+    codes: [21610],
+    class: 'recipient_failure',
+    meaning: 'recipient unsubscribed (STOP)',
+    failure: 'recipient_unsubscribed',
+    suppress: 'unsubscribed',
+  },
   { status: '4xx', codes: [21614], class: 'recipient_failure', meaning: 'recipient is not a mobile number' },
   { status: '4xx', codes: [21612], class: 'recipient_failure', meaning: 'recipient not reachable by SMS' },
   { status: 401, class: 'permanent', meaning: 'credentials refused (account_sid / auth_token)' },
@@ -72,6 +79,7 @@ export function classifySmsGatewayAnswer(
   }
   const outcome: SendOutcome = {
     class: row.class,
+    ...rowVerdict(row),
     providerCode: parsed.code !== undefined ? String(parsed.code) : String(answer.status),
   };
   const code = parsed.code !== undefined ? ` code ${parsed.code}` : '';

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/notification.proto.
  */
 export const file_svc_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIt8ECghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZSJUCg5TZW5kU21zUmVxdWVzdBIKCgJ0bxgBIAEoCRIMCgRib2R5GAIgASgJEg8KB2JhY2tlbmQYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlsKD1NlbmRTbXNSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIpwCCgtQdXNoTWVzc2FnZRIUCgxkZXZpY2VfdG9rZW4YASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRI4CgRkYXRhGAQgAygLMiouc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZS5EYXRhRW50cnkSFAoMY29sbGFwc2Vfa2V5GAUgASgJEhgKC3R0bF9zZWNvbmRzGAYgASgNSACIAQESMwoIcHJpb3JpdHkYByABKA4yIS5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hQcmlvcml0eRorCglEYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIOCgxfdHRsX3NlY29uZHMibgoPU2VuZFB1c2hSZXF1ZXN0EjEKB21lc3NhZ2UYASABKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlwKEFNlbmRQdXNoUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyJ0ChRTZW5kUHVzaEJhdGNoUmVxdWVzdBIyCghtZXNzYWdlcxgBIAMoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2USDwoHYmFja2VuZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiagoPUHVzaEJhdGNoUmVzdWx0Eg0KBWluZGV4GAEgASgFEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMiTgoVU2VuZFB1c2hCYXRjaFJlc3BvbnNlEjUKB3Jlc3VsdHMYASADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hCYXRjaFJlc3VsdCJKCg9FbWFpbEF0dGFjaG1lbnQSEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwi4wIKEFNlbmRFbWFpbFJlcXVlc3QSCgoCdG8YASADKAkSCgoCY2MYAiADKAkSCwoDYmNjGAMgAygJEhAKCHJlcGx5X3RvGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEdGV4dBgGIAEoCRIMCgRodG1sGAcgASgJEjkKC2F0dGFjaG1lbnRzGAggAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5FbWFpbEF0dGFjaG1lbnQSQwoHaGVhZGVycxgJIAMoCzIyLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdC5IZWFkZXJzRW50cnkSDwoHYmFja2VuZBgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKEVNlbmRFbWFpbFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgDIAEoCSIgChJHZXREZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiRgoTR2V0RGVsaXZlcnlSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnki6gEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSDwoHYmFja2VuZBgFIAEoCRI1CgdmYWlsdXJlGAYgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeUZhaWx1cmUiZAoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqWAoHQ2hhbm5lbBIXChNDSEFOTkVMX1VOU1BFQ0lGSUVEEAASDwoLQ0hBTk5FTF9TTVMQARIQCgxDSEFOTkVMX1BVU0gQAhIRCg1DSEFOTkVMX0VNQUlMEAMq4gEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIYChRERUxJVkVSWV9TVEFUVVNfU0VOVBAFEh8KG0RFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRBAGKtIBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRBVFRFTVBUX09VVENPTUVfU0VOVBABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIgChxBVFRFTVBUX09VVENPTUVfUkFURV9MSU1JVEVEEAMSHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBAEEiUKIUFUVEVNUFRfT1VUQ09NRV9SRUNJUElFTlRfRkFJTFVSRRAFKtACCg9EZWxpdmVyeUZhaWx1cmUSIAocREVMSVZFUllfRkFJTFVSRV9VTlNQRUNJRklFRBAAEiYKIkRFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX0lOVkFMSUQQARIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlJFR0lTVEVSRUQQAhIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlNVQlNDUklCRUQQAxIlCiFERUxJVkVSWV9GQUlMVVJFX1BBWUxPQURfUkVKRUNURUQQBBIiCh5ERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX0FVVEgQBRImCiJERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX1JFSkVDVEVEEAYSJgoiREVMSVZFUllfRkFJTFVSRV9SRVRSSUVTX0VYSEFVU1RFRBAHKl8KDFB1c2hQcmlvcml0eRIdChlQVVNIX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASFgoSUFVTSF9QUklPUklUWV9ISUdIEAESGAoUUFVTSF9QUklPUklUWV9OT1JNQUwQAjLVBAoTTm90aWZpY2F0aW9uU2VydmljZRJUCgdTZW5kU21zEiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVxdWVzdBokLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1Jlc3BvbnNlElcKCFNlbmRQdXNoEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVzcG9uc2USZgoNU2VuZFB1c2hCYXRjaBIpLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlcXVlc3QaKi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXNwb25zZRJaCglTZW5kRW1haWwSJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QaJi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlc3BvbnNlEmAKC0dldERlbGl2ZXJ5Eicuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USaQoOTGlzdERlbGl2ZXJpZXMSKi5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIv4ECghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZRIdChVzdXBwcmVzc2VkX3JlY2lwaWVudHMYHiADKAkiVAoOU2VuZFNtc1JlcXVlc3QSCgoCdG8YASABKAkSDAoEYm9keRgCIAEoCRIPCgdiYWNrZW5kGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSJbCg9TZW5kU21zUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyKcAgoLUHVzaE1lc3NhZ2USFAoMZGV2aWNlX3Rva2VuGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSOAoEZGF0YRgEIAMoCzIqLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2UuRGF0YUVudHJ5EhQKDGNvbGxhcHNlX2tleRgFIAEoCRIYCgt0dGxfc2Vjb25kcxgGIAEoDUgAiAEBEjMKCHByaW9yaXR5GAcgASgOMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoUHJpb3JpdHkaKwoJRGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX3R0bF9zZWNvbmRzIm4KD1NlbmRQdXNoUmVxdWVzdBIxCgdtZXNzYWdlGAEgASgLMiAuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZRIPCgdiYWNrZW5kGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJcChBTZW5kUHVzaFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMidAoUU2VuZFB1c2hCYXRjaFJlcXVlc3QSMgoIbWVzc2FnZXMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJImoKD1B1c2hCYXRjaFJlc3VsdBINCgVpbmRleBgBIAEoBRITCgtkZWxpdmVyeV9pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIk4KFVNlbmRQdXNoQmF0Y2hSZXNwb25zZRI1CgdyZXN1bHRzGAEgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoQmF0Y2hSZXN1bHQiSgoPRW1haWxBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIPCgdjb250ZW50GAMgASgMIuMCChBTZW5kRW1haWxSZXF1ZXN0EgoKAnRvGAEgAygJEgoKAmNjGAIgAygJEgsKA2JjYxgDIAMoCRIQCghyZXBseV90bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEgwKBHRleHQYBiABKAkSDAoEaHRtbBgHIAEoCRI5CgthdHRhY2htZW50cxgIIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRW1haWxBdHRhY2htZW50EkMKB2hlYWRlcnMYCSADKAsyMi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QuSGVhZGVyc0VudHJ5Eg8KB2JhY2tlbmQYCiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJEhEKCWZyb21fbmFtZRgMIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJxChFTZW5kRW1haWxSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEhIKCm1lc3NhZ2VfaWQYAyABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkYKE0dldERlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5IuoBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSLQoHY2hhbm5lbBgDIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIzCgZzdGF0dXMYBCABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEg8KB2JhY2tlbmQYBSABKAkSNQoHZmFpbHVyZRgGIAEoDjIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlGYWlsdXJlImQKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItMBCgtTdXBwcmVzc2lvbhIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEhEKCXJlY2lwaWVudBgDIAEoCRI2CgZyZWFzb24YBCABKA4yJi5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uUmVhc29uEg4KBnNvdXJjZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRAQoVQWRkU3VwcHJlc3Npb25SZXF1ZXN0Ei0KB2NoYW5uZWwYASABKA4yHC5zdmMubm90aWZpY2F0aW9uLnYxLkNoYW5uZWwSEQoJcmVjaXBpZW50GAIgASgJEjYKBnJlYXNvbhgDIAEoDjImLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb25SZWFzb24iYAoWQWRkU3VwcHJlc3Npb25SZXNwb25zZRI1CgtzdXBwcmVzc2lvbhgBIAEoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCJcChhSZW1vdmVTdXBwcmVzc2lvblJlcXVlc3QSLQoHY2hhbm5lbBgBIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIRCglyZWNpcGllbnQYAiABKAkiGwoZUmVtb3ZlU3VwcHJlc3Npb25SZXNwb25zZSJvChdMaXN0U3VwcHJlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsImsKGExpc3RTdXBwcmVzc2lvbnNSZXNwb25zZRI2CgxzdXBwcmVzc2lvbnMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpYCgdDaGFubmVsEhcKE0NIQU5ORUxfVU5TUEVDSUZJRUQQABIPCgtDSEFOTkVMX1NNUxABEhAKDENIQU5ORUxfUFVTSBACEhEKDUNIQU5ORUxfRU1BSUwQAyriAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhgKFERFTElWRVJZX1NUQVRVU19TRU5UEAUSHwobREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEEAYq0gEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFEFUVEVNUFRfT1VUQ09NRV9TRU5UEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEiAKHEFUVEVNUFRfT1VUQ09NRV9SQVRFX0xJTUlURUQQAxIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAQSJQohQVRURU1QVF9PVVRDT01FX1JFQ0lQSUVOVF9GQUlMVVJFEAUq+wIKD0RlbGl2ZXJ5RmFpbHVyZRIgChxERUxJVkVSWV9GQUlMVVJFX1VOU1BFQ0lGSUVEEAASJgoiREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfSU5WQUxJRBABEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOUkVHSVNURVJFRBACEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOU1VCU0NSSUJFRBADEiUKIURFTElWRVJZX0ZBSUxVUkVfUEFZTE9BRF9SRUpFQ1RFRBAEEiIKHkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfQVVUSBAFEiYKIkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfUkVKRUNURUQQBhImCiJERUxJVkVSWV9GQUlMVVJFX1JFVFJJRVNfRVhIQVVTVEVEEAcSKQolREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfU1VQUFJFU1NFRBAIKl8KDFB1c2hQcmlvcml0eRIdChlQVVNIX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASFgoSUFVTSF9QUklPUklUWV9ISUdIEAESGAoUUFVTSF9QUklPUklUWV9OT1JNQUwQAirAAgoRU3VwcHJlc3Npb25SZWFzb24SIgoeU1VQUFJFU1NJT05fUkVBU09OX1VOU1BFQ0lGSUVEEAASIgoeU1VQUFJFU1NJT05fUkVBU09OX0hBUkRfQk9VTkNFEAESJQohU1VQUFJFU1NJT05fUkVBU09OX1NQQU1fQ09NUExBSU5UEAISIwofU1VQUFJFU1NJT05fUkVBU09OX1VOU1VCU0NSSUJFRBADEiMKH1NVUFBSRVNTSU9OX1JFQVNPTl9TVE9QX0tFWVdPUkQQBBIoCiRTVVBQUkVTU0lPTl9SRUFTT05fSU5WQUxJRF9SRUNJUElFTlQQBRIpCiVTVVBQUkVTU0lPTl9SRUFTT05fVU5SRUdJU1RFUkVEX1RPS0VOEAYSHQoZU1VQUFJFU1NJT05fUkVBU09OX01BTlVBTBAHMqUHChNOb3RpZmljYXRpb25TZXJ2aWNlElQKB1NlbmRTbXMSIy5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRTbXNSZXF1ZXN0GiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVzcG9uc2USVwoIU2VuZFB1c2gSJC5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVxdWVzdBolLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hSZXNwb25zZRJmCg1TZW5kUHVzaEJhdGNoEikuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaEJhdGNoUmVxdWVzdBoqLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlc3BvbnNlEloKCVNlbmRFbWFpbBIlLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdBomLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVzcG9uc2USYAoLR2V0RGVsaXZlcnkSJy5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBooLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0RGVsaXZlcnlSZXNwb25zZRJpCg5MaXN0RGVsaXZlcmllcxIqLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0Gisuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEmkKDkFkZFN1cHByZXNzaW9uEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5BZGRTdXBwcmVzc2lvblJlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLkFkZFN1cHByZXNzaW9uUmVzcG9uc2UScgoRUmVtb3ZlU3VwcHJlc3Npb24SLS5zdmMubm90aWZpY2F0aW9uLnYxLlJlbW92ZVN1cHByZXNzaW9uUmVxdWVzdBouLnN2Yy5ub3RpZmljYXRpb24udjEuUmVtb3ZlU3VwcHJlc3Npb25SZXNwb25zZRJvChBMaXN0U3VwcHJlc3Npb25zEiwuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0U3VwcHJlc3Npb25zUmVxdWVzdBotLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdFN1cHByZXNzaW9uc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * DeliveryAttempt is one try at handing the message to the provider.
@@ -189,6 +189,14 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
    * @generated from field: svc.notification.v1.DeliveryFailure failure = 16;
    */
   failure: DeliveryFailure;
+
+  /**
+   * Recipients (masked) left out of this send because they are on the suppression list, when it
+   * went to the others (an email's to, cc, bcc); empty otherwise.
+   *
+   * @generated from field: repeated string suppressed_recipients = 30;
+   */
+  suppressedRecipients: string[];
 };
 
 /**
@@ -787,6 +795,231 @@ export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = 
   messageDesc(file_svc_notification_v1_notification, 16);
 
 /**
+ * Suppression is one entry of the list.
+ *
+ * @generated from message svc.notification.v1.Suppression
+ */
+export type Suppression = Message<"svc.notification.v1.Suppression"> & {
+  /**
+   * Entry id (a UUID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The channel it applies to.
+   *
+   * @generated from field: svc.notification.v1.Channel channel = 2;
+   */
+  channel: Channel;
+
+  /**
+   * The recipient, masked for display.
+   *
+   * @generated from field: string recipient = 3;
+   */
+  recipient: string;
+
+  /**
+   * Why it is suppressed.
+   *
+   * @generated from field: svc.notification.v1.SuppressionReason reason = 4;
+   */
+  reason: SuppressionReason;
+
+  /**
+   * Who added it: `api:<caller>`, `provider_error:<backend>`, `receipt:<backend>`, `inbound:<backend>`.
+   *
+   * @generated from field: string source = 5;
+   */
+  source: string;
+
+  /**
+   * When it was added.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.notification.v1.Suppression.
+ * Use `create(SuppressionSchema)` to create a new message.
+ */
+export const SuppressionSchema: GenMessage<Suppression> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 17);
+
+/**
+ * AddSuppressionRequest names the recipient to suppress.
+ *
+ * @generated from message svc.notification.v1.AddSuppressionRequest
+ */
+export type AddSuppressionRequest = Message<"svc.notification.v1.AddSuppressionRequest"> & {
+  /**
+   * The channel. Required.
+   *
+   * @generated from field: svc.notification.v1.Channel channel = 1;
+   */
+  channel: Channel;
+
+  /**
+   * An email address (matched without regard to case), an E.164 number or a device token. Required.
+   *
+   * @generated from field: string recipient = 2;
+   */
+  recipient: string;
+
+  /**
+   * Why; unspecified means MANUAL.
+   *
+   * @generated from field: svc.notification.v1.SuppressionReason reason = 3;
+   */
+  reason: SuppressionReason;
+};
+
+/**
+ * Describes the message svc.notification.v1.AddSuppressionRequest.
+ * Use `create(AddSuppressionRequestSchema)` to create a new message.
+ */
+export const AddSuppressionRequestSchema: GenMessage<AddSuppressionRequest> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 18);
+
+/**
+ * AddSuppressionResponse carries the entry.
+ *
+ * @generated from message svc.notification.v1.AddSuppressionResponse
+ */
+export type AddSuppressionResponse = Message<"svc.notification.v1.AddSuppressionResponse"> & {
+  /**
+   * The entry (the existing one when the recipient was already suppressed).
+   *
+   * @generated from field: svc.notification.v1.Suppression suppression = 1;
+   */
+  suppression?: Suppression | undefined;
+
+  /**
+   * False when the recipient was already suppressed.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message svc.notification.v1.AddSuppressionResponse.
+ * Use `create(AddSuppressionResponseSchema)` to create a new message.
+ */
+export const AddSuppressionResponseSchema: GenMessage<AddSuppressionResponse> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 19);
+
+/**
+ * RemoveSuppressionRequest names the recipient whose suppression is lifted.
+ *
+ * @generated from message svc.notification.v1.RemoveSuppressionRequest
+ */
+export type RemoveSuppressionRequest = Message<"svc.notification.v1.RemoveSuppressionRequest"> & {
+  /**
+   * The channel. Required.
+   *
+   * @generated from field: svc.notification.v1.Channel channel = 1;
+   */
+  channel: Channel;
+
+  /**
+   * The recipient, as for AddSuppression. Required.
+   *
+   * @generated from field: string recipient = 2;
+   */
+  recipient: string;
+};
+
+/**
+ * Describes the message svc.notification.v1.RemoveSuppressionRequest.
+ * Use `create(RemoveSuppressionRequestSchema)` to create a new message.
+ */
+export const RemoveSuppressionRequestSchema: GenMessage<RemoveSuppressionRequest> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 20);
+
+/**
+ * RemoveSuppressionResponse is empty: the suppression is lifted.
+ *
+ * @generated from message svc.notification.v1.RemoveSuppressionResponse
+ */
+export type RemoveSuppressionResponse = Message<"svc.notification.v1.RemoveSuppressionResponse"> & {
+};
+
+/**
+ * Describes the message svc.notification.v1.RemoveSuppressionResponse.
+ * Use `create(RemoveSuppressionResponseSchema)` to create a new message.
+ */
+export const RemoveSuppressionResponseSchema: GenMessage<RemoveSuppressionResponse> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 21);
+
+/**
+ * ListSuppressionsRequest filters and pages the list.
+ *
+ * @generated from message svc.notification.v1.ListSuppressionsRequest
+ */
+export type ListSuppressionsRequest = Message<"svc.notification.v1.ListSuppressionsRequest"> & {
+  /**
+   * Entries per page; 0 means the default (50); capped at 500.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Opaque token from a previous response; empty for the first page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * Only this channel; unspecified for all.
+   *
+   * @generated from field: svc.notification.v1.Channel channel = 3;
+   */
+  channel: Channel;
+};
+
+/**
+ * Describes the message svc.notification.v1.ListSuppressionsRequest.
+ * Use `create(ListSuppressionsRequestSchema)` to create a new message.
+ */
+export const ListSuppressionsRequestSchema: GenMessage<ListSuppressionsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 22);
+
+/**
+ * ListSuppressionsResponse is one page of entries.
+ *
+ * @generated from message svc.notification.v1.ListSuppressionsResponse
+ */
+export type ListSuppressionsResponse = Message<"svc.notification.v1.ListSuppressionsResponse"> & {
+  /**
+   * Entries, newest first.
+   *
+   * @generated from field: repeated svc.notification.v1.Suppression suppressions = 1;
+   */
+  suppressions: Suppression[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message svc.notification.v1.ListSuppressionsResponse.
+ * Use `create(ListSuppressionsResponseSchema)` to create a new message.
+ */
+export const ListSuppressionsResponseSchema: GenMessage<ListSuppressionsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 23);
+
+/**
  * Channel is the delivery channel of a record.
  *
  * @generated from enum svc.notification.v1.Channel
@@ -1010,6 +1243,14 @@ export enum DeliveryFailure {
    * @generated from enum value: DELIVERY_FAILURE_RETRIES_EXHAUSTED = 7;
    */
   RETRIES_EXHAUSTED = 7,
+
+  /**
+   * The recipient is on the suppression list (AddSuppression, or added from a provider's answer);
+   * no provider was contacted.
+   *
+   * @generated from enum value: DELIVERY_FAILURE_RECIPIENT_SUPPRESSED = 8;
+   */
+  RECIPIENT_SUPPRESSED = 8,
 }
 
 /**
@@ -1051,6 +1292,75 @@ export enum PushPriority {
  */
 export const PushPrioritySchema: GenEnum<PushPriority> = /*@__PURE__*/
   enumDesc(file_svc_notification_v1_notification, 4);
+
+/**
+ * SuppressionReason is why a recipient is on the suppression list.
+ *
+ * @generated from enum svc.notification.v1.SuppressionReason
+ */
+export enum SuppressionReason {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: SUPPRESSION_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The address bounced permanently.
+   *
+   * @generated from enum value: SUPPRESSION_REASON_HARD_BOUNCE = 1;
+   */
+  HARD_BOUNCE = 1,
+
+  /**
+   * The recipient reported a message as spam.
+   *
+   * @generated from enum value: SUPPRESSION_REASON_SPAM_COMPLAINT = 2;
+   */
+  SPAM_COMPLAINT = 2,
+
+  /**
+   * The recipient unsubscribed (or the provider says so: SMS error 21610).
+   *
+   * @generated from enum value: SUPPRESSION_REASON_UNSUBSCRIBED = 3;
+   */
+  UNSUBSCRIBED = 3,
+
+  /**
+   * The number sent STOP (or a synonym).
+   *
+   * @generated from enum value: SUPPRESSION_REASON_STOP_KEYWORD = 4;
+   */
+  STOP_KEYWORD = 4,
+
+  /**
+   * The address, number or token is invalid (APNs BadDeviceToken).
+   *
+   * @generated from enum value: SUPPRESSION_REASON_INVALID_RECIPIENT = 5;
+   */
+  INVALID_RECIPIENT = 5,
+
+  /**
+   * The device token is no longer registered (FCM UNREGISTERED, APNs 410).
+   *
+   * @generated from enum value: SUPPRESSION_REASON_UNREGISTERED_TOKEN = 6;
+   */
+  UNREGISTERED_TOKEN = 6,
+
+  /**
+   * Added by hand.
+   *
+   * @generated from enum value: SUPPRESSION_REASON_MANUAL = 7;
+   */
+  MANUAL = 7,
+}
+
+/**
+ * Describes the enum svc.notification.v1.SuppressionReason.
+ */
+export const SuppressionReasonSchema: GenEnum<SuppressionReason> = /*@__PURE__*/
+  enumDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * NotificationService delivers SMS, push notifications and email through named provider backends.
@@ -1128,6 +1438,39 @@ export const NotificationService: GenService<{
     methodKind: "unary";
     input: typeof ListDeliveriesRequestSchema;
     output: typeof ListDeliveriesResponseSchema;
+  },
+  /**
+   * --- Suppression list (one per channel; messages at the end of this file) ---
+   * AddSuppression adds a recipient to the channel's suppression list: later sends to it are FAILED
+   * with failure RECIPIENT_SUPPRESSED at once, through every backend. Adding one already there
+   * changes nothing (`created` false, the existing entry returned).
+   *
+   * @generated from rpc svc.notification.v1.NotificationService.AddSuppression
+   */
+  addSuppression: {
+    methodKind: "unary";
+    input: typeof AddSuppressionRequestSchema;
+    output: typeof AddSuppressionResponseSchema;
+  },
+  /**
+   * RemoveSuppression lifts a suppression; NOT_FOUND when the recipient is not on the list.
+   *
+   * @generated from rpc svc.notification.v1.NotificationService.RemoveSuppression
+   */
+  removeSuppression: {
+    methodKind: "unary";
+    input: typeof RemoveSuppressionRequestSchema;
+    output: typeof RemoveSuppressionResponseSchema;
+  },
+  /**
+   * ListSuppressions returns entries newest first, recipients masked, optionally of one channel.
+   *
+   * @generated from rpc svc.notification.v1.NotificationService.ListSuppressions
+   */
+  listSuppressions: {
+    methodKind: "unary";
+    input: typeof ListSuppressionsRequestSchema;
+    output: typeof ListSuppressionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_svc_notification_v1_notification, 0);

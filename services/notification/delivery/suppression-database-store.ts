@@ -1,0 +1,118 @@
+/**
+ * DatabaseSuppressionStore: the suppression list in PostgreSQL (pg) or the embedded PGlite, through
+ * knex (table `suppressions`, migration 20261123100000_suppressions). One row per (channel,
+ * recipient); adding an existing one is a no-op (`ON CONFLICT DO NOTHING`), so concurrent adds from
+ * several replicas and receipts agree on one entry.
+ */
+import type { Knex } from 'knex';
+import type { Channel } from './driver';
+import type {
+  SuppressionEntry,
+  SuppressionPage,
+  SuppressionPageQuery,
+  SuppressionReason,
+  SuppressionStore,
+} from './suppression';
+
+interface SuppressionRow {
+  id: string;
+  channel: Channel;
+  recipient: string;
+  reason: SuppressionReason;
+  source: string;
+  created_at: Date | string;
+}
+
+function toEntry(row: SuppressionRow): SuppressionEntry {
+  return {
+    id: row.id,
+    channel: row.channel,
+    recipient: row.recipient,
+    reason: row.reason,
+    source: row.source,
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  };
+}
+
+function rows<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/** The knex-backed SuppressionStore. Run the notification migrations first. */
+export class DatabaseSuppressionStore implements SuppressionStore {
+  readonly backend = 'database' as const;
+
+  constructor(private readonly knex: Knex) {}
+
+  async add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }> {
+    const [inserted] = rows<SuppressionRow>(
+      await this.knex.raw(
+        `INSERT INTO suppressions (id, channel, recipient, reason, source, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (channel, recipient) DO NOTHING
+         RETURNING *`,
+        [entry.id, entry.channel, entry.recipient, entry.reason, entry.source, entry.createdAt.toISOString()],
+      ),
+    );
+    if (inserted) return { entry: toEntry(inserted), created: true };
+    // ON CONFLICT waited for the competing insert to commit: the winner is visible now. It may also
+    // have been removed in between; then this add simply lost to that removal.
+    const [existing] = rows<SuppressionRow>(
+      await this.knex.raw('SELECT * FROM suppressions WHERE channel = ? AND recipient = ?', [
+        entry.channel,
+        entry.recipient,
+      ]),
+    );
+    return { entry: existing ? toEntry(existing) : entry, created: false };
+  }
+
+  async remove(channel: Channel, recipient: string): Promise<boolean> {
+    const removed = rows<{ id: string }>(
+      await this.knex.raw('DELETE FROM suppressions WHERE channel = ? AND recipient = ? RETURNING id', [
+        channel,
+        recipient,
+      ]),
+    );
+    return removed.length > 0;
+  }
+
+  async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
+    if (recipients.length === 0) return new Set();
+    const found = rows<{ recipient: string }>(
+      await this.knex.raw(
+        `SELECT recipient FROM suppressions
+         WHERE channel = ? AND recipient IN (SELECT jsonb_array_elements_text(?::jsonb))`,
+        [channel, JSON.stringify(recipients)],
+      ),
+    );
+    return new Set(found.map((r) => r.recipient));
+  }
+
+  async list(query: SuppressionPageQuery): Promise<SuppressionPage> {
+    const where: string[] = [];
+    const bindings: Knex.RawBinding[] = [];
+    if (query.channel !== undefined) {
+      where.push('channel = ?');
+      bindings.push(query.channel);
+    }
+    if (query.after) {
+      where.push('(created_at, id) < (?::timestamptz, ?::uuid)');
+      bindings.push(query.after.createdAt, query.after.id);
+    }
+    bindings.push(query.limit + 1);
+    const found = rows<SuppressionRow>(
+      await this.knex.raw(
+        `SELECT * FROM suppressions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+        bindings,
+      ),
+    ).map(toEntry);
+    const page = found.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      entries: page,
+      nextKey:
+        found.length > query.limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+}

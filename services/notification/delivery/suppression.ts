@@ -1,0 +1,318 @@
+/**
+ * The suppression list: per channel, the recipients the service must not contact again (a bounced or
+ * unsubscribed address, a number that sent STOP, a dead device token). The service keeps it, not each
+ * provider, and the pipeline checks it before a backend is chosen, so a failover never reaches a
+ * suppressed recipient through another provider.
+ *
+ * `SuppressionList` is the small interface other areas call (provider receipts, the worker's
+ * automatic entries); `Suppressions` implements it over a `SuppressionStore` (memory or database) and
+ * adds what the RPCs need (validation, masked listing with keyset pages, metrics).
+ */
+import { randomUUID } from 'node:crypto';
+import { Counter, type Registry } from 'prom-client';
+import { InvalidArgumentError } from '../../../shared/errors';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
+import type { Channel } from './driver';
+import { maskRecipient } from './mask';
+
+/** Why a recipient is suppressed. */
+export type SuppressionReason =
+  | 'hard_bounce'
+  | 'spam_complaint'
+  | 'unsubscribed'
+  | 'stop_keyword'
+  | 'invalid_recipient'
+  | 'unregistered_token'
+  | 'manual';
+
+/** Every suppression reason, for validation. */
+export const SUPPRESSION_REASONS: readonly SuppressionReason[] = [
+  'hard_bounce',
+  'spam_complaint',
+  'unsubscribed',
+  'stop_keyword',
+  'invalid_recipient',
+  'unregistered_token',
+  'manual',
+];
+
+/**
+ * Where an entry came from, as the metric label (`kind` before the first `:` of `source`). A source
+ * is `<kind>:<detail>`, e.g. `api:<caller>`, `provider_error:<backend>`, `receipt:<backend>`,
+ * `inbound:<backend>`; anything else counts as `other`, so the label set stays bounded.
+ */
+export const SUPPRESSION_SOURCE_KINDS = ['api', 'provider_error', 'receipt', 'inbound'] as const;
+
+/** What an entry is added with (the recipient is normalised by the list). */
+export interface SuppressionInput {
+  channel: Channel;
+  recipient: string;
+  reason: SuppressionReason;
+  /** Who added it: `<kind>:<detail>` (see SUPPRESSION_SOURCE_KINDS); at most 256 characters. */
+  source: string;
+}
+
+/**
+ * The list as other areas use it (the provider receipts, the delivery worker). Recipients are given
+ * as the caller has them; the list normalises them (lower-cased address, E.164 number, token).
+ */
+export interface SuppressionList {
+  /** Adds an entry; true when it was new, false when the recipient was suppressed already (kept as it was). */
+  add(entry: SuppressionInput): Promise<boolean>;
+  /** Lifts a suppression (START, UNSTOP, by hand); false when there was none. */
+  remove(channel: Channel, recipient: string): Promise<boolean>;
+  isSuppressed(channel: Channel, recipient: string): Promise<boolean>;
+}
+
+/** One entry as stored. */
+export interface SuppressionEntry {
+  /** UUID (the listing's keyset tie-breaker). */
+  id: string;
+  channel: Channel;
+  /** Normalised recipient. */
+  recipient: string;
+  reason: SuppressionReason;
+  source: string;
+  createdAt: Date;
+}
+
+/** An entry as responses show it: the recipient masked. */
+export type SuppressionView = Omit<SuppressionEntry, 'recipient'> & { maskedRecipient: string };
+
+/** One page query of the listing, newest first. */
+export interface SuppressionPageQuery {
+  channel?: Channel;
+  limit: number;
+  after?: KeysetKey;
+}
+
+/** A page of entries and where the next one starts (null when none). */
+export interface SuppressionPage {
+  entries: SuppressionEntry[];
+  nextKey: KeysetKey | null;
+}
+
+/** Where entries live: InMemorySuppressionStore or DatabaseSuppressionStore. Inputs are normalised. */
+export interface SuppressionStore {
+  readonly backend: 'database' | 'memory';
+  /** Inserts unless `(channel, recipient)` exists; returns the stored entry and whether it was new. */
+  add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }>;
+  remove(channel: Channel, recipient: string): Promise<boolean>;
+  /** Which of `recipients` (normalised) are suppressed on `channel`. */
+  findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>>;
+  list(query: SuppressionPageQuery): Promise<SuppressionPage>;
+}
+
+/** What the pipeline needs from the list: one query for all recipients of a send. */
+export interface SuppressionChecker {
+  /** Which of `recipients` (normalised with `normaliseRecipient`) are suppressed on `channel`. */
+  findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>>;
+  /** Counts a send the list stopped (`stopped`) or whose suppressed recipients it left out (`partial`). */
+  countStopped(channel: Channel, outcome: 'stopped' | 'partial'): void;
+}
+
+const MAX_EMAIL_LENGTH = 254;
+const MAX_TOKEN_LENGTH = 4096;
+const MAX_SOURCE_LENGTH = 256;
+const E164 = /^\+[1-9]\d{1,14}$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/**
+ * The list's key for a recipient: an email address trimmed and lower-cased (the whole address: a
+ * bounce is of the mailbox, whatever case a caller used), an SMS number in E.164 with spaces, dashes,
+ * dots and parentheses removed, a device token trimmed (tokens are case-sensitive). Bad input is
+ * InvalidArgumentError on `field`.
+ */
+export function normaliseRecipient(channel: Channel, recipient: unknown, field = 'recipient'): string {
+  if (typeof recipient !== 'string' || recipient.trim() === '') {
+    throw new InvalidArgumentError(`${field} is required`, field);
+  }
+  const value = recipient.trim();
+  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  switch (channel) {
+    case 'email': {
+      if (value.length > MAX_EMAIL_LENGTH || !EMAIL.test(value)) {
+        throw new InvalidArgumentError(`${field} is not an email address`, field);
+      }
+      return value.toLowerCase();
+    }
+    case 'sms': {
+      const number = value.replace(/[\s\-.()]/g, '');
+      if (!E164.test(number)) {
+        throw new InvalidArgumentError(
+          `${field} is not a telephone number in international (E.164) format such as +15551234567`,
+          field,
+        );
+      }
+      return number;
+    }
+    case 'push': {
+      if (value.length > MAX_TOKEN_LENGTH || /\s/.test(value)) {
+        throw new InvalidArgumentError(`${field} is not a device token`, field);
+      }
+      return value;
+    }
+  }
+}
+
+/** The listing filter a page token is bound to. */
+function binding(channel: Channel | undefined): string {
+  return `suppressions:${channel ?? '*'}`;
+}
+
+/** Default page size of `list`. */
+export const DEFAULT_SUPPRESSION_PAGE_SIZE = 50;
+/** Largest page of `list`; larger requests are capped. */
+export const MAX_SUPPRESSION_PAGE_SIZE = 500;
+
+/** Options of Suppressions. */
+export interface SuppressionsOptions {
+  store: SuppressionStore;
+  /** Where the metrics are registered; none means no metrics. */
+  registry?: Registry;
+  logger?: Logger;
+  clock?: () => Date;
+}
+
+/** The suppression list over a store: the one home of its rules. */
+export class Suppressions implements SuppressionList, SuppressionChecker {
+  private readonly store: SuppressionStore;
+  private readonly clock: () => Date;
+  private readonly log: Logger;
+  private readonly added?: Counter<'channel' | 'source'>;
+  private readonly stopped?: Counter<'channel' | 'outcome'>;
+
+  constructor(options: SuppressionsOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? (() => new Date());
+    this.log = (options.logger ?? silentLogger()).child({ component: 'suppressions' });
+    if (options.registry) {
+      this.added = new Counter({
+        name: 'notification_suppressions_added_total',
+        help: 'Suppression entries added, by channel and source kind (api, provider_error, receipt, inbound, other).',
+        labelNames: ['channel', 'source'],
+        registers: [options.registry],
+      });
+      this.stopped = new Counter({
+        name: 'notification_suppressed_sends_total',
+        help: 'Sends the suppression list stopped (outcome stopped) or left suppressed recipients out of (partial), by channel.',
+        labelNames: ['channel', 'outcome'],
+        registers: [options.registry],
+      });
+    }
+  }
+
+  /** `memory` or `database`. */
+  get backend(): 'database' | 'memory' {
+    return this.store.backend;
+  }
+
+  /** Validates and adds an entry; false when the recipient was suppressed already. */
+  async add(input: SuppressionInput): Promise<boolean> {
+    return (await this.addEntry(input)).created;
+  }
+
+  /** `add` that also answers the stored entry (the RPC shows it). */
+  async addEntry(input: SuppressionInput): Promise<{ entry: SuppressionView; created: boolean }> {
+    const channel = checkChannel(input.channel);
+    const recipient = normaliseRecipient(channel, input.recipient);
+    if (!SUPPRESSION_REASONS.includes(input.reason)) {
+      throw new InvalidArgumentError(`reason must be one of ${SUPPRESSION_REASONS.join(', ')}`, 'reason');
+    }
+    const source = input.source;
+    if (typeof source !== 'string' || source === '')
+      throw new InvalidArgumentError('source is required', 'source');
+    if (source.length > MAX_SOURCE_LENGTH || CONTROL.test(source)) {
+      throw new InvalidArgumentError(
+        `source must be at most ${MAX_SOURCE_LENGTH} printable characters`,
+        'source',
+      );
+    }
+    const result = await this.store.add({
+      id: randomUUID(),
+      channel,
+      recipient,
+      reason: input.reason,
+      source,
+      createdAt: this.clock(),
+    });
+    if (result.created) {
+      this.added?.inc({ channel, source: sourceKind(source) });
+      this.log.info(
+        { channel, recipient: maskRecipient(channel, recipient), reason: input.reason, source },
+        'recipient suppressed',
+      );
+    }
+    return { entry: toSuppressionView(result.entry), created: result.created };
+  }
+
+  async remove(channel: Channel, recipient: string): Promise<boolean> {
+    const ch = checkChannel(channel);
+    const key = normaliseRecipient(ch, recipient);
+    const removed = await this.store.remove(ch, key);
+    if (removed) this.log.info({ channel: ch, recipient: maskRecipient(ch, key) }, 'suppression lifted');
+    return removed;
+  }
+
+  async isSuppressed(channel: Channel, recipient: string): Promise<boolean> {
+    const ch = checkChannel(channel);
+    const key = normaliseRecipient(ch, recipient);
+    return (await this.store.findSuppressed(ch, [key])).has(key);
+  }
+
+  async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
+    if (recipients.length === 0) return new Set();
+    return this.store.findSuppressed(channel, recipients);
+  }
+
+  countStopped(channel: Channel, outcome: 'stopped' | 'partial'): void {
+    this.stopped?.inc({ channel, outcome });
+  }
+
+  /**
+   * Entries newest first, masked, optionally of one channel. `pageSize` 0 means 50, above 500 is
+   * capped; `pageToken` must come from the previous page of the same filter.
+   */
+  async list(
+    channel: Channel | undefined,
+    pageToken = '',
+    pageSize = 0,
+  ): Promise<{ entries: SuppressionView[]; nextPageToken: string }> {
+    if (channel !== undefined) checkChannel(channel);
+    if (!Number.isInteger(pageSize) || pageSize < 0) {
+      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
+    }
+    const limit =
+      pageSize === 0 ? DEFAULT_SUPPRESSION_PAGE_SIZE : Math.min(pageSize, MAX_SUPPRESSION_PAGE_SIZE);
+    const after = pageToken ? decodeKeysetToken(binding(channel), pageToken) : undefined;
+    const page = await this.store.list({ channel, limit, after });
+    return {
+      entries: page.entries.map(toSuppressionView),
+      nextPageToken: page.nextKey ? encodeKeysetToken(binding(channel), page.nextKey) : '',
+    };
+  }
+}
+
+const CHANNELS: readonly Channel[] = ['email', 'sms', 'push'];
+
+function checkChannel(channel: unknown): Channel {
+  if (!CHANNELS.includes(channel as Channel)) {
+    throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
+  }
+  return channel as Channel;
+}
+
+function sourceKind(source: string): string {
+  const kind = source.split(':', 1)[0]!;
+  return (SUPPRESSION_SOURCE_KINDS as readonly string[]).includes(kind) ? kind : 'other';
+}
+
+/** An entry with its recipient masked, for responses and logs. */
+export function toSuppressionView(entry: SuppressionEntry): SuppressionView {
+  const { recipient, ...rest } = entry;
+  return { ...rest, maskedRecipient: maskRecipient(entry.channel, recipient) };
+}

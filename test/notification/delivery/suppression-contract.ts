@@ -1,0 +1,383 @@
+/**
+ * The one behaviour suite every SuppressionStore passes (with the DeliveryStore of the same kind):
+ * the list's rules through `Suppressions`, and the pipeline's use of it (a suppressed send recorded
+ * FAILED / recipient_suppressed without a provider call, an email's suppressed recipients left out,
+ * a provider error adding an entry). Manual clock, worker polled by hand: nothing depends on timers.
+ */
+import { Registry } from 'prom-client';
+import { InvalidArgumentError } from '../../../shared/errors';
+import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
+import type { DeliveryStore } from '../../../services/notification/delivery/store';
+import {
+  Suppressions,
+  type SuppressionReason,
+  type SuppressionStore,
+} from '../../../services/notification/delivery/suppression';
+import { SUPPRESSED_ERROR } from '../../../services/notification/delivery/types';
+import { withoutSuppressed } from '../../../services/notification/channels/email/email-sender';
+import type { OutboundEmail } from '../../../services/notification/channels/email/mailable';
+import { ManualClock, ScriptedDriver, lookupOf, newBackend, pollAndSettle, testConfig } from './support';
+
+/** What a backend's test file provides to the contract. */
+export interface SuppressionContractBackend {
+  suppressions: SuppressionStore;
+  deliveries: DeliveryStore;
+  close(): Promise<void>;
+}
+
+/** A recipient no other test uses (tests share a database per file). */
+function uniqueNumber(): string {
+  return `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
+}
+function uniqueAddress(prefix = 'x'): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 10)}@Example.COM`;
+}
+
+function email(to: string[], cc: string[] = [], bcc: string[] = []): OutboundEmail {
+  const list = (a: string[]) => a.map((e) => ({ email: e }));
+  return {
+    to: list(to),
+    cc: list(cc),
+    bcc: list(bcc),
+    subject: 's',
+    text: 't',
+    headers: {},
+    attachments: [],
+    messageId: '<m@example.com>',
+  };
+}
+
+/** Registers the contract suite for one store kind. */
+export function describeSuppressionContract(
+  name: string,
+  open: () => Promise<SuppressionContractBackend>,
+): void {
+  describe(`${name}: suppression contract`, () => {
+    let backend: SuppressionContractBackend;
+
+    beforeAll(async () => {
+      backend = await open();
+    });
+    afterAll(async () => {
+      await backend?.close();
+    });
+
+    function setup(channel: 'sms' | 'email' | 'push' = 'sms') {
+      const clock = new ManualClock();
+      const registry = new Registry();
+      const list = new Suppressions({ store: backend.suppressions, clock: clock.now, registry });
+      const drivers = [
+        new ScriptedDriver(newBackend('p'), channel),
+        new ScriptedDriver(newBackend('s'), channel),
+      ];
+      const pipeline = new DeliveryPipeline({
+        store: backend.deliveries,
+        lookup: lookupOf(...drivers),
+        config: testConfig({ routing: { email: 'fallback', sms: 'fallback', push: 'fallback' } }),
+        clock: clock.now,
+        random: () => 0.5,
+        suppression: list,
+      });
+      return { clock, registry, list, drivers, pipeline };
+    }
+
+    async function metric(registry: Registry, name: string, labels: Record<string, string>) {
+      const m = await registry.getSingleMetric(name)!.get();
+      const v = m.values.find((x) => Object.entries(labels).every(([k, val]) => x.labels[k] === val));
+      return v?.value ?? 0;
+    }
+
+    it('when an address is added in any case, the lower-cased address is suppressed, once', async () => {
+      const { list } = setup();
+      const address = uniqueAddress('Jane');
+      expect(
+        await list.add({ channel: 'email', recipient: address, reason: 'hard_bounce', source: 'receipt:x' }),
+      ).toBe(true);
+      expect(await list.isSuppressed('email', address.toLowerCase())).toBe(true);
+      expect(await list.isSuppressed('email', ` ${address.toUpperCase()} `)).toBe(true);
+      // A second add keeps the first entry (its reason and source).
+      const again = await list.addEntry({
+        channel: 'email',
+        recipient: address,
+        reason: 'manual',
+        source: 'api:a',
+      });
+      expect(again.created).toBe(false);
+      expect(again.entry).toMatchObject({ reason: 'hard_bounce', source: 'receipt:x' });
+      expect(again.entry.maskedRecipient).toBe(`j***@${address.split('@')[1]!.toLowerCase()}`);
+    });
+
+    it('when a number is added with spaces and dashes, its E.164 form is suppressed, on that channel only', async () => {
+      const { list } = setup();
+      const number = uniqueNumber();
+      const spaced = `${number.slice(0, 2)} ${number.slice(2, 5)}-${number.slice(5)}`;
+      await list.add({ channel: 'sms', recipient: spaced, reason: 'stop_keyword', source: 'inbound:t' });
+      expect(await list.isSuppressed('sms', number)).toBe(true);
+      expect(await list.isSuppressed('push', number)).toBe(false);
+      expect(await list.remove('sms', number)).toBe(true);
+      expect(await list.isSuppressed('sms', number)).toBe(false);
+      expect(await list.remove('sms', number)).toBe(false);
+    });
+
+    it('when input is bad, add is InvalidArgumentError naming the field and nothing is stored', async () => {
+      const { list } = setup();
+      const bad: [Parameters<Suppressions['add']>[0], string][] = [
+        [
+          { channel: 'fax' as never, recipient: '+15551234567', reason: 'manual', source: 'api:a' },
+          'channel',
+        ],
+        [{ channel: 'sms', recipient: '5551234567', reason: 'manual', source: 'api:a' }, 'recipient'],
+        [{ channel: 'email', recipient: 'no-at-sign', reason: 'manual', source: 'api:a' }, 'recipient'],
+        [{ channel: 'push', recipient: 'has space', reason: 'manual', source: 'api:a' }, 'recipient'],
+        [{ channel: 'push', recipient: 't'.repeat(4097), reason: 'manual', source: 'api:a' }, 'recipient'],
+        [
+          { channel: 'sms', recipient: '+15551234567', reason: 'whim' as SuppressionReason, source: 'api:a' },
+          'reason',
+        ],
+        [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: '' }, 'source'],
+        [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: 'a\nb' }, 'source'],
+      ];
+      for (const [input, field] of bad) {
+        const err = await list.add(input).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(InvalidArgumentError);
+        expect((err as InvalidArgumentError).field).toBe(field);
+      }
+      expect(await list.isSuppressed('sms', '+15551234567')).toBe(false);
+    });
+
+    it('lists newest first in keyset pages, masked, filtered by channel; a token of another filter is refused', async () => {
+      const { list, clock } = setup();
+      const tokens: string[] = [];
+      // Two entries per instant: the id breaks the tie, and no page repeats or skips one.
+      for (let i = 0; i < 7; i++) {
+        const token = `tok${i}-${Math.random().toString(36).slice(2, 12)}abcdef`;
+        tokens.push(token);
+        await list.add({ channel: 'push', recipient: token, reason: 'unregistered_token', source: 'api:a' });
+        if (i % 2 === 1) clock.advance(1000);
+      }
+      clock.advance(1000);
+      await list.add({ channel: 'sms', recipient: uniqueNumber(), reason: 'manual', source: 'api:a' });
+      const seen: string[] = [];
+      let pageToken = '';
+      let pages = 0;
+      do {
+        const page = await list.list('push', pageToken, 3);
+        expect(page.entries.length).toBeLessThanOrEqual(3);
+        for (const e of page.entries) {
+          expect(e.channel).toBe('push');
+          expect(e).not.toHaveProperty('recipient');
+          seen.push(e.maskedRecipient);
+        }
+        pageToken = page.nextPageToken;
+        pages++;
+      } while (pageToken && pages < 100);
+      const ours = tokens.map((t) => `${t.slice(0, 4)}…${t.slice(-4)}`);
+      // Other tests of this file add push entries too; ours appear newest first, each once.
+      const mine = seen.filter((m) => ours.includes(m));
+      expect(mine).toHaveLength(7);
+      expect(new Set(seen).size).toBe(seen.length);
+      const firstPage = await list.list('push', '', 1);
+      await expect(list.list('sms', firstPage.nextPageToken, 1)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(list.list(undefined, 'garbage', 1)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(list.list('push', '', -1)).rejects.toBeInstanceOf(InvalidArgumentError);
+    });
+
+    it('when a number is suppressed, its send is FAILED / recipient_suppressed at once and no backend is called', async () => {
+      const { list, drivers, pipeline, registry } = setup('sms');
+      const number = uniqueNumber();
+      await list.add({ channel: 'sms', recipient: number, reason: 'stop_keyword', source: 'inbound:t' });
+      const submit = () =>
+        pipeline.submit({
+          channel: 'sms',
+          recipient: number,
+          payload: { to: number },
+          scope: 's',
+          idempotencyKey: `k-${number}`,
+        });
+      const { delivery, created } = await submit();
+      expect(created).toBe(true);
+      expect(delivery).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        lastError: SUPPRESSED_ERROR,
+        nextAttemptAt: null,
+        attempts: [],
+      });
+      expect(delivery.finishedAt).not.toBeNull();
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      // The same call again (same key, same content) answers the same record.
+      const again = await submit();
+      expect(again).toMatchObject({ created: false, delivery: { id: delivery.id, status: 'failed' } });
+      expect(
+        (await pipeline.list({ failure: 'recipient_suppressed', backend: drivers[0]!.name })).deliveries.map(
+          (d) => d.id,
+        ),
+      ).toEqual([delivery.id]);
+      expect(
+        await metric(registry, 'notification_suppressed_sends_total', { channel: 'sms', outcome: 'stopped' }),
+      ).toBe(1);
+      expect(
+        await metric(registry, 'notification_suppressions_added_total', {
+          channel: 'sms',
+          source: 'inbound',
+        }),
+      ).toBe(1);
+    });
+
+    it('when a batch holds a suppressed token, only that one is stopped', async () => {
+      const { list, drivers, pipeline } = setup('push');
+      const dead = `dead-${Math.random().toString(36).slice(2)}-token`;
+      const live = `live-${Math.random().toString(36).slice(2)}-token`;
+      await list.add({ channel: 'push', recipient: dead, reason: 'unregistered_token', source: 'api:a' });
+      const results = await pipeline.submitBatch(
+        [dead, live].map((t) => ({ channel: 'push' as const, recipient: t, payload: { t }, scope: 's' })),
+      );
+      expect(results.map((r) => r.delivery.status)).toEqual(['failed', 'pending']);
+      await pollAndSettle(pipeline);
+      expect(drivers[0]!.calls.map((c) => c.payload)).toEqual([{ t: live }]);
+      expect((await pipeline.get(results[1]!.delivery.id)).status).toBe('sent');
+    });
+
+    it('when some addresses of an email are suppressed, the others get it and the record names the left-out ones', async () => {
+      const { list, drivers, pipeline, registry } = setup('email');
+      const [to1, to2, cc, bcc] = [
+        uniqueAddress('a'),
+        uniqueAddress('b'),
+        uniqueAddress('c'),
+        uniqueAddress('d'),
+      ];
+      await list.add({ channel: 'email', recipient: to2, reason: 'hard_bounce', source: 'receipt:x' });
+      await list.add({ channel: 'email', recipient: bcc, reason: 'spam_complaint', source: 'receipt:x' });
+      const payload = email([to1, to2], [cc], [bcc]);
+      const { delivery } = await pipeline.submit({
+        channel: 'email',
+        recipient: [to1, to2, cc, bcc].join(', '),
+        recipients: [to1, to2, cc, bcc],
+        withoutRecipients: withoutSuppressed,
+        payload,
+        scope: 's',
+      });
+      expect(delivery.status).toBe('pending');
+      expect(delivery.suppressedRecipients.sort()).toEqual(
+        [to2, bcc].map((a) => `${a[0]}***@${a.split('@')[1]!.toLowerCase()}`).sort(),
+      );
+      expect(delivery.maskedRecipient.split(', ')).toHaveLength(2);
+      await pollAndSettle(pipeline);
+      const sent = drivers[0]!.calls[0]!.payload as OutboundEmail;
+      expect(sent.to.map((a) => a.email)).toEqual([to1]);
+      expect(sent.cc.map((a) => a.email)).toEqual([cc]);
+      expect(sent.bcc).toEqual([]);
+      expect((await pipeline.get(delivery.id)).suppressedRecipients).toHaveLength(2);
+      expect(
+        await metric(registry, 'notification_suppressed_sends_total', {
+          channel: 'email',
+          outcome: 'partial',
+        }),
+      ).toBe(1);
+    });
+
+    it('when every "to" address of an email is suppressed, the send is stopped even with copies left', async () => {
+      const { list, drivers, pipeline } = setup('email');
+      const [to, cc] = [uniqueAddress('t'), uniqueAddress('c')];
+      await list.add({ channel: 'email', recipient: to, reason: 'unsubscribed', source: 'receipt:x' });
+      const { delivery } = await pipeline.submit({
+        channel: 'email',
+        recipient: `${to}, ${cc}`,
+        recipients: [to, cc],
+        withoutRecipients: withoutSuppressed,
+        payload: email([to], [cc]),
+        scope: 's',
+      });
+      expect(delivery).toMatchObject({ status: 'failed', failure: 'recipient_suppressed' });
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+    });
+
+    it('when a provider answers a recipient failure that says suppress, the recipient is added and the next send stopped', async () => {
+      const { list, drivers, pipeline, registry } = setup('sms');
+      const number = uniqueNumber();
+      drivers[0]!.script({
+        class: 'recipient_failure',
+        failure: 'recipient_unsubscribed',
+        suppress: 'unsubscribed',
+        reason: 'STOP',
+      });
+      const first = await pipeline.submit({
+        channel: 'sms',
+        recipient: number,
+        payload: { n: 1 },
+        scope: 's',
+      });
+      await pollAndSettle(pipeline);
+      expect(await pipeline.get(first.delivery.id)).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_unsubscribed',
+      });
+      expect(await list.isSuppressed('sms', number)).toBe(true);
+      const [entry] = (await list.list('sms', '', 500)).entries.filter(
+        (e) => e.source === `provider_error:${drivers[0]!.name}`,
+      );
+      expect(entry).toMatchObject({ reason: 'unsubscribed' });
+      expect(
+        await metric(registry, 'notification_suppressions_added_total', {
+          channel: 'sms',
+          source: 'provider_error',
+        }),
+      ).toBe(1);
+      const second = await pipeline.submit({
+        channel: 'sms',
+        recipient: number,
+        payload: { n: 2 },
+        scope: 's',
+      });
+      expect(second.delivery.failure).toBe('recipient_suppressed');
+      await pollAndSettle(pipeline);
+      // Neither the primary (again) nor the fallback backend saw the second send.
+      expect(drivers[0]!.calls).toHaveLength(1);
+      expect(drivers[1]!.calls).toHaveLength(0);
+    });
+
+    it('when a number is suppressed while its delivery waits to fail over, no backend is contacted again', async () => {
+      const { list, drivers, pipeline, registry } = setup('sms');
+      const number = uniqueNumber();
+      drivers[0]!.script({ class: 'retryable', reason: 'provider down' });
+      const { delivery } = await pipeline.submit({
+        channel: 'sms',
+        recipient: number,
+        payload: { n: 1 },
+        scope: 's',
+      });
+      await pollAndSettle(pipeline);
+      // The retry was moved to the second backend, due at once.
+      expect(await pipeline.get(delivery.id)).toMatchObject({
+        status: 'retrying',
+        backend: drivers[1]!.name,
+      });
+      await list.add({ channel: 'sms', recipient: number, reason: 'stop_keyword', source: 'inbound:t' });
+      await pollAndSettle(pipeline);
+      const stopped = await pipeline.get(delivery.id);
+      expect(stopped).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        lastError: SUPPRESSED_ERROR,
+        nextAttemptAt: null,
+      });
+      expect(stopped.attempts).toHaveLength(1);
+      expect(drivers[0]!.calls).toHaveLength(1);
+      expect(drivers[1]!.calls).toHaveLength(0);
+      expect(
+        await metric(registry, 'notification_suppressed_sends_total', { channel: 'sms', outcome: 'stopped' }),
+      ).toBe(1);
+    });
+
+    it('when a recipient failure does not say suppress, nothing is added', async () => {
+      const { list, drivers, pipeline } = setup('sms');
+      const number = uniqueNumber();
+      drivers[0]!.script({ class: 'recipient_failure', reason: 'invalid number' });
+      await pipeline.submit({ channel: 'sms', recipient: number, payload: { n: 1 }, scope: 's' });
+      await pollAndSettle(pipeline);
+      expect(await list.isSuppressed('sms', number)).toBe(false);
+    });
+  });
+}
