@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/notification.proto.
  */
 export const file_svc_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIt8ECghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZSJUCg5TZW5kU21zUmVxdWVzdBIKCgJ0bxgBIAEoCRIMCgRib2R5GAIgASgJEg8KB2JhY2tlbmQYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlsKD1NlbmRTbXNSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIpwCCgtQdXNoTWVzc2FnZRIUCgxkZXZpY2VfdG9rZW4YASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRI4CgRkYXRhGAQgAygLMiouc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZS5EYXRhRW50cnkSFAoMY29sbGFwc2Vfa2V5GAUgASgJEhgKC3R0bF9zZWNvbmRzGAYgASgNSACIAQESMwoIcHJpb3JpdHkYByABKA4yIS5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hQcmlvcml0eRorCglEYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIOCgxfdHRsX3NlY29uZHMibgoPU2VuZFB1c2hSZXF1ZXN0EjEKB21lc3NhZ2UYASABKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlwKEFNlbmRQdXNoUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyJ0ChRTZW5kUHVzaEJhdGNoUmVxdWVzdBIyCghtZXNzYWdlcxgBIAMoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2USDwoHYmFja2VuZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiagoPUHVzaEJhdGNoUmVzdWx0Eg0KBWluZGV4GAEgASgFEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMiTgoVU2VuZFB1c2hCYXRjaFJlc3BvbnNlEjUKB3Jlc3VsdHMYASADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hCYXRjaFJlc3VsdCJKCg9FbWFpbEF0dGFjaG1lbnQSEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwi4wIKEFNlbmRFbWFpbFJlcXVlc3QSCgoCdG8YASADKAkSCgoCY2MYAiADKAkSCwoDYmNjGAMgAygJEhAKCHJlcGx5X3RvGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEdGV4dBgGIAEoCRIMCgRodG1sGAcgASgJEjkKC2F0dGFjaG1lbnRzGAggAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5FbWFpbEF0dGFjaG1lbnQSQwoHaGVhZGVycxgJIAMoCzIyLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdC5IZWFkZXJzRW50cnkSDwoHYmFja2VuZBgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKEVNlbmRFbWFpbFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgDIAEoCSIgChJHZXREZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiRgoTR2V0RGVsaXZlcnlSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnki6gEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSDwoHYmFja2VuZBgFIAEoCRI1CgdmYWlsdXJlGAYgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeUZhaWx1cmUiZAoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqWAoHQ2hhbm5lbBIXChNDSEFOTkVMX1VOU1BFQ0lGSUVEEAASDwoLQ0hBTk5FTF9TTVMQARIQCgxDSEFOTkVMX1BVU0gQAhIRCg1DSEFOTkVMX0VNQUlMEAMq4gEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIYChRERUxJVkVSWV9TVEFUVVNfU0VOVBAFEh8KG0RFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRBAGKtIBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRBVFRFTVBUX09VVENPTUVfU0VOVBABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIgChxBVFRFTVBUX09VVENPTUVfUkFURV9MSU1JVEVEEAMSHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBAEEiUKIUFUVEVNUFRfT1VUQ09NRV9SRUNJUElFTlRfRkFJTFVSRRAFKtACCg9EZWxpdmVyeUZhaWx1cmUSIAocREVMSVZFUllfRkFJTFVSRV9VTlNQRUNJRklFRBAAEiYKIkRFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX0lOVkFMSUQQARIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlJFR0lTVEVSRUQQAhIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlNVQlNDUklCRUQQAxIlCiFERUxJVkVSWV9GQUlMVVJFX1BBWUxPQURfUkVKRUNURUQQBBIiCh5ERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX0FVVEgQBRImCiJERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX1JFSkVDVEVEEAYSJgoiREVMSVZFUllfRkFJTFVSRV9SRVRSSUVTX0VYSEFVU1RFRBAHKl8KDFB1c2hQcmlvcml0eRIdChlQVVNIX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASFgoSUFVTSF9QUklPUklUWV9ISUdIEAESGAoUUFVTSF9QUklPUklUWV9OT1JNQUwQAjLVBAoTTm90aWZpY2F0aW9uU2VydmljZRJUCgdTZW5kU21zEiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVxdWVzdBokLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1Jlc3BvbnNlElcKCFNlbmRQdXNoEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVzcG9uc2USZgoNU2VuZFB1c2hCYXRjaBIpLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlcXVlc3QaKi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXNwb25zZRJaCglTZW5kRW1haWwSJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QaJi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlc3BvbnNlEmAKC0dldERlbGl2ZXJ5Eicuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USaQoOTGlzdERlbGl2ZXJpZXMSKi5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIpcFCghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZRI2CghyZWNlaXB0cxgRIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlSZWNlaXB0IssCCg9EZWxpdmVyeVJlY2VpcHQSEAoIZXZlbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSMwoGc3RhdHVzGAMgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxI1CgdmYWlsdXJlGAQgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeUZhaWx1cmUSFQoNcHJvdmlkZXJfY29kZRgFIAEoCRIvCgtvY2N1cnJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmVjZWl2ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKBmVmZmVjdBgIIAEoDjIiLnN2Yy5ub3RpZmljYXRpb24udjEuUmVjZWlwdEVmZmVjdCJUCg5TZW5kU21zUmVxdWVzdBIKCgJ0bxgBIAEoCRIMCgRib2R5GAIgASgJEg8KB2JhY2tlbmQYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlsKD1NlbmRTbXNSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIpwCCgtQdXNoTWVzc2FnZRIUCgxkZXZpY2VfdG9rZW4YASABKAkSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRI4CgRkYXRhGAQgAygLMiouc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZS5EYXRhRW50cnkSFAoMY29sbGFwc2Vfa2V5GAUgASgJEhgKC3R0bF9zZWNvbmRzGAYgASgNSACIAQESMwoIcHJpb3JpdHkYByABKA4yIS5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hQcmlvcml0eRorCglEYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIOCgxfdHRsX3NlY29uZHMibgoPU2VuZFB1c2hSZXF1ZXN0EjEKB21lc3NhZ2UYASABKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlwKEFNlbmRQdXNoUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyJ0ChRTZW5kUHVzaEJhdGNoUmVxdWVzdBIyCghtZXNzYWdlcxgBIAMoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2USDwoHYmFja2VuZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiagoPUHVzaEJhdGNoUmVzdWx0Eg0KBWluZGV4GAEgASgFEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMiTgoVU2VuZFB1c2hCYXRjaFJlc3BvbnNlEjUKB3Jlc3VsdHMYASADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hCYXRjaFJlc3VsdCJKCg9FbWFpbEF0dGFjaG1lbnQSEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwi4wIKEFNlbmRFbWFpbFJlcXVlc3QSCgoCdG8YASADKAkSCgoCY2MYAiADKAkSCwoDYmNjGAMgAygJEhAKCHJlcGx5X3RvGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEdGV4dBgGIAEoCRIMCgRodG1sGAcgASgJEjkKC2F0dGFjaG1lbnRzGAggAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5FbWFpbEF0dGFjaG1lbnQSQwoHaGVhZGVycxgJIAMoCzIyLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdC5IZWFkZXJzRW50cnkSDwoHYmFja2VuZBgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKEVNlbmRFbWFpbFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgDIAEoCSIgChJHZXREZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiRgoTR2V0RGVsaXZlcnlSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnki6gEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEjMKBnN0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSDwoHYmFja2VuZBgFIAEoCRI1CgdmYWlsdXJlGAYgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeUZhaWx1cmUiZAoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0uc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqWAoHQ2hhbm5lbBIXChNDSEFOTkVMX1VOU1BFQ0lGSUVEEAASDwoLQ0hBTk5FTF9TTVMQARIQCgxDSEFOTkVMX1BVU0gQAhIRCg1DSEFOTkVMX0VNQUlMEAMq4gEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIYChRERUxJVkVSWV9TVEFUVVNfU0VOVBAFEh8KG0RFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRBAGKtIBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRBVFRFTVBUX09VVENPTUVfU0VOVBABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIgChxBVFRFTVBUX09VVENPTUVfUkFURV9MSU1JVEVEEAMSHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBAEEiUKIUFUVEVNUFRfT1VUQ09NRV9SRUNJUElFTlRfRkFJTFVSRRAFKsgDCg9EZWxpdmVyeUZhaWx1cmUSIAocREVMSVZFUllfRkFJTFVSRV9VTlNQRUNJRklFRBAAEiYKIkRFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX0lOVkFMSUQQARIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlJFR0lTVEVSRUQQAhIrCidERUxJVkVSWV9GQUlMVVJFX1JFQ0lQSUVOVF9VTlNVQlNDUklCRUQQAxIlCiFERUxJVkVSWV9GQUlMVVJFX1BBWUxPQURfUkVKRUNURUQQBBIiCh5ERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX0FVVEgQBRImCiJERUxJVkVSWV9GQUlMVVJFX1BST1ZJREVSX1JFSkVDVEVEEAYSJgoiREVMSVZFUllfRkFJTFVSRV9SRVRSSUVTX0VYSEFVU1RFRBAHEiYKIkRFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX0JPVU5DRUQQCRIjCh9ERUxJVkVSWV9GQUlMVVJFX1NQQU1fQ09NUExBSU5UEAoSKQolREVMSVZFUllfRkFJTFVSRV9QUk9WSURFUl9VTkRFTElWRVJFRBALKoUBCg1SZWNlaXB0RWZmZWN0Eh4KGlJFQ0VJUFRfRUZGRUNUX1VOU1BFQ0lGSUVEEAASGgoWUkVDRUlQVF9FRkZFQ1RfQVBQTElFRBABEhwKGFJFQ0VJUFRfRUZGRUNUX0RVUExJQ0FURRACEhoKFlJFQ0VJUFRfRUZGRUNUX0lHTk9SRUQQAypfCgxQdXNoUHJpb3JpdHkSHQoZUFVTSF9QUklPUklUWV9VTlNQRUNJRklFRBAAEhYKElBVU0hfUFJJT1JJVFlfSElHSBABEhgKFFBVU0hfUFJJT1JJVFlfTk9STUFMEAIy1QQKE05vdGlmaWNhdGlvblNlcnZpY2USVAoHU2VuZFNtcxIjLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1JlcXVlc3QaJC5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRTbXNSZXNwb25zZRJXCghTZW5kUHVzaBIkLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hSZXF1ZXN0GiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlc3BvbnNlEmYKDVNlbmRQdXNoQmF0Y2gSKS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXF1ZXN0Giouc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaEJhdGNoUmVzcG9uc2USWgoJU2VuZEVtYWlsEiUuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kRW1haWxSZXF1ZXN0GiYuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kRW1haWxSZXNwb25zZRJgCgtHZXREZWxpdmVyeRInLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0RGVsaXZlcnlSZXF1ZXN0Giguc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * DeliveryAttempt is one try at handing the message to the provider.
@@ -184,11 +184,21 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
   attemptLog: DeliveryAttempt[];
 
   /**
-   * Why it failed, once FAILED; unspecified otherwise.
+   * Why it failed, once FAILED or UNDELIVERED (the cause a receipt reported); on a DELIVERED record, a
+   * complaint the recipient made afterwards (SPAM_COMPLAINT, RECIPIENT_UNSUBSCRIBED); unspecified
+   * otherwise.
    *
    * @generated from field: svc.notification.v1.DeliveryFailure failure = 16;
    */
   failure: DeliveryFailure;
+
+  /**
+   * What providers reported after accepting the message (signed webhooks), oldest first; at most 32
+   * entries, repeats of one provider event marked `duplicate`. Only GetDelivery fills it.
+   *
+   * @generated from field: repeated svc.notification.v1.DeliveryReceipt receipts = 17;
+   */
+  receipts: DeliveryReceipt[];
 };
 
 /**
@@ -197,6 +207,76 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
   messageDesc(file_svc_notification_v1_notification, 1);
+
+/**
+ * DeliveryReceipt is one event a provider reported about an accepted message.
+ *
+ * @generated from message svc.notification.v1.DeliveryReceipt
+ */
+export type DeliveryReceipt = Message<"svc.notification.v1.DeliveryReceipt"> & {
+  /**
+   * The provider's id of the event (SendGrid sg_event_id; for SMS status callbacks MessageSid:status).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The provider's event name as it sent it (delivered, bounce, undelivered, spamreport, ...).
+   *
+   * @generated from field: string event = 2;
+   */
+  event: string;
+
+  /**
+   * The status the event stands for; unspecified when it says nothing about the status (deferred).
+   *
+   * @generated from field: svc.notification.v1.DeliveryStatus status = 3;
+   */
+  status: DeliveryStatus;
+
+  /**
+   * The cause the event reported, if any.
+   *
+   * @generated from field: svc.notification.v1.DeliveryFailure failure = 4;
+   */
+  failure: DeliveryFailure;
+
+  /**
+   * The provider's code (SMS ErrorCode, SMTP status), when it gave one.
+   *
+   * @generated from field: string provider_code = 5;
+   */
+  providerCode: string;
+
+  /**
+   * When the provider says the event happened, when it says so.
+   *
+   * @generated from field: google.protobuf.Timestamp occurred_at = 6;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * When the service received it.
+   *
+   * @generated from field: google.protobuf.Timestamp received_at = 7;
+   */
+  receivedAt?: Timestamp | undefined;
+
+  /**
+   * What it did to the record.
+   *
+   * @generated from field: svc.notification.v1.ReceiptEffect effect = 8;
+   */
+  effect: ReceiptEffect;
+};
+
+/**
+ * Describes the message svc.notification.v1.DeliveryReceipt.
+ * Use `create(DeliveryReceiptSchema)` to create a new message.
+ */
+export const DeliveryReceiptSchema: GenMessage<DeliveryReceipt> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 2);
 
 /**
  * SendSmsRequest sends one text message.
@@ -238,7 +318,7 @@ export type SendSmsRequest = Message<"svc.notification.v1.SendSmsRequest"> & {
  * Use `create(SendSmsRequestSchema)` to create a new message.
  */
 export const SendSmsRequestSchema: GenMessage<SendSmsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 2);
+  messageDesc(file_svc_notification_v1_notification, 3);
 
 /**
  * SendSmsResponse identifies the delivery.
@@ -266,7 +346,7 @@ export type SendSmsResponse = Message<"svc.notification.v1.SendSmsResponse"> & {
  * Use `create(SendSmsResponseSchema)` to create a new message.
  */
 export const SendSmsResponseSchema: GenMessage<SendSmsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 3);
+  messageDesc(file_svc_notification_v1_notification, 4);
 
 /**
  * PushMessage is one push notification to one device.
@@ -331,7 +411,7 @@ export type PushMessage = Message<"svc.notification.v1.PushMessage"> & {
  * Use `create(PushMessageSchema)` to create a new message.
  */
 export const PushMessageSchema: GenMessage<PushMessage> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 4);
+  messageDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * SendPushRequest sends one push notification.
@@ -366,7 +446,7 @@ export type SendPushRequest = Message<"svc.notification.v1.SendPushRequest"> & {
  * Use `create(SendPushRequestSchema)` to create a new message.
  */
 export const SendPushRequestSchema: GenMessage<SendPushRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 5);
+  messageDesc(file_svc_notification_v1_notification, 6);
 
 /**
  * SendPushResponse identifies the delivery.
@@ -394,7 +474,7 @@ export type SendPushResponse = Message<"svc.notification.v1.SendPushResponse"> &
  * Use `create(SendPushResponseSchema)` to create a new message.
  */
 export const SendPushResponseSchema: GenMessage<SendPushResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 6);
+  messageDesc(file_svc_notification_v1_notification, 7);
 
 /**
  * SendPushBatchRequest sends many push notifications.
@@ -429,7 +509,7 @@ export type SendPushBatchRequest = Message<"svc.notification.v1.SendPushBatchReq
  * Use `create(SendPushBatchRequestSchema)` to create a new message.
  */
 export const SendPushBatchRequestSchema: GenMessage<SendPushBatchRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 7);
+  messageDesc(file_svc_notification_v1_notification, 8);
 
 /**
  * PushBatchResult is the outcome for one message of a batch.
@@ -464,7 +544,7 @@ export type PushBatchResult = Message<"svc.notification.v1.PushBatchResult"> & {
  * Use `create(PushBatchResultSchema)` to create a new message.
  */
 export const PushBatchResultSchema: GenMessage<PushBatchResult> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 8);
+  messageDesc(file_svc_notification_v1_notification, 9);
 
 /**
  * SendPushBatchResponse has one result per message, in request order.
@@ -485,7 +565,7 @@ export type SendPushBatchResponse = Message<"svc.notification.v1.SendPushBatchRe
  * Use `create(SendPushBatchResponseSchema)` to create a new message.
  */
 export const SendPushBatchResponseSchema: GenMessage<SendPushBatchResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 9);
+  messageDesc(file_svc_notification_v1_notification, 10);
 
 /**
  * EmailAttachment is a file attached to an email.
@@ -520,7 +600,7 @@ export type EmailAttachment = Message<"svc.notification.v1.EmailAttachment"> & {
  * Use `create(EmailAttachmentSchema)` to create a new message.
  */
 export const EmailAttachmentSchema: GenMessage<EmailAttachment> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 10);
+  messageDesc(file_svc_notification_v1_notification, 11);
 
 /**
  * SendEmailRequest sends one email (the wire form of a Mailable).
@@ -620,7 +700,7 @@ export type SendEmailRequest = Message<"svc.notification.v1.SendEmailRequest"> &
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 11);
+  messageDesc(file_svc_notification_v1_notification, 12);
 
 /**
  * SendEmailResponse identifies the delivery.
@@ -658,7 +738,7 @@ export type SendEmailResponse = Message<"svc.notification.v1.SendEmailResponse">
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 12);
+  messageDesc(file_svc_notification_v1_notification, 13);
 
 /**
  * GetDeliveryRequest names one delivery.
@@ -679,7 +759,7 @@ export type GetDeliveryRequest = Message<"svc.notification.v1.GetDeliveryRequest
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 13);
+  messageDesc(file_svc_notification_v1_notification, 14);
 
 /**
  * GetDeliveryResponse carries the record.
@@ -700,7 +780,7 @@ export type GetDeliveryResponse = Message<"svc.notification.v1.GetDeliveryRespon
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 14);
+  messageDesc(file_svc_notification_v1_notification, 15);
 
 /**
  * ListDeliveriesRequest filters and pages delivery records.
@@ -756,7 +836,7 @@ export type ListDeliveriesRequest = Message<"svc.notification.v1.ListDeliveriesR
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 15);
+  messageDesc(file_svc_notification_v1_notification, 16);
 
 /**
  * ListDeliveriesResponse is one page of records.
@@ -784,7 +864,7 @@ export type ListDeliveriesResponse = Message<"svc.notification.v1.ListDeliveries
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 16);
+  messageDesc(file_svc_notification_v1_notification, 17);
 
 /**
  * Channel is the delivery channel of a record.
@@ -1010,6 +1090,28 @@ export enum DeliveryFailure {
    * @generated from enum value: DELIVERY_FAILURE_RETRIES_EXHAUSTED = 7;
    */
   RETRIES_EXHAUSTED = 7,
+
+  /**
+   * A provider receipt: the recipient's mailbox or carrier refused the message (a bounce); UNDELIVERED.
+   *
+   * @generated from enum value: DELIVERY_FAILURE_RECIPIENT_BOUNCED = 9;
+   */
+  RECIPIENT_BOUNCED = 9,
+
+  /**
+   * A provider receipt: the recipient marked the message as spam (the record stays DELIVERED).
+   *
+   * @generated from enum value: DELIVERY_FAILURE_SPAM_COMPLAINT = 10;
+   */
+  SPAM_COMPLAINT = 10,
+
+  /**
+   * A provider receipt: the provider could not deliver the message and named no more specific cause
+   * (dropped, carrier rejection); UNDELIVERED.
+   *
+   * @generated from enum value: DELIVERY_FAILURE_PROVIDER_UNDELIVERED = 11;
+   */
+  PROVIDER_UNDELIVERED = 11,
 }
 
 /**
@@ -1017,6 +1119,47 @@ export enum DeliveryFailure {
  */
 export const DeliveryFailureSchema: GenEnum<DeliveryFailure> = /*@__PURE__*/
   enumDesc(file_svc_notification_v1_notification, 3);
+
+/**
+ * ReceiptEffect is what a receipt did to its delivery record.
+ *
+ * @generated from enum svc.notification.v1.ReceiptEffect
+ */
+export enum ReceiptEffect {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * It moved the record's status or set its cause.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_APPLIED = 1;
+   */
+  APPLIED = 1,
+
+  /**
+   * The same provider event arrived before: nothing changed.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_DUPLICATE = 2;
+   */
+  DUPLICATE = 2,
+
+  /**
+   * New, but behind the record's status (a late `sent` after `delivered`): kept, nothing changed.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_IGNORED = 3;
+   */
+  IGNORED = 3,
+}
+
+/**
+ * Describes the enum svc.notification.v1.ReceiptEffect.
+ */
+export const ReceiptEffectSchema: GenEnum<ReceiptEffect> = /*@__PURE__*/
+  enumDesc(file_svc_notification_v1_notification, 4);
 
 /**
  * PushPriority is how urgently a push notification is delivered.
@@ -1050,7 +1193,7 @@ export enum PushPriority {
  * Describes the enum svc.notification.v1.PushPriority.
  */
 export const PushPrioritySchema: GenEnum<PushPriority> = /*@__PURE__*/
-  enumDesc(file_svc_notification_v1_notification, 4);
+  enumDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * NotificationService delivers SMS, push notifications and email through named provider backends.
