@@ -37,9 +37,14 @@ import {
   DeliveryPipeline,
   type DeliveryStore,
   InMemoryDeliveryStore,
+  maskRecipient,
   primaryFirst,
   withCircuitState,
 } from './delivery';
+import { ReceiptRecorder } from './delivery/receipt-recorder';
+import type { SuppressionSink } from './delivery/suppression-sink';
+import { smsWebhookRoutes } from './channels/sms/sms-webhooks';
+import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
@@ -68,6 +73,41 @@ export interface NotificationApp {
   stop(): Promise<void>;
 }
 
+/** What tests may put in place of the service's own parts. */
+export interface NotificationAppOptions {
+  /** Where provider receipts suppress recipients; default: one that only logs. */
+  suppressionSink?: SuppressionSink;
+}
+
+/**
+ * A sink that only logs what receipts would suppress.
+ */
+// merge: the SuppressionList
+function loggingSuppressionSink(logger: Logger): SuppressionSink {
+  const log = logger.child({ component: 'delivery-receipts' });
+  return {
+    async add(entry) {
+      log.info(
+        {
+          channel: entry.channel,
+          recipient: maskRecipient(entry.channel, entry.recipient),
+          reason: entry.reason,
+          source: entry.source,
+        },
+        'receipt asks to suppress a recipient',
+      );
+      return false;
+    },
+    async remove(channel, recipient) {
+      log.info(
+        { channel, recipient: maskRecipient(channel, recipient) },
+        'receipt asks to lift a suppression',
+      );
+      return false;
+    },
+  };
+}
+
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
 export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
   { migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE },
@@ -91,6 +131,7 @@ export function effectiveMaxRequestBytes(config: NotificationConfig): number {
 export async function createNotificationApp(
   config: NotificationConfig,
   logger: Logger,
+  options: NotificationAppOptions = {},
 ): Promise<NotificationApp> {
   const registry = new Registry();
   // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
@@ -124,7 +165,10 @@ export async function createNotificationApp(
     // Delivery: one pipeline for every channel; each channel resolves through its own backends.
     const mailers = MailerModule.configure(config.mailer, { logger });
     // The root area (spec: NotificationModule): the SMS and push backends.
-    const channels = NotificationModule.configure(config, { logger });
+    const channels = NotificationModule.configure(config, {
+      logger,
+      webhookBaseUrl: config.webhooks.public_base_url,
+    });
     const { sms, push } = channels;
     const lookups: Partial<Record<Channel, BackendLookup>> = {
       email: mailerLookup(mailers),
@@ -221,6 +265,21 @@ export async function createNotificationApp(
       shutdownSignal: server.shutdownSignal,
     });
     server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
+    // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
+    const receipts = new ReceiptRecorder({
+      store: deliveryStore,
+      registry,
+      logger,
+      sink: options.suppressionSink ?? loggingSuppressionSink(logger),
+    });
+    server.routes.add(
+      ...smsWebhookRoutes({ backends: config.sms_backends, webhooks: config.webhooks, recorder: receipts }),
+      ...emailWebhookRoutes({
+        backends: config.mailer.backends,
+        webhooks: config.webhooks,
+        recorder: receipts,
+      }),
+    );
     const observability = new ServiceObservability({
       server,
       registry,

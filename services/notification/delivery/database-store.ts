@@ -519,7 +519,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    */
   async applyReceipt(id: string, receipt: IncomingReceipt, now: Date) {
     return this.knex.transaction(async (trx) => {
-      const [row] = rows<DeliveryRow>(await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]));
+      const [row] = rows<DeliveryRow>(
+        await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]),
+      );
       if (!row) return null;
       const fold = foldReceipt(rowToRecord(row), receipt, now);
       const c = fold.changes;

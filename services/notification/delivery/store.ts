@@ -146,7 +146,10 @@ export interface DeliveryStore {
    * The newest delivery of `channel` whose provider reference (the provider's message id) is
    * `reference`; null when none (indexed).
    */
-  findByProviderReference(channel: DeliveryRecord['channel'], reference: string): Promise<DeliveryRecord | null>;
+  findByProviderReference(
+    channel: DeliveryRecord['channel'],
+    reference: string,
+  ): Promise<DeliveryRecord | null>;
   /**
    * Folds a verified receipt into delivery `id` atomically (`foldReceipt`: forward-only status,
    * duplicates by event id, bounded history); null when there is no such delivery.

@@ -46,7 +46,9 @@ export async function up(knex: Knex): Promise<void> {
 /** Drops them again (rows with a new failure kind lose it). */
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_failure_check');
-  await knex.raw(`UPDATE deliveries SET failure = NULL WHERE NOT (failure IN (${BEFORE.map((k) => `'${k}'`).join(', ')}))`);
+  await knex.raw(
+    `UPDATE deliveries SET failure = NULL WHERE NOT (failure IN (${BEFORE.map((k) => `'${k}'`).join(', ')}))`,
+  );
   await knex.raw(`ALTER TABLE deliveries ADD CONSTRAINT deliveries_failure_check ${failureCheck(BEFORE)}`);
   await knex.raw('DROP INDEX IF EXISTS deliveries_provider_reference_idx');
   await knex.raw('ALTER TABLE deliveries DROP COLUMN IF EXISTS receipts');
