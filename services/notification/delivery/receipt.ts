@@ -137,7 +137,8 @@ export function foldReceipt(
 
 /**
  * The history with `entry` added, at most `limit` long: a duplicate is kept only while there is room;
- * a new receipt makes room by dropping the oldest duplicate, else the oldest receipt.
+ * a new receipt makes room by dropping the oldest duplicate, else the oldest ignored receipt, else the
+ * oldest one, so the receipts that moved the record stay longest.
  */
 function appendBounded(
   history: readonly DeliveryReceipt[],
@@ -146,7 +147,8 @@ function appendBounded(
 ): DeliveryReceipt[] {
   if (history.length < limit) return [...history, entry];
   if (entry.effect === 'duplicate') return [...history];
-  const drop = history.findIndex((r) => r.effect === 'duplicate');
+  let drop = history.findIndex((r) => r.effect === 'duplicate');
+  if (drop === -1) drop = history.findIndex((r) => r.effect === 'ignored');
   const kept = [...history];
   kept.splice(drop === -1 ? 0 : drop, 1);
   kept.push(entry);
