@@ -101,15 +101,19 @@ export function foldReceipt(
   };
   let effect: ReceiptEffect;
   if (record.receipts.some((r) => r.eventId === receipt.eventId)) effect = 'duplicate';
-  else if (receipt.status !== null && RANK[receipt.status] > RANK[record.status]) {
+  else if (
+    // `sent` is the pipeline's own word (its attempt records the provider's id with it): a receipt
+    // saying so moves nothing. Only a final receipt may overtake a queued record.
+    receipt.status !== null &&
+    receipt.status !== 'sent' &&
+    RANK[receipt.status] > RANK[record.status]
+  ) {
     effect = 'applied';
     changes.status = receipt.status;
-    if (receipt.status !== 'sent') {
-      changes.nextAttemptAt = null;
-      changes.finishedAt = record.finishedAt ?? now;
-      changes.failure = receipt.failure;
-      if (receipt.status === 'delivered') changes.deliveredAt = now;
-    }
+    changes.nextAttemptAt = null;
+    changes.finishedAt = record.finishedAt ?? now;
+    changes.failure = receipt.failure;
+    if (receipt.status === 'delivered') changes.deliveredAt = now;
   } else if (
     // A cause reported after the final status (a spam complaint on a delivered message) is kept once.
     receipt.failure !== null &&

@@ -157,6 +157,22 @@ export function describeReceiptContract(name: string, open: () => Promise<Receip
       expect(claimed).toEqual([]);
     });
 
+    it('when a sent receipt arrives for a queued record, it is ignored: the pipeline records SENT itself', async () => {
+      const d = await sentDelivery(store, { sent: false });
+      const r = await store.applyReceipt(d.id, receipt('s', 'sent'), at(10));
+      expect(r!.fold.effect).toBe('ignored');
+      const [claimed] = await store.claim({
+        channel: 'sms',
+        backend: d.backend,
+        owner: 'w',
+        now: at(60_000),
+        leaseMs: 1000,
+        limit: 1,
+      });
+      expect(claimed?.id).toBe(d.id);
+      expect(claimed?.status).toBe('pending');
+    });
+
     it('when a FAILED record gets a receipt, its status stays FAILED', async () => {
       const d = await sentDelivery(store, { sent: false });
       const [c] = await store.claim({
