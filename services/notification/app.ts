@@ -79,10 +79,7 @@ export interface NotificationAppOptions {
   suppressionSink?: SuppressionSink;
 }
 
-/**
- * A sink that only logs what receipts would suppress.
- */
-// merge: the SuppressionList
+/** A sink that only logs (masked) what receipts would suppress, until the suppression list lands. */
 function loggingSuppressionSink(logger: Logger): SuppressionSink {
   const log = logger.child({ component: 'delivery-receipts' });
   return {
@@ -270,6 +267,7 @@ export async function createNotificationApp(
       store: deliveryStore,
       registry,
       logger,
+      // merge: the SuppressionList
       sink: options.suppressionSink ?? loggingSuppressionSink(logger),
     });
     server.routes.add(

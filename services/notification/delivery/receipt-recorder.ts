@@ -108,7 +108,8 @@ export class ReceiptRecorder {
       type: verified.type,
       outcome,
     });
-    if (outcome !== 'duplicate' && verified.suppress) {
+    // Duplicates too: a provider retries a receipt whose sink call failed (500), and `add` is idempotent.
+    if (verified.suppress) {
       await this.suppress({
         channel: source.channel,
         recipient: verified.suppress.recipient,

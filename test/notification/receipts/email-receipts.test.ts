@@ -186,6 +186,17 @@ describe.each([
     });
   });
 
+  it('when a suppressing event is repeated, the sink is asked again (add is idempotent; a retry after a failed call still suppresses)', async () => {
+    const s = await sent('again@example.com');
+    const bounce = event(s, 'bounce', { type: 'bounce' });
+    await postEvents(eventsUrl, [bounce, bounce], keys.privateKey);
+    expect(sink.added.filter((e) => e.recipient === 'again@example.com')).toHaveLength(2);
+    expect((await get(s.delivery.id)).receipts.map((r) => r.effect)).toEqual([
+      ReceiptEffect.APPLIED,
+      ReceiptEffect.DUPLICATE,
+    ]);
+  });
+
   it('when a spam complaint follows delivery, the record stays DELIVERED with SPAM_COMPLAINT and the address is suppressed', async () => {
     const s = await sent('complainer@example.com');
     await postEvents(eventsUrl, [event(s, 'delivered'), event(s, 'spamreport')], keys.privateKey);

@@ -185,7 +185,13 @@ export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
           sendJsonError(res, 'invalid_argument', 'the body is not a JSON array of events');
           return;
         }
-        const counts = { verified: 0, duplicate: 0, unknown_message: 0, skipped: 0 };
+        // Beyond the cap, events are answered as skipped, never read (the body limit bounds it anyway).
+        const counts = {
+          verified: 0,
+          duplicate: 0,
+          unknown_message: 0,
+          skipped: Math.max(0, events.length - MAX_EVENTS_PER_BATCH),
+        };
         // One after the other: events of one message in a batch are in the provider's order.
         for (const value of events.slice(0, MAX_EVENTS_PER_BATCH)) {
           const verified = parseEvent(value);
