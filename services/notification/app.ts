@@ -43,6 +43,10 @@ import {
   primaryFirst,
   withCircuitState,
 } from './delivery';
+import { ReceiptRecorder } from './delivery/receipt-recorder';
+import type { SuppressionSink } from './delivery/suppression-sink';
+import { smsWebhookRoutes } from './channels/sms/sms-webhooks';
+import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
@@ -73,6 +77,12 @@ export interface NotificationApp {
   stop(): Promise<void>;
 }
 
+/** What tests may put in place of the service's own parts. */
+export interface NotificationAppOptions {
+  /** Where provider receipts suppress recipients; default: the service's suppression list. */
+  suppressionSink?: SuppressionSink;
+}
+
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
 export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
   { migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE },
@@ -96,6 +106,7 @@ export function effectiveMaxRequestBytes(config: NotificationConfig): number {
 export async function createNotificationApp(
   config: NotificationConfig,
   logger: Logger,
+  options: NotificationAppOptions = {},
 ): Promise<NotificationApp> {
   const registry = new Registry();
   // One collector: RPC, HTTP and service metrics all get the configured prefix, labels and buckets.
@@ -129,7 +140,10 @@ export async function createNotificationApp(
     // Delivery: one pipeline for every channel; each channel resolves through its own backends.
     const mailers = MailerModule.configure(config.mailer, { logger });
     // The root area (spec: NotificationModule): the SMS and push backends.
-    const channels = NotificationModule.configure(config, { logger });
+    const channels = NotificationModule.configure(config, {
+      logger,
+      webhookBaseUrl: config.webhooks.public_base_url,
+    });
     const { sms, push } = channels;
     const lookups: Partial<Record<Channel, BackendLookup>> = {
       email: mailerLookup(mailers),
@@ -237,6 +251,22 @@ export async function createNotificationApp(
       shutdownSignal: server.shutdownSignal,
     });
     server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
+    // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
+    const receipts = new ReceiptRecorder({
+      store: deliveryStore,
+      registry,
+      logger,
+      // Bounces, complaints, unsubscribes and STOP go on the service's one suppression list.
+      sink: options.suppressionSink ?? suppressions,
+    });
+    server.routes.add(
+      ...smsWebhookRoutes({ backends: config.sms_backends, webhooks: config.webhooks, recorder: receipts }),
+      ...emailWebhookRoutes({
+        backends: config.mailer.backends,
+        webhooks: config.webhooks,
+        recorder: receipts,
+      }),
+    );
     const observability = new ServiceObservability({
       server,
       registry,

@@ -56,6 +56,7 @@ export {
 // Each area's section has its home beside the area; this file composes them.
 import { DeliveryConfigSchema } from './delivery/config';
 import { MonitorReporterConfigSchema } from './monitor/config';
+import { WebhooksConfigSchema } from './delivery/webhooks-config';
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -130,6 +131,8 @@ export const NotificationConfigSchema = z
     mailer: MailerConfigSchema,
     inbox: InboxConfigSchema,
     delivery: DeliveryConfigSchema,
+    /** Signed provider receipts (delivery status callbacks, inbound STOP, email events). */
+    webhooks: WebhooksConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
     /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
     monitor: MonitorReporterConfigSchema,

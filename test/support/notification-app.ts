@@ -5,7 +5,11 @@ import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { silentLogger } from '../../shared/logging/logger';
 import { loadNotificationConfig, type NotificationConfigInput } from '../../services/notification/config';
-import { createNotificationApp, type NotificationApp } from '../../services/notification/app';
+import {
+  createNotificationApp,
+  type NotificationApp,
+  type NotificationAppOptions,
+} from '../../services/notification/app';
 import { grpcClient, type GenericClient } from './grpc-clients';
 
 export interface RunningNotificationApp {
@@ -61,6 +65,7 @@ export const FAST_DELIVERY: NonNullable<NotificationConfigInput['delivery']> = {
 
 export async function startNotificationApp(
   overrides: NotificationConfigInput = {},
+  options: NotificationAppOptions = {},
 ): Promise<RunningNotificationApp> {
   const config = loadNotificationConfig(
     {
@@ -71,7 +76,7 @@ export async function startNotificationApp(
     },
     { env: {}, file: null },
   );
-  const app = await createNotificationApp(config, silentLogger());
+  const app = await createNotificationApp(config, silentLogger(), options);
   const ports = await app.start();
   const grpcAddress = `127.0.0.1:${ports.grpc}`;
   const baseUrl = `http://127.0.0.1:${ports.http}`;

@@ -27,6 +27,8 @@ export interface NotificationModuleConfig {
 /** Options of the module. */
 export interface NotificationModuleOptions {
   logger?: Logger;
+  /** `webhooks.public_base_url`: the SMS backends ask for status callbacks there. */
+  webhookBaseUrl?: string;
 }
 
 /** The SMS and push channels of the service. */

@@ -24,6 +24,26 @@ import type {
   QueueStats,
 } from './store';
 import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
+import { foldReceipt, type DeliveryReceipt, type IncomingReceipt } from './receipt';
+
+interface StoredReceipt extends Omit<DeliveryReceipt, 'receivedAt' | 'occurredAt'> {
+  receivedAt: string;
+  occurredAt?: string;
+}
+
+function toStoredReceipt(r: DeliveryReceipt): StoredReceipt {
+  const { receivedAt, occurredAt, ...rest } = r;
+  const stored: StoredReceipt = { ...rest, receivedAt: receivedAt.toISOString() };
+  if (occurredAt !== undefined) stored.occurredAt = occurredAt.toISOString();
+  return stored;
+}
+
+function fromStoredReceipt(r: StoredReceipt): DeliveryReceipt {
+  const { receivedAt, occurredAt, ...rest } = r;
+  const receipt: DeliveryReceipt = { ...rest, receivedAt: new Date(receivedAt) };
+  if (occurredAt !== undefined) receipt.occurredAt = new Date(occurredAt);
+  return receipt;
+}
 
 interface StoredAttempt {
   number: number;
@@ -63,6 +83,8 @@ interface DeliveryRow {
   content_erased_at: Date | string | null;
   trace_parent: string | null;
   suppressed_recipients?: string[] | string | null;
+  /** Absent only in rows read before the receipts migration ran. */
+  receipts?: StoredReceipt[] | string;
 }
 
 function toDate(value: Date | string): Date {
@@ -106,6 +128,10 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
       typeof row.suppressed_recipients === 'string'
         ? (JSON.parse(row.suppressed_recipients) as string[])
         : (row.suppressed_recipients ?? []),
+    receipts: (typeof row.receipts === 'string'
+      ? (JSON.parse(row.receipts) as StoredReceipt[])
+      : (row.receipts ?? [])
+    ).map(fromStoredReceipt),
   };
 }
 
@@ -487,6 +513,54 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         [now.toISOString(), JSON.stringify(ids), owner],
       ),
     ).length;
+  }
+
+  async findByProviderReference(
+    channel: DeliveryRecord['channel'],
+    reference: string,
+  ): Promise<DeliveryRecord | null> {
+    const [row] = rows<DeliveryRow>(
+      await this.knex.raw(
+        `SELECT * FROM deliveries WHERE provider_reference = ? AND channel = ?
+         ORDER BY created_at DESC, id DESC LIMIT 1`,
+        [reference, channel],
+      ),
+    );
+    return row ? rowToRecord(row) : null;
+  }
+
+  /**
+   * One transaction: the row is locked (FOR UPDATE), folded in TypeScript by the same rule as the
+   * memory store, and written back, so concurrent receipts for one delivery apply one after the other.
+   */
+  async applyReceipt(id: string, receipt: IncomingReceipt, now: Date) {
+    return this.knex.transaction(async (trx) => {
+      const [row] = rows<DeliveryRow>(
+        await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]),
+      );
+      if (!row) return null;
+      const fold = foldReceipt(rowToRecord(row), receipt, now);
+      const c = fold.changes;
+      const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+      const [updated] = rows<DeliveryRow>(
+        await trx.raw(
+          `UPDATE deliveries SET status = ?, failure = ?, receipts = ?::jsonb, delivered_at = ?,
+             finished_at = ?, next_attempt_at = ?, updated_at = ?
+           WHERE id = ? RETURNING *`,
+          [
+            c.status,
+            c.failure,
+            JSON.stringify(c.receipts.map(toStoredReceipt)),
+            iso(c.deliveredAt),
+            iso(c.finishedAt),
+            iso(c.nextAttemptAt),
+            c.updatedAt.toISOString(),
+            id,
+          ],
+        ),
+      );
+      return { record: rowToRecord(updated!), fold };
+    });
   }
 
   async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {

@@ -45,6 +45,13 @@ export type OutcomeClass = 'sent' | 'retryable' | 'rate_limited' | 'permanent' |
  * - `provider_auth`: our credentials were refused (API key, token, sender not allowed).
  * - `provider_rejected`: the provider refused for another permanent reason.
  * - `retries_exhausted`: every allowed attempt failed retryably.
+ *
+ * Causes a provider receipt reports after the provider accepted the message (the record is then
+ * UNDELIVERED, or DELIVERED for a complaint made after delivery):
+ * - `recipient_bounced`: the recipient's mailbox or carrier refused it (a bounce).
+ * - `spam_complaint`: the recipient marked it as spam.
+ * - `provider_undelivered`: the provider could not deliver it and named no more specific cause
+ *   (dropped, carrier rejection).
  */
 export type FailureKind =
   | 'recipient_invalid'
@@ -54,7 +61,10 @@ export type FailureKind =
   | 'payload_rejected'
   | 'provider_auth'
   | 'provider_rejected'
-  | 'retries_exhausted';
+  | 'retries_exhausted'
+  | 'recipient_bounced'
+  | 'spam_complaint'
+  | 'provider_undelivered';
 
 /** Every failure kind, for validation. */
 export const FAILURE_KINDS: readonly FailureKind[] = [
@@ -66,6 +76,9 @@ export const FAILURE_KINDS: readonly FailureKind[] = [
   'provider_auth',
   'provider_rejected',
   'retries_exhausted',
+  'recipient_bounced',
+  'spam_complaint',
+  'provider_undelivered',
 ];
 
 /** The result of one attempt. */

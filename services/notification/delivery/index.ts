@@ -44,6 +44,13 @@ export * from './store';
 export { InMemoryDeliveryStore } from './memory-store';
 export { DatabaseDeliveryStore, type DatabaseDeliveryStoreOptions } from './database-store';
 export { maskRecipient } from './mask';
+export {
+  MAX_RECEIPTS_PER_DELIVERY,
+  foldReceipt,
+  type DeliveryReceipt,
+  type IncomingReceipt,
+  type ReceiptEffect,
+} from './receipt';
 export { contentHash, canonicalJson } from './content-hash';
 export { RetryPolicy, type RetryDecision, type RetrySettings } from './retry-policy';
 export {

@@ -4,7 +4,9 @@
  * process; nothing survives a restart. Records are copied in and out, so callers never share state
  * with the store.
  */
+import { foldReceipt, type IncomingReceipt } from './receipt';
 import type {
+  AppliedReceipt,
   AttemptResult,
   ClaimRequest,
   DeferRequest,
@@ -17,7 +19,13 @@ import type {
   PurgeResult,
   QueueStats,
 } from './store';
-import { canTransition, FINAL_STATUSES, SUPPRESSED_ERROR, type DeliveryRecord } from './types';
+import {
+  canTransition,
+  FINAL_STATUSES,
+  QUEUED_STATUSES as QUEUED,
+  SUPPRESSED_ERROR,
+  type DeliveryRecord,
+} from './types';
 
 function copy(record: DeliveryRecord): DeliveryRecord {
   return {
@@ -25,6 +33,7 @@ function copy(record: DeliveryRecord): DeliveryRecord {
     payload: record.payload === null ? null : structuredClone(record.payload),
     attempts: record.attempts.map((a) => ({ ...a })),
     suppressedRecipients: [...record.suppressedRecipients],
+    receipts: record.receipts.map((r) => ({ ...r })),
   };
 }
 
@@ -211,6 +220,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       deliveredAt: null,
       finishedAt: suppressed ? input.createdAt : null,
       contentErasedAt: null,
+      receipts: [],
       traceParent: input.traceParent ?? null,
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
     };
@@ -342,6 +352,28 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       }
     }
     return released;
+  }
+
+  async findByProviderReference(
+    channel: DeliveryRecord['channel'],
+    reference: string,
+  ): Promise<DeliveryRecord | null> {
+    let found: DeliveryRecord | undefined;
+    for (const r of this.records.values()) {
+      if (r.channel !== channel || r.providerReference !== reference) continue;
+      if (found === undefined || newestFirst(r, found) < 0) found = r;
+    }
+    return found ? copy(found) : null;
+  }
+
+  async applyReceipt(id: string, receipt: IncomingReceipt, now: Date): Promise<AppliedReceipt | null> {
+    const r = this.records.get(id);
+    if (!r) return null;
+    const fold = foldReceipt(r, receipt, now);
+    Object.assign(r, fold.changes);
+    // A receipt that ended a queued record takes it off the queue: the provider has the message.
+    if (!QUEUED.includes(r.status)) this.queued.delete(id);
+    return { record: copy(r), fold };
   }
 
   async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {

@@ -10,6 +10,38 @@ import type { DeliveryStore } from './store';
 /** Attempt latency buckets, in seconds: SMTP and HTTP providers answer in tens of ms to seconds. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** Sent-to-delivered buckets, in seconds: carriers confirm in seconds, mailboxes up to hours. */
+const SENT_TO_DELIVERED_BUCKETS = [1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600];
+
+/** What became of a receipt, for `notification_receipts_total`. */
+export type ReceiptOutcomeLabel = 'verified' | 'forged' | 'unknown_message' | 'duplicate';
+
+/**
+ * The receipt instruments: receipts by provider (driver kind), backend, event type and outcome, and
+ * the time from SENT to DELIVERED. Every label value comes from config or a fixed list, never from a
+ * request, so a forger cannot grow the series.
+ */
+export class ReceiptMetrics {
+  readonly receipts: Counter<'provider' | 'backend' | 'type' | 'outcome'>;
+  readonly sentToDelivered: Histogram<'channel' | 'backend'>;
+
+  constructor(registry: Registry) {
+    this.receipts = new Counter({
+      name: 'notification_receipts_total',
+      help: 'Provider receipts (signed webhooks) by provider, backend, event type and outcome (verified, forged, unknown_message, duplicate).',
+      labelNames: ['provider', 'backend', 'type', 'outcome'],
+      registers: [registry],
+    });
+    this.sentToDelivered = new Histogram({
+      name: 'notification_delivery_sent_to_delivered_seconds',
+      help: 'Time from SENT (the provider accepted the message) to DELIVERED (its receipt), in seconds.',
+      labelNames: ['channel', 'backend'],
+      buckets: SENT_TO_DELIVERED_BUCKETS,
+      registers: [registry],
+    });
+  }
+}
+
 /** The pipeline's instruments, registered once on the given registry. */
 export class DeliveryMetrics {
   /** Deliveries that reached a final outcome (sent, failed), by channel and backend. */

@@ -5,6 +5,7 @@
  * the same clock drives leases, retries and retention.
  */
 import type { DeliveryStatus, FailureKind } from './driver';
+import type { FoldResult, IncomingReceipt } from './receipt';
 import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
 
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
@@ -113,6 +114,12 @@ export interface PurgeResult {
   deleted: number;
 }
 
+/** A receipt folded into a record (`foldReceipt`), and the record as it is now. */
+export interface AppliedReceipt {
+  record: DeliveryRecord;
+  fold: FoldResult;
+}
+
 /** Storage of delivery records. */
 export interface DeliveryStore {
   /** `database` or `memory`, for health details and logs. */
@@ -148,6 +155,19 @@ export interface DeliveryStore {
   defer(id: string, owner: string, request: DeferRequest): Promise<boolean>;
   /** Clears `owner`'s leases on `ids` (status kept) so another worker takes them at once. */
   release(ids: readonly string[], owner: string, now: Date): Promise<number>;
+  /**
+   * The newest delivery of `channel` whose provider reference (the provider's message id) is
+   * `reference`; null when none (indexed).
+   */
+  findByProviderReference(
+    channel: DeliveryRecord['channel'],
+    reference: string,
+  ): Promise<DeliveryRecord | null>;
+  /**
+   * Folds a verified receipt into delivery `id` atomically (`foldReceipt`: forward-only status,
+   * duplicates by event id, bounded history); null when there is no such delivery.
+   */
+  applyReceipt(id: string, receipt: IncomingReceipt, now: Date): Promise<AppliedReceipt | null>;
   /** One batched retention pass: erases content of old final records, deletes older ones. */
   purgeExpired(request: PurgeRequest): Promise<PurgeResult>;
   /** The cheap counts behind the queue metrics. */

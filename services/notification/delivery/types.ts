@@ -3,6 +3,7 @@
  * types here: `rpc/` translates these to protobuf messages.
  */
 import type { Channel, DeliveryStatus, FailureKind, OutcomeClass } from './driver';
+import type { DeliveryReceipt } from './receipt';
 
 export type { Channel, DeliveryStatus, FailureKind, OutcomeClass };
 
@@ -75,7 +76,10 @@ export interface DeliveryRecord {
    * failover, no round robin).
    */
   backendPinned: boolean;
-  /** Why it FAILED; null unless failed. */
+  /**
+   * Why it FAILED or was UNDELIVERED (a receipt's cause); on a DELIVERED record, a complaint the
+   * recipient made afterwards (spam, unsubscribe); null otherwise.
+   */
   failure: FailureKind | null;
   /** The full recipient, for sending; null once the content retention erased it. */
   recipient: string | null;
@@ -104,6 +108,8 @@ export interface DeliveryRecord {
   finishedAt: Date | null;
   /** When the content retention erased payload and recipient. */
   contentErasedAt: Date | null;
+  /** What providers reported after accepting it, oldest first (bounded; duplicates marked). */
+  receipts: DeliveryReceipt[];
   /** W3C traceparent of the call that submitted it; attempt spans are its children. Null: none. */
   traceParent: string | null;
   /**

@@ -10,6 +10,7 @@ import * as deliveryMaintenance from './20261123000350_delivery_maintenance';
 import * as deliveryFailure from './20261123000400_delivery_failure';
 import * as deliveryTraceParent from './20261123000500_delivery_trace_parent';
 import * as suppressions from './20261123100000_suppressions';
+import * as deliveryReceipts from './20261123110000_delivery_receipts';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -20,6 +21,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261123000400_delivery_failure', ...deliveryFailure },
   { name: '20261123000500_delivery_trace_parent', ...deliveryTraceParent },
   { name: '20261123100000_suppressions', ...suppressions },
+  { name: '20261123110000_delivery_receipts', ...deliveryReceipts },
 ];
 
 /** The knex table that records which notification migrations ran. */

@@ -23,6 +23,7 @@ import {
   type NotificationService,
   type PushMessage,
   PushPriority as WirePushPriority,
+  ReceiptEffect as WireReceiptEffect,
   type SendEmailRequest,
   type SendSmsRequest,
   type SendPushBatchRequest,
@@ -44,6 +45,7 @@ import type {
   SuppressionReason,
   SuppressionView,
   Suppressions,
+  ReceiptEffect,
 } from '../delivery';
 
 const CHANNEL_TO_WIRE: Record<Channel, WireChannel> = {
@@ -78,6 +80,15 @@ const FAILURE_TO_WIRE: Record<FailureKind, WireFailure> = {
   provider_auth: WireFailure.PROVIDER_AUTH,
   provider_rejected: WireFailure.PROVIDER_REJECTED,
   retries_exhausted: WireFailure.RETRIES_EXHAUSTED,
+  recipient_bounced: WireFailure.RECIPIENT_BOUNCED,
+  spam_complaint: WireFailure.SPAM_COMPLAINT,
+  provider_undelivered: WireFailure.PROVIDER_UNDELIVERED,
+};
+
+const EFFECT_TO_WIRE: Record<ReceiptEffect, WireReceiptEffect> = {
+  applied: WireReceiptEffect.APPLIED,
+  duplicate: WireReceiptEffect.DUPLICATE,
+  ignored: WireReceiptEffect.IGNORED,
 };
 
 const REASON_TO_WIRE: Record<SuppressionReason, WireReason> = {
@@ -104,8 +115,14 @@ export function toWireStatus(status: DeliveryStatus): WireStatus {
   return STATUS_TO_WIRE[status];
 }
 
-/** Domain delivery record (already without content, recipient masked) to wire delivery. */
-export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof DeliverySchema> {
+/**
+ * Domain delivery record (already without content, recipient masked) to wire delivery; the receipt
+ * history only `withReceipts` (GetDelivery), so listings stay small.
+ */
+export function toWireDelivery(
+  d: DeliveryView,
+  withReceipts = false,
+): MessageInitShape<typeof DeliverySchema> {
   const time = (t: Date | null) => (t ? timestampFromDate(t) : undefined);
   return {
     id: d.id,
@@ -133,6 +150,18 @@ export function toWireDelivery(d: DeliveryView): MessageInitShape<typeof Deliver
       providerReference: a.providerReference ?? '',
       durationMs: BigInt(Math.round(a.durationMs)),
     })),
+    receipts: withReceipts
+      ? d.receipts.map((r) => ({
+          eventId: r.eventId,
+          event: r.event,
+          status: r.status ? STATUS_TO_WIRE[r.status] : WireStatus.UNSPECIFIED,
+          failure: r.failure ? FAILURE_TO_WIRE[r.failure] : WireFailure.UNSPECIFIED,
+          providerCode: r.providerCode ?? '',
+          occurredAt: time(r.occurredAt ?? null),
+          receivedAt: timestampFromDate(r.receivedAt),
+          effect: EFFECT_TO_WIRE[r.effect],
+        }))
+      : [],
   };
 }
 
@@ -259,7 +288,7 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
   async getDelivery(req: GetDeliveryRequest, ctx: HandlerContext) {
     // Scoped per caller: another caller's delivery is NOT_FOUND, like a missing one.
     const delivery = await this.pipeline.get(req.id, ctx.values.get(callerKey));
-    return { delivery: toWireDelivery(delivery) };
+    return { delivery: toWireDelivery(delivery, true) };
   }
 
   async listDeliveries(req: ListDeliveriesRequest, ctx: HandlerContext) {
@@ -272,7 +301,7 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     if (failure) filter.failure = failure;
     if (req.backend !== '') filter.backend = req.backend;
     const page = await this.pipeline.list(filter, req.pageToken, req.pageSize);
-    return { deliveries: page.deliveries.map(toWireDelivery), nextPageToken: page.nextPageToken };
+    return { deliveries: page.deliveries.map((d) => toWireDelivery(d)), nextPageToken: page.nextPageToken };
   }
 
   // --- Suppression list (AddSuppression, RemoveSuppression, ListSuppressions) ---

@@ -95,6 +95,7 @@ describe('NotificationConfig', () => {
         max_watchers_per_user: 16,
         max_watchers: 10000,
       },
+      webhooks: { max_age_seconds: 300, max_body_bytes: 1024 * 1024 },
       delivery: {
         store_backend: 'database',
         max_attempts: 5,

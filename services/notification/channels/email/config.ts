@@ -2,6 +2,7 @@
  * Config of the mailer area (`notification.mailer`): the settings of each driver beside the drivers,
  * the named backends and the message limits. services/notification/config.ts only composes them.
  */
+import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 
 import {
@@ -17,6 +18,23 @@ import {
   positiveInt,
 } from '../../../../shared/config';
 import { backendList, primaryFlag } from '../backend-list';
+
+/** An ECDSA P-256 public key, base64 DER (SPKI) or PEM; checked at start so a typo stops the process. */
+function ecPublicKey() {
+  return z.string().refine(
+    (value) => {
+      try {
+        const key = value.includes('-----BEGIN')
+          ? createPublicKey(value)
+          : createPublicKey({ key: Buffer.from(value.trim(), 'base64'), format: 'der', type: 'spki' });
+        return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+      } catch {
+        return false;
+      }
+    },
+    { message: 'expected an ECDSA P-256 public key (base64 DER or PEM)' },
+  );
+}
 
 /** SMTP mailer settings (nodemailer transport). */
 export const SMTPDriverConfigSchema = z
@@ -61,6 +79,12 @@ export const HttpApiDriverConfigSchema = z.strictObject({
   timeout_ms: positiveInt().default(10000),
   /** Keep-alive connections to the API at most. */
   max_connections: positiveInt().default(10),
+  /**
+   * The event webhook's verification key (SendGrid: Mail Settings, Signed Event Webhook): an ECDSA
+   * P-256 public key, base64 DER as the provider shows it, or PEM. Unset: the backend's
+   * `/webhooks/email/{backend}/events` route answers 404.
+   */
+  event_webhook_public_key: ecPublicKey().optional(),
 });
 
 /** One named mailer backend (`NamedMailerConfig`). */

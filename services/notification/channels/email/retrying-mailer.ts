@@ -63,6 +63,9 @@ class FinalNotifyingStore implements DeliveryStore {
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);
   ping: DeliveryStore['ping'] = () => this.inner.ping();
+  findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref) =>
+    this.inner.findByProviderReference(c, ref);
+  applyReceipt: DeliveryStore['applyReceipt'] = (id, r, now) => this.inner.applyReceipt(id, r, now);
   async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
     const record = await this.inner.completeAttempt(id, owner, result);
     if (record && FINAL_STATUSES.includes(record.status)) this.onFinal(record);

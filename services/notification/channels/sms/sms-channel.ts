@@ -14,6 +14,7 @@ import { primaryBackend } from '../backend-list';
 import { type NamedSMSConfig, type NamedSMSConfigInput, parseSmsBackends } from './config';
 import { smsHealthCheckName, type SmsDriver, type SmsHealthResult } from './sms-driver';
 import { SmsGatewayDriver } from './sms-gateway-driver';
+import { SMS_STATUS_WEBHOOK_PATH, webhookPath } from '../../delivery/webhook-http';
 import { checkSmsBody, checkSmsNumber } from './sms-message';
 
 /** Most recipients of one in-process `send` (as `delivery.max_batch_size` bounds a batch). */
@@ -34,6 +35,11 @@ export interface SmsChannelOptions {
   logger?: Logger;
   /** Builds the driver of one backend; the default builds the configured driver (tests: a fake). */
   createDriver?: (backend: NamedSMSConfig, logger: Logger) => SmsDriver;
+  /**
+   * `webhooks.public_base_url`: when set, each sms_gateway backend asks for status callbacks at
+   * `{base}/webhooks/sms/{backend}/status`.
+   */
+  webhookBaseUrl?: string;
 }
 
 /** What an in-process send answers for one recipient: the attempt's outcome. */
@@ -51,7 +57,8 @@ export class SmsChannel {
 
   private constructor(backends: readonly NamedSMSConfig[], opts: SmsChannelOptions) {
     const logger = opts.logger ?? silentLogger();
-    const create = opts.createDriver ?? createSmsDriver;
+    const create =
+      opts.createDriver ?? ((b: NamedSMSConfig, l: Logger) => createSmsDriver(b, l, opts.webhookBaseUrl));
     for (const backend of backends) this.byName.set(backend.name, create(backend, logger));
     this.primaryName = primaryBackend(backends)?.name;
   }
@@ -164,9 +171,19 @@ export class SmsChannel {
 }
 
 /** The driver of one configured backend. */
-export function createSmsDriver(backend: NamedSMSConfig, logger: Logger): SmsDriver {
+export function createSmsDriver(backend: NamedSMSConfig, logger: Logger, webhookBaseUrl?: string): SmsDriver {
   switch (backend.driver) {
     case 'sms_gateway':
-      return new SmsGatewayDriver({ name: backend.name, config: backend.sms_gateway!, logger });
+      return new SmsGatewayDriver({
+        name: backend.name,
+        config: backend.sms_gateway!,
+        logger,
+        ...(webhookBaseUrl === undefined
+          ? {}
+          : {
+              statusCallbackUrl:
+                webhookBaseUrl.replace(/\/+$/, '') + webhookPath(SMS_STATUS_WEBHOOK_PATH, backend.name),
+            }),
+      });
   }
 }

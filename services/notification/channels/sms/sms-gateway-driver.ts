@@ -25,6 +25,11 @@ export interface SmsGatewayDriverOptions {
   name: string;
   config: SmsGatewayDriverConfig;
   logger?: Logger;
+  /**
+   * Sent as `StatusCallback` with each message, so the provider posts delivery receipts there
+   * (`{webhooks.public_base_url}/webhooks/sms/{backend}/status`); absent: none asked for.
+   */
+  statusCallbackUrl?: string;
 }
 
 /** Why a request ended without an answer. */
@@ -39,6 +44,7 @@ export class SmsGatewayDriver implements SmsDriver {
   private readonly messagesUrl: URL;
   private readonly accountUrl: URL;
   private readonly authorization: string;
+  private readonly statusCallbackUrl: string | undefined;
   private readonly agent: http.Agent;
   private readonly log: Logger;
   private probing: Promise<SmsHealthResult> | undefined;
@@ -52,6 +58,7 @@ export class SmsGatewayDriver implements SmsDriver {
     const account = `2010-04-01/Accounts/${encodeURIComponent(opts.config.account_sid)}`;
     this.messagesUrl = new URL(`${account}/Messages.json`, base);
     this.accountUrl = new URL(`${account}.json`, base);
+    this.statusCallbackUrl = opts.statusCallbackUrl;
     this.authorization = `Basic ${Buffer.from(`${opts.config.account_sid}:${opts.config.auth_token}`).toString('base64')}`;
     const Agent = base.protocol === 'https:' ? https.Agent : http.Agent;
     this.agent = new Agent({ keepAlive: true, maxSockets: opts.config.max_connections });
@@ -63,7 +70,9 @@ export class SmsGatewayDriver implements SmsDriver {
     const problem = smsPayloadProblem(payload);
     if (problem !== undefined) return { class: 'permanent', reason: `malformed SMS payload: ${problem}` };
     if (this.closed) return noAnswerOutcome(SMS_GATEWAY_ERROR_OUTCOMES, { kind: 'aborted', code: 'closed' });
-    const body = new URLSearchParams({ To: payload.to, From: payload.from, Body: payload.body }).toString();
+    const form = new URLSearchParams({ To: payload.to, From: payload.from, Body: payload.body });
+    if (this.statusCallbackUrl !== undefined) form.set('StatusCallback', this.statusCallbackUrl);
+    const body = form.toString();
     const result = await boundedRequest({
       method: 'POST',
       url: this.messagesUrl,

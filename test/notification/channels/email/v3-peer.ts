@@ -2,6 +2,7 @@
  * A local HTTP/1.1 server speaking the SendGrid v3 mail-send protocol for the http_api mailer tests:
  * records each request and answers from a script (202 with X-Message-Id by default).
  */
+import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -62,4 +63,40 @@ export async function startV3Peer(): Promise<V3Peer> {
       server.close(() => resolve());
     });
   return peer;
+}
+
+/** A P-256 key pair for the signed event webhook; `publicKey` is base64 DER as the provider shows it. */
+export function eventWebhookKeys(): { publicKey: string; privateKey: KeyObject } {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  return { publicKey: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'), privateKey };
+}
+
+/**
+ * Posts an event batch as the provider's signed event webhook does: ECDSA P-256 over the timestamp
+ * header followed by the raw body. `timestamp` defaults to now; `signature` replaces the computed one
+ * (forgeries), null sends none.
+ */
+export async function postEvents(
+  url: string,
+  events: readonly Record<string, unknown>[],
+  privateKey: KeyObject,
+  opts: { timestamp?: number; signature?: string | null; body?: string } = {},
+): Promise<{ status: number; body: string }> {
+  // The provider puts each event on its own line, with CRLF after each: signed as sent.
+  const body = opts.body ?? JSON.stringify(events).split('},{').join('},\r\n{') + '\r\n';
+  const timestamp = String(opts.timestamp ?? Math.floor(Date.now() / 1000));
+  const signature =
+    opts.signature === undefined
+      ? createSign('sha256')
+          .update(timestamp + body)
+          .sign(privateKey)
+          .toString('base64')
+      : opts.signature;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-twilio-email-event-webhook-timestamp': timestamp,
+  };
+  if (signature !== null) headers['x-twilio-email-event-webhook-signature'] = signature;
+  const res = await fetch(url, { method: 'POST', headers, body });
+  return { status: res.status, body: await res.text() };
 }

@@ -5,6 +5,7 @@
  * script (201 with a message resource and a new `sid` by default). `GET .../Accounts/{sid}.json`
  * answers the account resource (the driver's health probe).
  */
+import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -170,4 +171,60 @@ export function gatewayConfig(
     timeout_ms: 2000,
     ...extra,
   };
+}
+
+/** What the stand-in's status callback or inbound message answered. */
+export interface CallbackAnswer {
+  status: number;
+  body: string;
+}
+
+/**
+ * Posts a form to `url` as the provider does: signed with `X-Twilio-Signature` over `signedUrl` (the
+ * public URL the provider was given; it differs from `url` behind a proxy) and the sorted fields.
+ * `signature` replaces the computed one (forgeries); null sends none.
+ */
+export async function postSignedForm(
+  url: string,
+  signedUrl: string,
+  form: Record<string, string>,
+  opts: { authToken?: string; signature?: string | null } = {},
+): Promise<CallbackAnswer> {
+  const pairs = Object.entries(form).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const hmac = createHmac('sha1', opts.authToken ?? AUTH_TOKEN).update(signedUrl);
+  for (const [k, v] of pairs) hmac.update(k + v);
+  const signature = opts.signature === undefined ? hmac.digest('base64') : opts.signature;
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (signature !== null) headers['x-twilio-signature'] = signature;
+  const res = await fetch(url, { method: 'POST', headers, body: new URLSearchParams(form).toString() });
+  return { status: res.status, body: await res.text() };
+}
+
+/**
+ * The provider's status callback for a message the peer accepted: posted to the `StatusCallback`
+ * the driver sent with it, whose origin is replaced by `reachAt` (the service's real address; the
+ * signature still covers the public URL, as behind a reverse proxy).
+ */
+export async function sendStatusCallback(
+  request: TwilioRequest,
+  sid: string,
+  messageStatus: string,
+  reachAt: string,
+  opts: { errorCode?: string; signature?: string | null } = {},
+): Promise<CallbackAnswer> {
+  const callback = request.form.StatusCallback;
+  if (!callback) throw new Error('the message asked for no status callback');
+  const form: Record<string, string> = {
+    AccountSid: ACCOUNT_SID,
+    MessageSid: sid,
+    SmsSid: sid,
+    MessageStatus: messageStatus,
+    SmsStatus: messageStatus,
+    To: request.form.To ?? '',
+    From: request.form.From ?? '',
+    ApiVersion: '2010-04-01',
+  };
+  if (opts.errorCode) form.ErrorCode = opts.errorCode;
+  const target = reachAt + new URL(callback).pathname;
+  return postSignedForm(target, callback, form, { signature: opts.signature });
 }

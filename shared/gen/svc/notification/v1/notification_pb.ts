@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/notification.proto.
  */
 export const file_svc_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIv4ECghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZRIdChVzdXBwcmVzc2VkX3JlY2lwaWVudHMYHiADKAkiVAoOU2VuZFNtc1JlcXVlc3QSCgoCdG8YASABKAkSDAoEYm9keRgCIAEoCRIPCgdiYWNrZW5kGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSJbCg9TZW5kU21zUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyKcAgoLUHVzaE1lc3NhZ2USFAoMZGV2aWNlX3Rva2VuGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSOAoEZGF0YRgEIAMoCzIqLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2UuRGF0YUVudHJ5EhQKDGNvbGxhcHNlX2tleRgFIAEoCRIYCgt0dGxfc2Vjb25kcxgGIAEoDUgAiAEBEjMKCHByaW9yaXR5GAcgASgOMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoUHJpb3JpdHkaKwoJRGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX3R0bF9zZWNvbmRzIm4KD1NlbmRQdXNoUmVxdWVzdBIxCgdtZXNzYWdlGAEgASgLMiAuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZRIPCgdiYWNrZW5kGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJcChBTZW5kUHVzaFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMidAoUU2VuZFB1c2hCYXRjaFJlcXVlc3QSMgoIbWVzc2FnZXMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJImoKD1B1c2hCYXRjaFJlc3VsdBINCgVpbmRleBgBIAEoBRITCgtkZWxpdmVyeV9pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIk4KFVNlbmRQdXNoQmF0Y2hSZXNwb25zZRI1CgdyZXN1bHRzGAEgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoQmF0Y2hSZXN1bHQiSgoPRW1haWxBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIPCgdjb250ZW50GAMgASgMIuMCChBTZW5kRW1haWxSZXF1ZXN0EgoKAnRvGAEgAygJEgoKAmNjGAIgAygJEgsKA2JjYxgDIAMoCRIQCghyZXBseV90bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEgwKBHRleHQYBiABKAkSDAoEaHRtbBgHIAEoCRI5CgthdHRhY2htZW50cxgIIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRW1haWxBdHRhY2htZW50EkMKB2hlYWRlcnMYCSADKAsyMi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QuSGVhZGVyc0VudHJ5Eg8KB2JhY2tlbmQYCiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJEhEKCWZyb21fbmFtZRgMIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJxChFTZW5kRW1haWxSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEhIKCm1lc3NhZ2VfaWQYAyABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkYKE0dldERlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5IuoBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSLQoHY2hhbm5lbBgDIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIzCgZzdGF0dXMYBCABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEg8KB2JhY2tlbmQYBSABKAkSNQoHZmFpbHVyZRgGIAEoDjIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlGYWlsdXJlImQKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItMBCgtTdXBwcmVzc2lvbhIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEhEKCXJlY2lwaWVudBgDIAEoCRI2CgZyZWFzb24YBCABKA4yJi5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uUmVhc29uEg4KBnNvdXJjZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRAQoVQWRkU3VwcHJlc3Npb25SZXF1ZXN0Ei0KB2NoYW5uZWwYASABKA4yHC5zdmMubm90aWZpY2F0aW9uLnYxLkNoYW5uZWwSEQoJcmVjaXBpZW50GAIgASgJEjYKBnJlYXNvbhgDIAEoDjImLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb25SZWFzb24iYAoWQWRkU3VwcHJlc3Npb25SZXNwb25zZRI1CgtzdXBwcmVzc2lvbhgBIAEoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCJcChhSZW1vdmVTdXBwcmVzc2lvblJlcXVlc3QSLQoHY2hhbm5lbBgBIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIRCglyZWNpcGllbnQYAiABKAkiGwoZUmVtb3ZlU3VwcHJlc3Npb25SZXNwb25zZSJvChdMaXN0U3VwcHJlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsImsKGExpc3RTdXBwcmVzc2lvbnNSZXNwb25zZRI2CgxzdXBwcmVzc2lvbnMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpYCgdDaGFubmVsEhcKE0NIQU5ORUxfVU5TUEVDSUZJRUQQABIPCgtDSEFOTkVMX1NNUxABEhAKDENIQU5ORUxfUFVTSBACEhEKDUNIQU5ORUxfRU1BSUwQAyriAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhgKFERFTElWRVJZX1NUQVRVU19TRU5UEAUSHwobREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEEAYq0gEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFEFUVEVNUFRfT1VUQ09NRV9TRU5UEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEiAKHEFUVEVNUFRfT1VUQ09NRV9SQVRFX0xJTUlURUQQAxIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAQSJQohQVRURU1QVF9PVVRDT01FX1JFQ0lQSUVOVF9GQUlMVVJFEAUq+wIKD0RlbGl2ZXJ5RmFpbHVyZRIgChxERUxJVkVSWV9GQUlMVVJFX1VOU1BFQ0lGSUVEEAASJgoiREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfSU5WQUxJRBABEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOUkVHSVNURVJFRBACEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOU1VCU0NSSUJFRBADEiUKIURFTElWRVJZX0ZBSUxVUkVfUEFZTE9BRF9SRUpFQ1RFRBAEEiIKHkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfQVVUSBAFEiYKIkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfUkVKRUNURUQQBhImCiJERUxJVkVSWV9GQUlMVVJFX1JFVFJJRVNfRVhIQVVTVEVEEAcSKQolREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfU1VQUFJFU1NFRBAIKl8KDFB1c2hQcmlvcml0eRIdChlQVVNIX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASFgoSUFVTSF9QUklPUklUWV9ISUdIEAESGAoUUFVTSF9QUklPUklUWV9OT1JNQUwQAirAAgoRU3VwcHJlc3Npb25SZWFzb24SIgoeU1VQUFJFU1NJT05fUkVBU09OX1VOU1BFQ0lGSUVEEAASIgoeU1VQUFJFU1NJT05fUkVBU09OX0hBUkRfQk9VTkNFEAESJQohU1VQUFJFU1NJT05fUkVBU09OX1NQQU1fQ09NUExBSU5UEAISIwofU1VQUFJFU1NJT05fUkVBU09OX1VOU1VCU0NSSUJFRBADEiMKH1NVUFBSRVNTSU9OX1JFQVNPTl9TVE9QX0tFWVdPUkQQBBIoCiRTVVBQUkVTU0lPTl9SRUFTT05fSU5WQUxJRF9SRUNJUElFTlQQBRIpCiVTVVBQUkVTU0lPTl9SRUFTT05fVU5SRUdJU1RFUkVEX1RPS0VOEAYSHQoZU1VQUFJFU1NJT05fUkVBU09OX01BTlVBTBAHMqUHChNOb3RpZmljYXRpb25TZXJ2aWNlElQKB1NlbmRTbXMSIy5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRTbXNSZXF1ZXN0GiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVzcG9uc2USVwoIU2VuZFB1c2gSJC5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVxdWVzdBolLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hSZXNwb25zZRJmCg1TZW5kUHVzaEJhdGNoEikuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaEJhdGNoUmVxdWVzdBoqLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlc3BvbnNlEloKCVNlbmRFbWFpbBIlLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVxdWVzdBomLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZEVtYWlsUmVzcG9uc2USYAoLR2V0RGVsaXZlcnkSJy5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBooLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0RGVsaXZlcnlSZXNwb25zZRJpCg5MaXN0RGVsaXZlcmllcxIqLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0Gisuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEmkKDkFkZFN1cHByZXNzaW9uEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5BZGRTdXBwcmVzc2lvblJlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLkFkZFN1cHByZXNzaW9uUmVzcG9uc2UScgoRUmVtb3ZlU3VwcHJlc3Npb24SLS5zdmMubm90aWZpY2F0aW9uLnYxLlJlbW92ZVN1cHByZXNzaW9uUmVxdWVzdBouLnN2Yy5ub3RpZmljYXRpb24udjEuUmVtb3ZlU3VwcHJlc3Npb25SZXNwb25zZRJvChBMaXN0U3VwcHJlc3Npb25zEiwuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0U3VwcHJlc3Npb25zUmVxdWVzdBotLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdFN1cHByZXNzaW9uc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiZzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmaWNhdGlvbi5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSLIAQoPRGVsaXZlcnlBdHRlbXB0Ei4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKB291dGNvbWUYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkF0dGVtcHRPdXRjb21lEg0KBWVycm9yGAMgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoAxIPCgdiYWNrZW5kGAYgASgJIrYFCghEZWxpdmVyeRIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEg8KB2JhY2tlbmQYAyABKAkSMwoGc3RhdHVzGAQgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cxIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEhoKEnByb3ZpZGVyX3JlZmVyZW5jZRgHIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI5CgthdHRlbXB0X2xvZxgPIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlBdHRlbXB0EjUKB2ZhaWx1cmUYECABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5RmFpbHVyZRIdChVzdXBwcmVzc2VkX3JlY2lwaWVudHMYHiADKAkSNgoIcmVjZWlwdHMYESADKAsyJC5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5UmVjZWlwdCLLAgoPRGVsaXZlcnlSZWNlaXB0EhAKCGV2ZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSNQoHZmFpbHVyZRgEIAEoDjIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlGYWlsdXJlEhUKDXByb3ZpZGVyX2NvZGUYBSABKAkSLwoLb2NjdXJyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3JlY2VpdmVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCgZlZmZlY3QYCCABKA4yIi5zdmMubm90aWZpY2F0aW9uLnYxLlJlY2VpcHRFZmZlY3QiVAoOU2VuZFNtc1JlcXVlc3QSCgoCdG8YASABKAkSDAoEYm9keRgCIAEoCRIPCgdiYWNrZW5kGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSJbCg9TZW5kU21zUmVzcG9uc2USEwoLZGVsaXZlcnlfaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxpdmVyeVN0YXR1cyKcAgoLUHVzaE1lc3NhZ2USFAoMZGV2aWNlX3Rva2VuGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSOAoEZGF0YRgEIAMoCzIqLnN2Yy5ub3RpZmljYXRpb24udjEuUHVzaE1lc3NhZ2UuRGF0YUVudHJ5EhQKDGNvbGxhcHNlX2tleRgFIAEoCRIYCgt0dGxfc2Vjb25kcxgGIAEoDUgAiAEBEjMKCHByaW9yaXR5GAcgASgOMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoUHJpb3JpdHkaKwoJRGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX3R0bF9zZWNvbmRzIm4KD1NlbmRQdXNoUmVxdWVzdBIxCgdtZXNzYWdlGAEgASgLMiAuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoTWVzc2FnZRIPCgdiYWNrZW5kGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJcChBTZW5kUHVzaFJlc3BvbnNlEhMKC2RlbGl2ZXJ5X2lkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMidAoUU2VuZFB1c2hCYXRjaFJlcXVlc3QSMgoIbWVzc2FnZXMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlB1c2hNZXNzYWdlEg8KB2JhY2tlbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJImoKD1B1c2hCYXRjaFJlc3VsdBINCgVpbmRleBgBIAEoBRITCgtkZWxpdmVyeV9pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzIk4KFVNlbmRQdXNoQmF0Y2hSZXNwb25zZRI1CgdyZXN1bHRzGAEgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5QdXNoQmF0Y2hSZXN1bHQiSgoPRW1haWxBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIPCgdjb250ZW50GAMgASgMIuMCChBTZW5kRW1haWxSZXF1ZXN0EgoKAnRvGAEgAygJEgoKAmNjGAIgAygJEgsKA2JjYxgDIAMoCRIQCghyZXBseV90bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEgwKBHRleHQYBiABKAkSDAoEaHRtbBgHIAEoCRI5CgthdHRhY2htZW50cxgIIAMoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuRW1haWxBdHRhY2htZW50EkMKB2hlYWRlcnMYCSADKAsyMi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QuSGVhZGVyc0VudHJ5Eg8KB2JhY2tlbmQYCiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJEhEKCWZyb21fbmFtZRgMIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJxChFTZW5kRW1haWxSZXNwb25zZRITCgtkZWxpdmVyeV9pZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEhIKCm1lc3NhZ2VfaWQYAyABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkYKE0dldERlbGl2ZXJ5UmVzcG9uc2USLwoIZGVsaXZlcnkYASABKAsyHS5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5IuoBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSLQoHY2hhbm5lbBgDIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIzCgZzdGF0dXMYBCABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGl2ZXJ5U3RhdHVzEg8KB2JhY2tlbmQYBSABKAkSNQoHZmFpbHVyZRgGIAEoDjIkLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlGYWlsdXJlImQKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMQoKZGVsaXZlcmllcxgBIAMoCzIdLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItMBCgtTdXBwcmVzc2lvbhIKCgJpZBgBIAEoCRItCgdjaGFubmVsGAIgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsEhEKCXJlY2lwaWVudBgDIAEoCRI2CgZyZWFzb24YBCABKA4yJi5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uUmVhc29uEg4KBnNvdXJjZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRAQoVQWRkU3VwcHJlc3Npb25SZXF1ZXN0Ei0KB2NoYW5uZWwYASABKA4yHC5zdmMubm90aWZpY2F0aW9uLnYxLkNoYW5uZWwSEQoJcmVjaXBpZW50GAIgASgJEjYKBnJlYXNvbhgDIAEoDjImLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb25SZWFzb24iYAoWQWRkU3VwcHJlc3Npb25SZXNwb25zZRI1CgtzdXBwcmVzc2lvbhgBIAEoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuU3VwcHJlc3Npb24SDwoHY3JlYXRlZBgCIAEoCCJcChhSZW1vdmVTdXBwcmVzc2lvblJlcXVlc3QSLQoHY2hhbm5lbBgBIAEoDjIcLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbBIRCglyZWNpcGllbnQYAiABKAkiGwoZUmVtb3ZlU3VwcHJlc3Npb25SZXNwb25zZSJvChdMaXN0U3VwcHJlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRItCgdjaGFubmVsGAMgASgOMhwuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsImsKGExpc3RTdXBwcmVzc2lvbnNSZXNwb25zZRI2CgxzdXBwcmVzc2lvbnMYASADKAsyIC5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpYCgdDaGFubmVsEhcKE0NIQU5ORUxfVU5TUEVDSUZJRUQQABIPCgtDSEFOTkVMX1NNUxABEhAKDENIQU5ORUxfUFVTSBACEhEKDUNIQU5ORUxfRU1BSUwQAyriAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhgKFERFTElWRVJZX1NUQVRVU19TRU5UEAUSHwobREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEEAYq0gEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFEFUVEVNUFRfT1VUQ09NRV9TRU5UEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEiAKHEFUVEVNUFRfT1VUQ09NRV9SQVRFX0xJTUlURUQQAxIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAQSJQohQVRURU1QVF9PVVRDT01FX1JFQ0lQSUVOVF9GQUlMVVJFEAUq8wMKD0RlbGl2ZXJ5RmFpbHVyZRIgChxERUxJVkVSWV9GQUlMVVJFX1VOU1BFQ0lGSUVEEAASJgoiREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfSU5WQUxJRBABEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOUkVHSVNURVJFRBACEisKJ0RFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX1VOU1VCU0NSSUJFRBADEiUKIURFTElWRVJZX0ZBSUxVUkVfUEFZTE9BRF9SRUpFQ1RFRBAEEiIKHkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfQVVUSBAFEiYKIkRFTElWRVJZX0ZBSUxVUkVfUFJPVklERVJfUkVKRUNURUQQBhImCiJERUxJVkVSWV9GQUlMVVJFX1JFVFJJRVNfRVhIQVVTVEVEEAcSKQolREVMSVZFUllfRkFJTFVSRV9SRUNJUElFTlRfU1VQUFJFU1NFRBAIEiYKIkRFTElWRVJZX0ZBSUxVUkVfUkVDSVBJRU5UX0JPVU5DRUQQCRIjCh9ERUxJVkVSWV9GQUlMVVJFX1NQQU1fQ09NUExBSU5UEAoSKQolREVMSVZFUllfRkFJTFVSRV9QUk9WSURFUl9VTkRFTElWRVJFRBALKoUBCg1SZWNlaXB0RWZmZWN0Eh4KGlJFQ0VJUFRfRUZGRUNUX1VOU1BFQ0lGSUVEEAASGgoWUkVDRUlQVF9FRkZFQ1RfQVBQTElFRBABEhwKGFJFQ0VJUFRfRUZGRUNUX0RVUExJQ0FURRACEhoKFlJFQ0VJUFRfRUZGRUNUX0lHTk9SRUQQAypfCgxQdXNoUHJpb3JpdHkSHQoZUFVTSF9QUklPUklUWV9VTlNQRUNJRklFRBAAEhYKElBVU0hfUFJJT1JJVFlfSElHSBABEhgKFFBVU0hfUFJJT1JJVFlfTk9STUFMEAIqwAIKEVN1cHByZXNzaW9uUmVhc29uEiIKHlNVUFBSRVNTSU9OX1JFQVNPTl9VTlNQRUNJRklFRBAAEiIKHlNVUFBSRVNTSU9OX1JFQVNPTl9IQVJEX0JPVU5DRRABEiUKIVNVUFBSRVNTSU9OX1JFQVNPTl9TUEFNX0NPTVBMQUlOVBACEiMKH1NVUFBSRVNTSU9OX1JFQVNPTl9VTlNVQlNDUklCRUQQAxIjCh9TVVBQUkVTU0lPTl9SRUFTT05fU1RPUF9LRVlXT1JEEAQSKAokU1VQUFJFU1NJT05fUkVBU09OX0lOVkFMSURfUkVDSVBJRU5UEAUSKQolU1VQUFJFU1NJT05fUkVBU09OX1VOUkVHSVNURVJFRF9UT0tFThAGEh0KGVNVUFBSRVNTSU9OX1JFQVNPTl9NQU5VQUwQBzKlBwoTTm90aWZpY2F0aW9uU2VydmljZRJUCgdTZW5kU21zEiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kU21zUmVxdWVzdBokLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFNtc1Jlc3BvbnNlElcKCFNlbmRQdXNoEiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5TZW5kUHVzaFJlcXVlc3QaJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoUmVzcG9uc2USZgoNU2VuZFB1c2hCYXRjaBIpLnN2Yy5ub3RpZmljYXRpb24udjEuU2VuZFB1c2hCYXRjaFJlcXVlc3QaKi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRQdXNoQmF0Y2hSZXNwb25zZRJaCglTZW5kRW1haWwSJS5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlcXVlc3QaJi5zdmMubm90aWZpY2F0aW9uLnYxLlNlbmRFbWFpbFJlc3BvbnNlEmAKC0dldERlbGl2ZXJ5Eicuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXREZWxpdmVyeVJlcXVlc3QaKC5zdmMubm90aWZpY2F0aW9uLnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USaQoOTGlzdERlbGl2ZXJpZXMSKi5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJpCg5BZGRTdXBwcmVzc2lvbhIqLnN2Yy5ub3RpZmljYXRpb24udjEuQWRkU3VwcHJlc3Npb25SZXF1ZXN0Gisuc3ZjLm5vdGlmaWNhdGlvbi52MS5BZGRTdXBwcmVzc2lvblJlc3BvbnNlEnIKEVJlbW92ZVN1cHByZXNzaW9uEi0uc3ZjLm5vdGlmaWNhdGlvbi52MS5SZW1vdmVTdXBwcmVzc2lvblJlcXVlc3QaLi5zdmMubm90aWZpY2F0aW9uLnYxLlJlbW92ZVN1cHByZXNzaW9uUmVzcG9uc2USbwoQTGlzdFN1cHByZXNzaW9ucxIsLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdFN1cHByZXNzaW9uc1JlcXVlc3QaLS5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3RTdXBwcmVzc2lvbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * DeliveryAttempt is one try at handing the message to the provider.
@@ -184,7 +184,9 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
   attemptLog: DeliveryAttempt[];
 
   /**
-   * Why it failed, once FAILED; unspecified otherwise.
+   * Why it failed, once FAILED or UNDELIVERED (the cause a receipt reported); on a DELIVERED record, a
+   * complaint the recipient made afterwards (SPAM_COMPLAINT, RECIPIENT_UNSUBSCRIBED); unspecified
+   * otherwise.
    *
    * @generated from field: svc.notification.v1.DeliveryFailure failure = 16;
    */
@@ -197,6 +199,14 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
    * @generated from field: repeated string suppressed_recipients = 30;
    */
   suppressedRecipients: string[];
+
+  /**
+   * What providers reported after accepting the message (signed webhooks), oldest first; at most 32
+   * entries, repeats of one provider event marked `duplicate`. Only GetDelivery fills it.
+   *
+   * @generated from field: repeated svc.notification.v1.DeliveryReceipt receipts = 17;
+   */
+  receipts: DeliveryReceipt[];
 };
 
 /**
@@ -205,6 +215,76 @@ export type Delivery = Message<"svc.notification.v1.Delivery"> & {
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
   messageDesc(file_svc_notification_v1_notification, 1);
+
+/**
+ * DeliveryReceipt is one event a provider reported about an accepted message.
+ *
+ * @generated from message svc.notification.v1.DeliveryReceipt
+ */
+export type DeliveryReceipt = Message<"svc.notification.v1.DeliveryReceipt"> & {
+  /**
+   * The provider's id of the event (SendGrid sg_event_id; for SMS status callbacks MessageSid:status).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The provider's event name as it sent it (delivered, bounce, undelivered, spamreport, ...).
+   *
+   * @generated from field: string event = 2;
+   */
+  event: string;
+
+  /**
+   * The status the event stands for; unspecified when it says nothing about the status (deferred).
+   *
+   * @generated from field: svc.notification.v1.DeliveryStatus status = 3;
+   */
+  status: DeliveryStatus;
+
+  /**
+   * The cause the event reported, if any.
+   *
+   * @generated from field: svc.notification.v1.DeliveryFailure failure = 4;
+   */
+  failure: DeliveryFailure;
+
+  /**
+   * The provider's code (SMS ErrorCode, SMTP status), when it gave one.
+   *
+   * @generated from field: string provider_code = 5;
+   */
+  providerCode: string;
+
+  /**
+   * When the provider says the event happened, when it says so.
+   *
+   * @generated from field: google.protobuf.Timestamp occurred_at = 6;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * When the service received it.
+   *
+   * @generated from field: google.protobuf.Timestamp received_at = 7;
+   */
+  receivedAt?: Timestamp | undefined;
+
+  /**
+   * What it did to the record.
+   *
+   * @generated from field: svc.notification.v1.ReceiptEffect effect = 8;
+   */
+  effect: ReceiptEffect;
+};
+
+/**
+ * Describes the message svc.notification.v1.DeliveryReceipt.
+ * Use `create(DeliveryReceiptSchema)` to create a new message.
+ */
+export const DeliveryReceiptSchema: GenMessage<DeliveryReceipt> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notification, 2);
 
 /**
  * SendSmsRequest sends one text message.
@@ -246,7 +326,7 @@ export type SendSmsRequest = Message<"svc.notification.v1.SendSmsRequest"> & {
  * Use `create(SendSmsRequestSchema)` to create a new message.
  */
 export const SendSmsRequestSchema: GenMessage<SendSmsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 2);
+  messageDesc(file_svc_notification_v1_notification, 3);
 
 /**
  * SendSmsResponse identifies the delivery.
@@ -274,7 +354,7 @@ export type SendSmsResponse = Message<"svc.notification.v1.SendSmsResponse"> & {
  * Use `create(SendSmsResponseSchema)` to create a new message.
  */
 export const SendSmsResponseSchema: GenMessage<SendSmsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 3);
+  messageDesc(file_svc_notification_v1_notification, 4);
 
 /**
  * PushMessage is one push notification to one device.
@@ -339,7 +419,7 @@ export type PushMessage = Message<"svc.notification.v1.PushMessage"> & {
  * Use `create(PushMessageSchema)` to create a new message.
  */
 export const PushMessageSchema: GenMessage<PushMessage> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 4);
+  messageDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * SendPushRequest sends one push notification.
@@ -374,7 +454,7 @@ export type SendPushRequest = Message<"svc.notification.v1.SendPushRequest"> & {
  * Use `create(SendPushRequestSchema)` to create a new message.
  */
 export const SendPushRequestSchema: GenMessage<SendPushRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 5);
+  messageDesc(file_svc_notification_v1_notification, 6);
 
 /**
  * SendPushResponse identifies the delivery.
@@ -402,7 +482,7 @@ export type SendPushResponse = Message<"svc.notification.v1.SendPushResponse"> &
  * Use `create(SendPushResponseSchema)` to create a new message.
  */
 export const SendPushResponseSchema: GenMessage<SendPushResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 6);
+  messageDesc(file_svc_notification_v1_notification, 7);
 
 /**
  * SendPushBatchRequest sends many push notifications.
@@ -437,7 +517,7 @@ export type SendPushBatchRequest = Message<"svc.notification.v1.SendPushBatchReq
  * Use `create(SendPushBatchRequestSchema)` to create a new message.
  */
 export const SendPushBatchRequestSchema: GenMessage<SendPushBatchRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 7);
+  messageDesc(file_svc_notification_v1_notification, 8);
 
 /**
  * PushBatchResult is the outcome for one message of a batch.
@@ -472,7 +552,7 @@ export type PushBatchResult = Message<"svc.notification.v1.PushBatchResult"> & {
  * Use `create(PushBatchResultSchema)` to create a new message.
  */
 export const PushBatchResultSchema: GenMessage<PushBatchResult> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 8);
+  messageDesc(file_svc_notification_v1_notification, 9);
 
 /**
  * SendPushBatchResponse has one result per message, in request order.
@@ -493,7 +573,7 @@ export type SendPushBatchResponse = Message<"svc.notification.v1.SendPushBatchRe
  * Use `create(SendPushBatchResponseSchema)` to create a new message.
  */
 export const SendPushBatchResponseSchema: GenMessage<SendPushBatchResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 9);
+  messageDesc(file_svc_notification_v1_notification, 10);
 
 /**
  * EmailAttachment is a file attached to an email.
@@ -528,7 +608,7 @@ export type EmailAttachment = Message<"svc.notification.v1.EmailAttachment"> & {
  * Use `create(EmailAttachmentSchema)` to create a new message.
  */
 export const EmailAttachmentSchema: GenMessage<EmailAttachment> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 10);
+  messageDesc(file_svc_notification_v1_notification, 11);
 
 /**
  * SendEmailRequest sends one email (the wire form of a Mailable).
@@ -628,7 +708,7 @@ export type SendEmailRequest = Message<"svc.notification.v1.SendEmailRequest"> &
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 11);
+  messageDesc(file_svc_notification_v1_notification, 12);
 
 /**
  * SendEmailResponse identifies the delivery.
@@ -666,7 +746,7 @@ export type SendEmailResponse = Message<"svc.notification.v1.SendEmailResponse">
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 12);
+  messageDesc(file_svc_notification_v1_notification, 13);
 
 /**
  * GetDeliveryRequest names one delivery.
@@ -687,7 +767,7 @@ export type GetDeliveryRequest = Message<"svc.notification.v1.GetDeliveryRequest
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 13);
+  messageDesc(file_svc_notification_v1_notification, 14);
 
 /**
  * GetDeliveryResponse carries the record.
@@ -708,7 +788,7 @@ export type GetDeliveryResponse = Message<"svc.notification.v1.GetDeliveryRespon
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 14);
+  messageDesc(file_svc_notification_v1_notification, 15);
 
 /**
  * ListDeliveriesRequest filters and pages delivery records.
@@ -764,7 +844,7 @@ export type ListDeliveriesRequest = Message<"svc.notification.v1.ListDeliveriesR
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 15);
+  messageDesc(file_svc_notification_v1_notification, 16);
 
 /**
  * ListDeliveriesResponse is one page of records.
@@ -792,7 +872,7 @@ export type ListDeliveriesResponse = Message<"svc.notification.v1.ListDeliveries
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 16);
+  messageDesc(file_svc_notification_v1_notification, 17);
 
 /**
  * Suppression is one entry of the list.
@@ -848,7 +928,7 @@ export type Suppression = Message<"svc.notification.v1.Suppression"> & {
  * Use `create(SuppressionSchema)` to create a new message.
  */
 export const SuppressionSchema: GenMessage<Suppression> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 17);
+  messageDesc(file_svc_notification_v1_notification, 18);
 
 /**
  * AddSuppressionRequest names the recipient to suppress.
@@ -883,7 +963,7 @@ export type AddSuppressionRequest = Message<"svc.notification.v1.AddSuppressionR
  * Use `create(AddSuppressionRequestSchema)` to create a new message.
  */
 export const AddSuppressionRequestSchema: GenMessage<AddSuppressionRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 18);
+  messageDesc(file_svc_notification_v1_notification, 19);
 
 /**
  * AddSuppressionResponse carries the entry.
@@ -911,7 +991,7 @@ export type AddSuppressionResponse = Message<"svc.notification.v1.AddSuppression
  * Use `create(AddSuppressionResponseSchema)` to create a new message.
  */
 export const AddSuppressionResponseSchema: GenMessage<AddSuppressionResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 19);
+  messageDesc(file_svc_notification_v1_notification, 20);
 
 /**
  * RemoveSuppressionRequest names the recipient whose suppression is lifted.
@@ -939,7 +1019,7 @@ export type RemoveSuppressionRequest = Message<"svc.notification.v1.RemoveSuppre
  * Use `create(RemoveSuppressionRequestSchema)` to create a new message.
  */
 export const RemoveSuppressionRequestSchema: GenMessage<RemoveSuppressionRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 20);
+  messageDesc(file_svc_notification_v1_notification, 21);
 
 /**
  * RemoveSuppressionResponse is empty: the suppression is lifted.
@@ -954,7 +1034,7 @@ export type RemoveSuppressionResponse = Message<"svc.notification.v1.RemoveSuppr
  * Use `create(RemoveSuppressionResponseSchema)` to create a new message.
  */
 export const RemoveSuppressionResponseSchema: GenMessage<RemoveSuppressionResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 21);
+  messageDesc(file_svc_notification_v1_notification, 22);
 
 /**
  * ListSuppressionsRequest filters and pages the list.
@@ -989,7 +1069,7 @@ export type ListSuppressionsRequest = Message<"svc.notification.v1.ListSuppressi
  * Use `create(ListSuppressionsRequestSchema)` to create a new message.
  */
 export const ListSuppressionsRequestSchema: GenMessage<ListSuppressionsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 22);
+  messageDesc(file_svc_notification_v1_notification, 23);
 
 /**
  * ListSuppressionsResponse is one page of entries.
@@ -1017,7 +1097,7 @@ export type ListSuppressionsResponse = Message<"svc.notification.v1.ListSuppress
  * Use `create(ListSuppressionsResponseSchema)` to create a new message.
  */
 export const ListSuppressionsResponseSchema: GenMessage<ListSuppressionsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_notification, 23);
+  messageDesc(file_svc_notification_v1_notification, 24);
 
 /**
  * Channel is the delivery channel of a record.
@@ -1251,6 +1331,28 @@ export enum DeliveryFailure {
    * @generated from enum value: DELIVERY_FAILURE_RECIPIENT_SUPPRESSED = 8;
    */
   RECIPIENT_SUPPRESSED = 8,
+
+  /**
+   * A provider receipt: the recipient's mailbox or carrier refused the message (a bounce); UNDELIVERED.
+   *
+   * @generated from enum value: DELIVERY_FAILURE_RECIPIENT_BOUNCED = 9;
+   */
+  RECIPIENT_BOUNCED = 9,
+
+  /**
+   * A provider receipt: the recipient marked the message as spam (the record stays DELIVERED).
+   *
+   * @generated from enum value: DELIVERY_FAILURE_SPAM_COMPLAINT = 10;
+   */
+  SPAM_COMPLAINT = 10,
+
+  /**
+   * A provider receipt: the provider could not deliver the message and named no more specific cause
+   * (dropped, carrier rejection); UNDELIVERED.
+   *
+   * @generated from enum value: DELIVERY_FAILURE_PROVIDER_UNDELIVERED = 11;
+   */
+  PROVIDER_UNDELIVERED = 11,
 }
 
 /**
@@ -1258,6 +1360,47 @@ export enum DeliveryFailure {
  */
 export const DeliveryFailureSchema: GenEnum<DeliveryFailure> = /*@__PURE__*/
   enumDesc(file_svc_notification_v1_notification, 3);
+
+/**
+ * ReceiptEffect is what a receipt did to its delivery record.
+ *
+ * @generated from enum svc.notification.v1.ReceiptEffect
+ */
+export enum ReceiptEffect {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * It moved the record's status or set its cause.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_APPLIED = 1;
+   */
+  APPLIED = 1,
+
+  /**
+   * The same provider event arrived before: nothing changed.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_DUPLICATE = 2;
+   */
+  DUPLICATE = 2,
+
+  /**
+   * New, but behind the record's status (a late `sent` after `delivered`): kept, nothing changed.
+   *
+   * @generated from enum value: RECEIPT_EFFECT_IGNORED = 3;
+   */
+  IGNORED = 3,
+}
+
+/**
+ * Describes the enum svc.notification.v1.ReceiptEffect.
+ */
+export const ReceiptEffectSchema: GenEnum<ReceiptEffect> = /*@__PURE__*/
+  enumDesc(file_svc_notification_v1_notification, 4);
 
 /**
  * PushPriority is how urgently a push notification is delivered.
@@ -1291,7 +1434,7 @@ export enum PushPriority {
  * Describes the enum svc.notification.v1.PushPriority.
  */
 export const PushPrioritySchema: GenEnum<PushPriority> = /*@__PURE__*/
-  enumDesc(file_svc_notification_v1_notification, 4);
+  enumDesc(file_svc_notification_v1_notification, 5);
 
 /**
  * SuppressionReason is why a recipient is on the suppression list.
@@ -1360,7 +1503,7 @@ export enum SuppressionReason {
  * Describes the enum svc.notification.v1.SuppressionReason.
  */
 export const SuppressionReasonSchema: GenEnum<SuppressionReason> = /*@__PURE__*/
-  enumDesc(file_svc_notification_v1_notification, 5);
+  enumDesc(file_svc_notification_v1_notification, 6);
 
 /**
  * NotificationService delivers SMS, push notifications and email through named provider backends.

@@ -1,0 +1,33 @@
+/**
+ * Config of the provider receipt webhooks (`notification.webhooks`): the routes
+ * `POST /webhooks/sms/{backend}/status`, `/webhooks/sms/{backend}/inbound` and
+ * `/webhooks/email/{backend}/events` on the HTTP port. The keys that verify them are each backend's
+ * (`sms_backends[].sms_gateway.auth_token`, `mailer.backends[].http_api.event_webhook_public_key`).
+ */
+import { z } from 'zod';
+
+import { httpUrl, positiveInt } from '../../../shared/config';
+
+/** The largest receipt body by default: 1 MiB (SendGrid posts events in batches). */
+export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
+
+/** `notification.webhooks`. */
+export const WebhooksConfigSchema = z
+  .strictObject({
+    /**
+     * The address providers reach this service's HTTP port at (`https://notify.example.com`), without
+     * a trailing path. When set, the sms_gateway driver asks for status callbacks at
+     * `{public_base_url}/webhooks/sms/{backend}/status`, and SMS signatures are checked against that
+     * URL (behind a proxy the Host header is not what the provider signed). Unset: no StatusCallback,
+     * and signatures are checked against `http://{Host}{path}`.
+     */
+    public_base_url: httpUrl().optional(),
+    /** Email event batches whose signed timestamp is older (or this far in the future) are refused (403). */
+    max_age_seconds: positiveInt().default(300),
+    /** The largest receipt body accepted; larger is 413 and is not read. */
+    max_body_bytes: positiveInt().default(DEFAULT_WEBHOOK_MAX_BODY_BYTES),
+  })
+  .prefault({});
+
+/** Validated `notification.webhooks`. */
+export type WebhooksConfig = z.infer<typeof WebhooksConfigSchema>;

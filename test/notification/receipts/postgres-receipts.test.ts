@@ -1,0 +1,21 @@
+import type { Knex } from 'knex';
+import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
+import { notificationMigrations } from '../../../services/notification/migrations';
+import { silentLogger } from '../../../shared/logging/logger';
+import { openDatabase } from '../../../shared/storage/database';
+import { runMigrations } from '../../../shared/storage/migrations';
+import { createTestDatabase } from '../../support/database';
+import { describeReceiptContract } from './receipt-contract';
+
+describeReceiptContract('DatabaseDeliveryStore on PostgreSQL', async () => {
+  const db = await createTestDatabase('receipts');
+  const knex: Knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 4 }, silentLogger());
+  await runMigrations(knex, notificationMigrations);
+  return {
+    store: new DatabaseDeliveryStore(knex),
+    close: async () => {
+      await knex.destroy();
+      await db.drop();
+    },
+  };
+});
