@@ -46,7 +46,8 @@ export interface ExceptionReport {
 /** What the reporter needs from the monitor (a test may pass its own). */
 export interface MonitorSink {
   /** Records values (ms) of one metric. */
-  recordSloSamples(metric: string, valuesMs: readonly number[]): Promise<void>;
+  /** Records samples; resolves how many the monitor kept (0 when no SLO of its reads the metric). */
+  recordSloSamples(metric: string, valuesMs: readonly number[]): Promise<number>;
   /** Registers one SLO; resolves `exists` when the monitor already has one of that name. */
   registerSlo(slo: DeclaredSlo): Promise<'registered' | 'exists'>;
   captureException(report: ExceptionReport, sourceService: string): Promise<void>;
@@ -76,11 +77,12 @@ export class MonitorClient implements MonitorSink {
     this.token = config.api_token;
   }
 
-  async recordSloSamples(metric: string, valuesMs: readonly number[]): Promise<void> {
-    await this.call(
+  async recordSloSamples(metric: string, valuesMs: readonly number[]): Promise<number> {
+    const res = (await this.call(
       'recordSloSamples',
       create(RecordSloSamplesRequestSchema, { metric, valuesMs: [...valuesMs] }),
-    );
+    )) as { accepted?: number } | undefined;
+    return res?.accepted ?? 0;
   }
 
   async registerSlo(slo: DeclaredSlo): Promise<'registered' | 'exists'> {

@@ -215,9 +215,10 @@ export class MonitorReporter implements DeliveryObserver {
       for (let i = 0; i < values.length; i += MAX_SAMPLES_PER_CALL) {
         const chunk = values.slice(i, i + MAX_SAMPLES_PER_CALL);
         try {
-          await sink.recordSloSamples(metric, chunk);
+          const accepted = await sink.recordSloSamples(metric, chunk);
           this.sent?.inc({ kind: 'latency_sample' }, chunk.length);
           this.answered();
+          if (accepted === 0) this.reregisterSlosOf(metric);
         } catch (err) {
           this.failed(err, 'RecordSloSamples');
           this.dropped?.inc({ kind: 'latency_sample', reason: 'send_failed' }, chunk.length);
@@ -234,6 +235,19 @@ export class MonitorReporter implements DeliveryObserver {
         // The monitor is down: one deadline per report would hold the flush for minutes.
         this.dropped?.inc({ kind: 'exception', reason: 'send_failed' }, exceptions.length - i);
         break;
+      }
+    }
+  }
+
+  /**
+   * The monitor kept none of a metric's samples although SLOs of ours read it: it has forgotten them
+   * (a restart: the monitor keeps SLOs in memory). They are registered again on the next flush.
+   */
+  private reregisterSlosOf(metric: string): void {
+    for (const slo of this.options.config.slos) {
+      if (slo.metric === metric && !this.unregistered.includes(slo)) {
+        this.unregistered.push(slo);
+        this.log.warn({ slo: slo.name, metric }, 'the monitor no longer has this SLO: registering it again');
       }
     }
   }

@@ -248,6 +248,24 @@ describe('reporting to a monitor that is down', () => {
   });
 });
 
+describe('a monitor that forgot our SLOs (it keeps them in memory and restarted)', () => {
+  it("registers them again when it keeps none of their metric's samples", async () => {
+    const monitor = await startStandInMonitor();
+    monitors.push(monitor);
+    const n = await reportingApp({ grpc_address: monitor.address, flush_interval_ms: 20, slos: [EMAIL_SLO] });
+    await waitFor(() => monitor.slos.has(EMAIL_SLO.name), 'the email SLO registered');
+    // The monitor restarts: its SLOs are gone.
+    monitor.slos.clear();
+
+    const before = peer.acceptedCount;
+    await n.sendEmail();
+    await peer.whenAccepted(before + 1);
+    // The sample is answered "0 kept", so the SLO is declared again.
+    await waitFor(() => monitor.slos.has(EMAIL_SLO.name), 'the email SLO registered again', 15_000);
+    await metricReaches(n, 'notification_monitor_unregistered_slos', 0);
+  });
+});
+
 describe('MonitorReporter buffer', () => {
   let monitor: StandInMonitor;
   beforeEach(async () => {

@@ -79,7 +79,12 @@ export function createStandInMonitor(port = 0): StandInMonitor {
         const list = monitor.samples.get(call.request.metric) ?? [];
         list.push(...call.request.valuesMs);
         monitor.samples.set(call.request.metric, list);
-        cb(null, create(RecordSloSamplesResponseSchema, { accepted: call.request.valuesMs.length }));
+        // Like the monitor: samples are kept only for a metric some registered SLO reads.
+        const read = [...monitor.slos.values()].some((s) => s.metric === call.request.metric);
+        cb(
+          null,
+          create(RecordSloSamplesResponseSchema, { accepted: read ? call.request.valuesMs.length : 0 }),
+        );
       };
       const captureException: Unary<CaptureExceptionRequest> = (call, cb) => {
         seen(call);
