@@ -43,6 +43,7 @@ import {
   otlpFormatOf,
 } from './otlp-codec';
 import type { OtlpReceiver } from './otlp-receiver';
+import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -107,40 +108,10 @@ function sendRefusal(
 const TOO_LARGE = (max: number) =>
   new Refusal('resource_exhausted', `the body is larger than ${max} bytes`, 413);
 
-/** Reads the body up to `max` bytes; a Refusal (413) beyond it. */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer | Refusal> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > max) return Promise.resolve(TOO_LARGE(max));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.byteLength;
-      if (size > max) {
-        cleanup();
-        req.pause();
-        resolve(TOO_LARGE(max));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(Buffer.concat(chunks));
-    };
-    const onError = (err: Error): void => {
-      cleanup();
-      reject(err);
-    };
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-  });
+/** Reads the body up to `max` bytes (the one bounded reader, shared/http/body.ts); a Refusal (413) beyond it. */
+async function readBody(req: IncomingMessage, max: number): Promise<Buffer | Refusal> {
+  const body = await readBoundedBody(req, max);
+  return body === BODY_TOO_LARGE ? TOO_LARGE(max) : body;
 }
 
 async function inflate(body: Buffer, encoding: string, max: number): Promise<Buffer | Refusal> {
