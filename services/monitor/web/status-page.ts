@@ -9,8 +9,6 @@
  * With no token configured at all they are open, like the RPCs then (which production allows only
  * with `server.allow_unauthenticated`). See web/README.md.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { createTokenMatcher, parseBearer } from '../../../shared/auth/bearer';
@@ -18,6 +16,7 @@ import { sendJson } from '../../../shared/http/json';
 import { sendJsonError, type ErrorCodeName } from '../../../shared/http/errors';
 import type { Route } from '../../../shared/http/routes';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
+import { loadPageAssets, sendPageAsset, type StaticAsset } from '../../../shared/http/page-assets';
 import type { Logger } from '../../../shared/logging/logger';
 import { StatusFeed } from './status-feed';
 import type { StatusSource } from './status-source';
@@ -58,18 +57,6 @@ export interface StatusPageDeps {
   shutdownSignal?: AbortSignal;
 }
 
-interface StaticAsset {
-  body: Buffer;
-  contentType: string;
-  etag: string;
-}
-
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
-};
-
 const SSE_HEADERS: Readonly<Record<string, string>> = {
   ...SECURITY_HEADERS,
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -101,7 +88,7 @@ export class StatusPage {
       ...(deps.shutdownSignal ? { shutdownSignal: deps.shutdownSignal } : {}),
     });
     this.matchToken = deps.tokens.length > 0 ? createTokenMatcher(deps.tokens) : undefined;
-    this.assets = loadPageAssets(join(__dirname, 'page'));
+    this.assets = loadPageAssets(join(__dirname, 'page'), 'status page');
   }
 
   /** The page's routes, for the service's route table. Unknown paths and wrong methods are the table's. */
@@ -174,21 +161,7 @@ export class StatusPage {
   }
 
   private sendAsset(req: IncomingMessage, res: ServerResponse, name: string): void {
-    const asset = this.assets.get(name)!;
-    const headers = {
-      ...SECURITY_HEADERS,
-      'Content-Type': asset.contentType,
-      // Revalidate every time (cheap with the ETag) so a deploy shows up on the next load.
-      'Cache-Control': 'no-cache',
-      ETag: asset.etag,
-    };
-    if (req.headers['if-none-match'] === asset.etag) {
-      res.writeHead(304, headers);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { ...headers, 'Content-Length': asset.body.length });
-    res.end(asset.body);
+    sendPageAsset(req, res, this.assets.get(name)!);
   }
 
   private error(
@@ -199,22 +172,4 @@ export class StatusPage {
   ): void {
     sendJsonError(res, code, message, { headers: { ...SECURITY_HEADERS, ...headers } });
   }
-}
-
-function loadPageAssets(dir: string): Map<string, StaticAsset> {
-  const assets = new Map<string, StaticAsset>();
-  for (const [name, contentType] of Object.entries(CONTENT_TYPES)) {
-    let body: Buffer;
-    try {
-      body = readFileSync(join(dir, name));
-    } catch (err) {
-      // Compiled builds need scripts/copy-assets.mjs after tsc; say so instead of a bare ENOENT.
-      throw new Error(`status page asset ${join(dir, name)} is missing (was scripts/copy-assets.mjs run?)`, {
-        cause: err,
-      });
-    }
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-    assets.set(name, { body, contentType, etag });
-  }
-  return assets;
 }

@@ -7,8 +7,6 @@
  * Every data route requires `Authorization: Bearer <JWT>` (see AdminAuth); no cookies are read, so
  * the state-changing routes cannot be driven by a cross-site form or image.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Logger } from '../../../shared/logging/logger';
@@ -17,6 +15,7 @@ import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/ty
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
 import type { Route, RouteParams } from '../../../shared/http/routes';
+import { loadPageAssets, sendPageAsset, type StaticAsset } from '../../../shared/http/page-assets';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
 
 /** What AdminGateway needs. */
@@ -86,12 +85,6 @@ const TOKEN_EXPIRED = new Error('admin SSE token expired');
 // setTimeout's longest delay (about 24.8 days); a longer-lived token re-arms the timer.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-interface StaticAsset {
-  body: Buffer;
-  contentType: string;
-  etag: string;
-}
-
 interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
@@ -118,7 +111,7 @@ export class AdminGateway {
     this.maxPageSize = deps.maxPageSize;
     this.heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     this.shutdownSignal = deps.shutdownSignal;
-    this.assets = loadPageAssets(join(__dirname, 'page'));
+    this.assets = loadPageAssets(join(__dirname, 'page'), 'admin page');
   }
 
   /**
@@ -326,21 +319,7 @@ export class AdminGateway {
   }
 
   private sendAsset(ctx: RequestContext, name: string): void {
-    const asset = this.assets.get(name)!;
-    const headers = {
-      ...SECURITY_HEADERS,
-      'Content-Type': asset.contentType,
-      // Revalidate every time (cheap with the ETag) so a deploy shows up on the next load.
-      'Cache-Control': 'no-cache',
-      ETag: asset.etag,
-    };
-    if (ctx.req.headers['if-none-match'] === asset.etag) {
-      ctx.res.writeHead(304, headers);
-      ctx.res.end();
-      return;
-    }
-    ctx.res.writeHead(200, { ...headers, 'Content-Length': asset.body.length });
-    ctx.res.end(asset.body);
+    sendPageAsset(ctx.req, ctx.res, this.assets.get(name)!);
   }
 
   private fail(ctx: RequestContext, err: unknown): void {
@@ -426,28 +405,4 @@ function drainedOrClosed(res: ServerResponse, signal: AbortSignal): Promise<void
     // Expiry or shutdown must not wait for a client that stopped reading.
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
-};
-
-function loadPageAssets(dir: string): Map<string, StaticAsset> {
-  const assets = new Map<string, StaticAsset>();
-  for (const [name, contentType] of Object.entries(CONTENT_TYPES)) {
-    let body: Buffer;
-    try {
-      body = readFileSync(join(dir, name));
-    } catch (err) {
-      // Compiled builds need scripts/copy-assets.mjs after tsc; say so instead of a bare ENOENT.
-      throw new Error(`admin page asset ${join(dir, name)} is missing (was scripts/copy-assets.mjs run?)`, {
-        cause: err,
-      });
-    }
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-    assets.set(name, { body, contentType, etag });
-  }
-  return assets;
 }
