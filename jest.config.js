@@ -22,5 +22,9 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Tests that start processes and databases share the machine's two cores.
   maxWorkers: 2,
-  reporters: ['default', '<rootDir>/test/support/count-reporter.js'],
+  reporters: [
+    'default',
+    '<rootDir>/test/support/count-reporter.js',
+    '<rootDir>/test/support/reliability-reporter.js',
+  ],
 };
