@@ -1,0 +1,32 @@
+/**
+ * The RPC surfaces of the two processes, as the reliability suites walk them: every service each
+ * process registers, from the generated descriptors. Suites enumerate `methods` from here, so a new
+ * RPC is covered by the fuzzer, the auth check and the interop check without anyone remembering to.
+ * A test (surfaces.test.ts) checks this list against what the running processes answer through
+ * reflection, so it cannot drift from the apps' registrations.
+ */
+import type { DescMethod, DescService } from '@bufbuild/protobuf';
+
+import { MetricsService } from '../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
+import { TraceService } from '../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
+
+/** Services the notification process serves besides grpc.health.v1 and reflection. */
+export const NOTIFICATION_SERVICES: readonly DescService[] = [NotificationService, InboxService];
+
+/** Services the monitor process serves besides grpc.health.v1 and reflection. */
+export const MONITOR_SERVICES: readonly DescService[] = [MonitorService, TraceService, MetricsService];
+
+/** Services that answer without an API token, by design: the standard health and reflection protocols. */
+export const PUBLIC_SERVICES: readonly string[] = [
+  'grpc.health.v1.Health',
+  'grpc.reflection.v1.ServerReflection',
+  'grpc.reflection.v1alpha.ServerReflection',
+];
+
+/** Every method of `services`. */
+export function methodsOf(services: readonly DescService[]): DescMethod[] {
+  return services.flatMap((s) => s.methods);
+}
