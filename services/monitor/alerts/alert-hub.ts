@@ -6,9 +6,16 @@
  * in-process listeners, and hands it to the tier-aware dispatcher, which routes it to the configured
  * channels (P0 at once, P1 within business hours, P2 in the digest).
  *
+ * Raising never waits for a channel: a webhook that hangs or fails holds its alert for attempts x
+ * timeout, and a caller of SendAlert must not wait for that (its deadline would pass while the alert
+ * was long kept and shown). The hub answers once the alert is kept and fanned out, and routes it in
+ * the background; failures are logged by the dispatcher.
+ *
  * Every buffer is bounded: the ring (`recentSize`), each watcher's buffer (`watchBufferSize`; a
  * watcher that falls that far behind is closed with ResourceExhaustedError), the number of watchers
- * (`maxWatchers`) and of listeners (`maxListeners`).
+ * (`maxWatchers`), of listeners (`maxListeners`) and of alerts on their way to the channels
+ * (`maxPendingDispatches`; beyond it a raise is ResourceExhaustedError, so an alert is refused, never
+ * accepted and dropped).
  */
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
@@ -59,6 +66,8 @@ export interface AlertHubOptions {
   watchBufferSize: number;
   /** In-process listeners (`subscribe`); default {@link DEFAULT_MAX_LISTENERS}. */
   maxListeners?: number;
+  /** Alerts being routed at once; beyond it `raise` is ResourceExhaustedError. Default 1000. */
+  maxPendingDispatches?: number;
   /** Source service of alerts that name none (the monitor's own name). */
   defaultSource: string;
   /** Wall clock in milliseconds (tests inject one). */
@@ -244,20 +253,24 @@ export class AlertHub implements AlertDispatcherProtocol {
   private readonly watchers = new Set<Watcher>();
   private readonly listeners = new Set<(alert: Alert) => void>();
   private readonly maxListeners: number;
+  private readonly maxPendingDispatches: number;
+  /** Routings under way (see the file comment). */
+  private readonly pending = new Set<Promise<void>>();
   private readonly now: () => number;
   private readonly logger: Logger;
   private stopped = false;
 
   constructor(private readonly options: AlertHubOptions) {
     this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
+    this.maxPendingDispatches = options.maxPendingDispatches ?? 1000;
     this.now = options.now ?? Date.now;
     this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
   }
 
   /**
    * Raises one alert: checks it (InvalidArgumentError with the field), keeps it, tells the watchers
-   * and listeners at once, and resolves once the channels of its tier had it handed on (held and
-   * digest tiers: once it is queued). A failing channel is logged by the dispatcher, not thrown.
+   * and listeners at once, and hands it to the channels of its tier in the background (`settled()`
+   * waits for that). ResourceExhaustedError when `maxPendingDispatches` alerts are still on their way.
    */
   async raise(input: RaiseInput): Promise<Alert> {
     const title = checkText(input.title, 'title', ALERT_LIMITS.titleChars, true);
@@ -270,6 +283,10 @@ export class AlertHub implements AlertDispatcherProtocol {
       false,
     );
     const context = stringContext(input.context);
+    if (this.pending.size >= this.maxPendingDispatches)
+      throw new ResourceExhaustedError(
+        `${this.pending.size} alerts are still on their way to the channels; retry later`,
+      );
     const firedAt = this.now();
     const alert = create(AlertSchema, {
       id: randomUUID(),
@@ -298,8 +315,26 @@ export class AlertHub implements AlertDispatcherProtocol {
       sourceService: alert.sourceService,
     };
     WIRE_ALERTS.set(record, alert);
-    await this.options.router.dispatch(record);
+    this.route(record);
     return alert;
+  }
+
+  /** Alerts handed to the channels and not yet through. */
+  get pendingDispatches(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once every alert raised so far has been handed on by the channels of its tier. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private route(record: AlertRecord): void {
+    const routing = this.options.router
+      .dispatch(record)
+      .catch((err: unknown) => this.logger.error({ err, alertId: record.id }, 'alert routing failed'))
+      .finally(() => this.pending.delete(routing));
+    this.pending.add(routing);
   }
 
   /** AlertDispatcherProtocol: an alert whose context names an `slo` is kind SLO, named after it. */
@@ -458,13 +493,15 @@ export class AlertHub implements AlertDispatcherProtocol {
   /**
    * Clean shutdown (lifecycle area stop): open watches end with UnavailableError (clients reconnect
    * elsewhere), listeners are dropped, and the dispatcher sends what it holds (held P1 alerts and the
-   * pending P2 digest). Alerts raised afterwards still go out at once. Safe to call more than once.
+   * pending P2 digest) once the alerts on their way are through (the lifecycle's shutdown deadline
+   * bounds the wait). Alerts raised afterwards still go out at once. Safe to call more than once.
    */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const watcher of this.watchers) watcher.fail(new UnavailableError('the monitor is shutting down'));
     this.watchers.clear();
     this.listeners.clear();
+    await this.settled();
     await this.options.router.shutdown();
   }
 }

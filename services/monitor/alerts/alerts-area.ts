@@ -67,6 +67,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     recentSize: config.recent_size,
     maxWatchers: config.max_watchers,
     watchBufferSize: config.watch_buffer_size,
+    maxPendingDispatches: config.max_pending_dispatches,
     defaultSource: deps.serviceName,
     now: deps.clock ? () => deps.clock!.now() : undefined,
     logger,

@@ -57,6 +57,11 @@ export function monitorAlertsConfigSchema() {
     max_watchers: positiveInt().default(1000),
     /** Alerts buffered per watcher; one that falls this far behind is closed with RESOURCE_EXHAUSTED. */
     watch_buffer_size: positiveInt().max(100_000, { error: 'expected at most 100000' }).default(256),
+    /**
+     * Alerts handed to their channels and not yet through (a slow or failing webhook holds one for its
+     * attempts x timeout); beyond it SendAlert answers RESOURCE_EXHAUSTED instead of queueing more.
+     */
+    max_pending_dispatches: positiveInt().max(100_000, { error: 'expected at most 100000' }).default(1000),
     /** Distinct (service, type) pairs CaptureException counts on their own; the rest count as `other`. */
     max_exception_series: positiveInt().max(100_000, { error: 'expected at most 100000' }).default(500),
   });

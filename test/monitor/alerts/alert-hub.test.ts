@@ -302,3 +302,102 @@ describe('AlertHub.watch', () => {
     expect(h.watcherCount).toBe(0);
   });
 });
+
+/** A router whose channels hang until released (a webhook past its timeout, retried). */
+class HangingRouter implements AlertRouter {
+  readonly records: AlertRecord[] = [];
+  private releases: (() => void)[] = [];
+  shutdowns = 0;
+  dispatch(record: AlertRecord): Promise<void> {
+    this.records.push(record);
+    return new Promise<void>((resolve) => this.releases.push(resolve));
+  }
+  release(): void {
+    for (const r of this.releases.splice(0)) r();
+  }
+  async shutdown(): Promise<void> {
+    this.shutdowns++;
+  }
+}
+
+describe('AlertHub routing in the background', () => {
+  it('answers a raise while its channels still hang, and keeps and fans the alert out at once', async () => {
+    const router = new HangingRouter();
+    const h = new AlertHub({ router, recentSize: 5, maxWatchers: 1, watchBufferSize: 4, defaultSource: 'm' });
+    const seen: string[] = [];
+    h.subscribe((a) => seen.push(a.title));
+    const alert = await raise(h, 'slow channel');
+    expect(h.recent().map((a) => a.id)).toEqual([alert.id]);
+    expect(seen).toEqual(['slow channel']);
+    expect(router.records.map((r) => r.id)).toEqual([alert.id]);
+    expect(h.pendingDispatches).toBe(1);
+    router.release();
+    await h.settled();
+    expect(h.pendingDispatches).toBe(0);
+  });
+
+  it('refuses a raise with ResourceExhaustedError at maxPendingDispatches, keeping nothing of it', async () => {
+    const router = new HangingRouter();
+    const h = new AlertHub({
+      router,
+      recentSize: 10,
+      maxWatchers: 1,
+      watchBufferSize: 4,
+      defaultSource: 'm',
+      maxPendingDispatches: 3,
+    });
+    for (const t of ['a', 'b', 'c']) await raise(h, t);
+    await expect(raise(h, 'd')).rejects.toBeInstanceOf(ResourceExhaustedError);
+    expect(h.recent().map((a) => a.title)).toEqual(['c', 'b', 'a']);
+    expect(router.records).toHaveLength(3);
+    router.release();
+    await h.settled();
+    await raise(h, 'e'); // a freed place is taken again
+    expect(router.records.map((r) => r.title)).toEqual(['a', 'b', 'c', 'e']);
+    router.release();
+  });
+
+  it('a routing that fails is logged and frees its place', async () => {
+    const errors: unknown[] = [];
+    const logger = {
+      child: () => logger,
+      error: (obj: unknown) => errors.push(obj),
+      warn: () => undefined,
+      info: () => undefined,
+      debug: () => undefined,
+    } as unknown as ConstructorParameters<typeof AlertHub>[0]['logger'];
+    const router: AlertRouter = {
+      dispatch: () => Promise.reject(new Error('channel exploded')),
+      shutdown: async () => undefined,
+    };
+    const h = new AlertHub({
+      router,
+      recentSize: 5,
+      maxWatchers: 1,
+      watchBufferSize: 4,
+      defaultSource: 'm',
+      maxPendingDispatches: 1,
+      logger,
+    });
+    await raise(h, 'one');
+    await h.settled();
+    expect(errors).toHaveLength(1);
+    await raise(h, 'two'); // the failed one's place is free again
+    await h.settled();
+    expect(errors).toHaveLength(2);
+  });
+
+  it('stop waits for the alerts on their way before the dispatcher flushes', async () => {
+    const router = new HangingRouter();
+    const h = new AlertHub({ router, recentSize: 5, maxWatchers: 1, watchBufferSize: 4, defaultSource: 'm' });
+    await raise(h, 'in flight');
+    let stopped = false;
+    const stopping = h.stop().then(() => (stopped = true));
+    await new Promise((r) => setImmediate(r));
+    expect(stopped).toBe(false);
+    expect(router.shutdowns).toBe(0);
+    router.release();
+    await stopping;
+    expect(router.shutdowns).toBe(1);
+  });
+});

@@ -101,7 +101,8 @@ describe('alert RPCs with a webhook channel', () => {
       sourceService: 'payments',
       context: { tier: 'P0_PAGE', region: 'eu-west-1' },
     });
-    // SendAlert answers once the P0 channels had it: the webhook already holds it.
+    // SendAlert answers once the alert is kept; the channels get it in the background.
+    await m.app.alerts.hub.settled();
     expect(hook.bodies).toEqual([toJson(AlertSchema, alert)]);
     expect(hook.bodies[0]).toMatchObject({ id: response.alertId, kind: 'ALERT_KIND_GENERIC' });
     expect(hook.headers[0]!['x-hook-token']).toBe('hook-secret');
@@ -116,6 +117,7 @@ describe('alert RPCs with a webhook channel', () => {
       await unary(m.monitorGrpc, 'sendAlert', { title: `a ${severity}`, severity, context: P0 });
     await waitFor(() => w.alerts.length === 2, 'two alerts');
     expect(w.alerts.map((a) => a.title)).toEqual(['a High', 'a high']);
+    await m.app.alerts.hub.settled();
     expect(hook.bodies).toHaveLength(4); // the channel has no filter
     w.call.cancel();
     await waitFor(() => m.app.alerts.hub.watcherCount === 0, 'the watcher to leave');
@@ -144,6 +146,7 @@ describe('alert RPCs with a webhook channel', () => {
       alertName: 'queue_depth',
       sourceService: 'monitor-under-test',
     });
+    await m.app.alerts.hub.settled();
     expect(hook.bodies.map((b) => (b as { severity: string }).severity)).toEqual(['critical', 'warning']);
     w.call.cancel();
     await waitFor(() => m.app.alerts.hub.watcherCount === 0, 'the watcher to leave');
@@ -175,6 +178,7 @@ describe('alert RPCs with a webhook channel', () => {
       expect(err.details).toContain(reason);
       expect(m.app.alerts.hub.recent()).toHaveLength(before);
       expect(hook.bodies).toEqual([]);
+      expect(m.app.alerts.hub.pendingDispatches).toBe(0);
     },
   );
 

@@ -81,6 +81,7 @@ describe('alert tiers through the alerts area', () => {
     await raise('digest me', 'P2_DIGEST');
     await raise('tomorrow', 'P1_BUSINESS_HOURS');
     await raise('page now', 'P0_PAGE');
+    await area.hub.settled();
     expect(all.titles).toEqual(['page now']);
     expect(pager.titles).toEqual(['page now']);
 
@@ -98,6 +99,7 @@ describe('alert tiers through the alerts area', () => {
   it('gives a channel only the alerts at or above its min_severity', async () => {
     for (const severity of ['low', 'medium', 'warning', 'high', 'CRITICAL', 'mystery'])
       await raise(`p0 ${severity}`, 'P0_PAGE', severity);
+    await area.hub.settled();
     expect(pager.titles).toEqual(['p0 high', 'p0 CRITICAL']);
     expect(all.titles).toHaveLength(6);
   });

@@ -1569,7 +1569,10 @@ export const MonitorService: GenService<{
     output: typeof EvaluateSlosResponseSchema;
   },
   /**
-   * SendAlert dispatches an operational alert.
+   * SendAlert dispatches an operational alert. It answers once the alert is kept (WatchAlerts and
+   * the status page have it) and hands it to the channels in the background, so a slow or failing
+   * channel never slows the call. RESOURCE_EXHAUSTED while `alerts.max_pending_dispatches` alerts
+   * are still on their way to the channels.
    *
    * @generated from rpc svc.monitor.v1.MonitorService.SendAlert
    */
@@ -1579,7 +1582,7 @@ export const MonitorService: GenService<{
     output: typeof SendAlertResponseSchema;
   },
   /**
-   * SendMetricAlert dispatches an alert about a metric crossing a threshold.
+   * SendMetricAlert dispatches an alert about a metric crossing a threshold, as SendAlert does.
    *
    * @generated from rpc svc.monitor.v1.MonitorService.SendMetricAlert
    */
