@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Copies the static files of every `page/` folder under services/ into dist/ at the same relative
+// Copies the static files of every `page/` folder under services/ and shared/ into dist/ at the same relative
 // path, so compiled code finds its assets next to itself (`npm run build` runs tsc, then this).
 // TypeScript sources in those folders are tsc's business and are skipped.
 //
@@ -25,7 +25,7 @@ function isAsset(file) {
 }
 
 let copied = 0;
-for (const file of walk(join(root, 'services'))) {
+for (const file of [...walk(join(root, 'services')), ...walk(join(root, 'shared'))]) {
   if (!isAsset(file)) continue;
   const target = join(outDir, relative(root, file));
   mkdirSync(dirname(target), { recursive: true });

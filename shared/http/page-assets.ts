@@ -1,6 +1,7 @@
 /**
  * The static files of a service's browser page (`index.html`, `app.js`, `app.css` in its `page/`
- * folder): read once at start with a content ETag, and served with the security headers, `no-cache`
+ * folder, plus the shared `kit.js` and `kit.css` of `shared/http/page/` that every page loads first):
+ * read once at start with a content ETag, and served with the security headers, `no-cache`
  * (revalidated every time, cheap with the ETag, so a deploy shows up on the next load) and 304 for a
  * matching `If-None-Match`. One home for the admin page and the monitor's status page.
  */
@@ -22,18 +23,30 @@ export const PAGE_ASSET_TYPES: Readonly<Record<string, string>> = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
+  'kit.js': 'text/javascript; charset=utf-8',
+  'kit.css': 'text/css; charset=utf-8',
 };
 
-/** Reads every file of {@link PAGE_ASSET_TYPES} from `dir`; `page` names the page in the error. */
+/** The files a page serves under `<its path>/assets/` (all but index.html). */
+export const PAGE_ASSET_FILES: readonly string[] = ['kit.css', 'kit.js', 'app.css', 'app.js'];
+
+/** The shared kit's folder (its files are the same for every page). */
+const KIT_DIR = join(__dirname, 'page');
+const KIT_FILES = new Set(['kit.js', 'kit.css']);
+
+/**
+ * Reads every file of {@link PAGE_ASSET_TYPES}: the kit's from `shared/http/page`, the rest from
+ * `dir`; `page` names the page in the error.
+ */
 export function loadPageAssets(dir: string, page: string): Map<string, StaticAsset> {
   const assets = new Map<string, StaticAsset>();
   for (const [name, contentType] of Object.entries(PAGE_ASSET_TYPES)) {
     let body: Buffer;
     try {
-      body = readFileSync(join(dir, name));
+      body = readFileSync(join(KIT_FILES.has(name) ? KIT_DIR : dir, name));
     } catch (err) {
       // Compiled builds need scripts/copy-assets.mjs after tsc; say so instead of a bare ENOENT.
-      throw new Error(`${page} asset ${join(dir, name)} is missing (was scripts/copy-assets.mjs run?)`, {
+      throw new Error(`${page} asset ${name} is missing (was scripts/copy-assets.mjs run?)`, {
         cause: err,
       });
     }

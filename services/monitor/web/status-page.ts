@@ -16,7 +16,12 @@ import { sendJson } from '../../../shared/http/json';
 import { sendJsonError, type ErrorCodeName } from '../../../shared/http/errors';
 import type { Route } from '../../../shared/http/routes';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
-import { loadPageAssets, sendPageAsset, type StaticAsset } from '../../../shared/http/page-assets';
+import {
+  loadPageAssets,
+  PAGE_ASSET_FILES,
+  sendPageAsset,
+  type StaticAsset,
+} from '../../../shared/http/page-assets';
 import type { Logger } from '../../../shared/logging/logger';
 import { StatusFeed } from './status-feed';
 import type { StatusSource } from './status-source';
@@ -96,11 +101,10 @@ export class StatusPage {
     const page = ['GET', 'HEAD'];
     return [
       this.route(page, STATUS_PAGE_PATH, (req, res) => this.sendAsset(req, res, 'index.html')),
-      this.route(page, `${STATUS_PATH_PREFIX}/assets/app.js`, (req, res) =>
-        this.sendAsset(req, res, 'app.js'),
-      ),
-      this.route(page, `${STATUS_PATH_PREFIX}/assets/app.css`, (req, res) =>
-        this.sendAsset(req, res, 'app.css'),
+      ...PAGE_ASSET_FILES.map((name) =>
+        this.route(page, `${STATUS_PATH_PREFIX}/assets/${name}`, (req, res) =>
+          this.sendAsset(req, res, name),
+        ),
       ),
       this.route(page, STATUS_JSON_PATH, (req, res) => {
         if (this.authorized(req, res)) sendJson(res, 200, this.feed.snapshot(), { ...SECURITY_HEADERS });

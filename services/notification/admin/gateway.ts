@@ -15,7 +15,12 @@ import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/ty
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
 import type { Route, RouteParams } from '../../../shared/http/routes';
-import { loadPageAssets, sendPageAsset, type StaticAsset } from '../../../shared/http/page-assets';
+import {
+  loadPageAssets,
+  PAGE_ASSET_FILES,
+  sendPageAsset,
+  type StaticAsset,
+} from '../../../shared/http/page-assets';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
 
 /** What AdminGateway needs. */
@@ -125,8 +130,9 @@ export class AdminGateway {
     const post = ['POST'];
     return [
       this.route(page, BASE, (ctx) => this.sendAsset(ctx, 'index.html')),
-      this.route(page, `${BASE}/assets/app.js`, (ctx) => this.sendAsset(ctx, 'app.js')),
-      this.route(page, `${BASE}/assets/app.css`, (ctx) => this.sendAsset(ctx, 'app.css')),
+      ...PAGE_ASSET_FILES.map((name) =>
+        this.route(page, `${BASE}/assets/${name}`, (ctx) => this.sendAsset(ctx, name)),
+      ),
       this.route(get, `${BASE}/inbox`, async (ctx) => this.getInbox(ctx, await this.authenticate(ctx))),
       this.route(post, `${BASE}/read-all`, async (ctx) =>
         this.markAllRead(ctx, await this.authenticate(ctx)),

@@ -57,6 +57,8 @@ describe('the status page routes', () => {
     expectSecurityHeaders(page);
     const html = await page.text();
     expect(html).toContain('<script src="/status/assets/app.js" defer></script>');
+    expect(html.indexOf('/status/assets/kit.js')).toBeGreaterThan(0);
+    expect(html.indexOf('/status/assets/kit.js')).toBeLessThan(html.indexOf('/status/assets/app.js'));
     // No inline script or style: the CSP would block them.
     expect(html).not.toMatch(/<script>|<style|style="/);
 
@@ -66,6 +68,10 @@ describe('the status page routes', () => {
     expect(await js.text()).toContain('/status/events');
     const css = await fetch(`${svc.baseUrl}/status/assets/app.css`);
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    // The kit is the same file the admin page serves (one home: shared/http/page).
+    const kit = await fetch(`${svc.baseUrl}/status/assets/kit.js`);
+    expect(kit.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(await kit.text()).toContain('window.PageKit');
   });
 
   it('answers 304 to a page request that carries the current ETag', async () => {

@@ -122,6 +122,10 @@ describe('the management page when its token expires', () => {
     await svc?.close();
   });
 
+  // Long enough for the page to load and go live on a loaded machine (a 3 s token once expired
+  // before the stream opened at load 19), short enough to wait out.
+  const TOKEN_LIFETIME_S = 10;
+
   async function openWith(token: string): Promise<Page> {
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -131,9 +135,9 @@ describe('the management page when its token expires', () => {
   }
 
   it('shows that the session ended when no fresher token is there', async () => {
-    const exp = Math.floor(Date.now() / 1000) + 3;
+    const exp = Math.floor(Date.now() / 1000) + TOKEN_LIFETIME_S;
     const page = await openWith(await hsToken('expiring-user', { exp }));
-    await page.locator('#notice', { hasText: 'Your session has ended.' }).waitFor({ timeout: 20_000 });
+    await page.locator('#notice', { hasText: 'Your session has ended.' }).waitFor({ timeout: 30_000 });
     expect(await page.locator('#live').getAttribute('data-state')).toBe('off');
     expect(await page.evaluate("sessionStorage.getItem('svc.admin.token')")).toBeNull();
     await until(() => svc.app.inboxHub.watcherCount === 0);
@@ -141,7 +145,7 @@ describe('the management page when its token expires', () => {
   });
 
   it('reconnects with a fresher token from sessionStorage and keeps receiving messages', async () => {
-    const exp = Math.floor(Date.now() / 1000) + 3;
+    const exp = Math.floor(Date.now() / 1000) + TOKEN_LIFETIME_S;
     const page = await openWith(await hsToken('renewed-user', { exp }));
     const fresh = await hsToken('renewed-user');
     await page.evaluate(`sessionStorage.setItem('svc.admin.token', ${JSON.stringify(fresh)})`);

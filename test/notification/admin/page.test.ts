@@ -17,7 +17,12 @@ describe('the management page and its assets', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await res.text();
-    expect(html).toContain('<script src="/admin/notifications/assets/app.js" defer></script>');
+    // The shared kit (shared/http/page) first, then the page's own script, which uses it.
+    expect(html.indexOf('<script src="/admin/notifications/assets/kit.js" defer></script>')).toBeGreaterThan(
+      0,
+    );
+    expect(html.indexOf('assets/kit.js')).toBeLessThan(html.indexOf('assets/app.js'));
+    expect(html.indexOf('assets/kit.css')).toBeLessThan(html.indexOf('assets/app.css'));
     expect(html).toContain('id="badge"');
   });
 
@@ -31,6 +36,8 @@ describe('the management page and its assets', () => {
   it.each([
     ['app.js', 'text/javascript; charset=utf-8'],
     ['app.css', 'text/css; charset=utf-8'],
+    ['kit.js', 'text/javascript; charset=utf-8'],
+    ['kit.css', 'text/css; charset=utf-8'],
   ])('serves %s with its content type and an ETag', async (name, type) => {
     const res = await fetch(`${svc.baseUrl}/admin/notifications/assets/${name}`);
     expect(res.status).toBe(200);
@@ -70,6 +77,8 @@ describe('scripts/copy-assets.mjs', () => {
       writeFileSync(join(root, 'services/a/page/img/logo.svg'), '<svg/>');
       writeFileSync(join(root, 'services/a/page/types.ts'), 'export {}');
       writeFileSync(join(root, 'services/b/notes.txt'), 'not a page asset');
+      mkdirSync(join(root, 'shared/http/page'), { recursive: true });
+      writeFileSync(join(root, 'shared/http/page/kit.js'), 'kit');
       execFileSync(process.execPath, [join(__dirname, '../../../scripts/copy-assets.mjs'), root], {
         stdio: 'pipe',
       });
@@ -77,6 +86,7 @@ describe('scripts/copy-assets.mjs', () => {
       expect(readFileSync(join(root, 'dist/services/a/page/img/logo.svg'), 'utf8')).toBe('<svg/>');
       expect(existsSync(join(root, 'dist/services/a/page/types.ts'))).toBe(false);
       expect(existsSync(join(root, 'dist/services/b/notes.txt'))).toBe(false);
+      expect(readFileSync(join(root, 'dist/shared/http/page/kit.js'), 'utf8')).toBe('kit');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -1,4 +1,4 @@
-/* global document, location, history, sessionStorage, fetch, TextDecoderStream, setTimeout */
+/* global PageKit, document, sessionStorage, fetch, TextDecoderStream */
 // The monitor's status page. No build step, no dependencies: served as is by StatusPage.
 //
 // Everything comes from one stream, /status/events: a `snapshot` event with the whole state (on
@@ -33,15 +33,6 @@
   };
 
   const state = { token: null, alertIds: new Set(), alertLimit: MAX_ALERTS, stopped: false };
-
-  function takeToken() {
-    const match = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
-    if (match) {
-      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-      history.replaceState(null, '', location.pathname + location.search);
-    }
-    return sessionStorage.getItem(TOKEN_KEY);
-  }
 
   function showNotice(text) {
     ui.notice.textContent = text;
@@ -199,42 +190,6 @@
     }
   }
 
-  // Parses the text/event-stream format (https://html.spec.whatwg.org/#event-stream-interpretation).
-  function createSseParser(dispatch) {
-    let buffer = '';
-    let event = '';
-    let data = [];
-    function line(text) {
-      if (text === '') {
-        if (data.length > 0) dispatch(event || 'message', data.join('\n'));
-        event = '';
-        data = [];
-        return;
-      }
-      if (text.startsWith(':')) return; // comment: heartbeat
-      const colon = text.indexOf(':');
-      const field = colon === -1 ? text : text.slice(0, colon);
-      let value = colon === -1 ? '' : text.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    return function push(chunk) {
-      buffer += chunk;
-      let newline;
-      while ((newline = buffer.indexOf('\n')) !== -1) {
-        let text = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        if (text.endsWith('\r')) text = text.slice(0, -1);
-        line(text);
-      }
-    };
-  }
-
-  function sleep(ms) {
-    return new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
   async function runStream() {
     let backoff = 1000;
     while (!state.stopped) {
@@ -263,14 +218,16 @@
         }
         if (response.ok && response.body) {
           backoff = 1000;
-          const push = createSseParser((type, raw) => {
-            let data;
-            try {
-              data = JSON.parse(raw);
-            } catch {
-              return;
-            }
-            onEvent(type, data);
+          const push = PageKit.createSseParser({
+            dispatch(type, raw) {
+              let data;
+              try {
+                data = JSON.parse(raw);
+              } catch {
+                return;
+              }
+              onEvent(type, data);
+            },
           });
           const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
           for (;;) {
@@ -284,11 +241,11 @@
       }
       setLive(false);
       if (state.stopped) break;
-      await sleep(Math.max(retryAfterMs, backoff + Math.floor(Math.random() * 500)));
+      await PageKit.sleep(PageKit.reconnectDelay(retryAfterMs, backoff));
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     }
   }
 
-  state.token = takeToken();
+  state.token = PageKit.takeToken(TOKEN_KEY);
   runStream();
 })();

@@ -1,4 +1,4 @@
-/* global document, location, history, sessionStorage, fetch, AbortController, TextDecoderStream, setTimeout, atob */
+/* global PageKit, document, sessionStorage, fetch, AbortController, TextDecoderStream, setTimeout, atob */
 // The notification management page. No build step, no dependencies: served as is by AdminGateway.
 //
 // The bearer token arrives once in the URL fragment (#token=...), is kept in sessionStorage and
@@ -44,15 +44,6 @@
     tokenExpired: false,
     onConnected: () => undefined,
   };
-
-  function takeToken() {
-    const match = /(?:^|&)token=([^&]+)/.exec(location.hash.slice(1));
-    if (match) {
-      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-      history.replaceState(null, '', location.pathname + location.search);
-    }
-    return sessionStorage.getItem(TOKEN_KEY);
-  }
 
   function subjectOf(token) {
     try {
@@ -267,47 +258,6 @@
     if (typeof data.unread_count === 'number') setUnread(data.unread_count);
   }
 
-  // Parses the text/event-stream format (https://html.spec.whatwg.org/#event-stream-interpretation).
-  function createSseParser(dispatch) {
-    let buffer = '';
-    let id = null;
-    let event = '';
-    let data = [];
-    function line(text) {
-      if (text === '') {
-        if (id !== null) state.lastEventId = id;
-        if (data.length > 0) dispatch(event || 'message', data.join('\n'));
-        id = null;
-        event = '';
-        data = [];
-        return;
-      }
-      if (text === ': connected') state.onConnected(); // the server's watch is live
-      if (text.startsWith(':')) return; // comment: heartbeat
-      const colon = text.indexOf(':');
-      const field = colon === -1 ? text : text.slice(0, colon);
-      let value = colon === -1 ? '' : text.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'id' && !value.includes('\0')) id = value;
-      else if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    return function push(chunk) {
-      buffer += chunk;
-      let newline;
-      while ((newline = buffer.indexOf('\n')) !== -1) {
-        let text = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        if (text.endsWith('\r')) text = text.slice(0, -1);
-        line(text);
-      }
-    };
-  }
-
-  function sleep(ms) {
-    return new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
   // After an `expired` event: a newer token in sessionStorage (put there by whoever signs the user
   // in) continues the session; without one, the session has ended.
   function takeFreshToken() {
@@ -357,14 +307,22 @@
           connections++;
           // A reconnect without a cursor cannot replay what we missed: reload once it is live.
           const reloadWhenLive = connections > 1 && !resuming;
-          const push = createSseParser((type, raw) => {
-            let data;
-            try {
-              data = JSON.parse(raw);
-            } catch {
-              return;
-            }
-            onEvent(type, data);
+          const push = PageKit.createSseParser({
+            dispatch(type, raw) {
+              let data;
+              try {
+                data = JSON.parse(raw);
+              } catch {
+                return;
+              }
+              onEvent(type, data);
+            },
+            onId(id) {
+              state.lastEventId = id;
+            },
+            onComment(text) {
+              if (text === ': connected') state.onConnected(); // the server's watch is live
+            },
           });
           const onConnected = state.onConnected;
           state.onConnected = () => {
@@ -391,7 +349,7 @@
         if (!takeFreshToken()) return;
         continue;
       }
-      await sleep(Math.max(retryAfterMs, backoff + Math.floor(Math.random() * 500)));
+      await PageKit.sleep(PageKit.reconnectDelay(retryAfterMs, backoff));
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     }
   }
@@ -413,7 +371,7 @@
       (firstUnread || ui.list).scrollIntoView({ behavior: 'smooth', block: 'center' });
     });
 
-    state.token = takeToken();
+    state.token = PageKit.takeToken(TOKEN_KEY);
     if (!state.token) {
       signOut('You are not signed in.');
       return;
