@@ -13,7 +13,12 @@ import * as grpc from '@grpc/grpc-js';
 import { Client } from 'pg';
 
 import { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
-import { emailServiceEnv, emailRequest, notificationClient, waitForAllSent } from '../../support/email-service';
+import {
+  emailServiceEnv,
+  emailRequest,
+  notificationClient,
+  waitForAllSent,
+} from '../../support/email-service';
 import { grpcClient, healthCheck, healthClient, unary, type GenericClient } from '../../support/grpc-clients';
 import { startCluster, type RunningCluster } from '../../support/postgres-cluster';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process';
@@ -124,7 +129,7 @@ async function storedInboxIds(url: string, ids: string[]): Promise<Set<string>> 
 /** Polls grpc.health.v1 Check every 100 ms until it answers `want` or `timeoutMs` pass; the last answer. */
 async function grpcHealthBecomes(client: GenericClient, want: string, timeoutMs: number): Promise<string> {
   let last = '';
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
     last = await healthCheck(client).catch(() => 'unreachable');
     if (last === want) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -152,97 +157,97 @@ afterAll(async () => {
   cluster?.stop();
 });
 
-test(
-  'PostgreSQL halted and restarted under load: fail fast with UNAVAILABLE, health follows, nothing acknowledged is lost or sent twice',
-  async () => {
-    cluster = await startCluster();
-    peer = createSmtpPeer({ parse: false });
-    await peer.start();
-    proc = await startServiceProcess('notification', {
-      ...emailServiceEnv(peer.port, { url: cluster.url }, { delivery: DELIVERY }),
-      SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'database',
+test('PostgreSQL halted and restarted under load: fail fast with UNAVAILABLE, health follows, nothing acknowledged is lost or sent twice', async () => {
+  cluster = await startCluster();
+  peer = createSmtpPeer({ parse: false });
+  await peer.start();
+  proc = await startServiceProcess('notification', {
+    ...emailServiceEnv(peer.port, { url: cluster.url }, { delivery: DELIVERY }),
+    SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'database',
+  });
+  const address = `127.0.0.1:${proc.grpcPort}`;
+  const inbox = grpcClient(InboxService, address);
+  const notification = notificationClient(proc.grpcPort);
+  const health = healthClient(address);
+  const load = new Load(inbox, notification);
+  try {
+    // The ports open before the first readiness poll has finished.
+    expect(await grpcHealthBecomes(health, 'SERVING', 30_000)).toBe('SERVING');
+    load.start();
+    await waitFor(
+      () => load.acked >= ACKED_PER_PHASE,
+      'sends acknowledged before the outage',
+      SETTLE_TIMEOUT_MS,
+    );
+
+    cluster.halt();
+    const down = Date.now();
+    const ackedBefore = load.acked;
+    const failuresBefore = load.failures.length;
+    // The readiness poll notices within its interval; meanwhile calls already fail.
+    const grpcDown = await grpcHealthBecomes(health, 'NOT_SERVING', 30_000);
+    const httpDown = await httpHealth(proc.httpPort);
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+    const ackedDuringOutage = load.acked - ackedBefore;
+    const failedDuringOutage = load.failures.slice(failuresBefore);
+
+    cluster.restart();
+    const up = Date.now();
+    const grpcUp = await grpcHealthBecomes(health, 'SERVING', 60_000);
+    const recoverSeconds = (Date.now() - up) / 1000;
+    const httpUp = await httpHealth(proc.httpPort);
+    const ackedAtRestart = load.acked;
+    await waitFor(
+      () => load.acked >= ackedAtRestart + ACKED_PER_PHASE,
+      'sends acknowledged after the restart',
+      SETTLE_TIMEOUT_MS,
+    );
+    await load.stop();
+
+    await waitForAllSent(notification, load.emails.length, SETTLE_TIMEOUT_MS);
+    const stored = await storedInboxIds(cluster.url, load.inboxIds);
+    const lostInbox = load.inboxIds.filter((id) => !stored.has(id));
+    const lostEmail = load.emails.filter((e) => !peer!.messageIds.has(e.messageId));
+    const duplicated = [...peer!.messageIds.values()].filter((n) => n > 1).length;
+    const notUnavailable = load.failures.filter((f) => f.code !== grpc.status.UNAVAILABLE);
+    const overDeadline = load.failures.filter((f) => f.ms >= CALL_DEADLINE_MS);
+    const codes = [...new Set(load.failures.map((f) => grpc.status[f.code]))].join(', ');
+
+    recordFigures({
+      section: 'faults-postgres',
+      title: 'Faults: PostgreSQL halted and restarted under load',
+      kind: 'faults',
+      figures: [
+        reported('outage (s)', Math.round((up - down) / 100) / 10),
+        atLeast('acknowledged (inbox + email)', load.acked, 2 * ACKED_PER_PHASE),
+        reported('acknowledged during the outage', ackedDuringOutage),
+        atLeast('failed fast during the outage (UNAVAILABLE)', failedDuringOutage.length, 1),
+        exactly('failed with another code than UNAVAILABLE', notUnavailable.length, 0),
+        exactly('failed at or past the deadline', overDeadline.length, 0),
+        reported('failure codes', codes || 'none'),
+        exactly('inbox writes lost', lostInbox.length, 0),
+        reported('emails arrived (distinct)', peer!.messageIds.size),
+        exactly('emails lost', lostEmail.length, 0),
+        exactly('emails duplicated', duplicated, 0),
+        reported('seconds to SERVING after the restart', Math.round(recoverSeconds * 10) / 10),
+      ],
     });
-    const address = `127.0.0.1:${proc.grpcPort}`;
-    const inbox = grpcClient(InboxService, address);
-    const notification = notificationClient(proc.grpcPort);
-    const health = healthClient(address);
-    const load = new Load(inbox, notification);
-    try {
-      // The ports open before the first readiness poll has finished.
-      expect(await grpcHealthBecomes(health, 'SERVING', 30_000)).toBe('SERVING');
-      load.start();
-      await waitFor(() => load.acked >= ACKED_PER_PHASE, 'sends acknowledged before the outage', SETTLE_TIMEOUT_MS);
 
-      cluster.halt();
-      const down = Date.now();
-      const ackedBefore = load.acked;
-      const failuresBefore = load.failures.length;
-      // The readiness poll notices within its interval; meanwhile calls already fail.
-      const grpcDown = await grpcHealthBecomes(health, 'NOT_SERVING', 30_000);
-      const httpDown = await httpHealth(proc.httpPort);
-      await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
-      const ackedDuringOutage = load.acked - ackedBefore;
-      const failedDuringOutage = load.failures.slice(failuresBefore);
-
-      cluster.restart();
-      const up = Date.now();
-      const grpcUp = await grpcHealthBecomes(health, 'SERVING', 60_000);
-      const recoverSeconds = (Date.now() - up) / 1000;
-      const httpUp = await httpHealth(proc.httpPort);
-      const ackedAtRestart = load.acked;
-      await waitFor(
-        () => load.acked >= ackedAtRestart + ACKED_PER_PHASE,
-        'sends acknowledged after the restart',
-        SETTLE_TIMEOUT_MS,
-      );
-      await load.stop();
-
-      await waitForAllSent(notification, load.emails.length, SETTLE_TIMEOUT_MS);
-      const stored = await storedInboxIds(cluster.url, load.inboxIds);
-      const lostInbox = load.inboxIds.filter((id) => !stored.has(id));
-      const lostEmail = load.emails.filter((e) => !peer!.messageIds.has(e.messageId));
-      const duplicated = [...peer!.messageIds.values()].filter((n) => n > 1).length;
-      const notUnavailable = load.failures.filter((f) => f.code !== grpc.status.UNAVAILABLE);
-      const overDeadline = load.failures.filter((f) => f.ms >= CALL_DEADLINE_MS);
-      const codes = [...new Set(load.failures.map((f) => grpc.status[f.code]))].join(', ');
-
-      recordFigures({
-        section: 'faults-postgres',
-        title: 'Faults: PostgreSQL halted and restarted under load',
-        kind: 'faults',
-        figures: [
-          reported('outage (s)', Math.round((up - down) / 100) / 10),
-          atLeast('acknowledged (inbox + email)', load.acked, 2 * ACKED_PER_PHASE),
-          reported('acknowledged during the outage', ackedDuringOutage),
-          atLeast('failed fast during the outage (UNAVAILABLE)', failedDuringOutage.length, 1),
-          exactly('failed with another code than UNAVAILABLE', notUnavailable.length, 0),
-          exactly('failed at or past the deadline', overDeadline.length, 0),
-          reported('failure codes', codes || 'none'),
-          exactly('inbox writes lost', lostInbox.length, 0),
-          reported('emails arrived (distinct)', peer!.messageIds.size),
-          exactly('emails lost', lostEmail.length, 0),
-          exactly('emails duplicated', duplicated, 0),
-          reported('seconds to SERVING after the restart', Math.round(recoverSeconds * 10) / 10),
-        ],
-      });
-
-      expect(grpcDown).toBe('NOT_SERVING');
-      expect(httpDown).toBe(503);
-      expect(grpcUp).toBe('SERVING');
-      expect(httpUp).toBe(200);
-      expect(failedDuringOutage.length).toBeGreaterThan(0);
-      expect(notUnavailable).toEqual([]);
-      expect(overDeadline).toEqual([]);
-      expect(lostInbox).toEqual([]);
-      expect(lostEmail).toEqual([]);
-      expect(duplicated).toBe(0);
-      expect(proc.child.exitCode).toBeNull();
-    } finally {
-      await load.stop();
-      inbox.close();
-      notification.close();
-      health.close();
-    }
-  },
-  300_000,
-);
+    expect(grpcDown).toBe('NOT_SERVING');
+    expect(httpDown).toBe(503);
+    expect(grpcUp).toBe('SERVING');
+    expect(httpUp).toBe(200);
+    expect(failedDuringOutage.length).toBeGreaterThan(0);
+    expect(notUnavailable).toEqual([]);
+    expect(overDeadline).toEqual([]);
+    expect(lostInbox).toEqual([]);
+    expect(lostEmail).toEqual([]);
+    expect(duplicated).toBe(0);
+    expect(proc.child.exitCode).toBeNull();
+  } finally {
+    await load.stop();
+    inbox.close();
+    notification.close();
+    health.close();
+  }
+}, 300_000);
