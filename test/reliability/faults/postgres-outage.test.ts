@@ -238,7 +238,11 @@ test('PostgreSQL halted and restarted under load: fail fast with UNAVAILABLE, he
     expect(grpcUp).toBe('SERVING');
     expect(httpUp).toBe(200);
     expect(failedDuringOutage.length).toBeGreaterThan(0);
-    expect(notUnavailable).toEqual([]);
+    // The service logs the cause of every INTERNAL: show it with the failure.
+    const internalCauses = proc.logs
+      .filter((l) => l.includes('unhandled error in RPC handler'))
+      .map((l) => (JSON.parse(l) as { err?: { message?: string } }).err?.message);
+    expect({ notUnavailable, internalCauses }).toEqual({ notUnavailable: [], internalCauses: [] });
     expect(overDeadline).toEqual([]);
     expect(lostInbox).toEqual([]);
     expect(lostEmail).toEqual([]);
