@@ -20,11 +20,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_SOCKET.has(code))) {
       return true;
     }
-    // knex gives up waiting for a pool connection; pg reports a session that ended under it.
+    // knex gives up waiting for a pool connection; pg reports a session that ended under it (knex
+    // puts the SQL in front: "COMMIT; - Client has encountered a connection error ...").
     if (name === 'KnexTimeoutError') return true;
     if (
       typeof message === 'string' &&
-      /^Connection terminated|^Client has encountered a connection error/.test(message)
+      /Connection terminated|Client has encountered a connection error/.test(message)
     ) {
       return true;
     }

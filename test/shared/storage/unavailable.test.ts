@@ -75,6 +75,12 @@ test('a wrong query is not an outage: it stays INTERNAL', async () => {
     expect(isDatabaseUnavailable(err)).toBe(false);
     expect(toConnectError(err).code).toBe(Code.Internal);
     expect(isDatabaseUnavailable(new Error('boom'))).toBe(false);
+    // knex puts the SQL in front of pg's words for a session that broke inside a transaction.
+    expect(
+      isDatabaseUnavailable(
+        new Error('COMMIT; - Client has encountered a connection error and is not queryable'),
+      ),
+    ).toBe(true);
     expect(isDatabaseUnavailable(undefined)).toBe(false);
   } finally {
     await client.end();
