@@ -10,6 +10,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { isDomainError, type DomainErrorCode } from '../errors';
 import type { Logger } from '../logging/logger';
 import { connectCodeName } from '../http/errors';
+import { isDatabaseUnavailable } from '../storage/unavailable';
 
 const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
@@ -27,13 +28,17 @@ const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
 /** The message every request that does not decode gets: the parser's own words stay in the debug log. */
 export const MALFORMED_MESSAGE = 'malformed request message';
 
+/** The message of a call that failed because the database cannot be reached (retry later). */
+export const DATABASE_UNAVAILABLE_MESSAGE = 'the database is unavailable; retry later';
+
 /** The message every unexpected failure gets; deliberately says nothing about the cause. */
 export const INTERNAL_MESSAGE = 'internal error';
 
 /**
  * Turns anything a handler threw into a ConnectError that is safe to send. Domain errors keep their
  * message; ConnectErrors raised by the framework (deadline, cancel, limits) pass through; everything
- * else is logged with its cause and replaced by a generic INTERNAL.
+ * unreachable database is UNAVAILABLE; everything else is logged with its cause and replaced by a
+ * generic INTERNAL.
  */
 export function toConnectError(
   err: unknown,
@@ -42,6 +47,12 @@ export function toConnectError(
 ): ConnectError {
   if (err instanceof ConnectError) return err;
   if (isDomainError(err)) return new ConnectError(err.message, DOMAIN_TO_CODE[err.code]);
+  // A database that is down or restarting is a dependency outage, not a bug: UNAVAILABLE tells the
+  // caller to retry (gRPC clients and proxies do), and the driver's words stay in the log.
+  if (isDatabaseUnavailable(err)) {
+    logger?.warn({ err, ...context }, 'database unavailable');
+    return new ConnectError(DATABASE_UNAVAILABLE_MESSAGE, Code.Unavailable);
+  }
   logger?.error({ err, ...context }, 'unhandled error in RPC handler');
   return new ConnectError(INTERNAL_MESSAGE, Code.Internal);
 }

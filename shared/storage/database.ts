@@ -136,3 +136,4 @@ export async function openStorage(
     close: () => (closed ??= knex.destroy()),
   };
 }
+

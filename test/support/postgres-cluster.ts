@@ -13,7 +13,12 @@ import { join } from 'node:path';
 
 export interface RunningCluster {
   url: string;
+  /** Stops the server and removes its directory. */
   stop(): void;
+  /** Stops the server (fast shutdown: sessions are ended) and keeps its data, for `restart()`. */
+  halt(): void;
+  /** Starts a halted server again on the same port, with the same data. */
+  restart(): void;
 }
 
 function findBinDir(): string {
@@ -57,18 +62,22 @@ export async function startCluster(): Promise<RunningCluster> {
       ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { stdio: 'pipe' })
       : execFileSync(join(bin, cmd), args, { stdio: 'pipe' });
   run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-  run('pg_ctl', [
-    '-D',
-    data,
-    '-w',
-    '-l',
-    join(dir, 'server.log'),
-    '-o',
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c full_page_writes=off`,
-    'start',
-  ]);
+  const start = () =>
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-w',
+      '-l',
+      join(dir, 'server.log'),
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c full_page_writes=off`,
+      'start',
+    ]);
+  start();
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    halt: () => void run('pg_ctl', ['-D', data, '-w', '-m', 'fast', 'stop']),
+    restart: () => void start(),
     stop() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
+import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
@@ -28,6 +29,10 @@ import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
 import { normaliseRecipient, type SuppressionChecker, type SuppressionList } from './suppression';
 import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
+
+/** First and longest wait between tries to record an attempt while the database is unreachable. */
+const RECORD_RETRY_FIRST_MS = 100;
+const RECORD_RETRY_MAX_MS = 2000;
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -549,14 +554,16 @@ export class DeliveryWorker {
     const labels = { channel: record.channel, backend: used };
     this.options.metrics?.attempts.inc({ ...labels, outcome: outcome.class });
     this.options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
-    const updated = await store.completeAttempt(record.id, this.owner, {
-      attempt,
-      status: decision.status,
-      nextAttemptAt: decision.nextAttemptAt,
-      failure,
-      backend: nextBackend,
-      now,
-    });
+    const updated = await this.recordAttempt(record.id, () =>
+      store.completeAttempt(record.id, this.owner, {
+        attempt,
+        status: decision.status,
+        nextAttemptAt: decision.nextAttemptAt,
+        failure,
+        backend: nextBackend,
+        now,
+      }),
+    );
     const log = {
       deliveryId: record.id,
       backend: used,
@@ -595,6 +602,27 @@ export class DeliveryWorker {
         'delivery will be retried',
       );
     else this.log.debug(log, 'delivery sent');
+  }
+
+  /**
+   * Records an attempt's outcome, again and again while the database cannot be reached (until the
+   * worker stops). The provider has already answered: an outcome dropped here leaves the record
+   * leased, and once the lease runs out the message is sent a second time. Found by the faults suite:
+   * PostgreSQL halted under load made the peer receive emails twice.
+   */
+  private async recordAttempt<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
+    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      try {
+        return await write();
+      } catch (err) {
+        if (this.stopping || !isDatabaseUnavailable(err)) throw err;
+        this.log.warn(
+          { err, deliveryId, retryInMs: wait },
+          'database unavailable: recording the attempt later',
+        );
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   /**
