@@ -35,7 +35,9 @@ const SECRET_URL_PARENTS = new Set(['database', 'webhook']);
 
 /** True when the key `name` (below `parent`) holds a secret, by the redactor's own rules. */
 export function isSecretConfigKey(name: string, parent: string | undefined): boolean {
-  return isSecretKey(name) || isSecretMapKey(name) || (name === 'url' && SECRET_URL_PARENTS.has(parent ?? ''));
+  return (
+    isSecretKey(name) || isSecretMapKey(name) || (name === 'url' && SECRET_URL_PARENTS.has(parent ?? ''))
+  );
 }
 
 /** The shapes `schema` may take once wrappers are peeled: one, or each variant of a union. */

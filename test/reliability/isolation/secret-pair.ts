@@ -289,7 +289,12 @@ export async function startSecretPair(): Promise<SecretPair> {
           name: backends.sms,
           primary: true,
           driver: 'sms_gateway',
-          sms_gateway: { account_sid: smsSid, auth_token: smsToken, from_number: '+15550001111', base_url: httpBase },
+          sms_gateway: {
+            account_sid: smsSid,
+            auth_token: smsToken,
+            from_number: '+15550001111',
+            base_url: httpBase,
+          },
         },
       ]),
       SVC_NOTIFICATION__MAILER__BACKENDS: JSON.stringify([
