@@ -125,11 +125,17 @@ export function tracingConfigSchema(serviceName: string) {
     .prefault({});
 }
 
+const SENTRY_DSN = /^(?:(\w+):)\/\/(?:(\w+)(?::(\w+)?)?@)((?:\[[:.%\w]+\]|[\w.-]+))(?::(\d+))?\/(.+)/;
+
 /**
  * True when `dsn` has the shape of an error-tracking DSN: `http(s)://<public key>@<host>[/path]/<project id>`.
  * The value itself never appears in a message: it is a secret.
  */
 export function isValidDsn(dsn: string): boolean {
+  // Sentry's own DSN grammar (@sentry/core dsnFromString): a value it refuses is printed in full on
+  // stderr by the SDK ("Invalid Sentry Dsn: <dsn>", key included), so refuse it here, where the
+  // message never shows the value.
+  if (!SENTRY_DSN.test(dsn)) return false;
   let url: URL;
   try {
     url = new URL(dsn);

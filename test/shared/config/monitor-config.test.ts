@@ -52,6 +52,23 @@ describe('MonitorConfig', () => {
     });
   });
 
+  it("refuses a DSN outside Sentry's grammar at load, naming the key but never the value", () => {
+    // The SDK prints a DSN it cannot parse in full on stderr ("Invalid Sentry Dsn: ..."), key and all.
+    const dsn = 'https://pub-lic-key-0123@errors.example.com/1';
+    let error: unknown;
+    try {
+      load({ error_tracking: { dsn } });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(String((error as Error).message)).toContain('error_tracking.dsn');
+    expect(String((error as Error).message)).not.toContain('pub-lic-key');
+    expect(() =>
+      load({ error_tracking: { dsn: 'https://public_key0123@errors.example.com/1' } }),
+    ).not.toThrow();
+  });
+
   it('normalises an SLO window written as text to seconds', () => {
     const config = load(undefined, {
       SVC_MONITOR__SLO__OBJECTIVES: JSON.stringify([
