@@ -44,17 +44,13 @@ export interface StartServiceOptions {
   startTimeoutMs?: number;
 }
 
+/** Builds as `npm run build` does (tsc, then the pages' static files) when `dist` lacks the service. */
 function ensureBuilt(name: string): string {
   const main = join(ROOT, 'dist', 'services', name, 'main.js');
   if (!existsSync(main)) {
-    execFileSync(
-      process.execPath,
-      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-      {
-        cwd: ROOT,
-        stdio: 'inherit',
-      },
-    );
+    const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' });
+    run([join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json']);
+    run([join(ROOT, 'scripts', 'copy-assets.mjs')]);
   }
   return main;
 }
