@@ -66,12 +66,18 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     return { entry: existing ? toEntry(existing) : entry, created: false };
   }
 
-  async remove(channel: Channel, recipient: string): Promise<boolean> {
+  async remove(
+    channel: Channel,
+    recipient: string,
+    keepReasons: readonly SuppressionReason[] = [],
+  ): Promise<boolean> {
     const removed = rows<{ id: string }>(
-      await this.knex.raw('DELETE FROM suppressions WHERE channel = ? AND recipient = ? RETURNING id', [
-        channel,
-        recipient,
-      ]),
+      await this.knex.raw(
+        `DELETE FROM suppressions
+         WHERE channel = ? AND recipient = ? AND reason <> ALL(SELECT jsonb_array_elements_text(?::jsonb))
+         RETURNING id`,
+        [channel, recipient, JSON.stringify(keepReasons)],
+      ),
     );
     return removed.length > 0;
   }

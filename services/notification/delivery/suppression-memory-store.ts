@@ -9,6 +9,7 @@ import type {
   SuppressionEntry,
   SuppressionPage,
   SuppressionPageQuery,
+  SuppressionReason,
   SuppressionStore,
 } from './suppression';
 
@@ -47,8 +48,15 @@ export class InMemorySuppressionStore implements SuppressionStore {
     return { entry: { ...entry }, created: true };
   }
 
-  async remove(channel: Channel, recipient: string): Promise<boolean> {
-    return this.entries.delete(`${channel}\n${recipient}`);
+  async remove(
+    channel: Channel,
+    recipient: string,
+    keepReasons: readonly SuppressionReason[] = [],
+  ): Promise<boolean> {
+    const key = `${channel}\n${recipient}`;
+    const entry = this.entries.get(key);
+    if (!entry || keepReasons.includes(entry.reason)) return false;
+    return this.entries.delete(key);
   }
 
   async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {

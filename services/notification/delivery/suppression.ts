@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
-import { InvalidArgumentError } from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
@@ -26,6 +26,13 @@ export type SuppressionReason =
   | 'invalid_recipient'
   | 'unregistered_token'
   | 'manual';
+
+/**
+ * Reasons only the recipient can lift: a STOP is lifted by the recipient's START (the inbound
+ * webhook), never by a caller of RemoveSuppression. Carriers require it (an opt-out is the
+ * subscriber's to withdraw), and one caller's cleanup must not re-open a number that opted out.
+ */
+export const RECIPIENT_ONLY_REASONS: readonly SuppressionReason[] = ['stop_keyword'];
 
 /** Every suppression reason, for validation. */
 export const SUPPRESSION_REASONS: readonly SuppressionReason[] = [
@@ -99,7 +106,8 @@ export interface SuppressionStore {
   readonly backend: 'database' | 'memory';
   /** Inserts unless `(channel, recipient)` exists; returns the stored entry and whether it was new. */
   add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }>;
-  remove(channel: Channel, recipient: string): Promise<boolean>;
+  /** Deletes the entry unless its reason is one of `keepReasons`; true when it was deleted. */
+  remove(channel: Channel, recipient: string, keepReasons?: readonly SuppressionReason[]): Promise<boolean>;
   /** Which of `recipients` (normalised) are suppressed on `channel`. */
   findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>>;
   list(query: SuppressionPageQuery): Promise<SuppressionPage>;
@@ -256,6 +264,25 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     const removed = await this.store.remove(ch, key);
     if (removed) this.log.info({ channel: ch, recipient: maskRecipient(ch, key) }, 'suppression lifted');
     return removed;
+  }
+
+  /**
+   * RemoveSuppression: lifts an entry by hand. NotFoundError when there is none;
+   * FailedPreconditionError for a reason in RECIPIENT_ONLY_REASONS (the entry stays).
+   */
+  async removeByHand(channel: Channel, recipient: string, by: string): Promise<void> {
+    const ch = checkChannel(channel);
+    const key = normaliseRecipient(ch, recipient);
+    if (await this.store.remove(ch, key, RECIPIENT_ONLY_REASONS)) {
+      this.log.info({ channel: ch, recipient: maskRecipient(ch, key), by }, 'suppression lifted by hand');
+      return;
+    }
+    if ((await this.store.findSuppressed(ch, [key])).has(key)) {
+      throw new FailedPreconditionError(
+        'the recipient opted out (STOP); only their START lifts it, not RemoveSuppression',
+      );
+    }
+    throw new NotFoundError('recipient is not on the suppression list');
   }
 
   async isSuppressed(channel: Channel, recipient: string): Promise<boolean> {

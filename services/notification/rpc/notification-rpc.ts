@@ -29,7 +29,7 @@ import {
   type SendPushBatchRequest,
   type SendPushRequest,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
 import type { EmailSender } from '../channels/email/email-sender';
 import type { SmsSender } from '../channels/sms/sms-sender';
@@ -320,11 +320,9 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     return { suppression: toWireSuppression(entry), created };
   }
 
-  async removeSuppression(req: RemoveSuppressionRequest) {
+  async removeSuppression(req: RemoveSuppressionRequest, ctx: HandlerContext) {
     const channel = requiredChannel(req.channel);
-    if (!(await this.suppressionList().remove(channel, req.recipient))) {
-      throw new NotFoundError('recipient is not on the suppression list');
-    }
+    await this.suppressionList().removeByHand(channel, req.recipient, `api:${ctx.values.get(callerKey)}`);
     return {};
   }
 

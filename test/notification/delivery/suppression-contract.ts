@@ -5,7 +5,7 @@
  * a provider error adding an entry). Manual clock, worker polled by hand: nothing depends on timers.
  */
 import { Registry } from 'prom-client';
-import { InvalidArgumentError } from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
 import type { DeliveryStore } from '../../../services/notification/delivery/store';
 import {
@@ -117,6 +117,23 @@ export function describeSuppressionContract(
       expect(await list.remove('sms', number)).toBe(true);
       expect(await list.isSuppressed('sms', number)).toBe(false);
       expect(await list.remove('sms', number)).toBe(false);
+    });
+
+    it('removeByHand lifts any reason but a STOP, which stays (FailedPreconditionError); none: NotFoundError', async () => {
+      const { list } = setup();
+      const stopped = uniqueNumber();
+      const bounced = uniqueNumber();
+      await list.add({ channel: 'sms', recipient: stopped, reason: 'stop_keyword', source: 'inbound:t' });
+      await list.add({ channel: 'sms', recipient: bounced, reason: 'manual', source: 'api:t' });
+      await expect(list.removeByHand('sms', stopped, 'api:t')).rejects.toBeInstanceOf(
+        FailedPreconditionError,
+      );
+      expect(await list.isSuppressed('sms', stopped)).toBe(true);
+      await list.removeByHand('sms', bounced, 'api:t');
+      expect(await list.isSuppressed('sms', bounced)).toBe(false);
+      await expect(list.removeByHand('sms', bounced, 'api:t')).rejects.toBeInstanceOf(NotFoundError);
+      // The recipient's own START (the inbound webhook) lifts a STOP.
+      expect(await list.remove('sms', stopped)).toBe(true);
     });
 
     it('when input is bad, add is InvalidArgumentError naming the field and nothing is stored', async () => {

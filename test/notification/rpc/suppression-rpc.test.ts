@@ -180,8 +180,14 @@ describe.each([
     expect(twilio.requests.map((r) => r.form.To)).not.toContain(to);
     expect(twilio.requests.map((r) => r.form.To)).toContain(other);
 
-    // Lifting it (START): the next send goes out.
-    await call(n, 'removeSuppression', { channel: Channel.SMS, recipient: to });
+    // A STOP is the recipient's to lift: RemoveSuppression is refused and the entry stays.
+    const refused = await grpcError(call(n, 'removeSuppression', { channel: Channel.SMS, recipient: to }));
+    expect(refused.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(refused.details).toContain('only their START lifts it');
+    expect(await n.app.suppressions.isSuppressed('sms', to)).toBe(true);
+
+    // Lifting it as the inbound START does: the next send goes out.
+    expect(await n.app.suppressions.remove('sms', to)).toBe(true);
     const after = await call<{ deliveryId: string }>(n, 'sendSms', { to, body: 'hi again' });
     expect((await final(n, after.deliveryId)).status).toBe(DeliveryStatus.SENT);
     expect(twilio.requests.map((r) => r.form.To)).toContain(to);
@@ -280,6 +286,15 @@ describe.each([
       call(n, 'removeSuppression', { channel: Channel.SMS, recipient: number() }),
     );
     expect(missing.code).toBe(grpc.status.NOT_FOUND);
+    // Any other reason is lifted by hand (a bounced address that was fixed).
+    const bounced = number();
+    await call(n, 'addSuppression', {
+      channel: Channel.SMS,
+      recipient: bounced,
+      reason: SuppressionReason.HARD_BOUNCE,
+    });
+    await call(n, 'removeSuppression', { channel: Channel.SMS, recipient: bounced });
+    expect(await n.app.suppressions.isSuppressed('sms', bounced)).toBe(false);
     const viaConnect = await connectError(
       n.notificationConnect.addSuppression({ channel: Channel.PUSH, recipient: 'a b' }, connectHeaders),
     );

@@ -18,6 +18,7 @@
  *    every captured log line, every error returned, `/health`, `/metrics` and `/status.json` are
  *    scanned for each secret (and its base64, and the forms it travels in). Target: 0 hits.
  */
+import { PAGE_ASSET_FILES } from '../../../shared/http/page-assets';
 import { create, type DescMessage, type DescMethod, type DescService } from '@bufbuild/protobuf';
 import { ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
@@ -297,10 +298,10 @@ function adminRoutes(): { method: string; path: string }[] {
 }
 
 /** The admin page and its assets: public by design, they hold no data (the page gets its JWT in the fragment). */
+/** The page and its static files (shared/http/page-assets.ts): nothing else of the admin is open. */
 const ADMIN_PUBLIC_PATHS = [
   '/admin/notifications',
-  '/admin/notifications/assets/app.js',
-  '/admin/notifications/assets/app.css',
+  ...PAGE_ASSET_FILES.map((name) => `/admin/notifications/assets/${name}`),
 ];
 
 describe('auth on every HTTP route', () => {

@@ -1596,7 +1596,9 @@ export const NotificationService: GenService<{
     output: typeof AddSuppressionResponseSchema;
   },
   /**
-   * RemoveSuppression lifts a suppression; NOT_FOUND when the recipient is not on the list.
+   * RemoveSuppression lifts a suppression; NOT_FOUND when the recipient is not on the list;
+   * FAILED_PRECONDITION for an SMS STOP (SUPPRESSION_REASON_STOP_KEYWORD), which only the
+   * recipient's START lifts.
    *
    * @generated from rpc svc.notification.v1.NotificationService.RemoveSuppression
    */
