@@ -7,8 +7,8 @@
  *   proxies), not with the first message as connect-node does.
  * - Answers given by the protocol layer before any interceptor ran (a unary request that does not
  *   decode, a wrong HTTP method or content type) are counted in the RPC metrics, and an undecodable
- *   request (Connect reports it as `internal` with the parser's message) is answered
- *   `invalid_argument` with a generic message, as on the gRPC port. (A stream reads its request
+ *   request (Connect reports it as `internal` with the parser's message, on the Connect protocol and
+ *   on gRPC-Web alike) is answered `invalid_argument` with a generic message, as on the gRPC port. (A stream reads its request
  *   inside the interceptors: see `errorInterceptor`.)
  * - A client that goes away mid-response is logged at debug level through our logger, never
  *   `console.error`.
@@ -104,6 +104,72 @@ async function settleRefusedUnary(
   };
 }
 
+/** The `grpc-status` and `grpc-message` of gRPC-Web trailers (`name: value` lines). */
+function parseGrpcWebTrailer(text: string): { status?: number; message?: string } {
+  const out: { status?: number; message?: string } = {};
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon).trim().toLowerCase();
+    if (name === 'grpc-status') out.status = Number(line.slice(colon + 1).trim());
+    if (name === 'grpc-message') out.message = line.slice(colon + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * A gRPC-Web answer given before any handler ran (a unary request that does not decode: Connect
+ * answers grpc-status 13 with the parser's message in the trailer envelope): counted, and an
+ * undecodable request answered grpc-status 3 with the generic message, as on the other protocols.
+ */
+async function settleRefusedGrpcWeb(
+  uRes: UniversalServerResponse,
+  onCode: (code: ErrorCodeName) => void,
+): Promise<UniversalServerResponse> {
+  const bytes = Buffer.from(await readAll(uRes.body as AsyncIterable<Uint8Array> | undefined));
+  // The trailers: in the headers of a trailers-only answer, else the body's last envelope (flag 0x80).
+  let trailerAt = -1;
+  for (let at = 0; at + 5 <= bytes.length; at += 5 + bytes.readUInt32BE(at + 1)) {
+    if ((bytes[at]! & 0x80) !== 0) trailerAt = at;
+  }
+  const headerStatus = uRes.header?.get('grpc-status');
+  const trailer =
+    headerStatus !== null && headerStatus !== undefined
+      ? { status: Number(headerStatus) }
+      : trailerAt >= 0
+        ? parseGrpcWebTrailer(bytes.subarray(trailerAt + 5).toString('utf8'))
+        : {};
+  const code = trailer.status === undefined ? 'unknown' : connectCodeName(trailer.status);
+  if (!isDecodeFailure(code)) {
+    onCode(code);
+    return {
+      ...uRes,
+      body: (async function* () {
+        yield bytes;
+      })(),
+    };
+  }
+  onCode('invalid_argument');
+  const text = Buffer.from(
+    `grpc-status: ${Code.InvalidArgument}\r\ngrpc-message: ${encodeURIComponent(MALFORMED_MESSAGE)}\r\n`,
+  );
+  const envelope = Buffer.alloc(5);
+  envelope[0] = 0x80;
+  envelope.writeUInt32BE(text.byteLength, 1);
+  const body = Buffer.concat([envelope, text]);
+  const header = new Headers(uRes.header);
+  header.delete('grpc-status');
+  header.delete('grpc-message');
+  header.delete('Content-Encoding');
+  header.set('Content-Length', String(body.byteLength));
+  return {
+    status: 200,
+    header,
+    body: (async function* () {
+      yield body;
+    })(),
+  };
+}
+
 function nodeHeaders(headers: Headers | undefined): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   headers?.forEach((value, key) => {
@@ -165,6 +231,7 @@ export function createHttpPortHandler(
       return;
     }
     const streaming = isStreamingContentType(req.headers['content-type'] ?? null);
+    const grpcWeb = /^application\/grpc-web/.test(req.headers['content-type'] ?? '');
     const values = createContextValues().set(transportKey, 'http');
     if (streaming) {
       values.set(streamStartKey, (headers: Headers) => {
@@ -195,7 +262,9 @@ export function createHttpPortHandler(
         // them), which count it and refuse a malformed request; a unary call decodes before them.
         const settled = handlerRan()
           ? uRes
-          : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));
+          : grpcWeb && uRes.status === 200
+            ? await settleRefusedGrpcWeb(uRes, onCode)
+            : await settleRefusedUnary(uRes, onCode, handler.allowedMethods.join(', '));
         return writeResponse(settled, res);
       })
       .catch((reason: unknown) => {

@@ -110,6 +110,33 @@ describe('malformed requests on the echo kit', () => {
   );
 
   test.each(MALFORMED)(
+    '%s: gRPC-Web unary answers grpc-status INVALID_ARGUMENT with a generic message, counted as such',
+    async (_name, body) => {
+      const counted = async (): Promise<number> => {
+        const series =
+          'rpc_server_handled_total{rpc_service="svc.testing.v1.EchoService",rpc_method="Echo",' +
+          'rpc_code="invalid_argument",transport="http"}';
+        const line = (await h.registry.metrics()).split('\n').find((l) => l.startsWith(series));
+        return line ? Number(line.split(' ').pop()) : 0;
+      };
+      const before = await counted();
+      const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, body.length]), body]);
+      const res = await fetch(`${h.baseUrl}/svc.testing.v1.EchoService/Echo`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/grpc-web+proto' },
+        body: envelope,
+      });
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(res.status).toBe(200);
+      expect(bytes[0]).toBe(0x80); // the trailers envelope, and nothing before it
+      expect(bytes.subarray(5).toString()).toBe(
+        `grpc-status: ${grpc.status.INVALID_ARGUMENT}\r\ngrpc-message: malformed%20request%20message\r\n`,
+      );
+      expect(await counted()).toBe(before + 1);
+    },
+  );
+
+  test.each(MALFORMED)(
     '%s: a server stream refuses it the same way (gRPC, Connect, gRPC-Web)',
     async (_name, body) => {
       const stream = '/svc.testing.v1.EchoService/EchoStream';
