@@ -14,9 +14,14 @@
  *    measured is the committed INSERT behind each acknowledgement). Baseline: raw `pg` single-row
  *    INSERTs of the same rows (built beforehand) into a copy of the deliveries table, the same pool
  *    size and concurrency. The issue sets no target: reported.
+ *
+ * Every measured round (not the warm-ups) also reads the CPU time of each process taking part (this
+ * process, the service, the SMTP peer, the PostgreSQL server when it is local) and each row prints it
+ * as CPU-ms per email per process, for both sides: on 2 shared cores the side that costs more CPU per
+ * email cannot keep up, whatever else runs on the machine (./cpu-accounting.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,6 +42,7 @@ import {
 } from '../support/email-service';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess, type SmtpPeerProcess as SmtpPeer } from '../support/smtp-peer-process';
+import { CpuTally, pidSource, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
 import { compareThroughput, type BenchRow } from './measure';
 
 const IN_FLIGHT = 64;
@@ -60,6 +66,41 @@ async function arrivals(peer: SmtpPeer, count: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The postmaster's pid of the server behind `url` when it runs on this machine (its data directory's
+ * postmaster.pid is readable), else undefined: its CPU is then not accounted.
+ */
+async function postmasterPid(url: string): Promise<number | undefined> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ dir: string }>(
+      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
+    );
+    const pid = Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * `round` accounted in `tally` under `side` (`units` of work per round), except its first call: the
+ * warm-up of compareThroughput, with the JIT and the connections still warming.
+ */
+function accounted(
+  tally: CpuTally,
+  side: string,
+  units: number,
+  sources: CpuSource[],
+  round: () => Promise<number>,
+): () => Promise<number> {
+  let calls = 0;
+  return () => (calls++ === 0 ? round() : tally.measure(side, units, sources, round));
 }
 
 let round = 0;
@@ -96,6 +137,10 @@ function withServiceLog(err: unknown, service: ServiceProcess): Error {
 /** SendEmail (service) against nodemailer (direct) into one peer, alternating rounds. */
 async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, label: string, target: string) {
   const service = await startService(peer, store, cwd);
+  const pgPid = typeof store === 'object' && 'url' in store ? await postmasterPid(store.url) : undefined;
+  const common = [selfSource('bench'), pidSource('smtp-peer', peer.pid)];
+  if (pgPid !== undefined) common.push(processTreeSource('postgres', pgPid));
+  const tally = new CpuTally();
   const client = notificationClient(service.grpcPort);
   const transport = createTransport({
     host: '127.0.0.1',
@@ -135,10 +180,21 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
       await arrivals(peer, before + EMAILS_PER_ROUND);
       return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, direct, ROUNDS).catch((err: unknown) => {
+    const result = await compareThroughput(
+      accounted(
+        tally,
+        'service',
+        EMAILS_PER_ROUND,
+        [...common, pidSource('notification', service.child.pid)],
+        viaService,
+      ),
+      accounted(tally, 'nodemailer', EMAILS_PER_ROUND, common, direct),
+      ROUNDS,
+    ).catch((err: unknown) => {
       throw withServiceLog(err, service);
     });
     return {
+      detail: tally.format('email'),
       name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs nodemailer pool of ${POOL_SIZE} direct)`,
       value: Math.round(result.value),
       baseline: Math.round(result.baseline),
@@ -188,6 +244,10 @@ async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<Ben
   });
   const client = notificationClient(service.grpcPort);
   const pool = new Pool({ connectionString: url, max: DB_POOL_SIZE });
+  const pgPid = await postmasterPid(url);
+  const common = [selfSource('bench')];
+  if (pgPid !== undefined) common.push(processTreeSource('postgres', pgPid));
+  const tally = new CpuTally();
   // The scratch database is dropped WITH (FORCE) at the end: an idle client told so is no error.
   pool.on('error', () => undefined);
   await peer.pause();
@@ -218,10 +278,21 @@ async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<Ben
       );
       return rows.length / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, raw, ROUNDS).catch((err: unknown) => {
+    const result = await compareThroughput(
+      accounted(
+        tally,
+        'service',
+        ENQUEUES_PER_ROUND,
+        [...common, pidSource('notification', service.child.pid)],
+        viaService,
+      ),
+      accounted(tally, 'raw pg', ENQUEUES_PER_ROUND, common, raw),
+      ROUNDS,
+    ).catch((err: unknown) => {
       throw withServiceLog(err, service);
     });
     return {
+      detail: tally.format('call'),
       name: `email SendEmail acknowledged with the peer paused (durable enqueue, PostgreSQL), ${IN_FLIGHT} in flight (calls/s vs raw pg INSERT/s)`,
       value: Math.round(result.value),
       baseline: Math.round(result.baseline),
@@ -266,6 +337,7 @@ export async function runEmailBench(serverUrl: string): Promise<BenchRow[]> {
     const add = (row: BenchRow): void => {
       rows.push(row);
       process.stdout.write(`  ${row.name}: ${row.value} vs ${row.baseline}, ratio ${row.ratio}\n`);
+      for (const line of row.detail ?? []) process.stdout.write(`    ${line}\n`);
     };
     add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
     add(
