@@ -19,6 +19,11 @@
  * process, the service, the SMTP peer, the PostgreSQL server when it is local) and each row prints it
  * as CPU-ms per email per process, for both sides: on 2 shared cores the side that costs more CPU per
  * email cannot keep up, whatever else runs on the machine (./cpu-accounting.ts).
+ *
+ * Environment (for profiling; `npm run bench` sets neither):
+ * - EMAIL_BENCH_ROWS=memory,postgres,enqueue: run only these rows (all by default).
+ * - EMAIL_BENCH_CPU_PROFILE=<dir>: CPU-profile every service process (cpu-profile-preload.ts); the
+ *   profile is written to <dir>/<pid>.cpuprofile when the service exits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -121,6 +126,11 @@ async function startService(
     smtp: { max_connections: POOL_SIZE, socket_timeout_ms: 600_000 },
     delivery,
   });
+  const profileDir = process.env.EMAIL_BENCH_CPU_PROFILE;
+  if (profileDir) {
+    env.NODE_OPTIONS = `--require ${join(__dirname, 'cpu-profile-preload.js')}`;
+    env.BENCH_CPU_PROFILE_DIR = profileDir;
+  }
   return startServiceProcess('notification', env, { cwd, startTimeoutMs: 120_000 });
 }
 
@@ -339,13 +349,16 @@ export async function runEmailBench(serverUrl: string): Promise<BenchRow[]> {
       process.stdout.write(`  ${row.name}: ${row.value} vs ${row.baseline}, ratio ${row.ratio}\n`);
       for (const line of row.detail ?? []) process.stdout.write(`    ${line}\n`);
     };
-    add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
-    add(
-      await withScratchDatabase(serverUrl, (url) =>
-        throughputRow(peer, { url }, cwd, 'database store on PostgreSQL', '>= 0.7'),
-      ),
-    );
-    add(await withScratchDatabase(serverUrl, (url) => enqueueRow(peer, url, cwd)));
+    const only = process.env.EMAIL_BENCH_ROWS?.split(',');
+    const wanted = (row: string): boolean => !only || only.includes(row);
+    if (wanted('memory')) add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
+    if (wanted('postgres'))
+      add(
+        await withScratchDatabase(serverUrl, (url) =>
+          throughputRow(peer, { url }, cwd, 'database store on PostgreSQL', '>= 0.7'),
+        ),
+      );
+    if (wanted('enqueue')) add(await withScratchDatabase(serverUrl, (url) => enqueueRow(peer, url, cwd)));
     return rows;
   } finally {
     await peer.stop();
