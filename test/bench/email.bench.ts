@@ -14,9 +14,19 @@
  *    measured is the committed INSERT behind each acknowledgement). Baseline: raw `pg` single-row
  *    INSERTs of the same rows (built beforehand) into a copy of the deliveries table, the same pool
  *    size and concurrency. The issue sets no target: reported.
+ *
+ * Every measured round (not the warm-ups) also reads the CPU time of each process taking part (this
+ * process, the service, the SMTP peer, the PostgreSQL server when it is local) and each row prints it
+ * as CPU-ms per email per process, for both sides: on 2 shared cores the side that costs more CPU per
+ * email cannot keep up, whatever else runs on the machine (./cpu-accounting.ts).
+ *
+ * Environment (for profiling; `npm run bench` sets neither):
+ * - EMAIL_BENCH_ROWS=memory,postgres,enqueue: run only these rows (all by default).
+ * - EMAIL_BENCH_CPU_PROFILE=<dir>: CPU-profile every service process (cpu-profile-preload.ts); the
+ *   profile is written to <dir>/<pid>.cpuprofile when the service exits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,6 +47,7 @@ import {
 } from '../support/email-service';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess, type SmtpPeerProcess as SmtpPeer } from '../support/smtp-peer-process';
+import { CpuTally, pidSource, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
 import { compareThroughput, type BenchRow } from './measure';
 
 const IN_FLIGHT = 64;
@@ -62,6 +73,41 @@ async function arrivals(peer: SmtpPeer, count: number): Promise<void> {
   }
 }
 
+/**
+ * The postmaster's pid of the server behind `url` when it runs on this machine (its data directory's
+ * postmaster.pid is readable), else undefined: its CPU is then not accounted.
+ */
+async function postmasterPid(url: string): Promise<number | undefined> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ dir: string }>(
+      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
+    );
+    const pid = Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * `round` accounted in `tally` under `side` (`units` of work per round), except its first call: the
+ * warm-up of compareThroughput, with the JIT and the connections still warming.
+ */
+function accounted(
+  tally: CpuTally,
+  side: string,
+  units: number,
+  sources: CpuSource[],
+  round: () => Promise<number>,
+): () => Promise<number> {
+  let calls = 0;
+  return () => (calls++ === 0 ? round() : tally.measure(side, units, sources, round));
+}
+
 let round = 0;
 /** `n` unique subjects for one round. */
 function subjects(n: number): string[] {
@@ -80,6 +126,11 @@ async function startService(
     smtp: { max_connections: POOL_SIZE, socket_timeout_ms: 600_000 },
     delivery,
   });
+  const profileDir = process.env.EMAIL_BENCH_CPU_PROFILE;
+  if (profileDir) {
+    env.NODE_OPTIONS = `--require ${join(__dirname, 'cpu-profile-preload.js')}`;
+    env.BENCH_CPU_PROFILE_DIR = profileDir;
+  }
   return startServiceProcess('notification', env, { cwd, startTimeoutMs: 120_000 });
 }
 
@@ -96,6 +147,10 @@ function withServiceLog(err: unknown, service: ServiceProcess): Error {
 /** SendEmail (service) against nodemailer (direct) into one peer, alternating rounds. */
 async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, label: string, target: string) {
   const service = await startService(peer, store, cwd);
+  const pgPid = typeof store === 'object' && 'url' in store ? await postmasterPid(store.url) : undefined;
+  const common = [selfSource('bench'), pidSource('smtp-peer', peer.pid)];
+  if (pgPid !== undefined) common.push(processTreeSource('postgres', pgPid));
+  const tally = new CpuTally();
   const client = notificationClient(service.grpcPort);
   const transport = createTransport({
     host: '127.0.0.1',
@@ -135,10 +190,21 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
       await arrivals(peer, before + EMAILS_PER_ROUND);
       return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, direct, ROUNDS).catch((err: unknown) => {
+    const result = await compareThroughput(
+      accounted(
+        tally,
+        'service',
+        EMAILS_PER_ROUND,
+        [...common, pidSource('notification', service.child.pid)],
+        viaService,
+      ),
+      accounted(tally, 'nodemailer', EMAILS_PER_ROUND, common, direct),
+      ROUNDS,
+    ).catch((err: unknown) => {
       throw withServiceLog(err, service);
     });
     return {
+      detail: tally.format('email'),
       name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs nodemailer pool of ${POOL_SIZE} direct)`,
       value: Math.round(result.value),
       baseline: Math.round(result.baseline),
@@ -188,6 +254,10 @@ async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<Ben
   });
   const client = notificationClient(service.grpcPort);
   const pool = new Pool({ connectionString: url, max: DB_POOL_SIZE });
+  const pgPid = await postmasterPid(url);
+  const common = [selfSource('bench')];
+  if (pgPid !== undefined) common.push(processTreeSource('postgres', pgPid));
+  const tally = new CpuTally();
   // The scratch database is dropped WITH (FORCE) at the end: an idle client told so is no error.
   pool.on('error', () => undefined);
   await peer.pause();
@@ -218,10 +288,21 @@ async function enqueueRow(peer: SmtpPeer, url: string, cwd: string): Promise<Ben
       );
       return rows.length / ((performance.now() - started) / 1000);
     };
-    const result = await compareThroughput(viaService, raw, ROUNDS).catch((err: unknown) => {
+    const result = await compareThroughput(
+      accounted(
+        tally,
+        'service',
+        ENQUEUES_PER_ROUND,
+        [...common, pidSource('notification', service.child.pid)],
+        viaService,
+      ),
+      accounted(tally, 'raw pg', ENQUEUES_PER_ROUND, common, raw),
+      ROUNDS,
+    ).catch((err: unknown) => {
       throw withServiceLog(err, service);
     });
     return {
+      detail: tally.format('call'),
       name: `email SendEmail acknowledged with the peer paused (durable enqueue, PostgreSQL), ${IN_FLIGHT} in flight (calls/s vs raw pg INSERT/s)`,
       value: Math.round(result.value),
       baseline: Math.round(result.baseline),
@@ -266,14 +347,18 @@ export async function runEmailBench(serverUrl: string): Promise<BenchRow[]> {
     const add = (row: BenchRow): void => {
       rows.push(row);
       process.stdout.write(`  ${row.name}: ${row.value} vs ${row.baseline}, ratio ${row.ratio}\n`);
+      for (const line of row.detail ?? []) process.stdout.write(`    ${line}\n`);
     };
-    add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
-    add(
-      await withScratchDatabase(serverUrl, (url) =>
-        throughputRow(peer, { url }, cwd, 'database store on PostgreSQL', '>= 0.7'),
-      ),
-    );
-    add(await withScratchDatabase(serverUrl, (url) => enqueueRow(peer, url, cwd)));
+    const only = process.env.EMAIL_BENCH_ROWS?.split(',');
+    const wanted = (row: string): boolean => !only || only.includes(row);
+    if (wanted('memory')) add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
+    if (wanted('postgres'))
+      add(
+        await withScratchDatabase(serverUrl, (url) =>
+          throughputRow(peer, { url }, cwd, 'database store on PostgreSQL', '>= 0.7'),
+        ),
+      );
+    if (wanted('enqueue')) add(await withScratchDatabase(serverUrl, (url) => enqueueRow(peer, url, cwd)));
     return rows;
   } finally {
     await peer.stop();

@@ -14,6 +14,8 @@ export interface BenchRow {
   /** The target, in words, e.g. ">= 0.85". */
   target: string;
   unit?: string;
+  /** Lines printed under the row (e.g. CPU-ms per unit per process). */
+  detail?: string[];
 }
 
 /** Runs `call` with `concurrency` calls in flight for `durationMs`; returns completed calls per second. */

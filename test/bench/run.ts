@@ -122,6 +122,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${r.name}\n  value ${fmt(r.value)}${r.unit ? ` ${r.unit}` : ''}, baseline ${fmt(r.baseline)}, ratio ${r.ratio.toFixed(3)} (target ${r.target})\n`,
     );
+    for (const line of r.detail ?? []) process.stdout.write(`  ${line}\n`);
   }
 }
 

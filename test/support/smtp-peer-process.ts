@@ -15,6 +15,8 @@ type Reply = { id: number; count: number } | { port: number };
 /** The peer's controls, over IPC. */
 export interface SmtpPeerProcess {
   port: number;
+  /** The peer process's pid (the benchmark reads its CPU time from /proc). */
+  pid: number | undefined;
   /** Messages accepted so far. */
   count(): Promise<number>;
   /** Resolves once the peer has accepted `n` messages in all. */
@@ -49,6 +51,7 @@ export async function startSmtpPeerProcess(): Promise<SmtpPeerProcess> {
     });
   return {
     port,
+    pid: child.pid,
     count: () => ask('count'),
     whenAccepted: (n) => ask('whenAccepted', n),
     pause: () => ask('pause'),
