@@ -147,7 +147,7 @@ function connectError(bytes: Buffer, fallback: string): Answer {
 
 /**
  * A Connect server stream (`application/connect+proto`): reads until the first message or the
- * end-of-stream envelope, or `openMs`, then aborts. An aborted stream answers `cancelled`.
+ * end-of-stream envelope, or `openMs`, then aborts. An aborted stream answers `canceled` (Connect's spelling, as gRPC's CANCELLED is named).
  */
 export async function connectStream(
   url: string,
@@ -185,12 +185,12 @@ export async function connectStream(
         }
         // A message arrived: the stream was accepted; leave it.
         abort.abort();
-        return { code: 'cancelled', message: 'cancelled by the client' };
+        return { code: 'canceled', message: 'cancelled by the client' };
       }
     }
     return { code: 'transport', message: 'stream ended without an end-of-stream envelope' };
   } catch (err) {
-    if (abort.signal.aborted) return { code: 'cancelled', message: 'cancelled by the client' };
+    if (abort.signal.aborted) return { code: 'canceled', message: 'cancelled by the client' };
     return { code: 'transport', message: String(err) };
   } finally {
     clearTimeout(timer);

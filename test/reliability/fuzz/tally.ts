@@ -18,8 +18,9 @@ export interface Violation {
 export class Tally {
   private readonly bySurface = new Map<string, number>();
   private readonly byCode = new Map<string, number>();
-  /** Answers that break the rules, the first `keep` of them in full. */
+  /** Answers that break the rules: the first `keep` of each kind (place and code) in full. */
   readonly violations: Violation[] = [];
+  private readonly kinds = new Map<string, number>();
   private violationCount = 0;
   /** Answers where the server did not answer at all (connection refused or reset, no status). */
   crashes = 0;
@@ -28,7 +29,7 @@ export class Tally {
   /** Rejections with an empty reason. */
   silent = 0;
 
-  constructor(private readonly keep = 20) {}
+  constructor(private readonly keep = 3) {}
 
   /** Counts an answer on `surface` with `code` (a Connect code name or an HTTP status). */
   count(surface: string, code: string): void {
@@ -39,7 +40,10 @@ export class Tally {
   /** Records a violation (its kind counted by the caller). */
   violate(v: Violation): void {
     this.violationCount++;
-    if (this.violations.length < this.keep) this.violations.push(v);
+    const kind = `${v.where} ${v.answer.split(':')[0]}`;
+    const seen = this.kinds.get(kind) ?? 0;
+    this.kinds.set(kind, seen + 1);
+    if (seen < this.keep) this.violations.push(v);
   }
 
   /** Inputs tried in total. */

@@ -41,6 +41,7 @@ export async function startNotificationTarget(): Promise<NotificationTarget> {
     teamId: 'TEAM123456',
     topic: 'com.example.fuzz',
   });
+  const peers = () => Promise.all([v3.close(), twilio.close(), apns.close()]);
   const n = await startNotificationApp({
     server: { api_tokens: [API_TOKEN], max_request_bytes: MAX_REQUEST_BYTES },
     delivery: { ...FAST_DELIVERY, max_attempts: 2 },
@@ -48,6 +49,7 @@ export async function startNotificationTarget(): Promise<NotificationTarget> {
     webhooks: { public_base_url: 'http://notification.example.com', max_body_bytes: 64 * 1024 },
     mailer: {
       max_message_bytes: 128 * 1024,
+      max_attachment_bytes: 64 * 1024,
       backends: [
         {
           name: 'sendgrid',
@@ -76,12 +78,15 @@ export async function startNotificationTarget(): Promise<NotificationTarget> {
         },
       },
     ],
+  }).catch(async (err: unknown) => {
+    await peers();
+    throw err;
   });
   return {
     n,
     async close() {
       await n.close();
-      await Promise.all([v3.close(), twilio.close(), apns.close()]);
+      await peers();
     },
   };
 }
