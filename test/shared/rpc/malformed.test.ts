@@ -196,6 +196,15 @@ describe('malformed requests on the echo kit', () => {
     expect(get.headers.get('allow')).toBe('POST');
     const wrongType = await connectPost(`${h.baseUrl}/svc.testing.v1.EchoService/Echo`, 'hi', 'text/plain');
     expect(wrongType.status).toBe(415);
+    // Found by the fuzzer: both came with an empty body. They say why, in Connect's error format.
+    expect(wrongType.body).toEqual({
+      code: 'unimplemented',
+      message: expect.stringContaining('content type'),
+    });
+    expect(JSON.parse(await get.text())).toEqual({
+      code: 'unimplemented',
+      message: 'this RPC is served with POST only',
+    });
 
     const text = await h.registry.metrics();
     const count = (labels: string): number => {
