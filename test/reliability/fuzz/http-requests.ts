@@ -144,22 +144,52 @@ const SEGMENTS = fc.oneof(
   fc.integer({ min: 1000, max: 8000 }).map((n) => 'a'.repeat(n)),
 );
 
-/** A path from a route pattern with random `:param`s, or a random path altogether. */
-export function pathArb(patterns: readonly string[]): fc.Arbitrary<string> {
-  const fromPattern = fc
-    .constantFrom(...patterns)
-    .chain((p) =>
-      fc
-        .tuple(...p.split('/').map((seg) => (seg.startsWith(':') ? SEGMENTS : fc.constant(seg))))
-        .map((segs) => segs.join('/')),
-    );
-  const mangled = fc.tuple(fc.constantFrom(...patterns), SEGMENTS).map(([p, extra]) => `${p}/${extra}`);
-  const random = fc.array(SEGMENTS, { minLength: 1, maxLength: 4 }).map((segs) => `/${segs.join('/')}`);
+/** A route to aim at: its path pattern and the methods it serves. */
+export interface RouteTarget {
+  readonly path: string;
+  readonly methods: readonly string[];
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'FUZZ'];
+
+/**
+ * A method and path: mostly a route's own method on its pattern with random `:param`s (so requests
+ * get past the 404 and 405 into the handlers), else any method, a mangled path, or a random one.
+ */
+export function methodAndPathArb(
+  routes: readonly RouteTarget[],
+): fc.Arbitrary<{ method: string; path: string }> {
+  const fill = (pattern: string) =>
+    fc
+      .tuple(...pattern.split('/').map((seg) => (seg.startsWith(':') ? SEGMENTS : fc.constant(seg))))
+      .map((segs) => segs.join('/'));
+  const aimed = fc
+    .constantFrom(...routes)
+    .chain((r) =>
+      fc.tuple(
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...r.methods) },
+          { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
+        ),
+        fill(r.path),
+      ),
+    )
+    .map(([method, path]) => ({ method, path }));
+  const anyMethod = fc.constantFrom(...METHODS);
+  const mangled = fc
+    .tuple(anyMethod, fc.constantFrom(...routes), SEGMENTS)
+    .map(([method, r, extra]) => ({ method, path: `${r.path}/${extra}` }));
+  const random = fc
+    .tuple(anyMethod, fc.array(SEGMENTS, { minLength: 1, maxLength: 4 }))
+    .map(([method, segs]) => ({ method, path: `/${segs.join('/')}` }));
+  const odd = fc
+    .tuple(anyMethod, fc.constantFrom('//', '/./', '/%2e%2e/', '/admin/../metrics', '/*'))
+    .map(([method, path]) => ({ method, path }));
   return fc.oneof(
-    { weight: 6, arbitrary: fromPattern },
+    { weight: 8, arbitrary: aimed },
     { weight: 1, arbitrary: mangled },
     { weight: 1, arbitrary: random },
-    { weight: 1, arbitrary: fc.constantFrom('//', '/./', '/%2e%2e/', '/admin/../metrics', '/*') },
+    { weight: 1, arbitrary: odd },
   );
 }
 
@@ -250,21 +280,15 @@ function bodyArb(maxBodyBytes: number): fc.Arbitrary<{ body: Buffer; note?: stri
   );
 }
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'FUZZ'];
-
-/** Random requests to the routes of `patterns` (and to paths near them). */
+/** Random requests to `routes` (and to paths near them). */
 export function requestArb(
-  patterns: readonly string[],
+  routes: readonly RouteTarget[],
   authorizations: readonly string[],
   maxBodyBytes: number,
 ): fc.Arbitrary<HttpInput> {
   return fc
     .record({
-      method: fc.oneof(
-        { weight: 3, arbitrary: fc.constantFrom('GET', 'POST') },
-        { weight: 2, arbitrary: fc.constantFrom(...METHODS) },
-      ),
-      path: pathArb(patterns),
+      target: methodAndPathArb(routes),
       query: QUERY,
       contentType: fc.constantFrom(...CONTENT_TYPES),
       authorization: fc.constantFrom(...authorizations),
@@ -288,7 +312,7 @@ export function requestArb(
       if (r.authorization !== '') headers.authorization = r.authorization;
       for (const [k, v] of r.extra) headers[k] = v;
       const notes = [...(r.body.note ? [r.body.note] : []), ...r.extra.map(([k]) => k)];
-      return { method: r.method, target: r.path + r.query, headers, body: r.body.body, notes };
+      return { method: r.target.method, target: r.target.path + r.query, headers, body: r.body.body, notes };
     });
 }
 

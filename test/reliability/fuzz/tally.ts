@@ -28,6 +28,8 @@ export class Tally {
   internal = 0;
   /** Rejections with an empty reason. */
   silent = 0;
+  /** Requests sent a second time, alone, after a connection reset (HTTP). */
+  retried = 0;
 
   constructor(private readonly keep = 3) {}
 
@@ -37,10 +39,12 @@ export class Tally {
     this.byCode.set(code, (this.byCode.get(code) ?? 0) + 1);
   }
 
-  /** Records a violation (its kind counted by the caller). */
-  violate(v: Violation): void {
+  /**
+   * Records a violation (its kind counted by the caller). `kind` groups like violations for the
+   * report (default: the place and the code).
+   */
+  violate(v: Violation, kind = `${v.where} ${v.answer.split(':')[0]}`): void {
     this.violationCount++;
-    const kind = `${v.where} ${v.answer.split(':')[0]}`;
     const seen = this.kinds.get(kind) ?? 0;
     this.kinds.set(kind, seen + 1);
     if (seen < this.keep) this.violations.push(v);
@@ -60,6 +64,7 @@ export class Tally {
       reported('inputs tried', this.total),
       ...sorted(this.bySurface).map(([s, n]) => reported(`inputs: ${s}`, n)),
       ...sorted(this.byCode).map(([c, n]) => reported(`answers: ${c}`, n)),
+      reported('connection resets, sent again alone', this.retried),
       exactly('crashes (no answer)', this.crashes, 0),
       exactly('INTERNAL / UNKNOWN / 5xx answers', this.internal, 0),
       exactly('rejections without a reason', this.silent, 0),
