@@ -19,7 +19,7 @@ import {
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
 
-/** One generated request: its protobuf bytes and, when it has one, its canonical JSON form. */
+/** One generated request: its protobuf bytes (`jsonOf` gives its JSON form when it has one). */
 export interface FuzzInput {
   /** The request as protobuf bytes (gRPC, Connect `application/proto`, gRPC-Web). */
   readonly bytes: Uint8Array;
@@ -380,8 +380,8 @@ export function requestArb(
 
 /**
  * The canonical JSON of `bytes` as a `desc` (what a Connect JSON client would send), or undefined
- * when the bytes have no JSON form (invalid UTF-8, a Struct past the decoder's depth, an unknown
- * enum value, a Timestamp out of range).
+ * when the bytes have no JSON form (invalid UTF-8, a Struct past the decoder's depth, a Timestamp or
+ * Duration out of range, NaN in a Value).
  */
 export function jsonOf(desc: DescMessage, bytes: Uint8Array): string | undefined {
   try {
