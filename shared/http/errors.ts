@@ -9,7 +9,8 @@
  * `resource_exhausted`, 500 `internal`. Connect protocol responses (RPCs on the HTTP port) keep
  * Connect's own error format, as the protocol requires.
  */
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { DomainErrorCode } from '../errors';
 import { sendJson } from './json';
 
@@ -100,4 +101,29 @@ export function sendJsonError(
   }
   const body: ErrorBody = { error: { code, message } };
   sendJson(res, options.status ?? STATUS[code], body, options.headers);
+}
+
+/**
+ * The answer to a request Node's HTTP parser refused before any handler saw it (a method token it
+ * does not know, headers over the size limit, a broken request line, a request not received in
+ * time): the same JSON error body as every other answer, where Node would send a bare status line.
+ * For the server's `clientError` event; the connection closes after it.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message]: [number, ErrorCodeName, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'resource_exhausted', 'request headers too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'deadline_exceeded', 'the request was not received in time']
+        : [400, 'invalid_argument', 'malformed HTTP request'];
+  const body = JSON.stringify({ error: { code, message } } satisfies ErrorBody);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -66,7 +66,7 @@ async function readAll(body: AsyncIterable<Uint8Array> | undefined): Promise<Uin
 /**
  * A unary answer given before any handler ran: counted, and an undecodable request answered 400
  * `invalid_argument` with the generic message. 405 and 415 (the method is not served that way) are
- * counted as `unimplemented`.
+ * counted as `unimplemented` and carry a reason (Connect sends them without a body).
  */
 async function settleRefusedUnary(
   uRes: UniversalServerResponse,
@@ -75,9 +75,24 @@ async function settleRefusedUnary(
 ): Promise<UniversalServerResponse> {
   if (uRes.status === 405 || uRes.status === 415) {
     onCode('unimplemented');
+    // Connect leaves these bodies empty; a caller gets the reason in Connect's error format.
+    const message =
+      uRes.status === 405
+        ? `this RPC is served with ${allow} only`
+        : 'unsupported content type for this RPC: send Connect (JSON or binary protobuf) or gRPC-Web';
+    const body = Buffer.from(JSON.stringify({ code: 'unimplemented', message }));
     const header = new Headers(uRes.header);
     if (uRes.status === 405) header.set('Allow', allow);
-    return { ...uRes, header };
+    header.set('Content-Type', 'application/json');
+    header.set('Content-Length', String(body.byteLength));
+    header.delete('Content-Encoding');
+    return {
+      status: uRes.status,
+      header,
+      body: (async function* () {
+        yield body;
+      })(),
+    };
   }
   const bytes = await readAll(uRes.body as AsyncIterable<Uint8Array> | undefined);
   const error = parseConnectErrorJson(bytes);

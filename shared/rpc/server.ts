@@ -45,7 +45,7 @@ import { streamStartKey } from './context';
 import { createHttpPortHandler } from './http-port';
 import { ServingStatusReporter } from './grpc-health';
 import { HttpRouteTable, type Route } from '../http/routes';
-import { sendJsonError } from '../http/errors';
+import { answerClientError, sendJsonError } from '../http/errors';
 import { MetricsCollector } from '../monitoring';
 import type { Logger } from '../logging/logger';
 import type { ServerConfig } from '../config';
@@ -306,6 +306,8 @@ export class RpcServer {
         handler(req, res);
       },
     );
+    // Requests Node's parser refuses get the JSON error body too, not a bare status line.
+    this.http.on('clientError', answerClientError);
     this.http.on('connection', (socket: Socket) => {
       this.openHttpConnections++;
       socket.once('close', () => this.openHttpConnections--);

@@ -62,6 +62,9 @@ function check(value: string, field: string, max: number): string {
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the range of google.protobuf.Timestamp. */
+const MIN_TIME_MS = -62_135_596_800_000;
+const MAX_TIME_MS = 253_402_300_799_999;
 
 /** Captures exceptions through the tracker and counts them (see the file comment). */
 export class ExceptionCapture {
@@ -118,11 +121,16 @@ export class ExceptionCapture {
 
     // The caller's exception, rebuilt: its name and message as given, its stack text as the stack
     // (the tracker's parser reads frames from it when it is in a format it knows).
+    const occurredAt = input.occurredAt;
+    // A Timestamp's valid range (0001-01-01 to 9999-12-31): beyond it there is no date to report,
+    // and toISOString would throw (found by the fuzzer: an INTERNAL for a caller's bad time).
+    if (occurredAt !== undefined && !(occurredAt >= MIN_TIME_MS && occurredAt <= MAX_TIME_MS)) {
+      throw new InvalidArgumentError('time is out of range (0001-01-01 to 9999-12-31)', 'time');
+    }
     const error = new Error(message);
     error.name = type;
     error.stack = stacktrace || `${type}: ${message}`;
-    const extra =
-      input.occurredAt !== undefined ? { occurred_at: new Date(input.occurredAt).toISOString() } : {};
+    const extra = occurredAt !== undefined ? { occurred_at: new Date(occurredAt).toISOString() } : {};
     this.count(service, type);
     if (this.tracker.active) {
       const id = this.tracker.captureException(error, { tags, extra });

@@ -123,6 +123,9 @@ describe('CaptureException without a DSN', () => {
     [{ type: 'E', traceId: 'not-a-trace' }, 'trace_id must be 32 lowercase hex'],
     [{ type: 'E', tags: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`t${i}`, 'v'])) }, 'tags'],
     [{ type: 'E', tags: { k: 'v'.repeat(201) } }, 'tags.k is longer than 200'],
+    // Past year 9999 and before year 1: found by the fuzzer, it was INTERNAL (toISOString threw).
+    [{ type: 'E', time: { seconds: 9_000_000_000_000n, nanos: 0 } }, 'time is out of range'],
+    [{ type: 'E', time: { seconds: -62_135_596_801n, nanos: 0 } }, 'time is out of range'],
   ])('bad input (case %#) is INVALID_ARGUMENT with a reason', async (request, reason) => {
     const err = await unary(m.monitorGrpc, 'captureException', request).then(
       () => {

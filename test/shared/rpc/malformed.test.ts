@@ -4,6 +4,7 @@
  * the parser's), and every answer, these included, is counted in `rpc_server_handled_total`.
  */
 import * as grpc from '@grpc/grpc-js';
+import { connect } from 'node:net';
 import fc from 'fast-check';
 import { startEchoServer, type EchoHarness } from './harness';
 import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
@@ -223,6 +224,15 @@ describe('malformed requests on the echo kit', () => {
     expect(get.headers.get('allow')).toBe('POST');
     const wrongType = await connectPost(`${h.baseUrl}/svc.testing.v1.EchoService/Echo`, 'hi', 'text/plain');
     expect(wrongType.status).toBe(415);
+    // Found by the fuzzer: both came with an empty body. They say why, in Connect's error format.
+    expect(wrongType.body).toEqual({
+      code: 'unimplemented',
+      message: expect.stringContaining('content type'),
+    });
+    expect(JSON.parse(await get.text())).toEqual({
+      code: 'unimplemented',
+      message: 'this RPC is served with POST only',
+    });
 
     const text = await h.registry.metrics();
     const count = (labels: string): number => {
@@ -241,6 +251,48 @@ describe('malformed requests on the echo kit', () => {
     // 405 and 415: the method exists, but is not served that way.
     expect(count(`${echo},rpc_code="unimplemented",transport="http"`)).toBe(2);
     expect(text).not.toMatch(/rpc_code="internal"/);
+  });
+});
+
+/** Writes `request` on a raw connection to `baseUrl` and reads until the server closes it. */
+function rawHttp(baseUrl: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+describe("requests Node's HTTP parser refuses (found by the fuzzer: a bare status line, no reason)", () => {
+  let h: EchoHarness;
+  beforeAll(async () => {
+    h = await startEchoServer();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  test('an unknown method token is 400 with the JSON error body, and the connection closes', async () => {
+    const answer = await rawHttp(h.baseUrl, 'FUZZ /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/);
+    expect(JSON.parse(answer.split('\r\n\r\n')[1]!)).toEqual({
+      error: { code: 'invalid_argument', message: 'malformed HTTP request' },
+    });
+  });
+
+  test('headers over the size limit are 431 resource_exhausted with the JSON error body', async () => {
+    const answer = await rawHttp(
+      h.baseUrl,
+      `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(answer.split('\r\n\r\n')[1]!)).toEqual({
+      error: { code: 'resource_exhausted', message: 'request headers too large' },
+    });
   });
 });
 
