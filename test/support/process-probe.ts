@@ -1,0 +1,112 @@
+/**
+ * What a load test reads about a service process from outside (Linux /proc and its /metrics): its
+ * resident memory, its open file descriptors sorted by what they lead to (clients connected to its
+ * ports, connections to each peer, the rest), and the RPCs it says are open.
+ */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import http from 'node:http';
+
+/** Resident set size of `pid`, in bytes (VmRSS of /proc/<pid>/status). */
+export function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** Open descriptors of a process, by what they lead to. */
+export interface DescriptorCounts {
+  /** Every open descriptor. */
+  total: number;
+  /** TCP connections accepted on one of the process's own ports (`ownPorts`), listeners excluded. */
+  inbound: number;
+  /** TCP connections to each named peer port (`peers`), in any state. */
+  outbound: Record<string, number>;
+  /** Everything else: files, pipes, event fds, listeners, other sockets. */
+  other: number;
+}
+
+/** TCP sockets of the network namespace of `pid` by inode: local port, remote port, state (hex). */
+function tcpSockets(pid: number): Map<string, { local: number; remote: number; state: string }> {
+  const sockets = new Map<string, { local: number; remote: number; state: string }>();
+  for (const file of ['tcp', 'tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${file}`, 'utf8');
+    } catch {
+      continue; // no IPv6 in this namespace
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length < 10) continue;
+      const port = (addr: string) => parseInt(addr.slice(addr.lastIndexOf(':') + 1), 16);
+      sockets.set(cols[9]!, { local: port(cols[1]!), remote: port(cols[2]!), state: cols[3]! });
+    }
+  }
+  return sockets;
+}
+
+// /proc/net/tcp state of a listening socket.
+const TCP_LISTEN = '0A';
+
+/**
+ * Counts the open descriptors of `pid`: connections accepted on `ownPorts` (clients), connections
+ * to each of `peers` (name -> remote port), and the rest. Descriptors that close while being read
+ * are skipped.
+ */
+export function descriptorCounts(
+  pid: number,
+  ownPorts: readonly number[],
+  peers: Record<string, number>,
+): DescriptorCounts {
+  const sockets = tcpSockets(pid);
+  const counts: DescriptorCounts = { total: 0, inbound: 0, outbound: {}, other: 0 };
+  for (const name of Object.keys(peers)) counts.outbound[name] = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    counts.total++;
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    const tcp = inode === undefined ? undefined : sockets.get(inode);
+    if (tcp && tcp.state !== TCP_LISTEN && ownPorts.includes(tcp.local)) {
+      counts.inbound++;
+      continue;
+    }
+    const peer = tcp && Object.entries(peers).find(([, port]) => port === tcp.remote)?.[0];
+    if (peer !== undefined && peer !== '') counts.outbound[peer]!++;
+    else counts.other++;
+  }
+  return counts;
+}
+
+/**
+ * GETs `url` over a connection of its own that closes after the answer (`Connection: close`), so
+ * a probe leaves no keep-alive connection behind to be counted among the clients of the process.
+ */
+export function getOnce(url: string, timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+/** The sum of a Prometheus sample family at `url` over the series whose labels contain `labelMatch`. */
+export async function metricSum(url: string, name: string, labelMatch = ''): Promise<number> {
+  const text = await getOnce(url);
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (labelMatch && !line.includes(labelMatch)) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
