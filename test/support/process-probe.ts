@@ -4,7 +4,9 @@
  * ports, connections to each peer, the rest), and the RPCs it says are open.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import http from 'node:http';
+import { promisify } from 'node:util';
 
 /** Resident set size of `pid`, in bytes (VmRSS of /proc/<pid>/status). */
 export function rssBytes(pid: number): number {
@@ -109,4 +111,40 @@ export async function metricSum(url: string, name: string, labelMatch = ''): Pro
     sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
+}
+
+/** The inspector URL (`ws://...`) a process started with `--inspect=127.0.0.1:0` printed to `logs`. */
+export function inspectorUrl(logs: readonly string[]): string {
+  for (const line of logs) {
+    const m = /Debugger listening on (ws:\/\/\S+)/.exec(line);
+    if (m) return m[1]!;
+  }
+  throw new Error('the process printed no inspector URL (was it started with --inspect?)');
+}
+
+// Node 20 has WebSocket only behind a flag, and the test runner's own process does not have it: a
+// short child process speaks to the inspector instead.
+const COLLECT_GARBAGE = `
+const ws = new WebSocket(process.argv[1]);
+const fail = (why) => { console.error(why); process.exit(1); };
+setTimeout(() => fail('no answer from the inspector'), 30000).unref();
+ws.onerror = () => fail('cannot reach the inspector');
+ws.onopen = () => ws.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }));
+ws.onmessage = (event) => {
+  const msg = JSON.parse(event.data);
+  if (msg.id !== 1) return;
+  if (msg.error) fail(JSON.stringify(msg.error));
+  ws.close();
+  process.exit(0);
+};`;
+
+/**
+ * Runs a full garbage collection in the process whose inspector listens at `url`
+ * (HeapProfiler.collectGarbage of the Chrome DevTools Protocol), so that memory read next is what
+ * the process keeps, not garbage it has not collected yet.
+ */
+export async function collectGarbage(url: string): Promise<void> {
+  await promisify(execFile)(process.execPath, ['--experimental-websocket', '-e', COLLECT_GARBAGE, url], {
+    timeout: 40_000,
+  });
 }
