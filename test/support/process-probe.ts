@@ -148,3 +148,24 @@ export async function collectGarbage(url: string): Promise<void> {
     timeout: 40_000,
   });
 }
+
+/** Memory of a process as its resident set and its V8 heap in use. */
+export interface MemoryReading {
+  rss: number;
+  heapUsed: number;
+}
+
+/**
+ * RSS and V8 heap in use (`nodejs_heap_size_used_bytes` at `metricsUrl`) of `pid` right after two
+ * full collections through its inspector at `inspector` (the second also frees what the first's
+ * finalizers released): what the process keeps, without the garbage of the collector's cycle.
+ */
+export async function memoryAfterGc(
+  pid: number,
+  inspector: string,
+  metricsUrl: string,
+): Promise<MemoryReading> {
+  await collectGarbage(inspector);
+  await collectGarbage(inspector);
+  return { rss: rssBytes(pid), heapUsed: await metricSum(metricsUrl, 'nodejs_heap_size_used_bytes') };
+}

@@ -23,12 +23,13 @@ import { createTestDatabase, serverUrl } from '../../support/database';
 import { emailRequest, emailServiceEnv, notificationClient, until } from '../../support/email-service';
 import { grpcClient, unary, type GenericClient } from '../../support/grpc-clients';
 import {
-  collectGarbage,
   descriptorCounts,
   inspectorUrl,
+  memoryAfterGc,
   metricSum,
   rssBytes,
   type DescriptorCounts,
+  type MemoryReading,
 } from '../../support/process-probe';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process';
 import { createSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
@@ -210,18 +211,12 @@ async function traffic(port: number, endAt: number, stats: CallStats, stop = () 
   return acked;
 }
 
-/** One memory sample of the service. */
-interface MemorySample {
-  rss: number;
-  heapUsed: number;
-}
-
 /**
  * Samples the service's RSS and V8 heap in use (its /metrics) MEMORY_SAMPLES times over `seconds`,
  * the first at once; `stop` ends it and resolves with the samples.
  */
-function sampleMemory(proc: ServiceProcess, seconds: number): { stop(): Promise<MemorySample[]> } {
-  const taken: MemorySample[] = [];
+function sampleMemory(proc: ServiceProcess, seconds: number): { stop(): Promise<MemoryReading[]> } {
+  const taken: MemoryReading[] = [];
   let pending = Promise.resolve();
   const sample = () => {
     // RSS at once; the heap from /metrics may answer late on a loaded machine.
@@ -278,13 +273,7 @@ test(
     const descriptors = (): DescriptorCounts =>
       descriptorCounts(pid, [service!.grpcPort, service!.httpPort], peers);
     const inspector = inspectorUrl(service.logs);
-    // RSS and heap in use after two full collections (the second also frees what the first's
-    // finalizers released).
-    const settledMemory = async (): Promise<MemorySample> => {
-      await collectGarbage(inspector);
-      await collectGarbage(inspector);
-      return { rss: rssBytes(pid), heapUsed: await metricSum(metricsUrl, 'nodejs_heap_size_used_bytes') };
-    };
+    const settledMemory = () => memoryAfterGc(pid, inspector, metricsUrl);
     const clientsGone = async (): Promise<boolean> =>
       descriptors().inbound === 0 && (await openStreams(service!)) === 0;
 
