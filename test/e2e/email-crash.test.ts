@@ -12,9 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { Client } from 'pg';
-
 import { createTestDatabase } from '../support/database';
+import { duplicatedKeys, leasedMessageIds } from '../support/delivery-records';
 import {
   countDeliveries,
   emailServiceEnv,
@@ -84,26 +83,6 @@ async function withService<T>(
   }
 }
 
-/** Message-IDs of the queued deliveries that some process holds a lease on. */
-async function leasedMessageIds(url: string): Promise<Set<string>> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ message_id: string }>(
-      `SELECT payload->>'messageId' AS message_id FROM deliveries
-       WHERE status IN ('pending', 'retrying') AND lease_owner IS NOT NULL`,
-    );
-    return new Set(rows.map((r) => r.message_id));
-  } finally {
-    await client.end();
-  }
-}
-
-/** Message-IDs the peer received more than once. */
-function duplicates(peer: SmtpPeer): string[] {
-  return [...peer.messageIds].filter(([, n]) => n > 1).map(([id]) => id);
-}
-
 let peer: SmtpPeer | undefined;
 afterEach(async () => {
   await peer?.stop();
@@ -142,7 +121,7 @@ describe.each(['PostgreSQL', 'PGlite'] as const)('on %s', (kind) => {
           await waitForAllSent(client, 200, SETTLE_TIMEOUT_MS);
         });
 
-        expect(duplicates(peer!)).toEqual([]);
+        expect(duplicatedKeys(peer!.messageIds)).toEqual([]);
         expect([...peer!.messageIds.keys()].sort()).toEqual(acked.map((a) => a.messageId).sort());
       });
     },
@@ -197,7 +176,7 @@ test(
 
       const received = peer!.messageIds;
       const lost = acked.filter((a) => !received.has(a.messageId));
-      const duplicated = duplicates(peer!);
+      const duplicated = duplicatedKeys(peer!.messageIds);
       process.stdout.write(
         `email crash under load: acknowledged ${acked.length}, received ${received.size} distinct ` +
           `(${peer!.acceptedCount} in all), lost ${lost.length}, duplicated ${duplicated.length}, ` +
