@@ -4,7 +4,7 @@
  * NOTIFY wakes the other's hub, the hub reads the log), including a DELIVERED receipt posted to B and a
  * send B stops for a suppressed recipient; a watch resumed on B after a cursor from A misses nothing.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import {
   Channel,
   DeliveryEventType,
