@@ -65,7 +65,10 @@ export function receiptReason(receipt: Pick<DeliveryReceipt, 'event' | 'provider
 }
 
 /** True when an event passes a filter. */
-export function matchesEventFilter(event: NewDeliveryEvent, filter: DeliveryEventFilter | undefined): boolean {
+export function matchesEventFilter(
+  event: NewDeliveryEvent,
+  filter: DeliveryEventFilter | undefined,
+): boolean {
   if (!filter) return true;
   const { channels, backends, statuses } = filter;
   return (

@@ -209,9 +209,19 @@ export function toWireWatchFrame(
   };
 }
 
+/** Most values one WatchDeliveries filter list may hold (each list is matched on every event). */
+export const MAX_WATCH_FILTER_VALUES = 64;
+
+function boundedList<T>(values: readonly T[], field: string): readonly T[] {
+  if (values.length > MAX_WATCH_FILTER_VALUES) {
+    throw new InvalidArgumentError(`${field}: at most ${MAX_WATCH_FILTER_VALUES} values`, field);
+  }
+  return values;
+}
+
 /** A repeated wire enum filter: unspecified or unknown values are bad input naming the field. */
 function enumListFilter<D>(values: readonly number[], known: Map<number, D>, field: string): D[] {
-  return values.map((v) => {
+  return boundedList(values, field).map((v) => {
     const mapped = v === 0 ? undefined : known.get(v);
     if (mapped === undefined) throw new InvalidArgumentError(`${field}: unknown value ${v}`, field);
     return mapped;
@@ -387,7 +397,7 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     if (!this.deliveryWatch) throw new FailedPreconditionError('delivery watching is not configured');
     const filter: DeliveryEventFilter = {
       channels: enumListFilter(req.channels, WIRE_TO_CHANNEL, 'channels'),
-      backends: req.backends,
+      backends: boundedList(req.backends, 'backends'),
       statuses: enumListFilter(req.statuses, WIRE_TO_STATUS, 'statuses'),
     };
     const frames = this.deliveryWatch.watch(ctx.values.get(callerKey), {

@@ -256,6 +256,10 @@ describe('WatchDeliveries on PostgreSQL', () => {
     expect((await watch(TOKEN_A, { channels: [Channel.UNSPECIFIED] }).error).code).toBe(
       grpc.status.INVALID_ARGUMENT,
     );
+    const tooMany = Array.from({ length: 65 }, (_, i) => `b${i}`);
+    expect((await watch(TOKEN_A, { backends: tooMany }).error).code).toBe(grpc.status.INVALID_ARGUMENT);
+    // At the bound the watch opens (its first frame is LIVE).
+    await live(TOKEN_A, { backends: tooMany.slice(0, 64) });
     expect((await watch('wrong-token-0123456789abcdef').error).code).toBe(grpc.status.UNAUTHENTICATED);
   });
 });
