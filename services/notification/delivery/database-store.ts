@@ -791,13 +791,15 @@ export class DatabaseDeliveryStore implements DeliveryStore {
              UPDATE delivery_events e SET seq = counter.base + pending.n
              FROM pending, counter WHERE e.id = pending.id
              RETURNING e.seq)
-           SELECT count(*) AS count, max(seq) AS latest FROM numbered`,
-          [this.sequencerBatchSize],
+           SELECT s.count, s.latest,
+             CASE WHEN s.count > 0 THEN pg_notify(?, s.latest::text) END AS notified
+           FROM (SELECT count(*) AS count, max(seq) AS latest FROM numbered) s`,
+          [this.sequencerBatchSize, DELIVERY_EVENTS_CHANNEL],
         ),
       );
+      // NOTIFY is delivered at commit, so no replica reads before the numbers are visible.
       const count = toNumber(row?.count ?? 0);
       const latest = row?.latest == null ? 0 : toNumber(row.latest);
-      if (count > 0) await trx.raw('SELECT pg_notify(?, ?)', [DELIVERY_EVENTS_CHANNEL, String(latest)]);
       return { count, latest };
     });
   }
