@@ -36,11 +36,13 @@ import {
   DatabaseDeliveryStore,
   DeliveryPipeline,
   type DeliveryStore,
+  DeliveryWatchHub,
   DatabaseSuppressionStore,
   InMemoryDeliveryStore,
   InMemorySuppressionStore,
   Suppressions,
   primaryFirst,
+  watchHubOptions,
   withCircuitState,
 } from './delivery';
 import { ReceiptRecorder } from './delivery/receipt-recorder';
@@ -64,6 +66,8 @@ export interface NotificationApp {
   readonly inboxHub: InboxHub;
   /** The delivery pipeline (records, worker, retention) every channel sends through. */
   readonly deliveries: DeliveryPipeline;
+  /** The WatchDeliveries hub (open watches: `watcherCount`). */
+  readonly deliveryWatch: DeliveryWatchHub;
   /** The suppression list (one per channel), checked by every send; provider receipts add to it. */
   readonly suppressions: Suppressions;
   /** The mailer backends of `mailer.backends`. */
@@ -152,8 +156,20 @@ export async function createNotificationApp(
     };
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
-        ? new DatabaseDeliveryStore(storage!.knex)
+        ? new DatabaseDeliveryStore(storage!.knex, {
+            logger,
+            sequencerBatchSize: config.delivery.watch.sequencer_batch_size,
+          })
         : new InMemoryDeliveryStore();
+    // WatchDeliveries: fed by the store's event log; across replicas only on a PostgreSQL server.
+    const deliveryWatch = new DeliveryWatchHub(
+      deliveryStore,
+      watchHubOptions(config.delivery.watch, {
+        logger,
+        listenUrl: config.delivery.store_backend === 'database' ? storage!.listenUrl : undefined,
+      }),
+    );
+    lifecycle.worker('delivery-watch', deliveryWatch);
     // The lookup also lists each channel's backends (primary first) for `delivery.routing`.
     const backendLists: Partial<Record<Channel, () => string[]>> = {
       email: () => primaryFirst(mailers.names, mailers.primary),
@@ -219,6 +235,7 @@ export async function createNotificationApp(
             smsSender,
             new PushSender(push, deliveries, config.delivery.max_batch_size),
             suppressions,
+            deliveryWatch,
           ),
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox)),
@@ -304,6 +321,7 @@ export async function createNotificationApp(
       inbox,
       inboxHub: inboxProvider.hub,
       deliveries,
+      deliveryWatch,
       suppressions,
       mailers,
       sms,

@@ -67,6 +67,31 @@ export const DeliveryConfigSchema = z
         cooldown_seconds: positiveInt().max(86400).default(30),
       })
       .prefault({}),
+    /** WatchDeliveries, the live stream of delivery status changes (delivery/README.md, "WatchDeliveries"). */
+    watch: z
+      .strictObject({
+        /** Events buffered per open watch; a reader that falls further behind catches up from the store. */
+        buffer_size: positiveInt().max(100_000).default(256),
+        /** Events read from the log per query (catch-up and live fan-out); never more than `buffer_size`. */
+        read_page_size: positiveInt().max(10_000).default(500),
+        /** Open watches in one process, all callers together; more is RESOURCE_EXHAUSTED. */
+        max_watchers: positiveInt().max(1_000_000).default(10_000),
+        /** Open watches of one caller in one process; more is RESOURCE_EXHAUSTED. */
+        max_watchers_per_caller: positiveInt().max(10_000).default(16),
+        /**
+         * A watch whose reader has not asked for an event this long while events wait for it is closed
+         * with RESOURCE_EXHAUSTED (it resumes with its last cursor). An idle stream is never closed.
+         */
+        stall_seconds: positiveInt().max(3600).default(10),
+        /** Events the sequencer numbers per transaction. */
+        sequencer_batch_size: positiveInt().max(100_000).default(1000),
+        /**
+         * Safety sweep: number events a replica committed but did not get to number (it died), and
+         * re-read the log in case a notification was lost. Commits and NOTIFY trigger both at once.
+         */
+        sweep_interval_seconds: positiveInt().max(3600).default(5),
+      })
+      .prefault({}),
     /** The suppression list (delivery/README.md, "Suppression list"). */
     suppression: z
       .strictObject({

@@ -9,7 +9,10 @@
  * (delivery/README.md records why this and not pg-boss or graphile-worker.)
  */
 import type { Knex } from 'knex';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
 import type {
   AttemptResult,
   ClaimRequest,
@@ -151,6 +154,48 @@ export interface DatabaseDeliveryStoreOptions {
   maxBatchBytes?: number;
   /** Insert statements in flight at once (default 2; always 1 on PGlite, which has one connection). */
   maxConcurrentBatches?: number;
+  /** Events the sequencer numbers per transaction (delivery.watch.sequencer_batch_size; default 1000). */
+  sequencerBatchSize?: number;
+  /** Where sequencer failures are logged (they are retried by the next commit or the safety timer). */
+  logger?: Logger;
+}
+
+/** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
+export const DELIVERY_EVENTS_CHANNEL = 'delivery_events';
+
+/** The events a statement's changed rows (`src`, delivery rows) produce; `reason` is an expression. */
+function eventInsert(src: string, reason = 'last_error'): string {
+  return `INSERT INTO delivery_events (delivery_id, scope, channel, backend, status, failure, reason,
+      provider_reference, occurred_at)
+    SELECT id, scope, channel, backend, status, failure, ${reason}, provider_reference, updated_at FROM ${src}`;
+}
+
+interface EventRow {
+  seq: string | number;
+  delivery_id: string;
+  scope: string;
+  channel: DeliveryRecord['channel'];
+  backend: string;
+  status: DeliveryRecord['status'];
+  failure: DeliveryRecord['failure'];
+  reason: string | null;
+  provider_reference: string | null;
+  occurred_at: Date | string;
+}
+
+function rowToEvent(row: EventRow): DeliveryEvent {
+  return {
+    seq: toNumber(row.seq),
+    deliveryId: row.delivery_id,
+    scope: row.scope,
+    channel: row.channel,
+    backend: row.backend,
+    status: row.status,
+    failure: row.failure,
+    reason: row.reason,
+    providerReference: row.provider_reference,
+    occurredAt: toDate(row.occurred_at),
+  };
 }
 
 interface PendingCreate {
@@ -184,6 +229,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private completions: PendingCompletion[] = [];
   private completionsInFlight = 0;
   private completionPumpScheduled = false;
+  private readonly sequencerBatchSize: number;
+  private readonly log: Logger;
+  private sequencing: Promise<void> | null = null;
+  private sequenceAgain = false;
+  private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
 
   constructor(
     private readonly knex: Knex,
@@ -193,6 +243,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.maxBatchBytes = Math.max(1, options.maxBatchBytes ?? 8 * 1024 * 1024);
     this.maxConcurrentBatches =
       databaseEngine(knex) === 'pglite' ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
+    this.sequencerBatchSize = Math.max(1, options.sequencerBatchSize ?? 1000);
+    this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
   }
 
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
@@ -224,7 +276,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       this.inFlight++;
       void this.insertBatch(batch)
         .then(
-          (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
+          (results) => {
+            if (results.some((r) => r.created)) this.kickSequencer();
+            batch.forEach((p, i) => p.resolve(results[i]!));
+          },
           (err: unknown) => batch.forEach((p) => p.reject(err)),
         )
         .finally(() => {
@@ -260,9 +315,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       suppressed: d.suppressed === true,
       suppressed_recipients: d.suppressedRecipients?.length ? JSON.stringify(d.suppressedRecipients) : null,
     }));
+    // The rows and their events in ONE statement (one commit): a change never lacks its event.
     const inserted = rows<DeliveryRow>(
       await db.raw(
-        `INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
+        `WITH ins AS (INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
            trace_parent, failure, last_error, finished_at, suppressed_recipients)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
@@ -280,7 +336,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            suppressed_recipients text)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-         RETURNING *`,
+         RETURNING *),
+         ev AS (${eventInsert('ins')})
+         SELECT * FROM ins`,
         [SUPPRESSED_ERROR, JSON.stringify(input)],
       ),
     );
@@ -318,7 +376,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
     if (deliveries.length === 0) return [];
     const items = deliveries.map((delivery) => ({ delivery, payloadJson: JSON.stringify(delivery.payload) }));
-    return this.knex.transaction(async (trx) => {
+    const results = await this.knex.transaction(async (trx) => {
       const results: { record: DeliveryRecord; created: boolean }[] = [];
       for (let start = 0; start < items.length;) {
         let bytes = 0;
@@ -333,6 +391,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       }
       return results;
     });
+    if (results.some((r) => r.created)) this.kickSequencer();
+    return results;
   }
 
   async get(id: string): Promise<DeliveryRecord | null> {
@@ -432,7 +492,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       this.completionsInFlight++;
       void this.completeBatch(batch)
         .then(
-          (results) => batch.forEach((c, i) => c.resolve(results[i]!)),
+          (results) => {
+            if (results.some((r) => r !== null)) this.kickSequencer();
+            batch.forEach((c, i) => c.resolve(results[i]!));
+          },
           (err: unknown) => batch.forEach((c) => c.reject(err)),
         )
         .finally(() => {
@@ -466,7 +529,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     });
     const updated = rows<DeliveryRow>(
       await this.knex.raw(
-        `UPDATE deliveries AS d SET
+        `WITH upd AS (UPDATE deliveries AS d SET
            status = c.status,
            attempts = d.attempts || c.attempt::jsonb,
            next_attempt_at = c.next_attempt_at,
@@ -484,7 +547,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            provider_reference text, at timestamptz, sent_at timestamptz, finished_at timestamptz)
          WHERE d.id = c.id AND d.id = ANY(?::uuid[]) AND d.lease_owner = c.owner
            AND d.status IN ('pending', 'retrying')
-         RETURNING d.*`,
+         RETURNING d.*),
+         ev AS (${eventInsert('upd')})
+         SELECT * FROM upd`,
         // The ids again as an array: the planner cannot see into jsonb_to_recordset (it guesses 100
         // rows) and, with the queued rows a large part of the table in its statistics, scanned the
         // whole table for every batch; `id = ANY(array)` makes it a primary-key lookup of exactly
@@ -539,7 +604,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * memory store, and written back, so concurrent receipts for one delivery apply one after the other.
    */
   async applyReceipt(id: string, receipt: IncomingReceipt, now: Date) {
-    return this.knex.transaction(async (trx) => {
+    const applied = await this.knex.transaction(async (trx) => {
       const [row] = rows<DeliveryRow>(
         await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]),
       );
@@ -564,17 +629,32 @@ export class DatabaseDeliveryStore implements DeliveryStore {
           ],
         ),
       );
+      // Only a receipt that moved the record (status or cause) is a change to watch.
+      if (fold.effect === 'applied') {
+        await trx.raw(`${eventInsert('deliveries', '?::text')} WHERE id = ?`, [receiptReason(receipt), id]);
+      }
       return { record: rowToRecord(updated!), fold };
     });
+    if (applied?.fold.effect === 'applied') this.kickSequencer();
+    return applied;
   }
 
   async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
     // Delete first: what is about to go need not be erased.
+    // The records' events go with them, and each scope's horizon moves up to the highest seq purged,
+    // in the same statement: a cursor below the horizon gets a RESET, never a silent gap.
     const deleted = rows<{ id: string }>(
       await this.knex.raw(
-        `DELETE FROM deliveries WHERE id IN (
+        `WITH gone AS (DELETE FROM deliveries WHERE id IN (
            SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
-         RETURNING id`,
+         RETURNING id),
+         ev AS (DELETE FROM delivery_events e USING gone WHERE e.delivery_id = gone.id
+           RETURNING e.scope, e.seq),
+         hz AS (INSERT INTO delivery_event_horizon (scope, purged_through)
+           SELECT scope, max(seq) FROM ev WHERE seq IS NOT NULL GROUP BY scope
+           ON CONFLICT (scope) DO UPDATE
+             SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through))
+         SELECT id FROM gone`,
         [request.deleteBefore.toISOString(), request.batchSize],
       ),
     ).length;
@@ -614,5 +694,118 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   async ping(): Promise<void> {
     await this.knex.raw('SELECT 1');
+  }
+
+  async eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]> {
+    if (query.scopes.length === 0) return [];
+    const where = ['seq > ?', 'scope = ANY(?::text[])'];
+    const bindings: Knex.RawBinding[] = [query.after, query.scopes as string[]];
+    const { channels, backends, statuses } = query.filter ?? {};
+    for (const [column, values] of [
+      ['channel', channels],
+      ['backend', backends],
+      ['status', statuses],
+    ] as const) {
+      if (values?.length) {
+        where.push(`${column} = ANY(?::text[])`);
+        bindings.push([...values]);
+      }
+    }
+    bindings.push(query.limit);
+    return rows<EventRow>(
+      await this.knex.raw(
+        `SELECT seq, delivery_id, scope, channel, backend, status, failure, reason, provider_reference,
+           occurred_at
+         FROM delivery_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`,
+        bindings,
+      ),
+    ).map(rowToEvent);
+  }
+
+  async latestEventSeq(): Promise<number> {
+    const [row] = rows<{ last_seq: string | number }>(
+      await this.knex.raw('SELECT last_seq FROM delivery_event_counter WHERE id = 1'),
+    );
+    return row ? toNumber(row.last_seq) : 0;
+  }
+
+  async eventHorizon(scope: string): Promise<number> {
+    const [row] = rows<{ purged_through: string | number }>(
+      await this.knex.raw('SELECT purged_through FROM delivery_event_horizon WHERE scope = ?', [scope]),
+    );
+    return row ? toNumber(row.purged_through) : 0;
+  }
+
+  onEventsSequenced(listener: (latestSeq: number) => void): () => void {
+    this.sequencedListeners.add(listener);
+    return () => this.sequencedListeners.delete(listener);
+  }
+
+  /** After a local commit that wrote events: number them soon (failures wait for the next trigger). */
+  private kickSequencer(): void {
+    this.sequenceEvents().catch((err: unknown) =>
+      this.log.warn({ err }, 'sequencing delivery events failed; the next commit or sweep retries'),
+    );
+  }
+
+  /**
+   * The sequencer. One pass per process at a time (a call during a pass asks for one more pass and
+   * shares its promise), one transaction per batch, and across replicas one transaction at a time
+   * (a transaction advisory lock; a replica waiting for it then sees every row committed meanwhile,
+   * since each statement under READ COMMITTED takes a fresh snapshot). It numbers committed rows that
+   * have no seq yet, in id order, from the counter row: gap-free, and a batch becomes visible at
+   * once, so a reader never sees seq N+1 before N. Then it NOTIFYs the other replicas and tells the
+   * local listeners. Writers never wait for it: no per-caller lock on the send path.
+   */
+  sequenceEvents(): Promise<void> {
+    this.sequenceAgain = true;
+    if (!this.sequencing) {
+      this.sequencing = this.runSequencer().finally(() => {
+        this.sequencing = null;
+      });
+    }
+    return this.sequencing;
+  }
+
+  private async runSequencer(): Promise<void> {
+    while (this.sequenceAgain) {
+      this.sequenceAgain = false;
+      let numbered: number;
+      do {
+        const { count, latest } = await this.sequenceBatch();
+        numbered = count;
+        if (count > 0) for (const listener of this.sequencedListeners) listener(latest);
+      } while (numbered === this.sequencerBatchSize);
+    }
+  }
+
+  private async sequenceBatch(): Promise<{ count: number; latest: number }> {
+    return this.knex.transaction(async (trx) => {
+      await trx.raw(`SELECT pg_advisory_xact_lock(hashtext('delivery_events'), 1)`);
+      const [row] = rows<{ count: string | number; latest: string | number | null }>(
+        await trx.raw(
+          `WITH pending AS (
+             SELECT id, row_number() OVER (ORDER BY id) AS n FROM delivery_events
+             WHERE seq IS NULL ORDER BY id LIMIT ?),
+           total AS (SELECT count(*) AS c FROM pending),
+           counter AS (
+             UPDATE delivery_event_counter SET last_seq = last_seq + (SELECT c FROM total)
+             WHERE id = 1 AND (SELECT c FROM total) > 0
+             RETURNING last_seq - (SELECT c FROM total) AS base),
+           numbered AS (
+             UPDATE delivery_events e SET seq = counter.base + pending.n
+             FROM pending, counter WHERE e.id = pending.id
+             RETURNING e.seq)
+           SELECT s.count, s.latest,
+             CASE WHEN s.count > 0 THEN pg_notify(?, s.latest::text) END AS notified
+           FROM (SELECT count(*) AS count, max(seq) AS latest FROM numbered) s`,
+          [this.sequencerBatchSize, DELIVERY_EVENTS_CHANNEL],
+        ),
+      );
+      // NOTIFY is delivered at commit, so no replica reads before the numbers are visible.
+      const count = toNumber(row?.count ?? 0);
+      const latest = row?.latest == null ? 0 : toNumber(row.latest);
+      return { count, latest };
+    });
   }
 }

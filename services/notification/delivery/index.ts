@@ -42,7 +42,27 @@ export {
 } from './config';
 export * from './store';
 export { InMemoryDeliveryStore } from './memory-store';
-export { DatabaseDeliveryStore, type DatabaseDeliveryStoreOptions } from './database-store';
+export {
+  DELIVERY_EVENTS_CHANNEL,
+  DatabaseDeliveryStore,
+  type DatabaseDeliveryStoreOptions,
+} from './database-store';
+export {
+  eventOf,
+  matchesEventFilter,
+  type DeliveryEvent,
+  type DeliveryEventFilter,
+  type DeliveryEventQuery,
+  type NewDeliveryEvent,
+} from './events';
+export {
+  DeliveryWatchHub,
+  parseDeliveryCursor,
+  watchHubOptions,
+  type DeliveryWatchFrame,
+  type DeliveryWatchHubOptions,
+  type DeliveryWatchOptions,
+} from './watch-hub';
 export { maskRecipient } from './mask';
 export {
   MAX_RECEIPTS_PER_DELIVERY,

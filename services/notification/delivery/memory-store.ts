@@ -4,6 +4,13 @@
  * process; nothing survives a restart. Records are copied in and out, so callers never share state
  * with the store.
  */
+import {
+  eventOf,
+  matchesEventFilter,
+  receiptReason,
+  type DeliveryEvent,
+  type DeliveryEventQuery,
+} from './events';
 import { foldReceipt, type IncomingReceipt } from './receipt';
 import type {
   AppliedReceipt,
@@ -132,6 +139,19 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   private readonly due = new Map<string, DueHeap>();
   /** Entries in all heaps, stale ones included: bounded by compacting (see `schedule`). */
   private entries = 0;
+  /** The event log, by seq (sequenced at once: one process, nothing commits out of order). */
+  private events: DeliveryEvent[] = [];
+  private lastSeq = 0;
+  /** Highest purged seq per scope. */
+  private readonly horizons = new Map<string, number>();
+  private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
+
+  /** Appends the event of a record's change (in the same synchronous step as the change). */
+  private record(r: DeliveryRecord, reason?: string | null): void {
+    this.events.push({ seq: ++this.lastSeq, ...eventOf(r, reason === undefined ? r.lastError : reason) });
+    const seq = this.lastSeq;
+    for (const listener of this.sequencedListeners) listener(seq);
+  }
 
   /** Files a queued record under its backend at the time it next becomes claimable. */
   private schedule(r: DeliveryRecord): void {
@@ -230,6 +250,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       this.schedule(record);
     }
     if (input.idempotencyKey !== null) this.keys.set(`${input.scope}\n${input.idempotencyKey}`, record.id);
+    this.record(record);
     return { record: copy(record), created: true };
   }
 
@@ -325,6 +346,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       r.finishedAt = result.now;
       this.queued.delete(id);
     } else this.schedule(r);
+    this.record(r);
     return copy(r);
   }
 
@@ -373,16 +395,19 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     Object.assign(r, fold.changes);
     // A receipt that ended a queued record takes it off the queue: the provider has the message.
     if (!QUEUED.includes(r.status)) this.queued.delete(id);
+    if (fold.effect === 'applied') this.record(r, receiptReason(receipt));
     return { record: copy(r), fold };
   }
 
   async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
     let erased = 0;
     let deleted = 0;
+    const gone = new Set<string>();
     for (const r of [...this.records.values()]) {
       if (r.finishedAt === null || !FINAL_STATUSES.includes(r.status)) continue;
       if (r.finishedAt < request.deleteBefore && deleted < request.batchSize) {
         this.records.delete(r.id);
+        gone.add(r.id);
         if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
         deleted++;
       } else if (
@@ -395,6 +420,14 @@ export class InMemoryDeliveryStore implements DeliveryStore {
         r.contentErasedAt = request.now;
         erased++;
       }
+    }
+    if (gone.size > 0) {
+      // The record's events go with it; the scope's horizon tells older cursors (RESET).
+      this.events = this.events.filter((e) => {
+        if (!gone.has(e.deliveryId)) return true;
+        this.horizons.set(e.scope, Math.max(this.horizons.get(e.scope) ?? 0, e.seq));
+        return false;
+      });
     }
     return { erased, deleted };
   }
@@ -411,4 +444,42 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   }
 
   async ping(): Promise<void> {}
+
+  async eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]> {
+    // Binary search for the first seq after the cursor, then scan.
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.events[mid]!.seq <= query.after) lo = mid + 1;
+      else hi = mid;
+    }
+    const scopes = new Set(query.scopes);
+    const found: DeliveryEvent[] = [];
+    for (let i = lo; i < this.events.length && found.length < query.limit; i++) {
+      const e = this.events[i]!;
+      if (scopes.has(e.scope) && matchesEventFilter(e, query.filter)) found.push({ ...e });
+    }
+    return found;
+  }
+
+  async latestEventSeq(): Promise<number> {
+    return this.lastSeq;
+  }
+
+  async eventHorizon(scope: string): Promise<number> {
+    return this.horizons.get(scope) ?? 0;
+  }
+
+  async sequenceEvents(): Promise<void> {}
+
+  onEventsSequenced(listener: (latestSeq: number) => void): () => void {
+    this.sequencedListeners.add(listener);
+    return () => this.sequencedListeners.delete(listener);
+  }
+
+  /** Events held now (tests check they go with their records). */
+  get eventCount(): number {
+    return this.events.length;
+  }
 }

@@ -5,6 +5,7 @@
  * the same clock drives leases, retries and retention.
  */
 import type { DeliveryStatus, FailureKind } from './driver';
+import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import type { FoldResult, IncomingReceipt } from './receipt';
 import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
 
@@ -174,4 +175,22 @@ export interface DeliveryStore {
   queueStats(now: Date): Promise<QueueStats>;
   /** A cheap round trip, for the health check. */
   ping(): Promise<void>;
+
+  // --- The event log (events.ts; WatchDeliveries). Every method above that changes a record's status
+  // (create, createBatch, completeAttempt, applyReceipt when applied) appends its event in the same
+  // commit; purgeExpired deletes a record's events with it and raises its scope's horizon.
+
+  /** Sequenced events after `query.after` in the given scopes and filter, oldest first. */
+  eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]>;
+  /** The highest seq given so far (0 when none): where a watch without a cursor starts. */
+  latestEventSeq(): Promise<number>;
+  /** The highest seq the retention deleted in `scope` (0 when none): older cursors get a RESET. */
+  eventHorizon(scope: string): Promise<number>;
+  /**
+   * Gives committed, unsequenced events their seq (the database store's sequencer; the memory store
+   * sequences at once and resolves). Resolves after a pass that started after the call.
+   */
+  sequenceEvents(): Promise<void>;
+  /** Called (in this process) after events up to `latestSeq` were sequenced; returns unsubscribe. */
+  onEventsSequenced(listener: (latestSeq: number) => void): () => void;
 }

@@ -11,6 +11,7 @@ import * as deliveryFailure from './20261123000400_delivery_failure';
 import * as deliveryTraceParent from './20261123000500_delivery_trace_parent';
 import * as suppressions from './20261123100000_suppressions';
 import * as deliveryReceipts from './20261123110000_delivery_receipts';
+import * as deliveryEvents from './20261124000000_delivery_events';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -22,6 +23,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261123000500_delivery_trace_parent', ...deliveryTraceParent },
   { name: '20261123100000_suppressions', ...suppressions },
   { name: '20261123110000_delivery_receipts', ...deliveryReceipts },
+  { name: '20261124000000_delivery_events', ...deliveryEvents },
 ];
 
 /** The knex table that records which notification migrations ran. */

@@ -12,6 +12,7 @@ import {
   Channel as WireChannel,
   DeliveryFailure as WireFailure,
   DeliveryStatus as WireStatus,
+  DeliveryEventType as WireEventType,
   type AddSuppressionRequest,
   type DeliverySchema,
   type GetDeliveryRequest,
@@ -28,6 +29,8 @@ import {
   type SendSmsRequest,
   type SendPushBatchRequest,
   type SendPushRequest,
+  type WatchDeliveriesRequest,
+  type WatchDeliveriesResponseSchema,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { FailedPreconditionError, InvalidArgumentError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
@@ -36,7 +39,10 @@ import type { SmsSender } from '../channels/sms/sms-sender';
 import type { PushPayload, PushSender } from '../channels/push';
 import type {
   Channel,
+  DeliveryEventFilter,
   DeliveryFilter,
+  DeliveryWatchFrame,
+  DeliveryWatchHub,
   DeliveryPipeline,
   DeliveryStatus,
   DeliveryView,
@@ -177,6 +183,51 @@ export function toWireSuppression(s: SuppressionView): MessageInitShape<typeof S
   };
 }
 
+/** A watch frame (domain) to a WatchDeliveries frame (wire). */
+export function toWireWatchFrame(
+  frame: DeliveryWatchFrame,
+): MessageInitShape<typeof WatchDeliveriesResponseSchema> {
+  if (frame.type !== 'change') {
+    return {
+      cursor: frame.cursor,
+      type: frame.type === 'live' ? WireEventType.LIVE : WireEventType.RESET,
+      occurredAt: timestampFromDate(frame.occurredAt),
+    };
+  }
+  const e = frame.event;
+  return {
+    cursor: frame.cursor,
+    type: WireEventType.CHANGE,
+    deliveryId: e.deliveryId,
+    channel: CHANNEL_TO_WIRE[e.channel],
+    backend: e.backend,
+    status: STATUS_TO_WIRE[e.status],
+    failure: e.failure ? FAILURE_TO_WIRE[e.failure] : WireFailure.UNSPECIFIED,
+    reason: e.reason ?? '',
+    providerReference: e.providerReference ?? '',
+    occurredAt: timestampFromDate(e.occurredAt),
+  };
+}
+
+/** Most values one WatchDeliveries filter list may hold (each list is matched on every event). */
+export const MAX_WATCH_FILTER_VALUES = 64;
+
+function boundedList<T>(values: readonly T[], field: string): readonly T[] {
+  if (values.length > MAX_WATCH_FILTER_VALUES) {
+    throw new InvalidArgumentError(`${field}: at most ${MAX_WATCH_FILTER_VALUES} values`, field);
+  }
+  return values;
+}
+
+/** A repeated wire enum filter: unspecified or unknown values are bad input naming the field. */
+function enumListFilter<D>(values: readonly number[], known: Map<number, D>, field: string): D[] {
+  return boundedList(values, field).map((v) => {
+    const mapped = v === 0 ? undefined : known.get(v);
+    if (mapped === undefined) throw new InvalidArgumentError(`${field}: unknown value ${v}`, field);
+    return mapped;
+  });
+}
+
 /** A required wire channel: unspecified or unknown is bad input naming `channel`. */
 function requiredChannel(value: number): Channel {
   const channel = enumFilter(value, WIRE_TO_CHANNEL, 'channel');
@@ -217,6 +268,7 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
     private readonly sms: SmsSender,
     private readonly push?: PushSender,
     private readonly suppressions?: Suppressions,
+    private readonly deliveryWatch?: DeliveryWatchHub,
   ) {}
 
   async sendSms(req: SendSmsRequest, ctx: HandlerContext) {
@@ -335,5 +387,25 @@ export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationS
   private suppressionList(): Suppressions {
     if (!this.suppressions) throw new FailedPreconditionError('the suppression list is not configured');
     return this.suppressions;
+  }
+
+  // --- WatchDeliveries: the caller's delivery changes, scoped like GetDelivery (delivery/watch-hub.ts).
+
+  async *watchDeliveries(req: WatchDeliveriesRequest, ctx: HandlerContext) {
+    if (!this.deliveryWatch) throw new FailedPreconditionError('delivery watching is not configured');
+    const filter: DeliveryEventFilter = {
+      channels: enumListFilter(req.channels, WIRE_TO_CHANNEL, 'channels'),
+      backends: boundedList(req.backends, 'backends'),
+      statuses: enumListFilter(req.statuses, WIRE_TO_STATUS, 'statuses'),
+    };
+    const frames = this.deliveryWatch.watch(ctx.values.get(callerKey), {
+      after: req.afterCursor || undefined,
+      filter,
+      signal: ctx.signal,
+    });
+    for await (const frame of frames) yield toWireWatchFrame(frame);
+    // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline, or
+    // UNAVAILABLE at shutdown, after which it resumes elsewhere with its last cursor).
+    if (ctx.signal.aborted) throw ctx.signal.reason;
   }
 }

@@ -26,6 +26,7 @@ import {
   testConfig,
 } from './support';
 import { randomUUID } from 'node:crypto';
+import { describeDeliveryEventContract } from './delivery-events-contract';
 
 /** What a backend's test file provides to the contract. */
 export interface ContractBackend {
@@ -896,6 +897,8 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         ).rejects.toBeInstanceOf(InvalidArgumentError);
       });
     });
+
+    describeDeliveryEventContract(() => store);
   });
 }
 

@@ -66,6 +66,11 @@ class FinalNotifyingStore implements DeliveryStore {
   findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref) =>
     this.inner.findByProviderReference(c, ref);
   applyReceipt: DeliveryStore['applyReceipt'] = (id, r, now) => this.inner.applyReceipt(id, r, now);
+  eventsAfter: DeliveryStore['eventsAfter'] = (q) => this.inner.eventsAfter(q);
+  latestEventSeq: DeliveryStore['latestEventSeq'] = () => this.inner.latestEventSeq();
+  eventHorizon: DeliveryStore['eventHorizon'] = (scope) => this.inner.eventHorizon(scope);
+  sequenceEvents: DeliveryStore['sequenceEvents'] = () => this.inner.sequenceEvents();
+  onEventsSequenced: DeliveryStore['onEventsSequenced'] = (l) => this.inner.onEventsSequenced(l);
   async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
     const record = await this.inner.completeAttempt(id, owner, result);
     if (record && FINAL_STATUSES.includes(record.status)) this.onFinal(record);
