@@ -4,6 +4,7 @@
  * and both with RPC tokens on, as in production. Each service's surface comes from
  * test/reliability/surfaces.ts, so a suite walks every service the process registers.
  */
+import { smsServiceEnv } from '../../support/sms-service';
 import type { DescService } from '@bufbuild/protobuf';
 
 import { createTestDatabase } from '../../support/database';
@@ -50,6 +51,9 @@ export async function startTargets(): Promise<Targets> {
     startServiceProcess('notification', {
       SVC_NOTIFICATION__SERVER__API_TOKENS: TOKEN,
       SVC_NOTIFICATION__DATABASE__URL: db.url,
+      // One SMS backend, so a send is recorded and WatchDeliveries has an event to carry; nothing
+      // listens on the discard port, so its attempts just retry.
+      ...smsServiceEnv({ baseUrl: 'http://127.0.0.1:9' }),
     }),
     startServiceProcess('monitor', { SVC_MONITOR__SERVER__API_TOKENS: TOKEN }),
   ]);

@@ -574,6 +574,52 @@ const PROBES: Record<string, Probe> = {
       stream.cancel();
     }
   },
+  'NotificationService.WatchDeliveries': async (ctx) => {
+    // Caller B's stream sees its own next delivery and nothing of caller A's sent before it.
+    const md = new grpc.Metadata();
+    md.set('authorization', ctx.b.authorization!);
+    const method = NotificationService.methods.find((m) => m.name === 'WatchDeliveries')!;
+    const open = ctx.notifications[method.localName] as unknown as (
+      r: unknown,
+      m: grpc.Metadata,
+      o: grpc.CallOptions,
+    ) => grpc.ClientReadableStream<{ type: number; deliveryId: string }>;
+    const stream = open.call(ctx.notifications, create(method.input, {}), md, {
+      deadline: Date.now() + 30_000,
+    });
+    const frames: { type: number; deliveryId: string }[] = [];
+    stream.on('data', (f) => frames.push(f));
+    stream.on('error', () => undefined);
+    try {
+      await until('the live frame', () => (frames.length > 0 ? true : undefined), 15_000);
+      const ofA = await call<{ deliveryId: string }>(
+        ctx.notifications,
+        NotificationService,
+        'SendSms',
+        { to: '+15551230004', body: 'watched by nobody but A' },
+        ctx.a,
+      );
+      const ofB = await call<{ deliveryId: string }>(
+        ctx.notifications,
+        NotificationService,
+        'SendSms',
+        { to: '+15551230005', body: 'B watches its own' },
+        ctx.b,
+      );
+      await until(
+        "B's own delivery",
+        () => (frames.some((f) => f.deliveryId === ofB.deliveryId) ? true : undefined),
+        15_000,
+      );
+      const leaked = frames.filter((f) => f.deliveryId === ofA.deliveryId);
+      return {
+        attempts: 1,
+        leaks: leaked.map((f) => `WatchDeliveries frame ${f.type} of caller A seen by B`),
+      };
+    } finally {
+      stream.cancel();
+    }
+  },
   'NotificationService.GetDelivery': async (ctx) => {
     const sent = await call<{ deliveryId: string }>(
       ctx.notifications,
