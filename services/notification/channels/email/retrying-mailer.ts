@@ -116,7 +116,11 @@ export class RetryingMailer {
     if (this.closed) throw new UnavailableError('the retrying mailer is closed');
     const built = message instanceof Mailable ? message.build(this.limits) : message;
     const { delivery, payload } = await this.pipeline.submit(
-      emailSubmission(built, this.mailer, this.scope, opts.idempotencyKey),
+      // Named: this pipeline has one mailer, and its records are that mailer's.
+      emailSubmission(built, this.mailer, this.scope, {
+        backend: this.mailer.name,
+        idempotencyKey: opts.idempotencyKey,
+      }),
     );
     const messageId = storedMessageId(payload);
     if (!this.started) {
