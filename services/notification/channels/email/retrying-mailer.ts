@@ -63,8 +63,8 @@ class FinalNotifyingStore implements DeliveryStore {
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);
   ping: DeliveryStore['ping'] = () => this.inner.ping();
-  findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref) =>
-    this.inner.findByProviderReference(c, ref);
+  findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref, backend) =>
+    this.inner.findByProviderReference(c, ref, backend);
   applyReceipt: DeliveryStore['applyReceipt'] = (id, r, now) => this.inner.applyReceipt(id, r, now);
   async completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
     const record = await this.inner.completeAttempt(id, owner, result);
