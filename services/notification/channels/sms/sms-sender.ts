@@ -2,8 +2,8 @@
  * `SmsSender`: the SMS channel's way into the delivery pipeline, between the RPC layer (SendSms) and
  * `DeliveryPipeline`. It checks the backend, the number and the body, and submits the payload
  * without a sender: whichever backend sends an attempt puts its own `from_number` on it, so an SMS
- * that fails over to another backend leaves from that backend's number. Everything a caller can get wrong is refused here or in
- * the pipeline's own checks, before anything is recorded or sent.
+ * that fails over to another backend leaves from that backend's number. Everything a caller can get
+ * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
 import type { BackendLookup, DeliveryPipeline } from '../../delivery/pipeline';
 import type { DeliveryView } from '../../delivery/types';
