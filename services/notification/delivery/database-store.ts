@@ -588,12 +588,14 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   async findByProviderReference(
     channel: DeliveryRecord['channel'],
     reference: string,
+    backend?: string,
   ): Promise<DeliveryRecord | null> {
     const [row] = rows<DeliveryRow>(
       await this.knex.raw(
         `SELECT * FROM deliveries WHERE provider_reference = ? AND channel = ?
+         ${backend === undefined ? '' : 'AND backend = ?'}
          ORDER BY created_at DESC, id DESC LIMIT 1`,
-        [reference, channel],
+        backend === undefined ? [reference, channel] : [reference, channel, backend],
       ),
     );
     return row ? rowToRecord(row) : null;

@@ -379,10 +379,12 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async findByProviderReference(
     channel: DeliveryRecord['channel'],
     reference: string,
+    backend?: string,
   ): Promise<DeliveryRecord | null> {
     let found: DeliveryRecord | undefined;
     for (const r of this.records.values()) {
       if (r.channel !== channel || r.providerReference !== reference) continue;
+      if (backend !== undefined && r.backend !== backend) continue;
       if (found === undefined || newestFirst(r, found) < 0) found = r;
     }
     return found ? copy(found) : null;

@@ -84,7 +84,7 @@ export class ReceiptRecorder {
    * provider's word about the recipient holds whatever our records say.
    */
   async record(source: ReceiptSource, verified: VerifiedReceipt): Promise<RecordOutcome> {
-    const record = await this.find(source.channel, verified);
+    const record = await this.find(source, verified);
     let outcome: RecordOutcome = 'unknown_message';
     if (record) {
       const applied = await this.store.applyReceipt(record.id, verified.receipt, this.clock());
@@ -131,14 +131,18 @@ export class ReceiptRecorder {
     return this.sink.remove(channel, recipient);
   }
 
-  private async find(channel: Channel, v: VerifiedReceipt): Promise<DeliveryRecord | null> {
+  private async find(source: ReceiptSource, v: VerifiedReceipt): Promise<DeliveryRecord | null> {
+    const { channel } = source;
     // Our id is only trusted as a UUID (anything else cannot be ours, and never reaches SQL as one).
     if (v.deliveryId !== undefined && UUID.test(v.deliveryId)) {
       const byId = await this.store.get(v.deliveryId.toLowerCase());
       if (byId && byId.channel === channel) return byId;
     }
     if (v.providerReference !== undefined && v.providerReference !== '') {
-      return this.store.findByProviderReference(channel, v.providerReference);
+      // Only the backend whose key verified the receipt: references are unique per provider account,
+      // not across backends, and a delivery that failed over holds the reference of the backend that
+      // accepted it (its `backend`).
+      return this.store.findByProviderReference(channel, v.providerReference, source.backend);
     }
     return null;
   }

@@ -158,11 +158,14 @@ export interface DeliveryStore {
   release(ids: readonly string[], owner: string, now: Date): Promise<number>;
   /**
    * The newest delivery of `channel` whose provider reference (the provider's message id) is
-   * `reference`; null when none (indexed).
+   * `reference`, and whose backend is `backend` when given; null when none (indexed). References
+   * are only unique per provider account: two backends may hand out the same one, and a delivery
+   * that failed over holds the reference of the backend that accepted it (its `backend`).
    */
   findByProviderReference(
     channel: DeliveryRecord['channel'],
     reference: string,
+    backend?: string,
   ): Promise<DeliveryRecord | null>;
   /**
    * Folds a verified receipt into delivery `id` atomically (`foldReceipt`: forward-only status,

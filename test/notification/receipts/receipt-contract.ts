@@ -24,10 +24,16 @@ const at = (ms: number) => new Date(T0.getTime() + ms);
 /** Records a delivery and, unless `sent` is false, its accepted first attempt with `reference`. */
 export async function sentDelivery(
   store: DeliveryStore,
-  opts: { reference?: string; channel?: DeliveryRecord['channel']; sent?: boolean; createdAt?: Date } = {},
+  opts: {
+    reference?: string;
+    channel?: DeliveryRecord['channel'];
+    sent?: boolean;
+    createdAt?: Date;
+    backend?: string;
+  } = {},
 ): Promise<DeliveryRecord> {
   const channel = opts.channel ?? 'sms';
-  const backend = `b-${randomUUID().slice(0, 8)}`;
+  const backend = opts.backend ?? `b-${randomUUID().slice(0, 8)}`;
   const { record } = await store.create({
     id: randomUUID(),
     channel,
@@ -219,6 +225,15 @@ export function describeReceiptContract(name: string, open: () => Promise<Receip
       expect((await store.findByProviderReference('sms', reference))?.id).toBe(newer.id);
       expect(await store.findByProviderReference('email', reference)).toBeNull();
       expect(await store.findByProviderReference('sms', 'SMunknown')).toBeNull();
+    });
+
+    it('when two backends handed out the same provider message id, the lookup by backend finds each its own', async () => {
+      const reference = `SM${randomUUID().replace(/-/g, '')}`;
+      const first = await sentDelivery(store, { reference, backend: 'twilio', createdAt: at(0) });
+      const second = await sentDelivery(store, { reference, backend: 'backup', createdAt: at(1000) });
+      expect((await store.findByProviderReference('sms', reference, 'twilio'))?.id).toBe(first.id);
+      expect((await store.findByProviderReference('sms', reference, 'backup'))?.id).toBe(second.id);
+      expect(await store.findByProviderReference('sms', reference, 'other')).toBeNull();
     });
 
     it('lists by the receipt statuses and causes', async () => {

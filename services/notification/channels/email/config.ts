@@ -92,8 +92,22 @@ export const NamedMailerConfigSchema = z.strictObject({
   name: itemName(),
   primary: primaryFlag,
   driver: z.enum(['smtp', 'http_api']),
-  /** The sender of every message of this backend. */
+  /**
+   * The sender of every message this backend sends: stamped at send time, so an email that fails over
+   * to this backend leaves with this address (delivery.routing.email).
+   */
   from_email: emailAddress(),
+  /**
+   * The sender's display name when the request gives none (`from_name` of SendEmail wins); one line,
+   * at most 256 characters. Unset: no display name.
+   */
+  from_name: z
+    .string()
+    .min(1)
+    .max(256)
+    // eslint-disable-next-line no-control-regex -- refusing control characters is the point
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must be one line without control characters')
+    .optional(),
   smtp: SMTPDriverConfigSchema.optional(),
   http_api: HttpApiDriverConfigSchema.optional(),
 });

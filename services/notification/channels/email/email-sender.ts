@@ -77,29 +77,49 @@ export class EmailSender {
     const mailer = this.mailers.get(input.backend);
     const message = Mailable.of(input).build(this.mailers.limits);
     const result = await this.pipeline.submit(
-      emailSubmission(message, mailer, scope, input.idempotencyKey || undefined),
+      emailSubmission(message, mailer, scope, {
+        // The caller's choice, not the resolved primary: only a named backend is pinned, so an
+        // unnamed send may fail over (delivery.routing.email) to another mailer.
+        backend: input.backend || undefined,
+        idempotencyKey: input.idempotencyKey || undefined,
+      }),
     );
     return { delivery: result.delivery, created: result.created, messageId: storedMessageId(result.payload) };
   }
 }
 
+/** What `emailSubmission` takes besides the message. */
+export interface EmailSubmissionOptions {
+  /**
+   * The backend the caller named; absent when none was (the pipeline then starts at the primary and
+   * may fail over or round-robin to the other mailers). A named backend is pinned: never moved.
+   */
+  backend?: string;
+  /** Optional; the same key with the same content returns the first delivery and sends nothing. */
+  idempotencyKey?: string;
+}
+
 /**
- * The pipeline submission of a validated email through `mailer`: the payload with its one new
- * Message-ID, every address (to, cc, bcc) as the recipient, and the content hash taken over the
- * message without the Message-ID, which is new on every call: a retried call with the same key and
- * content then finds its delivery instead of ALREADY_EXISTS.
+ * The pipeline submission of a validated email: the payload with its one new Message-ID (in the
+ * domain of `mailer`, the named backend or the primary), every address (to, cc, bcc) as the
+ * recipient, and the content hash taken over the message without the Message-ID, which is new on
+ * every call: a retried call with the same key and content then finds its delivery instead of
+ * ALREADY_EXISTS. The payload carries no sender address: whichever mailer sends an attempt stamps its
+ * own `from_email`, so an email that fails over from one backend to another leaves with the second
+ * one's address, and the same Message-ID.
  */
 export function emailSubmission(
   message: EmailMessage,
-  mailer: Pick<MailerProtocol, 'name' | 'fromEmail'>,
+  mailer: Pick<MailerProtocol, 'fromEmail'>,
   scope: string,
-  idempotencyKey?: string,
+  options: EmailSubmissionOptions = {},
 ): SubmitInput {
   const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
   const recipients = [...message.to, ...message.cc, ...message.bcc].map((a) => a.email);
+  const { backend, idempotencyKey } = options;
   return {
     channel: 'email',
-    backend: mailer.name,
+    backend,
     recipient: recipients.join(', '),
     recipients,
     withoutRecipients: withoutSuppressed,

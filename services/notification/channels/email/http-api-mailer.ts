@@ -23,6 +23,8 @@ export const HTTP_API_PROBE_TIMEOUT_MS = 4000;
 export interface HttpApiMailerOptions {
   name: string;
   fromEmail: string;
+  /** The display name when the message has none (`from_name` of the backend). */
+  fromName?: string;
   config: HttpApiDriverConfig;
   logger?: Logger;
 }
@@ -35,6 +37,7 @@ export class HttpApiMailer implements MailerProtocol {
   readonly driver = 'http_api';
   readonly name: string;
   readonly fromEmail: string;
+  readonly fromName: string | undefined;
   private readonly config: HttpApiDriverConfig;
   private readonly base: URL;
   private readonly agent: http.Agent;
@@ -44,6 +47,7 @@ export class HttpApiMailer implements MailerProtocol {
   constructor(opts: HttpApiMailerOptions) {
     this.name = opts.name;
     this.fromEmail = opts.fromEmail;
+    this.fromName = opts.fromName;
     this.config = opts.config;
     this.base = new URL(opts.config.base_url.replace(/\/+$/, '') + '/');
     const Agent = this.base.protocol === 'https:' ? https.Agent : http.Agent;
@@ -105,8 +109,11 @@ export class HttpApiMailer implements MailerProtocol {
     const personalization: Record<string, unknown> = { to: p.to.map(v3Address) };
     if (p.cc.length > 0) personalization.cc = p.cc.map(v3Address);
     if (p.bcc.length > 0) personalization.bcc = p.bcc.map(v3Address);
+    // The sender is this backend's, whichever backend the delivery started on (failover); the
+    // caller chooses only the display name, this backend's `from_name` when it chose none.
     const from: EmailAddress = { email: this.fromEmail };
-    if (p.fromName) from.name = p.fromName;
+    const name = p.fromName || this.fromName;
+    if (name) from.name = name;
     const content = [{ type: 'text/plain', value: p.text }];
     if (p.html !== undefined) content.push({ type: 'text/html', value: p.html });
     const body: Record<string, unknown> = {

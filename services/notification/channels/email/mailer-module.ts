@@ -114,7 +114,7 @@ export class MailerModule {
 
 /** The driver of one configured backend. */
 export function createMailer(backend: NamedMailerConfig, logger: Logger): MailerProtocol {
-  const common = { name: backend.name, fromEmail: backend.from_email, logger };
+  const common = { name: backend.name, fromEmail: backend.from_email, fromName: backend.from_name, logger };
   switch (backend.driver) {
     case 'smtp':
       return new SmtpMailer({ ...common, config: backend.smtp! });

@@ -33,8 +33,13 @@ export type MailerHealthResult = {
 /** A mailer backend: sends an OutboundEmail and classifies the provider's answer. */
 export interface MailerProtocol extends DeliveryDriver<OutboundEmail> {
   readonly channel: 'email';
-  /** The backend's sender address (`from_email`); Message-IDs are made in its domain. */
+  /**
+   * The backend's sender address (`from_email`), stamped on every message it sends (after a
+   * failover too); Message-IDs of deliveries submitted through it are made in its domain.
+   */
   readonly fromEmail: string;
+  /** The backend's display name (`from_name`), used when a message has none of its own. */
+  readonly fromName?: string | undefined;
   /** Probes the provider; never throws. */
   checkHealth(): Promise<MailerHealthResult>;
 }

@@ -63,8 +63,8 @@ class FinalNotifyingStore implements DeliveryStore {
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);
   ping: DeliveryStore['ping'] = () => this.inner.ping();
-  findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref) =>
-    this.inner.findByProviderReference(c, ref);
+  findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref, backend) =>
+    this.inner.findByProviderReference(c, ref, backend);
   applyReceipt: DeliveryStore['applyReceipt'] = (id, r, now) => this.inner.applyReceipt(id, r, now);
   eventsAfter: DeliveryStore['eventsAfter'] = (q) => this.inner.eventsAfter(q);
   latestEventSeq: DeliveryStore['latestEventSeq'] = () => this.inner.latestEventSeq();
@@ -121,7 +121,11 @@ export class RetryingMailer {
     if (this.closed) throw new UnavailableError('the retrying mailer is closed');
     const built = message instanceof Mailable ? message.build(this.limits) : message;
     const { delivery, payload } = await this.pipeline.submit(
-      emailSubmission(built, this.mailer, this.scope, opts.idempotencyKey),
+      // Named: this pipeline has one mailer, and its records are that mailer's.
+      emailSubmission(built, this.mailer, this.scope, {
+        backend: this.mailer.name,
+        idempotencyKey: opts.idempotencyKey,
+      }),
     );
     const messageId = storedMessageId(payload);
     if (!this.started) {

@@ -26,6 +26,8 @@ export const SMTP_PROBE_TIMEOUT_MS = 4000;
 export interface SmtpMailerOptions {
   name: string;
   fromEmail: string;
+  /** The display name when the message has none (`from_name` of the backend). */
+  fromName?: string;
   config: SMTPDriverConfig;
   logger?: Logger;
 }
@@ -38,6 +40,7 @@ export class SmtpMailer implements MailerProtocol {
   readonly driver = 'smtp';
   readonly name: string;
   readonly fromEmail: string;
+  readonly fromName: string | undefined;
   private readonly transport: Transporter;
   private readonly config: SMTPDriverConfig;
   private readonly log: Logger;
@@ -47,6 +50,7 @@ export class SmtpMailer implements MailerProtocol {
   constructor(opts: SmtpMailerOptions) {
     this.name = opts.name;
     this.fromEmail = opts.fromEmail;
+    this.fromName = opts.fromName;
     this.config = opts.config;
     this.log = (opts.logger ?? silentLogger()).child({ component: 'smtp-mailer', backend: opts.name });
     this.transport = createTransport(transportOptions(opts.config, opts.config.pool));
@@ -90,8 +94,9 @@ export class SmtpMailer implements MailerProtocol {
 
   private mailOptions(p: OutboundEmail, signal: AbortSignal): Mail.Options & { signal: AbortSignal } {
     return {
-      // The sender is the backend's; the caller chooses only the display name.
-      from: { name: p.fromName ?? '', address: this.fromEmail },
+      // The sender is this backend's, whichever backend the delivery started on (failover); the
+      // caller chooses only the display name, this backend's `from_name` when it chose none.
+      from: { name: p.fromName ?? this.fromName ?? '', address: this.fromEmail },
       to: p.to.map(mailbox),
       cc: p.cc.map(mailbox),
       // nodemailer puts Bcc recipients in the envelope only: no Bcc header is written.

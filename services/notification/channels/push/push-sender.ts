@@ -33,7 +33,9 @@ export class PushSender {
     const payload = this.channel.check(driver, message, 'message');
     const result = await this.pipeline.submit({
       channel: 'push',
-      backend: driver.name,
+      // The caller's choice, not the resolved primary: only a named backend is pinned, so an unnamed
+      // send may fail over (delivery.routing.push) to another backend.
+      backend: opts.backend || undefined,
       recipient: payload.deviceToken,
       payload,
       scope,
@@ -67,7 +69,7 @@ export class PushSender {
     const results = await this.pipeline.submitBatch(
       payloads.map((payload, i) => ({
         channel: 'push' as const,
-        backend: driver.name,
+        backend: opts.backend || undefined,
         recipient: payload.deviceToken,
         payload,
         scope,

@@ -149,7 +149,7 @@ export class SmsChannel {
         let outcome: SendOutcome;
         try {
           outcome = await driver.send(
-            { to, body: text, from: driver.fromNumber },
+            { to, body: text },
             { deliveryId: randomUUID(), attempt: 1, signal: this.closing.signal },
           );
         } catch {

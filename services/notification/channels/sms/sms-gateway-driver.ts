@@ -70,7 +70,9 @@ export class SmsGatewayDriver implements SmsDriver {
     const problem = smsPayloadProblem(payload);
     if (problem !== undefined) return { class: 'permanent', reason: `malformed SMS payload: ${problem}` };
     if (this.closed) return noAnswerOutcome(SMS_GATEWAY_ERROR_OUTCOMES, { kind: 'aborted', code: 'closed' });
-    const form = new URLSearchParams({ To: payload.to, From: payload.from, Body: payload.body });
+    // Our own sender, whatever the payload says: after a failover this backend's number is the one
+    // its account may send from (and the one a reply or STOP reaches this backend's webhook at).
+    const form = new URLSearchParams({ To: payload.to, From: this.fromNumber, Body: payload.body });
     if (this.statusCallbackUrl !== undefined) form.set('StatusCallback', this.statusCallbackUrl);
     const body = form.toString();
     const result = await boundedRequest({

@@ -9,8 +9,11 @@ export interface SmsPayload {
   /** Recipient, E.164. */
   to: string;
   body: string;
-  /** Sender, E.164: the backend's `from_number` when the message was submitted. */
-  from: string;
+  /**
+   * Not written any more and ignored when present (records stored before drivers stamped their own
+   * sender): the backend that sends an attempt always sends from its own `from_number`.
+   */
+  from?: string;
 }
 
 /** Longest body, in characters (Unicode code points): the Messages API's own limit (10 segments). */
@@ -59,7 +62,6 @@ export function smsPayloadProblem(payload: unknown): string | undefined {
   if (typeof payload !== 'object' || payload === null) return 'not an object';
   const p = payload as Partial<SmsPayload>;
   if (typeof p.to !== 'string' || !E164.test(p.to)) return 'to is not an E.164 number';
-  if (typeof p.from !== 'string' || !E164.test(p.from)) return 'from is not an E.164 number';
   if (typeof p.body !== 'string' || p.body === '') return 'body is missing';
   return undefined;
 }

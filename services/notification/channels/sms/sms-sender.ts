@@ -1,8 +1,9 @@
 /**
  * `SmsSender`: the SMS channel's way into the delivery pipeline, between the RPC layer (SendSms) and
- * `DeliveryPipeline`. It resolves the backend, checks the number and the body, and submits the
- * payload with the backend's sender number. Everything a caller can get wrong is refused here or in
- * the pipeline's own checks, before anything is recorded or sent.
+ * `DeliveryPipeline`. It checks the backend, the number and the body, and submits the payload
+ * without a sender: whichever backend sends an attempt puts its own `from_number` on it, so an SMS
+ * that fails over to another backend leaves from that backend's number. Everything a caller can get
+ * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
 import type { BackendLookup, DeliveryPipeline } from '../../delivery/pipeline';
 import type { DeliveryView } from '../../delivery/types';
@@ -56,13 +57,17 @@ export class SmsSender {
     const payload: SmsPayload = {
       to: checkSmsNumber(input.to, 'to'),
       body: checkSmsBody(input.body, 'body'),
-      from: driver.fromNumber,
     };
     const result = await this.pipeline.submit({
       channel: 'sms',
-      backend: driver.name,
+      // The caller's choice, not the resolved primary: only a named backend is pinned, so an unnamed
+      // send may fail over (delivery.routing.sms) to another backend.
+      backend: input.backend || undefined,
       recipient: payload.to,
       payload,
+      // The idempotency hash as it was when payloads carried the sender (the named backend's or the
+      // primary's number): a call retried across an upgrade still finds its delivery.
+      hashPayload: { ...payload, from: driver.fromNumber },
       scope,
       idempotencyKey: input.idempotencyKey || undefined,
     });

@@ -69,6 +69,22 @@ describe('mailer config', () => {
     });
   });
 
+  it('reads a backend from_name and refuses one with a line break, naming the key', () => {
+    const config = loadNotificationConfig(undefined, {
+      file: null,
+      env: { ...smtpEnv, SVC_NOTIFICATION__MAILER__BACKENDS__0__FROM_NAME: 'Acme Billing' },
+    });
+    expect(config.mailer.backends[0]?.from_name).toBe('Acme Billing');
+    expect(
+      issuesOf({
+        ...smtpEnv,
+        SVC_NOTIFICATION__MAILER__BACKENDS__0__FROM_NAME: 'Acme\r\nBcc: x@evil.example',
+      }),
+    ).toEqual([
+      'notification.mailer.backends[0].from_name: must be one line without control characters, got "Acme\\r\\nBcc: x@evil.example"',
+    ]);
+  });
+
   it('refuses a password without a user', () => {
     expect(issuesOf({ ...smtpEnv, SVC_NOTIFICATION__MAILER__BACKENDS__0__SMTP__PASSWORD: 'pw' })).toEqual([
       'notification.mailer.backends[0].smtp.user: is required when password is set',

@@ -54,6 +54,28 @@ describe('HttpApiMailer against a v3 peer', () => {
     await peer.close();
   });
 
+  it("puts the backend from_name on a message without a display name; the message's own name wins", async () => {
+    const named = new HttpApiMailer({
+      name: 'named',
+      fromEmail: 'desk@second.example.com',
+      fromName: 'Second Desk',
+      config: HttpApiDriverConfigSchema.parse({ base_url: peer.baseUrl, api_key: API_KEY, timeout_ms: 1000 }),
+    });
+    try {
+      await named.send(simpleEmail(), attempt());
+      await named.send(
+        simpleEmail((m) => m.fromName('Acme')),
+        attempt(),
+      );
+    } finally {
+      await named.close();
+    }
+    expect(peer.requests.map((r) => (JSON.parse(r.body) as { from: unknown }).from)).toEqual([
+      { email: 'desk@second.example.com', name: 'Second Desk' },
+      { email: 'desk@second.example.com', name: 'Acme' },
+    ]);
+  });
+
   it('posts the v3 body with the bearer key; 202 is sent with X-Message-Id as the reference', async () => {
     const payload = outbound((m) =>
       m

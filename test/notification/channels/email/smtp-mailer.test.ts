@@ -57,6 +57,28 @@ describe('SmtpMailer against a real SMTP peer', () => {
     expect(mail!.parsed.text?.trim()).toBe('Hi Jane');
   });
 
+  it("puts the backend from_name on a message without a display name; the message's own name wins", async () => {
+    const named = new SmtpMailer({
+      name: 'named',
+      fromEmail: 'desk@second.example.com',
+      fromName: 'Second Desk',
+      config: smtpConfig(peer.port),
+    });
+    try {
+      await named.send(simpleEmail(), attempt());
+      await named.send(
+        simpleEmail((m) => m.fromName('Acme Billing')),
+        attempt(),
+      );
+    } finally {
+      await named.close();
+    }
+    expect(peer.received.map((m) => [m.from, m.parsed.from?.value])).toEqual([
+      ['desk@second.example.com', [{ address: 'desk@second.example.com', name: 'Second Desk' }]],
+      ['desk@second.example.com', [{ address: 'desk@second.example.com', name: 'Acme Billing' }]],
+    ]);
+  });
+
   it('sends the payload Message-ID, the same one on a retry after a 451', async () => {
     peer.script.push({ kind: 'reply', code: 451, text: '4.7.1 Try again later' });
     const payload = simpleEmail();

@@ -44,6 +44,23 @@ describe('the sms_gateway driver', () => {
     await peer.close();
   });
 
+  it('sends from its own from_number whatever the stored payload says (a delivery failed over from another backend)', async () => {
+    const backup = driver(peer, { from_number: '+15550009999' });
+    try {
+      // A record written before drivers stamped their own sender still carries the first backend's.
+      expect(await backup.send({ to: TO, from: FROM, body: 'old record' }, attempt())).toMatchObject({
+        class: 'sent',
+      });
+      expect(await backup.send({ to: TO, body: 'new record' }, attempt())).toMatchObject({ class: 'sent' });
+    } finally {
+      await backup.close();
+    }
+    expect(peer.requests.map((r) => [r.form.Body, r.form.From])).toEqual([
+      ['old record', '+15550009999'],
+      ['new record', '+15550009999'],
+    ]);
+  });
+
   it('posts To, From and Body as a form with Basic auth and answers sent with the message sid', async () => {
     const outcome = await d.send({ to: TO, from: FROM, body: 'Your code is 123456 & ünïcödé 🎉' }, attempt());
     expect(outcome).toEqual({
