@@ -9,10 +9,13 @@ function err(message: string): { error: string } {
   return { error: message };
 }
 
-/** An integer >= 1. */
-export function positiveInt(): z.ZodNumber {
+/** An integer >= 1, and at most `max` when given. */
+export function positiveInt(max?: number): z.ZodNumber {
   const e = err('expected a positive integer');
-  return z.number(e).int(e).positive(e);
+  const schema = z.number(e).int(e).positive(e);
+  // Its own message: under the schema-wide one, 200 against a maximum of 100 read "expected a
+  // positive integer, got 200".
+  return max === undefined ? schema : schema.max(max, { error: `expected at most ${max}` });
 }
 
 /** An integer >= 0. */

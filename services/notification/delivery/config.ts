@@ -19,7 +19,7 @@ export const DeliveryConfigSchema = z
     /** `database` (PostgreSQL / PGlite: survives restarts) or `memory` (tests, throwaway runs). */
     store_backend: z.enum(['database', 'memory']).default('database'),
     /** Attempts per delivery, the first included; the last failure ends it FAILED. */
-    max_attempts: positiveInt().max(100).default(5),
+    max_attempts: positiveInt(100).default(5),
     /** Backoff before retry n is a random delay in [0, min(max_delay_ms, base_delay_ms * 2^(n-1))]. */
     base_delay_ms: nonNegativeInt().default(500),
     /** Longest delay between attempts, also the cap on a provider's Retry-After. */
@@ -37,7 +37,7 @@ export const DeliveryConfigSchema = z
     /** Largest payload accepted, as UTF-8 JSON bytes (an email with 25 MB of base64 attachments fits). */
     max_payload_bytes: positiveInt().default(40 * 1024 * 1024),
     /** Most messages one batch request (SendPushBatch) may carry; more is INVALID_ARGUMENT. */
-    max_batch_size: positiveInt().max(100000).default(10000),
+    max_batch_size: positiveInt(100000).default(10000),
     /** A final delivery keeps what was sent (payload, full recipient) this long, then only the record. */
     content_retention_hours: positiveInt().default(24),
     /** Final deliveries are deleted this many days after they ended (idempotency keys go with them). */
@@ -62,34 +62,34 @@ export const DeliveryConfigSchema = z
     circuit_breaker: z
       .strictObject({
         /** Consecutive retryable failures that open the circuit. */
-        failure_threshold: positiveInt().max(1000).default(5),
+        failure_threshold: positiveInt(1000).default(5),
         /** How long an open circuit stays open before one trial attempt (half-open). */
-        cooldown_seconds: positiveInt().max(86400).default(30),
+        cooldown_seconds: positiveInt(86400).default(30),
       })
       .prefault({}),
     /** WatchDeliveries, the live stream of delivery status changes (delivery/README.md, "WatchDeliveries"). */
     watch: z
       .strictObject({
         /** Events buffered per open watch; a reader that falls further behind catches up from the store. */
-        buffer_size: positiveInt().max(100_000).default(256),
+        buffer_size: positiveInt(100_000).default(256),
         /** Events read from the log per query (catch-up and live fan-out); never more than `buffer_size`. */
-        read_page_size: positiveInt().max(10_000).default(500),
+        read_page_size: positiveInt(10_000).default(500),
         /** Open watches in one process, all callers together; more is RESOURCE_EXHAUSTED. */
-        max_watchers: positiveInt().max(1_000_000).default(10_000),
+        max_watchers: positiveInt(1_000_000).default(10_000),
         /** Open watches of one caller in one process; more is RESOURCE_EXHAUSTED. */
-        max_watchers_per_caller: positiveInt().max(10_000).default(16),
+        max_watchers_per_caller: positiveInt(10_000).default(16),
         /**
          * A watch whose reader has not asked for an event this long while events wait for it is closed
          * with RESOURCE_EXHAUSTED (it resumes with its last cursor). An idle stream is never closed.
          */
-        stall_seconds: positiveInt().max(3600).default(10),
+        stall_seconds: positiveInt(3600).default(10),
         /** Events the sequencer numbers per transaction. */
-        sequencer_batch_size: positiveInt().max(100_000).default(1000),
+        sequencer_batch_size: positiveInt(100_000).default(1000),
         /**
          * Safety sweep: number events a replica committed but did not get to number (it died), and
          * re-read the log in case a notification was lost. Commits and NOTIFY trigger both at once.
          */
-        sweep_interval_seconds: positiveInt().max(3600).default(5),
+        sweep_interval_seconds: positiveInt(3600).default(5),
       })
       .prefault({}),
     /** The suppression list (delivery/README.md, "Suppression list"). */
@@ -99,7 +99,7 @@ export const DeliveryConfigSchema = z
          * Most entries the `memory` store holds; a new entry beyond it is refused (RESOURCE_EXHAUSTED),
          * never an old one evicted. The database store has no cap.
          */
-        memory_max_entries: positiveInt().max(10_000_000).default(100_000),
+        memory_max_entries: positiveInt(10_000_000).default(100_000),
       })
       .prefault({}),
   })

@@ -20,6 +20,12 @@ function issuesOf(overrides: Partial<NotificationConfigInput>, env: Record<strin
 const smsGateway = { account_sid: 'AC123', auth_token: '<AUTH_TOKEN>', from_number: '+15551234567' };
 
 describe('NotificationConfig', () => {
+  it('a number over its maximum says the maximum, not "expected a positive integer"', () => {
+    const issues = issuesOf({}, { SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '200' });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatch(/^notification\.delivery\.max_attempts: expected at most 100, got 200$/);
+  });
+
   it('configure with nothing gives all defaults', () => {
     const config = loadNotificationConfig(undefined, noSources);
     expect(config).toEqual({
@@ -115,6 +121,15 @@ describe('NotificationConfig', () => {
         routing: { email: 'primary', sms: 'primary', push: 'primary' },
         circuit_breaker: { failure_threshold: 5, cooldown_seconds: 30 },
         suppression: { memory_max_entries: 100000 },
+        watch: {
+          buffer_size: 256,
+          read_page_size: 500,
+          max_watchers: 10000,
+          max_watchers_per_caller: 16,
+          stall_seconds: 10,
+          sequencer_batch_size: 1000,
+          sweep_interval_seconds: 5,
+        },
       },
       admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
       monitor: {

@@ -26,7 +26,7 @@ export const ServiceAccountSchema = z.object({
 /** The HTTP/2 settings both push drivers share. */
 const http2Fields = {
   /** Streams open at once on the backend's one HTTP/2 session; more wait for a free one. */
-  max_concurrent_streams: positiveInt().max(1000).default(100),
+  max_concurrent_streams: positiveInt(1000).default(100),
   /** One request (connect included) is given up after this long (retryable). */
   timeout_ms: positiveInt().default(10000),
 };
