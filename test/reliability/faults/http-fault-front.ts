@@ -52,6 +52,16 @@ export interface HttpFaultFront {
 /** Bytes no HTTP parser accepts as a status line. */
 const GARBAGE = Buffer.from('\u0000\u0016\u0003\u0001 not an HTTP answer \r\n\r\n', 'latin1');
 
+/**
+ * Sends the status line, headers and `part`, then closes the connection (FIN, after what was written
+ * has left): the client has the status and a body shorter than its content-length promised.
+ */
+function cutShort(res: http.ServerResponse, part: Buffer): void {
+  res.flushHeaders();
+  if (part.length > 0) res.write(part);
+  res.socket?.end();
+}
+
 /** Starts a front on 127.0.0.1 and a free port, forwarding to `target` (the stand-in's base URL). */
 export async function startHttpFaultFront(target: string): Promise<HttpFaultFront> {
   const upstream = new URL(target);
@@ -112,8 +122,7 @@ export async function startHttpFaultFront(target: string): Promise<HttpFaultFron
             count(fault.kind);
             // The message is accepted; its answer promises more than it delivers (an empty 202 too).
             res.writeHead(answer.status, { ...headers, 'content-length': String(answer.body.length + 16) });
-            res.write(answer.body.subarray(0, Math.floor(answer.body.length / 2)));
-            res.socket?.destroy();
+            cutShort(res, answer.body.subarray(0, Math.floor(answer.body.length / 2)));
             return;
           }
           case 'status': {
@@ -126,8 +135,7 @@ export async function startHttpFaultFront(target: string): Promise<HttpFaultFron
               'content-length': String(fault.cut ? length * 2 + 16 : length),
             });
             if (!fault.cut) return res.end(text);
-            res.write(text);
-            res.socket?.destroy();
+            cutShort(res, Buffer.from(text));
             return;
           }
           case 'hang':

@@ -263,6 +263,12 @@ async function healthBecomes(port: number, want: number, timeoutMs = 20_000) {
   return last;
 }
 
+/** Progress on stderr when FAULTS_DEBUG is set (what phase a slow run is in). */
+function step(what: string): void {
+  if (process.env.FAULTS_DEBUG)
+    process.stderr.write(`[faults-providers ${new Date().toISOString()}] ${what}\n`);
+}
+
 const peers: { close(): Promise<void> }[] = [];
 let proc: ServiceProcess | undefined;
 afterAll(async () => {
@@ -442,18 +448,24 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
     (await unary<{ delivery: WireDelivery }>(client, 'getDelivery', { id }, { deadlineMs: 10_000 })).response
       .delivery;
   const allFinal = async (list: Sent[], timeoutMs: number) => {
-    const open = new Set(list.map((s) => s.deliveryId));
-    await until(
-      async () => {
-        for (const id of [...open]) {
-          const d = await get(id);
-          if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) open.delete(id);
-        }
-        return open.size === 0;
-      },
-      `every delivery SENT or FAILED (${open.size} open)`,
-      timeoutMs,
-    );
+    const open = new Map(list.map((s) => [s.deliveryId, s.key]));
+    let last = '';
+    try {
+      await until(
+        async () => {
+          for (const id of [...open.keys()]) {
+            const d = await get(id);
+            if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) open.delete(id);
+            else last = `${open.get(id)}: ${DeliveryStatus[d.status]} after ${d.attempts}, ${d.lastError}`;
+          }
+          return open.size === 0;
+        },
+        'every delivery SENT or FAILED',
+        timeoutMs,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}: ${open.size} open, e.g. ${last}`);
+    }
   };
   const everyAttempted = (list: Sent[]) =>
     until(
@@ -473,7 +485,9 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
       for (const c of FCM_CASES) perMessage.push(planAndSendPush('fcm', c));
     }
     await Promise.all(perMessage);
+    step(`per-message: ${sent.length} sent`);
     await allFinal(sent, SETTLE_TIMEOUT_MS);
+    step('per-message: all final');
 
     // ---- 2. outages of the REST providers: every request, health probes included ----
     const httpOutages: { name: string; fault: HttpFault; health: number }[] = [
@@ -493,7 +507,9 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
         batch.push(await send('sms', `outage-${o.name}`, 'outage'));
       }
       await everyAttempted(batch);
+      step(`outage ${o.name}: attempted`);
       const during = await healthBecomes(proc.httpPort, o.health);
+      step(`outage ${o.name}: health ${during.status}`);
       mailFront.outage = undefined;
       smsFront.outage = undefined;
       const after = await healthBecomes(proc.httpPort, 200);
@@ -508,24 +524,31 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
     }
 
     // ---- 3. connection faults of the HTTP/2 providers ----
-    const pushOutages: { mode: TcpFault; health: number }[] = [
-      { mode: 'reset', health: 207 },
-      { mode: 'garbage', health: 207 },
+    // The push probe asks only that a session to the provider connects (push-driver.ts probeSession):
+    // a refused port degrades it; a silent peer accepts the TCP connection, so the probe is healthy.
+    // A reset or garbage right after the accept races the probe's connect: reported, not asserted.
+    const pushOutages: { mode: TcpFault; health?: number }[] = [
+      { mode: 'refuse', health: 207 },
       { mode: 'silent', health: 200 },
+      { mode: 'reset' },
+      { mode: 'garbage' },
     ];
     const pushHealth: { mode: TcpFault; during: number; apns?: string; fcm?: string; after: number }[] = [];
     for (const o of pushOutages) {
-      apnsFront.setMode(o.mode);
-      fcmFront.setMode(o.mode);
+      await apnsFront.setMode(o.mode);
+      await fcmFront.setMode(o.mode);
       const batch: Sent[] = [];
       for (let i = 0; i < PER_OUTAGE; i++) {
         batch.push(await send('apns', `outage-${o.mode}`, 'outage'));
         batch.push(await send('fcm', `outage-${o.mode}`, 'outage'));
       }
       await everyAttempted(batch);
-      const during = await healthBecomes(proc.httpPort, o.health);
-      apnsFront.setMode('forward');
-      fcmFront.setMode('forward');
+      step(`push ${o.mode}: attempted`);
+      const during =
+        o.health === undefined ? await health(proc.httpPort) : await healthBecomes(proc.httpPort, o.health);
+      step(`push ${o.mode}: health ${during.status} ${JSON.stringify(during.checks)}`);
+      await apnsFront.setMode('forward');
+      await fcmFront.setMode('forward');
       const after = await healthBecomes(proc.httpPort, 200);
       pushHealth.push({
         mode: o.mode,
@@ -537,12 +560,13 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
       healthSeen.push(`push ${o.mode}: ${during.status} then ${after.status}`);
     }
     await allFinal(sent, SETTLE_TIMEOUT_MS);
+    step('all final');
 
     // ---- measure ----
     const deliveries = new Map<string, WireDelivery>();
     for (const s of sent) deliveries.set(s.deliveryId, await get(s.deliveryId));
     const mailArrivals = new Map<string, number>();
-    for (const r of v3.requests) {
+    for (const r of v3.requests.filter((x) => x.method === 'POST')) {
       const id =
         (JSON.parse(r.body) as { custom_args?: { delivery_id?: string } }).custom_args?.delivery_id ?? '';
       mailArrivals.set(id, (mailArrivals.get(id) ?? 0) + 1);
@@ -662,7 +686,7 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
         true,
       ]);
     }
-    for (const mode of ['reset', 'garbage', 'silent'] as const) {
+    for (const mode of ['reset', 'garbage', 'silent', 'refuse'] as const) {
       expect([
         mode,
         (apnsFront.connections.get(mode) ?? 0) > 0,
@@ -679,15 +703,14 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
         after: 200,
       })),
     );
-    expect(pushHealth).toEqual(
-      pushOutages.map((o) => ({
-        mode: o.mode,
-        during: o.health,
-        apns: o.health === 207 ? 'degraded' : 'healthy',
-        fcm: o.health === 207 ? 'degraded' : 'healthy',
-        after: 200,
-      })),
-    );
+    for (const [i, o] of pushOutages.entries()) {
+      const seen = pushHealth[i]!;
+      // Never unhealthy (a provider down must not take the inbox out of service), always back to 200.
+      expect([o.mode, [200, 207].includes(seen.during), seen.after]).toEqual([o.mode, true, 200]);
+      if (o.health === undefined) continue;
+      const check = o.health === 207 ? 'degraded' : 'healthy';
+      expect(seen).toEqual({ mode: o.mode, during: o.health, apns: check, fcm: check, after: 200 });
+    }
     expect(crashed).toBe(0);
   } finally {
     client.close();
@@ -706,4 +729,4 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
   function planAndSendPush(channel: 'apns' | 'fcm', c: PushCase): Promise<Sent> {
     return send(channel, c.name, c.expect, { plan: (key) => pushPlans.set(key, c) });
   }
-});
+}, 240_000);
