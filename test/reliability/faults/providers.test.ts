@@ -19,7 +19,7 @@
 import { randomBytes } from 'node:crypto';
 
 import {
-  AttemptOutcome,
+  type AttemptOutcome,
   DeliveryFailure,
   DeliveryStatus,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
@@ -464,7 +464,7 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
         timeoutMs,
       );
     } catch (err) {
-      throw new Error(`${(err as Error).message}: ${open.size} open, e.g. ${last}`);
+      throw new Error(`${(err as Error).message}: ${open.size} open, e.g. ${last}`, { cause: err });
     }
   };
   const everyAttempted = (list: Sent[]) =>
