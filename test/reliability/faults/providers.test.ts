@@ -54,6 +54,9 @@ const SETTLE_TIMEOUT_MS = SOAK ? 300_000 : 60_000;
 
 type Channel = 'email' | 'sms' | 'apns' | 'fcm';
 
+/** Cases answering with Retry-After: 503 and 429 of email, SMS and FCM. */
+const RETRY_AFTER_CASES = 6;
+
 /** One send the test made, and what it expects of it. */
 interface Sent {
   channel: Channel;
@@ -169,6 +172,8 @@ interface PushCase {
   /** APNs reason, or the FCM error body. */
   reason?: string;
   fcmBody?: unknown;
+  /** FCM only: the Retry-After its answer asks for, in ms (APNs documents none). */
+  retryAfterMs?: number;
   times: number;
   expect: Sent['expect'];
 }
@@ -205,18 +210,20 @@ const FCM_CASES: PushCase[] = [
     expect: 'retryable',
   },
   {
-    name: '503',
+    name: '503-retry-after',
     status: 503,
     fcmBody: fcmError(503, 'UNAVAILABLE', 'UNAVAILABLE'),
     times: FAILS,
     expect: 'retryable',
+    retryAfterMs: RETRY_AFTER_S * 1000,
   },
   {
-    name: '429',
+    name: '429-retry-after',
     status: 429,
     fcmBody: fcmError(429, 'RESOURCE_EXHAUSTED', 'QUOTA_EXCEEDED'),
     times: FAILS,
     expect: 'retryable',
+    retryAfterMs: RETRY_AFTER_S * 1000,
   },
   { name: 'ok', status: 200, times: 0, expect: 'retryable' },
   {
@@ -338,7 +345,10 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
   fcm.respond = (req) => {
     const key = String((req.body.message as { notification?: { body?: string } }).notification?.body ?? '');
     const plan = pushDecide(key);
-    return plan ? { status: plan.status, body: plan.fcmBody ?? {} } : undefined;
+    if (!plan) return undefined;
+    const headers: Record<string, string> =
+      plan.retryAfterMs === undefined ? {} : { 'retry-after': String(plan.retryAfterMs / 1000) };
+    return { status: plan.status, body: plan.fcmBody ?? {}, headers };
   };
 
   // ---- the process ----
@@ -650,7 +660,7 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
           0,
         ),
         exactly('cut 2xx sent again', cutResent.length, 0),
-        atLeast('Retry-After waits checked', retryAfterChecked.length, 4 * PER_FAULT * FAILS),
+        atLeast('Retry-After waits checked', retryAfterChecked.length, RETRY_AFTER_CASES * PER_FAULT * FAILS),
         exactly('attempts before Retry-After', retryAfterEarly.length, 0),
         reported('faults injected', injected.join(', ')),
         reported('/health during / after', healthSeen.join('; ')),
@@ -667,7 +677,7 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
     expect(permanentArrived.map((s) => s.key)).toEqual([]);
     expect(wrongAttempts).toEqual([]);
     expect(cutResent.map((s) => s.key)).toEqual([]);
-    expect(retryAfterChecked.length).toBeGreaterThanOrEqual(4 * PER_FAULT * FAILS);
+    expect(retryAfterChecked.length).toBeGreaterThanOrEqual(RETRY_AFTER_CASES * PER_FAULT * FAILS);
     expect(retryAfterEarly).toEqual([]);
     // Every kind of fault was really served.
     for (const k of [
@@ -727,6 +737,10 @@ test('providers failing in every way: retryable faults SENT once, permanent ones
 
   /** Sends one push of a status case, planned under its body text. */
   function planAndSendPush(channel: 'apns' | 'fcm', c: PushCase): Promise<Sent> {
-    return send(channel, c.name, c.expect, { plan: (key) => pushPlans.set(key, c) });
+    const opts: { retryAfterMs?: number; plan: (key: string) => void } = {
+      plan: (key) => pushPlans.set(key, c),
+    };
+    if (c.retryAfterMs !== undefined) opts.retryAfterMs = c.retryAfterMs;
+    return send(channel, c.name, c.expect, opts);
   }
 }, 240_000);
