@@ -283,464 +283,482 @@ afterAll(async () => {
   await Promise.all(peers.map((p) => p.close()));
 });
 
-test('providers failing in every way: retryable faults SENT once, permanent ones FAILED with a reason, Retry-After honoured, health follows, no crash', async () => {
-  // ---- stand-ins and fronts ----
-  const v3: V3Peer = await startV3Peer();
-  const twilio: TwilioPeer = await startTwilioPeer();
-  const apnsKeys = ecKeys();
-  const apnsOpts = {
-    publicKey: apnsKeys.publicKey,
-    keyId: 'KEY123ABCD',
-    teamId: 'TEAM123ABC',
-    topic: 'com.example.app',
-  };
-  const apns: ApnsPeer = await startApnsPeer(apnsOpts);
-  apns.record = false;
-  const fcmKeys = rsaKeys();
-  const clientEmail = 'sender@faults.iam.example.com';
-  const fcm: FcmPeer = await startFcmPeer({ publicKey: fcmKeys.publicKey, clientEmail, projectId: 'faults' });
-  peers.push(v3, twilio, apns, fcm);
-  const mailFront: HttpFaultFront = await startHttpFaultFront(v3.baseUrl);
-  const smsFront: HttpFaultFront = await startHttpFaultFront(twilio.baseUrl);
-  const apnsFront: TcpFaultFront = await startTcpFaultFront(apns.baseUrl);
-  const fcmFront: TcpFaultFront = await startTcpFaultFront(fcm.baseUrl);
-  peers.push(mailFront, smsFront, apnsFront, fcmFront);
+test(
+  'providers failing in every way: retryable faults SENT once, permanent ones FAILED with a reason, Retry-After honoured, health follows, no crash',
+  async () => {
+    // ---- stand-ins and fronts ----
+    const v3: V3Peer = await startV3Peer();
+    const twilio: TwilioPeer = await startTwilioPeer();
+    const apnsKeys = ecKeys();
+    const apnsOpts = {
+      publicKey: apnsKeys.publicKey,
+      keyId: 'KEY123ABCD',
+      teamId: 'TEAM123ABC',
+      topic: 'com.example.app',
+    };
+    const apns: ApnsPeer = await startApnsPeer(apnsOpts);
+    apns.record = false;
+    const fcmKeys = rsaKeys();
+    const clientEmail = 'sender@faults.iam.example.com';
+    const fcm: FcmPeer = await startFcmPeer({
+      publicKey: fcmKeys.publicKey,
+      clientEmail,
+      projectId: 'faults',
+    });
+    peers.push(v3, twilio, apns, fcm);
+    const mailFront: HttpFaultFront = await startHttpFaultFront(v3.baseUrl);
+    const smsFront: HttpFaultFront = await startHttpFaultFront(twilio.baseUrl);
+    const apnsFront: TcpFaultFront = await startTcpFaultFront(apns.baseUrl);
+    const fcmFront: TcpFaultFront = await startTcpFaultFront(fcm.baseUrl);
+    peers.push(mailFront, smsFront, apnsFront, fcmFront);
 
-  // ---- per-message plans: the key (subject or body) names the case; attempts counted per key ----
-  const httpPlans = new Map<string, HttpCase>();
-  const pushPlans = new Map<string, PushCase>();
-  const seen = new Map<string, number>();
-  const attempt = (key: string) => {
-    const n = (seen.get(key) ?? 0) + 1;
-    seen.set(key, n);
-    return n;
-  };
-  const httpDecide = (key: string | undefined): HttpFault => {
-    const plan = key === undefined ? undefined : httpPlans.get(key);
-    if (!plan) return { kind: 'forward' };
-    return attempt(key!) <= plan.times ? plan.fault : { kind: 'forward' };
-  };
-  mailFront.decide = (req) => {
-    if (req.method !== 'POST') return { kind: 'forward' };
-    return httpDecide((JSON.parse(req.body) as { subject?: string }).subject);
-  };
-  smsFront.decide = (req) =>
-    req.method !== 'POST'
-      ? { kind: 'forward' }
-      : httpDecide(new URLSearchParams(req.body).get('Body') ?? undefined);
+    // ---- per-message plans: the key (subject or body) names the case; attempts counted per key ----
+    const httpPlans = new Map<string, HttpCase>();
+    const pushPlans = new Map<string, PushCase>();
+    const seen = new Map<string, number>();
+    const attempt = (key: string) => {
+      const n = (seen.get(key) ?? 0) + 1;
+      seen.set(key, n);
+      return n;
+    };
+    const httpDecide = (key: string | undefined): HttpFault => {
+      const plan = key === undefined ? undefined : httpPlans.get(key);
+      if (!plan) return { kind: 'forward' };
+      return attempt(key!) <= plan.times ? plan.fault : { kind: 'forward' };
+    };
+    mailFront.decide = (req) => {
+      if (req.method !== 'POST') return { kind: 'forward' };
+      return httpDecide((JSON.parse(req.body) as { subject?: string }).subject);
+    };
+    smsFront.decide = (req) =>
+      req.method !== 'POST'
+        ? { kind: 'forward' }
+        : httpDecide(new URLSearchParams(req.body).get('Body') ?? undefined);
 
-  // Arrivals at the stand-ins: accepted messages by key (email: by delivery id, see below).
-  const pushAccepted = new Map<string, number>();
-  const pushDecide = (key: string): PushCase | undefined => {
-    const plan = pushPlans.get(key);
-    if (plan && attempt(key) <= plan.times) return plan;
-    pushAccepted.set(key, (pushAccepted.get(key) ?? 0) + 1);
-    return undefined;
-  };
-  apns.respond = (req) => {
-    const key = String((req.body.aps as { alert?: { body?: string } } | undefined)?.alert?.body ?? '');
-    const plan = pushDecide(key);
-    return plan ? { status: plan.status, reason: plan.reason } : undefined;
-  };
-  fcm.respond = (req) => {
-    const key = String((req.body.message as { notification?: { body?: string } }).notification?.body ?? '');
-    const plan = pushDecide(key);
-    if (!plan) return undefined;
-    const headers: Record<string, string> =
-      plan.retryAfterMs === undefined ? {} : { 'retry-after': String(plan.retryAfterMs / 1000) };
-    return { status: plan.status, body: plan.fcmBody ?? {}, headers };
-  };
+    // Arrivals at the stand-ins: accepted messages by key (email: by delivery id, see below).
+    const pushAccepted = new Map<string, number>();
+    const pushDecide = (key: string): PushCase | undefined => {
+      const plan = pushPlans.get(key);
+      if (plan && attempt(key) <= plan.times) return plan;
+      pushAccepted.set(key, (pushAccepted.get(key) ?? 0) + 1);
+      return undefined;
+    };
+    apns.respond = (req) => {
+      const key = String((req.body.aps as { alert?: { body?: string } } | undefined)?.alert?.body ?? '');
+      const plan = pushDecide(key);
+      return plan ? { status: plan.status, reason: plan.reason } : undefined;
+    };
+    fcm.respond = (req) => {
+      const key = String((req.body.message as { notification?: { body?: string } }).notification?.body ?? '');
+      const plan = pushDecide(key);
+      if (!plan) return undefined;
+      const headers: Record<string, string> =
+        plan.retryAfterMs === undefined ? {} : { 'retry-after': String(plan.retryAfterMs / 1000) };
+      return { status: plan.status, body: plan.fcmBody ?? {}, headers };
+    };
 
-  // ---- the process ----
-  proc = await startServiceProcess('notification', {
-    SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
-    SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
-    SVC_NOTIFICATION__DELIVERY__BASE_DELAY_MS: '50',
-    // Above the Retry-After asked for, so the cap does not shorten it.
-    SVC_NOTIFICATION__DELIVERY__MAX_DELAY_MS: '3000',
-    SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '40',
-    SVC_NOTIFICATION__DELIVERY__POLL_INTERVAL_MS: '100',
-    SVC_NOTIFICATION__DELIVERY__ATTEMPT_TIMEOUT_MS: '5000',
-    SVC_NOTIFICATION__DELIVERY__LEASE_SECONDS: '10',
-    // Per-message faults of many sends at once must not open the breaker and hold the healthy ones
-    // back (the breaker has its own tests, and smtp-drop exercises it): /health then shows the probes.
-    SVC_NOTIFICATION__DELIVERY__CIRCUIT_BREAKER__FAILURE_THRESHOLD: '1000',
-    SVC_NOTIFICATION__DELIVERY__CIRCUIT_BREAKER__COOLDOWN_SECONDS: '1',
-    SVC_NOTIFICATION__MAILER__BACKENDS: JSON.stringify([
-      {
-        name: 'api',
-        primary: true,
-        driver: 'http_api',
-        from_email: 'noreply@example.com',
-        http_api: {
-          base_url: mailFront.baseUrl,
-          api_key: 'SG.faults-api-key',
-          timeout_ms: DRIVER_TIMEOUT_MS,
-        },
-      },
-    ]),
-    SVC_NOTIFICATION__SMS_BACKENDS: JSON.stringify([
-      {
-        name: 'twilio',
-        primary: true,
-        driver: 'sms_gateway',
-        sms_gateway: gatewayConfig({ baseUrl: smsFront.baseUrl }, { timeout_ms: DRIVER_TIMEOUT_MS }),
-      },
-    ]),
-    SVC_NOTIFICATION__PUSH_BACKENDS: JSON.stringify([
-      {
-        name: 'apns',
-        primary: true,
-        driver: 'push_driver_b',
-        push_driver_b: {
-          key_id: apnsOpts.keyId,
-          team_id: apnsOpts.teamId,
-          private_key: apnsKeys.privatePem,
-          topic: apnsOpts.topic,
-          base_url: apnsFront.baseUrl,
-          timeout_ms: DRIVER_TIMEOUT_MS,
-        },
-      },
-      {
-        name: 'fcm',
-        driver: 'push_driver_a',
-        push_driver_a: {
-          project_id: 'faults',
-          service_account: {
-            client_email: clientEmail,
-            private_key: fcmKeys.privatePem,
-            token_uri: fcm.tokenUri,
+    // ---- the process ----
+    proc = await startServiceProcess('notification', {
+      SVC_NOTIFICATION__INBOX__STORE_BACKEND: 'memory',
+      SVC_NOTIFICATION__DELIVERY__STORE_BACKEND: 'memory',
+      SVC_NOTIFICATION__DELIVERY__BASE_DELAY_MS: '50',
+      // Above the Retry-After asked for, so the cap does not shorten it.
+      SVC_NOTIFICATION__DELIVERY__MAX_DELAY_MS: '3000',
+      SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '40',
+      SVC_NOTIFICATION__DELIVERY__POLL_INTERVAL_MS: '100',
+      SVC_NOTIFICATION__DELIVERY__ATTEMPT_TIMEOUT_MS: '5000',
+      SVC_NOTIFICATION__DELIVERY__LEASE_SECONDS: '10',
+      // Per-message faults of many sends at once must not open the breaker and hold the healthy ones
+      // back (the breaker has its own tests, and smtp-drop exercises it): /health then shows the probes.
+      SVC_NOTIFICATION__DELIVERY__CIRCUIT_BREAKER__FAILURE_THRESHOLD: '1000',
+      SVC_NOTIFICATION__DELIVERY__CIRCUIT_BREAKER__COOLDOWN_SECONDS: '1',
+      SVC_NOTIFICATION__MAILER__BACKENDS: JSON.stringify([
+        {
+          name: 'api',
+          primary: true,
+          driver: 'http_api',
+          from_email: 'noreply@example.com',
+          http_api: {
+            base_url: mailFront.baseUrl,
+            api_key: 'SG.faults-api-key',
+            timeout_ms: DRIVER_TIMEOUT_MS,
           },
-          base_url: fcmFront.baseUrl,
-          timeout_ms: DRIVER_TIMEOUT_MS,
         },
-      },
-    ]),
-  });
-  const client: GenericClient = notificationClient(proc.grpcPort);
-  const sent: Sent[] = [];
-  let seq = 0;
-  const unique = (channel: Channel, fault: string) =>
-    `${channel}-${fault}-${seq++}-${randomBytes(4).toString('hex')}`;
+      ]),
+      SVC_NOTIFICATION__SMS_BACKENDS: JSON.stringify([
+        {
+          name: 'twilio',
+          primary: true,
+          driver: 'sms_gateway',
+          sms_gateway: gatewayConfig({ baseUrl: smsFront.baseUrl }, { timeout_ms: DRIVER_TIMEOUT_MS }),
+        },
+      ]),
+      SVC_NOTIFICATION__PUSH_BACKENDS: JSON.stringify([
+        {
+          name: 'apns',
+          primary: true,
+          driver: 'push_driver_b',
+          push_driver_b: {
+            key_id: apnsOpts.keyId,
+            team_id: apnsOpts.teamId,
+            private_key: apnsKeys.privatePem,
+            topic: apnsOpts.topic,
+            base_url: apnsFront.baseUrl,
+            timeout_ms: DRIVER_TIMEOUT_MS,
+          },
+        },
+        {
+          name: 'fcm',
+          driver: 'push_driver_a',
+          push_driver_a: {
+            project_id: 'faults',
+            service_account: {
+              client_email: clientEmail,
+              private_key: fcmKeys.privatePem,
+              token_uri: fcm.tokenUri,
+            },
+            base_url: fcmFront.baseUrl,
+            timeout_ms: DRIVER_TIMEOUT_MS,
+          },
+        },
+      ]),
+    });
+    const client: GenericClient = notificationClient(proc.grpcPort);
+    const sent: Sent[] = [];
+    let seq = 0;
+    const unique = (channel: Channel, fault: string) =>
+      `${channel}-${fault}-${seq++}-${randomBytes(4).toString('hex')}`;
 
-  /** Sends one message whose key names `fault`; `plan` registers the key's fault before the send. */
-  const send = async (
-    channel: Channel,
-    fault: string,
-    expect: Sent['expect'],
-    opts: { retryAfterMs?: number; plan?: (key: string) => void } = {},
-  ): Promise<Sent> => {
-    const key = unique(channel, fault);
-    opts.plan?.(key);
-    let deliveryId: string;
-    if (channel === 'email') {
-      const req = { to: [`user-${seq}@example.com`], subject: key, text: `Hello, ${key}.` };
-      deliveryId = (await unary<{ deliveryId: string }>(client, 'sendEmail', req, { deadlineMs: 10_000 }))
-        .response.deliveryId;
-    } else if (channel === 'sms') {
-      const req = { to: `+1555${String(1_000_000 + seq).slice(-7)}`, body: key };
-      deliveryId = (await unary<{ deliveryId: string }>(client, 'sendSms', req, { deadlineMs: 10_000 }))
-        .response.deliveryId;
-    } else {
-      const req = {
-        message: { deviceToken: randomBytes(32).toString('hex'), title: 'faults', body: key },
-        backend: channel,
-      };
-      deliveryId = (await unary<{ deliveryId: string }>(client, 'sendPush', req, { deadlineMs: 10_000 }))
-        .response.deliveryId;
-    }
-    const s: Sent = { channel, key, deliveryId, expect, fault };
-    if (opts.retryAfterMs !== undefined) s.retryAfterMs = opts.retryAfterMs;
-    sent.push(s);
-    return s;
-  };
-  const get = async (id: string): Promise<WireDelivery> =>
-    (await unary<{ delivery: WireDelivery }>(client, 'getDelivery', { id }, { deadlineMs: 10_000 })).response
-      .delivery;
-  const allFinal = async (list: Sent[], timeoutMs: number) => {
-    const open = new Map(list.map((s) => [s.deliveryId, s.key]));
-    let last = '';
-    try {
-      await until(
-        async () => {
-          for (const id of [...open.keys()]) {
-            const d = await get(id);
-            if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) open.delete(id);
-            else last = `${open.get(id)}: ${DeliveryStatus[d.status]} after ${d.attempts}, ${d.lastError}`;
-          }
-          return open.size === 0;
-        },
-        'every delivery SENT or FAILED',
-        timeoutMs,
+    /** Sends one message whose key names `fault`; `plan` registers the key's fault before the send. */
+    const send = async (
+      channel: Channel,
+      fault: string,
+      expect: Sent['expect'],
+      opts: { retryAfterMs?: number; plan?: (key: string) => void } = {},
+    ): Promise<Sent> => {
+      const key = unique(channel, fault);
+      opts.plan?.(key);
+      let deliveryId: string;
+      if (channel === 'email') {
+        const req = { to: [`user-${seq}@example.com`], subject: key, text: `Hello, ${key}.` };
+        deliveryId = (await unary<{ deliveryId: string }>(client, 'sendEmail', req, { deadlineMs: 10_000 }))
+          .response.deliveryId;
+      } else if (channel === 'sms') {
+        const req = { to: `+1555${String(1_000_000 + seq).slice(-7)}`, body: key };
+        deliveryId = (await unary<{ deliveryId: string }>(client, 'sendSms', req, { deadlineMs: 10_000 }))
+          .response.deliveryId;
+      } else {
+        const req = {
+          message: { deviceToken: randomBytes(32).toString('hex'), title: 'faults', body: key },
+          backend: channel,
+        };
+        deliveryId = (await unary<{ deliveryId: string }>(client, 'sendPush', req, { deadlineMs: 10_000 }))
+          .response.deliveryId;
+      }
+      const s: Sent = { channel, key, deliveryId, expect, fault };
+      if (opts.retryAfterMs !== undefined) s.retryAfterMs = opts.retryAfterMs;
+      sent.push(s);
+      return s;
+    };
+    const get = async (id: string): Promise<WireDelivery> =>
+      (await unary<{ delivery: WireDelivery }>(client, 'getDelivery', { id }, { deadlineMs: 10_000 }))
+        .response.delivery;
+    const allFinal = async (list: Sent[], timeoutMs: number) => {
+      const open = new Map(list.map((s) => [s.deliveryId, s.key]));
+      let last = '';
+      try {
+        await until(
+          async () => {
+            for (const id of [...open.keys()]) {
+              const d = await get(id);
+              if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) open.delete(id);
+              else last = `${open.get(id)}: ${DeliveryStatus[d.status]} after ${d.attempts}, ${d.lastError}`;
+            }
+            return open.size === 0;
+          },
+          'every delivery SENT or FAILED',
+          timeoutMs,
+        );
+      } catch (err) {
+        throw new Error(`${(err as Error).message}: ${open.size} open, e.g. ${last}`, { cause: err });
+      }
+    };
+    const everyAttempted = (list: Sent[]) =>
+      until(
+        async () => (await Promise.all(list.map((s) => get(s.deliveryId)))).every((d) => d.attempts >= 1),
+        'a failed attempt of each',
+        30_000,
       );
-    } catch (err) {
-      throw new Error(`${(err as Error).message}: ${open.size} open, e.g. ${last}`, { cause: err });
-    }
-  };
-  const everyAttempted = (list: Sent[]) =>
-    until(
-      async () => (await Promise.all(list.map((s) => get(s.deliveryId)))).every((d) => d.attempts >= 1),
-      'a failed attempt of each',
-      30_000,
-    );
 
-  const healthSeen: string[] = [];
-  try {
-    // ---- 1. per-message faults, every channel at once ----
-    const perMessage: Promise<Sent>[] = [];
-    for (let i = 0; i < PER_FAULT; i++) {
-      for (const c of [...HTTP_RETRYABLE, ...EMAIL_PERMANENT]) perMessage.push(planAndSend('email', c));
-      for (const c of [...HTTP_RETRYABLE, ...SMS_PERMANENT]) perMessage.push(planAndSend('sms', c));
-      for (const c of APNS_CASES) perMessage.push(planAndSendPush('apns', c));
-      for (const c of FCM_CASES) perMessage.push(planAndSendPush('fcm', c));
-    }
-    await Promise.all(perMessage);
-    step(`per-message: ${sent.length} sent`);
-    await allFinal(sent, SETTLE_TIMEOUT_MS);
-    step('per-message: all final');
-
-    // ---- 2. outages of the REST providers: every request, health probes included ----
-    const httpOutages: { name: string; fault: HttpFault; health: number }[] = [
-      { name: 'no answer', fault: { kind: 'hang' }, health: 207 },
-      { name: 'reset', fault: { kind: 'reset' }, health: 207 },
-      { name: 'garbage', fault: { kind: 'garbage' }, health: 207 },
-      // The http_api and SMS probes count any HTTP status as an answer: a 503 for everyone is healthy.
-      { name: '503', fault: { kind: 'status', status: 503, body: '{"message":"down"}' }, health: 200 },
-    ];
-    const outageHealth: { name: string; during: number; email?: string; sms?: string; after: number }[] = [];
-    for (const o of httpOutages) {
-      mailFront.outage = o.fault;
-      smsFront.outage = o.fault;
-      const batch: Sent[] = [];
-      for (let i = 0; i < PER_OUTAGE; i++) {
-        batch.push(await send('email', `outage-${o.name}`, 'outage'));
-        batch.push(await send('sms', `outage-${o.name}`, 'outage'));
+    const healthSeen: string[] = [];
+    try {
+      // ---- 1. per-message faults, every channel at once ----
+      const perMessage: Promise<Sent>[] = [];
+      for (let i = 0; i < PER_FAULT; i++) {
+        for (const c of [...HTTP_RETRYABLE, ...EMAIL_PERMANENT]) perMessage.push(planAndSend('email', c));
+        for (const c of [...HTTP_RETRYABLE, ...SMS_PERMANENT]) perMessage.push(planAndSend('sms', c));
+        for (const c of APNS_CASES) perMessage.push(planAndSendPush('apns', c));
+        for (const c of FCM_CASES) perMessage.push(planAndSendPush('fcm', c));
       }
-      await everyAttempted(batch);
-      step(`outage ${o.name}: attempted`);
-      const during = await healthBecomes(proc.httpPort, o.health);
-      step(`outage ${o.name}: health ${during.status}`);
-      mailFront.outage = undefined;
-      smsFront.outage = undefined;
-      const after = await healthBecomes(proc.httpPort, 200);
-      outageHealth.push({
-        name: o.name,
-        during: during.status,
-        email: during.checks['notifications.mailer.api'],
-        sms: during.checks['notifications.sms.twilio'],
-        after: after.status,
+      await Promise.all(perMessage);
+      step(`per-message: ${sent.length} sent`);
+      await allFinal(sent, SETTLE_TIMEOUT_MS);
+      step('per-message: all final');
+
+      // ---- 2. outages of the REST providers: every request, health probes included ----
+      const httpOutages: { name: string; fault: HttpFault; health: number }[] = [
+        { name: 'no answer', fault: { kind: 'hang' }, health: 207 },
+        { name: 'reset', fault: { kind: 'reset' }, health: 207 },
+        { name: 'garbage', fault: { kind: 'garbage' }, health: 207 },
+        // The http_api and SMS probes count any HTTP status as an answer: a 503 for everyone is healthy.
+        { name: '503', fault: { kind: 'status', status: 503, body: '{"message":"down"}' }, health: 200 },
+      ];
+      const outageHealth: { name: string; during: number; email?: string; sms?: string; after: number }[] =
+        [];
+      for (const o of httpOutages) {
+        mailFront.outage = o.fault;
+        smsFront.outage = o.fault;
+        const batch: Sent[] = [];
+        for (let i = 0; i < PER_OUTAGE; i++) {
+          batch.push(await send('email', `outage-${o.name}`, 'outage'));
+          batch.push(await send('sms', `outage-${o.name}`, 'outage'));
+        }
+        await everyAttempted(batch);
+        step(`outage ${o.name}: attempted`);
+        const during = await healthBecomes(proc.httpPort, o.health);
+        step(`outage ${o.name}: health ${during.status}`);
+        mailFront.outage = undefined;
+        smsFront.outage = undefined;
+        const after = await healthBecomes(proc.httpPort, 200);
+        outageHealth.push({
+          name: o.name,
+          during: during.status,
+          email: during.checks['notifications.mailer.api'],
+          sms: during.checks['notifications.sms.twilio'],
+          after: after.status,
+        });
+        healthSeen.push(`${o.name}: ${during.status} then ${after.status}`);
+      }
+
+      // ---- 3. connection faults of the HTTP/2 providers ----
+      // The push probe asks only that a session to the provider connects (push-driver.ts probeSession):
+      // a refused port degrades it; a silent peer accepts the TCP connection, so the probe is healthy.
+      // A reset or garbage right after the accept races the probe's connect: reported, not asserted.
+      const pushOutages: { mode: TcpFault; health?: number }[] = [
+        { mode: 'refuse', health: 207 },
+        { mode: 'silent', health: 200 },
+        { mode: 'reset' },
+        { mode: 'garbage' },
+      ];
+      const pushHealth: { mode: TcpFault; during: number; apns?: string; fcm?: string; after: number }[] = [];
+      for (const o of pushOutages) {
+        await apnsFront.setMode(o.mode);
+        await fcmFront.setMode(o.mode);
+        const batch: Sent[] = [];
+        for (let i = 0; i < PER_OUTAGE; i++) {
+          batch.push(await send('apns', `outage-${o.mode}`, 'outage'));
+          batch.push(await send('fcm', `outage-${o.mode}`, 'outage'));
+        }
+        await everyAttempted(batch);
+        step(`push ${o.mode}: attempted`);
+        const during =
+          o.health === undefined ? await health(proc.httpPort) : await healthBecomes(proc.httpPort, o.health);
+        step(`push ${o.mode}: health ${during.status} ${JSON.stringify(during.checks)}`);
+        await apnsFront.setMode('forward');
+        await fcmFront.setMode('forward');
+        const after = await healthBecomes(proc.httpPort, 200);
+        pushHealth.push({
+          mode: o.mode,
+          during: during.status,
+          apns: during.checks['notifications.push.apns'],
+          fcm: during.checks['notifications.push.fcm'],
+          after: after.status,
+        });
+        healthSeen.push(`push ${o.mode}: ${during.status} then ${after.status}`);
+      }
+      await allFinal(sent, SETTLE_TIMEOUT_MS);
+      step('all final');
+
+      // ---- measure ----
+      const deliveries = new Map<string, WireDelivery>();
+      for (const s of sent) deliveries.set(s.deliveryId, await get(s.deliveryId));
+      const mailArrivals = new Map<string, number>();
+      for (const r of v3.requests.filter((x) => x.method === 'POST')) {
+        const id =
+          (JSON.parse(r.body) as { custom_args?: { delivery_id?: string } }).custom_args?.delivery_id ?? '';
+        mailArrivals.set(id, (mailArrivals.get(id) ?? 0) + 1);
+      }
+      const smsArrivals = new Map<string, number>();
+      for (const r of twilio.requests)
+        smsArrivals.set(r.form.Body ?? '', (smsArrivals.get(r.form.Body ?? '') ?? 0) + 1);
+      const arrivals = (s: Sent): number =>
+        s.channel === 'email'
+          ? (mailArrivals.get(s.deliveryId) ?? 0)
+          : s.channel === 'sms'
+            ? (smsArrivals.get(s.key) ?? 0)
+            : (pushAccepted.get(s.key) ?? 0);
+
+      const mustSend = sent.filter((s) => s.expect !== 'permanent');
+      const permanent = sent.filter((s) => s.expect === 'permanent');
+      const sentOk = sent.filter((s) => deliveries.get(s.deliveryId)!.status === DeliveryStatus.SENT);
+      const failed = sent.filter((s) => deliveries.get(s.deliveryId)!.status === DeliveryStatus.FAILED);
+      const notSent = mustSend.filter((s) => deliveries.get(s.deliveryId)!.status !== DeliveryStatus.SENT);
+      const lost = mustSend.filter((s) => arrivals(s) === 0);
+      const duplicated = sent.filter((s) => arrivals(s) > 1).map((s) => `${s.key} x${arrivals(s)}`);
+      const notFailed = permanent.filter(
+        (s) => deliveries.get(s.deliveryId)!.status !== DeliveryStatus.FAILED,
+      );
+      const failedWithoutReason = failed.filter((s) => {
+        const d = deliveries.get(s.deliveryId)!;
+        return d.lastError === '' || d.failure === DeliveryFailure.UNSPECIFIED;
       });
-      healthSeen.push(`${o.name}: ${during.status} then ${after.status}`);
-    }
-
-    // ---- 3. connection faults of the HTTP/2 providers ----
-    // The push probe asks only that a session to the provider connects (push-driver.ts probeSession):
-    // a refused port degrades it; a silent peer accepts the TCP connection, so the probe is healthy.
-    // A reset or garbage right after the accept races the probe's connect: reported, not asserted.
-    const pushOutages: { mode: TcpFault; health?: number }[] = [
-      { mode: 'refuse', health: 207 },
-      { mode: 'silent', health: 200 },
-      { mode: 'reset' },
-      { mode: 'garbage' },
-    ];
-    const pushHealth: { mode: TcpFault; during: number; apns?: string; fcm?: string; after: number }[] = [];
-    for (const o of pushOutages) {
-      await apnsFront.setMode(o.mode);
-      await fcmFront.setMode(o.mode);
-      const batch: Sent[] = [];
-      for (let i = 0; i < PER_OUTAGE; i++) {
-        batch.push(await send('apns', `outage-${o.mode}`, 'outage'));
-        batch.push(await send('fcm', `outage-${o.mode}`, 'outage'));
+      const permanentRetried = permanent.filter((s) => deliveries.get(s.deliveryId)!.attempts !== 1);
+      const permanentArrived = permanent.filter((s) => arrivals(s) > 0);
+      // A per-message retryable fault answered exactly FAILS attempts: then the stand-in accepted.
+      const wrongAttempts = sent
+        .filter((s) => s.expect === 'retryable' && s.fault !== 'ok')
+        .filter((s) => deliveries.get(s.deliveryId)!.attempts !== FAILS + 1)
+        .map((s) => `${s.key}: ${deliveries.get(s.deliveryId)!.attempts}`);
+      // The cut 2xx: SENT from its status on the first attempt, never sent again.
+      const cutResent = sent.filter(
+        (s) => s.expect === 'once' && deliveries.get(s.deliveryId)!.attempts !== 1,
+      );
+      // Retry-After: no attempt began before the answer's time plus the delay it asked for.
+      const retryAfterChecked: string[] = [];
+      const retryAfterEarly: string[] = [];
+      for (const s of sent.filter((x) => x.retryAfterMs !== undefined)) {
+        const log = deliveries.get(s.deliveryId)!.attemptLog;
+        for (let i = 0; i + 1 < log.length; i++) {
+          const answeredAt = tsMs(log[i]!.startedAt) + Math.floor(Number(log[i]!.durationMs));
+          const next = tsMs(log[i + 1]!.startedAt);
+          retryAfterChecked.push(s.key);
+          // 1 ms: the record's times are whole milliseconds of the same clock.
+          if (!(next >= answeredAt + s.retryAfterMs! - 1))
+            retryAfterEarly.push(`${s.key} #${i + 2}: ${next - answeredAt} ms`);
+        }
       }
-      await everyAttempted(batch);
-      step(`push ${o.mode}: attempted`);
-      const during =
-        o.health === undefined ? await health(proc.httpPort) : await healthBecomes(proc.httpPort, o.health);
-      step(`push ${o.mode}: health ${during.status} ${JSON.stringify(during.checks)}`);
-      await apnsFront.setMode('forward');
-      await fcmFront.setMode('forward');
-      const after = await healthBecomes(proc.httpPort, 200);
-      pushHealth.push({
-        mode: o.mode,
-        during: during.status,
-        apns: during.checks['notifications.push.apns'],
-        fcm: during.checks['notifications.push.fcm'],
-        after: after.status,
+      const reasons = new Map<string, number>();
+      for (const s of failed) {
+        const d = deliveries.get(s.deliveryId)!;
+        const k = `${s.channel} ${DeliveryFailure[d.failure]}: ${d.lastError.slice(0, 60)}`;
+        reasons.set(k, (reasons.get(k) ?? 0) + 1);
+      }
+      const injected = [
+        ...[...mailFront.failed].map(([k, n]) => `email ${k} ${n}`),
+        ...[...smsFront.failed].map(([k, n]) => `sms ${k} ${n}`),
+        ...[...apnsFront.connections].filter(([k]) => k !== 'forward').map(([k, n]) => `apns conn ${k} ${n}`),
+        ...[...fcmFront.connections].filter(([k]) => k !== 'forward').map(([k, n]) => `fcm conn ${k} ${n}`),
+      ];
+      const crashed = proc.child.exitCode !== null || proc.child.signalCode !== null ? 1 : 0;
+
+      recordFigures({
+        section: 'faults-providers',
+        title:
+          'Faults: provider stand-ins (HTTP 500/503/429, hang, reset, garbage, cut 2xx; HTTP/2 refused, silent, reset, garbage)',
+        kind: 'faults',
+        figures: [
+          reported('sends acknowledged', sent.length),
+          exactly('SENT', sentOk.length, mustSend.length),
+          exactly('FAILED', failed.length, permanent.length),
+          reported('FAILED reasons', [...reasons].map(([k, n]) => `${n}x ${k}`).join('; ')),
+          exactly('FAILED without a reason or failure kind', failedWithoutReason.length, 0),
+          exactly('retryable faults not SENT', notSent.length, 0),
+          exactly('lost (never reached the stand-in)', lost.length, 0),
+          exactly('duplicates at the stand-ins', duplicated.length, 0),
+          exactly(
+            'permanent faults retried or delivered',
+            permanentRetried.length + permanentArrived.length,
+            0,
+          ),
+          exactly(`per-message faults not SENT on attempt ${FAILS + 1}`, wrongAttempts.length, 0),
+          exactly('cut 2xx sent again', cutResent.length, 0),
+          atLeast(
+            'Retry-After waits checked',
+            retryAfterChecked.length,
+            RETRY_AFTER_CASES * PER_FAULT * FAILS,
+          ),
+          exactly('attempts before Retry-After', retryAfterEarly.length, 0),
+          reported('faults injected', injected.join(', ')),
+          reported('/health during / after', healthSeen.join('; ')),
+          exactly('crashes', crashed, 0),
+        ],
       });
-      healthSeen.push(`push ${o.mode}: ${during.status} then ${after.status}`);
-    }
-    await allFinal(sent, SETTLE_TIMEOUT_MS);
-    step('all final');
 
-    // ---- measure ----
-    const deliveries = new Map<string, WireDelivery>();
-    for (const s of sent) deliveries.set(s.deliveryId, await get(s.deliveryId));
-    const mailArrivals = new Map<string, number>();
-    for (const r of v3.requests.filter((x) => x.method === 'POST')) {
-      const id =
-        (JSON.parse(r.body) as { custom_args?: { delivery_id?: string } }).custom_args?.delivery_id ?? '';
-      mailArrivals.set(id, (mailArrivals.get(id) ?? 0) + 1);
-    }
-    const smsArrivals = new Map<string, number>();
-    for (const r of twilio.requests)
-      smsArrivals.set(r.form.Body ?? '', (smsArrivals.get(r.form.Body ?? '') ?? 0) + 1);
-    const arrivals = (s: Sent): number =>
-      s.channel === 'email'
-        ? (mailArrivals.get(s.deliveryId) ?? 0)
-        : s.channel === 'sms'
-          ? (smsArrivals.get(s.key) ?? 0)
-          : (pushAccepted.get(s.key) ?? 0);
-
-    const mustSend = sent.filter((s) => s.expect !== 'permanent');
-    const permanent = sent.filter((s) => s.expect === 'permanent');
-    const sentOk = sent.filter((s) => deliveries.get(s.deliveryId)!.status === DeliveryStatus.SENT);
-    const failed = sent.filter((s) => deliveries.get(s.deliveryId)!.status === DeliveryStatus.FAILED);
-    const notSent = mustSend.filter((s) => deliveries.get(s.deliveryId)!.status !== DeliveryStatus.SENT);
-    const lost = mustSend.filter((s) => arrivals(s) === 0);
-    const duplicated = sent.filter((s) => arrivals(s) > 1).map((s) => `${s.key} x${arrivals(s)}`);
-    const notFailed = permanent.filter((s) => deliveries.get(s.deliveryId)!.status !== DeliveryStatus.FAILED);
-    const failedWithoutReason = failed.filter((s) => {
-      const d = deliveries.get(s.deliveryId)!;
-      return d.lastError === '' || d.failure === DeliveryFailure.UNSPECIFIED;
-    });
-    const permanentRetried = permanent.filter((s) => deliveries.get(s.deliveryId)!.attempts !== 1);
-    const permanentArrived = permanent.filter((s) => arrivals(s) > 0);
-    // A per-message retryable fault answered exactly FAILS attempts: then the stand-in accepted.
-    const wrongAttempts = sent
-      .filter((s) => s.expect === 'retryable' && s.fault !== 'ok')
-      .filter((s) => deliveries.get(s.deliveryId)!.attempts !== FAILS + 1)
-      .map((s) => `${s.key}: ${deliveries.get(s.deliveryId)!.attempts}`);
-    // The cut 2xx: SENT from its status on the first attempt, never sent again.
-    const cutResent = sent.filter((s) => s.expect === 'once' && deliveries.get(s.deliveryId)!.attempts !== 1);
-    // Retry-After: no attempt began before the answer's time plus the delay it asked for.
-    const retryAfterChecked: string[] = [];
-    const retryAfterEarly: string[] = [];
-    for (const s of sent.filter((x) => x.retryAfterMs !== undefined)) {
-      const log = deliveries.get(s.deliveryId)!.attemptLog;
-      for (let i = 0; i + 1 < log.length; i++) {
-        const answeredAt = tsMs(log[i]!.startedAt) + Math.floor(Number(log[i]!.durationMs));
-        const next = tsMs(log[i + 1]!.startedAt);
-        retryAfterChecked.push(s.key);
-        // 1 ms: the record's times are whole milliseconds of the same clock.
-        if (!(next >= answeredAt + s.retryAfterMs! - 1))
-          retryAfterEarly.push(`${s.key} #${i + 2}: ${next - answeredAt} ms`);
+      expect(notSent.map((s) => s.key)).toEqual([]);
+      expect(lost.map((s) => s.key)).toEqual([]);
+      expect(duplicated).toEqual([]);
+      expect(notFailed.map((s) => s.key)).toEqual([]);
+      expect(failedWithoutReason.map((s) => s.key)).toEqual([]);
+      expect(permanentRetried.map((s) => s.key)).toEqual([]);
+      expect(permanentArrived.map((s) => s.key)).toEqual([]);
+      expect(wrongAttempts).toEqual([]);
+      expect(cutResent.map((s) => s.key)).toEqual([]);
+      expect(retryAfterChecked.length).toBeGreaterThanOrEqual(RETRY_AFTER_CASES * PER_FAULT * FAILS);
+      expect(retryAfterEarly).toEqual([]);
+      // Every kind of fault was really served.
+      for (const k of [
+        'status:500',
+        'status:503',
+        'status:429',
+        'hang',
+        'reset',
+        'garbage',
+        'cut-after-accept',
+        'status:401',
+      ]) {
+        expect([k, (mailFront.failed.get(k) ?? 0) > 0, (smsFront.failed.get(k) ?? 0) > 0]).toEqual([
+          k,
+          true,
+          true,
+        ]);
       }
+      for (const mode of ['reset', 'garbage', 'silent', 'refuse'] as const) {
+        expect([
+          mode,
+          (apnsFront.connections.get(mode) ?? 0) > 0,
+          (fcmFront.connections.get(mode) ?? 0) > 0,
+        ]).toEqual([mode, true, true]);
+      }
+      // Health: degraded while a provider gives no answer, healthy again after; a 5xx is an answer.
+      expect(outageHealth).toEqual(
+        httpOutages.map((o) => ({
+          name: o.name,
+          during: o.health,
+          email: o.health === 207 ? 'degraded' : 'healthy',
+          sms: o.health === 207 ? 'degraded' : 'healthy',
+          after: 200,
+        })),
+      );
+      for (const [i, o] of pushOutages.entries()) {
+        const seen = pushHealth[i]!;
+        // Never unhealthy (a provider down must not take the inbox out of service), always back to 200.
+        expect([o.mode, [200, 207].includes(seen.during), seen.after]).toEqual([o.mode, true, 200]);
+        if (o.health === undefined) continue;
+        const check = o.health === 207 ? 'degraded' : 'healthy';
+        expect(seen).toEqual({ mode: o.mode, during: o.health, apns: check, fcm: check, after: 200 });
+      }
+      expect(crashed).toBe(0);
+    } finally {
+      client.close();
     }
-    const reasons = new Map<string, number>();
-    for (const s of failed) {
-      const d = deliveries.get(s.deliveryId)!;
-      const k = `${s.channel} ${DeliveryFailure[d.failure]}: ${d.lastError.slice(0, 60)}`;
-      reasons.set(k, (reasons.get(k) ?? 0) + 1);
-    }
-    const injected = [
-      ...[...mailFront.failed].map(([k, n]) => `email ${k} ${n}`),
-      ...[...smsFront.failed].map(([k, n]) => `sms ${k} ${n}`),
-      ...[...apnsFront.connections].filter(([k]) => k !== 'forward').map(([k, n]) => `apns conn ${k} ${n}`),
-      ...[...fcmFront.connections].filter(([k]) => k !== 'forward').map(([k, n]) => `fcm conn ${k} ${n}`),
-    ];
-    const crashed = proc.child.exitCode !== null || proc.child.signalCode !== null ? 1 : 0;
 
-    recordFigures({
-      section: 'faults-providers',
-      title:
-        'Faults: provider stand-ins (500, 503/429 with Retry-After, hang, reset, garbage, cut 2xx; HTTP/2 reset, garbage, silence)',
-      kind: 'faults',
-      figures: [
-        reported('sends acknowledged', sent.length),
-        exactly('SENT', sentOk.length, mustSend.length),
-        exactly('FAILED', failed.length, permanent.length),
-        reported('FAILED reasons', [...reasons].map(([k, n]) => `${n}x ${k}`).join('; ')),
-        exactly('FAILED without a reason or failure kind', failedWithoutReason.length, 0),
-        exactly('retryable faults not SENT', notSent.length, 0),
-        exactly('lost (never reached the stand-in)', lost.length, 0),
-        exactly('duplicates at the stand-ins', duplicated.length, 0),
-        exactly(
-          'permanent faults retried or delivered',
-          permanentRetried.length + permanentArrived.length,
-          0,
-        ),
-        exactly('cut 2xx sent again', cutResent.length, 0),
-        atLeast('Retry-After waits checked', retryAfterChecked.length, RETRY_AFTER_CASES * PER_FAULT * FAILS),
-        exactly('attempts before Retry-After', retryAfterEarly.length, 0),
-        reported('faults injected', injected.join(', ')),
-        reported('/health during / after', healthSeen.join('; ')),
-        exactly('crashes', crashed, 0),
-      ],
-    });
-
-    expect(notSent.map((s) => s.key)).toEqual([]);
-    expect(lost.map((s) => s.key)).toEqual([]);
-    expect(duplicated).toEqual([]);
-    expect(notFailed.map((s) => s.key)).toEqual([]);
-    expect(failedWithoutReason.map((s) => s.key)).toEqual([]);
-    expect(permanentRetried.map((s) => s.key)).toEqual([]);
-    expect(permanentArrived.map((s) => s.key)).toEqual([]);
-    expect(wrongAttempts).toEqual([]);
-    expect(cutResent.map((s) => s.key)).toEqual([]);
-    expect(retryAfterChecked.length).toBeGreaterThanOrEqual(RETRY_AFTER_CASES * PER_FAULT * FAILS);
-    expect(retryAfterEarly).toEqual([]);
-    // Every kind of fault was really served.
-    for (const k of [
-      'status:500',
-      'status:503',
-      'status:429',
-      'hang',
-      'reset',
-      'garbage',
-      'cut-after-accept',
-      'status:401',
-    ]) {
-      expect([k, (mailFront.failed.get(k) ?? 0) > 0, (smsFront.failed.get(k) ?? 0) > 0]).toEqual([
-        k,
-        true,
-        true,
-      ]);
+    /** Sends one message of an HTTP case, its fault planned under the message's key. */
+    function planAndSend(channel: 'email' | 'sms', c: HttpCase): Promise<Sent> {
+      const opts: { retryAfterMs?: number; plan: (key: string) => void } = {
+        plan: (key) => httpPlans.set(key, c),
+      };
+      if (c.retryAfterMs !== undefined) opts.retryAfterMs = c.retryAfterMs;
+      return send(channel, c.name, c.expect, opts);
     }
-    for (const mode of ['reset', 'garbage', 'silent', 'refuse'] as const) {
-      expect([
-        mode,
-        (apnsFront.connections.get(mode) ?? 0) > 0,
-        (fcmFront.connections.get(mode) ?? 0) > 0,
-      ]).toEqual([mode, true, true]);
-    }
-    // Health: degraded while a provider gives no answer, healthy again after; a 5xx is an answer.
-    expect(outageHealth).toEqual(
-      httpOutages.map((o) => ({
-        name: o.name,
-        during: o.health,
-        email: o.health === 207 ? 'degraded' : 'healthy',
-        sms: o.health === 207 ? 'degraded' : 'healthy',
-        after: 200,
-      })),
-    );
-    for (const [i, o] of pushOutages.entries()) {
-      const seen = pushHealth[i]!;
-      // Never unhealthy (a provider down must not take the inbox out of service), always back to 200.
-      expect([o.mode, [200, 207].includes(seen.during), seen.after]).toEqual([o.mode, true, 200]);
-      if (o.health === undefined) continue;
-      const check = o.health === 207 ? 'degraded' : 'healthy';
-      expect(seen).toEqual({ mode: o.mode, during: o.health, apns: check, fcm: check, after: 200 });
-    }
-    expect(crashed).toBe(0);
-  } finally {
-    client.close();
-  }
 
-  /** Sends one message of an HTTP case, its fault planned under the message's key. */
-  function planAndSend(channel: 'email' | 'sms', c: HttpCase): Promise<Sent> {
-    const opts: { retryAfterMs?: number; plan: (key: string) => void } = {
-      plan: (key) => httpPlans.set(key, c),
-    };
-    if (c.retryAfterMs !== undefined) opts.retryAfterMs = c.retryAfterMs;
-    return send(channel, c.name, c.expect, opts);
-  }
-
-  /** Sends one push of a status case, planned under its body text. */
-  function planAndSendPush(channel: 'apns' | 'fcm', c: PushCase): Promise<Sent> {
-    const opts: { retryAfterMs?: number; plan: (key: string) => void } = {
-      plan: (key) => pushPlans.set(key, c),
-    };
-    if (c.retryAfterMs !== undefined) opts.retryAfterMs = c.retryAfterMs;
-    return send(channel, c.name, c.expect, opts);
-  }
-}, 240_000);
+    /** Sends one push of a status case, planned under its body text. */
+    function planAndSendPush(channel: 'apns' | 'fcm', c: PushCase): Promise<Sent> {
+      const opts: { retryAfterMs?: number; plan: (key: string) => void } = {
+        plan: (key) => pushPlans.set(key, c),
+      };
+      if (c.retryAfterMs !== undefined) opts.retryAfterMs = c.retryAfterMs;
+      return send(channel, c.name, c.expect, opts);
+    }
+  },
+  SOAK ? 900_000 : 240_000,
+);
