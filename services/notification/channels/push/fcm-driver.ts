@@ -15,7 +15,7 @@ import {
   classifyFcmV1Answer,
   FCM_ERROR_OUTCOMES,
 } from './fcm-outcomes';
-import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
+import { type Http2Answer, Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
 import {
   batchContext,
   mapBounded,
@@ -162,7 +162,7 @@ export class FcmDriver implements PushDriver {
       `Bearer ${token}`,
       JSON.stringify({ message: fcmV1Message(payload) }),
       ctx,
-      (status, body) => classifyFcmV1Answer(status, body, [token]),
+      (status, body, headers) => classifyFcmV1Answer(status, body, [token], headers),
     );
     // A cached token refused (revoked, rotated key): drop it and try once with a new one.
     if (outcome.providerCode === 'UNAUTHENTICATED' && !retried) {
@@ -227,7 +227,7 @@ export class FcmDriver implements PushDriver {
     authorization: string,
     body: string,
     ctx: DriverSendContext,
-    classify: (status: number, body: string) => SendOutcome,
+    classify: (status: number, body: string, headers: Http2Answer['headers']) => SendOutcome,
   ): Promise<SendOutcome> {
     try {
       const answer = await this.client.request({
@@ -236,7 +236,7 @@ export class FcmDriver implements PushDriver {
         body,
         signal: ctx.signal,
       });
-      return classify(answer.status, answer.body);
+      return classify(answer.status, answer.body, answer.headers);
     } catch (err) {
       if (err instanceof Http2RequestError) return decision(err.kind);
       throw err;

@@ -4,6 +4,7 @@
  * answers by the per-token `results[].error`. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
+import { retryAfterMs } from '../email/http-api-outcomes';
 import { type CodePattern, codeMatches, type OutcomeDecision, rowVerdict, safeText } from '../outcome-table';
 
 /** A row matched on an HTTP v1 answer. */
@@ -137,6 +138,7 @@ export function classifyFcmV1Answer(
   status: number,
   body: string,
   secrets: readonly string[] = [],
+  headers: Record<string, string | string[] | undefined> = {},
 ): SendOutcome {
   if (status === 200) {
     let name: unknown;
@@ -154,7 +156,7 @@ export function classifyFcmV1Answer(
   const error = parseV1Error(body);
   const row = fcmV1Row(status, error) ?? { class: 'retryable', meaning: 'unexpected status' };
   const code = error.errorCode ?? error.status;
-  return {
+  const outcome: SendOutcome = {
     class: row.class,
     ...rowVerdict(row),
     providerCode: code ?? String(status),
@@ -162,6 +164,12 @@ export function classifyFcmV1Answer(
       error.message ? `: ${safeText(error.message, secrets)}` : ''
     }`,
   };
+  // FCM asks for a delay with Retry-After on 429 QUOTA_EXCEEDED and 5xx: honoured as for the REST APIs.
+  if (row.class === 'rate_limited' || row.class === 'retryable') {
+    const delay = retryAfterMs(headers, Date.now());
+    if (delay !== undefined) outcome.retryAfterMs = delay;
+  }
+  return outcome;
 }
 
 /** Classifies one token's legacy result. */

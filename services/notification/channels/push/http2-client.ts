@@ -1,7 +1,9 @@
 /**
  * `Http2Client`: the one HTTP/2 session a push backend keeps to its provider. Many requests share it
  * as concurrent streams, at most `maxStreams` at once (the rest wait their turn, in order); a session
- * that closes, fails or receives GOAWAY is dropped and the next request opens a new one. `http://`
+ * that closes, fails or receives GOAWAY is dropped and the next request opens a new one; so is one
+ * that leaves a request unanswered past its timeout and then does not answer a PING within the
+ * timeout either (a provider or route that went silent keeps the TCP connection open). `http://`
  * means HTTP/2 without TLS (prior knowledge, for local servers), `https://` means TLS.
  */
 import * as http2 from 'node:http2';
@@ -51,6 +53,8 @@ export class Http2Client {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private closed = false;
+  /** Sessions with a liveness PING in flight (one at a time per session). */
+  private readonly pinging = new WeakSet<http2.ClientHttp2Session>();
   /** Sessions opened so far (tests and the health check read it). */
   sessionsOpened = 0;
 
@@ -165,12 +169,37 @@ export class Http2Client {
     return session;
   }
 
+  /**
+   * After a request timed out on `session`: a PING must come back within the timeout, else the
+   * session is destroyed (and dropped by its close listener) so the next request connects anew. A
+   * session that is only slow answers the PING and is kept. Without this, a peer that stopped
+   * answering on an open connection would take every later request with it, forever.
+   */
+  private checkAlive(session: http2.ClientHttp2Session): void {
+    if (session.destroyed || this.pinging.has(session)) return;
+    this.pinging.add(session);
+    const timer = setTimeout(() => session.destroy(), this.options.timeoutMs);
+    timer.unref();
+    const done = (err: Error | null) => {
+      clearTimeout(timer);
+      this.pinging.delete(session);
+      if (err) session.destroy();
+    };
+    try {
+      if (!session.ping(done)) done(new Error('ping not sent'));
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
   private exchange(req: Http2Request, gate: RequestGate): Promise<Http2Answer> {
     return new Promise<Http2Answer>((resolve, reject) => {
       if (gate.error) return reject(gate.error);
       let stream: http2.ClientHttp2Stream;
+      let session: http2.ClientHttp2Session;
       try {
-        stream = this.currentSession().request({
+        session = this.currentSession();
+        stream = session.request({
           ':method': req.method ?? 'POST',
           ':path': req.path,
           ...req.headers,
@@ -182,6 +211,7 @@ export class Http2Client {
       }
       gate.onEnd = (err) => {
         stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (err.kind === 'timeout') this.checkAlive(session);
         reject(err);
       };
       let status = 0;

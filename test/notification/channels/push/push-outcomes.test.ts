@@ -113,6 +113,23 @@ describe('FCM v1 outcome table', () => {
     expect(FCM_V1_OUTCOMES.filter((r) => !used.has(r))).toEqual([]);
   });
 
+  it('takes the delay of a Retry-After on 429 and 5xx, in seconds or as an HTTP date', () => {
+    const quota = classifyFcmV1Answer(429, fcmError(429, 'RESOURCE_EXHAUSTED', 'quota'), [], {
+      'retry-after': '7',
+    });
+    expect([quota.class, quota.retryAfterMs]).toEqual(['rate_limited', 7000]);
+    const at = new Date(Date.now() + 60_000).toUTCString();
+    const busy = classifyFcmV1Answer(503, fcmError(503, 'UNAVAILABLE', 'busy'), [], { 'retry-after': at });
+    expect(busy.class).toBe('retryable');
+    expect(busy.retryAfterMs).toBeGreaterThan(50_000);
+    expect(classifyFcmV1Answer(503, fcmError(503, 'UNAVAILABLE', 'busy')).retryAfterMs).toBeUndefined();
+    // A permanent answer never carries a delay, whatever its headers say.
+    const refused = classifyFcmV1Answer(400, fcmError(400, 'INVALID_ARGUMENT', 'bad'), [], {
+      'retry-after': '7',
+    });
+    expect(refused.retryAfterMs).toBeUndefined();
+  });
+
   it('scrubs secrets from provider text', () => {
     const outcome = classifyFcmV1Answer(400, fcmError(400, 'INVALID_ARGUMENT', 'bad token ya29.secret'), [
       'ya29.secret',

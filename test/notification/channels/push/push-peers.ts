@@ -170,8 +170,10 @@ export interface FcmPeer {
   requests: FcmRequest[];
   /** Device tokens answered UNREGISTERED (v1) / NotRegistered (legacy). */
   unregistered: Set<string>;
-  /** Custom v1 answer: status and body. */
-  respond: ((req: FcmRequest) => { status: number; body: unknown } | undefined) | undefined;
+  /** Custom v1 answer: status, body and extra headers (Retry-After). */
+  respond:
+    | ((req: FcmRequest) => { status: number; body: unknown; headers?: Record<string, string> } | undefined)
+    | undefined;
   close(): Promise<void>;
 }
 
@@ -244,8 +246,8 @@ export async function startFcmPeer(opts: {
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
-      const json = (status: number, body: unknown) => {
-        stream.respond({ ':status': status, 'content-type': 'application/json' });
+      const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+        stream.respond({ ':status': status, 'content-type': 'application/json', ...headers });
         stream.end(JSON.stringify(body));
       };
       const req: FcmRequest = {
@@ -276,7 +278,7 @@ export async function startFcmPeer(opts: {
         });
       }
       const custom = peer.respond?.(req);
-      if (custom) return json(custom.status, custom.body);
+      if (custom) return json(custom.status, custom.body, custom.headers);
       const token = (req.body.message as { token: string }).token;
       if (peer.unregistered.has(token)) {
         return json(404, {
