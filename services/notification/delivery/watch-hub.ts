@@ -23,6 +23,7 @@ import type { DeliveryConfig } from './config';
 import { DELIVERY_EVENTS_CHANNEL } from './database-store';
 import { matchesEventFilter, type DeliveryEvent, type DeliveryEventFilter } from './events';
 import type { DeliveryStore } from './store';
+import { BEHIND, CatchUpBuffer } from '../../../shared/streams/catch-up-buffer';
 
 /** Options of DeliveryWatchHub (`delivery.watch`). */
 export interface DeliveryWatchHubOptions {
@@ -72,79 +73,15 @@ export function parseDeliveryCursor(cursor: string): number {
   return Number(cursor);
 }
 
-const BEHIND = Symbol('behind');
-
-/** One open watch (the same buffer rules as the inbox hub's watcher). */
-class Watcher {
-  buffer: DeliveryEvent[] = [];
-  behind = false;
-  closed = false;
-  failure: Error | null = null;
-  lastDemandAt: number;
-  private wake: (() => void) | null = null;
-
+/** One open watch: the shared catch-up buffer (as the inbox hub's), its caller and filter. */
+class Watcher extends CatchUpBuffer<DeliveryEvent> {
   constructor(
     readonly scope: string,
     readonly filter: DeliveryEventFilter | undefined,
-    private readonly capacity: number,
+    capacity: number,
     now: number,
   ) {
-    this.lastDemandAt = now;
-  }
-
-  get room(): number {
-    return this.behind || this.closed ? 0 : this.capacity - this.buffer.length;
-  }
-
-  /** Offers an event; false when the reader has stalled (the watcher just failed). */
-  push(event: DeliveryEvent, now: number, stallMs: number): boolean {
-    if (this.closed) return true;
-    if (this.wake) this.lastDemandAt = now;
-    if (this.behind || this.buffer.length >= this.capacity) {
-      if (now - this.lastDemandAt >= stallMs) {
-        this.fail(
-          new ResourceExhaustedError('delivery watcher stopped reading; resume from the last cursor'),
-        );
-        return false;
-      }
-      // Everything dropped here is in the store; the reader reads it again.
-      this.buffer = [];
-      this.behind = true;
-      this.signal();
-      return true;
-    }
-    this.buffer.push(event);
-    this.signal();
-    return true;
-  }
-
-  fail(err: Error): void {
-    this.failure = err;
-    this.close();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.buffer = [];
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
-
-  async next(now: () => number): Promise<DeliveryEvent | typeof BEHIND | null> {
-    for (;;) {
-      if (this.failure) throw this.failure;
-      if (this.closed) return null;
-      this.lastDemandAt = now();
-      if (this.behind) return BEHIND;
-      const event = this.buffer.shift();
-      if (event) return event;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
+    super(capacity, now, 'delivery watcher stopped reading; resume from the last cursor');
   }
 }
 

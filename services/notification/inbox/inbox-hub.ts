@@ -27,6 +27,7 @@ import { PgNotificationListener } from '../../../shared/storage/pg-listener';
 import { INBOX_EVENTS_CHANNEL } from './database-store';
 import type { InboxStoreProtocol, StoredInboxEvent } from './store';
 import type { InboxEvent, WatchOptions } from './types';
+import { BEHIND, CatchUpBuffer } from '../../../shared/streams/catch-up-buffer';
 
 /** Options of InboxHub. */
 export interface InboxHubOptions {
@@ -83,82 +84,13 @@ export function toInboxEvent(e: StoredInboxEvent): InboxEvent {
   return event;
 }
 
-/** What Watcher.next() gives: an event, BEHIND (catch up from the store), or null once closed. */
-const BEHIND = Symbol('behind');
-
-class Watcher {
-  buffer: StoredInboxEvent[] = [];
-  /** Events were dropped (or never read): the reader must read the store after its last seq. */
-  behind = false;
-  closed = false;
-  failure: Error | null = null;
+/** One open watch: the shared catch-up buffer, and where a watch without a cursor starts. */
+class Watcher extends CatchUpBuffer<StoredInboxEvent> {
   /** The channel's seq when this watcher joined: where a watch without a cursor starts. */
   startSeq = 0;
-  /** The last time the reader asked for an event (or was given one). */
-  lastDemandAt: number;
-  private wake: (() => void) | null = null;
 
-  constructor(
-    private readonly capacity: number,
-    now: number,
-  ) {
-    this.lastDemandAt = now;
-  }
-
-  /** Free buffer slots (0 while behind: the reader is reading the store). */
-  get room(): number {
-    return this.behind || this.closed ? 0 : this.capacity - this.buffer.length;
-  }
-
-  /** Offers an event; returns false when the reader has stalled (the watcher just failed). */
-  push(event: StoredInboxEvent, now: number, stallMs: number): boolean {
-    if (this.closed) return true;
-    // A reader parked in next() is demanding events right now.
-    if (this.wake) this.lastDemandAt = now;
-    if (this.behind || this.buffer.length >= this.capacity) {
-      if (now - this.lastDemandAt >= stallMs) {
-        this.fail(new ResourceExhaustedError('inbox watcher stopped reading; resume from the last cursor'));
-        return false;
-      }
-      // Everything dropped here is in the store; the reader reads it again.
-      this.buffer = [];
-      this.behind = true;
-      this.signal();
-      return true;
-    }
-    this.buffer.push(event);
-    this.signal();
-    return true;
-  }
-
-  fail(err: Error): void {
-    this.failure = err;
-    this.close();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.buffer = [];
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
-
-  /** The next buffered event, BEHIND when the reader must read the store, null once closed. */
-  async next(now: () => number): Promise<StoredInboxEvent | typeof BEHIND | null> {
-    for (;;) {
-      if (this.failure) throw this.failure;
-      if (this.closed) return null;
-      this.lastDemandAt = now();
-      if (this.behind) return BEHIND;
-      const event = this.buffer.shift();
-      if (event) return event;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
+  constructor(capacity: number, now: number) {
+    super(capacity, now, 'inbox watcher stopped reading; resume from the last cursor');
   }
 }
 
