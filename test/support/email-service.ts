@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { grpcClient, unary, type GenericClient } from './grpc-clients';
+import { sendAll, type SendAllOptions } from './send-all';
 
 /** Where the delivery records live. */
 export type EmailStore = { url: string } | { dataDir: string } | 'memory';
@@ -94,34 +95,22 @@ export async function sendEmails(
   clients: GenericClient[],
   subjects: string[],
   concurrency: number,
-  options: { tolerateFailures?: boolean; onAck?: (sent: SentEmail) => void; stop?: () => boolean } = {},
+  options: SendAllOptions<SentEmail> = {},
 ): Promise<{ acked: SentEmail[]; failed: number }> {
-  const acked: SentEmail[] = [];
-  let failed = 0;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < subjects.length && !(options.stop?.() ?? false)) {
-        const i = next++;
-        const subject = subjects[i]!;
-        try {
-          const { response } = await unary<{ deliveryId: string; messageId: string }>(
-            clients[i % clients.length]!,
-            'sendEmail',
-            emailRequest(subject),
-            { deadlineMs: 30_000 },
-          );
-          const sent = { subject, deliveryId: response.deliveryId, messageId: response.messageId };
-          acked.push(sent);
-          options.onAck?.(sent);
-        } catch (err) {
-          if (!options.tolerateFailures) throw err;
-          failed++;
-        }
-      }
-    }),
+  return sendAll(
+    subjects,
+    concurrency,
+    async (subject, i) => {
+      const { response } = await unary<{ deliveryId: string; messageId: string }>(
+        clients[i % clients.length]!,
+        'sendEmail',
+        emailRequest(subject),
+        { deadlineMs: 30_000 },
+      );
+      return { subject, deliveryId: response.deliveryId, messageId: response.messageId };
+    },
+    options,
   );
-  return { acked, failed };
 }
 
 /** DeliveryStatus values of the proto used here. */

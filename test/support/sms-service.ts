@@ -5,6 +5,7 @@
  */
 import { gatewayConfig, type TwilioPeer } from '../notification/channels/sms/twilio-peer';
 import { unary, type GenericClient } from './grpc-clients';
+import { sendAll, type SendAllOptions } from './send-all';
 
 /** The SMS backend every reliability test sends through. */
 export const SMS_BACKEND = 'gateway';
@@ -42,32 +43,20 @@ export async function sendSmses(
   clients: GenericClient[],
   bodies: string[],
   concurrency: number,
-  options: { tolerateFailures?: boolean; onAck?: (sent: SentSms) => void; stop?: () => boolean } = {},
+  options: SendAllOptions<SentSms> = {},
 ): Promise<{ acked: SentSms[]; failed: number }> {
-  const acked: SentSms[] = [];
-  let failed = 0;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < bodies.length && !(options.stop?.() ?? false)) {
-        const i = next++;
-        const body = bodies[i]!;
-        try {
-          const { response } = await unary<{ deliveryId: string }>(
-            clients[i % clients.length]!,
-            'sendSms',
-            { to: smsNumber(i), body },
-            { deadlineMs: 30_000 },
-          );
-          const sent = { body, deliveryId: response.deliveryId };
-          acked.push(sent);
-          options.onAck?.(sent);
-        } catch (err) {
-          if (!options.tolerateFailures) throw err;
-          failed++;
-        }
-      }
-    }),
+  return sendAll(
+    bodies,
+    concurrency,
+    async (body, i) => {
+      const { response } = await unary<{ deliveryId: string }>(
+        clients[i % clients.length]!,
+        'sendSms',
+        { to: smsNumber(i), body },
+        { deadlineMs: 30_000 },
+      );
+      return { body, deliveryId: response.deliveryId };
+    },
+    options,
   );
-  return { acked, failed };
 }
