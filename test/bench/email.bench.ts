@@ -8,7 +8,9 @@
  *    nodemailer's pooled transport (the same pool size as the service's backend) sending the same
  *    messages straight to the same peer, 64 in flight, in rounds alternating with the service's.
  *    Once with the memory store (target >= 0.9) and once with the database store on PostgreSQL
- *    (target >= 0.7).
+ *    (target >= 0.7). Then the memory store once more against nodemailer behind a bare gRPC server
+ *    in a process of its own (./grpc-hop-mailer.ts): the service's shape without the pipeline, so the
+ *    ratio is what the pipeline costs. The issue sets no target for it: reported.
  * 2. Durable enqueue: acknowledged `SendEmail`s per second with the peer paused (it holds every
  *    answer to DATA, so the service's few in-flight attempts hang and the rest stays queued: what is
  *    measured is the committed INSERT behind each acknowledgement). Baseline: raw `pg` single-row
@@ -21,7 +23,7 @@
  * email cannot keep up, whatever else runs on the machine (./cpu-accounting.ts).
  *
  * Environment (for profiling; `npm run bench` sets neither):
- * - EMAIL_BENCH_ROWS=memory,postgres,enqueue: run only these rows (all by default).
+ * - EMAIL_BENCH_ROWS=memory,hop,postgres,enqueue: run only these rows (all by default).
  * - EMAIL_BENCH_CPU_PROFILE=<dir>: CPU-profile every service process (cpu-profile-preload.ts); the
  *   profile is written to <dir>/<pid>.cpuprofile when the service exits.
  */
@@ -45,9 +47,11 @@ import {
   sendEmails,
   type EmailStore,
 } from '../support/email-service';
+import { type GenericClient } from '../support/grpc-clients';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess, type SmtpPeerProcess as SmtpPeer } from '../support/smtp-peer-process';
 import { CpuTally, pidSource, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
+import { startGrpcHopMailer } from './grpc-hop-mailer';
 import { compareThroughput, type BenchRow } from './measure';
 
 const IN_FLIGHT = 64;
@@ -144,14 +148,30 @@ function withServiceLog(err: unknown, service: ServiceProcess): Error {
   );
 }
 
-/** SendEmail (service) against nodemailer (direct) into one peer, alternating rounds. */
-async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, label: string, target: string) {
+/** What the service is measured against in a throughput row. */
+type Reference = 'nodemailer' | 'grpc-hop';
+
+/**
+ * SendEmail (service) against a reference into one peer, alternating rounds: nodemailer direct (the
+ * issue's baseline), or nodemailer behind a bare gRPC server (./grpc-hop-mailer.ts: the same shape
+ * without the pipeline, which tells what the pipeline itself costs).
+ */
+async function throughputRow(
+  peer: SmtpPeer,
+  store: EmailStore,
+  cwd: string,
+  label: string,
+  target: string,
+  reference: Reference = 'nodemailer',
+) {
   const service = await startService(peer, store, cwd);
   const pgPid = typeof store === 'object' && 'url' in store ? await postmasterPid(store.url) : undefined;
   const common = [selfSource('bench'), pidSource('smtp-peer', peer.pid)];
   if (pgPid !== undefined) common.push(processTreeSource('postgres', pgPid));
   const tally = new CpuTally();
   const client = notificationClient(service.grpcPort);
+  const hop = reference === 'grpc-hop' ? await startGrpcHopMailer(peer.port, POOL_SIZE, E2E_FROM) : undefined;
+  const hopClient = hop ? notificationClient(hop.grpcPort) : undefined;
   const transport = createTransport({
     host: '127.0.0.1',
     port: peer.port,
@@ -160,14 +180,15 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
     secure: false,
     ignoreTLS: true,
   });
+  /** One round through `client`, counted at the peer. */
+  const viaGrpc = async (through: GenericClient): Promise<number> => {
+    const before = await peer.count();
+    const started = performance.now();
+    await sendEmails([through], subjects(EMAILS_PER_ROUND), IN_FLIGHT);
+    await arrivals(peer, before + EMAILS_PER_ROUND);
+    return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
+  };
   try {
-    const viaService = async (): Promise<number> => {
-      const before = await peer.count();
-      const started = performance.now();
-      await sendEmails([client], subjects(EMAILS_PER_ROUND), IN_FLIGHT);
-      await arrivals(peer, before + EMAILS_PER_ROUND);
-      return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
-    };
     const direct = async (): Promise<number> => {
       const before = await peer.count();
       const list = subjects(EMAILS_PER_ROUND);
@@ -190,22 +211,31 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
       await arrivals(peer, before + EMAILS_PER_ROUND);
       return EMAILS_PER_ROUND / ((performance.now() - started) / 1000);
     };
+    const baseline =
+      hop && hopClient
+        ? accounted(tally, 'grpc-hop', EMAILS_PER_ROUND, [...common, pidSource('hop', hop.pid)], () =>
+            viaGrpc(hopClient),
+          )
+        : accounted(tally, 'nodemailer', EMAILS_PER_ROUND, common, direct);
     const result = await compareThroughput(
       accounted(
         tally,
         'service',
         EMAILS_PER_ROUND,
         [...common, pidSource('notification', service.child.pid)],
-        viaService,
+        () => viaGrpc(client),
       ),
-      accounted(tally, 'nodemailer', EMAILS_PER_ROUND, common, direct),
+      baseline,
       ROUNDS,
     ).catch((err: unknown) => {
       throw withServiceLog(err, service);
     });
+    const against = hop
+      ? `nodemailer pool of ${POOL_SIZE} behind a bare grpc-js server`
+      : `nodemailer pool of ${POOL_SIZE} direct`;
     return {
       detail: tally.format('email'),
-      name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs nodemailer pool of ${POOL_SIZE} direct)`,
+      name: `email SendEmail -> smtp-server, ${label}, ${IN_FLIGHT} in flight (emails/s vs ${against})`,
       value: Math.round(result.value),
       baseline: Math.round(result.baseline),
       ratio: Math.round(result.ratio * 100) / 100,
@@ -215,6 +245,8 @@ async function throughputRow(peer: SmtpPeer, store: EmailStore, cwd: string, lab
   } finally {
     transport.close();
     client.close();
+    hopClient?.close();
+    await hop?.stop();
     await service.stop('SIGTERM', 5000);
   }
 }
@@ -352,6 +384,7 @@ export async function runEmailBench(serverUrl: string): Promise<BenchRow[]> {
     const only = process.env.EMAIL_BENCH_ROWS?.split(',');
     const wanted = (row: string): boolean => !only || only.includes(row);
     if (wanted('memory')) add(await throughputRow(peer, 'memory', cwd, 'memory store', '>= 0.9'));
+    if (wanted('hop')) add(await throughputRow(peer, 'memory', cwd, 'memory store', 'report', 'grpc-hop'));
     if (wanted('postgres'))
       add(
         await withScratchDatabase(serverUrl, (url) =>
