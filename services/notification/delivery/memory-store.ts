@@ -2,7 +2,8 @@
  * InMemoryDeliveryStore: the `memory` store backend, for tests and throwaway runs. The same
  * semantics as DatabaseDeliveryStore (idempotency, leases, forward-only status, retention) in one
  * process; nothing survives a restart. Records are copied in and out, so callers never share state
- * with the store.
+ * with the store; the payload is cloned once on the way in and then frozen, so the copies out share it
+ * (read-only) instead of cloning it per read, claim and completion.
  */
 import {
   eventOf,
@@ -34,10 +35,61 @@ import {
   type DeliveryRecord,
 } from './types';
 
+/**
+ * Payloads held frozen (plain objects, arrays and primitives all the way down): a record's copy shares
+ * such a payload instead of cloning it on every read, claim and completion, since nobody can change it.
+ */
+const frozenPayloads = new WeakSet<object>();
+
+/**
+ * Deep-freezes `value` when it is plain JSON-like data (objects with the plain prototype, arrays,
+ * primitives) and answers whether it did. Anything else (a Date, bytes, a Map) leaves it unfrozen,
+ * and such a payload keeps being cloned per copy.
+ */
+function freezePlain(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return typeof value !== 'function';
+  if (frozenPayloads.has(value)) return true;
+  if (Array.isArray(value)) {
+    if (!value.every(freezePlain)) return false;
+  } else if (isPlainObject(value)) {
+    for (const key of Object.keys(value))
+      if (!freezePlain((value as Record<string, unknown>)[key])) return false;
+  } else return false;
+  Object.freeze(value);
+  frozenPayloads.add(value);
+  return true;
+}
+
+/**
+ * An object of the plain prototype, of any realm (structuredClone's objects may come from another one
+ * than this module's `Object.prototype`, as under jest), or of none.
+ */
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as { constructor?: unknown } | null;
+  if (proto === null) return true;
+  return (
+    Object.getPrototypeOf(proto) === null &&
+    typeof proto.constructor === 'function' &&
+    proto.constructor.name === 'Object'
+  );
+}
+
+/** The stored form of a caller's payload: a private clone, frozen when it is plain data. */
+function ownPayload(payload: unknown): unknown {
+  const own = structuredClone(payload);
+  freezePlain(own);
+  return own;
+}
+
+function copyPayload(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null || frozenPayloads.has(payload)) return payload;
+  return structuredClone(payload);
+}
+
 function copy(record: DeliveryRecord): DeliveryRecord {
   return {
     ...record,
-    payload: record.payload === null ? null : structuredClone(record.payload),
+    payload: copyPayload(record.payload),
     attempts: record.attempts.map((a) => ({ ...a })),
     suppressedRecipients: [...record.suppressedRecipients],
     receipts: record.receipts.map((r) => ({ ...r })),
@@ -226,7 +278,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       scope: input.scope,
       idempotencyKey: input.idempotencyKey,
       contentHash: input.contentHash,
-      payload: structuredClone(input.payload),
+      payload: ownPayload(input.payload),
       status: suppressed ? 'failed' : 'pending',
       attempts: [],
       nextAttemptAt: suppressed ? null : input.createdAt,
