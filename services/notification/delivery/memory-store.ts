@@ -41,23 +41,39 @@ import {
  */
 const frozenPayloads = new WeakSet<object>();
 
+const MAX_FROZEN_DEPTH = 32;
+/** Marks that a value is not plain data (bailing out of `frozenCopy`). */
+const NOT_PLAIN = Symbol('not plain');
+
 /**
- * Deep-freezes `value` when it is plain JSON-like data (objects with the plain prototype, arrays,
- * primitives) and answers whether it did. Anything else (a Date, bytes, a Map) leaves it unfrozen,
- * and such a payload keeps being cloned per copy.
+ * A deep copy of `value`, frozen, when it is plain JSON-like data (objects of the plain prototype,
+ * arrays, primitives), else NOT_PLAIN (a Date, bytes, a Map: such a payload is cloned per copy
+ * instead). One pass, several times cheaper than structuredClone for the small objects payloads are.
  */
-function freezePlain(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return typeof value !== 'function';
-  if (frozenPayloads.has(value)) return true;
+function frozenCopy(value: unknown, depth = 0): unknown {
+  if (typeof value !== 'object' || value === null) return typeof value === 'function' ? NOT_PLAIN : value;
+  // Deeper than any payload we build: a cycle, or a shape structuredClone is left to copy.
+  if (depth > MAX_FROZEN_DEPTH) return NOT_PLAIN;
+  let out: unknown[] | Record<string, unknown>;
   if (Array.isArray(value)) {
-    if (!value.every(freezePlain)) return false;
+    const list: unknown[] = [];
+    for (const item of value) {
+      const c = frozenCopy(item, depth + 1);
+      if (c === NOT_PLAIN) return NOT_PLAIN;
+      list.push(c);
+    }
+    out = list;
   } else if (isPlainObject(value)) {
-    for (const key of Object.keys(value))
-      if (!freezePlain((value as Record<string, unknown>)[key])) return false;
-  } else return false;
-  Object.freeze(value);
-  frozenPayloads.add(value);
-  return true;
+    const record: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) {
+      const c = frozenCopy((value as Record<string, unknown>)[key], depth + 1);
+      if (c === NOT_PLAIN) return NOT_PLAIN;
+      record[key] = c;
+    }
+    out = record;
+  } else return NOT_PLAIN;
+  frozenPayloads.add(Object.freeze(out));
+  return out;
 }
 
 /**
@@ -74,11 +90,10 @@ function isPlainObject(value: object): boolean {
   );
 }
 
-/** The stored form of a caller's payload: a private clone, frozen when it is plain data. */
+/** The stored form of a caller's payload: a private copy, frozen when it is plain data. */
 function ownPayload(payload: unknown): unknown {
-  const own = structuredClone(payload);
-  freezePlain(own);
-  return own;
+  const own = frozenCopy(payload);
+  return own === NOT_PLAIN ? structuredClone(payload) : own;
 }
 
 function copyPayload(payload: unknown): unknown {

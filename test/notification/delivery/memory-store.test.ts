@@ -112,4 +112,14 @@ describe('InMemoryDeliveryStore due index', () => {
     expect([...second.bytes]).toEqual([1, 2]);
     expect(second.at.getTime()).toBe(0);
   });
+
+  it('stores a cyclic payload as a clone (no freeze, no stack overflow)', async () => {
+    const store = new InMemoryDeliveryStore();
+    const payload: { i: number; self?: unknown } = { i: 1 };
+    payload.self = payload;
+    const { record } = await store.create({ ...newDelivery(1), payload });
+    const out = (await store.get(record.id))!.payload as typeof payload;
+    expect(out.self).toBe(out);
+    expect(out).not.toBe(payload);
+  });
 });
