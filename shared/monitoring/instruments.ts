@@ -160,6 +160,20 @@ export abstract class Metric {
   }
 
   /**
+   * The key of one series: the values of a resolved label set in the instrument's key order (so the
+   * order a caller wrote its labels in does not matter), each length-prefixed (no separator can clash).
+   */
+  protected seriesKey(resolved: Record<string, string> | undefined): string {
+    if (!resolved) return '';
+    let key = '';
+    for (const k of this.labelKeys!) {
+      const v = resolved[k]!;
+      key += `${v.length}:${v}`;
+    }
+    return key;
+  }
+
+  /**
    * The full label set for one call, or undefined for an instrument without labels. Fixes the label
    * keys (and creates the prom-client metric) on first use.
    */
@@ -272,11 +286,6 @@ export class Counter extends Metric {
   }
 }
 
-function labelKey(labels: Record<string, string> | undefined): string {
-  if (!labels) return '';
-  return JSON.stringify(Object.keys(labels).map((k) => [k, labels[k]]));
-}
-
 /** A value that goes up and down. */
 export class Gauge extends Metric {
   readonly type = 'gauge' as const;
@@ -286,7 +295,7 @@ export class Gauge extends Metric {
   record(value: number, labels?: Labels): void {
     checkValue(this.name, value);
     const resolved = this.resolveLabels(labels);
-    this.values.set(labelKey(resolved), value);
+    this.values.set(this.seriesKey(resolved), value);
     const prom = this.prom as Prom.Gauge | undefined;
     if (prom) {
       if (resolved) prom.set(resolved, value);
@@ -311,7 +320,7 @@ export class Gauge extends Metric {
 
   /** The current value for the label set (the unlabelled one by default); 0 when never set. */
   getValue(labels?: Labels): number {
-    return this.values.get(labelKey(this.resolveLabels(labels))) ?? 0;
+    return this.values.get(this.seriesKey(this.resolveLabels(labels))) ?? 0;
   }
 
   reset(): void {

@@ -2,7 +2,8 @@
  * InMemoryDeliveryStore: the `memory` store backend, for tests and throwaway runs. The same
  * semantics as DatabaseDeliveryStore (idempotency, leases, forward-only status, retention) in one
  * process; nothing survives a restart. Records are copied in and out, so callers never share state
- * with the store.
+ * with the store; the payload is cloned once on the way in and then frozen, so the copies out share it
+ * (read-only) instead of cloning it per read, claim and completion.
  */
 import {
   eventOf,
@@ -34,10 +35,76 @@ import {
   type DeliveryRecord,
 } from './types';
 
+/**
+ * Payloads held frozen (plain objects, arrays and primitives all the way down): a record's copy shares
+ * such a payload instead of cloning it on every read, claim and completion, since nobody can change it.
+ */
+const frozenPayloads = new WeakSet<object>();
+
+const MAX_FROZEN_DEPTH = 32;
+/** Marks that a value is not plain data (bailing out of `frozenCopy`). */
+const NOT_PLAIN = Symbol('not plain');
+
+/**
+ * A deep copy of `value`, frozen, when it is plain JSON-like data (objects of the plain prototype,
+ * arrays, primitives), else NOT_PLAIN (a Date, bytes, a Map: such a payload is cloned per copy
+ * instead). One pass, several times cheaper than structuredClone for the small objects payloads are.
+ */
+function frozenCopy(value: unknown, depth = 0): unknown {
+  if (typeof value !== 'object' || value === null) return typeof value === 'function' ? NOT_PLAIN : value;
+  // Deeper than any payload we build: a cycle, or a shape structuredClone is left to copy.
+  if (depth > MAX_FROZEN_DEPTH) return NOT_PLAIN;
+  let out: unknown[] | Record<string, unknown>;
+  if (Array.isArray(value)) {
+    const list: unknown[] = [];
+    for (const item of value) {
+      const c = frozenCopy(item, depth + 1);
+      if (c === NOT_PLAIN) return NOT_PLAIN;
+      list.push(c);
+    }
+    out = list;
+  } else if (isPlainObject(value)) {
+    const record: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) {
+      const c = frozenCopy((value as Record<string, unknown>)[key], depth + 1);
+      if (c === NOT_PLAIN) return NOT_PLAIN;
+      record[key] = c;
+    }
+    out = record;
+  } else return NOT_PLAIN;
+  frozenPayloads.add(Object.freeze(out));
+  return out;
+}
+
+/**
+ * An object of the plain prototype, of any realm (structuredClone's objects may come from another one
+ * than this module's `Object.prototype`, as under jest), or of none.
+ */
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as { constructor?: unknown } | null;
+  if (proto === null) return true;
+  return (
+    Object.getPrototypeOf(proto) === null &&
+    typeof proto.constructor === 'function' &&
+    proto.constructor.name === 'Object'
+  );
+}
+
+/** The stored form of a caller's payload: a private copy, frozen when it is plain data. */
+function ownPayload(payload: unknown): unknown {
+  const own = frozenCopy(payload);
+  return own === NOT_PLAIN ? structuredClone(payload) : own;
+}
+
+function copyPayload(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null || frozenPayloads.has(payload)) return payload;
+  return structuredClone(payload);
+}
+
 function copy(record: DeliveryRecord): DeliveryRecord {
   return {
     ...record,
-    payload: record.payload === null ? null : structuredClone(record.payload),
+    payload: copyPayload(record.payload),
     attempts: record.attempts.map((a) => ({ ...a })),
     suppressedRecipients: [...record.suppressedRecipients],
     receipts: record.receipts.map((r) => ({ ...r })),
@@ -226,7 +293,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       scope: input.scope,
       idempotencyKey: input.idempotencyKey,
       contentHash: input.contentHash,
-      payload: structuredClone(input.payload),
+      payload: ownPayload(input.payload),
       status: suppressed ? 'failed' : 'pending',
       attempts: [],
       nextAttemptAt: suppressed ? null : input.createdAt,

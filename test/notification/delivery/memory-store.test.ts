@@ -78,4 +78,48 @@ describe('InMemoryDeliveryStore due index', () => {
     const later = await claim(store, new Date(now.getTime() + 1000), 10);
     expect(later.map((r) => r.payload)).toEqual([{ i: 99_999 }]);
   });
+
+  it("never shares a caller's payload: the input is cloned, what comes out is read-only", async () => {
+    const store = new InMemoryDeliveryStore();
+    const payload = { i: 1, to: [{ email: 'a@example.com' }], when: 'x' };
+    const { record } = await store.create({ ...newDelivery(1), payload });
+    payload.to[0]!.email = 'changed@example.com';
+    payload.when = 'changed';
+    const [claimed] = await claim(store, new Date(base.getTime() + 100), 1);
+    expect(claimed!.payload).toEqual({ i: 1, to: [{ email: 'a@example.com' }], when: 'x' });
+    // Copies share the stored payload frozen: a write to it cannot change the store.
+    const out = claimed!.payload as { to: { email: string }[] };
+    expect(Object.isFrozen(out) && Object.isFrozen(out.to) && Object.isFrozen(out.to[0])).toBe(true);
+    expect(() => out.to.push({ email: 'y@example.com' })).toThrow(/not extensible/);
+    Reflect.set(out.to[0]!, 'email', 'x@example.com');
+    claimed!.attempts.push({ number: 1, startedAt: base, durationMs: 1, outcome: 'sent' });
+    expect((await store.get(record.id))!.attempts).toEqual([]);
+    expect((await store.get(record.id))!.payload).toEqual({
+      i: 1,
+      to: [{ email: 'a@example.com' }],
+      when: 'x',
+    });
+  });
+
+  it('clones, per copy, a payload that is not plain data (bytes, dates) instead of freezing it', async () => {
+    const store = new InMemoryDeliveryStore();
+    const payload = { bytes: new Uint8Array([1, 2]), at: new Date(0) };
+    const { record } = await store.create({ ...newDelivery(1), payload });
+    const first = (await store.get(record.id))!.payload as typeof payload;
+    first.bytes[0] = 9;
+    first.at.setTime(5);
+    const second = (await store.get(record.id))!.payload as typeof payload;
+    expect([...second.bytes]).toEqual([1, 2]);
+    expect(second.at.getTime()).toBe(0);
+  });
+
+  it('stores a cyclic payload as a clone (no freeze, no stack overflow)', async () => {
+    const store = new InMemoryDeliveryStore();
+    const payload: { i: number; self?: unknown } = { i: 1 };
+    payload.self = payload;
+    const { record } = await store.create({ ...newDelivery(1), payload });
+    const out = (await store.get(record.id))!.payload as typeof payload;
+    expect(out.self).toBe(out);
+    expect(out).not.toBe(payload);
+  });
 });

@@ -75,6 +75,20 @@ describe('Gauge', () => {
     expect(g.getValue({ q: 'b' })).toBe(7);
   });
 
+  it('keeps a label set as one series whatever order its labels are written in', () => {
+    const g = new Gauge('queue', '', undefined, { labelNames: ['q', 'r'] });
+    g.set(3, { q: 'a', r: 'b' });
+    g.increment(2, { r: 'b', q: 'a' });
+    // Values that would run together under a plain separator stay apart.
+    g.set(9, { q: 'a:b', r: '' });
+    g.set(4, { q: 'a', r: ':b' });
+    expect(g.getValue({ q: 'a', r: 'b' })).toBe(5);
+    expect(g.getValue({ r: 'b', q: 'a' })).toBe(5);
+    expect(g.getValue({ q: 'a:b', r: '' })).toBe(9);
+    expect(g.getValue({ q: 'a', r: ':b' })).toBe(4);
+    expect(g.getValue({ q: 'b', r: 'a' })).toBe(0);
+  });
+
   it('reset sets the value to zero', () => {
     const g = new Gauge('queue');
     g.set(4);

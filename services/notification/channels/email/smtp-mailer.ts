@@ -107,6 +107,10 @@ export class SmtpMailer implements MailerProtocol {
       html: p.html,
       headers: p.headers,
       messageId: p.messageId,
+      // The envelope nodemailer would derive from the From, To, Cc and Bcc headers, given outright: it
+      // then parses the addresses once (setEnvelope) instead of on each of its three getEnvelope calls
+      // per message. The addresses were validated and deduplicated by Mailable.
+      envelope: { from: this.fromEmail, to: envelopeRecipients(p) },
       attachments: p.attachments.map((a) => ({
         filename: a.filename,
         contentType: a.contentType,
@@ -191,6 +195,13 @@ function sentOutcome(info: SentInfo): SendOutcome {
     outcome.reason = `accepted for ${info.accepted?.length ?? 0} recipients, refused for ${rejected}`;
   }
   return outcome;
+}
+
+/** Every recipient address, in header order (to, cc, bcc), as the SMTP envelope lists them. */
+function envelopeRecipients(p: OutboundEmail): string[] {
+  const to: string[] = [];
+  for (const list of [p.to, p.cc, p.bcc]) for (const a of list) to.push(a.email);
+  return to;
 }
 
 function mailbox(a: EmailAddress): { name: string; address: string } {

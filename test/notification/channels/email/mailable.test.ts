@@ -1,6 +1,9 @@
 /**
  * Mailable: what it accepts, what it produces, and every refusal naming its field.
  */
+import { parseOneAddress } from 'email-addresses';
+import fc from 'fast-check';
+
 import { InvalidArgumentError } from '../../../../shared/errors';
 import {
   DEFAULT_MAILABLE_LIMITS,
@@ -255,5 +258,44 @@ describe('toOutboundEmail and outboundEmailProblem', () => {
     ],
   ])('names the problem of a damaged payload: %s', (_what, payload) => {
     expect(outboundEmailProblem(payload)).toEqual(expect.any(String));
+  });
+});
+
+describe('bare addresses (taken without the full parser)', () => {
+  const atext = fc.constantFrom(..."abcXYZ019!#$%&'*+/=?^_`{|}~-".split(''));
+  const atom = fc.array(atext, { minLength: 1, maxLength: 8 }).map((c) => c.join(''));
+  const local = fc.array(atom, { minLength: 1, maxLength: 4 }).map((a) => a.join('.'));
+  const ldh = fc.constantFrom(...'aZ09-'.split(''));
+  const label = fc
+    .tuple(fc.constantFrom('a', 'Q', '7'), fc.array(ldh, { maxLength: 6 }), fc.constantFrom('b', 'Z', '3'))
+    .map(([first, middle, last]) => first + middle.join('') + last);
+  const domain = fc.array(label, { minLength: 2, maxLength: 4 }).map((l) => l.join('.'));
+  const buildTo = (address: string) => Mailable.of({ ...valid, to: [address] }).build().to[0];
+
+  it('gives what the RFC 5322 parser gives for every address of the plain form', () => {
+    fc.assert(
+      fc.property(local, domain, (l, d) => {
+        const address = `${l}@${d}`;
+        const parsed = parseOneAddress({ input: address, rejectTLD: true, rfc6532: false });
+        expect(parsed).not.toBeNull();
+        expect(parsed!.type).toBe('mailbox');
+        expect(buildTo(address)).toEqual({ email: (parsed as { address: string }).address });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('still refuses what the lengths and the dot rule refuse', () => {
+    expect(refusal({ ...valid, to: [`${'a'.repeat(65)}@example.com`] }).field).toBe('to[0]');
+    expect(
+      refusal({
+        ...valid,
+        to: [`a@${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}.${'e'.repeat(70)}.com`],
+      }).field,
+    ).toBe('to[0]');
+    expect(refusal({ ...valid, to: ['a@localhost'] }).field).toBe('to[0]');
+    expect(refusal({ ...valid, to: ['a..b@example.com'] }).field).toBe('to[0]');
+    expect(refusal({ ...valid, to: ['a@-example.com'] }).field).toBe('to[0]');
+    expect(buildTo(`${'a'.repeat(64)}@example.com`)).toEqual({ email: `${'a'.repeat(64)}@example.com` });
   });
 });
