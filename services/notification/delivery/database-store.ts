@@ -781,33 +781,19 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     }
   }
 
+  /**
+   * One pass: one statement, `delivery_events_sequence` (migration 20261125000000): the advisory lock,
+   * the numbering from the counter row and the NOTIFY, in the statement's own transaction.
+   */
   private async sequenceBatch(): Promise<{ count: number; latest: number }> {
-    return this.knex.transaction(async (trx) => {
-      await trx.raw(`SELECT pg_advisory_xact_lock(hashtext('delivery_events'), 1)`);
-      const [row] = rows<{ count: string | number; latest: string | number | null }>(
-        await trx.raw(
-          `WITH pending AS (
-             SELECT id, row_number() OVER (ORDER BY id) AS n FROM delivery_events
-             WHERE seq IS NULL ORDER BY id LIMIT ?),
-           total AS (SELECT count(*) AS c FROM pending),
-           counter AS (
-             UPDATE delivery_event_counter SET last_seq = last_seq + (SELECT c FROM total)
-             WHERE id = 1 AND (SELECT c FROM total) > 0
-             RETURNING last_seq - (SELECT c FROM total) AS base),
-           numbered AS (
-             UPDATE delivery_events e SET seq = counter.base + pending.n
-             FROM pending, counter WHERE e.id = pending.id
-             RETURNING e.seq)
-           SELECT s.count, s.latest,
-             CASE WHEN s.count > 0 THEN pg_notify(?, s.latest::text) END AS notified
-           FROM (SELECT count(*) AS count, max(seq) AS latest FROM numbered) s`,
-          [this.sequencerBatchSize, DELIVERY_EVENTS_CHANNEL],
-        ),
-      );
-      // NOTIFY is delivered at commit, so no replica reads before the numbers are visible.
-      const count = toNumber(row?.count ?? 0);
-      const latest = row?.latest == null ? 0 : toNumber(row.latest);
-      return { count, latest };
-    });
+    const [row] = rows<{ sequenced: string | number | null; latest_seq: string | number | null }>(
+      await this.knex.raw('SELECT sequenced, latest_seq FROM delivery_events_sequence(?, ?)', [
+        this.sequencerBatchSize,
+        DELIVERY_EVENTS_CHANNEL,
+      ]),
+    );
+    const count = row?.sequenced == null ? 0 : toNumber(row.sequenced);
+    const latest = row?.latest_seq == null ? 0 : toNumber(row.latest_seq);
+    return { count, latest };
   }
 }
