@@ -455,15 +455,17 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
+    // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
+    // SKIP LOCKED) this method used to send, with its plan kept per connection.
     const claimed = rows<DeliveryRow>(
-      await this.knex.raw(
-        `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, updated_at = ?
-         WHERE id IN (
-           SELECT id FROM deliveries WHERE backend = ? AND channel = ? AND ${DUE}
-           ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [request.owner, until, at, request.backend, request.channel, at, at, request.limit],
-      ),
+      await this.knex.raw('SELECT * FROM delivery_claim(?, ?, ?, ?, ?, ?)', [
+        request.channel,
+        request.backend,
+        request.owner,
+        at,
+        until,
+        request.limit,
+      ]),
     ).map(rowToRecord);
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
@@ -537,35 +539,17 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         finished_at: final ? at : null,
       };
     });
+    // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
+    // the batch, each row only while its owner holds the lease and it is not final, plus the changed
+    // rows' events, with its plan kept per connection. The ids again as an array: the planner cannot
+    // see into jsonb_to_recordset (it guesses 100 rows) and, with the queued rows a large part of the
+    // table in its statistics, scanned the whole table for every batch; `id = ANY(array)` makes it a
+    // primary-key lookup of exactly these rows (README, "Throughput (issue 10)").
     const updated = rows<DeliveryRow>(
-      await this.knex.raw(
-        `WITH upd AS (UPDATE deliveries AS d SET
-           status = c.status,
-           attempts = d.attempts || c.attempt::jsonb,
-           next_attempt_at = c.next_attempt_at,
-           backend = COALESCE(c.backend, d.backend),
-           failure = c.failure,
-           last_error = c.last_error,
-           provider_reference = COALESCE(c.provider_reference, d.provider_reference),
-           lease_owner = NULL,
-           lease_expires_at = NULL,
-           updated_at = c.at,
-           sent_at = c.sent_at,
-           finished_at = c.finished_at
-         FROM jsonb_to_recordset(?::jsonb) AS c(id uuid, owner text, status text, attempt text,
-           next_attempt_at timestamptz, backend text, failure text, last_error text,
-           provider_reference text, at timestamptz, sent_at timestamptz, finished_at timestamptz)
-         WHERE d.id = c.id AND d.id = ANY(?::uuid[]) AND d.lease_owner = c.owner
-           AND d.status IN ('pending', 'retrying')
-         RETURNING d.*),
-         ev AS (${eventInsert('upd')})
-         SELECT * FROM upd`,
-        // The ids again as an array: the planner cannot see into jsonb_to_recordset (it guesses 100
-        // rows) and, with the queued rows a large part of the table in its statistics, scanned the
-        // whole table for every batch; `id = ANY(array)` makes it a primary-key lookup of exactly
-        // these rows (README, "Throughput (issue 10)").
-        [JSON.stringify(input), batch.map((c) => c.id)],
-      ),
+      await this.knex.raw('SELECT * FROM delivery_complete(?::jsonb, ?::uuid[])', [
+        JSON.stringify(input),
+        batch.map((c) => c.id),
+      ]),
     );
     const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
     return batch.map((c) => byId.get(c.id) ?? null);

@@ -25,6 +25,7 @@ export async function up(knex: Knex): Promise<void> {
     CREATE OR REPLACE FUNCTION delivery_events_sequence(p_batch integer, p_channel text,
       OUT sequenced bigint, OUT latest_seq bigint)
     LANGUAGE plpgsql VOLATILE
+    SET plan_cache_mode = force_generic_plan
     SET enable_bitmapscan = off
     SET enable_seqscan = off
     AS $fn$
