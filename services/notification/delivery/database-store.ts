@@ -8,6 +8,7 @@
  * its lease can never overwrite what the new owner recorded, and a record is never moved backwards.
  * (delivery/README.md records why this and not pg-boss or graphile-worker.)
  */
+import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
@@ -156,6 +157,11 @@ export interface DatabaseDeliveryStoreOptions {
   maxConcurrentBatches?: number;
   /** Events the sequencer numbers per transaction (delivery.watch.sequencer_batch_size; default 1000). */
   sequencerBatchSize?: number;
+  /**
+   * Least time between the starts of two sequencer passes while commits keep coming (default 25 ms):
+   * the commits of that window share one pass. A commit after a quiet spell is numbered at once.
+   */
+  sequencerIntervalMs?: number;
   /** Where sequencer failures are logged (they are retried by the next commit or the safety timer). */
   logger?: Logger;
 }
@@ -233,6 +239,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly log: Logger;
   private sequencing: Promise<void> | null = null;
   private sequenceAgain = false;
+  private readonly sequencerIntervalMs: number;
+  /** When the last pass started (performance.now()); -Infinity before the first. */
+  private lastPassAt = Number.NEGATIVE_INFINITY;
   private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
 
   constructor(
@@ -244,6 +253,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.maxConcurrentBatches =
       databaseEngine(knex) === 'pglite' ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
     this.sequencerBatchSize = Math.max(1, options.sequencerBatchSize ?? 1000);
+    this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
   }
 
@@ -445,15 +455,17 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
+    // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
+    // SKIP LOCKED) this method used to send, with its plan kept per connection.
     const claimed = rows<DeliveryRow>(
-      await this.knex.raw(
-        `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, updated_at = ?
-         WHERE id IN (
-           SELECT id FROM deliveries WHERE backend = ? AND channel = ? AND ${DUE}
-           ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [request.owner, until, at, request.backend, request.channel, at, at, request.limit],
-      ),
+      await this.knex.raw('SELECT * FROM delivery_claim(?, ?, ?, ?, ?, ?)', [
+        request.channel,
+        request.backend,
+        request.owner,
+        at,
+        until,
+        request.limit,
+      ]),
     ).map(rowToRecord);
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
@@ -527,35 +539,17 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         finished_at: final ? at : null,
       };
     });
+    // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
+    // the batch, each row only while its owner holds the lease and it is not final, plus the changed
+    // rows' events, with its plan kept per connection. The ids again as an array: the planner cannot
+    // see into jsonb_to_recordset (it guesses 100 rows) and, with the queued rows a large part of the
+    // table in its statistics, scanned the whole table for every batch; `id = ANY(array)` makes it a
+    // primary-key lookup of exactly these rows (README, "Throughput (issue 10)").
     const updated = rows<DeliveryRow>(
-      await this.knex.raw(
-        `WITH upd AS (UPDATE deliveries AS d SET
-           status = c.status,
-           attempts = d.attempts || c.attempt::jsonb,
-           next_attempt_at = c.next_attempt_at,
-           backend = COALESCE(c.backend, d.backend),
-           failure = c.failure,
-           last_error = c.last_error,
-           provider_reference = COALESCE(c.provider_reference, d.provider_reference),
-           lease_owner = NULL,
-           lease_expires_at = NULL,
-           updated_at = c.at,
-           sent_at = c.sent_at,
-           finished_at = c.finished_at
-         FROM jsonb_to_recordset(?::jsonb) AS c(id uuid, owner text, status text, attempt text,
-           next_attempt_at timestamptz, backend text, failure text, last_error text,
-           provider_reference text, at timestamptz, sent_at timestamptz, finished_at timestamptz)
-         WHERE d.id = c.id AND d.id = ANY(?::uuid[]) AND d.lease_owner = c.owner
-           AND d.status IN ('pending', 'retrying')
-         RETURNING d.*),
-         ev AS (${eventInsert('upd')})
-         SELECT * FROM upd`,
-        // The ids again as an array: the planner cannot see into jsonb_to_recordset (it guesses 100
-        // rows) and, with the queued rows a large part of the table in its statistics, scanned the
-        // whole table for every batch; `id = ANY(array)` makes it a primary-key lookup of exactly
-        // these rows (README, "Throughput (issue 10)").
-        [JSON.stringify(input), batch.map((c) => c.id)],
-      ),
+      await this.knex.raw('SELECT * FROM delivery_complete(?::jsonb, ?::uuid[])', [
+        JSON.stringify(input),
+        batch.map((c) => c.id),
+      ]),
     );
     const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
     return batch.map((c) => byId.get(c.id) ?? null);
@@ -771,7 +765,14 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   private async runSequencer(): Promise<void> {
     while (this.sequenceAgain) {
+      // Under load, wait out the interval since the last pass began: the commits meanwhile join this
+      // pass (each pass has a fixed cost of about 0.2 ms of PostgreSQL CPU plus a round trip, and
+      // numbered one or two events when every commit started its own). A watcher may see an event up
+      // to the interval later; a quiet spell's first commit does not wait.
+      const wait = this.lastPassAt + this.sequencerIntervalMs - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       this.sequenceAgain = false;
+      this.lastPassAt = performance.now();
       let numbered: number;
       do {
         const { count, latest } = await this.sequenceBatch();
@@ -781,33 +782,19 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     }
   }
 
+  /**
+   * One pass: one statement, `delivery_events_sequence` (migration 20261125000000): the advisory lock,
+   * the numbering from the counter row and the NOTIFY, in the statement's own transaction.
+   */
   private async sequenceBatch(): Promise<{ count: number; latest: number }> {
-    return this.knex.transaction(async (trx) => {
-      await trx.raw(`SELECT pg_advisory_xact_lock(hashtext('delivery_events'), 1)`);
-      const [row] = rows<{ count: string | number; latest: string | number | null }>(
-        await trx.raw(
-          `WITH pending AS (
-             SELECT id, row_number() OVER (ORDER BY id) AS n FROM delivery_events
-             WHERE seq IS NULL ORDER BY id LIMIT ?),
-           total AS (SELECT count(*) AS c FROM pending),
-           counter AS (
-             UPDATE delivery_event_counter SET last_seq = last_seq + (SELECT c FROM total)
-             WHERE id = 1 AND (SELECT c FROM total) > 0
-             RETURNING last_seq - (SELECT c FROM total) AS base),
-           numbered AS (
-             UPDATE delivery_events e SET seq = counter.base + pending.n
-             FROM pending, counter WHERE e.id = pending.id
-             RETURNING e.seq)
-           SELECT s.count, s.latest,
-             CASE WHEN s.count > 0 THEN pg_notify(?, s.latest::text) END AS notified
-           FROM (SELECT count(*) AS count, max(seq) AS latest FROM numbered) s`,
-          [this.sequencerBatchSize, DELIVERY_EVENTS_CHANNEL],
-        ),
-      );
-      // NOTIFY is delivered at commit, so no replica reads before the numbers are visible.
-      const count = toNumber(row?.count ?? 0);
-      const latest = row?.latest == null ? 0 : toNumber(row.latest);
-      return { count, latest };
-    });
+    const [row] = rows<{ sequenced: string | number | null; latest_seq: string | number | null }>(
+      await this.knex.raw('SELECT sequenced, latest_seq FROM delivery_events_sequence(?, ?)', [
+        this.sequencerBatchSize,
+        DELIVERY_EVENTS_CHANNEL,
+      ]),
+    );
+    const count = row?.sequenced == null ? 0 : toNumber(row.sequenced);
+    const latest = row?.latest_seq == null ? 0 : toNumber(row.latest_seq);
+    return { count, latest };
   }
 }

@@ -84,11 +84,14 @@ export class DatabaseSuppressionStore implements SuppressionStore {
 
   async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
     if (recipients.length === 0) return new Set();
+    // `= ANY(array)`, not `IN (SELECT jsonb_array_elements_text(...))`: the same lookup by the unique
+    // (channel, recipient) index, but a semi-join over a set-returning function took PostgreSQL 0.2 ms
+    // to plan on every call (pg_stat_statements.track_planning on the email bench), ten times the
+    // execution; the array form plans in a fraction of that.
     const found = rows<{ recipient: string }>(
       await this.knex.raw(
-        `SELECT recipient FROM suppressions
-         WHERE channel = ? AND recipient IN (SELECT jsonb_array_elements_text(?::jsonb))`,
-        [channel, JSON.stringify(recipients)],
+        'SELECT recipient FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
+        [channel, [...recipients]],
       ),
     );
     return new Set(found.map((r) => r.recipient));

@@ -12,6 +12,9 @@ import * as deliveryTraceParent from './20261123000500_delivery_trace_parent';
 import * as suppressions from './20261123100000_suppressions';
 import * as deliveryReceipts from './20261123110000_delivery_receipts';
 import * as deliveryEvents from './20261124000000_delivery_events';
+import * as deliveryEventSequencer from './20261125000000_delivery_event_sequencer';
+import * as deliveryHotStatements from './20261125000100_delivery_hot_statements';
+import * as deliveriesFillfactor from './20261125000200_deliveries_fillfactor';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -24,6 +27,9 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261123100000_suppressions', ...suppressions },
   { name: '20261123110000_delivery_receipts', ...deliveryReceipts },
   { name: '20261124000000_delivery_events', ...deliveryEvents },
+  { name: '20261125000000_delivery_event_sequencer', ...deliveryEventSequencer },
+  { name: '20261125000100_delivery_hot_statements', ...deliveryHotStatements },
+  { name: '20261125000200_deliveries_fillfactor', ...deliveriesFillfactor },
 ];
 
 /** The knex table that records which notification migrations ran. */

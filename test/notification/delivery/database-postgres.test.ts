@@ -168,6 +168,63 @@ function indexesIn(plan: PlanNode): string[] {
   return [...(plan['Index Name'] ? [plan['Index Name']] : []), ...(plan.Plans ?? []).flatMap(indexesIn)];
 }
 
+/**
+ * A statement that runs inside a PL/pgSQL function (a plan EXPLAIN of the call cannot show): its text
+ * as the database holds it, the function's parameters as $1..$n in their declared order (the order
+ * the store binds them in), and the settings the function runs under (its SET clauses).
+ */
+async function functionStatement(
+  client: Client,
+  name: string,
+  params: readonly string[],
+): Promise<{ sql: string; settings: string[] }> {
+  const { rows } = await client.query<{ prosrc: string; proconfig: string[] | null }>(
+    'SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1',
+    [name],
+  );
+  const body = rows[0]!.prosrc;
+  const statement = body.slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'));
+  return {
+    sql: params.reduce((sql, param, i) => sql.replaceAll(param, `$${i + 1}`), statement),
+    settings: rows[0]!.proconfig ?? [],
+  };
+}
+
+/**
+ * The index names in the plan PostgreSQL runs `sql` with under the function's own settings: a
+ * prepared statement, so `plan_cache_mode = force_generic_plan` gives the generic plan (EXPLAIN of the
+ * statement itself would plan with the bound values).
+ */
+async function indexesOfPlan(
+  client: Client,
+  statement: { sql: string; settings: string[] },
+  bindings: unknown[],
+): Promise<string[]> {
+  await client.query('BEGIN');
+  try {
+    for (const setting of statement.settings) {
+      const eq = setting.indexOf('=');
+      await client.query(`SET LOCAL ${setting.slice(0, eq)} = '${setting.slice(eq + 1)}'`);
+    }
+    await client.query(`PREPARE plan_probe AS ${statement.sql}`);
+    // EXECUTE takes no bind parameters: the store's bindings as literals.
+    const literal = (v: unknown) =>
+      client.escapeLiteral(
+        Array.isArray(v) ? `{${v.join(',')}}` : v instanceof Date ? v.toISOString() : String(v),
+      );
+    const args = bindings.map(literal).join(', ');
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE plan_probe${args ? `(${args})` : ''}`,
+    );
+    return indexesIn(rows[0]!['QUERY PLAN'][0].Plan);
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+  }
+}
+
+const CLAIM_PARAMS = ['p_channel', 'p_backend', 'p_owner', 'p_now', 'p_until', 'p_limit'];
+
 describe('query plans on PostgreSQL', () => {
   it('when 20,000 deliveries are final, claiming and the queue gauges read only the queued-rows index', async () => {
     const knex = await pool();
@@ -199,15 +256,72 @@ describe('query plans on PostgreSQL', () => {
     await client.connect();
     try {
       for (const query of captured) {
-        const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-          `EXPLAIN (FORMAT JSON) ${query.sql}`,
-          query.bindings,
-        );
-        expect(indexesIn(rows[0]!['QUERY PLAN'][0].Plan)).toContain('deliveries_due_idx');
+        const statement = query.sql.includes('delivery_claim(')
+          ? await functionStatement(client, 'delivery_claim', CLAIM_PARAMS)
+          : { sql: query.sql, settings: [] };
+        // The function runs its generic plan (force_generic_plan); the plain statement a custom one.
+        expect(await indexesOfPlan(client, statement, query.bindings)).toContain('deliveries_due_idx');
       }
     } finally {
       await client.end();
     }
     expect(captured).toHaveLength(2);
+  });
+
+  it('recording outcomes looks up exactly their rows by primary key, not the queue, in the generic plan', async () => {
+    const knex = await pool();
+    // 20,000 rows, 1,000 of them queued: a plan that read the queue would show it.
+    await knex.raw(`
+      INSERT INTO deliveries (id, channel, backend, masked_recipient, scope, content_hash, status,
+        next_attempt_at, created_at, updated_at, finished_at)
+      SELECT gen_random_uuid(), 'email', 'complete-plan', '***', 's', 'h',
+        CASE WHEN g % 20 = 0 THEN 'pending' ELSE 'sent' END,
+        CASE WHEN g % 20 = 0 THEN now() ELSE NULL END, now(), now(),
+        CASE WHEN g % 20 = 0 THEN NULL ELSE now() END
+      FROM generate_series(1, 20000) AS g`);
+    await knex.raw('ANALYZE deliveries');
+    const store = new DatabaseDeliveryStore(knex);
+    const [claimed] = await store.claim({
+      channel: 'email',
+      backend: 'complete-plan',
+      owner: 'y',
+      now: new Date(),
+      leaseMs: 60_000,
+      limit: 1,
+    });
+    expect(claimed).toBeDefined();
+    const captured: { sql: string; bindings: unknown[] }[] = [];
+    const listener = (q: { sql: string; bindings?: unknown[] }) =>
+      captured.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    knex.on('query', listener);
+    const done = await store.completeAttempt(claimed!.id, 'y', {
+      attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+      status: 'sent',
+      nextAttemptAt: null,
+      now: new Date(),
+    });
+    knex.removeListener('query', listener);
+    expect(done?.status).toBe('sent');
+    expect(captured).toHaveLength(1);
+    expect(captured[0]!.sql).toContain('delivery_complete(');
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      // `open_statuses` is the function's variable: a parameter of the plan as well.
+      const statement = await functionStatement(client, 'delivery_complete', [
+        'p_outcomes',
+        'p_ids',
+        'open_statuses',
+      ]);
+      expect(statement.settings).toContain('plan_cache_mode=force_generic_plan');
+      const indexes = await indexesOfPlan(client, statement, [
+        ...captured[0]!.bindings,
+        ['pending', 'retrying'],
+      ]);
+      expect(indexes).toContain('deliveries_pkey');
+      expect(indexes).not.toContain('deliveries_due_idx');
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -260,4 +260,42 @@ describe('DeliveryWatchHub on PostgreSQL', () => {
     );
     expect(await store.latestEventSeq()).toBe(before + 100);
   });
+
+  it('while commits keep coming, passes start at least the interval apart: the commits meanwhile share one pass, in commit order', async () => {
+    // Its own store: a 2 s interval, so the two sends below surely land inside it.
+    const coalescing = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 2_000 });
+    const passes: number[] = [];
+    coalescing.onEventsSequenced((latest) => passes.push(latest));
+    const driver = new ScriptedDriver(newBackend(), 'sms');
+    const scope = `scope-${randomUUID()}`;
+    const { pipeline } = buildPipeline(coalescing, [driver]);
+    const send = async () =>
+      (
+        await pipeline.submit({
+          channel: 'sms',
+          backend: driver.name,
+          recipient: '+15551234567',
+          payload: {},
+          scope,
+        })
+      ).delivery.id;
+    const seqOf = async () =>
+      new Map(
+        (await coalescing.eventsAfter({ scopes: [scope], after: 0, limit: 10 })).map((e) => [
+          e.deliveryId,
+          e.seq,
+        ]),
+      );
+    // The first commit after a quiet spell is numbered by a pass of its own, without waiting.
+    const a = await send();
+    await waitFor(() => passes.length >= 1, 'the first pass');
+    const b = await send();
+    const c = await send();
+    await waitFor(() => passes.length >= 2, 'the second pass');
+    const seqs = await seqOf();
+    expect(seqs.get(b)).toBeGreaterThan(seqs.get(a)!);
+    expect(seqs.get(c)).toBe(seqs.get(b)! + 1);
+    // One pass numbered b and c together: no pass ended at b's seq.
+    expect(passes.filter((latest) => latest >= seqs.get(b)!)).toEqual([seqs.get(c)]);
+  });
 });
