@@ -18,6 +18,18 @@ import type { SuppressionReason } from './suppression';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** `find`'s answer for our id of a delivery that the receipt's backend never carried. */
+const FOREIGN = Symbol('foreign delivery');
+
+/**
+ * True when `backend` carried (or carries) the delivery: it is the record's backend, or one of its
+ * attempts went through it (a provider that accepted a message whose answer was lost, before a
+ * failover, still reports on it).
+ */
+function carriedBy(record: DeliveryRecord, backend: string): boolean {
+  return record.backend === backend || record.attempts.some((a) => a.backend === backend);
+}
+
 /** Where a receipt came from: the backend whose key verified it. */
 export interface ReceiptSource {
   channel: Channel;
@@ -85,6 +97,21 @@ export class ReceiptRecorder {
    */
   async record(source: ReceiptSource, verified: VerifiedReceipt): Promise<RecordOutcome> {
     const record = await this.find(source, verified);
+    if (record === FOREIGN) {
+      // Our id of a delivery another backend carried: this backend's key does not speak for it, nor
+      // for its recipient. Nothing is applied or suppressed.
+      this.metrics.receipts.inc({
+        provider: source.provider,
+        backend: source.backend,
+        type: verified.type,
+        outcome: 'foreign_backend',
+      });
+      this.log.warn(
+        { deliveryId: verified.deliveryId, backend: source.backend, event: verified.receipt.event },
+        'receipt names a delivery of another backend: ignored',
+      );
+      return 'foreign_backend';
+    }
     let outcome: RecordOutcome = 'unknown_message';
     if (record) {
       const applied = await this.store.applyReceipt(record.id, verified.receipt, this.clock());
@@ -131,12 +158,19 @@ export class ReceiptRecorder {
     return this.sink.remove(channel, recipient);
   }
 
-  private async find(source: ReceiptSource, v: VerifiedReceipt): Promise<DeliveryRecord | null> {
+  /**
+   * The delivery the receipt is about, only among the deliveries of the backend it came through;
+   * FOREIGN when our id names a delivery of another backend (or channel).
+   */
+  private async find(
+    source: ReceiptSource,
+    v: VerifiedReceipt,
+  ): Promise<DeliveryRecord | typeof FOREIGN | null> {
     const { channel } = source;
     // Our id is only trusted as a UUID (anything else cannot be ours, and never reaches SQL as one).
     if (v.deliveryId !== undefined && UUID.test(v.deliveryId)) {
       const byId = await this.store.get(v.deliveryId.toLowerCase());
-      if (byId && byId.channel === channel) return byId;
+      if (byId) return byId.channel === channel && carriedBy(byId, source.backend) ? byId : FOREIGN;
     }
     if (v.providerReference !== undefined && v.providerReference !== '') {
       // Only the backend whose key verified the receipt: references are unique per provider account,

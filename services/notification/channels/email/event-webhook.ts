@@ -15,7 +15,12 @@ import { sendJson } from '../../../../shared/http/json';
 import { sendJsonError } from '../../../../shared/http/errors';
 import type { Route } from '../../../../shared/http/routes';
 import type { FailureKind, IncomingReceipt } from '../../delivery';
-import type { ReceiptRecorder, ReceiptSource, VerifiedReceipt } from '../../delivery/receipt-recorder';
+import type {
+  ReceiptRecorder,
+  ReceiptSource,
+  RecordOutcome,
+  VerifiedReceipt,
+} from '../../delivery/receipt-recorder';
 import type { SuppressionReason } from '../../delivery/suppression';
 import {
   EMAIL_EVENTS_WEBHOOK_PATH,
@@ -190,10 +195,14 @@ export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
           return;
         }
         // Beyond the cap, events are answered as skipped, never read (the body limit bounds it anyway).
-        const counts = {
+        const counts: Record<RecordOutcome | 'skipped', number> = {
           verified: 0,
           duplicate: 0,
           unknown_message: 0,
+          foreign_backend: 0,
+          replay: 0,
+          unsupported_sender: 0,
+          failed: 0,
           skipped: Math.max(0, events.length - MAX_EVENTS_PER_BATCH),
         };
         // One after the other: events of one message in a batch are in the provider's order.
