@@ -4,7 +4,8 @@
  * lift a STOP. The service remembers the MessageSid of every inbound message and the MessageSid and
  * MessageStatus of every status callback (per backend); one seen before is answered 200 (the
  * provider must not retry it), applies nothing and is counted `replay`. Real app with its real
- * suppression list and replay store, on the memory store and on real PostgreSQL.
+ * suppression list and replay store, on the memory store and on real PostgreSQL. A signed inbound
+ * message from a sender that is not a phone number is answered 200 and ignored, counted.
  */
 import { DeliveryStatus } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { createTestDatabase } from '../../support/database';
@@ -117,6 +118,20 @@ describe.each([
     expect((await inbound(noSid)).status).toBe(200);
     expect(await optedOut('+15557650003')).toBe(false);
     expect(await count('verified', 'inbound_stop')).toBe(before);
+  });
+
+  it('when a signed inbound STOP comes from a WhatsApp id or an alphanumeric sender, it is 200, ignored and counted', async () => {
+    const before = await count('unsupported_sender');
+    for (const from of ['whatsapp:+15557650009', 'ACMEBANK', '', '😀漢字שלום']) {
+      const answer = await inbound(message(from, 'STOP'));
+      expect(answer.status).toBe(200);
+      expect(answer.body).toContain('<Response>');
+    }
+    expect(await count('unsupported_sender')).toBe(before + 4);
+    expect(await optedOut('+15557650009')).toBe(false);
+    // A real number in the same form still works.
+    expect((await inbound(message('+1 (555) 765-0010', 'STOP'))).status).toBe(200);
+    expect(await optedOut('+15557650010')).toBe(true);
   });
 
   it('when a signed 21610 status callback is replayed after START, the number stays opted in and the record is unchanged', async () => {
