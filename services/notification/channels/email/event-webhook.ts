@@ -8,6 +8,10 @@
  * `event_webhook_public_key`. A timestamp more than `webhooks.max_age_seconds` from now is refused, so
  * a captured batch cannot be replayed later; within the window a replay is a duplicate (same
  * `sg_event_id`) and changes nothing.
+ *
+ * Each event of a batch is applied on its own: one that cannot be applied is counted `failed` and the
+ * others still are. The answer is 200 unless an event failed for a reason that may pass (the store
+ * could not be reached): then 503, and the provider sends the batch again.
  */
 import { createPublicKey, createVerify, type KeyObject } from 'node:crypto';
 
@@ -205,11 +209,31 @@ export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
           failed: 0,
           skipped: Math.max(0, events.length - MAX_EVENTS_PER_BATCH),
         };
-        // One after the other: events of one message in a batch are in the provider's order.
+        // One after the other: events of one message in a batch are in the provider's order. Each on
+        // its own: one that cannot be applied never keeps the others from being applied.
+        let retry = false;
         for (const value of events.slice(0, MAX_EVENTS_PER_BATCH)) {
           const verified = parseEvent(value);
-          if (!verified) counts.skipped++;
-          else counts[await opts.recorder.record(backend.source, verified)]++;
+          if (!verified) {
+            counts.skipped++;
+            continue;
+          }
+          try {
+            counts[await opts.recorder.record(backend.source, verified)]++;
+          } catch {
+            // Counted and logged by the recorder; it may pass later (the store could not be reached).
+            counts.failed++;
+            retry = true;
+          }
+        }
+        if (retry) {
+          // The provider sends the batch again; what was applied is then a duplicate.
+          sendJsonError(
+            res,
+            'unavailable',
+            'some events could not be applied now; send the batch again later',
+          );
+          return;
         }
         sendJson(res, 200, counts);
       },
