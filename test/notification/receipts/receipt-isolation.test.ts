@@ -133,8 +133,10 @@ describe('a SendGrid event batch with events that cannot be applied', () => {
 
 class FlakySink implements SuppressionSink {
   added: SuppressionEntry[] = [];
+  down = true;
   async add(entry: SuppressionEntry) {
-    if (entry.recipient.startsWith('down')) throw new Error('connection terminated unexpectedly');
+    if (this.down && entry.recipient.startsWith('down'))
+      throw new Error('connection terminated unexpectedly');
     this.added.push(entry);
     return true;
   }
@@ -164,5 +166,15 @@ describe('a SendGrid event batch with an event whose suppression may succeed lat
     expect((await get(n, b.id)).status).toBe(DeliveryStatus.UNDELIVERED);
     expect(sink.added.map((e) => e.recipient)).toEqual(['up@example.com']);
     expect(await failedCount(n)).toBe(1);
+
+    // The provider sends the batch again once the list is back: the failed event is taken (its id
+    // was not kept as seen; its receipt is a duplicate in the history, its suppression now lands),
+    // the applied one is a replay.
+    sink.down = false;
+    const retried = await postEvents(`${n.baseUrl}/webhooks/email/sendgrid/events`, batch, keys.privateKey);
+    expect(retried.status).toBe(200);
+    expect(JSON.parse(retried.body)).toMatchObject({ duplicate: 1, replay: 1 });
+    expect(sink.added.map((e) => e.recipient)).toEqual(['up@example.com', 'down@example.com']);
+    expect((await get(n, a.id)).status).toBe(DeliveryStatus.UNDELIVERED);
   });
 });

@@ -6,8 +6,10 @@
  * Verified by the ECDSA P-256 signature in `X-Twilio-Email-Event-Webhook-Signature` (base64 DER) over
  * the `X-Twilio-Email-Event-Webhook-Timestamp` header followed by the raw body, against the backend's
  * `event_webhook_public_key`. A timestamp more than `webhooks.max_age_seconds` from now is refused, so
- * a captured batch cannot be replayed later; within the window a replay is a duplicate (same
- * `sg_event_id`) and changes nothing.
+ * a captured batch cannot be replayed later; within the window a replayed event is a duplicate (same
+ * `sg_event_id`) and moves nothing, and an event that suppresses an address (bounce, complaint,
+ * unsubscribe) is taken once (its id is remembered like a Twilio callback's), so a replay cannot put
+ * back a suppression lifted since.
  *
  * Each event of a batch is applied on its own: one that cannot be applied is counted `failed` and the
  * others still are. The answer is 200 unless an event failed for a reason that may pass (the store
@@ -219,7 +221,17 @@ export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
             continue;
           }
           try {
-            counts[await opts.recorder.record(backend.source, verified)]++;
+            // An event that suppresses is taken once: replayed within the signed window, it would put
+            // back an address an operator lifted since. Others change nothing when repeated.
+            counts[
+              verified.suppress
+                ? await opts.recorder.recordOnce(
+                    backend.source,
+                    `event:${verified.receipt.eventId}`,
+                    verified,
+                  )
+                : await opts.recorder.record(backend.source, verified)
+            ]++;
           } catch {
             // Counted and logged by the recorder; it may pass later (the store could not be reached).
             counts.failed++;
