@@ -28,9 +28,10 @@ export const WebhooksConfigSchema = z
     /** The largest receipt body accepted; larger is 413 and is not read. */
     max_body_bytes: positiveInt().default(DEFAULT_WEBHOOK_MAX_BODY_BYTES),
     /**
-     * How long the id of a taken callback (Twilio MessageSid, MessageSid + MessageStatus) is kept, so
-     * the same signed callback posted again is refused as a replay (inbound-replay.ts). At least the
-     * provider's retry window; a replay older than this is taken as new.
+     * How long the id of a taken callback (an inbound Twilio MessageSid, a status callback's
+     * MessageSid and MessageStatus, a suppressing SendGrid event's sg_event_id) is kept, so the same
+     * signed callback posted again is refused as a replay (inbound-replay.ts). At least the provider's
+     * retry window; a replay older than this is taken as new.
      */
     replay_retention_hours: positiveInt(24 * 366).default(DEFAULT_REPLAY_RETENTION_HOURS),
     /**
