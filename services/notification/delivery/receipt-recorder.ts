@@ -2,8 +2,10 @@
  * ReceiptRecorder: the one place a verified provider receipt enters the delivery area. The channel
  * webhooks (channels/sms/sms-webhooks.ts, channels/email/event-webhook.ts) verify the provider's
  * signature and parse its protocol; this finds the delivery (our delivery id when the provider echoes
- * it, else the provider's message id), folds the receipt into it through the store, counts it, and
- * hands recipients who must not be contacted again to the SuppressionSink.
+ * it, else the provider's message id), only among the deliveries of the backend whose key verified
+ * it, folds the receipt into it through the store, counts it, and hands recipients who must not be
+ * contacted again to the SuppressionSink. Callbacks without a signed timestamp are taken once (the
+ * inbound replay store); a receipt that cannot be applied never blocks the others.
  */
 import type { Registry } from 'prom-client';
 import { DomainError } from '../../../shared/errors';
@@ -126,9 +128,10 @@ export class ReceiptRecorder {
   }
 
   /**
-   * `record` for a callback that carries no signed timestamp (Twilio status callbacks): the first
-   * time `id` arrives on this backend within the retention it is recorded; again, it is a `replay`:
-   * counted, nothing applied. An id whose receipt failed is forgotten, so the provider's retry counts.
+   * `record` for a callback that must be taken once (a Twilio status callback, which carries no
+   * signed timestamp; an email event that suppresses): the first time `id` arrives on this backend
+   * within the retention it is recorded; again, it is a `replay`: counted, nothing applied. An id whose
+   * receipt failed is forgotten, so the provider's retry counts.
    */
   async recordOnce(source: ReceiptSource, id: string, verified: VerifiedReceipt): Promise<RecordOutcome> {
     return this.once(source, id, verified.type, () => this.record(source, verified));
@@ -180,7 +183,18 @@ export class ReceiptRecorder {
     type: string,
     apply: () => Promise<RecordOutcome>,
   ): Promise<RecordOutcome> {
-    if (!(await this.replays.remember(source.backend, id))) {
+    let first: boolean;
+    try {
+      first = await this.replays.remember(source.backend, id);
+    } catch (err) {
+      this.count(source, type, 'failed');
+      this.log.warn(
+        { err, backend: source.backend, type },
+        'could not check a provider callback for a replay',
+      );
+      throw err; // the provider retries it
+    }
+    if (!first) {
       this.count(source, type, 'replay');
       this.log.info({ backend: source.backend, type }, 'replayed provider callback refused');
       return 'replay';
