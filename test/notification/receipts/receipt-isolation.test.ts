@@ -4,7 +4,8 @@
  * full) is counted `failed` and logged, the events after it are still applied, and the batch is
  * answered 200 so the provider does not send it again and again. When an event fails for a reason
  * that may pass (the list could not be reached), the rest is still applied and the answer is 503, so
- * the provider retries the batch later. Real app, real SendGrid v3 stand-in, signed batches.
+ * the provider retries the batch later. A single Twilio status callback follows the same rule. Real
+ * app, real SendGrid v3 and Twilio stand-ins, signed requests.
  */
 import { DeliveryStatus } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import type {
@@ -19,6 +20,7 @@ import {
   type RunningNotificationApp,
 } from '../../support/notification-app';
 import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { gatewayConfig, postSignedForm, startTwilioPeer, type TwilioPeer } from '../channels/sms/twilio-peer';
 
 const TOKEN = 'token-receipt-isolation-0123456789';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -176,5 +178,54 @@ describe('a SendGrid event batch with an event whose suppression may succeed lat
     expect(JSON.parse(retried.body)).toMatchObject({ duplicate: 1, replay: 1 });
     expect(sink.added.map((e) => e.recipient)).toEqual(['up@example.com', 'down@example.com']);
     expect((await get(n, a.id)).status).toBe(DeliveryStatus.UNDELIVERED);
+  });
+});
+
+describe('a Twilio status callback whose suppression cannot be applied', () => {
+  const PUBLIC = 'https://notify.example.com';
+  let peer: TwilioPeer;
+  let n: RunningNotificationApp;
+  beforeAll(async () => {
+    peer = await startTwilioPeer();
+    n = await startNotificationApp({
+      server: { api_tokens: [TOKEN] },
+      delivery: FAST_DELIVERY,
+      sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(peer) }],
+      webhooks: { public_base_url: PUBLIC },
+    });
+  });
+  afterAll(async () => {
+    await n?.close();
+    await peer?.close();
+  });
+
+  it('when a 21610 callback names a To the list refuses (a WhatsApp id), it is 200, the record still moves, and it is counted failed', async () => {
+    const { deliveryId } = (
+      await unary<{ deliveryId: string }>(
+        n.notificationGrpc,
+        'sendSms',
+        { to: '+15557651111', body: 'hi' },
+        { metadata },
+      )
+    ).response;
+    let d: WireDelivery | undefined;
+    for (let i = 0; i < 1500 && d?.status !== DeliveryStatus.SENT; i++) {
+      d = await get(n, deliveryId);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(d?.status).toBe(DeliveryStatus.SENT);
+    const answer = await postSignedForm(
+      `${n.baseUrl}/webhooks/sms/twilio/status`,
+      `${PUBLIC}/webhooks/sms/twilio/status`,
+      {
+        MessageSid: d!.providerReference,
+        MessageStatus: 'undelivered',
+        ErrorCode: '21610',
+        To: 'whatsapp:+15557651111',
+      },
+    );
+    expect(answer.status).toBe(200);
+    expect((await get(n, deliveryId)).status).toBe(DeliveryStatus.UNDELIVERED);
+    expect(await failedCount(n)).toBe(1);
   });
 });
