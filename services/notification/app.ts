@@ -46,6 +46,8 @@ import {
   withCircuitState,
 } from './delivery';
 import { ReceiptRecorder } from './delivery/receipt-recorder';
+import { InMemoryInboundReplayStore } from './delivery/inbound-replay-memory-store';
+import { DatabaseInboundReplayStore } from './delivery/inbound-replay-database-store';
 import type { SuppressionSink } from './delivery/suppression-sink';
 import { smsWebhookRoutes } from './channels/sms/sms-webhooks';
 import { emailWebhookRoutes } from './channels/email/event-webhook';
@@ -271,6 +273,17 @@ export async function createNotificationApp(
     // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
     const receipts = new ReceiptRecorder({
       store: deliveryStore,
+      // The ids of callbacks taken, so a replayed signed callback is refused (in the same store
+      // backend as the deliveries, shared by every replica).
+      replays:
+        config.delivery.store_backend === 'database'
+          ? new DatabaseInboundReplayStore(storage!.knex, {
+              retentionHours: config.webhooks.replay_retention_hours,
+            })
+          : new InMemoryInboundReplayStore({
+              retentionHours: config.webhooks.replay_retention_hours,
+              maxEntries: config.webhooks.replay_memory_max_entries,
+            }),
       registry,
       logger,
       // Bounces, complaints, unsubscribes and STOP go on the service's one suppression list.

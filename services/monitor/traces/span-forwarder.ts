@@ -136,7 +136,7 @@ export class SpanForwarder {
     const room = Math.max(0, this.options.maxQueue - this.queue.length);
     const taken = spans.length <= room ? spans : spans.slice(0, room);
     if (taken.length < spans.length) this.outcome.record(spans.length - taken.length, { outcome: 'dropped' });
-    this.queue.push(...taken);
+    for (const span of taken) this.queue.push(span); // never spread: `taken` may be very long
     if (this.queue.length >= this.options.batchSize) this.kick();
   }
 

@@ -14,7 +14,19 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const SENT_TO_DELIVERED_BUCKETS = [1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600];
 
 /** What became of a receipt, for `notification_receipts_total`. */
-export type ReceiptOutcomeLabel = 'verified' | 'forged' | 'unknown_message' | 'duplicate';
+export type ReceiptOutcomeLabel =
+  | 'verified'
+  | 'forged'
+  | 'unknown_message'
+  | 'duplicate'
+  /** Our delivery id of a delivery another backend carried: nothing applied (receipt-recorder.ts). */
+  | 'foreign_backend'
+  /** A signed callback seen before (replayed): answered 200, nothing applied (inbound-replay). */
+  | 'replay'
+  /** A signed inbound message from a sender that is not a phone number: ignored. */
+  | 'unsupported_sender'
+  /** Verified, but could not be applied (a suppression refused, the store failed): counted, logged. */
+  | 'failed';
 
 /**
  * The receipt instruments: receipts by provider (driver kind), backend, event type and outcome, and
@@ -28,7 +40,7 @@ export class ReceiptMetrics {
   constructor(registry: Registry) {
     this.receipts = new Counter({
       name: 'notification_receipts_total',
-      help: 'Provider receipts (signed webhooks) by provider, backend, event type and outcome (verified, forged, unknown_message, duplicate).',
+      help: 'Provider receipts (signed webhooks) by provider, backend, event type and outcome (verified, forged, unknown_message, duplicate, foreign_backend, replay, unsupported_sender, failed).',
       labelNames: ['provider', 'backend', 'type', 'outcome'],
       registers: [registry],
     });

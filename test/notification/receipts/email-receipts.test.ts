@@ -186,15 +186,16 @@ describe.each([
     });
   });
 
-  it('when a suppressing event is repeated, the sink is asked again (add is idempotent; a retry after a failed call still suppresses)', async () => {
+  it('when a suppressing event is repeated (a replayed batch), the repeat is refused: the sink is asked once', async () => {
     const s = await sent('again@example.com');
     const bounce = event(s, 'bounce', { type: 'bounce' });
-    await postEvents(eventsUrl, [bounce, bounce], keys.privateKey);
-    expect(sink.added.filter((e) => e.recipient === 'again@example.com')).toHaveLength(2);
-    expect((await get(s.delivery.id)).receipts.map((r) => r.effect)).toEqual([
-      ReceiptEffect.APPLIED,
-      ReceiptEffect.DUPLICATE,
-    ]);
+    const first = await postEvents(eventsUrl, [bounce, bounce], keys.privateKey);
+    expect(JSON.parse(first.body)).toMatchObject({ verified: 1, replay: 1 });
+    const again = await postEvents(eventsUrl, [bounce], keys.privateKey);
+    expect(again.status).toBe(200);
+    expect(JSON.parse(again.body)).toMatchObject({ verified: 0, replay: 1 });
+    expect(sink.added.filter((e) => e.recipient === 'again@example.com')).toHaveLength(1);
+    expect((await get(s.delivery.id)).receipts.map((r) => r.effect)).toEqual([ReceiptEffect.APPLIED]);
   });
 
   it('when a spam complaint follows delivery, the record stays DELIVERED with SPAM_COMPLAINT and the address is suppressed', async () => {

@@ -25,9 +25,14 @@ function issuesOf(env: Record<string, string>): string[] {
 }
 
 describe('notification.webhooks and event_webhook_public_key', () => {
-  it('defaults: no public base URL, 300 s max age, 1 MiB bodies', () => {
+  it('defaults: no public base URL, 300 s max age, 1 MiB bodies, replay ids kept 7 days (100,000 in memory)', () => {
     const config = loadNotificationConfig({}, { file: null, env: {} });
-    expect(config.webhooks).toEqual({ max_age_seconds: 300, max_body_bytes: 1024 * 1024 });
+    expect(config.webhooks).toEqual({
+      max_age_seconds: 300,
+      max_body_bytes: 1024 * 1024,
+      replay_retention_hours: 168,
+      replay_memory_max_entries: 100_000,
+    });
   });
 
   it('reads the keys from the environment', () => {

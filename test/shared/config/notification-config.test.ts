@@ -101,7 +101,12 @@ describe('NotificationConfig', () => {
         max_watchers_per_user: 16,
         max_watchers: 10000,
       },
-      webhooks: { max_age_seconds: 300, max_body_bytes: 1024 * 1024 },
+      webhooks: {
+        max_age_seconds: 300,
+        max_body_bytes: 1024 * 1024,
+        replay_retention_hours: 168,
+        replay_memory_max_entries: 100_000,
+      },
       delivery: {
         store_backend: 'database',
         max_attempts: 5,

@@ -6,8 +6,14 @@
  * Verified by the ECDSA P-256 signature in `X-Twilio-Email-Event-Webhook-Signature` (base64 DER) over
  * the `X-Twilio-Email-Event-Webhook-Timestamp` header followed by the raw body, against the backend's
  * `event_webhook_public_key`. A timestamp more than `webhooks.max_age_seconds` from now is refused, so
- * a captured batch cannot be replayed later; within the window a replay is a duplicate (same
- * `sg_event_id`) and changes nothing.
+ * a captured batch cannot be replayed later; within the window a replayed event is a duplicate (same
+ * `sg_event_id`) and moves nothing, and an event that suppresses an address (bounce, complaint,
+ * unsubscribe) is taken once (its id is remembered like a Twilio callback's), so a replay cannot put
+ * back a suppression lifted since.
+ *
+ * Each event of a batch is applied on its own: one that cannot be applied is counted `failed` and the
+ * others still are. The answer is 200 unless an event failed for a reason that may pass (the store
+ * could not be reached): then 503, and the provider sends the batch again.
  */
 import { createPublicKey, createVerify, type KeyObject } from 'node:crypto';
 
@@ -15,7 +21,12 @@ import { sendJson } from '../../../../shared/http/json';
 import { sendJsonError } from '../../../../shared/http/errors';
 import type { Route } from '../../../../shared/http/routes';
 import type { FailureKind, IncomingReceipt } from '../../delivery';
-import type { ReceiptRecorder, ReceiptSource, VerifiedReceipt } from '../../delivery/receipt-recorder';
+import type {
+  ReceiptRecorder,
+  ReceiptSource,
+  RecordOutcome,
+  VerifiedReceipt,
+} from '../../delivery/receipt-recorder';
 import type { SuppressionReason } from '../../delivery/suppression';
 import {
   EMAIL_EVENTS_WEBHOOK_PATH,
@@ -190,17 +201,51 @@ export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
           return;
         }
         // Beyond the cap, events are answered as skipped, never read (the body limit bounds it anyway).
-        const counts = {
+        const counts: Record<RecordOutcome | 'skipped', number> = {
           verified: 0,
           duplicate: 0,
           unknown_message: 0,
+          foreign_backend: 0,
+          replay: 0,
+          unsupported_sender: 0,
+          failed: 0,
           skipped: Math.max(0, events.length - MAX_EVENTS_PER_BATCH),
         };
-        // One after the other: events of one message in a batch are in the provider's order.
+        // One after the other: events of one message in a batch are in the provider's order. Each on
+        // its own: one that cannot be applied never keeps the others from being applied.
+        let retry = false;
         for (const value of events.slice(0, MAX_EVENTS_PER_BATCH)) {
           const verified = parseEvent(value);
-          if (!verified) counts.skipped++;
-          else counts[await opts.recorder.record(backend.source, verified)]++;
+          if (!verified) {
+            counts.skipped++;
+            continue;
+          }
+          try {
+            // An event that suppresses is taken once: replayed within the signed window, it would put
+            // back an address an operator lifted since. Others change nothing when repeated.
+            counts[
+              verified.suppress
+                ? await opts.recorder.recordOnce(
+                    backend.source,
+                    `event:${verified.receipt.eventId}`,
+                    verified,
+                  )
+                : await opts.recorder.record(backend.source, verified)
+            ]++;
+          } catch {
+            // Counted and logged by the recorder; it may pass later (the store could not be reached).
+            counts.failed++;
+            retry = true;
+          }
+        }
+        if (retry) {
+          // The provider sends the batch again; what was applied is then a duplicate.
+          sendJsonError(
+            res,
+            'unavailable',
+            'some events could not be applied now; send the batch again later',
+          );
+          return;
         }
         sendJson(res, 200, counts);
       },

@@ -136,6 +136,11 @@ const LINE_BREAK = /[\r\n]/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
+/** Appends `items` to `list` one by one (a spread of a large array into `push` overflows the stack). */
+function append<T>(list: T[], items: readonly T[]): void {
+  for (const item of items) list.push(item);
+}
+
 /**
  * The message builder. Setters only collect; `build()` validates everything and produces the
  * `EmailMessage`, so errors name positions (`to[1]`) as the caller wrote them.
@@ -157,9 +162,11 @@ export class Mailable {
   /** A Mailable with every field given at once (what the RPC layer builds from a request). */
   static of(fields: MailableFields): Mailable {
     const m = new Mailable();
-    m.to(...(fields.to ?? []))
-      .cc(...(fields.cc ?? []))
-      .bcc(...(fields.bcc ?? []));
+    // Appended, never spread into arguments: a request may carry any number of addresses (the limit
+    // is checked by `build`), and a spread of 100,000 overflows the stack.
+    append(m.fields.to, fields.to ?? []);
+    append(m.fields.cc, fields.cc ?? []);
+    append(m.fields.bcc, fields.bcc ?? []);
     if (fields.fromName !== undefined) m.fromName(fields.fromName);
     if (fields.replyTo !== undefined) m.replyTo(fields.replyTo);
     if (fields.subject !== undefined) m.subject(fields.subject);
@@ -172,19 +179,19 @@ export class Mailable {
 
   /** Adds recipients (`jane@example.com` or `Jane Doe <jane@example.com>`). */
   to(...addresses: string[]): this {
-    this.fields.to.push(...addresses);
+    append(this.fields.to, addresses);
     return this;
   }
 
   /** Adds carbon-copy recipients. */
   cc(...addresses: string[]): this {
-    this.fields.cc.push(...addresses);
+    append(this.fields.cc, addresses);
     return this;
   }
 
   /** Adds blind carbon-copy recipients: they receive the message but appear in no header. */
   bcc(...addresses: string[]): this {
-    this.fields.bcc.push(...addresses);
+    append(this.fields.bcc, addresses);
     return this;
   }
 
@@ -233,6 +240,10 @@ export class Mailable {
   /** Validates and produces the message; InvalidArgumentError naming the first bad field. */
   build(limits: MailableLimits = DEFAULT_MAILABLE_LIMITS): EmailMessage {
     const f = this.fields;
+    // Before any address is parsed: a request far over the limit costs no more than one at it.
+    if (f.to.length + f.cc.length + f.bcc.length > limits.maxRecipients) {
+      invalid('to', `at most ${limits.maxRecipients} recipients (to, cc and bcc together) are allowed`);
+    }
     const recipients = new Map<string, string>();
     const addressList = (list: string[], field: 'to' | 'cc' | 'bcc'): EmailAddress[] =>
       list.map((raw, i) => {
@@ -251,9 +262,6 @@ export class Mailable {
     // A `to` recipient, not just cc/bcc: the v3 API requires one, and a message addressed to nobody
     // visible reads as spam.
     if (to.length === 0) invalid('to', 'at least one recipient is required');
-    if (to.length + cc.length + bcc.length > limits.maxRecipients) {
-      invalid('to', `at most ${limits.maxRecipients} recipients (to, cc and bcc together) are allowed`);
-    }
 
     const message: EmailMessage = { to, cc, bcc, subject: '', text: '', headers: {}, attachments: [] };
 

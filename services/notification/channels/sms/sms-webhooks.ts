@@ -7,8 +7,11 @@
  * Both are verified by `X-Twilio-Signature`: base64 HMAC-SHA1 keyed with the backend's auth_token over
  * the full URL the provider called followed by every form field, sorted by name, name then value. No
  * bearer token: the signature is the authentication. A missing or wrong one is 403 and changes
- * nothing. Twilio signs no timestamp: a replayed status callback is a duplicate (same MessageSid and
- * status) and changes nothing.
+ * nothing. Twilio signs no timestamp, so the ids of the callbacks taken are remembered per backend
+ * (`ReceiptRecorder.recordOnce` / `inbound`, the inbound replay store): a status callback seen before
+ * (same MessageSid and MessageStatus) or an inbound message seen before (same MessageSid) is answered
+ * 200 and changes nothing, so a captured STOP replayed after START does not opt the number out again.
+ * A sender that is not a phone number (WhatsApp, alphanumeric ids) is answered 200 and ignored.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -183,13 +186,10 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
         const verified = await verify(req, res, ctx.params.backend!, 'status');
         if (!verified) return;
         const receipt = parseStatusCallback(verified.fields);
-        if (receipt) await opts.recorder.record(verified.source, receipt);
-        else
-          opts.recorder.metrics.receipts.inc({
-            ...labels(verified.source),
-            type: 'other',
-            outcome: 'unknown_message',
-          });
+        if (receipt) {
+          // One callback is one (MessageSid, MessageStatus): the same again is a replay.
+          await opts.recorder.recordOnce(verified.source, `status:${receipt.receipt.eventId}`, receipt);
+        } else opts.recorder.count(verified.source, 'other', 'unknown_message');
         answerTwiml(res);
       },
     },
@@ -199,32 +199,20 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
       async handler(req, res, ctx) {
         const verified = await verify(req, res, ctx.params.backend!, 'inbound');
         if (!verified) return;
-        const from = verified.fields.get('From') ?? '';
         const keyword = (verified.fields.get('Body') ?? '').trim().toUpperCase();
-        const type = STOP_KEYWORDS.includes(keyword)
-          ? 'inbound_stop'
-          : START_KEYWORDS.includes(keyword)
-            ? 'inbound_start'
-            : 'inbound_other';
-        if (from !== '' && type === 'inbound_stop') {
-          await opts.recorder.suppress({
-            channel: 'sms',
-            recipient: from,
-            reason: 'stop_keyword',
-            source: `receipt:${verified.source.backend}`,
-          });
-        } else if (from !== '' && type === 'inbound_start') {
-          await opts.recorder.unsuppress('sms', from);
-        }
-        opts.recorder.metrics.receipts.inc({ ...labels(verified.source), type, outcome: 'verified' });
+        await opts.recorder.inbound(verified.source, {
+          id: verified.fields.get('MessageSid') ?? verified.fields.get('SmsMessageSid') ?? '',
+          from: verified.fields.get('From') ?? '',
+          type: STOP_KEYWORDS.includes(keyword)
+            ? 'inbound_stop'
+            : START_KEYWORDS.includes(keyword)
+              ? 'inbound_start'
+              : 'inbound_other',
+        });
         answerTwiml(res);
       },
     },
   ];
-}
-
-function labels(source: ReceiptSource): { provider: string; backend: string } {
-  return { provider: source.provider, backend: source.backend };
 }
 
 /**
