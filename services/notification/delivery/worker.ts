@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { silentLogger } from '../../../shared/logging/logger';
+import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
@@ -87,12 +88,15 @@ interface InFlight {
   done: Promise<void>;
 }
 
-/** Makes a provider's reason safe to store: one line, no control characters, bounded. */
+/**
+ * Makes a provider's reason safe to store: one line, no control characters, no lone surrogate (jsonb
+ * refuses `\ud83d`), bounded (cut on whole characters).
+ */
 export function sanitizeReason(reason: string | undefined, fallback: string): string {
   // eslint-disable-next-line no-control-regex
-  const text = (reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const text = wellFormed((reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
   if (!text) return fallback;
-  return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
+  return cutText(text, MAX_REASON_LENGTH, { ellipsis: '…' });
 }
 
 const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
