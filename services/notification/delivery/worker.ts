@@ -21,6 +21,7 @@ import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
+import { maskRecipient } from './mask';
 import type { DeliveryMetrics } from './metrics';
 import type { DeliveryObserver, DeliveryOutcome } from './observer';
 import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
@@ -73,6 +74,8 @@ export interface DeliveryWorkerOptions {
 
 /** Longest reason stored with an attempt. */
 export const MAX_REASON_LENGTH = 500;
+/** Most refused recipients an attempt keeps (an email has at most `mailer.max_recipients`). */
+const MAX_REFUSED_RECIPIENTS = 1000;
 
 // Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
 const TIMEOUT = new Error('attempt timeout');
@@ -555,6 +558,13 @@ export class DeliveryWorker {
       backend: used,
     };
     if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
+    else if (outcome.refusedRecipients?.length) {
+      // Sent to some, refused for others: the record says so (README, "Attempts and records").
+      attempt.error = sanitizeReason(outcome.reason, 'some recipients were refused');
+      attempt.refusedRecipients = outcome.refusedRecipients
+        .slice(0, MAX_REFUSED_RECIPIENTS)
+        .map((r) => maskRecipient(record.channel, r));
+    }
     if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
     if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
     const labels = { channel: record.channel, backend: used };
