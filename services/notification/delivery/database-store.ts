@@ -22,6 +22,7 @@ import type {
   DeliveryPageQuery,
   DeliveryStore,
   DueBackend,
+  LeaveOutRequest,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
@@ -577,6 +578,27 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         [now.toISOString(), JSON.stringify(ids), owner],
       ),
     ).length;
+  }
+
+  async leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
+    const found = rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET recipient = ?, masked_recipient = ?, payload = ?::jsonb,
+           suppressed_recipients = ?::jsonb, updated_at = ?
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         RETURNING id`,
+        [
+          request.recipient,
+          request.maskedRecipient,
+          JSON.stringify(request.payload),
+          JSON.stringify(request.suppressedRecipients),
+          request.now.toISOString(),
+          id,
+          owner,
+        ],
+      ),
+    );
+    return found.length > 0;
   }
 
   async findByProviderReference(

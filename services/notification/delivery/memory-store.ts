@@ -22,6 +22,7 @@ import type {
   DeliveryPageQuery,
   DeliveryStore,
   DueBackend,
+  LeaveOutRequest,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
@@ -441,6 +442,17 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       }
     }
     return released;
+  }
+
+  async leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
+    const r = this.records.get(id);
+    if (!r || r.leaseOwner !== owner || !this.queued.has(id)) return false;
+    r.recipient = request.recipient;
+    r.maskedRecipient = request.maskedRecipient;
+    r.payload = request.payload;
+    r.suppressedRecipients = [...request.suppressedRecipients];
+    r.updatedAt = request.now;
+    return true;
   }
 
   async findByProviderReference(

@@ -90,6 +90,19 @@ export interface DeferRequest {
   now: Date;
 }
 
+/**
+ * A claimed record narrowed by the suppression rule before its attempt: the recipients it still goes
+ * to and the payload without the others, which it names (masked).
+ */
+export interface LeaveOutRequest {
+  recipient: string;
+  maskedRecipient: string;
+  payload: unknown;
+  /** Every recipient left out so far (at submit and now), masked: replaces the record's list. */
+  suppressedRecipients: string[];
+  now: Date;
+}
+
 /** Counts behind the queue gauges. */
 export interface QueueStats {
   /** Records still to be sent, by status (pending, retrying). */
@@ -154,6 +167,12 @@ export interface DeliveryStore {
    * no attempt and keeping its status. False when the lease was lost.
    */
   defer(id: string, owner: string, request: DeferRequest): Promise<boolean>;
+  /**
+   * Narrows a queued record `owner` holds the lease of (recipient, masked recipient, payload,
+   * suppressed recipients) as the suppression check before its attempt decided; the lease stays.
+   * False when the lease was lost.
+   */
+  leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean>;
   /** Clears `owner`'s leases on `ids` (status kept) so another worker takes them at once. */
   release(ids: readonly string[], owner: string, now: Date): Promise<number>;
   /**

@@ -29,8 +29,9 @@ import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
-import { normaliseRecipient, type SuppressionChecker, type SuppressionList } from './suppression';
-import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
+import { screenClaimed } from './claim-screen';
+import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
+import type { DeliveryAttempt, DeliveryRecord } from './types';
 
 /** First and longest wait between tries to record an attempt while the database is unreachable. */
 const RECORD_RETRY_FIRST_MS = 100;
@@ -70,6 +71,8 @@ export interface DeliveryWorkerOptions {
    * records whose recipients were suppressed meanwhile are stopped before their attempt.
    */
   suppression?: SuppressionList & Pick<SuppressionChecker, 'findSuppressed' | 'countStopped'>;
+  /** Per channel, how suppressed recipients are left out of a payload (the submit's rule, at claim). */
+  withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
 /** Longest reason stored with an attempt. */
@@ -287,64 +290,31 @@ export class DeliveryWorker {
   }
 
   /**
-   * Ends, without an attempt, the claimed records whose recipients were all suppressed after they
-   * were accepted (a receipt or a provider error while they waited or retried): FAILED /
-   * recipient_suppressed, so neither this backend nor a failover one contacts them. Returns the rest.
-   * One query per claim. An email with only some addresses suppressed goes out as accepted.
+   * The suppression rule again before the attempt (`screenClaimed`): stops or narrows the claimed
+   * records whose recipients were suppressed after acceptance, and defers them all while the list
+   * cannot be read. Returns the records to send.
    */
   private async screen(
     channel: DeliveryRecord['channel'],
     records: DeliveryRecord[],
   ): Promise<DeliveryRecord[]> {
-    const list = this.options.suppression;
-    if (!list || records.length === 0) return records;
-    const keysOf = new Map<string, string[]>();
-    for (const r of records) {
-      if (r.recipient === null) continue;
-      const keys: string[] = [];
-      for (const part of channel === 'email' ? r.recipient.split(',') : [r.recipient]) {
-        try {
-          keys.push(normaliseRecipient(channel, part));
-        } catch {
-          // A form the list cannot hold is never on it.
-        }
-      }
-      if (keys.length > 0) keysOf.set(r.id, keys);
-    }
-    if (keysOf.size === 0) return records;
-    let found: Set<string>;
-    try {
-      found = await list.findSuppressed(channel, [...new Set([...keysOf.values()].flat())]);
-    } catch (err) {
-      // The list is down: these were checked when accepted; send rather than stall the queue.
-      this.log.error({ err }, 'suppression check before the attempt failed');
-      return records;
-    }
-    const rest: DeliveryRecord[] = [];
-    for (const r of records) {
-      const keys = keysOf.get(r.id);
-      if (!keys || !keys.every((k) => found.has(k))) {
-        rest.push(r);
-        continue;
-      }
-      const updated = await this.options.store.completeAttempt(r.id, this.owner, {
-        attempt: null,
-        lastError: SUPPRESSED_ERROR,
-        status: 'failed',
-        failure: 'recipient_suppressed',
-        nextAttemptAt: null,
-        now: this.clock(),
-      });
-      if (updated) {
-        list.countStopped(channel, 'stopped');
-        this.options.metrics?.deliveries.inc({ channel, backend: r.backend, outcome: 'failed' });
-        this.log.info(
-          { deliveryId: r.id, backend: r.backend, recipient: r.maskedRecipient },
-          'delivery stopped: its recipient was suppressed after it was accepted',
-        );
-      }
-    }
-    return rest;
+    const { suppression, store, config, policy, metrics, withoutRecipients } = this.options;
+    if (!suppression || records.length === 0) return records;
+    return screenClaimed(
+      {
+        store,
+        owner: this.owner,
+        clock: this.clock,
+        suppression,
+        withoutRecipients,
+        // No attempt counted: wait a poll at least, the retry backoff when that is longer.
+        deferMs: (r) => Math.max(config.poll_interval_ms, policy.delayMs(r.attempts.length + 1)),
+        metrics,
+        log: this.log,
+      },
+      channel,
+      records,
+    );
   }
 
   /** Resolves when no attempt is in flight (tests and shutdown). */
