@@ -33,6 +33,7 @@ import {
   FINAL_STATUSES,
   QUEUED_STATUSES as QUEUED,
   SUPPRESSED_ERROR,
+  toView,
   type DeliveryRecord,
 } from './types';
 
@@ -353,7 +354,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     const page = matching.slice(0, query.limit);
     const last = page[page.length - 1];
     return {
-      records: page.map(copy),
+      records: page.map((r) => ({ ...toView(copy(r)), receipts: [] })),
       nextKey:
         matching.length > query.limit && last
           ? { createdAt: last.createdAt.toISOString(), id: last.id }

@@ -429,7 +429,7 @@ export class DeliveryPipeline {
     const after = pageToken ? decodeDeliveryPageToken(filter, pageToken) : undefined;
     const page = await this.store.list({ filter, limit, after });
     return {
-      deliveries: page.records.map(toView),
+      deliveries: page.records,
       nextPageToken: page.nextKey ? encodeDeliveryPageToken(filter, page.nextKey) : '',
     };
   }

@@ -7,7 +7,7 @@
 import type { DeliveryStatus, FailureKind } from './driver';
 import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import type { FoldResult, IncomingReceipt } from './receipt';
-import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
+import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord, DeliveryView } from './types';
 
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
 export interface NewDelivery {
@@ -41,9 +41,12 @@ export interface DeliveryPageQuery {
   after?: DeliveryPageKey;
 }
 
-/** A page of records and where the next one starts (null when there is none). */
+/**
+ * A page of records as views (no content, no lease; `receipts` left empty: only a single record's
+ * read shows them) and where the next one starts (null when there is none).
+ */
 export interface DeliveryPage {
-  records: DeliveryRecord[];
+  records: DeliveryView[];
   nextKey: DeliveryPageKey | null;
 }
 
