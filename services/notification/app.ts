@@ -21,7 +21,12 @@ import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxServic
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
-import { EmailSender, emailRequestBytes, mailerLookup } from './channels/email/email-sender';
+import {
+  EmailSender,
+  emailRequestBytes,
+  mailerLookup,
+  withoutSuppressed,
+} from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
 import { mailerHealthCheckName } from './channels/email/mailer';
 import { NotificationModule } from './channels/notification-module';
@@ -206,6 +211,8 @@ export async function createNotificationApp(
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
       suppression: suppressions,
+      // The suppression rule leaves suppressed addresses out of an email at claim as at submit.
+      withoutRecipients: { email: withoutSuppressed },
       lookup,
       config: config.delivery,
       registry,

@@ -21,6 +21,7 @@ import { type ConfigIssue, ConfigError } from './errors';
 import { type ConfigPath, configKey, envVarName } from './keys';
 import { isSecretPath } from './redact';
 import { hasKey } from './schema-walk';
+import { cutText } from '../text/cut';
 
 /** The sections of the application file, one per service. */
 export type ConfigSection = 'notification' | 'monitor';
@@ -251,7 +252,7 @@ function describeValue(value: unknown, secret: boolean): string {
   if (Array.isArray(value)) return 'a list';
   if (value !== null && typeof value === 'object') return 'a mapping';
   const text = JSON.stringify(value);
-  return text.length > 60 ? `${text.slice(0, 57)}..."` : text;
+  return text.length > 60 ? `${cutText(text, 57)}..."` : text;
 }
 
 function toIssues(input: SourcedInput, error: z.ZodError): ConfigIssue[] {

@@ -9,6 +9,7 @@ import { type Logger, silentLogger } from '../logging/logger';
 import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from './clock';
 import { InvalidMetricError } from './errors';
 import type { Labels } from './types';
+import { cutText } from '../text/cut';
 
 /** Default seconds between background flushes. */
 export const DEFAULT_FLUSH_INTERVAL = 5.0;
@@ -95,7 +96,7 @@ export class BufferedMetricRecorder<B extends object = object> {
   record(name: string, value: number, labels?: Labels): void {
     if (!RECORDING_OPERATIONS.has(name)) {
       throw new InvalidMetricError(
-        `metric operation ${JSON.stringify(name).slice(0, 80)} is not a recording operation`,
+        `metric operation ${cutText(JSON.stringify(name), 80)} is not a recording operation`,
       );
     }
     if (typeof (this.backend as Record<string, unknown>)[name] !== 'function') {

@@ -17,6 +17,7 @@ import type { AlertBatch, AlertChannel, AlertRecord } from '../../../shared/moni
 import { AlertDeliveryError } from '../../../shared/monitoring/errors';
 import { wireAlertOf } from './alert-hub';
 import type { NotificationChannelConfig } from './config';
+import { cutText } from '../../../shared/text/cut';
 
 /** The webhook bodies of a batch: one POST per alert, the proto `Alert` as JSON. */
 export function alertWebhookBodies(batch: AlertBatch): string[] {
@@ -32,8 +33,7 @@ const tracer = trace.getTracer('svc.monitor.alerts');
 
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/[\r\n\t]+/g, ' ').trim();
-  const chars = [...flat];
-  return chars.length <= max ? flat : `${chars.slice(0, max - 1).join('')}…`;
+  return cutText(flat, max, { unit: 'code_point', ellipsis: '…' });
 }
 
 function kindName(kind: AlertKind): string {

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import { Counter as PromCounter, Gauge as PromGauge } from 'prom-client';
 import { type Clock, systemClock } from '../../../shared/monitoring/clock';
 import { counterExportName, makeMetricName } from '../../../shared/monitoring/metric-names';
+import { cutText } from '../../../shared/text/cut';
 
 /** The instrument types a sample can have. */
 export type IngestMetricType = 'counter' | 'gauge' | 'histogram' | 'summary';
@@ -469,7 +470,7 @@ function reject(reason: RejectionReason, message: string): Rejection {
 }
 
 function quote(s: string): string {
-  return JSON.stringify(s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED)}...` : s);
+  return JSON.stringify(s.length > MAX_QUOTED ? `${cutText(s, MAX_QUOTED)}...` : s);
 }
 
 function checkLabelName(k: string, type: IngestMetricType): Rejection | undefined {

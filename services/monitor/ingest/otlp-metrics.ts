@@ -14,6 +14,7 @@ import {
 import { sanitizeLabelName, sanitizeMetricName } from '../../../shared/monitoring/metric-names';
 import type { IngestMetricType, MetricIngestStore, Rejection, SampleOp } from './metric-store';
 import { UNKNOWN_SERVICE } from './record-metrics';
+import { cutText } from '../../../shared/text/cut';
 
 export type { MetricIngestStore } from './metric-store';
 
@@ -116,7 +117,7 @@ function applyMetric(
       note(
         {
           reason: 'unsupported',
-          message: `metric ${JSON.stringify(name.slice(0, 80))}: exponential histograms are not supported`,
+          message: `metric ${JSON.stringify(cutText(name, 80))}: exponential histograms are not supported`,
         },
         points,
       );

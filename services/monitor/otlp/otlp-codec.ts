@@ -15,6 +15,7 @@ import {
   type MessageShape,
 } from '@bufbuild/protobuf';
 import type { JsonValue } from '@bufbuild/protobuf';
+import { cutText } from '../../../shared/text/cut';
 
 /** The two OTLP/HTTP encodings. */
 export type OtlpFormat = 'protobuf' | 'json';
@@ -88,7 +89,7 @@ export function decodeOtlp<Desc extends DescMessage>(
     return fromJson(schema, json as JsonValue, { ignoreUnknownFields: true });
   } catch (err) {
     // protobuf-es names the field and the problem; it never echoes more than a value's type.
-    const detail = err instanceof Error ? err.message.slice(0, 300) : '';
+    const detail = err instanceof Error ? cutText(err.message, 300) : '';
     throw new OtlpDecodeError(`the body is not a valid ${schema.typeName} in OTLP JSON: ${detail}`);
   }
 }

@@ -44,6 +44,7 @@ import {
 } from './otlp-codec';
 import type { OtlpReceiver } from './otlp-receiver';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
+import { cutText } from '../../../shared/text/cut';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -119,7 +120,7 @@ async function inflate(body: Buffer, encoding: string, max: number): Promise<Buf
   if (encoding !== 'gzip') {
     return new Refusal(
       'unimplemented',
-      `unsupported Content-Encoding "${encoding.slice(0, 32)}"; use gzip`,
+      `unsupported Content-Encoding "${cutText(encoding, 32)}"; use gzip`,
       415,
     );
   }

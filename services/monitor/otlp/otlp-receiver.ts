@@ -10,6 +10,7 @@ import type { MetricsCollector } from '../../../shared/monitoring';
 import type { Counter } from '../../../shared/monitoring/instruments';
 import type { ExportResult, Traces } from '../traces/traces';
 import { spansOfRequest } from './otlp-spans';
+import { cutText } from '../../../shared/text/cut';
 
 /** What a metrics sink reports about one OTLP metrics export. */
 export interface OtlpMetricsOutcome {
@@ -59,7 +60,7 @@ export class OtlpReceiver {
     if (outcome.rejectedDataPoints > 0) {
       this.rejectedPoints.record(outcome.rejectedDataPoints);
       this.logger.debug(
-        { rejectedDataPoints: outcome.rejectedDataPoints, reason: outcome.errorMessage.slice(0, 512) },
+        { rejectedDataPoints: outcome.rejectedDataPoints, reason: cutText(outcome.errorMessage, 512) },
         'OTLP metric data points rejected',
       );
     }

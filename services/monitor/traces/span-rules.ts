@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { AttributeValue, Attributes, DroppedCounts, SpanInput, SpanRecord } from './span';
+import { cutText } from '../../../shared/text/cut';
 
 /** Most spans accepted in one ExportSpans or OTLP export request. */
 export const MAX_SPANS_PER_REQUEST = 10_000;
@@ -95,7 +96,7 @@ export function applyLimits(input: SpanInput, limits: SpanLimits): LimitedSpan {
   const cut = (s: string): string => {
     if (s.length <= limits.maxStringLength) return s;
     truncated++;
-    return s.slice(0, limits.maxStringLength);
+    return cutText(s, limits.maxStringLength);
   };
   const value = (v: AttributeValue): AttributeValue => {
     if (typeof v === 'string') return cut(v);

@@ -8,6 +8,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { AlertKind } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import type { Alert, SloStatus, TargetState } from './status-source';
+import { cutText } from '../../../shared/text/cut';
 
 /** Longest alert title shown, in characters; longer ones end with "…". */
 export const MAX_TITLE_CHARS = 300;
@@ -125,10 +126,7 @@ export function toAlertJson(a: Alert): AlertJson {
 }
 
 function cut(text: string, max: number): string {
-  // Array.from counts code points, so a cut never splits a surrogate pair.
-  if (text.length <= max) return text;
-  const points = Array.from(text);
-  return points.length <= max ? text : `${points.slice(0, max - 1).join('')}…`;
+  return cutText(text, max, { unit: 'code_point', ellipsis: '…' });
 }
 
 function finiteOrNull(n: number | null): number | null {

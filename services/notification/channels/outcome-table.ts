@@ -1,6 +1,7 @@
 /** Helpers shared by every driver's outcome table (email, SMS, push). */
 import type { FailureKind, OutcomeClass, SendOutcome } from '../delivery/driver';
 import type { SuppressionReason } from '../delivery/suppression';
+import { cutText, wellFormed } from '../../../shared/text/cut';
 
 /** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
 export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
@@ -36,12 +37,13 @@ const MAX_REASON = 300;
 
 /**
  * Provider text made safe to store and show: control characters folded to spaces, `secrets`
- * replaced, cut to a bounded length.
+ * replaced, lone surrogates replaced, cut to at most 300 characters and `...` (never inside a
+ * surrogate pair: jsonb refuses half an emoji).
  */
 export function safeText(text: string, secrets: readonly string[] = []): string {
   let out = text;
   for (const s of secrets) if (s !== '') out = out.split(s).join('[REDACTED]');
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  out = out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
-  return out.length > MAX_REASON ? `${out.slice(0, MAX_REASON)}...` : out;
+  out = wellFormed(out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
+  return out.length > MAX_REASON ? `${cutText(out, MAX_REASON)}...` : out;
 }

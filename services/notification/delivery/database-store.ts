@@ -22,12 +22,19 @@ import type {
   DeliveryPageQuery,
   DeliveryStore,
   DueBackend,
+  LeaveOutRequest,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
   QueueStats,
 } from './store';
-import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
+import {
+  SUPPRESSED_ERROR,
+  toView,
+  type DeliveryAttempt,
+  type DeliveryRecord,
+  type DeliveryView,
+} from './types';
 import { foldReceipt, type DeliveryReceipt, type IncomingReceipt } from './receipt';
 
 interface StoredReceipt extends Omit<DeliveryReceipt, 'receivedAt' | 'occurredAt'> {
@@ -137,6 +144,30 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
       : (row.receipts ?? [])
     ).map(fromStoredReceipt),
   };
+}
+
+/** The columns of a DeliveryView (ListDeliveries): no content, lease, trace or receipts. */
+const VIEW_COLUMNS = `id, channel, backend, backend_pinned, failure, masked_recipient, scope, idempotency_key,
+  content_hash, status, attempts, next_attempt_at, last_error, provider_reference, created_at, updated_at,
+  sent_at, delivered_at, finished_at, content_erased_at, suppressed_recipients`;
+
+type ViewRow = Omit<
+  DeliveryRow,
+  'recipient' | 'payload' | 'lease_owner' | 'lease_expires_at' | 'trace_parent' | 'receipts'
+>;
+
+function rowToView(row: ViewRow): DeliveryView {
+  return toView(
+    rowToRecord({
+      ...row,
+      recipient: null,
+      payload: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      trace_parent: null,
+      receipts: [],
+    }),
+  );
 }
 
 function rows<T>(result: unknown): T[] {
@@ -430,10 +461,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       where.push('(created_at, id) < (?::timestamptz, ?::uuid)');
       bindings.push(query.after.createdAt, query.after.id);
     }
-    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    // Only the view's columns: a page never carries payloads, recipients or receipts to drop them.
+    const sql = `SELECT ${VIEW_COLUMNS} FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY created_at DESC, id DESC LIMIT ?`;
     bindings.push(query.limit + 1);
-    const found = rows<DeliveryRow>(await this.knex.raw(sql, bindings)).map(rowToRecord);
+    const found = rows<ViewRow>(await this.knex.raw(sql, bindings)).map(rowToView);
     const page = found.slice(0, query.limit);
     const last = page[page.length - 1];
     return {
@@ -577,6 +609,27 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         [now.toISOString(), JSON.stringify(ids), owner],
       ),
     ).length;
+  }
+
+  async leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
+    const found = rows<{ id: string }>(
+      await this.knex.raw(
+        `UPDATE deliveries SET recipient = ?, masked_recipient = ?, payload = ?::jsonb,
+           suppressed_recipients = ?::jsonb, updated_at = ?
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         RETURNING id`,
+        [
+          request.recipient,
+          request.maskedRecipient,
+          JSON.stringify(request.payload),
+          JSON.stringify(request.suppressedRecipients),
+          request.now.toISOString(),
+          id,
+          owner,
+        ],
+      ),
+    );
+    return found.length > 0;
   }
 
   async findByProviderReference(

@@ -98,6 +98,12 @@ export interface SendOutcome {
   reason?: string;
   /** The provider's own error code (SMTP reply code, HTTP status, API error code), when it gave one. */
   providerCode?: string;
+  /**
+   * On a `sent` outcome: the recipients the provider refused while it took the message for the
+   * others (SMTP RCPT refusals), as the payload names them; `reason` then says so. The worker stores
+   * them masked.
+   */
+  refusedRecipients?: string[];
   /** The delay the provider asked for (Retry-After), in milliseconds. */
   retryAfterMs?: number;
   /**

@@ -2,12 +2,14 @@
  * The one recipient mask of the pipeline: what responses and log lines show instead of an email
  * address, a phone number or a device token.
  */
+import { cutText } from '../../../shared/text/cut';
 import type { Channel } from './driver';
 
 function maskEmail(address: string): string {
   const at = address.lastIndexOf('@');
   if (at <= 0) return '***';
-  return `${address[0]}***${address.slice(at)}`;
+  // The first character whole (an address may start with an emoji or a CJK ideograph).
+  return `${cutText(address, 1, { unit: 'code_point' })}***${address.slice(at)}`;
 }
 
 function maskPhone(number: string): string {
@@ -20,7 +22,8 @@ function maskPhone(number: string): string {
 
 function maskToken(token: string): string {
   if (token.length < 12) return '…';
-  return `${token.slice(0, 4)}…${token.slice(-4)}`;
+  const points = { unit: 'code_point' } as const;
+  return `${cutText(token, 4, points)}…${cutText(token, 4, { ...points, keep: 'end' })}`;
 }
 
 /**

@@ -22,6 +22,7 @@ import type {
   DeliveryPageQuery,
   DeliveryStore,
   DueBackend,
+  LeaveOutRequest,
   NewDelivery,
   PurgeRequest,
   PurgeResult,
@@ -32,6 +33,7 @@ import {
   FINAL_STATUSES,
   QUEUED_STATUSES as QUEUED,
   SUPPRESSED_ERROR,
+  toView,
   type DeliveryRecord,
 } from './types';
 
@@ -352,7 +354,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     const page = matching.slice(0, query.limit);
     const last = page[page.length - 1];
     return {
-      records: page.map(copy),
+      records: page.map((r) => ({ ...toView(copy(r)), receipts: [] })),
       nextKey:
         matching.length > query.limit && last
           ? { createdAt: last.createdAt.toISOString(), id: last.id }
@@ -441,6 +443,17 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       }
     }
     return released;
+  }
+
+  async leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
+    const r = this.records.get(id);
+    if (!r || r.leaseOwner !== owner || !this.queued.has(id)) return false;
+    r.recipient = request.recipient;
+    r.maskedRecipient = request.maskedRecipient;
+    r.payload = request.payload;
+    r.suppressedRecipients = [...request.suppressedRecipients];
+    r.updatedAt = request.now;
+    return true;
   }
 
   async findByProviderReference(

@@ -18,7 +18,7 @@ import type { DeliveryConfig } from './config';
 import { contentHash } from './content-hash';
 import { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type Channel, type DeliveryDriver } from './driver';
-import { normaliseRecipient, type Suppressions } from './suppression';
+import { applySuppressionRule, recipientsOf, type Suppressions, type WithoutRecipients } from './suppression';
 import { BackendRouter, type BackendLookup } from './routing';
 import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
@@ -87,10 +87,7 @@ export interface SubmitInput {
    * cannot be sent; then the whole send is stopped as suppressed. Absent: any suppressed recipient
    * stops the send.
    */
-  withoutRecipients?(
-    payload: unknown,
-    suppressed: ReadonlySet<string>,
-  ): { recipient: string; payload: unknown } | null;
+  withoutRecipients?: WithoutRecipients;
 }
 
 /** What submit answers. */
@@ -135,6 +132,12 @@ export interface DeliveryPipelineOptions {
    * from provider errors that say a recipient must not be contacted again. None: no suppression.
    */
   suppression?: Suppressions;
+  /**
+   * Per channel, how it leaves suppressed recipients out of a stored payload (email:
+   * `withoutSuppressed`): the check before each attempt applies the submit's rule with it. A submit's
+   * own `withoutRecipients` wins at submit. None for a channel: any suppressed recipient stops it.
+   */
+  withoutRecipients?: Partial<Record<Channel, WithoutRecipients>>;
 }
 
 /** Default page size of `list`. */
@@ -198,6 +201,7 @@ export class DeliveryPipeline {
       owner: options.owner,
       observer: options.observer,
       suppression: options.suppression,
+      withoutRecipients: options.withoutRecipients,
     });
     this.retention = new DeliveryRetention({
       store: options.store,
@@ -246,52 +250,41 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Checks the recipients of `prepared` against the suppression list (one query per channel): a send
-   * whose recipients are all suppressed (or whose channel cannot leave some out) is marked to be
-   * recorded FAILED / recipient_suppressed; a multi-recipient send leaves the suppressed ones out and
-   * names them (masked) in the record. Runs before any backend is chosen.
+   * Applies the suppression rule (`applySuppressionRule`, one query per channel) to `prepared`: a
+   * stopped send is marked to be recorded FAILED / recipient_suppressed; a multi-recipient send
+   * leaves the suppressed ones out and names them (masked) in the record. Runs before any backend is
+   * chosen. A list that cannot be read leaves the sends unchecked (logged): they are recorded pending
+   * and the same rule runs when the worker claims them, before any provider is contacted; it defers
+   * them while the list stays unreadable.
    */
   private async applySuppression(prepared: readonly Prepared[]): Promise<void> {
     const list = this.options.suppression;
     if (!list || prepared.length === 0) return;
-    const wanted = new Map<Channel, Set<string>>();
-    const keysOf = prepared.map((p) => {
-      const channel = p.delivery.channel;
-      const keys = new Set<string>();
-      // Without the list of recipients, an email's recipient is its comma-separated addresses.
-      const given =
-        p.input.recipients ?? (channel === 'email' ? p.input.recipient.split(',') : [p.input.recipient]);
-      for (const r of given) {
-        try {
-          keys.add(normaliseRecipient(channel, r));
-        } catch {
-          // A form the list cannot hold is never on it: nothing to check.
-        }
-      }
-      let set = wanted.get(channel);
-      if (!set) wanted.set(channel, (set = new Set()));
-      for (const k of keys) set.add(k);
-      return keys;
-    });
-    const found = new Map<Channel, Set<string>>();
-    for (const [channel, keys] of wanted) {
-      if (keys.size > 0) found.set(channel, await list.findSuppressed(channel, [...keys]));
+    let verdicts;
+    try {
+      verdicts = await applySuppressionRule(
+        list,
+        prepared.map((p) => ({
+          channel: p.delivery.channel,
+          recipients: p.input.recipients ?? recipientsOf(p.delivery.channel, p.input.recipient),
+          payload: p.delivery.payload,
+          withoutRecipients:
+            p.input.withoutRecipients ?? this.options.withoutRecipients?.[p.delivery.channel],
+        })),
+      );
+    } catch (err) {
+      this.log.error({ err }, 'suppression check at submit failed: accepted unchecked, checked at claim');
+      return;
     }
     for (const [i, p] of prepared.entries()) {
-      const channel = p.delivery.channel;
-      const hits = new Set([...keysOf[i]!].filter((k) => found.get(channel)?.has(k)));
-      if (hits.size === 0) continue;
-      const rest =
-        hits.size < keysOf[i]!.size && p.input.withoutRecipients
-          ? p.input.withoutRecipients(p.delivery.payload, hits)
-          : null;
-      if (rest) {
-        p.delivery.recipient = rest.recipient;
-        p.delivery.payload = rest.payload;
-        p.delivery.maskedRecipient = maskRecipient(channel, rest.recipient);
-        p.delivery.suppressedRecipients = [...hits].map((r) => maskRecipient(channel, r));
+      const verdict = verdicts[i]!;
+      if (verdict.kind === 'partial') {
+        p.delivery.recipient = verdict.recipient;
+        p.delivery.payload = verdict.payload;
+        p.delivery.maskedRecipient = verdict.maskedRecipient;
+        p.delivery.suppressedRecipients = verdict.suppressedRecipients;
         p.suppression = 'partial';
-      } else {
+      } else if (verdict.kind === 'stopped') {
         p.delivery.suppressed = true;
         p.suppression = 'stopped';
       }
@@ -436,7 +429,7 @@ export class DeliveryPipeline {
     const after = pageToken ? decodeDeliveryPageToken(filter, pageToken) : undefined;
     const page = await this.store.list({ filter, limit, after });
     return {
-      deliveries: page.records.map(toView),
+      deliveries: page.records,
       nextPageToken: page.nextKey ? encodeDeliveryPageToken(filter, page.nextKey) : '',
     };
   }

@@ -7,7 +7,7 @@
 import type { DeliveryStatus, FailureKind } from './driver';
 import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import type { FoldResult, IncomingReceipt } from './receipt';
-import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord } from './types';
+import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord, DeliveryView } from './types';
 
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
 export interface NewDelivery {
@@ -41,9 +41,12 @@ export interface DeliveryPageQuery {
   after?: DeliveryPageKey;
 }
 
-/** A page of records and where the next one starts (null when there is none). */
+/**
+ * A page of records as views (no content, no lease; `receipts` left empty: only a single record's
+ * read shows them) and where the next one starts (null when there is none).
+ */
 export interface DeliveryPage {
-  records: DeliveryRecord[];
+  records: DeliveryView[];
   nextKey: DeliveryPageKey | null;
 }
 
@@ -87,6 +90,19 @@ export interface AttemptResult {
 /** A claimed record put back without an attempt (its backends' circuits are open). */
 export interface DeferRequest {
   nextAttemptAt: Date;
+  now: Date;
+}
+
+/**
+ * A claimed record narrowed by the suppression rule before its attempt: the recipients it still goes
+ * to and the payload without the others, which it names (masked).
+ */
+export interface LeaveOutRequest {
+  recipient: string;
+  maskedRecipient: string;
+  payload: unknown;
+  /** Every recipient left out so far (at submit and now), masked: replaces the record's list. */
+  suppressedRecipients: string[];
   now: Date;
 }
 
@@ -154,6 +170,12 @@ export interface DeliveryStore {
    * no attempt and keeping its status. False when the lease was lost.
    */
   defer(id: string, owner: string, request: DeferRequest): Promise<boolean>;
+  /**
+   * Narrows a queued record `owner` holds the lease of (recipient, masked recipient, payload,
+   * suppressed recipients) as the suppression check before its attempt decided; the lease stays.
+   * False when the lease was lost.
+   */
+  leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean>;
   /** Clears `owner`'s leases on `ids` (status kept) so another worker takes them at once. */
   release(ids: readonly string[], owner: string, now: Date): Promise<number>;
   /**

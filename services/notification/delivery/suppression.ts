@@ -167,6 +167,111 @@ export function normaliseRecipient(channel: Channel, recipient: unknown, field =
   }
 }
 
+/**
+ * Leaves the given recipients (normalised with `normaliseRecipient`) out of a channel's payload:
+ * the payload and recipient without them, or null when what is left cannot be sent (an email with no
+ * `to` left). A channel that cannot leave recipients out has none.
+ */
+export type WithoutRecipients = (
+  payload: unknown,
+  suppressed: ReadonlySet<string>,
+) => { recipient: string; payload: unknown } | null;
+
+/** One send as the suppression rule sees it, at submit or at claim. */
+export interface SuppressionSubject {
+  channel: Channel;
+  /** Every recipient of the send as given (an email's to, cc and bcc; otherwise the one recipient). */
+  recipients: readonly string[];
+  payload: unknown;
+  /** How the channel leaves recipients out; absent: any suppressed recipient stops the send. */
+  withoutRecipients?: WithoutRecipients;
+}
+
+/** What the rule decides for one send. */
+export type SuppressionVerdict =
+  /** No recipient is suppressed: send it as it is. */
+  | { kind: 'clear' }
+  /** Stopped as a whole: FAILED / recipient_suppressed, no provider contacted. */
+  | { kind: 'stopped' }
+  /** Sent to the others: this payload and recipient, the suppressed ones named (masked). */
+  | {
+      kind: 'partial';
+      recipient: string;
+      maskedRecipient: string;
+      payload: unknown;
+      suppressedRecipients: string[];
+    };
+
+/** The recipients of a stored send: an email's comma-separated addresses, else the one recipient. */
+export function recipientsOf(channel: Channel, recipient: string): string[] {
+  return channel === 'email' ? recipient.split(',').map((r) => r.trim()) : [recipient];
+}
+
+/**
+ * THE suppression rule, the same at submit (`DeliveryPipeline`) and before every attempt (the
+ * worker's claim): a send none of whose recipients is on the list goes as it is. When some are, a
+ * channel that can leave them out (`withoutRecipients`) sends to the others, if what is left can be
+ * sent (an email keeps at least one `to`), and the record names the left-out ones, masked; otherwise
+ * the send is stopped as a whole. A suppressed recipient is never contacted. One lookup per channel
+ * for all `subjects`. Throws when the list cannot be read: the caller must then not send (the worker
+ * defers the attempt; a submit is accepted unchecked, its claim checks it).
+ */
+export async function applySuppressionRule(
+  checker: Pick<SuppressionChecker, 'findSuppressed'>,
+  subjects: readonly SuppressionSubject[],
+): Promise<SuppressionVerdict[]> {
+  const wanted = new Map<Channel, Set<string>>();
+  const keysOf = subjects.map(({ channel, recipients }) => {
+    const keys = new Set<string>();
+    for (const r of recipients) {
+      try {
+        keys.add(normaliseRecipient(channel, r));
+      } catch {
+        // A form the list cannot hold is never on it: nothing to check.
+      }
+    }
+    let set = wanted.get(channel);
+    if (!set) wanted.set(channel, (set = new Set()));
+    for (const k of keys) set.add(k);
+    return keys;
+  });
+  const found = new Map<Channel, Set<string>>();
+  for (const [channel, keys] of wanted) {
+    if (keys.size > 0) found.set(channel, await checker.findSuppressed(channel, [...keys]));
+  }
+  return subjects.map((subject, i): SuppressionVerdict => {
+    const { channel } = subject;
+    const keys = keysOf[i]!;
+    const hits = new Set([...keys].filter((k) => found.get(channel)?.has(k)));
+    if (hits.size === 0) return { kind: 'clear' };
+    const rest =
+      hits.size < keys.size && subject.withoutRecipients
+        ? leaveOut(subject.withoutRecipients, subject.payload, hits)
+        : null;
+    if (!rest) return { kind: 'stopped' };
+    return {
+      kind: 'partial',
+      recipient: rest.recipient,
+      maskedRecipient: maskRecipient(channel, rest.recipient),
+      payload: rest.payload,
+      suppressedRecipients: [...hits].map((r) => maskRecipient(channel, r)),
+    };
+  });
+}
+
+/** `without(payload, hits)`; a payload it cannot read (a malformed stored one) cannot be narrowed: null. */
+function leaveOut(
+  without: WithoutRecipients,
+  payload: unknown,
+  hits: ReadonlySet<string>,
+): ReturnType<WithoutRecipients> {
+  try {
+    return without(payload, hits);
+  } catch {
+    return null;
+  }
+}
+
 /** The listing filter a page token is bound to. */
 function binding(channel: Channel | undefined): string {
   return `suppressions:${channel ?? '*'}`;

@@ -55,8 +55,13 @@ export interface DeliveryAttempt {
    * attempts recorded before routing existed: those went through the record's backend.
    */
   backend?: string;
-  /** Sanitised, bounded reason; absent when sent. */
+  /**
+   * Sanitised, bounded reason; absent when sent, unless the provider refused some recipients while it
+   * took the message for the others (`accepted for 2 recipients, refused for 1`).
+   */
   error?: string;
+  /** Those refused recipients, masked (`maskRecipient`); absent when none. */
+  refusedRecipients?: string[];
   providerReference?: string;
   providerCode?: string;
 }

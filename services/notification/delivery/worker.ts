@@ -17,9 +17,11 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { silentLogger } from '../../../shared/logging/logger';
+import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
+import { maskRecipient } from './mask';
 import type { DeliveryMetrics } from './metrics';
 import type { DeliveryObserver, DeliveryOutcome } from './observer';
 import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
@@ -27,8 +29,9 @@ import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
-import { normaliseRecipient, type SuppressionChecker, type SuppressionList } from './suppression';
-import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
+import { screenClaimed } from './claim-screen';
+import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
+import type { DeliveryAttempt, DeliveryRecord } from './types';
 
 /** First and longest wait between tries to record an attempt while the database is unreachable. */
 const RECORD_RETRY_FIRST_MS = 100;
@@ -68,10 +71,14 @@ export interface DeliveryWorkerOptions {
    * records whose recipients were suppressed meanwhile are stopped before their attempt.
    */
   suppression?: SuppressionList & Pick<SuppressionChecker, 'findSuppressed' | 'countStopped'>;
+  /** Per channel, how suppressed recipients are left out of a payload (the submit's rule, at claim). */
+  withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
 /** Longest reason stored with an attempt. */
 export const MAX_REASON_LENGTH = 500;
+/** Most refused recipients an attempt keeps (an email has at most `mailer.max_recipients`). */
+const MAX_REFUSED_RECIPIENTS = 1000;
 
 // Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
 const TIMEOUT = new Error('attempt timeout');
@@ -87,12 +94,15 @@ interface InFlight {
   done: Promise<void>;
 }
 
-/** Makes a provider's reason safe to store: one line, no control characters, bounded. */
+/**
+ * Makes a provider's reason safe to store: one line, no control characters, no lone surrogate (jsonb
+ * refuses `\ud83d`), bounded (cut on whole characters).
+ */
 export function sanitizeReason(reason: string | undefined, fallback: string): string {
   // eslint-disable-next-line no-control-regex
-  const text = (reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const text = wellFormed((reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
   if (!text) return fallback;
-  return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
+  return cutText(text, MAX_REASON_LENGTH, { ellipsis: '…' });
 }
 
 const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
@@ -280,64 +290,31 @@ export class DeliveryWorker {
   }
 
   /**
-   * Ends, without an attempt, the claimed records whose recipients were all suppressed after they
-   * were accepted (a receipt or a provider error while they waited or retried): FAILED /
-   * recipient_suppressed, so neither this backend nor a failover one contacts them. Returns the rest.
-   * One query per claim. An email with only some addresses suppressed goes out as accepted.
+   * The suppression rule again before the attempt (`screenClaimed`): stops or narrows the claimed
+   * records whose recipients were suppressed after acceptance, and defers them all while the list
+   * cannot be read. Returns the records to send.
    */
   private async screen(
     channel: DeliveryRecord['channel'],
     records: DeliveryRecord[],
   ): Promise<DeliveryRecord[]> {
-    const list = this.options.suppression;
-    if (!list || records.length === 0) return records;
-    const keysOf = new Map<string, string[]>();
-    for (const r of records) {
-      if (r.recipient === null) continue;
-      const keys: string[] = [];
-      for (const part of channel === 'email' ? r.recipient.split(',') : [r.recipient]) {
-        try {
-          keys.push(normaliseRecipient(channel, part));
-        } catch {
-          // A form the list cannot hold is never on it.
-        }
-      }
-      if (keys.length > 0) keysOf.set(r.id, keys);
-    }
-    if (keysOf.size === 0) return records;
-    let found: Set<string>;
-    try {
-      found = await list.findSuppressed(channel, [...new Set([...keysOf.values()].flat())]);
-    } catch (err) {
-      // The list is down: these were checked when accepted; send rather than stall the queue.
-      this.log.error({ err }, 'suppression check before the attempt failed');
-      return records;
-    }
-    const rest: DeliveryRecord[] = [];
-    for (const r of records) {
-      const keys = keysOf.get(r.id);
-      if (!keys || !keys.every((k) => found.has(k))) {
-        rest.push(r);
-        continue;
-      }
-      const updated = await this.options.store.completeAttempt(r.id, this.owner, {
-        attempt: null,
-        lastError: SUPPRESSED_ERROR,
-        status: 'failed',
-        failure: 'recipient_suppressed',
-        nextAttemptAt: null,
-        now: this.clock(),
-      });
-      if (updated) {
-        list.countStopped(channel, 'stopped');
-        this.options.metrics?.deliveries.inc({ channel, backend: r.backend, outcome: 'failed' });
-        this.log.info(
-          { deliveryId: r.id, backend: r.backend, recipient: r.maskedRecipient },
-          'delivery stopped: its recipient was suppressed after it was accepted',
-        );
-      }
-    }
-    return rest;
+    const { suppression, store, config, policy, metrics, withoutRecipients } = this.options;
+    if (!suppression || records.length === 0) return records;
+    return screenClaimed(
+      {
+        store,
+        owner: this.owner,
+        clock: this.clock,
+        suppression,
+        withoutRecipients,
+        // No attempt counted: wait a poll at least, the retry backoff when that is longer.
+        deferMs: (r) => Math.max(config.poll_interval_ms, policy.delayMs(r.attempts.length + 1)),
+        metrics,
+        log: this.log,
+      },
+      channel,
+      records,
+    );
   }
 
   /** Resolves when no attempt is in flight (tests and shutdown). */
@@ -551,6 +528,13 @@ export class DeliveryWorker {
       backend: used,
     };
     if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
+    else if (outcome.refusedRecipients?.length) {
+      // Sent to some, refused for others: the record says so (README, "Attempts and records").
+      attempt.error = sanitizeReason(outcome.reason, 'some recipients were refused');
+      attempt.refusedRecipients = outcome.refusedRecipients
+        .slice(0, MAX_REFUSED_RECIPIENTS)
+        .map((r) => maskRecipient(record.channel, r));
+    }
     if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
     if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
     const labels = { channel: record.channel, backend: used };

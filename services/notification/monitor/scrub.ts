@@ -6,6 +6,8 @@
  * the message). Both are bounded.
  */
 
+import { cutText } from '../../../shared/text/cut';
+
 /** Longest message sent. */
 export const MAX_MESSAGE_LENGTH = 1000;
 /** Longest stack trace sent. */
@@ -17,7 +19,7 @@ const PHONE = /\+?\d[\d ().-]{6,}\d/g;
 const CREDENTIAL = /\b(bearer|token|key|secret|password)([=: ]+)[^\s)\]}>,;'"]+/gi;
 
 function bound(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return cutText(text, max, { ellipsis: '…' });
 }
 
 /** `text` without email addresses, phone numbers and credentials, bounded. */

@@ -147,6 +147,8 @@ export function toWireDelivery(
     deliveredAt: time(d.deliveredAt),
     failure: d.failure ? FAILURE_TO_WIRE[d.failure] : WireFailure.UNSPECIFIED,
     suppressedRecipients: d.suppressedRecipients,
+    // The attempt that sent it names whom the provider refused (only a sent attempt has them).
+    refusedRecipients: d.attempts.findLast((a) => a.outcome === 'sent')?.refusedRecipients ?? [],
     attemptLog: d.attempts.map((a) => ({
       // Attempts recorded before routing existed went through the record's backend.
       backend: a.backend ?? d.backend,
@@ -155,6 +157,7 @@ export function toWireDelivery(
       error: a.error ?? '',
       providerReference: a.providerReference ?? '',
       durationMs: BigInt(Math.round(a.durationMs)),
+      refusedRecipients: a.refusedRecipients ?? [],
     })),
     receipts: withReceipts
       ? d.receipts.map((r) => ({

@@ -23,6 +23,7 @@ import { counterExportName, sanitizeLabelName, sanitizeMetricName } from '../met
 import { loadPromClient, type PromClientLoader, type PromClientModule } from '../prom-loader';
 import type { Labels, MetricType, PullMetricsConfig } from '../types';
 import { DummySpan, type MetricsBackend } from './backend';
+import { cutText } from '../../text/cut';
 
 /** Default port of the backend's metrics server. */
 export const DEFAULT_PULL_METRICS_PORT = 8000;
@@ -245,7 +246,7 @@ export class PullMetricsAdapter {
     this.warnOnce(`limit:${reason}`, { reason, limit }, 'metric limit reached; samples refused');
     // The name is caller input: cut it so the message stays bounded.
     throw new MetricLimitExceededError(
-      `metric ${JSON.stringify(name.slice(0, 100))}: ${reason} (${limit}) reached`,
+      `metric ${JSON.stringify(cutText(name, 100))}: ${reason} (${limit}) reached`,
     );
   }
 

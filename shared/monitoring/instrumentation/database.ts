@@ -10,6 +10,7 @@ import { NoopMetricsCollector } from '../collector';
 import { getGlobalTracer } from '../tracing/global';
 import type { SpanLike } from '../tracing/span';
 import type { TracerProtocol } from '../tracing/tracer';
+import { cutText } from '../../text/cut';
 
 /** Queries tracked at once; beyond it the oldest is ended as `abandoned` (knex lost its answer). */
 export const MAX_IN_FLIGHT_QUERIES = 10_000;
@@ -70,7 +71,7 @@ export function instrumentDatabase(knex: Knex, options: InstrumentDatabaseOption
       attributes: {
         'db.system': system,
         'db.operation': operation,
-        'db.statement': (data.sql ?? '').slice(0, MAX_STATEMENT_LENGTH),
+        'db.statement': cutText(data.sql ?? '', MAX_STATEMENT_LENGTH),
       },
     });
     if (inFlight.size >= max) finish(inFlight.keys().next().value, 'abandoned');

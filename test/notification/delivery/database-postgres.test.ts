@@ -325,3 +325,109 @@ describe('query plans on PostgreSQL', () => {
     }
   });
 });
+
+/** The statements `run` sends through `knex`, with their bindings. */
+async function statementsOf(
+  knex: Knex,
+  run: () => Promise<unknown>,
+): Promise<{ sql: string; bindings: unknown[] }[]> {
+  const captured: { sql: string; bindings: unknown[] }[] = [];
+  const listener = (q: { sql: string; bindings?: unknown[] }) =>
+    captured.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  knex.on('query', listener);
+  try {
+    await run();
+  } finally {
+    knex.removeListener('query', listener);
+  }
+  return captured;
+}
+
+describe('scans on 200,000 deliveries (issue 23, "Scans and bounds")', () => {
+  // 50 caller scopes, three channels, four backends; 1% failed, 0.1% queued; the oldest 190,000
+  // final rows already erased by the content retention, the newest 10,000 not yet.
+  const T0 = Date.parse('2026-06-01T00:00:00Z');
+  let knex: Knex;
+  let client: Client;
+
+  beforeAll(async () => {
+    knex = await pool();
+    await knex.raw(
+      `INSERT INTO deliveries (id, channel, backend, masked_recipient, recipient, scope, content_hash,
+         status, failure, payload, next_attempt_at, created_at, updated_at, finished_at, content_erased_at)
+       SELECT gen_random_uuid(), (ARRAY['email', 'sms', 'push'])[1 + g % 3], 'scan-' || (g % 4), '***',
+         CASE WHEN g <= 190000 THEN NULL ELSE 'r' || g END, 'scope-' || (g % 50), 'h',
+         CASE WHEN g % 1000 = 1 THEN 'pending' WHEN g % 100 = 0 THEN 'failed' ELSE 'sent' END,
+         CASE WHEN g % 100 = 0 THEN 'provider_rejected' END,
+         CASE WHEN g <= 190000 THEN NULL ELSE '{"text":"hello"}'::jsonb END,
+         CASE WHEN g % 1000 = 1 THEN t ELSE NULL END, t, t,
+         CASE WHEN g % 1000 = 1 THEN NULL ELSE t END,
+         CASE WHEN g <= 190000 AND g % 1000 <> 1 THEN t + interval '1 day' END
+       FROM generate_series(1, 200000) AS g,
+         LATERAL (SELECT to_timestamp(? / 1000.0) + g * interval '1 second' AS t) AS at`,
+      [T0],
+    );
+    await knex.raw('ANALYZE deliveries');
+    client = new Client({ connectionString: db.url });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client?.end();
+  });
+
+  it('the retention erase reads only rows not yet erased (a partial index), not the 190,000 erased ones', async () => {
+    const store = new DatabaseDeliveryStore(knex);
+    const at = (g: number) => new Date(T0 + g * 1000);
+    const statements = await statementsOf(knex, () =>
+      store.purgeExpired({
+        now: at(400_000),
+        eraseBefore: at(195_000),
+        deleteBefore: at(0),
+        batchSize: 500,
+      }),
+    );
+    const erase = statements.find((s) => s.sql.includes('content_erased_at'))!;
+    expect(erase).toBeDefined();
+    const indexes = await indexesOfPlan(client, { sql: erase.sql, settings: [] }, erase.bindings);
+    expect(indexes).toContain('deliveries_unerased_idx');
+    expect(indexes).not.toContain('deliveries_finished_idx');
+  });
+
+  it.each([
+    ['no filter', {}],
+    ['status', { status: 'failed' as const }],
+    ['channel', { channel: 'sms' as const }],
+    ['backend', { backend: 'scan-2' }],
+    ['failure', { failure: 'provider_rejected' as const }],
+  ])(
+    'ListDeliveries of one caller with %s reads an index that leads with the scope, and no content',
+    async (_label, filter) => {
+      const store = new DatabaseDeliveryStore(knex);
+      for (const after of [
+        undefined,
+        { createdAt: new Date(T0 + 150_000_000).toISOString(), id: 'ffffffff-ffff-4fff-bfff-ffffffffffff' },
+      ]) {
+        let page: Awaited<ReturnType<DatabaseDeliveryStore['list']>> | undefined;
+        const [statement] = await statementsOf(knex, async () => {
+          page = await store.list({ filter: { scope: 'scope-0', ...filter }, limit: 51, after });
+        });
+        expect(page!.records.length).toBeGreaterThan(0);
+        expect(page!.records.every((r) => r.scope === 'scope-0')).toBe(true);
+        // Only what the view shows: no payload, recipient or receipts fetched to be dropped.
+        expect(statement!.sql).not.toMatch(/\bpayload\b|\brecipient\b|\breceipts\b|\*/);
+        for (const r of page!.records) {
+          expect(r).not.toHaveProperty('payload');
+          expect(r).not.toHaveProperty('recipient');
+        }
+        const indexes = await indexesOfPlan(
+          client,
+          { sql: statement!.sql, settings: [] },
+          statement!.bindings,
+        );
+        expect(indexes.some((name) => name.startsWith('deliveries_scope_'))).toBe(true);
+        expect(indexes).not.toContain('deliveries_created_idx');
+      }
+    },
+  );
+});

@@ -630,7 +630,9 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         const { pipeline, driver, clock, config } = setup({
           config: { content_retention_hours: 24, retention_days: 30 },
         });
-        const sent = await submit(pipeline, driver);
+        const key = `kept-${randomUUID()}`;
+        const payload = { subject: 'Hi', text: 'Hello', messageId: `<${randomUUID()}@example.com>` };
+        const sent = await submit(pipeline, driver, { idempotencyKey: key, payload });
         await pollAndSettle(pipeline);
         const queued = await submit(pipeline, driver, {
           backend: driver.name,
@@ -654,8 +656,16 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect(erased?.contentErasedAt?.getTime()).toBe(clock.current.getTime());
         // A delivery still queued keeps what it has to send.
         expect((await store.get(queued.delivery.id))?.recipient).toBe('queued@example.com');
-        // The idempotency key is still remembered after erasure.
-        expect(config.retention_days).toBeGreaterThanOrEqual(1);
+        // The idempotency key is still remembered after erasure: the same call again answers the
+        // erased record and sends nothing; the key with other content is still refused.
+        const again = await submit(pipeline, driver, { idempotencyKey: key, payload });
+        expect(again.created).toBe(false);
+        expect(again.delivery.id).toBe(sent.delivery.id);
+        expect(again.payload).toBeNull();
+        await expect(
+          submit(pipeline, driver, { idempotencyKey: key, payload: { ...payload, text: 'Other' } }),
+        ).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect(driver.calls).toHaveLength(1);
       });
 
       it('when retention_days pass, final records are deleted in batches and their keys forgotten', async () => {

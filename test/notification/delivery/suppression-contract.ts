@@ -13,6 +13,7 @@ import {
   type SuppressionReason,
   type SuppressionStore,
 } from '../../../services/notification/delivery/suppression';
+import type { Channel } from '../../../services/notification/delivery/driver';
 import { SUPPRESSED_ERROR } from '../../../services/notification/delivery/types';
 import { withoutSuppressed } from '../../../services/notification/channels/email/email-sender';
 import type { OutboundEmail } from '../../../services/notification/channels/email/mailable';
@@ -65,7 +66,19 @@ export function describeSuppressionContract(
     function setup(channel: 'sms' | 'email' | 'push' = 'sms') {
       const clock = new ManualClock();
       const registry = new Registry();
-      const list = new Suppressions({ store: backend.suppressions, clock: clock.now, registry });
+      // `unreadable.on`: the list cannot be read (findSuppressed throws, as a database that is down).
+      const unreadable = { on: false };
+      const store: SuppressionStore = {
+        backend: backend.suppressions.backend,
+        add: (entry) => backend.suppressions.add(entry),
+        remove: (ch, r, keep) => backend.suppressions.remove(ch, r, keep),
+        list: (q) => backend.suppressions.list(q),
+        findSuppressed: (ch: Channel, recipients: readonly string[]) =>
+          unreadable.on
+            ? Promise.reject(new Error('suppression list unavailable'))
+            : backend.suppressions.findSuppressed(ch, recipients),
+      };
+      const list = new Suppressions({ store, clock: clock.now, registry });
       const drivers = [
         new ScriptedDriver(newBackend('p'), channel),
         new ScriptedDriver(newBackend('s'), channel),
@@ -77,8 +90,10 @@ export function describeSuppressionContract(
         clock: clock.now,
         random: () => 0.5,
         suppression: list,
+        // What the composition root wires for email: the claim-time check leaves addresses out too.
+        withoutRecipients: { email: withoutSuppressed },
       });
-      return { clock, registry, list, drivers, pipeline };
+      return { clock, registry, list, drivers, pipeline, unreadable };
     }
 
     async function metric(registry: Registry, name: string, labels: Record<string, string>) {
@@ -395,6 +410,129 @@ export function describeSuppressionContract(
       await pipeline.submit({ channel: 'sms', recipient: number, payload: { n: 1 }, scope: 's' });
       await pollAndSettle(pipeline);
       expect(await list.isSuppressed('sms', number)).toBe(false);
+    });
+
+    /** An email submitted before any of its addresses was suppressed. */
+    async function acceptedEmail(
+      pipeline: DeliveryPipeline,
+      to: string[],
+      cc: string[] = [],
+      bcc: string[] = [],
+    ) {
+      const all = [...to, ...cc, ...bcc];
+      return pipeline.submit({
+        channel: 'email',
+        recipient: all.join(', '),
+        recipients: all,
+        withoutRecipients: withoutSuppressed,
+        payload: email(to, cc, bcc),
+        scope: 's',
+      });
+    }
+
+    it('at claim, the same rule as at submit: a "to" suppressed after acceptance is left out, the others get it', async () => {
+      const { list, drivers, pipeline, registry } = setup('email');
+      const [to1, to2, cc] = [uniqueAddress('a'), uniqueAddress('b'), uniqueAddress('c')];
+      const { delivery } = await acceptedEmail(pipeline, [to1, to2], [cc]);
+      expect(delivery.suppressedRecipients).toEqual([]);
+      await list.add({ channel: 'email', recipient: to2, reason: 'hard_bounce', source: 'receipt:x' });
+      await pollAndSettle(pipeline);
+      expect(drivers[0]!.calls).toHaveLength(1);
+      const sent = drivers[0]!.calls[0]!.payload as OutboundEmail;
+      expect(sent.to.map((a) => a.email)).toEqual([to1]);
+      expect(sent.cc.map((a) => a.email)).toEqual([cc]);
+      const record = await pipeline.get(delivery.id);
+      expect(record.status).toBe('sent');
+      expect(record.suppressedRecipients).toEqual([`b***@${to2.split('@')[1]!.toLowerCase()}`]);
+      expect(record.maskedRecipient.split(', ')).toHaveLength(2);
+      expect(
+        await metric(registry, 'notification_suppressed_sends_total', {
+          channel: 'email',
+          outcome: 'partial',
+        }),
+      ).toBe(1);
+    });
+
+    it('at claim, an email whose every "to" was suppressed after acceptance is stopped, copies left or not', async () => {
+      const { list, drivers, pipeline } = setup('email');
+      const [to, cc, bcc] = [uniqueAddress('t'), uniqueAddress('c'), uniqueAddress('d')];
+      const { delivery } = await acceptedEmail(pipeline, [to], [cc], [bcc]);
+      await list.add({ channel: 'email', recipient: to, reason: 'unsubscribed', source: 'receipt:x' });
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      expect(await pipeline.get(delivery.id)).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        lastError: SUPPRESSED_ERROR,
+        attempts: [],
+      });
+    });
+
+    it('at claim, a list that cannot be read defers the attempt: nothing is sent until it can, then the rule applies', async () => {
+      const { list, drivers, pipeline, unreadable, clock } = setup('sms');
+      const [stopNumber, okNumber] = [uniqueNumber(), uniqueNumber()];
+      const stop = await pipeline.submit({
+        channel: 'sms',
+        recipient: stopNumber,
+        payload: { n: 1 },
+        scope: 's',
+      });
+      const ok = await pipeline.submit({
+        channel: 'sms',
+        recipient: okNumber,
+        payload: { n: 2 },
+        scope: 's',
+      });
+      await list.add({ channel: 'sms', recipient: stopNumber, reason: 'stop_keyword', source: 'inbound:t' });
+      unreadable.on = true;
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      for (const id of [stop.delivery.id, ok.delivery.id]) {
+        const r = await pipeline.get(id);
+        expect(r).toMatchObject({ status: 'pending', attempts: [] });
+        // Deferred: a later attempt, not a busy loop on the same poll.
+        expect(r.nextAttemptAt!.getTime()).toBeGreaterThan(clock.now().getTime());
+      }
+      // Due again, the list still down: still nothing sent.
+      clock.advance(10 * 60_000);
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      unreadable.on = false;
+      clock.advance(10 * 60_000);
+      await pollAndSettle(pipeline);
+      expect(drivers[0]!.calls.map((c) => c.payload)).toEqual([{ n: 2 }]);
+      expect(await pipeline.get(stop.delivery.id)).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        attempts: [],
+      });
+      expect((await pipeline.get(ok.delivery.id)).status).toBe('sent');
+    });
+
+    it('at submit, a list that cannot be read accepts the send unchecked; the claim-time check stops it before any provider', async () => {
+      const { list, drivers, pipeline, unreadable, clock } = setup('sms');
+      const number = uniqueNumber();
+      await list.add({ channel: 'sms', recipient: number, reason: 'stop_keyword', source: 'inbound:t' });
+      unreadable.on = true;
+      const { delivery, created } = await pipeline.submit({
+        channel: 'sms',
+        recipient: number,
+        payload: { n: 1 },
+        scope: 's',
+      });
+      expect(created).toBe(true);
+      expect(delivery.status).toBe('pending');
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      unreadable.on = false;
+      clock.advance(10 * 60_000);
+      await pollAndSettle(pipeline);
+      expect(drivers.flatMap((d) => d.calls)).toEqual([]);
+      expect(await pipeline.get(delivery.id)).toMatchObject({
+        status: 'failed',
+        failure: 'recipient_suppressed',
+        attempts: [],
+      });
     });
   });
 }

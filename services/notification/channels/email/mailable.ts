@@ -13,6 +13,7 @@ import { convert as htmlToText } from 'html-to-text';
 
 import { InvalidArgumentError } from '../../../../shared/errors';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, DEFAULT_MAX_MESSAGE_BYTES, type MailerConfig } from './config';
+import { cutText } from '../../../../shared/text/cut';
 
 /** One mailbox: the address and an optional display name. */
 export interface EmailAddress {
@@ -405,7 +406,7 @@ function singleLine(value: unknown, field: string, max: number): string {
 
 /** Shows a caller's value in an error: quoted (so CR/LF stay visible), cut to a readable length. */
 function shown(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value);
+  return JSON.stringify(value.length > 80 ? `${cutText(value, 80)}...` : value);
 }
 
 /**

@@ -17,6 +17,7 @@ import { HttpApiMailer } from './http-api-mailer';
 import { mailableLimits, type MailableLimits } from './mailable';
 import { mailerHealthCheckName, type MailerHealthResult, type MailerProtocol } from './mailer';
 import { SmtpMailer } from './smtp-mailer';
+import { cutText } from '../../../../shared/text/cut';
 
 /** One backend's health check, ready for `HealthChecker.add(name, check)`. */
 export interface MailerHealthCheck {
@@ -91,7 +92,7 @@ export class MailerModule {
     const mailer = this.mailers.get(wanted);
     if (!mailer) {
       throw new InvalidArgumentError(
-        `backend: unknown mailer backend ${JSON.stringify(wanted.slice(0, 100))} (configured: ${this.names.join(', ')})`,
+        `backend: unknown mailer backend ${JSON.stringify(cutText(wanted, 100))} (configured: ${this.names.join(', ')})`,
         'backend',
       );
     }

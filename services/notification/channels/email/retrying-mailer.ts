@@ -60,6 +60,7 @@ class FinalNotifyingStore implements DeliveryStore {
   claim: DeliveryStore['claim'] = (r) => this.inner.claim(r);
   defer: DeliveryStore['defer'] = (id, owner, r) => this.inner.defer(id, owner, r);
   release: DeliveryStore['release'] = (ids, owner, now) => this.inner.release(ids, owner, now);
+  leaveOut: DeliveryStore['leaveOut'] = (id, owner, r) => this.inner.leaveOut(id, owner, r);
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);
   ping: DeliveryStore['ping'] = () => this.inner.ping();

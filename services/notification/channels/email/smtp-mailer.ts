@@ -193,8 +193,16 @@ function sentOutcome(info: SentInfo): SendOutcome {
   const rejected = info.rejected?.length ?? 0;
   if (rejected > 0) {
     outcome.reason = `accepted for ${info.accepted?.length ?? 0} recipients, refused for ${rejected}`;
+    outcome.refusedRecipients = info.rejected!.map(envelopeAddress);
   }
   return outcome;
+}
+
+/** An address nodemailer lists in `accepted` / `rejected`: a string, or `{ address }`. */
+function envelopeAddress(entry: unknown): string {
+  if (typeof entry === 'string') return entry;
+  const address = (entry as { address?: unknown } | null)?.address;
+  return typeof address === 'string' ? address : String(entry);
 }
 
 /** Every recipient address, in header order (to, cc, bcc), as the SMTP envelope lists them. */

@@ -24,6 +24,7 @@ import {
   type PushHealthResult,
 } from './push-driver';
 import { contentKey, FCM_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
+import { cutText } from '../../../../shared/text/cut';
 
 /** The OAuth scope of FCM sends. */
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
@@ -289,7 +290,7 @@ export class FcmDriver implements PushDriver {
     } catch {
       throw new TokenError('token_endpoint');
     }
-    const text = (await res.text().catch(() => '')).slice(0, MAX_TOKEN_ANSWER);
+    const text = cutText(await res.text().catch(() => ''), MAX_TOKEN_ANSWER);
     if (res.status >= 500 || res.status === 429) throw new TokenError('token_endpoint');
     if (res.status !== 200) throw new TokenError('token_refused');
     let parsed: { access_token?: unknown; expires_in?: unknown };

@@ -16,6 +16,7 @@ import type { NamedPushConfig } from './config';
 import { FcmDriver } from './fcm-driver';
 import { pushHealthCheckName, type PushDriver, type PushHealthResult } from './push-driver';
 import { checkPushPayload, type PushPayload } from './push-payload';
+import { cutText } from '../../../../shared/text/cut';
 
 /** One recipient's result of an in-process send. */
 export interface PushSendResult {
@@ -73,7 +74,7 @@ export class PushChannel implements PushChannelProtocol {
     const driver = this.backends.get(wanted);
     if (!driver) {
       throw new InvalidArgumentError(
-        `backend: unknown push backend ${JSON.stringify(wanted.slice(0, 100))} (configured: ${this.names.join(', ')})`,
+        `backend: unknown push backend ${JSON.stringify(cutText(wanted, 100))} (configured: ${this.names.join(', ')})`,
         'backend',
       );
     }

@@ -16,6 +16,7 @@ import { smsHealthCheckName, type SmsDriver, type SmsHealthResult } from './sms-
 import { SmsGatewayDriver } from './sms-gateway-driver';
 import { SMS_STATUS_WEBHOOK_PATH, webhookPath } from '../../delivery/webhook-http';
 import { checkSmsBody, checkSmsNumber } from './sms-message';
+import { cutText } from '../../../../shared/text/cut';
 
 /** Most recipients of one in-process `send` (as `delivery.max_batch_size` bounds a batch). */
 export const MAX_SMS_RECIPIENTS = 10_000;
@@ -96,7 +97,7 @@ export class SmsChannel {
     const driver = this.byName.get(wanted);
     if (!driver) {
       throw new InvalidArgumentError(
-        `backend: unknown SMS backend ${JSON.stringify(wanted.slice(0, 100))} (configured: ${this.names.join(', ')})`,
+        `backend: unknown SMS backend ${JSON.stringify(cutText(wanted, 100))} (configured: ${this.names.join(', ')})`,
         'backend',
       );
     }

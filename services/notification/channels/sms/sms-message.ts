@@ -3,6 +3,7 @@
  * anything is recorded or sent: an E.164 recipient and a body of 1 to 1,600 characters.
  */
 import { InvalidArgumentError } from '../../../../shared/errors';
+import { cutText } from '../../../../shared/text/cut';
 
 /** The stored payload of an SMS delivery: what every attempt sends, after a restart too. */
 export interface SmsPayload {
@@ -34,7 +35,7 @@ export function checkSmsNumber(value: unknown, field: string): string {
   }
   if (!E164.test(value)) {
     throw new InvalidArgumentError(
-      `${field}: ${JSON.stringify(value.slice(0, 32))} is not a telephone number in international (E.164) format such as +15551234567`,
+      `${field}: ${JSON.stringify(cutText(value, 32))} is not a telephone number in international (E.164) format such as +15551234567`,
       field,
     );
   }
