@@ -41,6 +41,8 @@ export interface MonitorApp {
   metricStore: MetricIngestStore;
   /** The alerts area (its hub: recent alerts, watchers), for tests and main.ts. */
   alerts: AlertsArea;
+  /** The watched targets (their states), for tests. */
+  targets: TargetsArea;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -235,6 +237,7 @@ async function assembleMonitorApp(
     statusPage,
     metricStore,
     alerts,
+    targets,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

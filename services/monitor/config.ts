@@ -162,6 +162,10 @@ export const PullMetricsConfigSchema = z
   })
   .prefault({});
 
+// RFC 9110 field names (tokens) and values (visible characters, spaces and tabs inside).
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /**
  * A service the monitor watches: its gRPC health and/or HTTP `/health` are probed (see
  * services/monitor/targets/README.md). With both set, a probe succeeds only when both answer.
@@ -173,6 +177,21 @@ export const TargetConfigSchema = z
     grpc_address: hostPort().optional(),
     /** URL of an HTTP health endpoint; a 2xx answer is up. */
     http_url: httpUrl().optional(),
+    /**
+     * Headers sent with the HTTP probe (secret: every value is redacted), e.g. the
+     * `authorization` a protected `/health` needs (`health.auth_token` of the watched service).
+     */
+    headers: z
+      .record(
+        z.string().regex(HEADER_NAME, { error: 'expected an HTTP header name' }),
+        z.string().regex(HEADER_VALUE, { error: 'expected an HTTP header value (no control characters)' }),
+      )
+      .optional(),
+    /** Sent as `Authorization: Bearer <token>` with the HTTP probe (secret). */
+    bearer_token: z
+      .string()
+      .regex(/^[\x21-\x7e]+$/, { error: 'expected a token of visible ASCII characters' })
+      .optional(),
     /** Seconds from the start of one probe to the start of the next; fractions allowed (0.5). */
     interval_seconds: positiveNumber().default(15),
     /**
@@ -187,6 +206,16 @@ export const TargetConfigSchema = z
         code: 'custom',
         path: ['grpc_address'],
         message: 'a target needs grpc_address or http_url',
+      });
+    }
+    if (
+      t.bearer_token !== undefined &&
+      Object.keys(t.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['bearer_token'],
+        message: 'set bearer_token or an authorization header, not both',
       });
     }
   });

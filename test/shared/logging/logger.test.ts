@@ -24,6 +24,22 @@ describe.each(['json', 'pretty'] as const)('the %s log format', (format) => {
     for (const secret of ['tok-123-secret', 'pw-456-secret', 'hdr-789-secret'])
       expect(text()).not.toContain(secret);
   });
+
+  it('hides the credentials of a URL in any field or message', () => {
+    const { out, text } = capture();
+    const logger = createLogger({ name: 'svc', format, destination: out });
+    logger.info(
+      {
+        target: { http_url: 'http://probe:url-pw-111@host:8080/health' },
+        endpoint: 'https://tok-222@otlp.example',
+      },
+      'probing http://probe:url-pw-333@host/x',
+    );
+    logger.flush();
+    expect(text()).toContain('probing http://probe:[REDACTED]@host/x');
+    expect(text()).toContain('host:8080/health');
+    for (const secret of ['url-pw-111', 'tok-222', 'url-pw-333']) expect(text()).not.toContain(secret);
+  });
 });
 
 describe('log formats', () => {
