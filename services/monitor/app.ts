@@ -106,6 +106,9 @@ async function assembleMonitorApp(
       maxEvents: config.tracing.max_events,
       maxLinks: config.tracing.max_links,
       maxStringLength: config.tracing.max_string_length,
+      maxListLength: config.tracing.max_list_length,
+      maxSpanBytes: config.tracing.max_span_bytes,
+      maxStoreBytes: config.tracing.max_store_bytes,
     },
     collector,
   );

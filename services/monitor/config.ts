@@ -81,8 +81,28 @@ export const TracingConfigSchema = tracingConfigSchema('monitor')
     max_spans_per_trace: positiveInt().default(1000),
     /** Longest string kept in a stored span (names, attribute keys and values), in characters. */
     max_string_length: positiveInt().default(4096),
+    /** Most elements kept of a list attribute value (lists inside lists too); the rest are cut and counted. */
+    max_list_length: positiveInt().default(128),
+    /**
+     * Estimated bytes one stored span may hold; attributes, events and links that do not fit are
+     * dropped and counted (see services/monitor/traces/README.md).
+     */
+    max_span_bytes: positiveInt()
+      .min(1024, { error: 'at least 1024' })
+      .default(256 * 1024),
+    /** Estimated bytes of all stored spans; the oldest are evicted to make room. */
+    max_store_bytes: positiveInt().default(64 * 1024 * 1024),
     /** Stored spans waiting to be forwarded over OTLP (backend_type opentelemetry); more are dropped. */
     forward_queue_size: positiveInt().default(2048),
+  })
+  .superRefine((t, ctx) => {
+    if (t.max_span_bytes > t.max_store_bytes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['max_span_bytes'],
+        message: `at most max_store_bytes (${t.max_store_bytes})`,
+      });
+    }
   })
   .prefault({});
 export { SAMPLER_TYPES, PROPAGATION_FORMATS } from '../../shared/monitoring/config';
