@@ -63,6 +63,11 @@ export const MetricsConfigSchema = metricsConfigSchema()
     max_label_value_length: positiveInt().default(256),
     /** Characters of an ingested metric's description (its HELP text); longer is rejected. */
     max_description_length: positiveInt().default(1024),
+    /**
+     * Bytes the ingested series may take on one `/metrics` answer (each series' lines, its label
+     * block repeated on each line); a new series beyond it is rejected (`max_ingest_bytes`).
+     */
+    max_ingest_bytes: positiveInt().default(64 * 1024 * 1024),
   })
   .prefault({});
 /** `HealthConfig`. */
