@@ -100,6 +100,11 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     redact: { paths: redactPaths(), censor: '[REDACTED]' },
     // Field names cannot find a password inside a URL (`http://probe:<password>@host/`), whatever
     // field or message it is in: the values themselves are scrubbed before the line is written.
+    // An error's message and stack may quote a URL too (undici refuses a URL with credentials by
+    // quoting it whole).
+    serializers: {
+      err: (err: unknown) => scrubUrlCredentials({ ...(pino.stdSerializers.err(err as Error) as object) }, 0),
+    },
     hooks: {
       logMethod(args, method) {
         method.apply(this, args.map((a) => scrubUrlCredentials(a, 0)) as Parameters<typeof method>);
