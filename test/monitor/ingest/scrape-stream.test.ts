@@ -67,14 +67,7 @@ describe('a scrape of a large store', () => {
       expect(events.filter((e) => e === 'scrape rendered')).toHaveLength(4);
       // Answered before the last of the scrapes had finished rendering (the events in order on failure).
       const answered = events.indexOf('health answered');
-      expect({
-        answered: answered >= 0,
-        renderedBefore: events.slice(0, answered).filter((e) => e === 'scrape rendered').length,
-        events,
-      }).toMatchObject({
-        answered: true,
-        renderedBefore: expect.any(Number),
-      });
+      expect(answered).toBeGreaterThanOrEqual(0);
       expect(events.slice(0, answered).filter((e) => e === 'scrape rendered').length).toBeLessThan(4);
 
       // Each answer is whole: every series of every name.
