@@ -65,7 +65,7 @@ describe('a scrape of a large store', () => {
       expect(await health).toBe(200);
 
       expect(events.filter((e) => e === 'scrape rendered')).toHaveLength(4);
-      // Answered before the last of the scrapes had finished rendering (the events in order on failure).
+      // Answered before the last of the scrapes had finished rendering.
       const answered = events.indexOf('health answered');
       expect(answered).toBeGreaterThanOrEqual(0);
       expect(events.slice(0, answered).filter((e) => e === 'scrape rendered').length).toBeLessThan(4);
