@@ -41,6 +41,8 @@ export interface MonitorApp {
   metricStore: MetricIngestStore;
   /** The alerts area (its hub: recent alerts, watchers), for tests and main.ts. */
   alerts: AlertsArea;
+  /** The watched targets (their states), for tests. */
+  targets: TargetsArea;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -104,6 +106,9 @@ async function assembleMonitorApp(
       maxEvents: config.tracing.max_events,
       maxLinks: config.tracing.max_links,
       maxStringLength: config.tracing.max_string_length,
+      maxListLength: config.tracing.max_list_length,
+      maxSpanBytes: config.tracing.max_span_bytes,
+      maxStoreBytes: config.tracing.max_store_bytes,
     },
     collector,
   );
@@ -235,6 +240,7 @@ async function assembleMonitorApp(
     statusPage,
     metricStore,
     alerts,
+    targets,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -63,6 +63,11 @@ export const MetricsConfigSchema = metricsConfigSchema()
     max_label_value_length: positiveInt().default(256),
     /** Characters of an ingested metric's description (its HELP text); longer is rejected. */
     max_description_length: positiveInt().default(1024),
+    /**
+     * Bytes the ingested series may take on one `/metrics` answer (each series' lines, its label
+     * block repeated on each line); a new series beyond it is rejected (`max_ingest_bytes`).
+     */
+    max_ingest_bytes: positiveInt().default(64 * 1024 * 1024),
   })
   .prefault({});
 /** `HealthConfig`. */
@@ -81,8 +86,28 @@ export const TracingConfigSchema = tracingConfigSchema('monitor')
     max_spans_per_trace: positiveInt().default(1000),
     /** Longest string kept in a stored span (names, attribute keys and values), in characters. */
     max_string_length: positiveInt().default(4096),
+    /** Most elements kept of a list attribute value (lists inside lists too); the rest are cut and counted. */
+    max_list_length: positiveInt().default(128),
+    /**
+     * Estimated bytes one stored span may hold; attributes, events and links that do not fit are
+     * dropped and counted (see services/monitor/traces/README.md).
+     */
+    max_span_bytes: positiveInt()
+      .min(1024, { error: 'at least 1024' })
+      .default(256 * 1024),
+    /** Estimated bytes of all stored spans; the oldest are evicted to make room. */
+    max_store_bytes: positiveInt().default(64 * 1024 * 1024),
     /** Stored spans waiting to be forwarded over OTLP (backend_type opentelemetry); more are dropped. */
     forward_queue_size: positiveInt().default(2048),
+  })
+  .superRefine((t, ctx) => {
+    if (t.max_span_bytes > t.max_store_bytes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['max_span_bytes'],
+        message: `at most max_store_bytes (${t.max_store_bytes})`,
+      });
+    }
   })
   .prefault({});
 export { SAMPLER_TYPES, PROPAGATION_FORMATS } from '../../shared/monitoring/config';
@@ -162,6 +187,10 @@ export const PullMetricsConfigSchema = z
   })
   .prefault({});
 
+// RFC 9110 field names (tokens) and values (visible characters, spaces and tabs inside).
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /**
  * A service the monitor watches: its gRPC health and/or HTTP `/health` are probed (see
  * services/monitor/targets/README.md). With both set, a probe succeeds only when both answer.
@@ -173,6 +202,21 @@ export const TargetConfigSchema = z
     grpc_address: hostPort().optional(),
     /** URL of an HTTP health endpoint; a 2xx answer is up. */
     http_url: httpUrl().optional(),
+    /**
+     * Headers sent with the HTTP probe (secret: every value is redacted), e.g. the
+     * `authorization` a protected `/health` needs (`health.auth_token` of the watched service).
+     */
+    headers: z
+      .record(
+        z.string().regex(HEADER_NAME, { error: 'expected an HTTP header name' }),
+        z.string().regex(HEADER_VALUE, { error: 'expected an HTTP header value (no control characters)' }),
+      )
+      .optional(),
+    /** Sent as `Authorization: Bearer <token>` with the HTTP probe (secret). */
+    bearer_token: z
+      .string()
+      .regex(/^[\x21-\x7e]+$/, { error: 'expected a token of visible ASCII characters' })
+      .optional(),
     /** Seconds from the start of one probe to the start of the next; fractions allowed (0.5). */
     interval_seconds: positiveNumber().default(15),
     /**
@@ -187,6 +231,16 @@ export const TargetConfigSchema = z
         code: 'custom',
         path: ['grpc_address'],
         message: 'a target needs grpc_address or http_url',
+      });
+    }
+    if (
+      t.bearer_token !== undefined &&
+      Object.keys(t.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['bearer_token'],
+        message: 'set bearer_token or an authorization header, not both',
       });
     }
   });

@@ -2,7 +2,7 @@
  * Secret redaction for config dumps and config error messages. The secret field names are the
  * logger's (`SECRET_FIELD_NAMES`), so a value hidden in a log line is hidden here too.
  */
-import { SECRET_FIELD_NAMES, redactUrl } from '../logging/logger';
+import { SECRET_FIELD_NAMES, redactUrl, redactUrlCredentials } from '../logging/logger';
 
 /** What a secret is replaced with. */
 export const REDACTED = '[REDACTED]';
@@ -46,7 +46,8 @@ function redactSecretValue(value: unknown): unknown {
 /**
  * Deep copy of `value` with every secret replaced by "[REDACTED]": fields named like
  * `auth_token`, `password`, `api_key`, `dsn`, `private_key`, `api_tokens`, every value of
- * `headers`, the password inside a database `url`, and all but the origin of a webhook's `url`. Empty values stay empty, so a dump still
+ * `headers`, the password inside a database `url`, all but the origin of a webhook's `url`, and the
+ * credentials of any other URL (`http://probe:<password>@host/`, see redactUrlCredentials). Empty values stay empty, so a dump still
  * shows what is unset.
  */
 export function redactSecrets<T>(value: T): T {
@@ -88,5 +89,7 @@ function redact(value: unknown, key: string | undefined): unknown {
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v, k)]));
   }
+  // Any other URL may carry credentials too (a target's `http_url`, a push gateway's URL).
+  if (typeof value === 'string') return redactUrlCredentials(value);
   return value;
 }

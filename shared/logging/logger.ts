@@ -98,6 +98,18 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     name: opts.name,
     level: opts.level ?? 'info',
     redact: { paths: redactPaths(), censor: '[REDACTED]' },
+    // Field names cannot find a password inside a URL (`http://probe:<password>@host/`), whatever
+    // field or message it is in: the values themselves are scrubbed before the line is written.
+    // An error's message and stack may quote a URL too (undici refuses a URL with credentials by
+    // quoting it whole).
+    serializers: {
+      err: (err: unknown) => scrubUrlCredentials({ ...(pino.stdSerializers.err(err as Error) as object) }, 0),
+    },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(this, args.map((a) => scrubUrlCredentials(a, 0)) as Parameters<typeof method>);
+      },
+    },
     base: { service: opts.name },
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin: traceFields,
@@ -121,6 +133,50 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
 /** A logger that writes nothing, for tests and library defaults. */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
+}
+
+// `scheme://userinfo@`: the userinfo of a URL, wherever it sits in a text.
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@'"<>]+)@/gi;
+
+/**
+ * `text` with the credentials of every URL in it replaced by `[REDACTED]`: the password of
+ * `user:password@` (the user name stays, it tells which account), or the whole userinfo when there is
+ * no password (`https://<token>@host`, a DSN's key). The one rule for URLs in logs and config dumps.
+ */
+export function redactUrlCredentials(text: string): string {
+  if (!text.includes('@') || !text.includes('://')) return text;
+  return text.replace(URL_USERINFO, (_m, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon < 0 ? `${scheme}[REDACTED]@` : `${scheme}${userinfo.slice(0, colon)}:[REDACTED]@`;
+  });
+}
+
+/** Levels of a log argument searched for URLs (config dumps are redacted before they are logged). */
+const MAX_SCRUB_DEPTH = 6;
+
+/**
+ * A log argument with {@link redactUrlCredentials} applied to its strings, plain objects and arrays
+ * (copied only where something changed); errors and other instances are left to their serializers.
+ */
+function scrubUrlCredentials(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return redactUrlCredentials(value);
+  if (value === null || typeof value !== 'object' || depth >= MAX_SCRUB_DEPTH) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    value.forEach((v, i) => {
+      const s = scrubUrlCredentials(v, depth + 1);
+      if (s !== v) (copy ??= [...value])[i] = s;
+    });
+    return copy ?? value;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const s = scrubUrlCredentials(v, depth + 1);
+    if (s !== v) (copy ??= { ...(value as Record<string, unknown>) })[k] = s;
+  }
+  return copy ?? value;
 }
 
 /** Strips the password from a connection URL so it can be logged. */

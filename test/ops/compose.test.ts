@@ -54,6 +54,7 @@ const PLACEHOLDER_SECRETS: Record<string, string> = {
   ADMIN_JWT_SECRET: 'a'.repeat(40),
   NOTIFICATION_API_TOKEN: 'notification-token-placeholder',
   MONITOR_API_TOKEN: 'monitor-token-placeholder',
+  NOTIFICATION_HEALTH_TOKEN: 'health-token-placeholder',
 };
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}/g;

@@ -7,6 +7,7 @@
 import type { Registry } from 'prom-client';
 import { Counter as PromCounter, Gauge as PromGauge } from 'prom-client';
 import { type Clock, systemClock } from '../../../shared/monitoring/clock';
+import { appendExposition } from '../../../shared/monitoring/exposition';
 import { counterExportName, makeMetricName } from '../../../shared/monitoring/metric-names';
 import { cutText } from '../../../shared/text/cut';
 
@@ -31,6 +32,7 @@ export const REJECTION_REASONS = [
   'max_metric_names',
   'max_series_per_metric',
   'max_series',
+  'max_ingest_bytes',
 ] as const;
 
 /** Why a sample was not recorded (the `reason` label of the rejection counter). */
@@ -51,6 +53,11 @@ export interface MetricIngestLimits {
   max_labels_per_sample: number;
   max_label_value_length: number;
   max_description_length: number;
+  /**
+   * Bytes the ingested series may take on one `/metrics` answer (each series' lines, its label block
+   * repeated on each); a new series beyond it is rejected. Unbounded when omitted.
+   */
+  max_ingest_bytes?: number;
   series_ttl_seconds: number;
   /** Bounds of histograms first recorded by RecordMetrics, increasing. */
   histogram_buckets: readonly number[];
@@ -103,7 +110,11 @@ const RETRY_AFTER_SWEEP: ReadonlySet<RejectionReason> = new Set<RejectionReason>
   'max_metric_names',
   'max_series_per_metric',
   'max_series',
+  'max_ingest_bytes',
 ]);
+
+/** Characters of a rendered chunk before it is handed on (the scrape is streamed in such chunks). */
+export const RENDER_CHUNK_CHARS = 64 * 1024;
 
 /** Longest accepted metric or label name (names are kept in memory and rendered on every scrape). */
 export const MAX_NAME_LENGTH = 200;
@@ -125,6 +136,8 @@ interface Series {
   /** Per-bucket (not cumulative) counts; the last is the +Inf bucket. */
   buckets: Float64Array | undefined;
   updatedAt: number;
+  /** What the series' lines take on a scrape (see {@link renderedBytes}), counted in the store's total. */
+  bytes: number;
 }
 
 interface Family {
@@ -158,6 +171,9 @@ export class MetricIngestStore {
   private readonly sweepEveryMs: number;
   private nextSweepAt: number;
   private seriesTotal = 0;
+  /** Bytes of every series' lines on a scrape (bounded by max_ingest_bytes). */
+  private bytesTotal = 0;
+  private readonly maxBytes: number;
   /** Update time of the oldest series kept, or earlier (Infinity: none). */
   private oldestKept = Infinity;
   private readonly rejectedCounter: PromCounter;
@@ -167,6 +183,7 @@ export class MetricIngestStore {
     this.registry = options.registry;
     this.clock = options.clock ?? systemClock;
     this.ttlMs = this.limits.series_ttl_seconds * 1000;
+    this.maxBytes = this.limits.max_ingest_bytes ?? Infinity;
     // Expiry runs lazily (on writes and scrapes), at most this often: a sweep visits every series.
     this.sweepEveryMs = Math.min(1000, this.ttlMs);
     this.nextSweepAt = this.clock.monotonic() + this.sweepEveryMs;
@@ -189,6 +206,15 @@ export class MetricIngestStore {
         seriesGauge.set(this.seriesTotal);
       },
     });
+    const bytesGauge = new PromGauge({
+      name: own('monitor_ingest_bytes'),
+      help: 'Bytes the ingested series take on a scrape, estimated (bounded by metrics.max_ingest_bytes)',
+      registers: [this.registry],
+      collect: () => {
+        this.sweep(false);
+        bytesGauge.set(this.bytesTotal);
+      },
+    });
     const namesGauge = new PromGauge({
       name: own('monitor_ingest_metric_names'),
       help: 'Ingested metric names held (bounded by max_metric_names)',
@@ -208,6 +234,11 @@ export class MetricIngestStore {
   /** Ingested metric names held now. */
   get metricNameCount(): number {
     return this.families.size;
+  }
+
+  /** Bytes the ingested series take on a scrape now, estimated (at most `max_ingest_bytes`). */
+  get byteCount(): number {
+    return this.bytesTotal;
   }
 
   /** Applies one operation to one series; undefined when recorded, else why not (and counted). */
@@ -245,6 +276,7 @@ export class MetricIngestStore {
       for (const [k, s] of family.series) {
         if (s.updatedAt <= expiredAt) {
           family.series.delete(k);
+          this.bytesTotal -= s.bytes;
           removed++;
         } else if (s.updatedAt < oldestKept) {
           oldestKept = s.updatedAt;
@@ -262,32 +294,35 @@ export class MetricIngestStore {
    * monitor's own registry has taken since it was ingested is left out: the monitor's metric wins.
    */
   render(): string {
+    let out = '';
+    for (const chunk of this.renderChunks()) out += chunk;
+    return out;
+  }
+
+  /**
+   * {@link render} in chunks of about `chunkChars` characters, whole lines each, so a scrape can be
+   * streamed and other work (a liveness probe, other scrapes) can run between chunks: a large store
+   * is never one string. Samples recorded between chunks may or may not be in the chunks still to
+   * come (a series is always rendered whole); a name is never rendered twice in one scrape.
+   */
+  *renderChunks(chunkChars = RENDER_CHUNK_CHARS): Generator<string, void, undefined> {
     this.sweep(false);
-    const parts: string[] = [];
+    const rendered = new Set<string>();
+    let out = '';
     for (const f of this.families.values()) {
-      if (this.registry.getSingleMetric(f.name)) continue;
-      let out = f.header;
-      if (f.type === 'counter' || f.type === 'gauge') {
-        for (const s of f.series.values()) out += `${f.name}{${s.labelText}} ${num(s.value)}\n`;
-      } else if (f.type === 'histogram') {
-        const le = f.leText!;
-        for (const s of f.series.values()) {
-          let cumulative = 0;
-          const b = s.buckets!;
-          for (let i = 0; i < le.length; i++) {
-            cumulative += b[i]!;
-            out += `${f.name}_bucket{${s.labelText},${le[i]}} ${num(cumulative)}\n`;
-          }
-          out += `${f.name}_sum{${s.labelText}} ${num(s.sum)}\n${f.name}_count{${s.labelText}} ${num(s.count)}\n`;
-        }
-      } else {
-        for (const s of f.series.values()) {
-          out += `${f.name}_sum{${s.labelText}} ${num(s.sum)}\n${f.name}_count{${s.labelText}} ${num(s.count)}\n`;
+      if (rendered.has(f.name) || this.registry.getSingleMetric(f.name)) continue;
+      rendered.add(f.name);
+      // A blank line between names, as prom-client writes them.
+      out += rendered.size > 1 ? `\n${f.header}` : f.header;
+      for (const s of f.series.values()) {
+        out += seriesLines(f, s);
+        if (out.length >= chunkChars) {
+          yield out;
+          out = '';
         }
       }
-      parts.push(out);
     }
-    return parts.join('\n');
+    if (out !== '') yield out;
   }
 
   private applyUncounted(key: SampleKey, op: SampleOp): Rejection | undefined {
@@ -374,6 +409,13 @@ export class MetricIngestStore {
           `metric ${quote(name)}: max_series_per_metric (${limits.max_series_per_metric}) reached`,
         );
       }
+      const bytes = renderedBytes(family, labelText);
+      if (this.bytesTotal + bytes > this.maxBytes) {
+        return reject(
+          'max_ingest_bytes',
+          `metric ${quote(name)}: max_ingest_bytes (${this.maxBytes}) reached`,
+        );
+      }
       series = {
         labelText,
         value: 0,
@@ -381,9 +423,11 @@ export class MetricIngestStore {
         count: 0,
         buckets: family.bounds ? new Float64Array(family.bounds.length + 1) : undefined,
         updatedAt: 0,
+        bytes,
       };
       family.series.set(labelText, series);
       this.seriesTotal++;
+      this.bytesTotal += bytes;
     }
     applyOp(family, series, op);
     // Update times only grow, so the oldest kept is a lower bound until the next sweep.
@@ -463,6 +507,38 @@ export class MetricIngestStore {
     }
     return names;
   }
+}
+
+/** The lines of one series in the text format. */
+function seriesLines(f: Family, s: Series): string {
+  if (f.type === 'counter' || f.type === 'gauge') return `${f.name}{${s.labelText}} ${num(s.value)}\n`;
+  let out = '';
+  if (f.type === 'histogram') {
+    const le = f.leText!;
+    const b = s.buckets!;
+    let cumulative = 0;
+    for (let i = 0; i < le.length; i++) {
+      cumulative += b[i]!;
+      out += `${f.name}_bucket{${s.labelText},${le[i]}} ${num(cumulative)}\n`;
+    }
+  }
+  return `${out}${f.name}_sum{${s.labelText}} ${num(s.sum)}\n${f.name}_count{${s.labelText}} ${num(s.count)}\n`;
+}
+
+// A sample's value as written: at most 24 characters (`-1.2345678901234567e+308`), plus the
+// space, the braces and the newline.
+const VALUE_CHARS = 28;
+
+/**
+ * What one series takes on a scrape (in characters: label values are counted in UTF-16 code units),
+ * its label block repeated on each of its lines: one for a counter or gauge, two for a summary
+ * (`_sum`, `_count`), and one per bucket plus two for a histogram.
+ */
+function renderedBytes(f: Family, labelText: string): number {
+  const line = f.name.length + labelText.length + VALUE_CHARS;
+  if (f.type === 'counter' || f.type === 'gauge') return line;
+  if (f.type === 'summary') return 2 * (line + 6);
+  return f.leText!.reduce((n, le) => n + line + 8 + le.length, 2 * (line + 6));
 }
 
 function reject(reason: RejectionReason, message: string): Rejection {
@@ -587,14 +663,9 @@ function num(v: number): string {
 
 /**
  * Makes every render of `registry` (the monitor's `/metrics`, text or OpenMetrics) end with the
- * store's series. prom-client has no hook for text it does not format itself, so the registry
- * instance's `metrics()` is wrapped; everything else about the registry is unchanged.
+ * store's series: streamed in chunks on `/metrics` (the scrape is never one string, and other
+ * requests are answered between chunks), and as one string from `registry.metrics()`.
  */
 export function appendToRegistry(registry: Registry, store: MetricIngestStore): void {
-  const own = registry.metrics.bind(registry);
-  registry.metrics = async () => {
-    const text = await own();
-    const ingested = store.render();
-    return ingested === '' ? text : `${text}\n${ingested}`;
-  };
+  appendExposition(registry, () => store.renderChunks());
 }

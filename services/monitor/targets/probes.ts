@@ -84,13 +84,19 @@ function grpcReason(code: grpc.status): string {
 /**
  * GET `url` with a timeout of `timeoutMs`; 2xx is up. At most {@link MAX_HTTP_BODY_BYTES} of the body
  * are read, then the connection is closed, so a health endpoint that streams forever cannot hold a
- * probe or fill memory. The current trace context is sent along (`traceparent`).
+ * probe or fill memory. The current trace context is sent along (`traceparent`), and `extraHeaders`
+ * (the target's `headers` and `bearer_token`: a protected `/health` needs its token).
  */
-export function probeHttp(url: string, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
+export function probeHttp(
+  url: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  extraHeaders: Readonly<Record<string, string>> = {},
+): Promise<ProbeOutcome> {
   return new Promise((resolve) => {
     let settled = false;
     let req: http.ClientRequest | undefined;
-    const headers: Record<string, string> = { accept: 'application/json, text/plain, */*' };
+    const headers: Record<string, string> = { accept: 'application/json, text/plain, */*', ...extraHeaders };
     propagation.inject(context.active(), headers);
     const get = url.startsWith('https:') ? https.get : http.get;
     const finish = (outcome: ProbeOutcome): void => {

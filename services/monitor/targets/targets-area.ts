@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ResourceExhaustedError } from '../../../shared/errors';
-import { type Logger, redactUrl } from '../../../shared/logging/logger';
+import { type Logger, redactUrlCredentials } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import type { HealthChecker } from '../../../shared/monitoring/health/checker';
@@ -58,6 +58,8 @@ class TargetWatcher {
   private readonly grpc: GrpcHealthProbe | undefined;
   private readonly intervalMs: number;
   private readonly timeoutMs: number;
+  /** Sent with every HTTP probe: the target's `headers` and its `bearer_token`. */
+  private readonly httpHeaders: Record<string, string>;
   // One long-lived signal for stop(); each probe adds one listener and removes it when it ends.
   private readonly abort = new AbortController();
   private timer: NodeJS.Timeout | undefined;
@@ -76,8 +78,10 @@ class TargetWatcher {
       name: target.name,
       grpcAddress: target.grpc_address ?? null,
       // What is shown (alerts, health details, the page) never carries a password of the URL.
-      httpUrl: target.http_url ? redactUrl(target.http_url) : null,
+      httpUrl: target.http_url ? redactUrlCredentials(target.http_url) : null,
     });
+    this.httpHeaders = { ...target.headers };
+    if (target.bearer_token !== undefined) this.httpHeaders.authorization = `Bearer ${target.bearer_token}`;
     this.grpc = target.grpc_address ? new GrpcHealthProbe(target.grpc_address, this.intervalMs) : undefined;
   }
 
@@ -127,6 +131,7 @@ class TargetWatcher {
    */
   private probe(): Promise<ProbeOutcome> {
     const { name, grpc_address: grpcAddress, http_url: httpUrl } = this.target;
+    const shownUrl = this.tracker.snapshot().httpUrl;
     return tracer.startActiveSpan(
       'probe target',
       {
@@ -135,14 +140,17 @@ class TargetWatcher {
         attributes: {
           'monitor.target': name,
           ...(grpcAddress ? { 'monitor.target.grpc_address': grpcAddress } : {}),
-          ...(httpUrl ? { 'monitor.target.http_url': httpUrl } : {}),
+          ...(shownUrl ? { 'monitor.target.http_url': shownUrl } : {}),
         },
       },
       async (span) => {
         try {
           const probes: Promise<ProbeOutcome>[] = [];
           if (this.grpc) probes.push(this.timed('grpc', this.grpc.check(this.timeoutMs, this.abort.signal)));
-          if (httpUrl) probes.push(this.timed('http', probeHttp(httpUrl, this.timeoutMs, this.abort.signal)));
+          if (httpUrl)
+            probes.push(
+              this.timed('http', probeHttp(httpUrl, this.timeoutMs, this.abort.signal, this.httpHeaders)),
+            );
           const outcomes = await Promise.all(probes);
           const failed = outcomes.find((o): o is { ok: false; reason: string } => !o.ok);
           const outcome: ProbeOutcome = failed ?? { ok: true };

@@ -72,8 +72,12 @@ export interface SpanLimits {
   maxAttributes: number;
   maxEvents: number;
   maxLinks: number;
-  /** Longest string kept (names, messages, attribute keys and values), in characters. */
+  /** Longest string kept (names, messages, attribute keys and values), in UTF-16 code units. */
   maxStringLength: number;
+  /** Most elements kept of a list attribute value (lists inside lists too); the first ones stay. */
+  maxListLength: number;
+  /** Most estimated bytes one stored span may hold (see {@link estimateBytes}). */
+  maxSpanBytes: number;
 }
 
 /** What applying the limits to one span gives. */
@@ -83,16 +87,50 @@ export interface LimitedSpan {
   dropped: DroppedCounts;
   /** Strings shortened. */
   truncated: number;
+  /** List elements cut off by `maxListLength`. */
+  listValuesDropped: number;
+  /** The stored span's estimated size in bytes (at most `maxSpanBytes`, unless its fixed fields alone exceed it). */
+  bytes: number;
+}
+
+// The estimate of what a span costs in memory: 2 bytes per UTF-16 code unit of a string, 8 for a
+// number, boolean or null, 8 more per list element or map entry (the slot holding it), and a fixed
+// part per span, event and link (ids, times, the objects themselves). Not exact; proportional.
+const SLOT_BYTES = 8;
+const SCALAR_BYTES = 8;
+const SPAN_BYTES = 256;
+const EVENT_BYTES = 64;
+const LINK_BYTES = 128;
+
+/** Estimated bytes of an attribute value, nested lists and maps included. */
+export function estimateBytes(v: AttributeValue): number {
+  if (typeof v === 'string') return 2 * v.length;
+  if (Array.isArray(v)) {
+    let n = 0;
+    for (const e of v) n += SLOT_BYTES + estimateBytes(e);
+    return n;
+  }
+  if (v !== null && typeof v === 'object') {
+    let n = 0;
+    for (const k in v) n += SLOT_BYTES + 2 * k.length + estimateBytes(v[k]!);
+    return n;
+  }
+  return SCALAR_BYTES;
 }
 
 /**
  * Applies `limits` the OpenTelemetry way (as the SDK does): attributes and links beyond the limit are
- * dropped (the first ones kept), events beyond it drop the oldest and counted in the span's dropped counts; strings are cut to the maximum
- * length. Never a failure. The span must have passed {@link spanProblem}.
+ * dropped (the first ones kept), events beyond it drop the oldest, and counted in the span's dropped
+ * counts; strings are cut to the maximum length and lists to the maximum list length (what is cut is
+ * counted in the result). Then the span's bytes are bounded: its attributes (first ones first), its
+ * events (newest first) and its links (first ones first) are kept while they fit in `maxSpanBytes`;
+ * what does not fit is dropped and counted like the count limits' drops. Never a failure. The span
+ * must have passed {@link spanProblem}.
  */
 export function applyLimits(input: SpanInput, limits: SpanLimits): LimitedSpan {
   const dropped: DroppedCounts = { attributes: 0, events: 0, links: 0 };
   let truncated = 0;
+  let listValuesDropped = 0;
   const cut = (s: string): string => {
     if (s.length <= limits.maxStringLength) return s;
     truncated++;
@@ -100,51 +138,93 @@ export function applyLimits(input: SpanInput, limits: SpanLimits): LimitedSpan {
   };
   const value = (v: AttributeValue): AttributeValue => {
     if (typeof v === 'string') return cut(v);
-    if (Array.isArray(v)) return v.map(value);
-    if (v !== null && typeof v === 'object') return attrs(v, false);
+    if (Array.isArray(v)) {
+      if (v.length > limits.maxListLength) listValuesDropped += v.length - limits.maxListLength;
+      const n = Math.min(v.length, limits.maxListLength);
+      const out: AttributeValue[] = new Array<AttributeValue>(n);
+      for (let i = 0; i < n; i++) out[i] = value(v[i]!);
+      return out;
+    }
+    if (v !== null && typeof v === 'object') return nested(v);
     return v;
   };
-  const attrs = (a: Attributes, count: boolean): Attributes => {
+  // A map inside a value: the count limit applies, uncounted (it is not one of the span's attributes).
+  const nested = (a: Attributes): Attributes => {
     const out: Attributes = {};
     let kept = 0;
-    for (const [key, v] of Object.entries(a)) {
-      if (kept >= limits.maxAttributes) {
-        if (count) dropped.attributes++;
-        continue;
-      }
-      out[cut(key)] = value(v);
+    for (const key in a) {
+      if (kept >= limits.maxAttributes) break;
+      out[cut(key)] = value(a[key]!);
       kept++;
     }
     return out;
   };
-  // Like the SDK, the oldest events go first: the latest ones are the most telling.
-  const events = input.events.slice(Math.max(0, input.events.length - limits.maxEvents)).map((e) => ({
-    name: cut(e.name),
-    timeNs: e.timeNs,
-    attributes: attrs(e.attributes, true),
-  }));
+  const name = cut(input.name);
+  const statusMessage = cut(input.statusMessage);
+  const serviceName = cut(input.serviceName);
+  let bytes =
+    SPAN_BYTES +
+    2 * (input.traceId.length + input.spanId.length + input.parentSpanId.length) +
+    2 * (name.length + statusMessage.length + serviceName.length);
+  const fits = (cost: number): boolean => {
+    if (bytes + cost > limits.maxSpanBytes) return false;
+    bytes += cost;
+    return true;
+  };
+  // The attributes of the span, an event or a link: the count limit, then the byte budget.
+  const attrs = (a: Attributes): Attributes => {
+    const out: Attributes = {};
+    let kept = 0;
+    for (const key in a) {
+      if (kept >= limits.maxAttributes) {
+        dropped.attributes++;
+        continue;
+      }
+      const k = cut(key);
+      const v = value(a[key]!);
+      if (!fits(SLOT_BYTES + 2 * k.length + estimateBytes(v))) {
+        dropped.attributes++;
+        continue;
+      }
+      out[k] = v;
+      kept++;
+    }
+    return out;
+  };
+  const attributes = attrs(input.attributes);
+  // Like the SDK, the oldest events go first: the latest ones are the most telling. The byte budget
+  // is spent newest first for the same reason.
+  const recent = input.events.slice(Math.max(0, input.events.length - limits.maxEvents));
+  const events: SpanRecord['events'] = [];
+  for (let i = recent.length - 1; i >= 0; i--) {
+    const e = recent[i]!;
+    const eventName = cut(e.name);
+    if (!fits(EVENT_BYTES + 2 * eventName.length)) continue;
+    events.push({ name: eventName, timeNs: e.timeNs, attributes: attrs(e.attributes) });
+  }
+  events.reverse();
   dropped.events = input.events.length - events.length;
-  const links = input.links.slice(0, limits.maxLinks).map((l) => ({
-    traceId: l.traceId,
-    spanId: l.spanId,
-    attributes: attrs(l.attributes, true),
-  }));
+  const links: SpanRecord['links'] = [];
+  for (const l of input.links.slice(0, limits.maxLinks)) {
+    if (!fits(LINK_BYTES)) continue;
+    links.push({ traceId: l.traceId, spanId: l.spanId, attributes: attrs(l.attributes) });
+  }
   dropped.links = input.links.length - links.length;
   const span: SpanRecord = {
     traceId: input.traceId,
     spanId: input.spanId,
     parentSpanId: input.parentSpanId,
-    name: cut(input.name),
+    name,
     kind: input.kind,
     startNs: input.startNs!,
     endNs: input.endNs!,
-    attributes: attrs(input.attributes, true),
+    attributes,
     events,
     links,
     statusCode: input.statusCode,
-    statusMessage: cut(input.statusMessage),
-    serviceName: cut(input.serviceName),
+    statusMessage,
+    serviceName,
     dropped,
   };
-  return { span, dropped: { ...dropped }, truncated };
+  return { span, dropped: { ...dropped }, truncated, listValuesDropped, bytes };
 }

@@ -3,6 +3,9 @@
  * bounded three ways so memory never grows without bound:
  *
  * - `maxSpans` overall: the oldest stored span is evicted to make room (reason `capacity`);
+ * - `maxStoreBytes`, the estimated bytes of all stored spans (each at most `maxSpanBytes`, see
+ *   span-rules.ts): the oldest are evicted to make room (reason `bytes`), so spans full of huge lists
+ *   cannot exhaust the heap however many arrive;
  * - `ttlSeconds`: spans stored longer ago are evicted (reason `expired`), checked on every add and get;
  * - `maxSpansPerTrace`: a span for a trace that already holds that many is rejected, so one runaway
  *   trace cannot evict everything else.
@@ -19,6 +22,8 @@ import type { SpanInput, SpanRecord } from './span';
 /** Bounds and limits of a {@link SpanStore}. */
 export interface SpanStoreOptions extends SpanLimits {
   maxSpans: number;
+  /** Estimated bytes of all stored spans together; at least `maxSpanBytes`. */
+  maxStoreBytes: number;
   maxSpansPerTrace: number;
   ttlSeconds: number;
   /** Milliseconds since the epoch; injectable for tests. */
@@ -37,6 +42,8 @@ interface Entry {
   traceId: string;
   spanId: string;
   storedAt: number;
+  /** The span's estimated size. */
+  bytes: number;
 }
 
 /** The monitor's bounded span store. */
@@ -50,6 +57,8 @@ export class SpanStore {
   private readonly rejectedCounter: Counter;
   private readonly limited: Counter;
   private readonly storedGauge: Gauge;
+  private readonly bytesGauge: Gauge;
+  private storedBytes = 0;
 
   constructor(
     private readonly options: SpanStoreOptions,
@@ -75,11 +84,20 @@ export class SpanStore {
       { labelNames: ['item'] },
     );
     this.storedGauge = metrics.createGauge('monitor_spans_stored', 'Spans held in the span store');
+    this.bytesGauge = metrics.createGauge(
+      'monitor_span_store_bytes',
+      'Estimated bytes of the spans held in the span store (bounded by tracing.max_store_bytes)',
+    );
   }
 
   /** Spans held now. */
   get size(): number {
     return this.order.length - this.head;
+  }
+
+  /** Estimated bytes of the spans held now (at most `maxStoreBytes`). */
+  get bytes(): number {
+    return this.storedBytes;
   }
 
   /**
@@ -91,7 +109,7 @@ export class SpanStore {
     this.expire(now);
     const stored: SpanRecord[] = [];
     let rejected = 0;
-    const dropped = { attributes: 0, events: 0, links: 0, strings: 0 };
+    const dropped = { attributes: 0, events: 0, links: 0, strings: 0, list_values: 0 };
     for (const input of inputs) {
       let trace = this.traces.get(input.traceId);
       if (trace?.has(input.spanId)) {
@@ -109,7 +127,11 @@ export class SpanStore {
       dropped.events += limited.dropped.events;
       dropped.links += limited.dropped.links;
       dropped.strings += limited.truncated;
+      dropped.list_values += limited.listValuesDropped;
       while (this.size >= this.options.maxSpans) this.evictOldest('capacity');
+      while (this.size > 0 && this.storedBytes + limited.bytes > this.options.maxStoreBytes) {
+        this.evictOldest('bytes');
+      }
       // The eviction may have emptied and removed this trace's map.
       trace = this.traces.get(input.traceId);
       if (!trace) {
@@ -117,11 +139,12 @@ export class SpanStore {
         this.traces.set(input.traceId, trace);
       }
       trace.set(input.spanId, limited.span);
-      this.order.push({ traceId: input.traceId, spanId: input.spanId, storedAt: now });
+      this.order.push({ traceId: input.traceId, spanId: input.spanId, storedAt: now, bytes: limited.bytes });
+      this.storedBytes += limited.bytes;
       stored.push(limited.span);
     }
     for (const [item, n] of Object.entries(dropped)) if (n > 0) this.limited.record(n, { item });
-    this.storedGauge.record(this.size);
+    this.recordSize();
     return { stored, rejected };
   }
 
@@ -157,11 +180,16 @@ export class SpanStore {
     }
     if (expired > 0) {
       this.evicted.record(expired, { reason: 'expired' });
-      this.storedGauge.record(this.size);
+      this.recordSize();
     }
   }
 
-  private evictOldest(reason: 'capacity'): void {
+  private recordSize(): void {
+    this.storedGauge.record(this.size);
+    this.bytesGauge.record(this.storedBytes);
+  }
+
+  private evictOldest(reason: 'capacity' | 'bytes'): void {
     this.removeOldest();
     this.evicted.record(1, { reason });
   }
@@ -169,6 +197,7 @@ export class SpanStore {
   private removeOldest(): void {
     const entry = this.order[this.head]!;
     this.head++;
+    this.storedBytes -= entry.bytes;
     // Compact the consumed front now and then: amortised O(1), and the array stays bounded.
     if (this.head > 1024 && this.head * 2 > this.order.length) {
       this.order = this.order.slice(this.head);

@@ -16,9 +16,9 @@ import {
   MetricsClientUnavailableError,
   MonitoringConfigError,
 } from '../errors';
-import { collectProcessMetrics, renderMetrics } from '../exposition';
+import { collectProcessMetrics } from '../exposition';
 import { isAuthorized, pathOf, sendMethodNotAllowed, sendNotFound, sendUnauthorized } from '../http/auth';
-import type { RequestHandler } from '../http/metrics-middleware';
+import { type RequestHandler, sendMetrics } from '../http/metrics-middleware';
 import { counterExportName, sanitizeLabelName, sanitizeMetricName } from '../metric-names';
 import { loadPromClient, type PromClientLoader, type PromClientModule } from '../prom-loader';
 import type { Labels, MetricType, PullMetricsConfig } from '../types';
@@ -150,7 +150,8 @@ export class PullMetricsAdapter {
   }
 
   /**
-   * A request handler serving the registry (text 0.0.4, or OpenMetrics when asked for). Throws
+   * A request handler serving the registry (text 0.0.4, or OpenMetrics when asked for), streamed
+   * (`sendMetrics`). Throws
    * MetricsClientUnavailableError without the client library.
    */
   get metricsApp(): RequestHandler {
@@ -165,16 +166,8 @@ export class PullMetricsAdapter {
         sendMethodNotAllowed(res);
         return;
       }
-      renderMetrics(registry, req.headers.accept).then(
-        ({ contentType, body }) => {
-          res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
-          res.end(body);
-        },
-        (err: unknown) => {
-          this.logger.error({ err }, 'rendering metrics failed');
-          res.writeHead(500).end();
-        },
-      );
+      // Streamed, as the services' own /metrics: a large registry is never one string.
+      void sendMetrics(req, res, registry, this.logger);
     };
   }
 

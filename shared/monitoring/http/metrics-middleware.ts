@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type Clock, systemClock } from '../clock';
 import { MetricsCollector, NoopMetricsCollector, type MetricsCollectorProtocol } from '../collector';
-import { renderMetrics, type RenderedMetrics } from '../exposition';
+import { renderMetrics, streamMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
 import { chainHandler, isAuthorized, pathOf, sendMethodNotAllowed, sendUnauthorized } from './auth';
@@ -37,6 +37,57 @@ export interface MetricsMiddlewareOptions {
   loader?: PromClientLoader;
   clock?: Clock;
   logger?: Logger;
+}
+
+/**
+ * Answers a scrape with `registry` streamed ({@link streamMetrics}): each piece is written as it is
+ * rendered, waiting while the scraper's connection is full, so a large scrape is never one string in
+ * memory and other requests are answered between pieces; a scraper that hangs up stops the render.
+ * A failure before the first byte is a 500 JSON error; after it, the connection is cut (a truncated
+ * scrape must not look complete). HEAD gets the headers only.
+ */
+export async function sendMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  registry: Registry,
+  logger: Logger,
+): Promise<void> {
+  const { contentType, body } = streamMetrics(registry, req.headers.accept);
+  const headers = { 'Content-Type': contentType, 'Cache-Control': 'no-store' };
+  if (req.method === 'HEAD') {
+    res.writeHead(200, headers).end();
+    return;
+  }
+  let started = false;
+  try {
+    for await (const piece of body) {
+      if (res.destroyed) return;
+      if (!started) {
+        res.writeHead(200, headers);
+        started = true;
+      }
+      if (!res.write(piece)) await drained(res);
+    }
+    if (!started) res.writeHead(200, headers);
+    res.end();
+  } catch (err) {
+    logger.error({ err }, 'rendering /metrics failed');
+    if (started) res.destroy();
+    else sendJsonError(res, 'internal', 'internal error');
+  }
+}
+
+/** Resolves when `res` can take more, or is closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** Names of the request metrics (the counter is exported as `http_requests_total`). */
@@ -123,18 +174,7 @@ export class MetricsMiddleware {
       res.end('metrics exposition unavailable: the Prometheus client library is not installed\n');
       return true;
     }
-    try {
-      const { contentType, body } = await renderMetrics(this.registry, req.headers.accept);
-      res.writeHead(200, {
-        'Content-Type': contentType,
-        'Content-Length': Buffer.byteLength(body),
-        'Cache-Control': 'no-store',
-      });
-      res.end(body);
-    } catch (err) {
-      this.logger.error({ err }, 'rendering /metrics failed');
-      sendJsonError(res, 'internal', 'internal error');
-    }
+    await sendMetrics(req, res, this.registry, this.logger);
     return true;
   }
 

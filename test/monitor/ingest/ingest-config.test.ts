@@ -11,6 +11,7 @@ describe('metrics ingest config', () => {
       series_ttl_seconds: 3600,
       max_labels_per_sample: 16,
       max_label_value_length: 256,
+      max_ingest_bytes: 64 * 1024 * 1024,
       max_description_length: 1024,
     });
   });

@@ -30,21 +30,20 @@ import { appendToRegistry, MetricIngestStore } from '../../../services/monitor/i
 import { applyOtlpMetrics } from '../../../services/monitor/ingest/otlp-metrics';
 import { promtool } from '../../shared/monitoring/helpers';
 
+const LIMITS = {
+  max_metric_names: 100,
+  max_series_per_metric: 100,
+  max_series: 1000,
+  max_labels_per_sample: 8,
+  max_label_value_length: 64,
+  max_description_length: 256,
+  series_ttl_seconds: 3600,
+  histogram_buckets: [1, 10],
+};
+
 function setup() {
   const registry = new Registry();
-  const store = new MetricIngestStore({
-    registry,
-    limits: {
-      max_metric_names: 100,
-      max_series_per_metric: 100,
-      max_series: 1000,
-      max_labels_per_sample: 8,
-      max_label_value_length: 64,
-      max_description_length: 256,
-      series_ttl_seconds: 3600,
-      histogram_buckets: [1, 10],
-    },
-  });
+  const store = new MetricIngestStore({ registry, limits: LIMITS });
   appendToRegistry(registry, store);
   return { registry, store };
 }
@@ -211,6 +210,63 @@ describe('applyOtlpMetrics with requests built by create()', () => {
     expect(valueOf(text, 'monitor_ingest_samples_rejected_total{reason="unsupported"}')).toBe(2);
     expect(valueOf(text, 'monitor_ingest_samples_rejected_total{reason="reserved_label_name"}')).toBe(1);
     expect(valueOf(text, 'monitor_ingest_samples_rejected_total{reason="invalid_value"}')).toBe(1);
+  });
+
+  it('holds max_labels_per_sample, max_label_value_length and max_ingest_bytes at the bound: points over them are refused and counted', async () => {
+    const { registry, store } = setup();
+    const labels = (n: number, length = 1) =>
+      Array.from({ length: n }, (_, i) => attr(`k${i}`, 'v'.repeat(length)));
+    const point = (attributes: ReturnType<typeof attr>[]) => ({
+      attributes,
+      value: { case: 'asDouble' as const, value: 1 },
+    });
+    const gauge = (name: string, points: ReturnType<typeof point>[]) => ({
+      name,
+      data: { case: 'gauge' as const, value: { dataPoints: points } },
+    });
+    const outcome = applyOtlpMetrics(
+      store,
+      request('s', [
+        {
+          metrics: [
+            // setup(): at most 8 labels of at most 64 characters (service.name the 65th character).
+            gauge('at_label_cap', [point(labels(8))]),
+            gauge('over_label_cap', [point(labels(9))]),
+            gauge('at_length_cap', [point(labels(1, 64))]),
+            gauge('over_length_cap', [point(labels(1, 65))]),
+          ],
+        },
+      ]),
+    );
+    expect(outcome.rejectedDataPoints).toBe(2);
+    expect(outcome.errorMessage).toMatch(/more than 8 labels/);
+    expect(outcome.errorMessage).toMatch(/longer than 64 characters/);
+    const text = await registry.metrics();
+    expect(
+      valueOf(text, 'at_label_cap{k0="v",k1="v",k2="v",k3="v",k4="v",k5="v",k6="v",k7="v",service="s"}'),
+    ).toBe(1);
+    expect(text).not.toContain('over_label_cap');
+    expect(text).not.toContain('over_length_cap');
+    expect(valueOf(text, 'monitor_ingest_samples_rejected_total{reason="too_many_labels"}')).toBe(1);
+    expect(valueOf(text, 'monitor_ingest_samples_rejected_total{reason="label_value_too_long"}')).toBe(1);
+
+    // The bytes bound: a store with room for exactly one more series of this size.
+    const bounded = new MetricIngestStore({
+      registry: new Registry(),
+      limits: { ...LIMITS, max_ingest_bytes: 2 * (1 + 17 + 28) },
+    });
+    const two = applyOtlpMetrics(
+      bounded,
+      request('s', [
+        {
+          metrics: [gauge('g', [point([attr('a', '1')]), point([attr('a', '2')]), point([attr('a', '3')])])],
+        },
+      ]),
+    );
+    // `g{a="1",service="s"}`: 1 + 17 characters plus 28 for the value and punctuation.
+    expect(two.rejectedDataPoints).toBe(1);
+    expect(two.errorMessage).toMatch(/max_ingest_bytes/);
+    expect(bounded.byteCount).toBe(2 * (1 + 17 + 28));
   });
 
   it('keeps errorMessage short however many points fail', () => {

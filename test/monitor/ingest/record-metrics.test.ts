@@ -292,6 +292,49 @@ describe('RecordMetrics', () => {
     ]);
   });
 
+  it('holds max_ingest_bytes (the scrape size) at the bound: a new series over it is refused and counted', async () => {
+    // `g{a="aaa1",service="s"} <value>`: 1 + 20 characters plus 28 for the value and punctuation.
+    const SERIES = 1 + 20 + 28;
+    const m = await start({ metrics: { max_ingest_bytes: 2 * SERIES } });
+    const sample = (a: string, value = 1) => ({
+      name: 'g',
+      type: MetricType.GAUGE,
+      value,
+      labels: { a },
+      sourceService: 's',
+    });
+    const reply = await record(m, [sample('aaa1'), sample('aaa2'), sample('aaa3'), sample('aaa1', 7)]);
+    expect(reply.accepted).toBe(3);
+    expect(reply.rejected.map((r) => [r.index, r.reason.split(':')[0]])).toEqual([[2, 'max_ingest_bytes']]);
+    const text = await scrape(m);
+    expect(valueOf(text, 'g{a="aaa1",service="s"}')).toBe(7);
+    expect(valueOf(text, 'g{a="aaa3",service="s"}')).toBeUndefined();
+    expect(valueOf(text, 'monitor_ingest_bytes')).toBe(2 * SERIES);
+    expect(rejectedCount(text, 'max_ingest_bytes')).toBe(1);
+    expect(promtool(text)).toEqual({ status: 0, output: '' });
+  });
+
+  it('counts a histogram series once per line it renders against max_ingest_bytes', async () => {
+    // Three buckets: `h_bucket` x 4 (le="1", "2", "3", "+Inf"), `h_sum`, `h_count`; each line
+    // repeats the label block, so a histogram series costs about six gauge series.
+    const m = await start({ metrics: { histogram_buckets: [1, 2, 3], max_ingest_bytes: 600 } });
+    const reply = await record(m, [
+      { name: 'h', type: MetricType.HISTOGRAM, value: 1, labels: { a: 'x' }, sourceService: 's' },
+      { name: 'h', type: MetricType.HISTOGRAM, value: 1, labels: { a: 'y' }, sourceService: 's' },
+      { name: 'h', type: MetricType.HISTOGRAM, value: 1, labels: { a: 'z' }, sourceService: 's' },
+    ]);
+    const text = await scrape(m);
+    const used = valueOf(text, 'monitor_ingest_bytes')!;
+    const lines = text
+      .split('\n')
+      .filter((l) => l.startsWith('h_'))
+      .join('\n').length;
+    // The estimate is never below what the lines really take, and never over the bound.
+    expect(used).toBeGreaterThanOrEqual(lines);
+    expect(used).toBeLessThanOrEqual(600);
+    expect(reply.rejected.map((r) => r.reason.split(':')[0])).toContain('max_ingest_bytes');
+  });
+
   it('serves the ingested series in OpenMetrics too when the scraper asks for it', async () => {
     const m = await start();
     await record(m, [{ name: 'om_hits', type: MetricType.COUNTER, value: 2 }], 'web');

@@ -65,6 +65,9 @@ export async function startOtlpServer(
       maxEvents: 128,
       maxLinks: 128,
       maxStringLength: 4096,
+      maxListLength: 128,
+      maxSpanBytes: 256 * 1024,
+      maxStoreBytes: 64 * 1024 * 1024,
     },
     collector,
   );

@@ -208,7 +208,7 @@ describe('TargetsArea', () => {
 
   it('never shows the password of an http_url in its state (the alerts, health details and page read it)', () => {
     const { area: a } = area([target({ http_url: 'http://probe:s3cret@127.0.0.1:1/health' })]);
-    expect(a.states()[0]!.httpUrl).toBe('http://probe:%5BREDACTED%5D@127.0.0.1:1/health');
+    expect(a.states()[0]!.httpUrl).toBe('http://probe:[REDACTED]@127.0.0.1:1/health');
     expect(JSON.stringify(a.states())).not.toContain('s3cret');
   });
 

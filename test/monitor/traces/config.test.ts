@@ -31,6 +31,30 @@ describe('monitor.tracing span store keys', () => {
     );
   });
 
+  it('bound lists to 128 elements, a span to 256 KiB and the store to 64 MiB by default; read from the environment', () => {
+    expect(load().tracing).toMatchObject({
+      max_list_length: 128,
+      max_span_bytes: 256 * 1024,
+      max_store_bytes: 64 * 1024 * 1024,
+    });
+    expect(
+      load({
+        SVC_MONITOR__TRACING__MAX_LIST_LENGTH: '10',
+        SVC_MONITOR__TRACING__MAX_SPAN_BYTES: '2048',
+        SVC_MONITOR__TRACING__MAX_STORE_BYTES: '4096',
+      }).tracing,
+    ).toMatchObject({ max_list_length: 10, max_span_bytes: 2048, max_store_bytes: 4096 });
+  });
+
+  it('refuse a span bound over the store bound, and a span bound under 1024', () => {
+    expect(() =>
+      load({ SVC_MONITOR__TRACING__MAX_SPAN_BYTES: '8192', SVC_MONITOR__TRACING__MAX_STORE_BYTES: '4096' }),
+    ).toThrow(/monitor\.tracing\.max_span_bytes.*at most max_store_bytes/s);
+    expect(() => load({ SVC_MONITOR__TRACING__MAX_SPAN_BYTES: '100' })).toThrow(
+      /max_span_bytes.*at least 1024/s,
+    );
+  });
+
   it('refuse an unknown key in the section', () => {
     expect(() => loadMonitorConfig({ tracing: { span_ttl: 5 } as never }, { file: null, env: {} })).toThrow(
       /tracing/,

@@ -41,6 +41,9 @@ function makeStore(options: Partial<SpanStoreOptions> = {}) {
       maxEvents: 128,
       maxLinks: 128,
       maxStringLength: 4096,
+      maxListLength: 128,
+      maxSpanBytes: 256 * 1024,
+      maxStoreBytes: 64 * 1024 * 1024,
       now: () => now,
       ...options,
     },
@@ -51,7 +54,7 @@ function makeStore(options: Partial<SpanStoreOptions> = {}) {
     advance: (ms: number) => (now += ms),
     metric: async (name: string, labels: string) => {
       const text = await registry.metrics();
-      const m = new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(text);
+      const m = new RegExp(`^${name}${labels ? `\\{${labels}\\}` : ''} (\\d+)$`, 'm').exec(text);
       return m ? Number(m[1]) : 0;
     },
   };
@@ -159,6 +162,77 @@ describe('SpanStore', () => {
     expect(stored[0]!.name).toBe('abcd');
     expect(stored[0]!.attributes).toEqual({ key: 'valu', list: ['1234'], obj: { k: 'zzzz' } });
     expect(await metric('monitor_span_limits_dropped_total', 'item="strings"')).toBe(4);
+  });
+
+  it('never cuts a string between the halves of a surrogate pair (emoji), and leaves CJK and RTL text whole', () => {
+    const { store } = makeStore({ maxStringLength: 5 });
+    const { stored } = store.add([
+      span(TRACE_A, 1, {
+        // 'abcd' + an emoji (two code units): a cut at 5 would leave half of it.
+        name: 'abcd\u{1F600}xyz',
+        attributes: { cjk: '漢字かな交じり文', rtl: 'שלום עולם', emoji: '\u{1F600}\u{1F601}\u{1F602}' },
+      }),
+    ]);
+    expect(stored[0]!.name).toBe('abcd');
+    expect(stored[0]!.attributes).toEqual({ cjk: '漢字かな交', rtl: 'שלום ', emoji: '\u{1F600}\u{1F601}' });
+    for (const text of [stored[0]!.name, ...Object.values(stored[0]!.attributes).map(String)]) {
+      expect(text).toBe(Buffer.from(text, 'utf8').toString('utf8'));
+    }
+  });
+
+  it('cuts lists to max_list_length (lists inside lists and maps too) and counts the cut elements', async () => {
+    const { store, metric } = makeStore({ maxListLength: 3 });
+    const { stored } = store.add([
+      span(TRACE_A, 1, { attributes: { l: [1, 2, 3, 4, 5], deep: { m: [[1, 2, 3, 4], 'a', 'b', 'c'] } } }),
+    ]);
+    expect(stored[0]!.attributes).toEqual({ l: [1, 2, 3], deep: { m: [[1, 2, 3], 'a', 'b'] } });
+    expect(stored[0]!.dropped).toEqual({ attributes: 0, events: 0, links: 0 });
+    expect(await metric('monitor_span_limits_dropped_total', 'item="list_values"')).toBe(2 + 1 + 1);
+  });
+
+  it('keeps a span within max_span_bytes: attributes first ones first, events newest first, links while they fit', async () => {
+    // Estimated: the span's fixed part 366 bytes, each attribute of 512 characters 1034, `e` 18, an
+    // event 70, a link 128: 3600 holds the fixed part, a, b, c, e and the newest event.
+    const { store, metric } = makeStore({ maxSpanBytes: 3600 });
+    const kb = 'x'.repeat(512); // 1 KiB estimated
+    const { stored } = store.add([
+      span(TRACE_A, 1, {
+        attributes: { a: kb, b: kb, c: kb, d: kb, e: 1 },
+        events: [
+          { name: 'old', timeNs: 1n, attributes: {} },
+          { name: 'new', timeNs: 2n, attributes: {} },
+        ],
+        links: [{ traceId: TRACE_B, spanId: '1'.padStart(16, '0'), attributes: {} }],
+      }),
+    ]);
+    const s = stored[0]!;
+    // The fixed part and three 1 KiB attributes fit; the fourth does not, the small one after it does.
+    expect(Object.keys(s.attributes)).toEqual(['a', 'b', 'c', 'e']);
+    expect(s.events.map((e) => e.name)).toEqual(['new']);
+    expect(s.links).toHaveLength(0);
+    expect(s.dropped).toEqual({ attributes: 1, events: 1, links: 1 });
+    expect(await metric('monitor_span_limits_dropped_total', 'item="attributes"')).toBe(1);
+    expect(store.bytes).toBeLessThanOrEqual(3600);
+  });
+
+  it('holds at most max_store_bytes, evicting the oldest spans (reason bytes), and frees the bytes of evicted spans', async () => {
+    const { store, metric, advance } = makeStore({
+      maxSpans: 1000,
+      maxStoreBytes: 16 * 1024,
+      maxSpanBytes: 8 * 1024,
+    });
+    const big = 'y'.repeat(2048); // 4 KiB estimated
+    for (let i = 1; i <= 20; i++) {
+      store.add([span(TRACE_A, i, { attributes: { big } })]);
+      expect(store.bytes).toBeLessThanOrEqual(16 * 1024);
+    }
+    expect(store.size).toBe(3);
+    expect(store.getTrace(TRACE_A).map((s) => s.name)).toEqual(['op-18', 'op-19', 'op-20']);
+    expect(await metric('monitor_spans_evicted_total', 'reason="bytes"')).toBe(17);
+    expect(await metric('monitor_span_store_bytes', '')).toBe(store.bytes);
+    advance(61_000);
+    expect(store.getTrace(TRACE_A)).toEqual([]);
+    expect(store.bytes).toBe(0);
   });
 });
 

@@ -189,6 +189,14 @@ export async function startSecretPair(): Promise<SecretPair> {
   const monitorDsnKey = secret('monitor.error_tracking.dsn', 'monitor-dsn-key');
   const notificationDbPassword = secret('notification.database.url', 'notification-db-password');
   const monitorDbPassword = secret('monitor.database.url', 'monitor-db-password');
+  // A watched target probed with credentials three ways: in its URL (sent as HTTP Basic when no
+  // bearer token is set), as `bearer_token`, and in `headers`. Its URL is shown (alerts, /health
+  // details, the status page, logs) with the password replaced.
+  const targetUrlPassword = secret('monitor.targets[i].http_url', 'target-url-password', (v) => [
+    b64(`probe:${v}`),
+  ]);
+  const targetBearer = secret('monitor.targets[i].bearer_token', 'target-bearer-token');
+  const targetHeader = secret('monitor.targets[i].headers', 'target-header');
 
   const pem = (key: string, kind: 'rsa' | 'ec'): string => {
     const { privateKey } =
@@ -241,6 +249,20 @@ export async function startSecretPair(): Promise<SecretPair> {
     SVC_MONITOR__WEB__API_TOKENS: JSON.stringify([webToken]),
     SVC_MONITOR__HEALTH__AUTH_TOKEN: healthTokens.monitor,
     SVC_MONITOR__METRICS__AUTH_TOKEN: metricsTokens.monitor,
+    SVC_MONITOR__TARGETS: JSON.stringify([
+      {
+        name: 'basic-probed',
+        http_url: `http://probe:${targetUrlPassword}@127.0.0.1:${httpPort}/probe/basic/health`,
+        interval_seconds: 1,
+      },
+      {
+        name: 'token-probed',
+        http_url: `${httpBase}/probe/token/health`,
+        bearer_token: targetBearer,
+        headers: { 'x-probe-key': targetHeader },
+        interval_seconds: 1,
+      },
+    ]),
     SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
       {
         name: 'hook',

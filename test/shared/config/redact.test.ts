@@ -130,6 +130,24 @@ describe('redactSecrets', () => {
     expect(redacted.error_tracking.dsn).toBe('');
   });
 
+  it('hides the credentials of every URL the config holds, whatever its key (a target http_url)', () => {
+    const config = loadMonitorConfig(
+      {
+        targets: [{ name: 'n', http_url: 'http://probe:probe-pw-4242@127.0.0.1:8080/health' }],
+        pull_metrics: { push_gateway_url: 'https://ci-user:gw-pw-1717@gateway.example.com/' },
+        opentelemetry: { endpoint: 'https://otlp-token-9898@otlp.example.com' },
+      },
+      { file: null, env: {} },
+    );
+    const redacted = redactSecrets(config);
+    const dump = JSON.stringify(redacted);
+    for (const secret of ['probe-pw-4242', 'gw-pw-1717', 'otlp-token-9898'])
+      expect(dump).not.toContain(secret);
+    // The rest of the URL stays readable: the user name, host, port and path.
+    expect(redacted.targets[0]!.http_url).toBe(`http://probe:${REDACTED}@127.0.0.1:8080/health`);
+    expect(redacted.opentelemetry.endpoint).toBe(`https://${REDACTED}@otlp.example.com`);
+  });
+
   it('does not modify the config it is given', () => {
     redactSecrets(monitor);
     expect(monitor.error_tracking.dsn).toBe(secrets.dsn);

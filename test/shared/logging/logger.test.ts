@@ -24,6 +24,35 @@ describe.each(['json', 'pretty'] as const)('the %s log format', (format) => {
     for (const secret of ['tok-123-secret', 'pw-456-secret', 'hdr-789-secret'])
       expect(text()).not.toContain(secret);
   });
+
+  it('hides the credentials of a URL in any field or message', () => {
+    const { out, text } = capture();
+    const logger = createLogger({ name: 'svc', format, destination: out });
+    logger.info(
+      {
+        target: { http_url: 'http://probe:url-pw-111@host:8080/health' },
+        endpoint: 'https://tok-222@otlp.example',
+      },
+      'probing http://probe:url-pw-333@host/x',
+    );
+    logger.flush();
+    expect(text()).toContain('probing http://probe:[REDACTED]@host/x');
+    expect(text()).toContain('host:8080/health');
+    for (const secret of ['url-pw-111', 'tok-222', 'url-pw-333']) expect(text()).not.toContain(secret);
+  });
+
+  it('hides the credentials of a URL quoted in an error message and stack', () => {
+    const { out, text } = capture();
+    const logger = createLogger({ name: 'svc', format, destination: out });
+    const err = new TypeError(
+      'Request cannot be constructed from a URL that includes credentials: http://u:err-pw-444@h/x',
+    );
+    logger.error({ err }, 'webhook failed');
+    logger.flush();
+    expect(text()).toContain('TypeError');
+    expect(text()).toContain('http://u:[REDACTED]@h/x');
+    expect(text()).not.toContain('err-pw-444');
+  });
 });
 
 describe('log formats', () => {
