@@ -37,6 +37,7 @@ import {
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 import { monitorAlertsConfigSchema } from './alerts/config';
+import { MONITOR_SCOPES } from './rpc/scopes';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -243,7 +244,7 @@ export const MonitorConfigSchema = z
     name: nonEmptyString().default('monitor'),
     backend_type: z.enum(BACKEND_TYPES).default('noop'),
     debug: bool().default(false),
-    server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081 }),
+    server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081, scopes: MONITOR_SCOPES }),
     log: logSectionSchema(),
     database: databaseSectionSchema('monitor'),
     metrics: MetricsConfigSchema,

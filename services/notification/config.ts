@@ -57,6 +57,7 @@ export {
 import { DeliveryConfigSchema } from './delivery/config';
 import { MonitorReporterConfigSchema } from './monitor/config';
 import { WebhooksConfigSchema } from './delivery/webhooks-config';
+import { NOTIFICATION_SCOPES } from './rpc/scopes';
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -113,7 +114,7 @@ export const NotificationConfigSchema = z
   .strictObject({
     /** Defaults to NODE_ENV, else `development`. `production` requires admin auth and API tokens. */
     environment: environmentSchema(),
-    server: serverSectionSchema({ grpcPort: 50051, httpPort: 8080 }),
+    server: serverSectionSchema({ grpcPort: 50051, httpPort: 8080, scopes: NOTIFICATION_SCOPES }),
     log: logSectionSchema(),
     database: databaseSectionSchema('notification'),
     /** `/health` and its probes (the monitoring library's HealthConfig). */

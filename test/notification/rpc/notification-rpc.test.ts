@@ -14,7 +14,7 @@ import {
   DeliveryFailure,
   DeliveryStatus,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
-import { effectiveMaxRequestBytes } from '../../../services/notification/app';
+import { sendEmailRequestBytes } from '../../../services/notification/app';
 import { loadNotificationConfig, type NotificationConfigInput } from '../../../services/notification/config';
 import {
   FAST_DELIVERY,
@@ -584,8 +584,8 @@ describe('SendEmail request size', () => {
   test('with the defaults, a 25 MiB message fits through both ports, Connect JSON base64 included', () => {
     const config = loadNotificationConfig({}, { env: {}, file: null });
     expect(config.mailer.max_message_bytes).toBe(25 * 1024 * KIB);
-    expect(effectiveMaxRequestBytes(config)).toBeGreaterThan(Math.ceil((25 * 1024 * KIB * 4) / 3));
-    expect(effectiveMaxRequestBytes(config)).toBeGreaterThan(config.server.max_request_bytes);
+    expect(sendEmailRequestBytes(config)).toBeGreaterThan(Math.ceil((25 * 1024 * KIB * 4) / 3));
+    expect(sendEmailRequestBytes(config)).toBeGreaterThan(config.server.max_request_bytes);
   });
 });
 

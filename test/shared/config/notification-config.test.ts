@@ -36,6 +36,7 @@ describe('NotificationConfig', () => {
         http_port: 8080,
         api_tokens: [],
         max_request_bytes: 4 * 1024 * 1024,
+        max_in_flight_request_bytes: 128 * 1024 * 1024,
         shutdown_drain_ms: 500,
         shutdown_timeout_ms: 10000,
         allow_unauthenticated: false,
