@@ -14,6 +14,7 @@ import {
   loadConfig,
   logSectionSchema,
   nonEmptyString,
+  duration,
   nonNegativeInt,
   positiveInt,
   requireApiTokensInProduction,
@@ -105,6 +106,8 @@ export const AdminAuthConfigSchema = z
     issuer: nonEmptyString().optional(),
     audience: nonEmptyString().optional(),
     clock_skew_seconds: nonNegativeInt().default(30),
+    /** Longest lifetime (`exp` - `iat`) of an accepted admin JWT: seconds or "24h"; longer ones are refused. */
+    max_token_lifetime: duration().default(24 * 3600),
     demo_user: nonEmptyString().default('demo'),
   })
   .prefault({});

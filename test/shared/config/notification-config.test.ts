@@ -132,7 +132,7 @@ describe('NotificationConfig', () => {
           sweep_interval_seconds: 5,
         },
       },
-      admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
+      admin: { auth: { clock_skew_seconds: 30, max_token_lifetime: 86400, demo_user: 'demo' } },
       monitor: {
         tls: false,
         timeout_ms: 2000,
