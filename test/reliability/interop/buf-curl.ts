@@ -48,9 +48,15 @@ export type BufAnswer =
 
 /** The arguments that point buf curl at `path` (`pkg.Service/Method`) of `t` over `protocol`. */
 export function bufArgs(t: Target, protocol: Protocol, path: string, headers: readonly string[]): string[] {
+  // Over gRPC the schema comes from server reflection, which needs the token too when tokens are on:
+  // buf curl sends `-H` headers with the call only, `--reflect-header` ones with reflection.
   const where =
     protocol === 'grpc'
-      ? ['--http2-prior-knowledge', `http://${t.grpcAddress}/${path}`]
+      ? [
+          ...headers.flatMap((h) => ['--reflect-header', h]),
+          '--http2-prior-knowledge',
+          `http://${t.grpcAddress}/${path}`,
+        ]
       : ['--schema', 'proto', `${t.baseUrl}/${path}`];
   return ['curl', '--protocol', protocol, ...headers.flatMap((h) => ['-H', h]), ...where];
 }
