@@ -679,3 +679,35 @@ test('simpleParser is the parser the peer uses (sanity of the Message-ID helper)
   const raw = Buffer.from('Message-ID: <a@b.example>\r\nSubject: x\r\n\r\nbody');
   expect(messageIdOf(raw)).toBe((await simpleParser(raw)).messageId);
 });
+
+describe('request size limits by method', () => {
+  test('only SendEmail accepts requests beyond server.max_request_bytes: a 6 MB inbox Send or SendSms is RESOURCE_EXHAUSTED on both ports', async () => {
+    const n = await startNotificationApp({});
+    try {
+      // SendEmail takes requests of this size by default (mailer.max_message_bytes is 25 MiB).
+      expect(sendEmailRequestBytes(loadNotificationConfig({}, { env: {}, file: null }))).toBeGreaterThan(
+        6 * 1024 * KIB,
+      );
+      const big = 'x'.repeat(6 * 1024 * KIB);
+      expect((await grpcError(unary(n.inboxGrpc, 'send', { userId: 'u', title: big }))).code).toBe(
+        grpc.status.RESOURCE_EXHAUSTED,
+      );
+      expect(
+        (await grpcError(unary(n.notificationGrpc, 'sendSms', { to: '+15550100', body: big }))).code,
+      ).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      for (const path of [
+        'svc.notification.v1.InboxService/Send',
+        'svc.notification.v1.NotificationService/SendSms',
+      ]) {
+        const res = await fetch(`${n.baseUrl}/${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ userId: 'u', to: '+15550100', title: big, body: big }),
+        });
+        expect(((await res.json()) as { code: string }).code).toBe('resource_exhausted');
+      }
+    } finally {
+      await n.close();
+    }
+  });
+});
