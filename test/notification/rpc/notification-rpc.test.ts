@@ -31,6 +31,8 @@ import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 const FROM = 'noreply@sender.example.com';
 const TOKEN_A = 'token-a-0123456789abcdef';
 const TOKEN_B = 'token-b-0123456789abcdef';
+/** Two tokens of one named caller (a rotation), with scopes. */
+const ROTATION = { name: 'billing', old: 'token-billing-old-0123', current: 'token-billing-new-4567' };
 const KIB = 1024;
 
 /** The wire shapes the tests read (protobuf-es messages as the clients return them). */
@@ -154,7 +156,15 @@ async function startApp(peer: SmtpPeer, v3: V3Peer, extra: NotificationConfigInp
   const smtp = smtpMailerConfig(peer.port, { fromEmail: FROM });
   return startNotificationApp({
     ...extra,
-    server: { api_tokens: [TOKEN_A, TOKEN_B], max_request_bytes: 64 * KIB },
+    server: {
+      api_tokens: [
+        TOKEN_A,
+        TOKEN_B,
+        { name: ROTATION.name, token: ROTATION.old, scopes: ['delivery:send', 'delivery:read'] },
+        { name: ROTATION.name, token: ROTATION.current, scopes: ['delivery:read'] },
+      ],
+      max_request_bytes: 64 * KIB,
+    },
     delivery: { ...FAST_DELIVERY, max_attempts: 3, ...extra.delivery },
     mailer: {
       backends: [
@@ -394,6 +404,17 @@ describe.each([
     expect(missing.details.replace(/[0-9a-f-]{36}/, 'ID')).toBe(err.details.replace(/[0-9a-f-]{36}/, 'ID'));
     expect((await h.listAll({}, TOKEN_B)).map((d) => d.id)).not.toContain(a.deliveryId);
     expect((await h.listAll({}, TOKEN_A)).map((d) => d.id)).toContain(a.deliveryId);
+  });
+
+  test("a named token's deliveries belong to its name: another token of that name sees them, other callers do not", async () => {
+    const sent = await h.send(email(), ROTATION.old);
+    // The record's caller is the token's name, never the token.
+    expect((await h.n.app.deliveries.get(sent.deliveryId)).scope).toBe(ROTATION.name);
+    expect((await h.get(sent.deliveryId, ROTATION.current)).id).toBe(sent.deliveryId);
+    expect((await h.listAll({}, ROTATION.current)).map((d) => d.id)).toContain(sent.deliveryId);
+    expect((await grpcError(h.get(sent.deliveryId, TOKEN_A))).code).toBe(grpc.status.NOT_FOUND);
+    // The current token has no delivery:send scope.
+    expect((await grpcError(h.send(email(), ROTATION.current))).code).toBe(grpc.status.PERMISSION_DENIED);
   });
 
   test('GetDelivery of an unknown id is NOT_FOUND; a malformed id is INVALID_ARGUMENT naming id', async () => {
