@@ -445,6 +445,21 @@ describe('auth on every HTTP route', () => {
       });
       if (ok.status === 401) failures.push(`${method} ${url}: its own token refused`);
     }
+    // RPC tokens on HTTP routes keep their scopes: OTLP/HTTP needs monitor:ingest (403 without it),
+    // the status page's data a server token with monitor:read (401 without it: not one of its tokens).
+    const mBase = `http://127.0.0.1:${pair.monitor.httpPort}`;
+    for (const [method, url, token, expected] of [
+      ['POST', `${mBase}/v1/traces`, pair.lackingScope.monitor['monitor:ingest']!, 403],
+      ['GET', `${mBase}/status.json`, pair.lackingScope.monitor['monitor:read']!, 401],
+    ] as const) {
+      attempts++;
+      const res = await httpCall(url, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: '{}' } : {}),
+      });
+      if (res.status !== expected) failures.push(`${method} ${url} without its scope: ${res.status}`);
+    }
     // A valid JWT reaches the data.
     const inbox = await httpCall(`${base}/admin/notifications/inbox`, {
       headers: { authorization: `Bearer ${await adminJwt('alice')}` },
