@@ -86,7 +86,10 @@ export const InboxConfigSchema = z
     watch_buffer_size: positiveInt().default(256),
     /** A watcher with events waiting that asks for none for this long is closed (RESOURCE_EXHAUSTED). */
     watch_stall_seconds: positiveInt().default(10),
-    /** Open watches (WatchInbox and SSE together) of one user per process; beyond: RESOURCE_EXHAUSTED / 429. */
+    /**
+     * Open watches of one user per process, per watching party: the user's own sessions (admin SSE)
+     * have this many, and each API caller (by token name) as many of its own; beyond: RESOURCE_EXHAUSTED / 429.
+     */
     max_watchers_per_user: positiveInt().default(16),
     /** Open watches (WatchInbox and SSE together) per process; beyond: RESOURCE_EXHAUSTED / 429. */
     max_watchers: positiveInt().default(10000),
