@@ -88,18 +88,26 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
 
     if (stream) {
       const limit = opts.limitOf(path);
-      const prefix = Buffer.alloc(PREFIX_BYTES);
+      let prefix: Buffer | undefined;
       let prefixRead = 0;
-      stream.on('data', (chunk: Buffer) => {
+      // First among the stream's listeners: a chunk refused here never reaches grpc-js's decoder
+      // (the refusal cancels the call, and grpc-js drops data of a cancelled call), so a call whose
+      // last chunk does not fit can never run its handler after its caller was told it failed.
+      stream.prependListener('data', (chunk: Buffer) => {
         if (done) return;
         if (prefixRead < PREFIX_BYTES) {
-          const n = Math.min(PREFIX_BYTES - prefixRead, chunk.length);
-          chunk.copy(prefix, prefixRead, 0, n);
-          prefixRead += n;
-          if (prefixRead === PREFIX_BYTES) {
-            const declared = prefix.readUInt32BE(1);
-            if (declared > limit) return refuse(tooLarge(declared, limit));
+          let declared: number | undefined;
+          if (prefixRead === 0 && chunk.length >= PREFIX_BYTES) {
+            prefixRead = PREFIX_BYTES;
+            declared = chunk.readUInt32BE(1);
+          } else {
+            prefix ??= Buffer.alloc(PREFIX_BYTES);
+            const n = Math.min(PREFIX_BYTES - prefixRead, chunk.length);
+            chunk.copy(prefix, prefixRead, 0, n);
+            prefixRead += n;
+            if (prefixRead === PREFIX_BYTES) declared = prefix.readUInt32BE(1);
           }
+          if (declared !== undefined && declared > limit) return refuse(tooLarge(declared, limit));
         }
         if (!share.take(chunk.length)) refuse(SERVER_BUSY);
       });
