@@ -251,3 +251,42 @@ describe('NotificationConfig', () => {
     expect(primaryBackend([])).toBeUndefined();
   });
 });
+
+describe('server.api_tokens', () => {
+  it('takes plain tokens from a comma-separated variable, and named tokens with scopes as JSON', () => {
+    const plain = loadNotificationConfig(undefined, {
+      file: null,
+      env: { SVC_NOTIFICATION__SERVER__API_TOKENS: 'tok-a, tok-b' },
+    });
+    expect(plain.server.api_tokens).toEqual(['tok-a', 'tok-b']);
+    const named = loadNotificationConfig(undefined, {
+      file: null,
+      env: {
+        SVC_NOTIFICATION__SERVER__API_TOKENS: JSON.stringify([
+          'tok-plain',
+          { name: 'orders', token: 'tok-orders', scopes: ['inbox:write', 'delivery:send'] },
+        ]),
+      },
+    });
+    expect(named.server.api_tokens).toEqual([
+      'tok-plain',
+      { name: 'orders', token: 'tok-orders', scopes: ['inbox:write', 'delivery:send'] },
+    ]);
+  });
+
+  it('refuses a scope the service does not have, a bad name and an empty scope list, naming the key and never the token', () => {
+    const issues = issuesOf({
+      server: {
+        api_tokens: [
+          { name: 'orders', token: 'secret-token-1', scopes: ['inbox:reads'] },
+          { name: 'has space', token: 'secret-token-2', scopes: ['*'] },
+          { name: 'empty', token: 'secret-token-3', scopes: [] },
+        ],
+      },
+    });
+    expect(issues.length).toBeGreaterThanOrEqual(3);
+    for (const issue of issues) expect(issue).toMatch(/^notification\.server\.api_tokens\[\d\]/);
+    expect(issues.join('\n')).toMatch(/expected one of the service's scopes: \*, inbox:read, inbox:write/);
+    expect(issues.join('\n')).not.toMatch(/secret-token/);
+  });
+});
