@@ -194,12 +194,12 @@ export const TargetConfigSchema = z
 
 /**
  * The `web` section: the status page at `/` (web/README.md). Its data routes (`/status.json`,
- * `/status/events`) accept these tokens and `server.api_tokens`; with none configured anywhere they
- * are open, like the RPCs.
+ * `/status/events`) accept these tokens and the `server.api_tokens` with the `monitor:read` scope
+ * (plain ones have every scope); with none configured anywhere they are open, like the RPCs.
  */
 export const WebConfigSchema = z
   .strictObject({
-    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens`. */
+    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens` with `monitor:read`. */
     api_tokens: stringList(nonEmptyString()).default(() => []),
     /** Alerts shown (newest first) in the snapshot; the page keeps at most this many. */
     recent_alerts: positiveInt().max(500, { error: 'at most 500' }).default(50),
