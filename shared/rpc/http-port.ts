@@ -22,7 +22,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
-import { connectCodeName, httpStatusForCode, type ErrorCodeName } from '../http/errors';
+import { connectCodeName, httpStatusForCode, sendJsonError, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
 import type { Logger } from '../logging/logger';
@@ -321,6 +321,19 @@ export function createHttpPortHandler(
       if (RPC_PATH.test(path) && req.method === 'POST') {
         // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
         metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
+      }
+      // A gateway route's declared body is held in the same budget while the route runs (each route
+      // bounds its own body; one larger than the whole budget is left to that bound).
+      const declared = contentLength(req);
+      if (declared !== undefined && declared > 0 && declared <= intake.budget.maxBytes) {
+        const share = intake.budget.share();
+        res.once('close', () => share.release());
+        if (!share.take(declared)) {
+          sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
+            headers: { 'Retry-After': '1' },
+          });
+          return;
+        }
       }
       void routes.dispatch(req, res, logger);
       return;

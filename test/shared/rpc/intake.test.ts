@@ -4,6 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
 import { unary } from '../../support/grpc-clients';
 import { capturingLogger, startEchoServer, type EchoHarness } from './harness';
 
@@ -116,5 +117,34 @@ describe('request bytes in flight', () => {
     expect((await unary<{ message: string }>(h.grpc, 'echo', { message })).response.message).toBe(message);
     const again = await h.connect().echo({ message });
     expect(again.message).toBe(message);
+  });
+
+  test("a gateway route's declared body counts in the same budget: beyond it 429 before the route runs", async () => {
+    let ran = 0;
+    h.server.addHttpRoutes({
+      methods: ['POST'],
+      path: '/upload',
+      handler: async (req, res) => {
+        ran++;
+        const body = await readBoundedBody(req, 200 * KIB);
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(String(body === BODY_TOO_LARGE ? 'too large' : body.length));
+      },
+    });
+    const message = 'x'.repeat(150 * KIB);
+    const held = unary<{ message: string }>(h.grpc, 'echo', { message, delayMs: 1500 });
+    for (let inFlight = 0; inFlight < 1;) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const metric = await h.registry.getSingleMetric('rpc_server_in_flight')?.get();
+      inFlight = Math.max(0, ...(metric?.values ?? []).map((v) => v.value));
+    }
+    const refused = await fetch(`${h.baseUrl}/upload`, { method: 'POST', body: Buffer.alloc(150 * KIB) });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('resource_exhausted');
+    expect(ran).toBe(0);
+    await held;
+    const ok = await fetch(`${h.baseUrl}/upload`, { method: 'POST', body: Buffer.alloc(150 * KIB) });
+    expect(await ok.text()).toBe(String(150 * KIB));
   });
 });
