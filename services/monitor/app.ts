@@ -29,6 +29,8 @@ import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
 import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
 import { applyOtlpMetrics } from './ingest/otlp-metrics';
+import { MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
+import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 
 /** The running monitor service's parts, for main.ts and tests. */
@@ -197,7 +199,10 @@ async function assembleMonitorApp(
     metrics: collector,
     ...serverOptionsFromConfig(config.server),
     onUnexpectedError: monitoring.onUnexpectedError,
-    services: [registration(MonitorService, new MonitorRpc(deps)), ...otlpRegistrations(otlp)],
+    services: [
+      registration(MonitorService, new MonitorRpc(deps), { scopes: MONITOR_METHOD_SCOPES }),
+      ...otlpRegistrations(otlp),
+    ],
   });
   lifecycle.serve('server', server);
 
@@ -216,7 +221,7 @@ async function assembleMonitorApp(
   const statusPage = new StatusPage({
     source: statusSource,
     settings: config.web,
-    tokens: [...config.web.api_tokens, ...config.server.api_tokens],
+    tokens: [...config.web.api_tokens, ...tokensWithScope(config.server.api_tokens, STATUS_PAGE_SCOPE)],
     logger,
     shutdownSignal: server.shutdownSignal,
   });

@@ -37,6 +37,7 @@ import {
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 import { monitorAlertsConfigSchema } from './alerts/config';
+import { MONITOR_SCOPES } from './rpc/scopes';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -247,12 +248,12 @@ export const TargetConfigSchema = z
 
 /**
  * The `web` section: the status page at `/` (web/README.md). Its data routes (`/status.json`,
- * `/status/events`) accept these tokens and `server.api_tokens`; with none configured anywhere they
- * are open, like the RPCs.
+ * `/status/events`) accept these tokens and the `server.api_tokens` with the `monitor:read` scope
+ * (plain ones have every scope); with none configured anywhere they are open, like the RPCs.
  */
 export const WebConfigSchema = z
   .strictObject({
-    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens`. */
+    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens` with `monitor:read`. */
     api_tokens: stringList(nonEmptyString()).default(() => []),
     /** Alerts shown (newest first) in the snapshot; the page keeps at most this many. */
     recent_alerts: positiveInt().max(500, { error: 'at most 500' }).default(50),
@@ -297,7 +298,7 @@ export const MonitorConfigSchema = z
     name: nonEmptyString().default('monitor'),
     backend_type: z.enum(BACKEND_TYPES).default('noop'),
     debug: bool().default(false),
-    server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081 }),
+    server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081, scopes: MONITOR_SCOPES }),
     log: logSectionSchema(),
     database: databaseSectionSchema('monitor'),
     metrics: MetricsConfigSchema,

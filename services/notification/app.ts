@@ -59,6 +59,7 @@ import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
+import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
 import { createMonitorReporter } from './monitor';
 
 /** The running notification service's parts, for main.ts and tests. */
@@ -105,11 +106,12 @@ function needsDatabase(config: NotificationConfig): boolean {
 }
 
 /**
- * The largest request either port accepts: `server.max_request_bytes`, raised when needed so that a
- * SendEmail of `mailer.max_message_bytes` fits, even as Connect JSON (attachments in base64). A
- * message over the mailer limit then gets the Mailable's clear INVALID_ARGUMENT, not a transport error.
+ * The largest SendEmail request either port accepts: `server.max_request_bytes`, raised when needed
+ * so that a message of `mailer.max_message_bytes` fits, even as Connect JSON (attachments in base64).
+ * A message over the mailer limit then gets the Mailable's clear INVALID_ARGUMENT, not a transport
+ * error. Every other method keeps `server.max_request_bytes`.
  */
-export function effectiveMaxRequestBytes(config: NotificationConfig): number {
+export function sendEmailRequestBytes(config: NotificationConfig): number {
   return Math.max(config.server.max_request_bytes, emailRequestBytes(config.mailer.max_message_bytes));
 }
 
@@ -233,7 +235,6 @@ export async function createNotificationApp(
       registry,
       metrics: collector,
       ...serverOptionsFromConfig(config.server),
-      maxRequestBytes: effectiveMaxRequestBytes(config),
       onUnexpectedError,
       services: [
         registration(
@@ -246,8 +247,13 @@ export async function createNotificationApp(
             suppressions,
             deliveryWatch,
           ),
+          {
+            scopes: NOTIFICATION_METHOD_SCOPES,
+            // Only SendEmail carries attachments: only it accepts more than server.max_request_bytes.
+            maxRequestBytes: { sendEmail: sendEmailRequestBytes(config) },
+          },
         ),
-        registration(InboxServiceDesc, new InboxRpc(inbox)),
+        registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
       ],
     });
     lifecycle.serve('server', server);

@@ -14,6 +14,7 @@ import {
   loadConfig,
   logSectionSchema,
   nonEmptyString,
+  duration,
   nonNegativeInt,
   positiveInt,
   requireApiTokensInProduction,
@@ -57,6 +58,7 @@ export {
 import { DeliveryConfigSchema } from './delivery/config';
 import { MonitorReporterConfigSchema } from './monitor/config';
 import { WebhooksConfigSchema } from './delivery/webhooks-config';
+import { NOTIFICATION_SCOPES } from './rpc/scopes';
 
 /** `InboxConfig` and the limits of the inbox API. */
 export const InboxConfigSchema = z
@@ -84,7 +86,10 @@ export const InboxConfigSchema = z
     watch_buffer_size: positiveInt().default(256),
     /** A watcher with events waiting that asks for none for this long is closed (RESOURCE_EXHAUSTED). */
     watch_stall_seconds: positiveInt().default(10),
-    /** Open watches (WatchInbox and SSE together) of one user per process; beyond: RESOURCE_EXHAUSTED / 429. */
+    /**
+     * Open watches of one user per process, per watching party: the user's own sessions (admin SSE)
+     * have this many, and each API caller (by token name) as many of its own; beyond: RESOURCE_EXHAUSTED / 429.
+     */
     max_watchers_per_user: positiveInt().default(16),
     /** Open watches (WatchInbox and SSE together) per process; beyond: RESOURCE_EXHAUSTED / 429. */
     max_watchers: positiveInt().default(10000),
@@ -104,6 +109,8 @@ export const AdminAuthConfigSchema = z
     issuer: nonEmptyString().optional(),
     audience: nonEmptyString().optional(),
     clock_skew_seconds: nonNegativeInt().default(30),
+    /** Longest lifetime (`exp` - `iat`) of an accepted admin JWT: seconds or "24h"; longer ones are refused. */
+    max_token_lifetime: duration().default(24 * 3600),
     demo_user: nonEmptyString().default('demo'),
   })
   .prefault({});
@@ -113,7 +120,7 @@ export const NotificationConfigSchema = z
   .strictObject({
     /** Defaults to NODE_ENV, else `development`. `production` requires admin auth and API tokens. */
     environment: environmentSchema(),
-    server: serverSectionSchema({ grpcPort: 50051, httpPort: 8080 }),
+    server: serverSectionSchema({ grpcPort: 50051, httpPort: 8080, scopes: NOTIFICATION_SCOPES }),
     log: logSectionSchema(),
     database: databaseSectionSchema('notification'),
     /** `/health` and its probes (the monitoring library's HealthConfig). */

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 
 import type { ConfigIssue } from './errors';
 import { type ConfigPath, configKey, envVarName } from './keys';
-import { childSchema, elementSchema, leafKind } from './schema-walk';
+import { childSchema, elementSchema, leafKind, scalarKindOf } from './schema-walk';
 
 /** One environment variable turned into a value at a config path. */
 export interface EnvPatch {
@@ -48,7 +48,7 @@ function coerce(schema: z.ZodType, raw: string): Coerced {
     case 'list': {
       if (text.startsWith('[')) return parseJson(text);
       const element = elementSchema(schema);
-      const elementKind = element ? leafKind(element) : 'other';
+      const elementKind = element ? scalarKindOf(element) : 'other';
       if (element && (elementKind === 'string' || elementKind === 'number' || elementKind === 'boolean')) {
         const items = text === '' ? [] : text.split(',').map((s) => s.trim());
         return { ok: true, value: items.map((s) => coerceScalar(element, s)) };

@@ -16,6 +16,7 @@ interface Def {
   element?: z.ZodType;
   valueType?: z.ZodType;
   getter?: () => z.ZodType;
+  options?: readonly z.ZodType[];
 }
 
 function defOf(schema: z.ZodType): Def {
@@ -77,6 +78,17 @@ export function leafKind(schema: z.ZodType): LeafKind {
     default:
       return 'other';
   }
+}
+
+/**
+ * The kind a list element is written as in a comma-separated variable: its own, or for a union with
+ * a scalar option (a token list of plain strings or objects) that option's.
+ */
+export function scalarKindOf(schema: z.ZodType): LeafKind {
+  const def = defOf(unwrap(schema));
+  if (def.type !== 'union' || !def.options) return leafKind(schema);
+  const scalar = def.options.map(leafKind).find((k) => k === 'string' || k === 'number' || k === 'boolean');
+  return scalar ?? 'other';
 }
 
 /** The element schema of a list schema. */

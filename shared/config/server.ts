@@ -4,12 +4,44 @@
  */
 import { z } from 'zod';
 
-import { bool, nonEmptyString, nonNegativeInt, port, positiveInt, stringList } from './fields';
+import { bool, nonEmptyString, nonNegativeInt, port, positiveInt } from './fields';
 
-/** Default ports of one service. */
+/** Default ports of one service, and the scopes its API tokens may hold. */
 export interface ServerDefaults {
   grpcPort: number;
   httpPort: number;
+  /** The service's scope names (its rpc layer's scope table); `*` is always accepted too. */
+  scopes?: readonly string[];
+}
+
+/** A token's name: the caller's identity in logs and records (no `:`, so never a plain token's `token:...`). */
+const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * One entry of `server.api_tokens`: a plain token (every scope), or `{ name, token, scopes }`. The
+ * name identifies the caller (logs, delivery records); two entries may share a name (a rotation).
+ */
+function apiTokenSchema(scopes: readonly string[] | undefined) {
+  const known = scopes === undefined ? undefined : new Set(['*', ...scopes]);
+  return z.union(
+    [
+      nonEmptyString(),
+      z.strictObject({
+        name: z
+          .string()
+          .regex(TOKEN_NAME, { error: 'expected a name of letters, digits, ".", "_" or "-" (at most 64)' }),
+        token: nonEmptyString(),
+        scopes: z
+          .array(
+            z.string().refine((s) => known === undefined || known.has(s), {
+              error: `expected one of the service's scopes: ${['*', ...(scopes ?? [])].join(', ')}`,
+            }),
+          )
+          .min(1, { error: 'expected at least one scope ("*" for every scope)' }),
+      }),
+    ],
+    { error: 'expected a token, or { name, token, scopes }' },
+  );
 }
 
 const MIB = 1024 * 1024;
@@ -22,10 +54,19 @@ export function serverSectionSchema(defaults: ServerDefaults) {
       host: nonEmptyString().default('0.0.0.0'),
       grpc_port: port().default(defaults.grpcPort),
       http_port: port().default(defaults.httpPort),
-      /** Bearer tokens accepted on every RPC (secret). Empty: the service is open and warns once at start. */
-      api_tokens: stringList(nonEmptyString()).default(() => []),
-      /** Largest accepted request body / message, bytes. */
+      /**
+       * Bearer tokens accepted on RPCs (secret): plain tokens (every scope), or
+       * `{ name, token, scopes }` with scopes of the service's scope table. Empty: the service is
+       * open and warns once at start.
+       */
+      api_tokens: z.array(apiTokenSchema(defaults.scopes)).default(() => []),
+      /** Largest accepted request body / message, bytes (methods that need more raise their own). */
       max_request_bytes: positiveInt().default(4 * MIB),
+      /**
+       * Request bytes held at once by every call of both ports together; beyond it a call gets
+       * RESOURCE_EXHAUSTED (HTTP 429). Raised to the largest method limit when below it.
+       */
+      max_in_flight_request_bytes: positiveInt().default(128 * MIB),
       /** Time between reporting NOT_SERVING and closing the listeners, so balancers notice. */
       shutdown_drain_ms: nonNegativeInt().default(500),
       /** Upper bound for in-flight calls to finish before streams and connections are cut. */
@@ -93,7 +134,7 @@ export function databaseSectionSchema(service: string) {
 export function requireApiTokensInProduction(
   config: {
     environment: string;
-    server: { api_tokens: readonly string[]; allow_unauthenticated: boolean };
+    server: { api_tokens: readonly unknown[]; allow_unauthenticated: boolean };
   },
   ctx: z.RefinementCtx,
 ): void {

@@ -7,7 +7,7 @@
  * Every one of those answers carries the one JSON error body of ./errors.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createTokenMatcher, parseBearer } from '../auth/bearer';
+import type { ApiTokens } from '../auth/api-tokens';
 import type { Logger } from '../logging/logger';
 import { sendJsonError } from './errors';
 
@@ -39,6 +39,8 @@ export interface Route {
    * RPCs do; 401 otherwise. Open when the service has no tokens (it warns at start).
    */
   auth?: 'api_tokens';
+  /** With `auth: 'api_tokens'`: the scope the token must hold (403 otherwise); any token when unset. */
+  scope?: string;
 }
 
 /** The path and the query of a request target: the one place that splits `req.url`. */
@@ -91,21 +93,23 @@ export type RouteMatch =
 export class HttpRouteTable {
   private readonly routes: CompiledRoute[] = [];
   private readonly scopes: Array<{ prefix: string; headers: Readonly<Record<string, string>> }> = [];
-  private matchApiToken: ((given: string) => number) | undefined;
+  private apiTokens: ApiTokens | undefined;
 
   /**
    * The service's RPC tokens, required by routes marked `auth: 'api_tokens'` (the RPC server sets
-   * them from its own `apiTokens`: one set of tokens for RPCs and such routes). Empty: open.
+   * them from its own `apiTokens`: one set of tokens for RPCs and such routes). None: open.
    */
-  useApiTokens(tokens: readonly string[]): this {
-    this.matchApiToken = tokens.length > 0 ? createTokenMatcher(tokens) : undefined;
+  useApiTokens(tokens: ApiTokens): this {
+    this.apiTokens = tokens.enabled ? tokens : undefined;
     return this;
   }
 
-  private authorized(route: Route, req: IncomingMessage): boolean {
-    if (route.auth !== 'api_tokens' || !this.matchApiToken) return true;
-    const token = parseBearer(req.headers.authorization);
-    return token !== undefined && this.matchApiToken(token) >= 0;
+  /** 401 without a valid token, 403 with one that lacks the route's scope, else undefined. */
+  private refusal(route: Route, req: IncomingMessage): 401 | 403 | undefined {
+    if (route.auth !== 'api_tokens' || !this.apiTokens) return undefined;
+    const caller = this.apiTokens.authenticate(req.headers.authorization);
+    if (typeof caller === 'string') return 401;
+    return route.scope === undefined || caller.allows(route.scope) ? undefined : 403;
   }
 
   /**
@@ -173,11 +177,20 @@ export class HttpRouteTable {
       }
       return;
     }
-    if (!this.authorized(found.route, req)) {
+    const refusal = this.refusal(found.route, req);
+    if (refusal !== undefined) {
+      // Answered on the headers; whatever body follows is dropped unread (never kept).
       req.resume();
-      sendJsonError(res, 'unauthenticated', 'a valid bearer token is required', {
-        headers: { ...this.headersFor(path), 'WWW-Authenticate': 'Bearer' },
-      });
+      const headers = this.headersFor(path);
+      if (refusal === 401) {
+        sendJsonError(res, 'unauthenticated', 'a valid bearer token is required', {
+          headers: { ...headers, 'WWW-Authenticate': 'Bearer' },
+        });
+      } else {
+        sendJsonError(res, 'permission_denied', `this token has no "${found.route.scope}" scope`, {
+          headers,
+        });
+      }
       return;
     }
     try {

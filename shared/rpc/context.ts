@@ -1,13 +1,13 @@
-import { createHash } from 'node:crypto';
 import { createContextKey } from '@connectrpc/connect';
 
 /** Which port a call arrived on: `grpc` (grpc-js) or `http` (Connect, gRPC-Web over HTTP/1.1). */
 export const transportKey = createContextKey<'grpc' | 'http'>('http', { description: 'transport' });
 
 /**
- * Who is calling: `token:<16 hex of sha256(token)>` for an API token (stable when the token list is
- * reordered; never the token itself), `anonymous` when API tokens are off. Handlers scope what a
- * caller owns by it (delivery idempotency keys and records).
+ * Who is calling: the name of its API token (`server.api_tokens`; a plain token's name is
+ * `token:<16 hex of sha256(token)>`, stable when the token list is reordered, never the token
+ * itself), `anonymous` when API tokens are off. Handlers scope what a caller owns by it (delivery
+ * idempotency keys and records); log lines of the call carry it.
  */
 export const callerKey = createContextKey<string>('anonymous', { description: 'caller' });
 
@@ -26,7 +26,3 @@ export const countedKey = createContextKey<boolean>(false, { description: 'count
 export const streamStartKey = createContextKey<((headers: Headers) => void) | undefined>(undefined, {
   description: 'stream start',
 });
-/** The caller identity of an API token (see `callerKey`). */
-export function callerIdentity(token: string): string {
-  return `token:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
-}

@@ -44,6 +44,7 @@ import {
 import { createAsyncIterable, transformInvokeImplementation } from '@connectrpc/connect/protocol';
 import { CLIENT_CANCELLED, MALFORMED_MESSAGE, toConnectError, toGrpcStatus } from './errors';
 import { transportKey } from './context';
+import { tooLarge } from './request-budget';
 import type { Logger } from '../logging/logger';
 
 // Pre-allocated abort reasons: `abort()` without a reason allocates a DOMException per call, which
@@ -87,9 +88,15 @@ export function createGrpcServiceDefinition(service: DescService): ServiceDefini
   return definition as ServiceDefinition;
 }
 
-/** What the server-side deserializer returns for bytes that are not a valid request message. */
+/**
+ * What the server-side deserializer returns for bytes that are not a valid request message, or for
+ * a message over its method's size limit once decompressed (`refusal`).
+ */
 class MalformedRequest {
-  constructor(readonly cause: unknown) {}
+  constructor(
+    readonly cause: unknown,
+    readonly refusal?: ConnectError,
+  ) {}
 }
 
 /**
@@ -97,15 +104,22 @@ class MalformedRequest {
  * request that does not decode (random bytes, truncated, invalid UTF-8 in a string, nested past the
  * recursion limit) becomes a MalformedRequest instead of a throw. grpc-js answers a throwing
  * deserializer with INTERNAL; the handler answers INVALID_ARGUMENT instead (it is the caller's fault).
+ * With `limitOf`, a message larger than its method's limit (after decompression: the wire size was
+ * checked before reading, see grpc-intake.ts) is answered RESOURCE_EXHAUSTED without being decoded.
  */
-export function createGrpcServerDefinition(service: DescService): ServiceDefinition {
+export function createGrpcServerDefinition(
+  service: DescService,
+  limitOf?: (method: DescMethod) => number,
+): ServiceDefinition {
   const definition = createGrpcServiceDefinition(service) as Record<
     string,
     MethodDefinition<unknown, unknown>
   >;
   for (const method of service.methods) {
     const d = definition[method.localName]!;
+    const limit = limitOf?.(method) ?? Infinity;
     d.requestDeserialize = (b: Buffer) => {
+      if (b.length > limit) return new MalformedRequest(undefined, tooLarge(b.length, limit));
       try {
         return fromBinary(method.input, b);
       } catch (err) {
@@ -123,6 +137,10 @@ function malformed(
   method: DescMethod,
   opts: GrpcAdapterOptions,
 ): ConnectError {
+  if (request.refusal) {
+    opts.onRejected?.(service, method, request.refusal.code);
+    return request.refusal;
+  }
   opts.logger.debug(
     {
       rpcService: service.typeName,

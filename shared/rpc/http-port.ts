@@ -12,18 +12,25 @@
  *   inside the interceptors: see `errorInterceptor`.)
  * - A client that goes away mid-response is logged at debug level through our logger, never
  *   `console.error`.
+ * - Nothing is read before it is authorised: the token and its scope (`RpcAccess`) are checked on
+ *   the request headers, and a refused call is answered in its protocol's error format before its
+ *   body is read (what the client still sends is dropped, never kept). Then the body's bytes are taken from the
+ *   server's `RequestBudget` (all of a declared `Content-Length` at once, else chunk by chunk):
+ *   beyond it the call gets RESOURCE_EXHAUSTED (429).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
-import { connectCodeName, type ErrorCodeName } from '../http/errors';
+import { connectCodeName, httpStatusForCode, sendJsonError, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
 import type { Logger } from '../logging/logger';
+import type { RpcAccess } from './access';
 import { countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
+import { SERVER_BUSY, type RequestBudget, type RequestShare } from './request-budget';
 
 /** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
 const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
@@ -226,12 +233,85 @@ async function writeResponse(uRes: UniversalServerResponse, res: ServerResponse)
   }
 }
 
+/**
+ * Answers a call refused on its headers, in the format its protocol's clients read (gRPC and
+ * gRPC-Web: a trailers-only answer; Connect streams: an end-stream message; Connect unary: the JSON
+ * error with its HTTP status). The body is not read into memory: once the answer is out, Node's
+ * server reads what the client still sends and drops it (bounded by `http_request_timeout_ms`), so
+ * the client reads the answer (closing at once would reset the connection under it, RFC 9112 9.6)
+ * and the connection can be reused.
+ */
+function refuseUnread(req: IncomingMessage, res: ServerResponse, err: ConnectError): void {
+  const contentType = req.headers['content-type'] ?? '';
+  const code = connectCodeName(err.code);
+  if (/^application\/grpc(-web)?([+;]|$)/.test(contentType)) {
+    res.writeHead(200, {
+      'Content-Type': contentType,
+      'grpc-status': String(err.code),
+      'grpc-message': encodeURIComponent(err.rawMessage),
+    });
+    res.end();
+    return;
+  }
+  if (isStreamingContentType(contentType)) {
+    const json = Buffer.from(JSON.stringify({ error: { code, message: err.rawMessage } }));
+    const envelope = Buffer.alloc(5);
+    envelope[0] = 0x02; // end of stream
+    envelope.writeUInt32BE(json.byteLength, 1);
+    res.writeHead(200, { 'Content-Type': contentType });
+    res.end(Buffer.concat([envelope, json]));
+    return;
+  }
+  res.writeHead(httpStatusForCode(err.code), { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify({ code, message: err.rawMessage }));
+}
+
+/**
+ * A request body whose chunks are taken from `share` as Connect reads them: a chunk that does not
+ * fit throws RESOURCE_EXHAUSTED. Written without a generator so that the throw does not end the
+ * request stream under it (which would destroy the socket before the answer is written).
+ */
+function meteredBody(body: AsyncIterable<Uint8Array>, share: RequestShare): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = body[Symbol.asyncIterator]();
+      return {
+        async next() {
+          const result = await inner.next();
+          if (result.done !== true && !share.take(result.value.byteLength)) throw SERVER_BUSY;
+          return result;
+        },
+        async return() {
+          return (await inner.return?.()) ?? { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
+/** The declared body length of a request, when it has a valid one. */
+function contentLength(req: IncomingMessage): number | undefined {
+  const raw = req.headers['content-length'];
+  return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : undefined;
+}
+
+/** What the HTTP port checks before it reads a request body. */
+export interface HttpIntake {
+  access: RpcAccess;
+  budget: RequestBudget;
+  /** The largest request body of the method at `path`, bytes. */
+  limitOf(path: string): number;
+  /** Told of every call refused before its body was read, with the caller's name when known. */
+  onRefused?(path: string, err: ConnectError, caller: string | undefined): void;
+}
+
 /** The HTTP port's request handler: Connect RPCs, then the route table. */
 export function createHttpPortHandler(
   router: ConnectRouter,
   routes: HttpRouteTable,
   metrics: RpcMetrics,
   logger: Logger,
+  intake: HttpIntake,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h as unknown as Handler]));
   return (req, res) => {
@@ -241,6 +321,19 @@ export function createHttpPortHandler(
       if (RPC_PATH.test(path) && req.method === 'POST') {
         // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
         metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
+      }
+      // A gateway route's declared body is held in the same budget while the route runs (each route
+      // bounds its own body; one larger than the whole budget is left to that bound).
+      const declared = contentLength(req);
+      if (declared !== undefined && declared > 0 && declared <= intake.budget.maxBytes) {
+        const share = intake.budget.share();
+        res.once('close', () => share.release());
+        if (!share.take(declared)) {
+          sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
+            headers: { 'Retry-After': '1' },
+          });
+          return;
+        }
       }
       void routes.dispatch(req, res, logger);
       return;
@@ -258,6 +351,21 @@ export function createHttpPortHandler(
     const labels = metrics.labels(handler.service.typeName, handler.method.name, 'http');
     const onCode = (code: ErrorCodeName): void => metrics.record(labels, code);
     const handlerRan = (): boolean => values.get(countedKey);
+    const refuse = (err: ConnectError, caller: string | undefined): void => {
+      onCode(connectCodeName(err.code));
+      intake.onRefused?.(path, err, caller);
+      refuseUnread(req, res, err);
+    };
+    const verdict = intake.access.check(path, req.headers.authorization);
+    if ('refused' in verdict) return refuse(verdict.refused, verdict.caller?.name);
+    const share = intake.budget.share();
+    res.once('close', () => share.release());
+    const declared = contentLength(req);
+    // A declared length is taken whole before reading (Connect allocates it at once); one over the
+    // method's limit is left to Connect, which refuses it without reading.
+    if (declared !== undefined && declared <= intake.limitOf(path) && !share.take(declared)) {
+      return refuse(SERVER_BUSY, verdict.caller?.name);
+    }
     let uReq: ReturnType<typeof universalRequestFromNodeRequest>;
     try {
       uReq = universalRequestFromNodeRequest(req, res, undefined, values);
@@ -270,6 +378,14 @@ export function createHttpPortHandler(
       res.writeHead(400, { 'Content-Type': 'application/json', Connection: 'close' });
       res.end(JSON.stringify({ code: 'invalid_argument', message: 'the request has no Host header' }));
       return;
+    }
+    if (
+      declared === undefined &&
+      uReq.body !== null &&
+      typeof uReq.body === 'object' &&
+      Symbol.asyncIterator in uReq.body
+    ) {
+      uReq = { ...uReq, body: meteredBody(uReq.body as AsyncIterable<Uint8Array>, share) };
     }
     handler(uReq)
       .then(async (uRes) => {

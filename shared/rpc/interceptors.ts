@@ -6,10 +6,10 @@
 import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
 import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
 import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
-import { callerIdentity, callerKey, countedKey, transportKey } from './context';
+import { callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { isDomainError } from '../errors';
-import { createTokenMatcher, parseBearer } from '../auth/bearer';
+import { rpcPath, type RpcAccess } from './access';
 
 /** Wraps a stream response so `onEnd` runs exactly once, with the error (if any) that ended it. */
 function observeStream(
@@ -90,17 +90,19 @@ export function errorInterceptor(logger: Logger, options: ErrorInterceptorOption
 
 /**
  * Service-to-service auth: with tokens configured, every RPC needs `authorization: Bearer <token>`
- * (compared in constant time). With no tokens the interceptor is not installed (the server warns).
+ * (compared in constant time) whose scopes include the method's (`RpcAccess`). Both ports already
+ * refused an unauthorised call on its headers, before reading its body; this is the same decision
+ * for the handler's context: the caller's name goes into `callerKey`. With no tokens the interceptor
+ * is not installed (the server warns).
  */
-export function authInterceptor(tokens: readonly string[]): Interceptor {
-  const match = createTokenMatcher(tokens);
-  const identities = tokens.map(callerIdentity);
+export function authInterceptor(access: RpcAccess): Interceptor {
+  const paths = new WeakMap<object, string>();
   return (next) => async (req) => {
-    const token = parseBearer(req.header.get('authorization'));
-    if (token === undefined) throw new ConnectError('missing bearer token', Code.Unauthenticated);
-    const index = match(token);
-    if (index < 0) throw new ConnectError('invalid bearer token', Code.Unauthenticated);
-    req.contextValues.set(callerKey, identities[index]!);
+    let path = paths.get(req.method);
+    if (path === undefined) paths.set(req.method, (path = rpcPath(req.service.typeName, req.method.name)));
+    const verdict = access.check(path, req.header.get('authorization'));
+    if (verdict.caller) req.contextValues.set(callerKey, verdict.caller.name);
+    if ('refused' in verdict) throw verdict.refused;
     return next(req);
   };
 }
@@ -114,6 +116,7 @@ export function loggingInterceptor(logger: Logger): Interceptor {
         rpcService: req.service.typeName,
         rpcMethod: req.method.name,
         transport: req.contextValues.get(transportKey),
+        caller: req.contextValues.get(callerKey),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
       };
       if (err === undefined) {

@@ -6,7 +6,9 @@
  * - HTTP/1.1 port (`@connectrpc/connect-node`): the same implementations for the Connect protocol
  *   (JSON and binary) and gRPC-Web; everything else falls through to the gateway routes.
  *
- * Both ports share the interceptors (metrics, logging, auth, errors) and the request size limit.
+ * Both ports share the interceptors (metrics, logging, auth, errors), the access rules (API tokens
+ * and each service's scope table, checked on the headers before any body is read), the per-method
+ * request size limits and one budget of request bytes in flight.
  * Shutdown is graceful: NOT_SERVING first, a drain delay, stop accepting, in-flight unary calls finish,
  * open streams end with UNAVAILABLE, then connections close (forced at the deadline).
  */
@@ -25,6 +27,7 @@ import {
   Code,
   ConnectError,
   createConnectRouter,
+  createServiceImplSpec,
   type HandlerContext,
   type Interceptor,
   type ServiceImpl,
@@ -32,6 +35,10 @@ import {
 import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServerDefinition } from './grpc-adapter';
+import { grpcIntake } from './grpc-intake';
+import { RpcAccess, rpcPath, type MethodScopes } from './access';
+import { RequestBudget } from './request-budget';
+import { ApiTokens, type ApiTokenConfig } from '../auth/api-tokens';
 import {
   authInterceptor,
   errorInterceptor,
@@ -54,14 +61,28 @@ import type { ServerConfig } from '../config';
 export interface ServiceRegistration<S extends DescService = DescService> {
   service: S;
   impl: Partial<ServiceImpl<S>>;
+  /**
+   * The scope of each method (`RpcAccess`). Without a table every method needs a token with every
+   * scope (test and bench servers).
+   */
+  scopes?: MethodScopes<S>;
+  /** Methods that accept requests larger than the server's `maxRequestBytes`, bytes by method. */
+  maxRequestBytes?: { readonly [K in keyof S['method']]?: number };
 }
 
-/** Helper that keeps the service/impl pairing type-checked. */
+/** What a registration may set besides the service and its implementation. */
+export type RegistrationOptions<S extends DescService> = Pick<
+  ServiceRegistration<S>,
+  'scopes' | 'maxRequestBytes'
+>;
+
+/** Helper that keeps the service/impl/scopes pairing type-checked. */
 export function registration<S extends DescService>(
   service: S,
   impl: Partial<ServiceImpl<S>>,
+  options: RegistrationOptions<S> = {},
 ): ServiceRegistration {
-  return { service, impl } as unknown as ServiceRegistration;
+  return { service, impl, ...options } as unknown as ServiceRegistration;
 }
 
 export interface RpcServerOptions {
@@ -76,10 +97,18 @@ export interface RpcServerOptions {
   /** 0 picks a free port (tests). */
   grpcPort: number;
   httpPort: number;
-  /** Bearer tokens accepted for RPCs; empty means open (logged once as a warning). */
-  apiTokens: readonly string[];
-  /** Largest request message/body accepted, in bytes. */
+  /**
+   * Bearer tokens accepted for RPCs (plain: every scope; or named with scopes); empty means open
+   * (logged once as a warning).
+   */
+  apiTokens: readonly ApiTokenConfig[];
+  /** Largest request message/body accepted, in bytes (a registration may raise it per method). */
   maxRequestBytes: number;
+  /**
+   * Request bytes held at once by all calls of both ports; beyond it RESOURCE_EXHAUSTED. Never less
+   * than the largest method limit, so one request of every size accepted fits.
+   */
+  maxInFlightRequestBytes?: number;
   /** Time between NOT_SERVING and closing the listeners, so load balancers notice. */
   shutdownDrainMs: number;
   /** After this, remaining calls and connections are cut. */
@@ -102,6 +131,7 @@ export interface RpcServerOptions {
 /** Defaults of the optional limits (the config's defaults; tests pass their own). */
 export const DEFAULT_LIMITS = {
   maxConcurrentStreams: 10_000,
+  maxInFlightRequestBytes: 128 * 1024 * 1024,
   httpMaxConnections: 10_000,
   httpHeadersTimeoutMs: 10_000,
   httpRequestTimeoutMs: 30_000,
@@ -188,6 +218,7 @@ export function serverOptionsFromConfig(server: ServerConfig) {
     httpPort: server.http_port,
     apiTokens: server.api_tokens,
     maxRequestBytes: server.max_request_bytes,
+    maxInFlightRequestBytes: server.max_in_flight_request_bytes,
     shutdownDrainMs: server.shutdown_drain_ms,
     shutdownTimeoutMs: server.shutdown_timeout_ms,
     maxConcurrentStreams: server.max_concurrent_streams,
@@ -229,22 +260,60 @@ export class RpcServer {
   constructor(private readonly opts: RpcServerOptions) {
     const { logger } = opts;
     this.metrics = new RpcMetrics(opts.metrics ?? new MetricsCollector({ registry: opts.registry }));
+    const tokens = new ApiTokens(opts.apiTokens);
+    const access = new RpcAccess(tokens);
+    const limits = new Map<string, number>();
+    for (const { service, scopes, maxRequestBytes } of opts.services) {
+      access.addService(service, scopes);
+      for (const method of service.methods) {
+        const raised = (maxRequestBytes as Record<string, number | undefined> | undefined)?.[
+          method.localName
+        ];
+        limits.set(rpcPath(service.typeName, method.name), Math.max(opts.maxRequestBytes, raised ?? 0));
+      }
+    }
+    const limitOf = (path: string): number => limits.get(path) ?? opts.maxRequestBytes;
+    const largest = Math.max(opts.maxRequestBytes, ...limits.values());
+    const budget = new RequestBudget(
+      Math.max(largest, opts.maxInFlightRequestBytes ?? DEFAULT_LIMITS.maxInFlightRequestBytes),
+    );
     const interceptors: Interceptor[] = [metricsInterceptor(this.metrics), loggingInterceptor(logger)];
-    if (opts.apiTokens.length > 0) interceptors.push(authInterceptor(opts.apiTokens));
+    if (tokens.enabled) interceptors.push(authInterceptor(access));
     else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
     interceptors.push(errorInterceptor(logger, { onUnexpected: opts.onUnexpectedError?.bind(opts) }));
+    // Calls refused on their headers or their size never reach the interceptors: counted and logged here.
+    // (The HTTP port counts its own refusals with its other protocol-level answers.)
+    const refused = (path: string, code: Code, transport: 'grpc' | 'http', caller: string | undefined) => {
+      const [, service = 'unknown', method = 'unknown'] = path.split('/');
+      if (transport === 'grpc')
+        this.metrics.record(this.metrics.labels(service, method, transport), codeName(code));
+      logger.info(
+        { rpcService: service, rpcMethod: method, transport, caller, code: codeName(code) },
+        'rpc refused before reading its request',
+      );
+    };
 
     const gate = new StreamGate(opts.maxConcurrentStreams ?? DEFAULT_LIMITS.maxConcurrentStreams);
     this.grpc = new GrpcServer({
-      'grpc.max_receive_message_length': opts.maxRequestBytes,
+      // The largest method limit; each method's own is checked on the length prefix (grpcIntake).
+      'grpc.max_receive_message_length': largest,
       'grpc.keepalive_time_ms': 60_000,
       'grpc.keepalive_permit_without_calls': 1,
+      interceptors: [
+        grpcIntake({
+          access,
+          budget,
+          limitOf,
+          logger,
+          onRefused: (path, code, caller) => refused(path, code, 'grpc', caller),
+        }),
+      ],
     });
     const onRejected = (service: DescService, method: DescMethod, code: Code): void =>
       this.metrics.record(this.metrics.labels(service.typeName, method.name, 'grpc'), codeName(code));
     for (const { service, impl } of opts.services) {
       this.grpc.addService(
-        createGrpcServerDefinition(service),
+        createGrpcServerDefinition(service, (method) => limitOf(rpcPath(service.typeName, method.name))),
         createGrpcHandlers(service, withStreamShutdown(service, impl, this.shutdownController.signal, gate), {
           interceptors,
           logger,
@@ -261,7 +330,7 @@ export class RpcServer {
       opts.services.map((s) => s.service),
     );
 
-    this.routes.useApiTokens(opts.apiTokens);
+    this.routes.useApiTokens(tokens);
     this.routes.add(...(opts.httpRoutes ?? []));
     const router = createConnectRouter({
       interceptors,
@@ -275,9 +344,27 @@ export class RpcServer {
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
     });
     for (const { service, impl } of opts.services) {
-      router.service(service, withStreamShutdown(service, impl, this.shutdownController.signal, gate));
+      // Method by method, so that each gets its own size limit.
+      const spec = createServiceImplSpec(
+        service,
+        withStreamShutdown(service, impl, this.shutdownController.signal, gate),
+      );
+      for (const method of service.methods) {
+        const readMaxBytes = limitOf(rpcPath(service.typeName, method.name));
+        const methodSpec = spec.methods[method.localName]!;
+        router.rpc(
+          method,
+          methodSpec.impl as never,
+          readMaxBytes === opts.maxRequestBytes ? undefined : { readMaxBytes },
+        );
+      }
     }
-    const handler = createHttpPortHandler(router, this.routes, this.metrics, logger);
+    const handler = createHttpPortHandler(router, this.routes, this.metrics, logger, {
+      access,
+      budget,
+      limitOf,
+      onRefused: (path, err, caller) => refused(path, err.code, 'http', caller),
+    });
     const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
     const requestTimeout = Math.max(
       headersTimeout,

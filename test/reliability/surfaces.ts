@@ -19,7 +19,10 @@ export const NOTIFICATION_SERVICES: readonly DescService[] = [NotificationServic
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */
 export const MONITOR_SERVICES: readonly DescService[] = [MonitorService, TraceService, MetricsService];
 
-/** Services that answer without an API token, by design: the standard health and reflection protocols. */
+/**
+ * The standard services every process serves besides its own: health (open, for probes) and
+ * reflection (it needs an API token when tokens are on, like every RPC).
+ */
 export const PUBLIC_SERVICES: readonly string[] = [
   'grpc.health.v1.Health',
   'grpc.reflection.v1.ServerReflection',

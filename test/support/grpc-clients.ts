@@ -63,8 +63,8 @@ export function healthCheck(client: GenericClient, service = ''): Promise<string
   );
 }
 
-/** Asks server reflection (v1) for the list of services. */
-export async function listServicesByReflection(address: string): Promise<string[]> {
+/** Asks server reflection (v1) for the list of services (with `token` when the server has API tokens). */
+export async function listServicesByReflection(address: string, token?: string): Promise<string[]> {
   const reflectionDir = dirname(require.resolve('@grpc/reflection/package.json'));
   const def = loadSync(join(reflectionDir, 'build/proto/grpc/reflection/v1/reflection.proto'), {
     keepCase: true,
@@ -73,11 +73,16 @@ export async function listServicesByReflection(address: string): Promise<string[
     grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } };
   };
   const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+  // With API tokens on, reflection needs one (any scope).
+  const metadata = new grpc.Metadata();
+  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
   try {
     return await new Promise<string[]>((resolve, reject) => {
       const call = (
-        client as unknown as { ServerReflectionInfo(): grpc.ClientDuplexStream<unknown, unknown> }
-      ).ServerReflectionInfo();
+        client as unknown as {
+          ServerReflectionInfo(md: grpc.Metadata): grpc.ClientDuplexStream<unknown, unknown>;
+        }
+      ).ServerReflectionInfo(metadata);
       call.on('data', (res: { list_services_response?: { service: Array<{ name: string }> } }) => {
         resolve((res.list_services_response?.service ?? []).map((s) => s.name));
         call.end();

@@ -10,8 +10,8 @@
  * - Answers in the request's format: the empty export response on success; on failure, for a
  *   protobuf request a protobuf `google.rpc.Status` (as OTLP/HTTP specifies), otherwise the HTTP
  *   port's one JSON error body.
- * - Auth: the routes are marked `auth: 'api_tokens'`, so the route table asks for the same bearer
- *   tokens as the RPCs before the handler runs.
+ * - Auth: the routes are marked `auth: 'api_tokens'` with the `monitor:ingest` scope, so the route
+ *   table asks for the same bearer tokens and scope as the OTLP RPCs before the handler runs.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
@@ -43,6 +43,7 @@ import {
   otlpFormatOf,
 } from './otlp-codec';
 import type { OtlpReceiver } from './otlp-receiver';
+import { OTLP_HTTP_SCOPE } from '../rpc/scopes';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
 import { cutText } from '../../../shared/text/cut';
 
@@ -143,6 +144,7 @@ function exportRoute<Req extends DescMessage, Res extends DescMessage>(
     methods: ['POST'],
     path,
     auth: 'api_tokens',
+    scope: OTLP_HTTP_SCOPE,
     async handler(req, res) {
       const format = otlpFormatOf(req.headers['content-type']);
       if (!format) {

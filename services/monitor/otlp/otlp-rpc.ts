@@ -15,22 +15,31 @@ import {
   TraceService,
 } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { registration, type ServiceRegistration } from '../../../shared/rpc/server';
+import { OTLP_METRICS_METHOD_SCOPES, OTLP_TRACE_METHOD_SCOPES } from '../rpc/scopes';
 import type { OtlpReceiver } from './otlp-receiver';
 
 /** The two OTLP services, answering the empty response (everything accepted) on success. */
 export function otlpRegistrations(receiver: OtlpReceiver): ServiceRegistration[] {
   return [
-    registration(TraceService, {
-      export(request) {
-        receiver.exportTraces(request);
-        return create(ExportTraceServiceResponseSchema);
+    registration(
+      TraceService,
+      {
+        export(request) {
+          receiver.exportTraces(request);
+          return create(ExportTraceServiceResponseSchema);
+        },
       },
-    }),
-    registration(MetricsService, {
-      export(request) {
-        receiver.exportMetrics(request);
-        return create(ExportMetricsServiceResponseSchema);
+      { scopes: OTLP_TRACE_METHOD_SCOPES },
+    ),
+    registration(
+      MetricsService,
+      {
+        export(request) {
+          receiver.exportMetrics(request);
+          return create(ExportMetricsServiceResponseSchema);
+        },
       },
-    }),
+      { scopes: OTLP_METRICS_METHOD_SCOPES },
+    ),
   ];
 }

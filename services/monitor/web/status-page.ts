@@ -4,7 +4,7 @@
  *
  * Who may read it: the page shell (HTML, script, stylesheet) is public and holds no data; the data
  * routes need `Authorization: Bearer <token>` with one of the accepted tokens (`web.api_tokens` and
- * `server.api_tokens`) whenever any is configured, the same decision as the notification admin page
+ * the `server.api_tokens` with the `monitor:read` scope) whenever any is configured, the same decision as the notification admin page
  * (data behind a bearer token, none in cookies, so no cross-site request can read or drive it).
  * With no token configured at all they are open, like the RPCs then (which production allows only
  * with `server.allow_unauthenticated`). See web/README.md.

@@ -27,8 +27,13 @@ export interface AdminAuthOptions {
   issuer?: string;
   /** Required `aud` (one of) when set. */
   audience?: string | string[];
-  /** Tolerated clock difference when checking `exp` / `nbf` (30 is a sensible default). */
+  /** Tolerated clock difference when checking `exp` / `nbf` / `iat` (30 is a sensible default). */
   clock_skew_seconds: number;
+  /**
+   * Longest lifetime (`exp` minus `iat`) of an accepted token, seconds (default 24 h). A token
+   * without `iat` may not expire later than this from now.
+   */
+  max_token_lifetime?: number;
   /** The `sub` of demo login tokens (only used with the ephemeral secret). */
   demo_user: string;
   /** `production` forbids the ephemeral secret. */
@@ -47,6 +52,8 @@ export interface AdminPrincipal {
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 
 const DEMO_TOKEN_LIFETIME = '12h';
+/** Default of `admin.auth.max_token_lifetime`, seconds. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 24 * 3600;
 const MIN_SECRET_BYTES = 32;
 // Failures of the JWKS endpoint itself: our dependency is down, not the caller's token bad.
 // (ERR_JOSE_GENERIC: a non-200 or non-JSON JWKS response.)
@@ -98,6 +105,23 @@ export class AdminAuth {
   }
 
   /**
+   * A token issued in the future (beyond the clock skew) or living longer than
+   * `max_token_lifetime` is refused: a leaked long-lived token would otherwise stay good for as long
+   * as its issuer chose. jose has checked that `iat`, when present, is a number.
+   */
+  private checkLifetime(iat: unknown, exp: number): void {
+    const now = Math.floor(Date.now() / 1000);
+    const skew = this.options.clock_skew_seconds;
+    const max = this.options.max_token_lifetime ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+    if (typeof iat === 'number') {
+      if (iat > now + skew) throw new UnauthenticatedError('the token is issued in the future');
+      if (exp - iat > max) throw new UnauthenticatedError('the token lives longer than allowed');
+    } else if (exp - now > max + skew) {
+      throw new UnauthenticatedError('the token lives longer than allowed');
+    }
+  }
+
+  /**
    * Verifies the `Authorization` header value and returns the caller.
    * Throws UnauthenticatedError for a missing, malformed, forged, expired or mis-addressed token, and
    * UnavailableError when the JWKS endpoint cannot be reached.
@@ -109,13 +133,15 @@ export class AdminAuth {
     const key = await this.verificationKey();
     let sub: unknown;
     let exp: unknown;
+    let iat: unknown;
     try {
       ({
-        payload: { sub, exp },
+        payload: { sub, exp, iat },
       } = await jose.jwtVerify(token, key, this.verifyOptions));
     } catch (err) {
       throw translateVerifyError(err);
     }
+    this.checkLifetime(iat, exp as number);
     if (typeof sub !== 'string' || sub.length === 0) {
       throw new UnauthenticatedError('the token has no subject');
     }

@@ -35,7 +35,11 @@ export interface InboxHubOptions {
   bufferSize: number;
   /** Open watches in this process, all users together (inbox.max_watchers; default 10,000). */
   maxWatchers?: number;
-  /** Open watches of one user in this process (inbox.max_watchers_per_user; default 16). */
+  /**
+   * Open watches of one user in this process, per watching party (inbox.max_watchers_per_user;
+   * default 16): the user's own sessions (the admin page) and each API caller have a share each, so
+   * no service can lock a user out of their own page.
+   */
   maxWatchersPerUser?: number;
   /**
    * How long a watcher with events waiting may go without asking for one before it is closed with
@@ -54,6 +58,9 @@ export interface InboxHubOptions {
   /** Milliseconds clock for the stall rule (tests inject one). */
   now?: () => number;
 }
+
+/** The watching party of a watch that names none: the user's own sessions. */
+const OWN_SESSIONS = 'self';
 
 /** Default of InboxHubOptions.maxWatchers. */
 export const DEFAULT_MAX_WATCHERS = 10_000;
@@ -89,7 +96,12 @@ class Watcher extends CatchUpBuffer<StoredInboxEvent> {
   /** The channel's seq when this watcher joined: where a watch without a cursor starts. */
   startSeq = 0;
 
-  constructor(capacity: number, now: number) {
+  constructor(
+    capacity: number,
+    now: number,
+    /** Who watches (WatchOptions.party): the per-user cap counts each party apart. */
+    readonly party: string,
+  ) {
     super(capacity, now, 'inbox watcher stopped reading; resume from the last cursor');
   }
 }
@@ -187,29 +199,33 @@ export class InboxHub {
    */
   watch(userId: string, options: WatchOptions = {}): AsyncIterable<InboxEvent> {
     const after = options.after === undefined || options.after === '' ? null : parseCursor(options.after);
-    this.admit(userId);
-    return this.iterate(userId, after, options.signal, options.onLive);
+    const party = options.party ?? OWN_SESSIONS;
+    this.admit(userId, party);
+    return this.iterate(userId, party, after, options.signal, options.onLive);
   }
 
-  private admit(userId: string): void {
+  private admit(userId: string, party: string): void {
     if (this.total >= this.maxWatchers) {
       throw new ResourceExhaustedError('too many open inbox watches on this server; retry later');
     }
-    if ((this.channels.get(userId)?.watchers.size ?? 0) >= this.maxWatchersPerUser) {
+    let open = 0;
+    for (const w of this.channels.get(userId)?.watchers ?? []) if (w.party === party) open++;
+    if (open >= this.maxWatchersPerUser) {
       throw new ResourceExhaustedError('too many open inbox watches for this user; close one first');
     }
   }
 
   private async *iterate(
     userId: string,
+    party: string,
     after: number | null,
     signal?: AbortSignal,
     onLive?: () => void,
   ): AsyncGenerator<InboxEvent> {
     if (signal?.aborted) return;
     // Checked again: iteration may start later than watch() was called.
-    this.admit(userId);
-    const watcher = new Watcher(this.options.bufferSize, this.now());
+    this.admit(userId, party);
+    const watcher = new Watcher(this.options.bufferSize, this.now(), party);
     const channel = this.join(userId, watcher);
     const onAbort = () => watcher.close();
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -92,6 +92,12 @@ export interface WatchOptions {
    * A client that loads a snapshot after this moment can't miss an event between the two.
    */
   onLive?: () => void;
+  /**
+   * Who is watching, for the per-user cap (inbox.max_watchers_per_user counts each party apart).
+   * Unset: the user's own sessions (the admin page); the RPC layer names each API caller, so no
+   * caller can use up the places of the user's own page or of another caller.
+   */
+  party?: string;
 }
 
 /**

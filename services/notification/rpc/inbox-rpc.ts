@@ -3,6 +3,7 @@
  * No business rules here: validation, ownership and limits live in the domain (../inbox).
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { callerKey } from '../../../shared/rpc/context';
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import {
@@ -121,7 +122,12 @@ export class InboxRpc implements ServiceImpl<typeof InboxServiceDesc> {
   }
 
   async *watchInbox(req: { userId: string; afterCursor: string }, ctx: HandlerContext) {
-    const events = this.inbox.watch(req.userId, { after: req.afterCursor || undefined, signal: ctx.signal });
+    const events = this.inbox.watch(req.userId, {
+      after: req.afterCursor || undefined,
+      signal: ctx.signal,
+      // Each API caller has its own share of the user's watches, apart from the user's own page.
+      party: `api:${ctx.values.get(callerKey)}`,
+    });
     for await (const event of events) yield toWireEvent(event);
     // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline,
     // or UNAVAILABLE at shutdown, after which it resumes elsewhere with its last cursor).

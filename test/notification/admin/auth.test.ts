@@ -46,6 +46,40 @@ describe('AdminAuth with an HS256 secret', () => {
     await expect(auth.authenticate(`Bearer ${token}`)).rejects.toThrow(UnauthenticatedError);
   });
 
+  /** A token for alice with these `iat` and `exp` (seconds), `iat` left out when undefined. */
+  const timedToken = async (iat: number | undefined, exp: number): Promise<string> => {
+    const { SignJWT } = await loadJose();
+    let jwt = new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuer(ISSUER);
+    jwt = jwt.setAudience(AUDIENCE).setExpirationTime(exp);
+    if (iat !== undefined) jwt = jwt.setIssuedAt(iat);
+    return jwt.sign(new TextEncoder().encode(authOptions().jwt_secret));
+  };
+
+  it('rejects a token issued in the future beyond the clock skew', async () => {
+    const token = await timedToken(now() + 3600, now() + 7200);
+    await expect(auth.authenticate(`Bearer ${token}`)).rejects.toThrow(UnauthenticatedError);
+  });
+
+  it('accepts a token issued in the future within the clock skew', async () => {
+    const token = await timedToken(now() + 10, now() + 600);
+    expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ userId: 'alice' });
+  });
+
+  it('rejects a token whose lifetime (exp - iat) exceeds admin.auth.max_token_lifetime (24 h by default)', async () => {
+    const token = await timedToken(now() - 60, now() + 25 * 3600);
+    await expect(auth.authenticate(`Bearer ${token}`)).rejects.toThrow('the token lives longer than allowed');
+    const shorter = new AdminAuth(authOptions({ max_token_lifetime: 600 }));
+    const hour = await timedToken(now(), now() + 3600);
+    await expect(shorter.authenticate(`Bearer ${hour}`)).rejects.toThrow(UnauthenticatedError);
+  });
+
+  it('rejects a token without iat that expires later than max_token_lifetime from now', async () => {
+    const token = await timedToken(undefined, now() + 30 * 24 * 3600);
+    await expect(auth.authenticate(`Bearer ${token}`)).rejects.toThrow(UnauthenticatedError);
+    const short = await timedToken(undefined, now() + 600);
+    expect(await auth.authenticate(`Bearer ${short}`)).toMatchObject({ userId: 'alice' });
+  });
+
   it.each([undefined, '', 'Basic YWxpY2U6cHc=', 'Bearer', 'Bearer a b'])(
     'rejects the Authorization header %p as missing',
     async (header) => {

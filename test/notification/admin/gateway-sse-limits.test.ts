@@ -7,6 +7,7 @@ import { HttpRouteTable } from '../../../shared/http/routes';
 import { getEventListeners } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Metadata, status as grpcStatus } from '@grpc/grpc-js';
 import type * as grpc from '@grpc/grpc-js';
 import { AdminAuth } from '../../../services/notification/admin/auth';
 import {
@@ -107,21 +108,39 @@ describe('admin SSE and the shutdown signal', () => {
 
 describe('admin SSE watcher caps', () => {
   let svc: RunningNotificationApp;
+  const API_TOKENS = { a: 'caps-token-service-a', b: 'caps-token-service-b' };
 
   beforeAll(async () => {
-    svc = await startAdminService({ inbox: { max_watchers_per_user: 2, max_watchers: 3 } });
+    svc = await startAdminService({
+      inbox: { max_watchers_per_user: 2, max_watchers: 5 },
+      server: {
+        api_tokens: [
+          { name: 'service-a', token: API_TOKENS.a, scopes: ['inbox:read'] },
+          { name: 'service-b', token: API_TOKENS.b, scopes: ['inbox:read'] },
+        ],
+      },
+    });
   });
   afterAll(() => svc.close());
 
-  it('beyond the caps a stream answers 429 with Retry-After, counted together with WatchInbox, and the service stays healthy', async () => {
-    const token = await hsToken('capped');
-    const sse = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
-    const call = (svc.inboxGrpc.watchInbox as (r: unknown) => grpc.ClientReadableStream<unknown>).call(
-      svc.inboxGrpc,
-      { userId: 'capped' },
-    );
+  /** A WatchInbox of `userId` opened by the API caller holding `token`; its error, if it fails. */
+  function watchInbox(userId: string, token: string) {
+    const md = new Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    const call = (
+      svc.inboxGrpc.watchInbox as (r: unknown, md: Metadata) => grpc.ClientReadableStream<unknown>
+    ).call(svc.inboxGrpc, { userId }, md);
+    const error = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
     call.on('data', () => undefined);
-    call.on('error', () => undefined);
+    return { call, error };
+  }
+
+  it('beyond the caps a stream answers 429 with Retry-After, and the service stays healthy', async () => {
+    const token = await hsToken('capped');
+    const sessions = [
+      await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` }),
+      await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` }),
+    ];
     await until(() => svc.app.inboxHub.watcherCount === 2);
 
     const refused = await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${token}` });
@@ -130,21 +149,40 @@ describe('admin SSE watcher caps', () => {
     expect(refused.headers['retry-after']).toBe(String(STREAM_RETRY_AFTER_SECONDS));
     expect(svc.app.inboxHub.watcherCount).toBe(2);
 
-    const other = await openSse(`${svc.baseUrl}${STREAM}`, {
-      Authorization: `Bearer ${await hsToken('someone-else')}`,
-    });
-    await until(() => svc.app.inboxHub.watcherCount === 3);
+    const others = [
+      await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${await hsToken('someone-else')}` }),
+      await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${await hsToken('a-third-user')}` }),
+      await openSse(`${svc.baseUrl}${STREAM}`, { Authorization: `Bearer ${await hsToken('a-fourth-user')}` }),
+    ];
+    await until(() => svc.app.inboxHub.watcherCount === 5);
     const overall = await openSse(`${svc.baseUrl}${STREAM}`, {
-      Authorization: `Bearer ${await hsToken('a-third-user')}`,
+      Authorization: `Bearer ${await hsToken('a-fifth-user')}`,
     });
     await overall.ended;
     expect(overall.status).toBe(429);
 
     const health = await fetch(`${svc.baseUrl}/health`);
     expect(health.status).toBe(200);
-    sse.close();
-    other.close();
-    call.cancel();
+    for (const c of [...sessions, ...others]) c.close();
+    await until(() => svc.app.inboxHub.watcherCount === 0);
+  });
+
+  it("API callers' WatchInbox streams never take a user's own share: the user's page still opens, and each caller has its own", async () => {
+    // Service A fills its share of bob's watches: its next one is refused.
+    const a = [watchInbox('bob', API_TOKENS.a), watchInbox('bob', API_TOKENS.a)];
+    await until(() => svc.app.inboxHub.watcherCount === 2);
+    expect((await watchInbox('bob', API_TOKENS.a).error).code).toBe(grpcStatus.RESOURCE_EXHAUSTED);
+
+    // Bob's own page (admin JWT) still opens, and service B still watches bob.
+    const page = await openSse(`${svc.baseUrl}${STREAM}`, {
+      Authorization: `Bearer ${await hsToken('bob')}`,
+    });
+    expect(page.status).toBe(200);
+    const b = watchInbox('bob', API_TOKENS.b);
+    await until(() => svc.app.inboxHub.watcherCount === 4);
+
+    page.close();
+    for (const w of [...a, b]) w.call.cancel();
     await until(() => svc.app.inboxHub.watcherCount === 0);
   });
 });

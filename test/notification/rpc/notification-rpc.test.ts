@@ -14,7 +14,7 @@ import {
   DeliveryFailure,
   DeliveryStatus,
 } from '../../../shared/gen/svc/notification/v1/notification_pb';
-import { effectiveMaxRequestBytes } from '../../../services/notification/app';
+import { sendEmailRequestBytes } from '../../../services/notification/app';
 import { loadNotificationConfig, type NotificationConfigInput } from '../../../services/notification/config';
 import {
   FAST_DELIVERY,
@@ -31,6 +31,8 @@ import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 const FROM = 'noreply@sender.example.com';
 const TOKEN_A = 'token-a-0123456789abcdef';
 const TOKEN_B = 'token-b-0123456789abcdef';
+/** Two tokens of one named caller (a rotation), with scopes. */
+const ROTATION = { name: 'billing', old: 'token-billing-old-0123', current: 'token-billing-new-4567' };
 const KIB = 1024;
 
 /** The wire shapes the tests read (protobuf-es messages as the clients return them). */
@@ -154,7 +156,15 @@ async function startApp(peer: SmtpPeer, v3: V3Peer, extra: NotificationConfigInp
   const smtp = smtpMailerConfig(peer.port, { fromEmail: FROM });
   return startNotificationApp({
     ...extra,
-    server: { api_tokens: [TOKEN_A, TOKEN_B], max_request_bytes: 64 * KIB },
+    server: {
+      api_tokens: [
+        TOKEN_A,
+        TOKEN_B,
+        { name: ROTATION.name, token: ROTATION.old, scopes: ['delivery:send', 'delivery:read'] },
+        { name: ROTATION.name, token: ROTATION.current, scopes: ['delivery:read'] },
+      ],
+      max_request_bytes: 64 * KIB,
+    },
     delivery: { ...FAST_DELIVERY, max_attempts: 3, ...extra.delivery },
     mailer: {
       backends: [
@@ -396,6 +406,17 @@ describe.each([
     expect((await h.listAll({}, TOKEN_A)).map((d) => d.id)).toContain(a.deliveryId);
   });
 
+  test("a named token's deliveries belong to its name: another token of that name sees them, other callers do not", async () => {
+    const sent = await h.send(email(), ROTATION.old);
+    // The record's caller is the token's name, never the token.
+    expect((await h.n.app.deliveries.get(sent.deliveryId)).scope).toBe(ROTATION.name);
+    expect((await h.get(sent.deliveryId, ROTATION.current)).id).toBe(sent.deliveryId);
+    expect((await h.listAll({}, ROTATION.current)).map((d) => d.id)).toContain(sent.deliveryId);
+    expect((await grpcError(h.get(sent.deliveryId, TOKEN_A))).code).toBe(grpc.status.NOT_FOUND);
+    // The current token has no delivery:send scope.
+    expect((await grpcError(h.send(email(), ROTATION.current))).code).toBe(grpc.status.PERMISSION_DENIED);
+  });
+
   test('GetDelivery of an unknown id is NOT_FOUND; a malformed id is INVALID_ARGUMENT naming id', async () => {
     const unknown = await grpcError(h.get('11111111-2222-4333-8444-555555555555'));
     expect(unknown.code).toBe(grpc.status.NOT_FOUND);
@@ -584,8 +605,8 @@ describe('SendEmail request size', () => {
   test('with the defaults, a 25 MiB message fits through both ports, Connect JSON base64 included', () => {
     const config = loadNotificationConfig({}, { env: {}, file: null });
     expect(config.mailer.max_message_bytes).toBe(25 * 1024 * KIB);
-    expect(effectiveMaxRequestBytes(config)).toBeGreaterThan(Math.ceil((25 * 1024 * KIB * 4) / 3));
-    expect(effectiveMaxRequestBytes(config)).toBeGreaterThan(config.server.max_request_bytes);
+    expect(sendEmailRequestBytes(config)).toBeGreaterThan(Math.ceil((25 * 1024 * KIB * 4) / 3));
+    expect(sendEmailRequestBytes(config)).toBeGreaterThan(config.server.max_request_bytes);
   });
 });
 
@@ -678,4 +699,36 @@ test('at shutdown an attempt still in flight at the deadline is released, never 
 test('simpleParser is the parser the peer uses (sanity of the Message-ID helper)', async () => {
   const raw = Buffer.from('Message-ID: <a@b.example>\r\nSubject: x\r\n\r\nbody');
   expect(messageIdOf(raw)).toBe((await simpleParser(raw)).messageId);
+});
+
+describe('request size limits by method', () => {
+  test('only SendEmail accepts requests beyond server.max_request_bytes: a 6 MB inbox Send or SendSms is RESOURCE_EXHAUSTED on both ports', async () => {
+    const n = await startNotificationApp({});
+    try {
+      // SendEmail takes requests of this size by default (mailer.max_message_bytes is 25 MiB).
+      expect(sendEmailRequestBytes(loadNotificationConfig({}, { env: {}, file: null }))).toBeGreaterThan(
+        6 * 1024 * KIB,
+      );
+      const big = 'x'.repeat(6 * 1024 * KIB);
+      expect((await grpcError(unary(n.inboxGrpc, 'send', { userId: 'u', title: big }))).code).toBe(
+        grpc.status.RESOURCE_EXHAUSTED,
+      );
+      expect(
+        (await grpcError(unary(n.notificationGrpc, 'sendSms', { to: '+15550100', body: big }))).code,
+      ).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      for (const path of [
+        'svc.notification.v1.InboxService/Send',
+        'svc.notification.v1.NotificationService/SendSms',
+      ]) {
+        const res = await fetch(`${n.baseUrl}/${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ userId: 'u', to: '+15550100', title: big, body: big }),
+        });
+        expect(((await res.json()) as { code: string }).code).toBe('resource_exhausted');
+      }
+    } finally {
+      await n.close();
+    }
+  });
 });

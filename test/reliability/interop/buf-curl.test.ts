@@ -201,8 +201,11 @@ describe.each([['notification'], ['monitor']])('the %s process, with buf curl', 
   test('the standard health protocol answers through reflection alone, for "" and every service', async () => {
     const t = byName(name);
     for (const service of ['', ...t.services.map((s) => s.typeName)]) {
-      // No token: health is public, as orchestrators probe it.
-      const answer = await bufUnary(t, 'grpc', 'grpc.health.v1.Health/Check', { service }, []);
+      // Health itself is public (orchestrators probe it with its known schema, no reflection), but
+      // reflection needs the token when tokens are on, and buf curl learns the schema through it.
+      const answer = await bufUnary(t, 'grpc', 'grpc.health.v1.Health/Check', { service }, [
+        `Authorization: ${AUTHORIZATION}`,
+      ]);
       healthAnswers.push(answer.code);
       expect({ service, answer }).toEqual({
         service,
@@ -219,7 +222,8 @@ describe.each([['notification'], ['monitor']])('the %s process, with buf curl', 
       service.methods.find((m) => m.methodKind === 'unary')!,
     );
     for (const protocol of PROTOCOLS) {
-      const answer = await bufUnary(t, protocol, path, {}, []);
+      // The schema still comes through reflection (with the token); the call itself carries none.
+      const answer = await bufUnary(t, protocol, path, {}, [], [`Authorization: ${AUTHORIZATION}`]);
       tried.push({ target: name, path, protocol, answer });
       expect(answer.code).toBe('unauthenticated');
     }

@@ -47,10 +47,22 @@ export type BufAnswer =
   { readonly code: 'ok'; readonly response: unknown } | { readonly code: string; readonly message: string };
 
 /** The arguments that point buf curl at `path` (`pkg.Service/Method`) of `t` over `protocol`. */
-export function bufArgs(t: Target, protocol: Protocol, path: string, headers: readonly string[]): string[] {
+export function bufArgs(
+  t: Target,
+  protocol: Protocol,
+  path: string,
+  headers: readonly string[],
+  reflectHeaders: readonly string[] = headers,
+): string[] {
+  // Over gRPC the schema comes from server reflection, which needs the token too when tokens are on:
+  // buf curl sends `-H` headers with the call only, `--reflect-header` ones with reflection.
   const where =
     protocol === 'grpc'
-      ? ['--http2-prior-knowledge', `http://${t.grpcAddress}/${path}`]
+      ? [
+          ...reflectHeaders.flatMap((h) => ['--reflect-header', h]),
+          '--http2-prior-knowledge',
+          `http://${t.grpcAddress}/${path}`,
+        ]
       : ['--schema', 'proto', `${t.baseUrl}/${path}`];
   return ['curl', '--protocol', protocol, ...headers.flatMap((h) => ['-H', h]), ...where];
 }
@@ -63,15 +75,19 @@ function parse(text: string, what: string): unknown {
   }
 }
 
-/** A unary call; rejects only when buf curl itself fails (no JSON answer, a hang). */
+/**
+ * A unary call; rejects only when buf curl itself fails (no JSON answer, a hang). `reflectHeaders`
+ * (the call's `headers` by default) go with the reflection requests of the gRPC protocol.
+ */
 export function bufUnary(
   t: Target,
   protocol: Protocol,
   path: string,
   request: unknown,
   headers: readonly string[],
+  reflectHeaders: readonly string[] = headers,
 ): Promise<BufAnswer> {
-  const args = [...bufArgs(t, protocol, path, headers), '--data', JSON.stringify(request)];
+  const args = [...bufArgs(t, protocol, path, headers, reflectHeaders), '--data', JSON.stringify(request)];
   // The schema argument `proto` is resolved against the checkout (its buf.yaml).
   return new Promise((resolve, reject) => {
     execFile(BUF, args, { cwd: ROOT, timeout: CALL_TIMEOUT_MS }, (err, stdout, stderr) => {

@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 
 import { PUBLIC_SERVICES } from '../surfaces';
-import { startTargets, type Target, type Targets } from './processes';
+import { AUTHORIZATION, startTargets, type Target, type Targets } from './processes';
 
 /** Deadline of one reflection call: a hang fails instead of stalling the run. */
 const DEADLINE_MS = 20_000;
@@ -25,7 +25,7 @@ function reflectionClient(version: string, address: string): grpc.Client {
   return new pkg.grpc.reflection[version]!.ServerReflection(address, grpc.credentials.createInsecure());
 }
 
-/** The services `list_services` answers through reflection `version` (no token: reflection is public). */
+/** The services `list_services` answers through reflection `version` (with the token: tokens are on). */
 async function listServices(version: string, address: string): Promise<string[]> {
   const client = reflectionClient(version, address);
   try {
@@ -37,7 +37,7 @@ async function listServices(version: string, address: string): Promise<string[]>
             opts: grpc.CallOptions,
           ): grpc.ClientDuplexStream<unknown, unknown>;
         }
-      ).ServerReflectionInfo(new grpc.Metadata(), { deadline: Date.now() + DEADLINE_MS });
+      ).ServerReflectionInfo(withToken(), { deadline: Date.now() + DEADLINE_MS });
       call.on('data', (res: { list_services_response?: { service: Array<{ name: string }> } }) => {
         resolve((res.list_services_response?.service ?? []).map((s) => s.name));
         call.end();
@@ -48,6 +48,12 @@ async function listServices(version: string, address: string): Promise<string[]>
   } finally {
     client.close();
   }
+}
+
+function withToken(): grpc.Metadata {
+  const md = new grpc.Metadata();
+  md.set('authorization', AUTHORIZATION);
+  return md;
 }
 
 const REFLECTION = PUBLIC_SERVICES.filter((s) => s.endsWith('.ServerReflection'));

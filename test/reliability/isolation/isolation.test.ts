@@ -44,6 +44,14 @@ import { atLeast, exactly, recordFigures, reported } from '../results';
 import { MONITOR_SERVICES, NOTIFICATION_SERVICES, PUBLIC_SERVICES, methodsOf } from '../surfaces';
 import { allSecretKeys } from './secret-keys';
 import { startSecretPair, type SecretPair } from './secret-pair';
+import { MetricsService } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
+import { TraceService } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from '../../../services/notification/rpc/scopes';
+import {
+  MONITOR_METHOD_SCOPES,
+  OTLP_METRICS_METHOD_SCOPES,
+  OTLP_TRACE_METHOD_SCOPES,
+} from '../../../services/monitor/rpc/scopes';
 
 const UNAUTHENTICATED = grpc.status.UNAUTHENTICATED;
 const NOT_FOUND = grpc.status.NOT_FOUND;
@@ -219,10 +227,13 @@ describe('auth on every method of both processes', () => {
       }
     }
 
-    // Exactly the standard health and reflection services answer without a token.
+    // Exactly the standard health service answers without a token; reflection needs one (any scope).
     const unexpectedOpen: string[] = [];
     for (const proc of processes()) {
-      const listed = await listServicesByReflection(proc.grpcAddress); // reflection, no token
+      await expect(listServicesByReflection(proc.grpcAddress)).rejects.toMatchObject({
+        code: UNAUTHENTICATED,
+      });
+      const listed = await listServicesByReflection(proc.grpcAddress, proc.token);
       const ours = new Set(proc.services.map((s) => s.typeName));
       const open = listed.filter((s) => !ours.has(s));
       expect(open).toContain('grpc.health.v1.Health');
@@ -250,6 +261,60 @@ describe('auth on every method of both processes', () => {
     expect(failures).toEqual([]);
     expect(methodsChecked).toBe(methodsOf([...NOTIFICATION_SERVICES, ...MONITOR_SERVICES]).length);
     expect(unexpectedOpen).toEqual([]);
+  }, 300_000);
+});
+
+/** Every method's scope, per service, as the processes register them (their rpc/scopes.ts tables). */
+const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
+  [NotificationService.typeName]: NOTIFICATION_METHOD_SCOPES,
+  [InboxService.typeName]: INBOX_METHOD_SCOPES,
+  [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
+  [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
+  [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
+};
+
+describe('scopes on every method of both processes', () => {
+  test('every RPC on both ports is PERMISSION_DENIED to a token without its scope', async () => {
+    const failures: string[] = [];
+    let methodsChecked = 0;
+    for (const proc of processes()) {
+      const lacking = pair.lackingScope[proc.name];
+      for (const service of proc.services) {
+        const client = grpcClient(service, proc.grpcAddress);
+        try {
+          // From the descriptors: a method added later without a scope fails here.
+          for (const method of service.methods) {
+            methodsChecked++;
+            const scope = METHOD_SCOPES[service.typeName]?.[method.localName];
+            const token = scope === undefined ? undefined : lacking[scope];
+            if (token === undefined) {
+              failures.push(`${proc.name} ${method.name}: no scope (or no probe token for "${scope}")`);
+              continue;
+            }
+            for (const [port, code] of [
+              ['grpc', await grpcCode(client, method, bearer(token))],
+              ['http', await connectCode(proc.baseUrl, service, method, bearer(token))],
+            ] as const) {
+              if (code !== grpc.status.PERMISSION_DENIED)
+                failures.push(`${proc.name} ${port} ${method.name} without "${scope}": ${code}`);
+            }
+          }
+        } finally {
+          client.close();
+        }
+      }
+    }
+    recordFigures({
+      section: 'isolation-scopes',
+      title: 'Isolation: every method against a token without its scope',
+      kind: 'isolation',
+      figures: [
+        atLeast('RPC methods checked (both processes)', methodsChecked, 1),
+        exactly('methods answering a token without their scope', failures.length, 0),
+      ],
+    });
+    expect(failures).toEqual([]);
+    expect(methodsChecked).toBe(methodsOf([...NOTIFICATION_SERVICES, ...MONITOR_SERVICES]).length);
   }, 300_000);
 });
 
@@ -379,6 +444,21 @@ describe('auth on every HTTP route', () => {
         ...(method === 'POST' ? { body: '{}' } : {}),
       });
       if (ok.status === 401) failures.push(`${method} ${url}: its own token refused`);
+    }
+    // RPC tokens on HTTP routes keep their scopes: OTLP/HTTP needs monitor:ingest (403 without it),
+    // the status page's data a server token with monitor:read (401 without it: not one of its tokens).
+    const mBase = `http://127.0.0.1:${pair.monitor.httpPort}`;
+    for (const [method, url, token, expected] of [
+      ['POST', `${mBase}/v1/traces`, pair.lackingScope.monitor['monitor:ingest']!, 403],
+      ['GET', `${mBase}/status.json`, pair.lackingScope.monitor['monitor:read']!, 401],
+    ] as const) {
+      attempts++;
+      const res = await httpCall(url, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: '{}' } : {}),
+      });
+      if (res.status !== expected) failures.push(`${method} ${url} without its scope: ${res.status}`);
     }
     // A valid JWT reaches the data.
     const inbox = await httpCall(`${base}/admin/notifications/inbox`, {

@@ -16,6 +16,8 @@ import { SMTPServer } from 'smtp-server';
 import { createTestDatabase } from '../../support/database';
 import { startServiceProcess, type ServiceProcess } from '../../support/service-process';
 import { reservePort } from '../../support/smtp-peer';
+import { NOTIFICATION_SCOPES } from '../../../services/notification/rpc/scopes';
+import { MONITOR_SCOPES } from '../../../services/monitor/rpc/scopes';
 
 /** One configured secret: the value set, and the strings that would betray it in output. */
 export interface ConfiguredSecret {
@@ -43,6 +45,11 @@ export interface SecretPair {
   /** Two RPC callers of the notification service (tokens of `server.api_tokens`). */
   notificationTokens: readonly [string, string];
   monitorToken: string;
+  /**
+   * Per process, per scope: a named token holding every scope of that process but this one (the
+   * scope isolation probe: every method called with the token lacking its scope).
+   */
+  lackingScope: { notification: Record<string, string>; monitor: Record<string, string> };
   webToken: string;
   jwtSecret: string;
   jwtIssuer: string;
@@ -160,6 +167,18 @@ export async function startSecretPair(): Promise<SecretPair> {
     secret('notification.server.api_tokens', 'rpc-token-b'),
   ] as const;
   const monitorToken = secret('monitor.server.api_tokens', 'monitor-rpc-token');
+  const lacking = (service: 'notification' | 'monitor', scopes: readonly string[]) => {
+    const tokens: Record<string, string> = {};
+    const entries = scopes.map((scope) => {
+      const slug = scope.replace(/\W/g, '-');
+      tokens[scope] = secret(`${service}.server.api_tokens`, `${service}-without-${slug}`);
+      return { name: `without-${slug}`, token: tokens[scope], scopes: scopes.filter((s) => s !== scope) };
+    });
+    return { tokens, entries };
+  };
+  const notificationLacking = lacking('notification', NOTIFICATION_SCOPES);
+  const monitorLacking = lacking('monitor', MONITOR_SCOPES);
+  const lackingScope = { notification: notificationLacking.tokens, monitor: monitorLacking.tokens };
   const webToken = secret('monitor.web.api_tokens', 'status-web-token');
   const jwtSecret = secret('notification.admin.auth.jwt_secret', 'admin-jwt-secret');
   const healthTokens = {
@@ -245,7 +264,7 @@ export async function startSecretPair(): Promise<SecretPair> {
 
   const monitor = await startServiceProcess('monitor', {
     ...common('SVC_MONITOR__', monitorOtlpHeader, monitorDsnKey, monitorDbPassword),
-    SVC_MONITOR__SERVER__API_TOKENS: JSON.stringify([monitorToken]),
+    SVC_MONITOR__SERVER__API_TOKENS: JSON.stringify([monitorToken, ...monitorLacking.entries]),
     SVC_MONITOR__WEB__API_TOKENS: JSON.stringify([webToken]),
     SVC_MONITOR__HEALTH__AUTH_TOKEN: healthTokens.monitor,
     SVC_MONITOR__METRICS__AUTH_TOKEN: metricsTokens.monitor,
@@ -293,7 +312,10 @@ export async function startSecretPair(): Promise<SecretPair> {
     notification = await startServiceProcess('notification', {
       ...common('SVC_NOTIFICATION__', notificationOtlpHeader, notificationDsnKey, notificationDbPassword),
       SVC_NOTIFICATION__SERVER__GRPC_PORT: String(notificationGrpcPort),
-      SVC_NOTIFICATION__SERVER__API_TOKENS: JSON.stringify(notificationTokens),
+      SVC_NOTIFICATION__SERVER__API_TOKENS: JSON.stringify([
+        ...notificationTokens,
+        ...notificationLacking.entries,
+      ]),
       SVC_NOTIFICATION__HEALTH__AUTH_TOKEN: healthTokens.notification,
       SVC_NOTIFICATION__METRICS__AUTH_TOKEN: metricsTokens.notification,
       SVC_NOTIFICATION__ADMIN__AUTH__JWT_SECRET: jwtSecret,
@@ -379,6 +401,7 @@ export async function startSecretPair(): Promise<SecretPair> {
     secrets,
     notificationTokens,
     monitorToken,
+    lackingScope,
     webToken,
     jwtSecret,
     jwtIssuer,

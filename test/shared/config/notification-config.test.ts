@@ -36,6 +36,7 @@ describe('NotificationConfig', () => {
         http_port: 8080,
         api_tokens: [],
         max_request_bytes: 4 * 1024 * 1024,
+        max_in_flight_request_bytes: 128 * 1024 * 1024,
         shutdown_drain_ms: 500,
         shutdown_timeout_ms: 10000,
         allow_unauthenticated: false,
@@ -136,7 +137,7 @@ describe('NotificationConfig', () => {
           sweep_interval_seconds: 5,
         },
       },
-      admin: { auth: { clock_skew_seconds: 30, demo_user: 'demo' } },
+      admin: { auth: { clock_skew_seconds: 30, max_token_lifetime: 86400, demo_user: 'demo' } },
       monitor: {
         tls: false,
         timeout_ms: 2000,
@@ -253,5 +254,44 @@ describe('NotificationConfig', () => {
       ])?.name,
     ).toBe('a');
     expect(primaryBackend([])).toBeUndefined();
+  });
+});
+
+describe('server.api_tokens', () => {
+  it('takes plain tokens from a comma-separated variable, and named tokens with scopes as JSON', () => {
+    const plain = loadNotificationConfig(undefined, {
+      file: null,
+      env: { SVC_NOTIFICATION__SERVER__API_TOKENS: 'tok-a, tok-b' },
+    });
+    expect(plain.server.api_tokens).toEqual(['tok-a', 'tok-b']);
+    const named = loadNotificationConfig(undefined, {
+      file: null,
+      env: {
+        SVC_NOTIFICATION__SERVER__API_TOKENS: JSON.stringify([
+          'tok-plain',
+          { name: 'orders', token: 'tok-orders', scopes: ['inbox:write', 'delivery:send'] },
+        ]),
+      },
+    });
+    expect(named.server.api_tokens).toEqual([
+      'tok-plain',
+      { name: 'orders', token: 'tok-orders', scopes: ['inbox:write', 'delivery:send'] },
+    ]);
+  });
+
+  it('refuses a scope the service does not have, a bad name and an empty scope list, naming the key and never the token', () => {
+    const issues = issuesOf({
+      server: {
+        api_tokens: [
+          { name: 'orders', token: 'secret-token-1', scopes: ['inbox:reads'] },
+          { name: 'has space', token: 'secret-token-2', scopes: ['*'] },
+          { name: 'empty', token: 'secret-token-3', scopes: [] },
+        ],
+      },
+    });
+    expect(issues.length).toBeGreaterThanOrEqual(3);
+    for (const issue of issues) expect(issue).toMatch(/^notification\.server\.api_tokens\[\d\]/);
+    expect(issues.join('\n')).toMatch(/expected one of the service's scopes: \*, inbox:read, inbox:write/);
+    expect(issues.join('\n')).not.toMatch(/secret-token/);
   });
 });

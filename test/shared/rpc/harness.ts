@@ -2,7 +2,12 @@ import { Registry } from 'prom-client';
 import { createClient, type Client } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { EchoService } from '../../../shared/gen/svc/testing/v1/echo_pb';
-import { RpcServer, registration, type RpcServerOptions } from '../../../shared/rpc/server';
+import {
+  RpcServer,
+  registration,
+  type RegistrationOptions,
+  type RpcServerOptions,
+} from '../../../shared/rpc/server';
 import { createLogger, silentLogger } from '../../../shared/logging/logger';
 import type { Logger } from '../../../shared/logging/logger';
 import { EchoServiceImpl } from '../../support/echo-service';
@@ -25,6 +30,7 @@ export type EchoServerOptions = Partial<
     RpcServerOptions,
     | 'apiTokens'
     | 'maxRequestBytes'
+    | 'maxInFlightRequestBytes'
     | 'maxConcurrentStreams'
     | 'httpMaxConnections'
     | 'httpHeadersTimeoutMs'
@@ -35,6 +41,8 @@ export type EchoServerOptions = Partial<
 > & {
   /** Replaces EchoServiceImpl's methods (a quiet stream, say). */
   impl?: EchoServiceImpl;
+  /** The echo service's scope table. */
+  scopes?: RegistrationOptions<typeof EchoService>['scopes'];
 };
 
 export interface EchoHarness {
@@ -67,7 +75,10 @@ export async function startEchoServer(opts: EchoServerOptions = {}): Promise<Ech
     ...(opts.httpMaxConnections !== undefined ? { httpMaxConnections: opts.httpMaxConnections } : {}),
     ...(opts.httpHeadersTimeoutMs !== undefined ? { httpHeadersTimeoutMs: opts.httpHeadersTimeoutMs } : {}),
     ...(opts.httpRequestTimeoutMs !== undefined ? { httpRequestTimeoutMs: opts.httpRequestTimeoutMs } : {}),
-    services: [registration(EchoService, impl)],
+    ...(opts.maxInFlightRequestBytes !== undefined
+      ? { maxInFlightRequestBytes: opts.maxInFlightRequestBytes }
+      : {}),
+    services: [registration(EchoService, impl, opts.scopes ? { scopes: opts.scopes } : {})],
     ...(opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {}),
   });
   const ports = await server.start();

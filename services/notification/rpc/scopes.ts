@@ -1,0 +1,52 @@
+/**
+ * The notification service's API scopes and the one scope of every RPC method: the table
+ * `server.api_tokens` entries are checked against (shared/rpc/access.ts). A method missing here fails
+ * the type check and the server's start; the isolation suite calls every method with a token
+ * lacking its scope. The README's production checklist lists the same table.
+ */
+import type { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
+import type { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import type { MethodScopes } from '../../../shared/rpc/access';
+
+/** Every scope a notification API token may hold (`*`: all of them). */
+export const NOTIFICATION_SCOPES = [
+  'inbox:read',
+  'inbox:write',
+  'delivery:send',
+  'delivery:read',
+  'suppressions:read',
+  'suppressions:write',
+] as const;
+
+/** One scope of the notification service. */
+export type NotificationScope = (typeof NOTIFICATION_SCOPES)[number];
+
+type Table<S extends typeof InboxService | typeof NotificationService> = MethodScopes<S> & {
+  readonly [K in keyof S['method']]: NotificationScope;
+};
+
+/** InboxService: reading a user's inbox, and writing to it. */
+export const INBOX_METHOD_SCOPES: Table<typeof InboxService> = {
+  send: 'inbox:write',
+  getInbox: 'inbox:read',
+  markRead: 'inbox:write',
+  markAllRead: 'inbox:write',
+  delete: 'inbox:write',
+  countUnread: 'inbox:read',
+  clearAll: 'inbox:write',
+  watchInbox: 'inbox:read',
+};
+
+/** NotificationService: sending, reading one's own deliveries, and the suppression list. */
+export const NOTIFICATION_METHOD_SCOPES: Table<typeof NotificationService> = {
+  sendSms: 'delivery:send',
+  sendPush: 'delivery:send',
+  sendPushBatch: 'delivery:send',
+  sendEmail: 'delivery:send',
+  getDelivery: 'delivery:read',
+  listDeliveries: 'delivery:read',
+  watchDeliveries: 'delivery:read',
+  addSuppression: 'suppressions:write',
+  removeSuppression: 'suppressions:write',
+  listSuppressions: 'suppressions:read',
+};

@@ -1,0 +1,137 @@
+/**
+ * What the gRPC port decides before it reads a request message: a grpc-js server interceptor, which
+ * sees a call's metadata before grpc-js starts reading its body.
+ *
+ * - Access (`RpcAccess`): a call without a valid token, or outside its token's scopes, is answered at
+ *   once (trailers-only) and its stream reset with NO_ERROR (RFC 9113 8.1: the server has answered,
+ *   the client stops sending). Nothing of its body is read beyond the HTTP/2 flow-control window.
+ * - Size: the request's length prefix (the first five bytes) is checked against its method's limit
+ *   before the message is collected; grpc-js's own `grpc.max_receive_message_length` is the largest
+ *   method limit, so only the methods that need it accept large messages.
+ * - Bytes in flight: every chunk read is taken from the server's `RequestBudget` and given back when
+ *   the call ends; a chunk that does not fit refuses its call with RESOURCE_EXHAUSTED.
+ *
+ * The interceptor reaches the call's HTTP/2 stream through grpc-js's base call (an internal field).
+ * If a grpc-js release moves it, every call is refused with INTERNAL and the cause logged, never
+ * served unguarded; the tests see it at once.
+ */
+import { constants as http2 } from 'node:http2';
+import type { ServerHttp2Stream } from 'node:http2';
+import {
+  ServerInterceptingCall,
+  type Metadata,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+} from '@grpc/grpc-js';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { Logger } from '../logging/logger';
+import type { RpcAccess } from './access';
+import { SERVER_BUSY, tooLarge, type RequestBudget } from './request-budget';
+import { toGrpcStatus } from './errors';
+
+export interface GrpcIntakeOptions {
+  access: RpcAccess;
+  budget: RequestBudget;
+  /** The largest request message of the method at `path`, bytes. */
+  limitOf(path: string): number;
+  logger: Logger;
+  /** Told of every call refused here (for the RPC metrics), with the caller's name when known. */
+  onRefused?(path: string, code: Code, caller: string | undefined): void;
+}
+
+/** The gRPC length prefix: one flag byte and a four-byte big-endian length. */
+const PREFIX_BYTES = 5;
+
+const GRPC_JS_CHANGED = new ConnectError('internal error', Code.Internal);
+
+/** The HTTP/2 stream under a grpc-js call (`BaseServerInterceptingCall.stream`). */
+function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
+  let at: unknown = call;
+  for (let depth = 0; depth < 16 && at !== null && typeof at === 'object'; depth++) {
+    const { stream, nextCall } = at as { stream?: unknown; nextCall?: unknown };
+    if (
+      stream !== null &&
+      typeof stream === 'object' &&
+      typeof (stream as ServerHttp2Stream).close === 'function'
+    )
+      return stream as ServerHttp2Stream;
+    at = nextCall;
+  }
+  return undefined;
+}
+
+function authorizationOf(metadata: Metadata): string | undefined {
+  const value = metadata.get('authorization')[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The server interceptor; install it first, so it runs before any other. */
+export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
+  const { access, budget, logger } = opts;
+  let warned = false;
+  return (method, call) => {
+    const path = method.path;
+    const stream = http2StreamOf(call);
+    const share = budget.share();
+    let done = false;
+    let caller: string | undefined;
+    // Answers the call from here: `call` is the next call down (grpc-js's base call), so the status
+    // goes out now, not after a metadata step this interceptor never completes.
+    const refuse = (err: ConnectError): void => {
+      if (done) return;
+      done = true;
+      share.release();
+      opts.onRefused?.(path, err.code, caller);
+      call.sendStatus(toGrpcStatus(err) as Parameters<typeof call.sendStatus>[0]);
+      if (stream && !stream.closed) stream.close(http2.NGHTTP2_NO_ERROR);
+    };
+
+    if (stream) {
+      const limit = opts.limitOf(path);
+      let prefix: Buffer | undefined;
+      let prefixRead = 0;
+      // First among the stream's listeners: a chunk refused here never reaches grpc-js's decoder
+      // (the refusal cancels the call, and grpc-js drops data of a cancelled call), so a call whose
+      // last chunk does not fit can never run its handler after its caller was told it failed.
+      stream.prependListener('data', (chunk: Buffer) => {
+        if (done) return;
+        if (prefixRead < PREFIX_BYTES) {
+          let declared: number | undefined;
+          if (prefixRead === 0 && chunk.length >= PREFIX_BYTES) {
+            prefixRead = PREFIX_BYTES;
+            declared = chunk.readUInt32BE(1);
+          } else {
+            prefix ??= Buffer.alloc(PREFIX_BYTES);
+            const n = Math.min(PREFIX_BYTES - prefixRead, chunk.length);
+            chunk.copy(prefix, prefixRead, 0, n);
+            prefixRead += n;
+            if (prefixRead === PREFIX_BYTES) declared = prefix.readUInt32BE(1);
+          }
+          if (declared !== undefined && declared > limit) return refuse(tooLarge(declared, limit));
+        }
+        if (!share.take(chunk.length)) refuse(SERVER_BUSY);
+      });
+      stream.once('close', () => {
+        done = true;
+        share.release();
+      });
+    }
+
+    return new ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, nextMetadata) => {
+            if (!stream) {
+              if (!warned) logger.error('grpc-js changed: a call has no HTTP/2 stream; refusing calls');
+              warned = true;
+              return refuse(GRPC_JS_CHANGED);
+            }
+            const verdict = access.check(path, authorizationOf(metadata));
+            caller = verdict.caller?.name;
+            if ('refused' in verdict) return refuse(verdict.refused);
+            nextMetadata(metadata);
+          },
+        }),
+    });
+  };
+}
