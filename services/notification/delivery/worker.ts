@@ -196,9 +196,15 @@ export class DeliveryWorker {
 
   private runPoll(): void {
     if (!this.running || this.stopping || this.polling) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     const full = this.fullPoll;
+    // Fairness: only a full poll restarts the poll interval. A targeted one (a submit, a freed slot,
+    // a failover) leaves the timer running, so under steady traffic on one backend the others' due
+    // work (retries, deferred and released records, leases of dead replicas) is still found at least
+    // every poll_interval_ms.
+    if (full && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const targets = full ? undefined : [...this.targets.values()];
     this.fullPoll = false;
     this.targets.clear();
@@ -213,7 +219,11 @@ export class DeliveryWorker {
           this.runPoll();
           return;
         }
-        this.timer = setTimeout(() => this.wake(), this.options.config.poll_interval_ms);
+        if (this.timer) return;
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          this.wake();
+        }, this.options.config.poll_interval_ms);
         this.timer.unref();
       });
   }
