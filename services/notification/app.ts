@@ -158,6 +158,8 @@ export async function createNotificationApp(
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex, {
             logger,
+            // Leases, due times and "now" from the database: replicas' clocks may differ.
+            clock: 'database',
             sequencerBatchSize: config.delivery.watch.sequencer_batch_size,
           })
         : new InMemoryDeliveryStore();

@@ -89,6 +89,8 @@ interface DeliveryRow {
   suppressed_recipients?: string[] | string | null;
   /** Absent only in rows read before the receipts migration ran. */
   receipts?: StoredReceipt[] | string;
+  /** Absent only in rows read before migration 20261126120000 ran. */
+  attempts_started?: number;
 }
 
 function toDate(value: Date | string): Date {
@@ -136,6 +138,7 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
       ? (JSON.parse(row.receipts) as StoredReceipt[])
       : (row.receipts ?? [])
     ).map(fromStoredReceipt),
+    attemptsStarted: row.attempts_started ?? attempts.length,
   };
 }
 
@@ -143,9 +146,16 @@ function rows<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
-/** Due and not leased to anyone alive; `?` twice: now, now. */
-const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= ?
-  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
+/** Due and not leased to anyone alive; `?` twice: now, now (null: the database's `now()`). */
+const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= COALESCE(?::timestamptz, now())
+  AND (lease_expires_at IS NULL OR lease_expires_at <= COALESCE(?::timestamptz, now()))`;
+
+/**
+ * Whose clock decides leases, due times and "now": `database` (the default) reads `now()` in each
+ * statement, so replicas whose clocks differ agree; `caller` uses the `now` each call passes, for
+ * tests that drive time by hand.
+ */
+export type DeliveryClockSource = 'database' | 'caller';
 
 /** Tuning of DatabaseDeliveryStore. */
 export interface DatabaseDeliveryStoreOptions {
@@ -164,6 +174,8 @@ export interface DatabaseDeliveryStoreOptions {
   sequencerIntervalMs?: number;
   /** Where sequencer failures are logged (they are retried by the next commit or the safety timer). */
   logger?: Logger;
+  /** Whose clock leases, due times and "now" come from (default `database`). */
+  clock?: DeliveryClockSource;
 }
 
 /** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
@@ -243,6 +255,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   /** When the last pass started (performance.now()); -Infinity before the first. */
   private lastPassAt = Number.NEGATIVE_INFINITY;
   private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
+  /** True: "now" is the database's (`now()`), and the callers' times only give durations. */
+  private readonly databaseClock: boolean;
 
   constructor(
     private readonly knex: Knex,
@@ -255,6 +269,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.sequencerBatchSize = Math.max(1, options.sequencerBatchSize ?? 1000);
     this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
+    this.databaseClock = (options.clock ?? 'database') === 'database';
+  }
+
+  /** The time to bind for a caller's `now`: null (the database's `now()`) on the database clock. */
+  private at(now: Date): string | null {
+    return this.databaseClock ? null : now.toISOString();
   }
 
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
@@ -334,7 +354,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
            r.idempotency_key, r.content_hash, r.payload::jsonb,
            CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
-           CASE WHEN r.suppressed THEN NULL ELSE r.created_at END, r.created_at,
+           CASE WHEN r.suppressed THEN NULL WHEN ?::boolean THEN now() ELSE r.created_at END, r.created_at,
            r.created_at, r.trace_parent,
            CASE WHEN r.suppressed THEN 'recipient_suppressed' END,
            CASE WHEN r.suppressed THEN ?::text END,
@@ -349,7 +369,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
          RETURNING *),
          ev AS (${eventInsert('ins')})
          SELECT * FROM ins`,
-        [SUPPRESSED_ERROR, JSON.stringify(input)],
+        // Due at once by the database's clock (a replica whose clock runs ahead must not delay it).
+        [this.databaseClock, SUPPRESSED_ERROR, JSON.stringify(input)],
       ),
     );
     const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
@@ -444,28 +465,30 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   }
 
   async dueBackends(now: Date): Promise<DueBackend[]> {
-    const at = now.toISOString();
+    const at = this.at(now);
     return rows<DueBackend>(
       await this.knex.raw(`SELECT DISTINCT channel, backend FROM deliveries WHERE ${DUE}`, [at, at]),
     );
   }
 
   async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
-    const at = request.now.toISOString();
-    const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
+    const at = this.at(request.now);
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
     // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
     // SKIP LOCKED) this method used to send, with its plan kept per connection.
     const claimed = rows<DeliveryRow>(
-      await this.knex.raw('SELECT * FROM delivery_claim(?, ?, ?, ?, ?, ?)', [
-        request.channel,
-        request.backend,
-        request.owner,
-        at,
-        until,
-        request.limit,
-      ]),
+      await this.knex.raw(
+        'SELECT * FROM delivery_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::interval, ?::integer)',
+        [
+          request.channel,
+          request.backend,
+          request.owner,
+          at,
+          `${request.leaseMs} milliseconds`,
+          request.limit,
+        ],
+      ),
     ).map(rowToRecord);
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
@@ -519,24 +542,24 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
     const input = batch.map(({ id, owner, result }) => {
-      const at = result.now.toISOString();
       const attempts: StoredAttempt[] = result.attempt
         ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
         : [];
-      const final = result.status === 'sent' || result.status === 'failed';
       return {
         id,
         owner,
         status: result.status,
         attempt: JSON.stringify(attempts),
-        next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
+        // A delay after `at`: on the database clock the retry is due `delay` after the database's now.
+        next_delay_ms:
+          result.nextAttemptAt === null
+            ? null
+            : Math.max(0, result.nextAttemptAt.getTime() - result.now.getTime()),
         backend: result.backend ?? null,
         failure: result.status === 'failed' ? (result.failure ?? null) : null,
         last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
         provider_reference: result.attempt?.providerReference ?? null,
-        at,
-        sent_at: result.status === 'sent' ? at : null,
-        finished_at: final ? at : null,
+        at: this.at(result.now),
       };
     });
     // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
@@ -558,10 +581,18 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
     const found = rows<{ id: string }>(
       await this.knex.raw(
-        `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        `UPDATE deliveries SET next_attempt_at = COALESCE(?::timestamptz, now()) + ? * interval '1 millisecond',
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = COALESCE(?::timestamptz, now()),
+           attempts_started = GREATEST(attempts_started - 1, 0)
          WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
          RETURNING id`,
-        [request.nextAttemptAt.toISOString(), request.now.toISOString(), id, owner],
+        [
+          this.at(request.now),
+          Math.max(0, request.nextAttemptAt.getTime() - request.now.getTime()),
+          this.at(request.now),
+          id,
+          owner,
+        ],
       ),
     );
     return found.length > 0;
@@ -571,10 +602,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     if (ids.length === 0) return 0;
     return rows<{ id: string }>(
       await this.knex.raw(
-        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL,
+           updated_at = COALESCE(?::timestamptz, now()), attempts_started = GREATEST(attempts_started - 1, 0)
          WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb)::uuid) AND lease_owner = ?
          RETURNING id`,
-        [now.toISOString(), JSON.stringify(ids), owner],
+        [this.at(now), JSON.stringify(ids), owner],
       ),
     ).length;
   }
@@ -668,11 +700,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   }
 
   async queueStats(now: Date): Promise<QueueStats> {
-    const at = now.toISOString();
+    const at = this.at(now);
     const found = rows<{ status: 'pending' | 'retrying'; n: number | string; oldest: Date | string | null }>(
       await this.knex.raw(
         `SELECT status, count(*) AS n,
-           min(CASE WHEN next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+           min(CASE WHEN next_attempt_at <= COALESCE(?::timestamptz, now())
+               AND (lease_expires_at IS NULL OR lease_expires_at <= COALESCE(?::timestamptz, now()))
                THEN next_attempt_at END) AS oldest
          FROM deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`,
         [at, at],

@@ -310,6 +310,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       receipts: [],
       traceParent: input.traceParent ?? null,
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
+      attemptsStarted: 0,
     };
     this.records.set(record.id, record);
     if (!suppressed) {
@@ -383,6 +384,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       this.entries--;
       const r = this.records.get(top.id)!;
       if (!isDue(r, request.now)) continue;
+      // An attempt counts when it is claimed; the owner's own expired lease is only renewed.
+      if (r.leaseOwner !== request.owner) r.attemptsStarted++;
       r.leaseOwner = request.owner;
       r.leaseExpiresAt = new Date(t + request.leaseMs);
       r.updatedAt = request.now;
@@ -421,6 +424,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     const r = this.records.get(id);
     if (!r || r.leaseOwner !== owner || !this.queued.has(id)) return false;
     r.nextAttemptAt = request.nextAttemptAt;
+    // No attempt was made under this claim.
+    r.attemptsStarted = Math.max(0, r.attemptsStarted - 1);
     r.leaseOwner = null;
     r.leaseExpiresAt = null;
     r.updatedAt = request.now;
@@ -433,6 +438,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     for (const id of ids) {
       const r = this.records.get(id);
       if (r && r.leaseOwner === owner) {
+        // Shutdown aborted the attempt (or it never started): the claim is given back.
+        r.attemptsStarted = Math.max(0, r.attemptsStarted - 1);
         r.leaseOwner = null;
         r.leaseExpiresAt = null;
         r.updatedAt = now;

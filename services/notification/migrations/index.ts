@@ -15,6 +15,7 @@ import * as deliveryEvents from './20261124000000_delivery_events';
 import * as deliveryEventSequencer from './20261125000000_delivery_event_sequencer';
 import * as deliveryHotStatements from './20261125000100_delivery_hot_statements';
 import * as deliveriesFillfactor from './20261125000200_deliveries_fillfactor';
+import * as deliveryQueueRules from './20261126120000_delivery_queue_rules';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -30,6 +31,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261125000000_delivery_event_sequencer', ...deliveryEventSequencer },
   { name: '20261125000100_delivery_hot_statements', ...deliveryHotStatements },
   { name: '20261125000200_deliveries_fillfactor', ...deliveriesFillfactor },
+  { name: '20261126120000_delivery_queue_rules', ...deliveryQueueRules },
 ];
 
 /** The knex table that records which notification migrations ran. */
