@@ -13,6 +13,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
 import type {
   AttemptResult,
@@ -176,6 +177,40 @@ export interface DatabaseDeliveryStoreOptions {
   logger?: Logger;
   /** Whose clock leases, due times and "now" come from (default `database`). */
   clock?: DeliveryClockSource;
+}
+
+/**
+ * SQLSTATEs that say "try again", not "this row is wrong": deadlock (40P01), serialization failure
+ * (40001), statement timeout or cancel (57014), too many connections (53300), read-only transaction
+ * after a failover (25006), lock not available (55P03). A completion batch that meets one is retried
+ * as a whole; any other error splits it (see `settleCompletions`).
+ */
+const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
+  '40P01',
+  '40001',
+  '57014',
+  '53300',
+  '25006',
+  '55P03',
+]);
+
+/** Tries of a completion batch that meets transient errors before it is split. */
+const TRANSIENT_TRIES = 5;
+const TRANSIENT_FIRST_WAIT_MS = 50;
+
+/** `last_error` of an outcome that could not be stored as the worker gave it. */
+export const UNSTORABLE_OUTCOME_ERROR = 'the outcome of this attempt could not be stored as reported';
+
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TRANSIENT_SQLSTATES.has(code);
+}
+
+/** Text jsonb and text columns accept: lone UTF-16 surrogates become U+FFFD, NUL characters go. */
+function storable(text: string | undefined): string | undefined {
+  return text
+    ?.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    .replaceAll('\u0000', '');
 }
 
 /** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
@@ -525,19 +560,93 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       }
       this.completions = rest;
       this.completionsInFlight++;
-      void this.completeBatch(batch)
-        .then(
-          (results) => {
-            if (results.some((r) => r !== null)) this.kickSequencer();
-            batch.forEach((c, i) => c.resolve(results[i]!));
-          },
-          (err: unknown) => batch.forEach((c) => c.reject(err)),
-        )
+      void this.settleCompletions(batch)
+        .catch((err: unknown) => batch.forEach((c) => c.reject(err)))
         .finally(() => {
           this.completionsInFlight--;
           this.pumpCompletions();
         });
     }
+  }
+
+  /**
+   * Writes a batch of outcomes and answers each caller; one bad row never takes the others with it.
+   * The database unreachable: every caller gets the error (the worker retries while it runs).
+   * A transient error (TRANSIENT_SQLSTATES): the batch again, a few times with a growing wait. Any
+   * other error: the batch is split in halves, each settled the same way, down to the one row that
+   * fails alone; that row is written once more with its texts made storable (lone surrogates,
+   * NUL), then, failing that, with no texts but UNSTORABLE_OUTCOME_ERROR. Its status is kept in
+   * both: a SENT outcome stays SENT (recording it otherwise would invite a resend).
+   */
+  private async settleCompletions(batch: PendingCompletion[]): Promise<void> {
+    let failure: unknown;
+    for (let tries = 1, wait = TRANSIENT_FIRST_WAIT_MS; ; tries++, wait *= 2) {
+      try {
+        const results = await this.completeBatch(batch);
+        if (results.some((r) => r !== null)) this.kickSequencer();
+        batch.forEach((c, i) => c.resolve(results[i]!));
+        return;
+      } catch (err) {
+        if (isDatabaseUnavailable(err)) {
+          batch.forEach((c) => c.reject(err));
+          return;
+        }
+        failure = err;
+        if (!isTransient(err) || tries >= TRANSIENT_TRIES) break;
+        this.log.warn(
+          { err, rows: batch.length, retryInMs: wait },
+          'recording outcomes: transient error, retrying',
+        );
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    if (batch.length > 1) {
+      const half = Math.ceil(batch.length / 2);
+      await this.settleCompletions(batch.slice(0, half));
+      await this.settleCompletions(batch.slice(half));
+      return;
+    }
+    const [one] = batch as [PendingCompletion];
+    this.log.error(
+      { err: failure, deliveryId: one.id },
+      'an outcome could not be stored; storing it sanitised',
+    );
+    const { attempt } = one.result;
+    const cleaned: AttemptResult = {
+      ...one.result,
+      lastError: storable(one.result.lastError),
+      attempt: attempt && {
+        ...attempt,
+        error: storable(attempt.error),
+        providerReference: storable(attempt.providerReference),
+        providerCode: storable(attempt.providerCode),
+      },
+    };
+    const bare: AttemptResult = {
+      ...one.result,
+      lastError: UNSTORABLE_OUTCOME_ERROR,
+      backend: storable(one.result.backend),
+      attempt: attempt && {
+        number: attempt.number,
+        startedAt: attempt.startedAt,
+        durationMs: attempt.durationMs,
+        outcome: attempt.outcome,
+        backend: storable(attempt.backend),
+        error: UNSTORABLE_OUTCOME_ERROR,
+      },
+    };
+    for (const result of [cleaned, bare]) {
+      try {
+        const [record] = await this.completeBatch([{ ...one, result }]);
+        if (record) this.kickSequencer();
+        one.resolve(record ?? null);
+        return;
+      } catch (err) {
+        failure = err;
+        if (isDatabaseUnavailable(err)) break;
+      }
+    }
+    one.reject(failure);
   }
 
   private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
