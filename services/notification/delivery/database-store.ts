@@ -14,19 +14,21 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { AlreadyExistsError } from '../../../shared/errors';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
-import type {
-  AttemptResult,
-  ClaimRequest,
-  DeferRequest,
-  DeliveryPage,
-  DeliveryPageQuery,
-  DeliveryStore,
-  DueBackend,
-  NewDelivery,
-  PurgeRequest,
-  PurgeResult,
-  QueueStats,
+import {
+  IDEMPOTENCY_CONFLICT,
+  type AttemptResult,
+  type ClaimRequest,
+  type DeferRequest,
+  type DeliveryPage,
+  type DeliveryPageQuery,
+  type DeliveryStore,
+  type DueBackend,
+  type NewDelivery,
+  type PurgeRequest,
+  type PurgeResult,
+  type QueueStats,
 } from './store';
 import { SUPPRESSED_ERROR, type DeliveryAttempt, type DeliveryRecord } from './types';
 import { foldReceipt, type DeliveryReceipt, type IncomingReceipt } from './receipt';
@@ -282,6 +284,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private completions: PendingCompletion[] = [];
   private completionsInFlight = 0;
   private completionPumpScheduled = false;
+  /** Ids in the completion batches running now. */
+  private readonly completing = new Set<string>();
   private readonly sequencerBatchSize: number;
   private readonly log: Logger;
   private sequencing: Promise<void> | null = null;
@@ -435,7 +439,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   /**
    * One transaction: statements of up to the group-commit batch size (count and bytes), committed
-   * together, so a batch is recorded whole or not at all.
+   * together, so a batch is recorded whole or not at all. A key reused for other content is found
+   * before the commit and rolls the whole batch back (AlreadyExistsError).
    */
   async createBatch(
     deliveries: readonly NewDelivery[],
@@ -454,6 +459,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         }
         results.push(...(await this.insertBatch(items.slice(start, end), trx)));
         start = end;
+      }
+      for (const [i, r] of results.entries()) {
+        if (!r.created && r.record.contentHash !== deliveries[i]!.contentHash)
+          throw new AlreadyExistsError(IDEMPOTENCY_CONFLICT);
       }
       return results;
     });
@@ -548,21 +557,25 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private pumpCompletions(): void {
     while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
       // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
-      // second outcome for the same id waits for the next batch, so each is judged on its own.
+      // second outcome for the same id waits for a later batch, and not one running beside the
+      // batch that has the first (the second could commit first), so each is judged in order.
       const batch: PendingCompletion[] = [];
       const ids = new Set<string>();
       const rest: PendingCompletion[] = [];
       for (const c of this.completions) {
-        if (batch.length < this.maxBatchSize && !ids.has(c.id)) {
+        if (batch.length < this.maxBatchSize && !ids.has(c.id) && !this.completing.has(c.id)) {
           ids.add(c.id);
           batch.push(c);
         } else rest.push(c);
       }
+      if (batch.length === 0) return;
       this.completions = rest;
       this.completionsInFlight++;
+      for (const id of ids) this.completing.add(id);
       void this.settleCompletions(batch)
         .catch((err: unknown) => batch.forEach((c) => c.reject(err)))
         .finally(() => {
+          for (const id of ids) this.completing.delete(id);
           this.completionsInFlight--;
           this.pumpCompletions();
         });

@@ -12,20 +12,22 @@ import {
   type DeliveryEvent,
   type DeliveryEventQuery,
 } from './events';
+import { AlreadyExistsError } from '../../../shared/errors';
 import { foldReceipt, type IncomingReceipt } from './receipt';
-import type {
-  AppliedReceipt,
-  AttemptResult,
-  ClaimRequest,
-  DeferRequest,
-  DeliveryPage,
-  DeliveryPageQuery,
-  DeliveryStore,
-  DueBackend,
-  NewDelivery,
-  PurgeRequest,
-  PurgeResult,
-  QueueStats,
+import {
+  IDEMPOTENCY_CONFLICT,
+  type AppliedReceipt,
+  type AttemptResult,
+  type ClaimRequest,
+  type DeferRequest,
+  type DeliveryPage,
+  type DeliveryPageQuery,
+  type DeliveryStore,
+  type DueBackend,
+  type NewDelivery,
+  type PurgeRequest,
+  type PurgeResult,
+  type QueueStats,
 } from './store';
 import {
   canTransition,
@@ -325,6 +327,16 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async createBatch(
     deliveries: readonly NewDelivery[],
   ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    // Every key checked before anything is inserted: a conflict records nothing of the batch.
+    const hashes = new Map<string, string>();
+    for (const d of deliveries) {
+      if (d.idempotencyKey === null) continue;
+      const key = `${d.scope}\n${d.idempotencyKey}`;
+      const id = this.keys.get(key);
+      const hash = hashes.get(key) ?? (id === undefined ? undefined : this.records.get(id)?.contentHash);
+      if (hash !== undefined && hash !== d.contentHash) throw new AlreadyExistsError(IDEMPOTENCY_CONFLICT);
+      hashes.set(key, hash ?? d.contentHash);
+    }
     // One synchronous pass: nothing else runs in between, so no one sees half a batch.
     return deliveries.map((d) => this.insert(d));
   }
