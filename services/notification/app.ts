@@ -160,6 +160,7 @@ export async function createNotificationApp(
             logger,
             // Leases, due times and "now" from the database: replicas' clocks may differ.
             clock: 'database',
+            maxPendingCreates: config.delivery.max_pending_submits,
             sequencerBatchSize: config.delivery.watch.sequencer_batch_size,
           })
         : new InMemoryDeliveryStore();

@@ -14,7 +14,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
-import { AlreadyExistsError } from '../../../shared/errors';
+import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
 import {
   IDEMPOTENCY_CONFLICT,
@@ -149,10 +149,6 @@ function rows<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
-/** Due and not leased to anyone alive; `?` twice: now, now (null: the database's `now()`). */
-const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= COALESCE(?::timestamptz, now())
-  AND (lease_expires_at IS NULL OR lease_expires_at <= COALESCE(?::timestamptz, now()))`;
-
 /**
  * Whose clock decides leases, due times and "now": `database` (the default) reads `now()` in each
  * statement, so replicas whose clocks differ agree; `caller` uses the `now` each call passes, for
@@ -179,6 +175,11 @@ export interface DatabaseDeliveryStoreOptions {
   logger?: Logger;
   /** Whose clock leases, due times and "now" come from (default `database`). */
   clock?: DeliveryClockSource;
+  /**
+   * Most creates waiting for or in their INSERT at once (`delivery.max_pending_submits`; default
+   * unbounded); one more is ResourceExhaustedError at once.
+   */
+  maxPendingCreates?: number;
 }
 
 /**
@@ -279,6 +280,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly maxBatchBytes: number;
   private readonly maxConcurrentBatches: number;
   private queue: PendingCreate[] = [];
+  /** Creates queued or in a running INSERT. */
+  private pendingCreates = 0;
+  private readonly maxPendingCreates: number;
   private inFlight = 0;
   private pumpScheduled = false;
   private completions: PendingCompletion[] = [];
@@ -309,6 +313,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
     this.databaseClock = (options.clock ?? 'database') === 'database';
+    this.maxPendingCreates = options.maxPendingCreates ?? Number.POSITIVE_INFINITY;
   }
 
   /** The time to bind for a caller's `now`: null (the database's `now()`) on the database clock. */
@@ -317,9 +322,29 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   }
 
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    if (this.pendingCreates >= this.maxPendingCreates) {
+      return Promise.reject(
+        new ResourceExhaustedError(
+          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
+        ),
+      );
+    }
     const payloadJson = JSON.stringify(delivery.payload);
-    return new Promise((resolve, reject) => {
-      this.queue.push({ delivery, payloadJson, resolve, reject });
+    this.pendingCreates++;
+    return new Promise<{ record: DeliveryRecord; created: boolean }>((resolve, reject) => {
+      const done = () => this.pendingCreates--;
+      this.queue.push({
+        delivery,
+        payloadJson,
+        resolve: (value) => {
+          done();
+          resolve(value);
+        },
+        reject: (err) => {
+          done();
+          reject(err);
+        },
+      });
       if (!this.pumpScheduled) {
         this.pumpScheduled = true;
         // Let the submits of this tick join one statement.
@@ -508,10 +533,32 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     };
   }
 
+  /**
+   * A loose index scan of `deliveries_due_idx`: the distinct (channel, backend) pairs of the queue,
+   * one index probe each, then one due, unleased row per pair (the leased due rows it may step over
+   * are the attempts in flight). A few pages per backend, whatever the backlog; `SELECT DISTINCT`
+   * over the due rows read all of them on every poll.
+   */
   async dueBackends(now: Date): Promise<DueBackend[]> {
     const at = this.at(now);
     return rows<DueBackend>(
-      await this.knex.raw(`SELECT DISTINCT channel, backend FROM deliveries WHERE ${DUE}`, [at, at]),
+      await this.knex.raw(
+        `WITH RECURSIVE pairs(channel, backend) AS (
+           (SELECT channel, backend FROM deliveries WHERE status IN ('pending', 'retrying')
+            ORDER BY channel, backend LIMIT 1)
+           UNION ALL
+           SELECT n.channel, n.backend FROM pairs p CROSS JOIN LATERAL (
+             SELECT d.channel, d.backend FROM deliveries d
+             WHERE d.status IN ('pending', 'retrying') AND (d.channel, d.backend) > (p.channel, p.backend)
+             ORDER BY d.channel, d.backend LIMIT 1) n
+         )
+         SELECT p.channel, p.backend FROM pairs p
+         WHERE EXISTS (SELECT 1 FROM deliveries q
+           WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
+             AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
+             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now())))`,
+        [at, at],
+      ),
     );
   }
 

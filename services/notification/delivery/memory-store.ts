@@ -250,6 +250,9 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     }
   }
 
+  /** Index entries looked at by claims and polls since the store was made (tests count work). */
+  examined = 0;
+
   /** Heap entries held now, stale ones included (tests check the bound). */
   get indexSize(): number {
     return this.entries;
@@ -265,6 +268,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   /** Drops stale entries from the top of a heap; the top then is current (or the heap is empty). */
   private settle(heap: DueHeap, key: string): HeapEntry | undefined {
     for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      this.examined++;
       if (this.current(top, key)) return top;
       heap.pop();
       this.entries--;

@@ -180,7 +180,13 @@ export class DeliveryPipeline {
     this.breakers = new CircuitBreakers(options.config.circuit_breaker, this.clock, options.registry);
     this.router = new BackendRouter(options.lookup, options.config.routing, this.breakers);
     const metrics = options.registry
-      ? new DeliveryMetrics(options.registry, options.store, this.clock, this.log)
+      ? new DeliveryMetrics(
+          options.registry,
+          options.store,
+          this.clock,
+          this.log,
+          options.config.queue_stats_max_age_seconds * 1000,
+        )
       : undefined;
     this.worker = new DeliveryWorker({
       store: options.store,

@@ -13,6 +13,13 @@
  *   replica of the previous version cannot claim after this migration (its polls fail and are
  *   logged; nothing is lost or sent twice) until it is replaced.
  *
+ * - **Bounded polls.** `deliveries_due_idx` leads with the channel: `(channel, backend,
+ *   next_attempt_at)` over the queued rows. A claim is an equality on both and an order on the third
+ *   (as before); `dueBackends` walks the distinct (channel, backend) pairs of the queue through the
+ *   index (a loose index scan) and asks each pair for one due row, so a poll costs a few index pages
+ *   per backend whatever the backlog (after an outage, 100,000 queued rows), not a scan of every due
+ *   row. Rebuilding the index reads the queued rows once.
+ *
  * Both functions keep the settings and shape of migration 20261125000100 (generic plans pinned to
  * their indexes); test/notification/delivery/database-postgres.test.ts checks their plans.
  */
@@ -128,6 +135,11 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('DROP FUNCTION IF EXISTS delivery_complete(jsonb, uuid[])');
   await knex.raw(CLAIM);
   await knex.raw(COMPLETE);
+  await knex.raw('DROP INDEX IF EXISTS deliveries_due_idx');
+  await knex.raw(
+    `CREATE INDEX deliveries_due_idx ON deliveries (channel, backend, next_attempt_at)
+     WHERE status IN ('pending', 'retrying')`,
+  );
 }
 
 /** Back to migration 20261125000100's functions (the counts and the failure kind go). */
@@ -141,4 +153,9 @@ export async function down(knex: Knex): Promise<void> {
   );
   await knex.raw('ALTER TABLE deliveries DROP COLUMN IF EXISTS attempts_started');
   await hotStatements.up(knex);
+  await knex.raw('DROP INDEX IF EXISTS deliveries_due_idx');
+  await knex.raw(
+    `CREATE INDEX deliveries_due_idx ON deliveries (backend, next_attempt_at)
+     WHERE status IN ('pending', 'retrying')`,
+  );
 }
