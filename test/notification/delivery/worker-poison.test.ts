@@ -42,5 +42,8 @@ test('when every worker that claims a delivery dies during its attempt, the deli
   expect(record.attempts).toEqual([]);
   // Final: nobody claims it again.
   clock.advance(60_001);
-  expect(await replica(4).pipeline.worker.pollOnce()).toBe(0);
+  const fourth = replica(4);
+  expect(await fourth.pipeline.worker.pollOnce()).toBe(0);
+  // The "dead" workers' hanging attempts end with their pipelines (no timers left behind).
+  for (const r of [first, second, third, fourth]) await r.pipeline.stop(new Date());
 });
