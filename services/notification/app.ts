@@ -167,6 +167,9 @@ export async function createNotificationApp(
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex, {
             logger,
+            // Leases, due times and "now" from the database: replicas' clocks may differ.
+            clock: 'database',
+            maxPendingCreates: config.delivery.max_pending_submits,
             sequencerBatchSize: config.delivery.watch.sequencer_batch_size,
           })
         : new InMemoryDeliveryStore();

@@ -38,6 +38,16 @@ export const DeliveryConfigSchema = z
     max_payload_bytes: positiveInt().default(40 * 1024 * 1024),
     /** Most messages one batch request (SendPushBatch) may carry; more is INVALID_ARGUMENT. */
     max_batch_size: positiveInt(100000).default(10000),
+    /**
+     * Most submits waiting for the database at once (the group-commit queue, per process); one more is
+     * RESOURCE_EXHAUSTED, so a slow database cannot pile payloads up in memory.
+     */
+    max_pending_submits: positiveInt().default(10000),
+    /**
+     * The queue gauges (depth, oldest due age) count the queued rows at most this often; a scrape in
+     * between answers the last counts, so scrapes of many replicas cost one count per interval each.
+     */
+    queue_stats_max_age_seconds: nonNegativeInt().default(5),
     /** A final delivery keeps what was sent (payload, full recipient) this long, then only the record. */
     content_retention_hours: positiveInt().default(24),
     /** Final deliveries are deleted this many days after they ended (idempotency keys go with them). */

@@ -13,20 +13,23 @@ import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
-import type {
-  AttemptResult,
-  ClaimRequest,
-  DeferRequest,
-  DeliveryPage,
-  DeliveryPageQuery,
-  DeliveryStore,
-  DueBackend,
-  LeaveOutRequest,
-  NewDelivery,
-  PurgeRequest,
-  PurgeResult,
-  QueueStats,
+import {
+  IDEMPOTENCY_CONFLICT,
+  type AttemptResult,
+  type ClaimRequest,
+  type DeferRequest,
+  type DeliveryPage,
+  type DeliveryPageQuery,
+  type DeliveryStore,
+  type DueBackend,
+  type LeaveOutRequest,
+  type NewDelivery,
+  type PurgeRequest,
+  type PurgeResult,
+  type QueueStats,
 } from './store';
 import {
   SUPPRESSED_ERROR,
@@ -96,6 +99,8 @@ interface DeliveryRow {
   suppressed_recipients?: string[] | string | null;
   /** Absent only in rows read before the receipts migration ran. */
   receipts?: StoredReceipt[] | string;
+  /** Absent only in rows read before migration 20261126120000 ran. */
+  attempts_started?: number;
 }
 
 function toDate(value: Date | string): Date {
@@ -143,6 +148,7 @@ function rowToRecord(row: DeliveryRow): DeliveryRecord {
       ? (JSON.parse(row.receipts) as StoredReceipt[])
       : (row.receipts ?? [])
     ).map(fromStoredReceipt),
+    attemptsStarted: row.attempts_started ?? attempts.length,
   };
 }
 
@@ -174,9 +180,12 @@ function rows<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
-/** Due and not leased to anyone alive; `?` twice: now, now. */
-const DUE = `status IN ('pending', 'retrying') AND next_attempt_at <= ?
-  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
+/**
+ * Whose clock decides leases, due times and "now": `database` (the default) reads `now()` in each
+ * statement, so replicas whose clocks differ agree; `caller` uses the `now` each call passes, for
+ * tests that drive time by hand.
+ */
+export type DeliveryClockSource = 'database' | 'caller';
 
 /** Tuning of DatabaseDeliveryStore. */
 export interface DatabaseDeliveryStoreOptions {
@@ -195,6 +204,47 @@ export interface DatabaseDeliveryStoreOptions {
   sequencerIntervalMs?: number;
   /** Where sequencer failures are logged (they are retried by the next commit or the safety timer). */
   logger?: Logger;
+  /** Whose clock leases, due times and "now" come from (default `database`). */
+  clock?: DeliveryClockSource;
+  /**
+   * Most creates waiting for or in their INSERT at once (`delivery.max_pending_submits`; default
+   * unbounded); one more is ResourceExhaustedError at once.
+   */
+  maxPendingCreates?: number;
+}
+
+/**
+ * SQLSTATEs that say "try again", not "this row is wrong": deadlock (40P01), serialization failure
+ * (40001), statement timeout or cancel (57014), too many connections (53300), read-only transaction
+ * after a failover (25006), lock not available (55P03). A completion batch that meets one is retried
+ * as a whole; any other error splits it (see `settleCompletions`).
+ */
+const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
+  '40P01',
+  '40001',
+  '57014',
+  '53300',
+  '25006',
+  '55P03',
+]);
+
+/** Tries of a completion batch that meets transient errors before it is split. */
+const TRANSIENT_TRIES = 5;
+const TRANSIENT_FIRST_WAIT_MS = 50;
+
+/** `last_error` of an outcome that could not be stored as the worker gave it. */
+export const UNSTORABLE_OUTCOME_ERROR = 'the outcome of this attempt could not be stored as reported';
+
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TRANSIENT_SQLSTATES.has(code);
+}
+
+/** Text jsonb and text columns accept: lone UTF-16 surrogates become U+FFFD, NUL characters go. */
+function storable(text: string | undefined): string | undefined {
+  return text
+    ?.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    .replaceAll('\u0000', '');
 }
 
 /** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
@@ -261,11 +311,16 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly maxBatchBytes: number;
   private readonly maxConcurrentBatches: number;
   private queue: PendingCreate[] = [];
+  /** Creates queued or in a running INSERT. */
+  private pendingCreates = 0;
+  private readonly maxPendingCreates: number;
   private inFlight = 0;
   private pumpScheduled = false;
   private completions: PendingCompletion[] = [];
   private completionsInFlight = 0;
   private completionPumpScheduled = false;
+  /** Ids in the completion batches running now. */
+  private readonly completing = new Set<string>();
   private readonly sequencerBatchSize: number;
   private readonly log: Logger;
   private sequencing: Promise<void> | null = null;
@@ -274,6 +329,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   /** When the last pass started (performance.now()); -Infinity before the first. */
   private lastPassAt = Number.NEGATIVE_INFINITY;
   private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
+  /** True: "now" is the database's (`now()`), and the callers' times only give durations. */
+  private readonly databaseClock: boolean;
 
   constructor(
     private readonly knex: Knex,
@@ -286,12 +343,39 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.sequencerBatchSize = Math.max(1, options.sequencerBatchSize ?? 1000);
     this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
+    this.databaseClock = (options.clock ?? 'database') === 'database';
+    this.maxPendingCreates = options.maxPendingCreates ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** The time to bind for a caller's `now`: null (the database's `now()`) on the database clock. */
+  private at(now: Date): string | null {
+    return this.databaseClock ? null : now.toISOString();
   }
 
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
+    if (this.pendingCreates >= this.maxPendingCreates) {
+      return Promise.reject(
+        new ResourceExhaustedError(
+          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
+        ),
+      );
+    }
     const payloadJson = JSON.stringify(delivery.payload);
-    return new Promise((resolve, reject) => {
-      this.queue.push({ delivery, payloadJson, resolve, reject });
+    this.pendingCreates++;
+    return new Promise<{ record: DeliveryRecord; created: boolean }>((resolve, reject) => {
+      const done = () => this.pendingCreates--;
+      this.queue.push({
+        delivery,
+        payloadJson,
+        resolve: (value) => {
+          done();
+          resolve(value);
+        },
+        reject: (err) => {
+          done();
+          reject(err);
+        },
+      });
       if (!this.pumpScheduled) {
         this.pumpScheduled = true;
         // Let the submits of this tick join one statement.
@@ -365,7 +449,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
            r.idempotency_key, r.content_hash, r.payload::jsonb,
            CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
-           CASE WHEN r.suppressed THEN NULL ELSE r.created_at END, r.created_at,
+           CASE WHEN r.suppressed THEN NULL WHEN ?::boolean THEN now() ELSE r.created_at END, r.created_at,
            r.created_at, r.trace_parent,
            CASE WHEN r.suppressed THEN 'recipient_suppressed' END,
            CASE WHEN r.suppressed THEN ?::text END,
@@ -380,7 +464,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
          RETURNING *),
          ev AS (${eventInsert('ins')})
          SELECT * FROM ins`,
-        [SUPPRESSED_ERROR, JSON.stringify(input)],
+        // Due at once by the database's clock (a replica whose clock runs ahead must not delay it).
+        [this.databaseClock, SUPPRESSED_ERROR, JSON.stringify(input)],
       ),
     );
     const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
@@ -410,7 +495,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   /**
    * One transaction: statements of up to the group-commit batch size (count and bytes), committed
-   * together, so a batch is recorded whole or not at all.
+   * together, so a batch is recorded whole or not at all. A key reused for other content is found
+   * before the commit and rolls the whole batch back (AlreadyExistsError).
    */
   async createBatch(
     deliveries: readonly NewDelivery[],
@@ -429,6 +515,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
         }
         results.push(...(await this.insertBatch(items.slice(start, end), trx)));
         start = end;
+      }
+      for (const [i, r] of results.entries()) {
+        if (!r.created && r.record.contentHash !== deliveries[i]!.contentHash)
+          throw new AlreadyExistsError(IDEMPOTENCY_CONFLICT);
       }
       return results;
     });
@@ -475,29 +565,53 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     };
   }
 
+  /**
+   * A loose index scan of `deliveries_due_idx`: the distinct (channel, backend) pairs of the queue,
+   * one index probe each, then one due, unleased row per pair (the leased due rows it may step over
+   * are the attempts in flight). A few pages per backend, whatever the backlog; `SELECT DISTINCT`
+   * over the due rows read all of them on every poll.
+   */
   async dueBackends(now: Date): Promise<DueBackend[]> {
-    const at = now.toISOString();
+    const at = this.at(now);
     return rows<DueBackend>(
-      await this.knex.raw(`SELECT DISTINCT channel, backend FROM deliveries WHERE ${DUE}`, [at, at]),
+      await this.knex.raw(
+        `WITH RECURSIVE pairs(channel, backend) AS (
+           (SELECT channel, backend FROM deliveries WHERE status IN ('pending', 'retrying')
+            ORDER BY channel, backend LIMIT 1)
+           UNION ALL
+           SELECT n.channel, n.backend FROM pairs p CROSS JOIN LATERAL (
+             SELECT d.channel, d.backend FROM deliveries d
+             WHERE d.status IN ('pending', 'retrying') AND (d.channel, d.backend) > (p.channel, p.backend)
+             ORDER BY d.channel, d.backend LIMIT 1) n
+         )
+         SELECT p.channel, p.backend FROM pairs p
+         WHERE EXISTS (SELECT 1 FROM deliveries q
+           WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
+             AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
+             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now())))`,
+        [at, at],
+      ),
     );
   }
 
   async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
-    const at = request.now.toISOString();
-    const until = new Date(request.now.getTime() + request.leaseMs).toISOString();
+    const at = this.at(request.now);
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
     // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
     // SKIP LOCKED) this method used to send, with its plan kept per connection.
     const claimed = rows<DeliveryRow>(
-      await this.knex.raw('SELECT * FROM delivery_claim(?, ?, ?, ?, ?, ?)', [
-        request.channel,
-        request.backend,
-        request.owner,
-        at,
-        until,
-        request.limit,
-      ]),
+      await this.knex.raw(
+        'SELECT * FROM delivery_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::interval, ?::integer)',
+        [
+          request.channel,
+          request.backend,
+          request.owner,
+          at,
+          `${request.leaseMs} milliseconds`,
+          request.limit,
+        ],
+      ),
     ).map(rowToRecord);
     return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
   }
@@ -522,53 +636,131 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private pumpCompletions(): void {
     while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
       // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
-      // second outcome for the same id waits for the next batch, so each is judged on its own.
+      // second outcome for the same id waits for a later batch, and not one running beside the
+      // batch that has the first (the second could commit first), so each is judged in order.
       const batch: PendingCompletion[] = [];
       const ids = new Set<string>();
       const rest: PendingCompletion[] = [];
       for (const c of this.completions) {
-        if (batch.length < this.maxBatchSize && !ids.has(c.id)) {
+        if (batch.length < this.maxBatchSize && !ids.has(c.id) && !this.completing.has(c.id)) {
           ids.add(c.id);
           batch.push(c);
         } else rest.push(c);
       }
+      if (batch.length === 0) return;
       this.completions = rest;
       this.completionsInFlight++;
-      void this.completeBatch(batch)
-        .then(
-          (results) => {
-            if (results.some((r) => r !== null)) this.kickSequencer();
-            batch.forEach((c, i) => c.resolve(results[i]!));
-          },
-          (err: unknown) => batch.forEach((c) => c.reject(err)),
-        )
+      for (const id of ids) this.completing.add(id);
+      void this.settleCompletions(batch)
+        .catch((err: unknown) => batch.forEach((c) => c.reject(err)))
         .finally(() => {
+          for (const id of ids) this.completing.delete(id);
           this.completionsInFlight--;
           this.pumpCompletions();
         });
     }
   }
 
+  /**
+   * Writes a batch of outcomes and answers each caller; one bad row never takes the others with it.
+   * The database unreachable: every caller gets the error (the worker retries while it runs).
+   * A transient error (TRANSIENT_SQLSTATES): the batch again, a few times with a growing wait. Any
+   * other error: the batch is split in halves, each settled the same way, down to the one row that
+   * fails alone; that row is written once more with its texts made storable (lone surrogates,
+   * NUL), then, failing that, with no texts but UNSTORABLE_OUTCOME_ERROR. Its status is kept in
+   * both: a SENT outcome stays SENT (recording it otherwise would invite a resend).
+   */
+  private async settleCompletions(batch: PendingCompletion[]): Promise<void> {
+    let failure: unknown;
+    for (let tries = 1, wait = TRANSIENT_FIRST_WAIT_MS; ; tries++, wait *= 2) {
+      try {
+        const results = await this.completeBatch(batch);
+        if (results.some((r) => r !== null)) this.kickSequencer();
+        batch.forEach((c, i) => c.resolve(results[i]!));
+        return;
+      } catch (err) {
+        if (isDatabaseUnavailable(err)) {
+          batch.forEach((c) => c.reject(err));
+          return;
+        }
+        failure = err;
+        if (!isTransient(err) || tries >= TRANSIENT_TRIES) break;
+        this.log.warn(
+          { err, rows: batch.length, retryInMs: wait },
+          'recording outcomes: transient error, retrying',
+        );
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    if (batch.length > 1) {
+      const half = Math.ceil(batch.length / 2);
+      await this.settleCompletions(batch.slice(0, half));
+      await this.settleCompletions(batch.slice(half));
+      return;
+    }
+    const [one] = batch as [PendingCompletion];
+    this.log.error(
+      { err: failure, deliveryId: one.id },
+      'an outcome could not be stored; storing it sanitised',
+    );
+    const { attempt } = one.result;
+    const cleaned: AttemptResult = {
+      ...one.result,
+      lastError: storable(one.result.lastError),
+      attempt: attempt && {
+        ...attempt,
+        error: storable(attempt.error),
+        providerReference: storable(attempt.providerReference),
+        providerCode: storable(attempt.providerCode),
+      },
+    };
+    const bare: AttemptResult = {
+      ...one.result,
+      lastError: UNSTORABLE_OUTCOME_ERROR,
+      backend: storable(one.result.backend),
+      attempt: attempt && {
+        number: attempt.number,
+        startedAt: attempt.startedAt,
+        durationMs: attempt.durationMs,
+        outcome: attempt.outcome,
+        backend: storable(attempt.backend),
+        error: UNSTORABLE_OUTCOME_ERROR,
+      },
+    };
+    for (const result of [cleaned, bare]) {
+      try {
+        const [record] = await this.completeBatch([{ ...one, result }]);
+        if (record) this.kickSequencer();
+        one.resolve(record ?? null);
+        return;
+      } catch (err) {
+        failure = err;
+        if (isDatabaseUnavailable(err)) break;
+      }
+    }
+    one.reject(failure);
+  }
+
   private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
     const input = batch.map(({ id, owner, result }) => {
-      const at = result.now.toISOString();
       const attempts: StoredAttempt[] = result.attempt
         ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
         : [];
-      const final = result.status === 'sent' || result.status === 'failed';
       return {
         id,
         owner,
         status: result.status,
         attempt: JSON.stringify(attempts),
-        next_attempt_at: result.nextAttemptAt?.toISOString() ?? null,
+        // A delay after `at`: on the database clock the retry is due `delay` after the database's now.
+        next_delay_ms:
+          result.nextAttemptAt === null
+            ? null
+            : Math.max(0, result.nextAttemptAt.getTime() - result.now.getTime()),
         backend: result.backend ?? null,
         failure: result.status === 'failed' ? (result.failure ?? null) : null,
         last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
         provider_reference: result.attempt?.providerReference ?? null,
-        at,
-        sent_at: result.status === 'sent' ? at : null,
-        finished_at: final ? at : null,
+        at: this.at(result.now),
       };
     });
     // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
@@ -590,10 +782,18 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
     const found = rows<{ id: string }>(
       await this.knex.raw(
-        `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        `UPDATE deliveries SET next_attempt_at = COALESCE(?::timestamptz, now()) + ? * interval '1 millisecond',
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = COALESCE(?::timestamptz, now()),
+           attempts_started = GREATEST(attempts_started - 1, 0)
          WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
          RETURNING id`,
-        [request.nextAttemptAt.toISOString(), request.now.toISOString(), id, owner],
+        [
+          this.at(request.now),
+          Math.max(0, request.nextAttemptAt.getTime() - request.now.getTime()),
+          this.at(request.now),
+          id,
+          owner,
+        ],
       ),
     );
     return found.length > 0;
@@ -603,10 +803,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     if (ids.length === 0) return 0;
     return rows<{ id: string }>(
       await this.knex.raw(
-        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL,
+           updated_at = COALESCE(?::timestamptz, now()), attempts_started = GREATEST(attempts_started - 1, 0)
          WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb)::uuid) AND lease_owner = ?
          RETURNING id`,
-        [now.toISOString(), JSON.stringify(ids), owner],
+        [this.at(now), JSON.stringify(ids), owner],
       ),
     ).length;
   }
@@ -721,11 +922,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   }
 
   async queueStats(now: Date): Promise<QueueStats> {
-    const at = now.toISOString();
+    const at = this.at(now);
     const found = rows<{ status: 'pending' | 'retrying'; n: number | string; oldest: Date | string | null }>(
       await this.knex.raw(
         `SELECT status, count(*) AS n,
-           min(CASE WHEN next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+           min(CASE WHEN next_attempt_at <= COALESCE(?::timestamptz, now())
+               AND (lease_expires_at IS NULL OR lease_expires_at <= COALESCE(?::timestamptz, now()))
                THEN next_attempt_at END) AS oldest
          FROM deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`,
         [at, at],

@@ -64,7 +64,9 @@ export type FailureKind =
   | 'retries_exhausted'
   | 'recipient_bounced'
   | 'spam_complaint'
-  | 'provider_undelivered';
+  | 'provider_undelivered'
+  /** Started attempts passed `max_attempts` without an outcome: each one's process died during it. */
+  | 'worker_died';
 
 /** Every failure kind, for validation. */
 export const FAILURE_KINDS: readonly FailureKind[] = [
@@ -79,6 +81,7 @@ export const FAILURE_KINDS: readonly FailureKind[] = [
   'recipient_bounced',
   'spam_complaint',
   'provider_undelivered',
+  'worker_died',
 ];
 
 /** The result of one attempt. */

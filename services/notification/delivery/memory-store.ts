@@ -12,21 +12,23 @@ import {
   type DeliveryEvent,
   type DeliveryEventQuery,
 } from './events';
+import { AlreadyExistsError } from '../../../shared/errors';
 import { foldReceipt, type IncomingReceipt } from './receipt';
-import type {
-  AppliedReceipt,
-  AttemptResult,
-  ClaimRequest,
-  DeferRequest,
-  DeliveryPage,
-  DeliveryPageQuery,
-  DeliveryStore,
-  DueBackend,
-  LeaveOutRequest,
-  NewDelivery,
-  PurgeRequest,
-  PurgeResult,
-  QueueStats,
+import {
+  IDEMPOTENCY_CONFLICT,
+  type AppliedReceipt,
+  type AttemptResult,
+  type ClaimRequest,
+  type DeferRequest,
+  type DeliveryPage,
+  type DeliveryPageQuery,
+  type DeliveryStore,
+  type DueBackend,
+  type LeaveOutRequest,
+  type NewDelivery,
+  type PurgeRequest,
+  type PurgeResult,
+  type QueueStats,
 } from './store';
 import {
   canTransition,
@@ -250,6 +252,9 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     }
   }
 
+  /** Index entries looked at by claims and polls since the store was made (tests count work). */
+  examined = 0;
+
   /** Heap entries held now, stale ones included (tests check the bound). */
   get indexSize(): number {
     return this.entries;
@@ -265,6 +270,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   /** Drops stale entries from the top of a heap; the top then is current (or the heap is empty). */
   private settle(heap: DueHeap, key: string): HeapEntry | undefined {
     for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      this.examined++;
       if (this.current(top, key)) return top;
       heap.pop();
       this.entries--;
@@ -312,6 +318,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       receipts: [],
       traceParent: input.traceParent ?? null,
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
+      attemptsStarted: 0,
     };
     this.records.set(record.id, record);
     if (!suppressed) {
@@ -326,6 +333,16 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async createBatch(
     deliveries: readonly NewDelivery[],
   ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
+    // Every key checked before anything is inserted: a conflict records nothing of the batch.
+    const hashes = new Map<string, string>();
+    for (const d of deliveries) {
+      if (d.idempotencyKey === null) continue;
+      const key = `${d.scope}\n${d.idempotencyKey}`;
+      const id = this.keys.get(key);
+      const hash = hashes.get(key) ?? (id === undefined ? undefined : this.records.get(id)?.contentHash);
+      if (hash !== undefined && hash !== d.contentHash) throw new AlreadyExistsError(IDEMPOTENCY_CONFLICT);
+      hashes.set(key, hash ?? d.contentHash);
+    }
     // One synchronous pass: nothing else runs in between, so no one sees half a batch.
     return deliveries.map((d) => this.insert(d));
   }
@@ -385,6 +402,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       this.entries--;
       const r = this.records.get(top.id)!;
       if (!isDue(r, request.now)) continue;
+      // An attempt counts when it is claimed; the owner's own expired lease is only renewed.
+      if (r.leaseOwner !== request.owner) r.attemptsStarted++;
       r.leaseOwner = request.owner;
       r.leaseExpiresAt = new Date(t + request.leaseMs);
       r.updatedAt = request.now;
@@ -423,6 +442,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     const r = this.records.get(id);
     if (!r || r.leaseOwner !== owner || !this.queued.has(id)) return false;
     r.nextAttemptAt = request.nextAttemptAt;
+    // No attempt was made under this claim.
+    r.attemptsStarted = Math.max(0, r.attemptsStarted - 1);
     r.leaseOwner = null;
     r.leaseExpiresAt = null;
     r.updatedAt = request.now;
@@ -435,6 +456,8 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     for (const id of ids) {
       const r = this.records.get(id);
       if (r && r.leaseOwner === owner) {
+        // Shutdown aborted the attempt (or it never started): the claim is given back.
+        r.attemptsStarted = Math.max(0, r.attemptsStarted - 1);
         r.leaseOwner = null;
         r.leaseExpiresAt = null;
         r.updatedAt = now;

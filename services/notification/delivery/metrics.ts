@@ -62,7 +62,17 @@ export class DeliveryMetrics {
   readonly attempts: Counter<'channel' | 'backend' | 'outcome'>;
   readonly attemptSeconds: Histogram<'channel' | 'backend'>;
 
-  constructor(registry: Registry, store: DeliveryStore, clock: () => Date, logger: Logger) {
+  /**
+   * `statsMaxAgeMs`: how long the queue counts are reused before a scrape counts again
+   * (`delivery.queue_stats_max_age_seconds`); 0 counts on every scrape.
+   */
+  constructor(
+    registry: Registry,
+    store: DeliveryStore,
+    clock: () => Date,
+    logger: Logger,
+    statsMaxAgeMs = 0,
+  ) {
     this.deliveries = new Counter({
       name: 'notification_deliveries_total',
       help: 'Deliveries that reached a final outcome, by channel, backend and outcome (sent, failed).',
@@ -83,11 +93,20 @@ export class DeliveryMetrics {
       registers: [registry],
     });
     // Both gauges come from one query per scrape: prom-client starts every collect before awaiting
-    // any, so the second joins the query the first started.
-    let pending: Promise<Awaited<ReturnType<DeliveryStore['queueStats']>> | null> | null = null;
+    // any, so the second joins the query the first started. The counts are kept `statsMaxAgeMs`:
+    // counting a backlog of 100,000 rows on every scrape of every replica is what they must not cost.
+    type Stats = Awaited<ReturnType<DeliveryStore['queueStats']>>;
+    let pending: Promise<Stats | null> | null = null;
+    let last: { at: number; stats: Stats } | null = null;
     const stats = () => {
+      const now = clock().getTime();
+      if (last && now - last.at < statsMaxAgeMs) return Promise.resolve(last.stats);
       pending ??= store
         .queueStats(clock())
+        .then((s) => {
+          last = { at: now, stats: s };
+          return s;
+        })
         .catch((err: unknown) => {
           logger.warn({ err }, 'delivery queue stats failed');
           return null;

@@ -28,7 +28,7 @@ import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
 import { RetryPolicy } from './retry-policy';
 import type { JobLease } from '../../../shared/storage/periodic-job';
 import { DeliveryRetention } from './retention';
-import type { DeliveryStore, NewDelivery } from './store';
+import { IDEMPOTENCY_CONFLICT, type DeliveryStore, type NewDelivery } from './store';
 import {
   CHANNELS,
   DELIVERY_STATUSES,
@@ -183,7 +183,13 @@ export class DeliveryPipeline {
     this.breakers = new CircuitBreakers(options.config.circuit_breaker, this.clock, options.registry);
     this.router = new BackendRouter(options.lookup, options.config.routing, this.breakers);
     const metrics = options.registry
-      ? new DeliveryMetrics(options.registry, options.store, this.clock, this.log)
+      ? new DeliveryMetrics(
+          options.registry,
+          options.store,
+          this.clock,
+          this.log,
+          options.config.queue_stats_max_age_seconds * 1000,
+        )
       : undefined;
     this.worker = new DeliveryWorker({
       store: options.store,
@@ -227,10 +233,11 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Records many deliveries in ONE commit (all or none) and wakes the worker once. Every input is
-   * validated first: a bad one throws (as `submit` would) and nothing is recorded; a reused key with
-   * other content is AlreadyExistsError after the commit, as for `submit`. Results in input order.
-   * The caller bounds the batch (`delivery.max_batch_size`).
+   * Records many deliveries in ONE commit, all or nothing, and wakes the worker once. Every input is
+   * validated first: a bad one throws (as `submit` would) and nothing is recorded; a key reused for
+   * other content is AlreadyExistsError and nothing is recorded either, nor on any store error, so a
+   * caller that retries the whole batch never sends an item twice. Results in input order. The
+   * caller bounds the batch (`delivery.max_batch_size`).
    */
   async submitBatch(inputs: readonly SubmitInput[]): Promise<SubmitResult[]> {
     const prepared = inputs.map((input) => this.prepare(input));
@@ -352,7 +359,7 @@ export class DeliveryPipeline {
   private finish(prepared: Prepared, record: { record: DeliveryRecord; created: boolean }): SubmitResult {
     if (!record.created) {
       if (record.record.contentHash !== prepared.hash) {
-        throw new AlreadyExistsError('idempotency_key was already used for a different delivery');
+        throw new AlreadyExistsError(IDEMPOTENCY_CONFLICT);
       }
       return { delivery: toView(record.record), created: false, payload: record.record.payload };
     }

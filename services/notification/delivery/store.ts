@@ -9,6 +9,9 @@ import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import type { FoldResult, IncomingReceipt } from './receipt';
 import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord, DeliveryView } from './types';
 
+/** The message of AlreadyExistsError: an idempotency key reused for other content. */
+export const IDEMPOTENCY_CONFLICT = 'idempotency_key was already used for a different delivery';
+
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
 export interface NewDelivery {
   id: string;
@@ -147,8 +150,10 @@ export interface DeliveryStore {
    */
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }>;
   /**
-   * Records many deliveries in ONE commit (all or none), with `create`'s idempotency per delivery;
-   * results in input order.
+   * Records many deliveries in ONE commit, all or none, with `create`'s idempotency per delivery;
+   * results in input order. A key already taken (by an earlier delivery or an earlier item of the
+   * batch) with another `contentHash` is AlreadyExistsError, and so is any other error: nothing of
+   * the batch is committed.
    */
   createBatch(deliveries: readonly NewDelivery[]): Promise<{ record: DeliveryRecord; created: boolean }[]>;
   get(id: string): Promise<DeliveryRecord | null>;

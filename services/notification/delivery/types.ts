@@ -123,18 +123,24 @@ export interface DeliveryRecord {
    * FAILED with failure `recipient_suppressed` instead.
    */
   suppressedRecipients: string[];
+  /**
+   * Attempts started: raised when a worker claims the record (not when the attempt ends), so an
+   * attempt cut off by a crash still counts. Above `max_attempts` the record ends FAILED
+   * (`worker_died`) instead of being sent again.
+   */
+  attemptsStarted: number;
 }
 
 /** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */
 export type DeliveryView = Omit<
   DeliveryRecord,
-  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent'
+  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent' | 'attemptsStarted'
 >;
 
 /** Strips the content and lease bookkeeping from a record. */
 export function toView(record: DeliveryRecord): DeliveryView {
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, ...view } = record;
+  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, attemptsStarted, ...view } = record;
   return view;
 }
 

@@ -45,7 +45,12 @@ export type DriverResolver = (
 /** The settings the worker reads. */
 export type WorkerSettings = Pick<
   DeliveryConfig,
-  'lease_seconds' | 'poll_interval_ms' | 'concurrency' | 'backend_concurrency' | 'attempt_timeout_ms'
+  | 'lease_seconds'
+  | 'poll_interval_ms'
+  | 'concurrency'
+  | 'backend_concurrency'
+  | 'attempt_timeout_ms'
+  | 'max_attempts'
 >;
 
 /** Options of DeliveryWorker. */
@@ -92,6 +97,18 @@ interface InFlight {
   /** Set when shutdown released the lease: the outcome must not be written. */
   released: boolean;
   done: Promise<void>;
+}
+
+/** `last_error` of a record whose started attempts passed `max_attempts` with no outcome recorded. */
+export const WORKER_DIED_ERROR =
+  'worker died during the attempt: every allowed attempt started and none recorded an outcome';
+
+/**
+ * The number of the attempt a claim starts: attempts count when claimed (`attemptsStarted`), so one
+ * cut off by a crash leaves a gap in the recorded numbers.
+ */
+function attemptNumber(record: DeliveryRecord): number {
+  return Math.max(record.attemptsStarted, record.attempts.length + 1);
 }
 
 /**
@@ -206,9 +223,15 @@ export class DeliveryWorker {
 
   private runPoll(): void {
     if (!this.running || this.stopping || this.polling) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     const full = this.fullPoll;
+    // Fairness: only a full poll restarts the poll interval. A targeted one (a submit, a freed slot,
+    // a failover) leaves the timer running, so under steady traffic on one backend the others' due
+    // work (retries, deferred and released records, leases of dead replicas) is still found at least
+    // every poll_interval_ms.
+    if (full && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const targets = full ? undefined : [...this.targets.values()];
     this.fullPoll = false;
     this.targets.clear();
@@ -223,7 +246,11 @@ export class DeliveryWorker {
           this.runPoll();
           return;
         }
-        this.timer = setTimeout(() => this.wake(), this.options.config.poll_interval_ms);
+        if (this.timer) return;
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          this.wake();
+        }, this.options.config.poll_interval_ms);
         this.timer.unref();
       });
   }
@@ -284,9 +311,60 @@ export class DeliveryWorker {
         // the running attempt records the outcome. Starting another would send the message twice.
         if (!this.inFlight.has(record.id)) fresh.push(record);
       }
-      started += this.beginAll(await this.screen(channel, fresh));
+      started += this.beginAll(await this.screen(channel, await this.endAbandoned(fresh)));
     }
     return started;
+  }
+
+  /**
+   * Ends FAILED (`worker_died`), without another attempt, the claimed records whose started attempts
+   * passed `max_attempts`: each of the last ones was claimed and never recorded an outcome, so the
+   * process sending it died (a payload that crashes its worker would otherwise loop forever, and
+   * each crash would resend what the process held). Returns the rest.
+   */
+  private async endAbandoned(records: DeliveryRecord[]): Promise<DeliveryRecord[]> {
+    const max = this.options.config.max_attempts;
+    const rest: DeliveryRecord[] = [];
+    for (const r of records) {
+      if (r.attemptsStarted <= max) {
+        rest.push(r);
+        continue;
+      }
+      const now = this.clock();
+      const updated = await this.recordAttempt(r.id, () =>
+        this.options.store.completeAttempt(r.id, this.owner, {
+          attempt: null,
+          lastError: WORKER_DIED_ERROR,
+          status: 'failed',
+          failure: 'worker_died',
+          nextAttemptAt: null,
+          now,
+        }),
+      );
+      if (!updated) continue;
+      this.options.metrics?.deliveries.inc({ channel: r.channel, backend: r.backend, outcome: 'failed' });
+      this.notify({
+        deliveryId: r.id,
+        channel: r.channel,
+        backend: r.backend,
+        status: 'failed',
+        failure: 'worker_died',
+        attempts: r.attemptsStarted - 1,
+        acceptedAt: r.createdAt,
+        finishedAt: now,
+        latencyMs: Math.max(0, now.getTime() - r.createdAt.getTime()),
+      });
+      this.log.error(
+        {
+          deliveryId: r.id,
+          backend: r.backend,
+          recipient: r.maskedRecipient,
+          started: r.attemptsStarted - 1,
+        },
+        'delivery failed: its worker died during every allowed attempt',
+      );
+    }
+    return rest;
   }
 
   /**
@@ -415,7 +493,7 @@ export class DeliveryWorker {
         this.race(controller, driver.name, first.id, () =>
           driver.sendBatch!(
             entries.map((e) => e.record.payload),
-            { deliveryId: first.id, attempt: first.attempts.length + 1, signal: controller.signal },
+            { deliveryId: first.id, attempt: attemptNumber(first), signal: controller.signal },
           ),
         ),
       )
@@ -426,7 +504,7 @@ export class DeliveryWorker {
         return { list, durationMs };
       });
     for (const [i, entry] of entries.entries()) {
-      const number = entry.record.attempts.length + 1;
+      const number = attemptNumber(entry.record);
       this.settle(
         entry,
         outcomes.then(({ list, durationMs }) =>
@@ -440,7 +518,7 @@ export class DeliveryWorker {
   private async attempt(entry: InFlight, route: ReturnType<BackendRouter['route']>): Promise<void> {
     const { record } = entry;
     const { store } = this.options;
-    const number = record.attempts.length + 1;
+    const number = attemptNumber(record);
     if ('waitUntil' in route) {
       // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
       entry.recording = true;

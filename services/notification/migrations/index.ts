@@ -16,6 +16,7 @@ import * as deliveryEventSequencer from './20261125000000_delivery_event_sequenc
 import * as deliveryHotStatements from './20261125000100_delivery_hot_statements';
 import * as deliveriesFillfactor from './20261125000200_deliveries_fillfactor';
 import * as inboundReceipts from './20261126110000_inbound_receipts';
+import * as deliveryQueueRules from './20261126120000_delivery_queue_rules';
 import * as deliveryScans from './20261126130000_delivery_scans';
 
 /** Every notification migration, oldest first. */
@@ -33,6 +34,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261125000100_delivery_hot_statements', ...deliveryHotStatements },
   { name: '20261125000200_deliveries_fillfactor', ...deliveriesFillfactor },
   { name: '20261126110000_inbound_receipts', ...inboundReceipts },
+  { name: '20261126120000_delivery_queue_rules', ...deliveryQueueRules },
   { name: '20261126130000_delivery_scans', ...deliveryScans },
 ];
 

@@ -89,6 +89,7 @@ const FAILURE_TO_WIRE: Record<FailureKind, WireFailure> = {
   recipient_bounced: WireFailure.RECIPIENT_BOUNCED,
   spam_complaint: WireFailure.SPAM_COMPLAINT,
   provider_undelivered: WireFailure.PROVIDER_UNDELIVERED,
+  worker_died: WireFailure.WORKER_DIED,
 };
 
 const EFFECT_TO_WIRE: Record<ReceiptEffect, WireReceiptEffect> = {

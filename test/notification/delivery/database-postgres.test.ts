@@ -209,9 +209,11 @@ async function indexesOfPlan(
     await client.query(`PREPARE plan_probe AS ${statement.sql}`);
     // EXECUTE takes no bind parameters: the store's bindings as literals.
     const literal = (v: unknown) =>
-      client.escapeLiteral(
-        Array.isArray(v) ? `{${v.join(',')}}` : v instanceof Date ? v.toISOString() : String(v),
-      );
+      v === null
+        ? 'NULL'
+        : client.escapeLiteral(
+            Array.isArray(v) ? `{${v.join(',')}}` : v instanceof Date ? v.toISOString() : String(v),
+          );
     const args = bindings.map(literal).join(', ');
     const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (FORMAT JSON) EXECUTE plan_probe${args ? `(${args})` : ''}`,
@@ -223,7 +225,7 @@ async function indexesOfPlan(
   }
 }
 
-const CLAIM_PARAMS = ['p_channel', 'p_backend', 'p_owner', 'p_now', 'p_until', 'p_limit'];
+const CLAIM_PARAMS = ['p_channel', 'p_backend', 'p_owner', 'p_now', 'p_lease', 'p_limit'];
 
 describe('query plans on PostgreSQL', () => {
   it('when 20,000 deliveries are final, claiming and the queue gauges read only the queued-rows index', async () => {

@@ -15,7 +15,8 @@ describeSuppressionContract('DatabaseSuppressionStore on PGlite', async () => {
   await runMigrations(knex, notificationMigrations);
   return {
     suppressions: new DatabaseSuppressionStore(knex),
-    deliveries: new DatabaseDeliveryStore(knex),
+    // The contract drives time by hand: the store takes the caller's clock.
+    deliveries: new DatabaseDeliveryStore(knex, { clock: 'caller' }),
     close: () => knex.destroy(),
   };
 });

@@ -31,7 +31,8 @@ beforeAll(async () => {
   db = await createTestDatabase('dwatch');
   knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 6 }, silentLogger());
   await runMigrations(knex, notificationMigrations);
-  store = new DatabaseDeliveryStore(knex);
+  // Retention is driven by hand-set times: the store takes the caller's clock.
+  store = new DatabaseDeliveryStore(knex, { clock: 'caller' });
 });
 
 afterAll(async () => {

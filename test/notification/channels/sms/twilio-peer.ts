@@ -37,6 +37,11 @@ export interface TwilioPeer {
   /** Messages requests refused by the auth or form check. */
   refused: number;
   script: TwilioAnswer[];
+  /**
+   * Consulted first for every accepted Messages request: its answer, or undefined for the script's
+   * (or the default 201). A test hook for answers that depend on the message.
+   */
+  onMessage?: (form: Record<string, string>) => TwilioAnswer | undefined;
   close(): Promise<void>;
 }
 
@@ -121,24 +126,25 @@ export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<
           remotePort: req.socket.remotePort ?? 0,
         });
       const sid = `SM${String(nextId++).padStart(32, '0')}`;
-      const answer = peer.script.shift() ?? {
-        kind: 'answer',
-        status: 201,
-        body: {
-          account_sid: ACCOUNT_SID,
-          api_version: '2010-04-01',
-          body: form.Body,
-          direction: 'outbound-api',
-          error_code: null,
-          error_message: null,
-          from: form.From,
-          num_segments: '1',
-          sid,
-          status: 'queued',
-          to: form.To,
-          uri: `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages/${sid}.json`,
-        },
-      };
+      const answer = peer.onMessage?.(form) ??
+        peer.script.shift() ?? {
+          kind: 'answer',
+          status: 201,
+          body: {
+            account_sid: ACCOUNT_SID,
+            api_version: '2010-04-01',
+            body: form.Body,
+            direction: 'outbound-api',
+            error_code: null,
+            error_message: null,
+            from: form.From,
+            num_segments: '1',
+            sid,
+            status: 'queued',
+            to: form.To,
+            uri: `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages/${sid}.json`,
+          },
+        };
       if (answer.kind === 'hang') return; // never answers; the client's timeout must end it
       reply(res, answer.status, answer.body ?? '', answer.headers);
     });
