@@ -3,8 +3,8 @@
  * areas (ingest/, traces/, alerts/, slo/, targets/) and the monitoring library, and back. No
  * business rules here: validation and limits live in the areas.
  *
- * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. A method
- * not present answers UNIMPLEMENTED (the RPC kit's default).
+ * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. The class
+ * implements the whole `ServiceImpl`, so an RPC added to the proto without a handler fails to compile.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
@@ -107,7 +107,7 @@ const METRIC_TYPE: Partial<Record<MetricType, IngestMetricType>> = {
 };
 
 /** MonitorService implementation. */
-export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
+export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
   constructor(private readonly deps: MonitorRpcDeps) {}
 
   // --- ingest: metrics ---
