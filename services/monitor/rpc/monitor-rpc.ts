@@ -64,6 +64,7 @@ import {
 import type { SloArea, SloDefinition } from '../slo/slo-area';
 import type { Traces } from '../traces/traces';
 import { spanInputOf, wireSpanOf } from './traces-wire';
+import { alertToWire } from './alert-wire';
 import type { IngestMetricType, MetricIngestStore } from '../ingest/metric-store';
 import { recordSamples } from '../ingest/record-metrics';
 import type { AlertHub } from '../alerts/alert-hub';
@@ -235,7 +236,7 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
 
   async *watchAlerts(req: WatchAlertsRequest, ctx: HandlerContext): AsyncGenerator<WatchAlertsResponse> {
     const alerts = this.alerts.hub.watch({ severities: req.severities, signal: ctx.signal });
-    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert });
+    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert: alertToWire(alert) });
     // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline, shutdown).
     if (ctx.signal.aborted) throw ctx.signal.reason;
   }

@@ -12,11 +12,11 @@ import {
   type NumberDataPoint,
 } from '../../../shared/gen/opentelemetry/proto/metrics/v1/metrics_pb';
 import { sanitizeLabelName, sanitizeMetricName } from '../../../shared/monitoring/metric-names';
-import type { IngestMetricType, MetricIngestStore, Rejection, SampleOp } from './metric-store';
-import { UNKNOWN_SERVICE } from './record-metrics';
+import type { IngestMetricType, MetricIngestStore, Rejection, SampleOp } from '../ingest/metric-store';
+import { UNKNOWN_SERVICE } from '../ingest/record-metrics';
 import { cutText } from '../../../shared/text/cut';
 
-export type { MetricIngestStore } from './metric-store';
+export type { MetricIngestStore } from '../ingest/metric-store';
 
 /** Distinct rejection messages quoted in `errorMessage` (the rest are only counted). */
 const MAX_MESSAGES = 5;
