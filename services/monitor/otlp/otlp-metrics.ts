@@ -1,7 +1,7 @@
 /**
  * OTLP metrics into the ingested series store, the same store RecordMetrics writes: the OTLP
  * endpoints (gRPC MetricsService/Export, HTTP POST /v1/metrics) decode a request and call
- * {@link applyOtlpMetrics}. How each OTLP point type maps is in ./README.md.
+ * {@link applyOtlpMetrics}. How each OTLP point type maps is in ../ingest/README.md.
  */
 import type { ExportMetricsServiceRequest } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import type { AnyValue, KeyValue } from '../../../shared/gen/opentelemetry/proto/common/v1/common_pb';
