@@ -25,14 +25,6 @@ const domainAlert = (extra: Partial<Alert> = {}): Alert => ({
   ...extra,
 });
 
-class KeepRouter implements AlertRouter {
-  readonly records: AlertRecord[] = [];
-  async dispatch(record: AlertRecord): Promise<void> {
-    this.records.push(record);
-  }
-  async shutdown(): Promise<void> {}
-}
-
 describe('alertToWire', () => {
   it('carries every field of the domain alert, the time as a Timestamp', () => {
     const wire = alertToWire(domainAlert());
@@ -60,7 +52,9 @@ describe('alertToWire', () => {
 
 describe('alertWebhookBodies', () => {
   it('posts the alert the hub raised as the proto Alert in its JSON mapping, one body per alert', async () => {
-    const router = new KeepRouter();
+    // The router keeps the records the hub routes: those are what a webhook channel is given.
+    const records: AlertRecord[] = [];
+    const router: AlertRouter = { dispatch: async (r) => void records.push(r), shutdown: async () => {} };
     const hub = new AlertHub({
       router,
       recentSize: 10,
@@ -85,7 +79,7 @@ describe('alertWebhookBodies', () => {
     const bodies = alertWebhookBodies({
       tier: AlertTier.P0_PAGE,
       reason: 'immediate',
-      alerts: router.records,
+      alerts: records,
       dropped: 0,
     });
     expect(bodies.map((body) => JSON.parse(body))).toEqual([
