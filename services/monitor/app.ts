@@ -28,10 +28,12 @@ import { OtlpReceiver, type OtlpMetricsSink } from './otlp/otlp-receiver';
 import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
 import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
-import { applyOtlpMetrics } from './ingest/otlp-metrics';
+import { applyOtlpMetrics } from './otlp/otlp-metrics';
 import { MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
+import { alertWebhookBodies } from './rpc/alert-wire';
+import { NotificationClient } from './notification/notification-client';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -154,6 +156,8 @@ async function assembleMonitorApp(
       registry,
       tracker: monitoring.tracker,
       serviceName: config.name,
+      webhookBodies: alertWebhookBodies,
+      notifier: (settings) => new NotificationClient(settings),
     }),
   );
   const alertHub = alerts.hub;

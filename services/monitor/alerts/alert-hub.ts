@@ -18,9 +18,6 @@
  * accepted and dropped).
  */
 import { randomUUID } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import { type Alert, AlertKind, AlertSchema } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -31,6 +28,7 @@ import {
   metricAlertLogLevel,
 } from '../../../shared/monitoring/alerts/dispatcher';
 import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
+import type { Alert, AlertKind } from './alert';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
 export const ALERT_LIMITS = {
@@ -77,7 +75,7 @@ export interface AlertHubOptions {
 
 /** One alert to raise, already in the hub's terms. */
 export interface RaiseInput {
-  kind: 'generic' | 'metric' | 'slo';
+  kind: AlertKind;
   title: string;
   message?: string;
   severity: string;
@@ -97,21 +95,20 @@ export interface AlertWatchOptions {
   signal?: AbortSignal;
 }
 
-// The proto Alert of each record the hub routed: channels (webhook, notification) send the same
-// alert, id included, that watchers and the status page saw. Weak, so routed records are not kept.
-const WIRE_ALERTS = new WeakMap<AlertRecord, Alert>();
+// The Alert of each record the hub routed: channels (webhook, notification) send the same alert,
+// id included, that watchers and the status page saw. Weak, so routed records are not kept.
+const ALERTS = new WeakMap<AlertRecord, Alert>();
 
 /**
- * The proto Alert of a record routed by an AlertHub; for a record raised elsewhere (straight on the
+ * The Alert of a record routed by an AlertHub; for a record raised elsewhere (straight on the
  * library's dispatcher), one built from its fields, with the record's id when it has one.
  */
-export function wireAlertOf(record: AlertRecord): Alert {
+export function alertOf(record: AlertRecord): Alert {
   return (
-    WIRE_ALERTS.get(record) ??
-    create(AlertSchema, {
+    ALERTS.get(record) ?? {
       id: record.id ?? '',
       alertName: record.metric?.name ?? record.title,
-      kind: record.kind === 'metric' ? AlertKind.METRIC : AlertKind.GENERIC,
+      kind: record.kind === 'metric' ? 'metric' : 'generic',
       title: record.title,
       message: record.message,
       severity: record.severity,
@@ -122,8 +119,8 @@ export function wireAlertOf(record: AlertRecord): Alert {
         }),
       ),
       sourceService: record.sourceService ?? '',
-      firedAt: timestampFromMs(record.raisedAt),
-    })
+      firedAt: record.raisedAt,
+    }
   );
 }
 
@@ -178,12 +175,6 @@ function stringContext(context: AlertContext | null | undefined): Record<string,
   }
   return out;
 }
-
-const KIND: Record<RaiseInput['kind'], AlertKind> = {
-  generic: AlertKind.GENERIC,
-  metric: AlertKind.METRIC,
-  slo: AlertKind.SLO,
-};
 
 /** One WatchAlerts stream: a bounded buffer and the reader's wake-up. */
 class Watcher {
@@ -288,17 +279,17 @@ export class AlertHub implements AlertDispatcherProtocol {
         `${this.pending.size} alerts are still on their way to the channels; retry later`,
       );
     const firedAt = this.now();
-    const alert = create(AlertSchema, {
+    const alert: Alert = {
       id: randomUUID(),
       alertName: input.alertName || title,
-      kind: KIND[input.kind],
+      kind: input.kind,
       title,
       message,
       severity,
       context,
       sourceService: source.trim() || this.options.defaultSource,
-      firedAt: timestampFromMs(firedAt),
-    });
+      firedAt,
+    };
     this.remember(alert);
     this.fanOut(alert);
     const record: AlertRecord = {
@@ -314,7 +305,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       id: alert.id,
       sourceService: alert.sourceService,
     };
-    WIRE_ALERTS.set(record, alert);
+    ALERTS.set(record, alert);
     this.route(record);
     return alert;
   }

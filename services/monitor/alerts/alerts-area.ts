@@ -6,13 +6,14 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
 import type { Clock, Timers } from '../../../shared/monitoring/clock';
-import type { AlertChannel } from '../../../shared/monitoring/alerts/channels';
+import type { AlertBatch, AlertChannel } from '../../../shared/monitoring/alerts/channels';
 import { WebhookChannel } from '../../../shared/monitoring/alerts/channels';
 import { createAlertDispatcher, webhookChannelOptions } from '../../../shared/monitoring/alerts/config';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import type { MonitoringEventBus } from '../../../shared/monitoring/events/event-bus';
 import { AlertHub } from './alert-hub';
-import { alertWebhookBodies, NotificationAlertChannel } from './channels';
+import type { AlertNotifierFactory } from './alert-notifier';
+import { NotificationAlertChannel } from './channels';
 import type { MonitorAlertChannelConfig, MonitorAlertsConfig } from './config';
 import { ExceptionCapture } from './exception-capture';
 
@@ -28,6 +29,10 @@ export interface AlertsAreaDeps {
   clock?: Clock;
   timers?: Timers;
   events?: MonitoringEventBus;
+  /** The body of each webhook POST (the wire `Alert` as JSON: rpc/alert-wire.ts's `alertWebhookBodies`). */
+  webhookBodies: (batch: AlertBatch) => string[];
+  /** The client of the notification service for `notification` channels (../notification/). */
+  notifier: AlertNotifierFactory;
 }
 
 /** The built area. */
@@ -45,9 +50,9 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
   const buildChannel = (entry: MonitorAlertChannelConfig): AlertChannel | undefined => {
     switch (entry.type) {
       case 'webhook':
-        return new WebhookChannel({ ...webhookChannelOptions(entry), encode: alertWebhookBodies, logger });
+        return new WebhookChannel({ ...webhookChannelOptions(entry), encode: deps.webhookBodies, logger });
       case 'notification': {
-        const channel = new NotificationAlertChannel(entry, { logger });
+        const channel = new NotificationAlertChannel(entry, deps.notifier(entry.notification), { logger });
         closers.push(() => channel.close());
         return channel;
       }

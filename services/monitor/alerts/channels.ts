@@ -1,28 +1,19 @@
 /**
- * The monitor's alert channels beyond the library's log channel: the webhook body (each alert on its
- * own, the proto `Alert` in its JSON mapping) and the `notification` channel, which delivers alerts
- * as email and SMS through the notification service's gRPC API with idempotency keys derived from
- * the alert ids, so a retried batch is never mailed twice.
+ * The monitor's `notification` alert channel, which delivers alerts as email and SMS through the
+ * notification service (an {@link AlertNotifier}, the client in ../notification/) with idempotency
+ * keys derived from the alert ids, so a retried batch is never mailed twice. (The webhook channel's
+ * body, the proto `Alert` as JSON, is wire and lives in ../rpc/alert-wire.ts.)
  */
 import { createHash } from 'node:crypto';
-import { toJsonString } from '@bufbuild/protobuf';
-import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { type Alert, AlertKind, AlertSchema } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
-import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertBatch, AlertChannel, AlertRecord } from '../../../shared/monitoring/alerts/channels';
 import { AlertDeliveryError } from '../../../shared/monitoring/errors';
-import { wireAlertOf } from './alert-hub';
+import type { Alert } from './alert';
+import { alertOf } from './alert-hub';
+import { type AlertNotifier, AlertNotifierError } from './alert-notifier';
 import type { NotificationChannelConfig } from './config';
 import { cutText } from '../../../shared/text/cut';
-
-/** The webhook bodies of a batch: one POST per alert, the proto `Alert` as JSON. */
-export function alertWebhookBodies(batch: AlertBatch): string[] {
-  return batch.alerts.map((record) => toJsonString(AlertSchema, wireAlertOf(record)));
-}
 
 /** Longest subject we write (the notification service allows one RFC 5322 line). */
 const SUBJECT_CHARS = 200;
@@ -36,12 +27,12 @@ function oneLine(text: string, max: number): string {
   return cutText(flat, max, { unit: 'code_point', ellipsis: '…' });
 }
 
-function kindName(kind: AlertKind): string {
-  return kind === AlertKind.METRIC ? 'metric' : kind === AlertKind.SLO ? 'slo' : 'alert';
+function kindName(kind: Alert['kind']): string {
+  return kind === 'generic' ? 'alert' : kind;
 }
 
 function firedAt(alert: Alert): string {
-  return alert.firedAt ? timestampDate(alert.firedAt).toISOString() : '';
+  return new Date(alert.firedAt).toISOString();
 }
 
 function alertText(alert: Alert, tier: string): string {
@@ -71,7 +62,7 @@ export interface AlertMessage {
 
 /** The email and SMS of a batch: a single alert as itself, several (held, digest) as one summary. */
 export function alertMessage(batch: AlertBatch): AlertMessage {
-  const alerts = batch.alerts.map(wireAlertOf);
+  const alerts = batch.alerts.map(alertOf);
   if (alerts.length === 1 && batch.dropped === 0) {
     const a = alerts[0]!;
     return {
@@ -114,16 +105,6 @@ export function alertIdempotencyKey(batchKey: string, medium: 'email' | 'sms', r
   return `monitor-alert:${batchKey}:${medium}:${sha256(recipient.toLowerCase()).slice(0, 16)}`;
 }
 
-/** Codes worth another attempt with the same key. */
-const RETRYABLE = new Set<Code>([
-  Code.Unavailable,
-  Code.DeadlineExceeded,
-  Code.ResourceExhausted,
-  Code.Aborted,
-  Code.Internal,
-  Code.Unknown,
-]);
-
 /** Options of NotificationAlertChannel beyond its config entry. */
 export interface NotificationAlertChannelOptions {
   logger?: Logger;
@@ -132,42 +113,31 @@ export interface NotificationAlertChannelOptions {
 }
 
 /**
- * Sends each batch to the configured recipients through svc.notification.v1.NotificationService:
- * one SendEmail per email recipient, one SendSms per number, each with its idempotency key and the
- * channel's API token (`authorization: Bearer`). A call that fails with a transient code is retried
- * with the same key; the batch fails (AlertDeliveryError, logged by the dispatcher) when a recipient
- * could not be reached. Logs name the channel and counts, never the token or an address.
+ * Sends each batch to the configured recipients through the notification service (the
+ * {@link AlertNotifier} it is given): one email per email recipient, one SMS per number, each with
+ * its idempotency key. A call that fails with a transient code is retried with the same key; the
+ * batch fails (AlertDeliveryError, logged by the dispatcher) when a recipient could not be reached.
+ * Logs name the channel and counts, never the token or an address.
  */
 export class NotificationAlertChannel implements AlertChannel {
   readonly name: string;
-  private readonly client: Client<typeof NotificationService>;
-  private readonly sessions: Http2SessionManager;
   private readonly logger: Logger;
   private readonly sleep: (attempt: number) => Promise<void>;
-  private readonly headers: Record<string, string>;
 
   constructor(
     private readonly entry: NotificationChannelConfig,
+    private readonly notifier: AlertNotifier,
     options: NotificationAlertChannelOptions = {},
   ) {
     this.name = entry.name;
-    const baseUrl = `http://${entry.notification.grpc_address}`;
-    this.sessions = new Http2SessionManager(baseUrl);
-    this.client = createClient(
-      NotificationService,
-      createGrpcTransport({ baseUrl, sessionManager: this.sessions }),
-    );
     this.logger = options.logger ?? silentLogger();
     this.sleep =
       options.sleep ?? ((attempt) => new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt))));
-    this.headers = entry.notification.api_token
-      ? { authorization: `Bearer ${entry.notification.api_token}` }
-      : {};
   }
 
   /**
    * Sends inside a CLIENT span "send alert notification" (a child of the caller's span, if any) whose
-   * context goes along as `traceparent`: Connect's transport is not seen by the gRPC instrumentation,
+   * context the notifier sends along as `traceparent`: Connect's transport is not seen by the gRPC instrumentation,
    * so without this the notification service's SendEmail would start a trace of its own and the
    * alert could not be followed from the monitor to the mail relay (issue 15, the pair e2e test).
    * No-op without an OpenTelemetry SDK in the process.
@@ -195,39 +165,30 @@ export class NotificationAlertChannel implements AlertChannel {
 
   private async sendTraced(batch: AlertBatch): Promise<void> {
     const n = this.entry.notification;
-    // The token, plus the active span's context (`traceparent`) for the notification service.
-    const headers = { ...this.headers };
-    propagation.inject(context.active(), headers);
     const message = alertMessage(batch);
     const calls: Array<Promise<boolean>> = [];
     for (const to of n.email_to) {
       calls.push(
         this.attempt('email', () =>
-          this.client.sendEmail(
-            {
-              to: [to],
-              subject: message.subject,
-              text: message.text,
-              backend: n.email_backend ?? '',
-              idempotencyKey: alertIdempotencyKey(message.key, 'email', to),
-            },
-            { headers, timeoutMs: n.timeout_ms },
-          ),
+          this.notifier.sendEmail({
+            to,
+            subject: message.subject,
+            text: message.text,
+            backend: n.email_backend,
+            idempotencyKey: alertIdempotencyKey(message.key, 'email', to),
+          }),
         ),
       );
     }
     for (const to of n.sms_to) {
       calls.push(
         this.attempt('sms', () =>
-          this.client.sendSms(
-            {
-              to,
-              body: message.sms,
-              backend: n.sms_backend ?? '',
-              idempotencyKey: alertIdempotencyKey(message.key, 'sms', to),
-            },
-            { headers, timeoutMs: n.timeout_ms },
-          ),
+          this.notifier.sendSms({
+            to,
+            body: message.sms,
+            backend: n.sms_backend,
+            idempotencyKey: alertIdempotencyKey(message.key, 'sms', to),
+          }),
         ),
       );
     }
@@ -248,13 +209,18 @@ export class NotificationAlertChannel implements AlertChannel {
         await call();
         return true;
       } catch (err) {
-        const code = ConnectError.from(err).code;
+        // A notifier reports what went wrong as an AlertNotifierError; anything else is unknown,
+        // and worth another attempt like any unknown failure.
+        const failure =
+          err instanceof AlertNotifierError
+            ? err
+            : new AlertNotifierError('notifier failed', 'Unknown', true);
         // Only the code: the message of a peer is not ours to log, and may echo what we sent.
         this.logger.warn(
-          { channel: this.name, medium, attempt: attempt + 1, code: Code[code] },
+          { channel: this.name, medium, attempt: attempt + 1, code: failure.code },
           'alert notification attempt failed',
         );
-        if (!RETRYABLE.has(code)) return false;
+        if (!failure.retryable) return false;
       }
     }
     return false;
@@ -262,6 +228,6 @@ export class NotificationAlertChannel implements AlertChannel {
 
   /** Closes the connection to the notification service. */
   close(): void {
-    this.sessions.abort();
+    this.notifier.close();
   }
 }

@@ -3,8 +3,8 @@
  * areas (ingest/, traces/, alerts/, slo/, targets/) and the monitoring library, and back. No
  * business rules here: validation and limits live in the areas.
  *
- * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. A method
- * not present answers UNIMPLEMENTED (the RPC kit's default).
+ * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. The class
+ * implements the whole `ServiceImpl`, so an RPC added to the proto without a handler fails to compile.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
@@ -64,6 +64,7 @@ import {
 import type { SloArea, SloDefinition } from '../slo/slo-area';
 import type { Traces } from '../traces/traces';
 import { spanInputOf, wireSpanOf } from './traces-wire';
+import { alertToWire } from './alert-wire';
 import type { IngestMetricType, MetricIngestStore } from '../ingest/metric-store';
 import { recordSamples } from '../ingest/record-metrics';
 import type { AlertHub } from '../alerts/alert-hub';
@@ -107,7 +108,7 @@ const METRIC_TYPE: Partial<Record<MetricType, IngestMetricType>> = {
 };
 
 /** MonitorService implementation. */
-export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
+export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
   constructor(private readonly deps: MonitorRpcDeps) {}
 
   // --- ingest: metrics ---
@@ -235,7 +236,7 @@ export class MonitorRpc implements Partial<ServiceImpl<typeof MonitorService>> {
 
   async *watchAlerts(req: WatchAlertsRequest, ctx: HandlerContext): AsyncGenerator<WatchAlertsResponse> {
     const alerts = this.alerts.hub.watch({ severities: req.severities, signal: ctx.signal });
-    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert });
+    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert: alertToWire(alert) });
     // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline, shutdown).
     if (ctx.signal.aborted) throw ctx.signal.reason;
   }

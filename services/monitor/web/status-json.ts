@@ -5,8 +5,6 @@
  * Alert texts come from remote callers, so each is cut to a bound here: one alert can never make a
  * snapshot or an event unbounded, whatever the RPC layer accepted.
  */
-import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { AlertKind } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import type { Alert, SloStatus, TargetState } from './status-source';
 import { cutText } from '../../../shared/text/cut';
 
@@ -49,8 +47,8 @@ export interface SloJson {
 export interface AlertJson {
   id: string;
   alert_name: string;
-  /** `generic` (SendAlert), `metric` (SendMetricAlert), `slo`, or `unspecified`. */
-  kind: 'generic' | 'metric' | 'slo' | 'unspecified';
+  /** `generic` (SendAlert), `metric` (SendMetricAlert) or `slo`. */
+  kind: 'generic' | 'metric' | 'slo';
   title: string;
   message: string;
   severity: string;
@@ -69,12 +67,6 @@ export interface StatusSnapshotJson {
   /** Newest first. */
   alerts: AlertJson[];
 }
-
-const KIND_NAMES: Readonly<Record<number, AlertJson['kind']>> = {
-  [AlertKind.GENERIC]: 'generic',
-  [AlertKind.METRIC]: 'metric',
-  [AlertKind.SLO]: 'slo',
-};
 
 /** A target's JSON. */
 export function toTargetJson(t: TargetState): TargetJson {
@@ -115,13 +107,13 @@ export function toAlertJson(a: Alert): AlertJson {
   return {
     id: cut(a.id, 64),
     alert_name: cut(a.alertName, MAX_TITLE_CHARS),
-    kind: KIND_NAMES[a.kind] ?? 'unspecified',
+    kind: a.kind,
     title: cut(a.title, MAX_TITLE_CHARS),
     message: cut(a.message, MAX_MESSAGE_CHARS),
     severity: cut(a.severity, 32),
     context,
     source_service: cut(a.sourceService, MAX_CONTEXT_CHARS),
-    fired_at: a.firedAt ? isoOrNull(timestampDate(a.firedAt)) : null,
+    fired_at: isoOrNull(new Date(a.firedAt)),
   };
 }
 

@@ -1,16 +1,16 @@
 /**
  * What the status page reads: the one interface the page is built on, made of the areas' own shapes
- * (TargetState of targets/, SloStatus of slo/, the proto Alert of the alert hub). app.ts assembles a
+ * (TargetState of targets/, SloStatus of slo/, the Alert of alerts/). app.ts assembles a
  * StatusSource from those areas; {@link emptyStatusSource} is the page of a monitor with none.
  */
-import type { Alert } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { Alert } from '../alerts/alert';
 import type { SloStatus } from '../slo/slo-area';
 import type { TargetState } from '../targets/target-state';
 
 /** The page's shapes are the areas' own: one home each (targets/ and slo/). */
 export type { SloStatus, TargetState };
 
-/** The generated proto message `Alert` (what `AlertHub.recent` returns and `subscribe` delivers). */
+/** The alerts area's Alert (what `AlertHub.recent` returns and `subscribe` delivers). */
 export type { Alert };
 
 /** Removes a listener added by one of the `on...` methods. */

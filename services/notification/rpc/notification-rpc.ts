@@ -265,7 +265,7 @@ function fromWirePush(m: PushMessage | undefined): PushPayload {
 }
 
 /** NotificationService: email, SMS, push and the delivery records. */
-export class NotificationRpc implements Partial<ServiceImpl<typeof NotificationService>> {
+export class NotificationRpc implements ServiceImpl<typeof NotificationService> {
   constructor(
     private readonly email: EmailSender,
     private readonly pipeline: DeliveryPipeline,

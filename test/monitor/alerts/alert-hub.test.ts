@@ -4,8 +4,7 @@
  * watches, and a clean stop (watchers told UNAVAILABLE, the dispatcher flushed).
  */
 import { getEventListeners } from 'node:events';
-import { timestampMs } from '@bufbuild/protobuf/wkt';
-import { type Alert, AlertKind } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { Alert } from '../../../services/monitor/alerts/alert';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
 import { SLO, SLOMonitor } from '../../../shared/monitoring';
@@ -13,7 +12,7 @@ import {
   ALERT_LIMITS,
   AlertHub,
   type AlertRouter,
-  wireAlertOf,
+  alertOf,
 } from '../../../services/monitor/alerts/alert-hub';
 
 class RecordingRouter implements AlertRouter {
@@ -58,16 +57,16 @@ describe('AlertHub.raise', () => {
     expect(alert.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(alert).toMatchObject({
       alertName: 'disk full',
-      kind: AlertKind.GENERIC,
+      kind: 'generic',
       severity: 'critical',
       sourceService: 'billing',
       context: { host: 'db-1', used: '0.99', tier: 'P0_PAGE', detail: '{"mount":"/var"}' },
     });
-    expect(timestampMs(alert.firedAt!)).toBe(Date.UTC(2026, 10, 23, 12, 0));
-    // The router gets the same identity, and channels find the same proto Alert from the record.
+    expect(alert.firedAt).toBe(Date.UTC(2026, 10, 23, 12, 0));
+    // The router gets the same identity, and channels find the same Alert from the record.
     expect(router.records).toHaveLength(1);
     expect(router.records[0]).toMatchObject({ id: alert.id, tier: 'P0_PAGE', sourceService: 'billing' });
-    expect(wireAlertOf(router.records[0]!)).toBe(alert);
+    expect(alertOf(router.records[0]!)).toBe(alert);
   });
 
   it('uses the monitor as source when none is given, and two alerts never share an id', async () => {
@@ -92,7 +91,7 @@ describe('AlertHub.raise', () => {
     for (let i = 0; i < 10; i++) slo.recordSample('checkout_ms', 500);
     await slo.evaluateAndDispatch();
     const [alert] = h.recent(1);
-    expect(alert).toMatchObject({ kind: AlertKind.SLO, alertName: 'checkout-p99' });
+    expect(alert).toMatchObject({ kind: 'slo', alertName: 'checkout-p99' });
   });
 
   it.each([
@@ -144,7 +143,7 @@ describe('AlertHub.raiseMetric', () => {
   ])('value %d over threshold %d is %s', async (value, threshold, severity) => {
     const { hub: h } = hub();
     const alert = await h.raiseMetric({ metricName: 'queue_depth', currentValue: value, threshold });
-    expect(alert).toMatchObject({ severity, kind: AlertKind.METRIC, alertName: 'queue_depth' });
+    expect(alert).toMatchObject({ severity, kind: 'metric', alertName: 'queue_depth' });
   });
 
   it.each([

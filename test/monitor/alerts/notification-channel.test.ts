@@ -12,6 +12,8 @@ import type { AlertBatch, AlertRecord } from '../../../shared/monitoring/alerts/
 import { AlertDeliveryError } from '../../../shared/monitoring/errors';
 import { AlertHub, type AlertRouter } from '../../../services/monitor/alerts/alert-hub';
 import { NotificationAlertChannel } from '../../../services/monitor/alerts/channels';
+import { NotificationClient } from '../../../services/monitor/notification/notification-client';
+import { alertWebhookBodies } from '../../../services/monitor/rpc/alert-wire';
 import { createAlertsArea } from '../../../services/monitor/alerts/alerts-area';
 import { notificationChannelConfigSchema } from '../../../services/monitor/alerts/config';
 import { loadMonitorConfig } from '../../../services/monitor/config';
@@ -71,7 +73,10 @@ describe('notification alert channel', () => {
         ...overrides,
       },
     });
-    return new NotificationAlertChannel(entry, { logger, sleep: async () => undefined });
+    return new NotificationAlertChannel(entry, new NotificationClient(entry.notification), {
+      logger,
+      sleep: async () => undefined,
+    });
   }
 
   async function records(n: number): Promise<AlertRecord[]> {
@@ -224,6 +229,8 @@ describe('notification alert channel', () => {
       serviceName: 'monitor',
       clock,
       timers: new FakeTimers(clock),
+      webhookBodies: alertWebhookBodies,
+      notifier: (settings) => new NotificationClient(settings),
     });
     const before = smtp.acceptedCount;
     try {

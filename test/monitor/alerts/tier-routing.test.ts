@@ -11,6 +11,8 @@ import { createAlertsArea, type AlertsArea } from '../../../services/monitor/ale
 import { loadMonitorConfig, type MonitorConfigInput } from '../../../services/monitor/config';
 import { FakeClock, FakeTimers, listen, settle, type TestServer } from '../../shared/monitoring/helpers';
 import { waitFor } from '../../support/wait';
+import { alertWebhookBodies } from '../../../services/monitor/rpc/alert-wire';
+import { NotificationClient } from '../../../services/monitor/notification/notification-client';
 
 type Hook = TestServer & { titles: string[] };
 
@@ -45,6 +47,8 @@ describe('alert tiers through the alerts area', () => {
       serviceName: 'monitor',
       clock,
       timers,
+      webhookBodies: alertWebhookBodies,
+      notifier: (settings) => new NotificationClient(settings),
     });
   }
 

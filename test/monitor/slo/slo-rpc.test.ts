@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
 import {
-  AlertKind,
   type EvaluateSlosResponse,
   type ListSlosResponse,
   MonitorService,
@@ -243,7 +242,7 @@ describe('EvaluateSlos over gRPC', () => {
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [900] });
     // What the monitor's alert hub raised (WatchAlerts and the channels get the same alerts).
     const alerts = () =>
-      m.app.alerts.hub.recent(100).filter((a) => a.kind === AlertKind.SLO && a.alertName === 'checkout-p99');
+      m.app.alerts.hub.recent(100).filter((a) => a.kind === 'slo' && a.alertName === 'checkout-p99');
 
     const first = await unary<EvaluateSlosResponse>(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
     expect(first.response.violations.map((v) => v.suppressed)).toEqual([false]);
@@ -340,8 +339,7 @@ describe('the SLO area in the running monitor', () => {
     await register(m.monitorGrpc, checkout);
     await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [1000] });
     await waitFor(
-      () =>
-        m.app.alerts.hub.recent(100).some((a) => a.kind === AlertKind.SLO && a.alertName === 'checkout-p99'),
+      () => m.app.alerts.hub.recent(100).some((a) => a.kind === 'slo' && a.alertName === 'checkout-p99'),
       'the worker to dispatch the violation',
     );
     // It is suppressed from now on: an explicit evaluation says so.

@@ -1,5 +1,4 @@
 import { connect, type Socket } from 'node:net';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { StatusSnapshotJson } from '../../../services/monitor/web/status-json';
 import type { MonitorConfigInput } from '../../../services/monitor/config';
 import { silentLogger } from '../../../shared/logging/logger';
@@ -111,7 +110,7 @@ describe('the status page routes', () => {
       alerts: [
         alert('Disk almost full', {
           id: '5b0e5a0a-7d54-4c8e-8b7c-3a2c1f0e9d11',
-          firedAt: timestampFromMs(firedAt),
+          firedAt,
           context: { host: 'db-1' },
         }),
       ],

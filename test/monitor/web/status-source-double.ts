@@ -4,9 +4,7 @@
  * call them (synchronously, after the state changed).
  */
 import { randomUUID } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import { AlertKind, AlertSchema, type Alert } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { Alert } from '../../../services/monitor/alerts/alert';
 import type {
   SloStatus,
   StatusSource,
@@ -46,19 +44,20 @@ export function slo(name: string, extra: Partial<SloStatus> = {}): SloStatus {
   };
 }
 
-/** A dispatched alert (the proto message the alerts area delivers). */
-export function alert(title: string, extra: Partial<Omit<Alert, '$typeName'>> = {}): Alert {
-  return create(AlertSchema, {
+/** A dispatched alert (what the alerts area delivers). */
+export function alert(title: string, extra: Partial<Alert> = {}): Alert {
+  return {
     id: randomUUID(),
     alertName: title,
-    kind: AlertKind.GENERIC,
+    kind: 'generic',
     title,
     message: `${title}: details`,
     severity: 'high',
+    context: {},
     sourceService: 'checkout',
-    firedAt: timestampFromMs(Date.now()),
+    firedAt: Date.now(),
     ...extra,
-  });
+  };
 }
 
 /** The double. */

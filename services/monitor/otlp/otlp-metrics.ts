@@ -1,7 +1,7 @@
 /**
  * OTLP metrics into the ingested series store, the same store RecordMetrics writes: the OTLP
  * endpoints (gRPC MetricsService/Export, HTTP POST /v1/metrics) decode a request and call
- * {@link applyOtlpMetrics}. How each OTLP point type maps is in ./README.md.
+ * {@link applyOtlpMetrics}. How each OTLP point type maps is in ../ingest/README.md.
  */
 import type { ExportMetricsServiceRequest } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import type { AnyValue, KeyValue } from '../../../shared/gen/opentelemetry/proto/common/v1/common_pb';
@@ -12,11 +12,11 @@ import {
   type NumberDataPoint,
 } from '../../../shared/gen/opentelemetry/proto/metrics/v1/metrics_pb';
 import { sanitizeLabelName, sanitizeMetricName } from '../../../shared/monitoring/metric-names';
-import type { IngestMetricType, MetricIngestStore, Rejection, SampleOp } from './metric-store';
-import { UNKNOWN_SERVICE } from './record-metrics';
+import type { IngestMetricType, MetricIngestStore, Rejection, SampleOp } from '../ingest/metric-store';
+import { UNKNOWN_SERVICE } from '../ingest/record-metrics';
 import { cutText } from '../../../shared/text/cut';
 
-export type { MetricIngestStore } from './metric-store';
+export type { MetricIngestStore } from '../ingest/metric-store';
 
 /** Distinct rejection messages quoted in `errorMessage` (the rest are only counted). */
 const MAX_MESSAGES = 5;

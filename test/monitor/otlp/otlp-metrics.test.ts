@@ -27,7 +27,7 @@ import {
   DataPointFlags,
 } from '../../../shared/gen/opentelemetry/proto/metrics/v1/metrics_pb';
 import { appendToRegistry, MetricIngestStore } from '../../../services/monitor/ingest/metric-store';
-import { applyOtlpMetrics } from '../../../services/monitor/ingest/otlp-metrics';
+import { applyOtlpMetrics } from '../../../services/monitor/otlp/otlp-metrics';
 import { promtool } from '../../shared/monitoring/helpers';
 
 const LIMITS = {

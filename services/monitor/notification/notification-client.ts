@@ -1,0 +1,97 @@
+/**
+ * The monitor's client of the notification service: SendEmail and SendSms of
+ * svc.notification.v1.NotificationService over gRPC (connect-node), with the channel's API token
+ * (`authorization: Bearer`), the caller's trace context (`traceparent`) and a deadline per call. It
+ * implements the alerts area's {@link AlertNotifier}: the wire stays here, and a failed call becomes
+ * an {@link AlertNotifierError} naming the code and whether another attempt may help.
+ */
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { context, propagation } from '@opentelemetry/api';
+import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import {
+  type AlertEmail,
+  type AlertNotifier,
+  AlertNotifierError,
+  type AlertSms,
+} from '../alerts/alert-notifier';
+import type { NotificationChannelConfig } from '../alerts/config';
+
+/** Codes worth another attempt with the same key. */
+const RETRYABLE = new Set<Code>([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.ResourceExhausted,
+  Code.Aborted,
+  Code.Internal,
+  Code.Unknown,
+]);
+
+/** A NotificationService client for one `notification` alert channel. */
+export class NotificationClient implements AlertNotifier {
+  private readonly client: Client<typeof NotificationService>;
+  private readonly sessions: Http2SessionManager;
+  private readonly headers: Record<string, string>;
+  private readonly timeoutMs: number;
+
+  constructor(settings: NotificationChannelConfig['notification']) {
+    const baseUrl = `http://${settings.grpc_address}`;
+    this.sessions = new Http2SessionManager(baseUrl);
+    this.client = createClient(
+      NotificationService,
+      createGrpcTransport({ baseUrl, sessionManager: this.sessions }),
+    );
+    this.headers = settings.api_token ? { authorization: `Bearer ${settings.api_token}` } : {};
+    this.timeoutMs = settings.timeout_ms;
+  }
+
+  async sendEmail(email: AlertEmail): Promise<void> {
+    await this.call(() =>
+      this.client.sendEmail(
+        {
+          to: [email.to],
+          subject: email.subject,
+          text: email.text,
+          backend: email.backend ?? '',
+          idempotencyKey: email.idempotencyKey,
+        },
+        this.callOptions(),
+      ),
+    );
+  }
+
+  async sendSms(sms: AlertSms): Promise<void> {
+    await this.call(() =>
+      this.client.sendSms(
+        { to: sms.to, body: sms.body, backend: sms.backend ?? '', idempotencyKey: sms.idempotencyKey },
+        this.callOptions(),
+      ),
+    );
+  }
+
+  /** The token, plus the active span's context (`traceparent`) for the notification service. */
+  private callOptions(): { headers: Record<string, string>; timeoutMs: number } {
+    const headers = { ...this.headers };
+    propagation.inject(context.active(), headers);
+    return { headers, timeoutMs: this.timeoutMs };
+  }
+
+  private async call(send: () => Promise<unknown>): Promise<void> {
+    try {
+      await send();
+    } catch (err) {
+      const code = ConnectError.from(err).code;
+      // Only the code: the message of a peer is not ours to pass on, and may echo what we sent.
+      throw new AlertNotifierError(
+        `the notification service answered ${Code[code]}`,
+        Code[code],
+        RETRYABLE.has(code),
+      );
+    }
+  }
+
+  /** Closes the connection to the notification service. */
+  close(): void {
+    this.sessions.abort();
+  }
+}
