@@ -164,6 +164,30 @@ describe('BackendRegistry', () => {
     expect(chat.drivers().map((d) => d.closed)).toEqual([true, true, true]);
     await expect(chat.get('b').send()).resolves.toMatchObject({ class: 'retryable' });
   });
+
+  it('closes once: onClose runs first, a second close closes no driver again', async () => {
+    const events: string[] = [];
+    const chat = new BackendRegistry({
+      channel: 'sms',
+      kind: 'chat',
+      backends: [backend('a')],
+      create: (b) => {
+        const driver = new ChatDriver('sms', b);
+        const close = driver.close.bind(driver);
+        driver.close = async () => {
+          events.push(`close ${driver.name}`);
+          await close();
+        };
+        return driver;
+      },
+      onClose: () => events.push('onClose'),
+    });
+
+    await Promise.all([chat.close(), chat.close()]);
+    await chat.close();
+
+    expect(events).toEqual(['onClose', 'close a']);
+  });
 });
 
 describe('registryLookup (the pipeline view of every channel)', () => {

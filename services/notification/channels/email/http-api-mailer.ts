@@ -14,7 +14,8 @@ import { boundedRequest, noAnswerOutcome } from '../http-request';
 import type { HttpApiDriverConfig } from './config';
 import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES } from './http-api-outcomes';
 import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
-import type { MailerHealthResult, MailerProtocol } from './mailer';
+import type { BackendHealthResult } from '../backend-registry';
+import type { MailerProtocol } from './mailer';
 
 /** The longest a health probe may take (below the health checker's default 5 s per check). */
 export const HTTP_API_PROBE_TIMEOUT_MS = 4000;
@@ -42,7 +43,7 @@ export class HttpApiMailer implements MailerProtocol {
   private readonly base: URL;
   private readonly agent: http.Agent;
   private readonly log: Logger;
-  private probing: Promise<MailerHealthResult> | undefined;
+  private probing: Promise<BackendHealthResult> | undefined;
 
   constructor(opts: HttpApiMailerOptions) {
     this.name = opts.name;
@@ -92,7 +93,7 @@ export class HttpApiMailer implements MailerProtocol {
   }
 
   /** The API answers at all (any HTTP status) within the probe timeout. Not authenticated. */
-  checkHealth(): Promise<MailerHealthResult> {
+  checkHealth(): Promise<BackendHealthResult> {
     this.probing ??= this.probe().finally(() => {
       this.probing = undefined;
     });
@@ -136,7 +137,7 @@ export class HttpApiMailer implements MailerProtocol {
     return body;
   }
 
-  private async probe(): Promise<MailerHealthResult> {
+  private async probe(): Promise<BackendHealthResult> {
     const started = performance.now();
     const result = await boundedRequest({
       method: 'GET',

@@ -13,7 +13,8 @@ import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
 import { boundedRequest, noAnswerOutcome } from '../http-request';
 import type { SmsGatewayDriverConfig } from './config';
-import type { SmsDriver, SmsHealthResult } from './sms-driver';
+import type { BackendHealthResult } from '../backend-registry';
+import type { SmsDriver } from './sms-driver';
 import { classifySmsGatewayAnswer, SMS_GATEWAY_ERROR_OUTCOMES } from './sms-gateway-outcomes';
 import { type SmsPayload, smsPayloadProblem } from './sms-message';
 
@@ -47,7 +48,7 @@ export class SmsGatewayDriver implements SmsDriver {
   private readonly statusCallbackUrl: string | undefined;
   private readonly agent: http.Agent;
   private readonly log: Logger;
-  private probing: Promise<SmsHealthResult> | undefined;
+  private probing: Promise<BackendHealthResult> | undefined;
   private closed = false;
 
   constructor(opts: SmsGatewayDriverOptions) {
@@ -112,7 +113,7 @@ export class SmsGatewayDriver implements SmsDriver {
    * (the API is reachable and does not refuse us), degraded for those and for no answer at all.
    * Concurrent probes share one request.
    */
-  checkHealth(): Promise<SmsHealthResult> {
+  checkHealth(): Promise<BackendHealthResult> {
     this.probing ??= this.probe().finally(() => {
       this.probing = undefined;
     });
@@ -129,7 +130,7 @@ export class SmsGatewayDriver implements SmsDriver {
     return [this.config.auth_token, this.authorization.slice('Basic '.length)];
   }
 
-  private async probe(): Promise<SmsHealthResult> {
+  private async probe(): Promise<BackendHealthResult> {
     const started = performance.now();
     const result = await boundedRequest({
       method: 'GET',
