@@ -151,11 +151,7 @@ export async function createNotificationApp(
     // Every channel's backends, one registry each: the pipeline's lookup (a backend by channel and
     // name, the primary first for `delivery.routing`), one health check per backend and close all go
     // over this list, so a new channel is one more entry here (channels/README.md).
-    const registries: readonly BackendRegistry<RegisteredDriver>[] = [
-      mailers.backends,
-      sms.backends,
-      push.backends,
-    ];
+    const registries: readonly BackendRegistry<RegisteredDriver>[] = [mailers, sms, push];
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex, {

@@ -59,8 +59,6 @@ export interface BackendRegistryOptions<B extends NamedBackend, D extends Regist
   backends: readonly B[];
   /** Builds the driver of one backend; nothing should connect before the first send or probe. */
   create: (backend: B) => D;
-  /** Runs first when the registry closes (a channel ends its in-process sends still waiting). */
-  onClose?: () => void;
 }
 
 /** The named backends of one channel (`B`: the channel's validated backend config). */
@@ -70,13 +68,11 @@ export class BackendRegistry<D extends RegisteredDriver, B extends NamedBackend 
   readonly kind: string;
   private readonly byName = new Map<string, D>();
   private readonly primaryName: string | undefined;
-  private readonly onClose: (() => void) | undefined;
-  private closing: Promise<void> | undefined;
+  private closed: Promise<void> | undefined;
 
   constructor(opts: BackendRegistryOptions<B, D>) {
     this.channel = opts.channel;
     this.kind = opts.kind;
-    this.onClose = opts.onClose;
     for (const backend of opts.backends) this.byName.set(backend.name, opts.create(backend));
     this.primaryName = primaryBackend(opts.backends)?.name;
   }
@@ -144,11 +140,8 @@ export class BackendRegistry<D extends RegisteredDriver, B extends NamedBackend 
    * close does not keep the others open.
    */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      this.onClose?.();
-      await Promise.allSettled(this.drivers().map((d) => d.close()));
-    })();
-    return this.closing;
+    this.closed ??= Promise.allSettled(this.drivers().map((d) => d.close())).then(() => undefined);
+    return this.closed;
   }
 }
 

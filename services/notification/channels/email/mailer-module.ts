@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
-import { type BackendHealthCheck, BackendRegistry } from '../backend-registry';
+import { BackendRegistry } from '../backend-registry';
 import {
   type MailerConfig,
   type MailerConfigInput,
@@ -25,10 +25,8 @@ export interface MailerModuleOptions {
   createMailer?: (backend: NamedMailerConfig, logger: Logger) => MailerProtocol;
 }
 
-/** The registered mailer backends of the service. */
-export class MailerModule {
-  /** The mailers by name (`notifications.mailer.<name>` health checks). */
-  readonly backends: BackendRegistry<MailerProtocol, NamedMailerConfig>;
+/** The registered mailer backends of the service: the channels' one registry, filled with mailers. */
+export class MailerModule extends BackendRegistry<MailerProtocol, NamedMailerConfig> {
   /** The limits every Mailable is built with. */
   readonly limits: MailableLimits;
 
@@ -38,7 +36,7 @@ export class MailerModule {
   ) {
     const logger = opts.logger ?? silentLogger();
     const create = opts.createMailer ?? createMailer;
-    this.backends = new BackendRegistry({
+    super({
       channel: 'email',
       kind: 'mailer',
       backends: config.backends,
@@ -64,35 +62,6 @@ export class MailerModule {
    */
   static stub(config?: MailerConfigInput, opts: MailerModuleOptions = {}): MailerModule {
     return MailerModule.configure(config ?? {}, opts);
-  }
-
-  /** Backend names, in config order. */
-  get names(): string[] {
-    return this.backends.names;
-  }
-
-  /** The primary backend's name; undefined when none is configured. */
-  get primary(): string | undefined {
-    return this.backends.primary;
-  }
-
-  /**
-   * The mailer named `name`, or the primary one when `name` is absent or empty.
-   * FailedPreconditionError when no backend is configured; InvalidArgumentError (field `backend`)
-   * for an unknown name.
-   */
-  get(name?: string): MailerProtocol {
-    return this.backends.get(name);
-  }
-
-  /** One health check per backend, to register with the service's HealthChecker. */
-  healthChecks(): BackendHealthCheck[] {
-    return this.backends.healthChecks();
-  }
-
-  /** Closes every mailer's connections. */
-  async close(): Promise<void> {
-    await this.backends.close();
   }
 }
 

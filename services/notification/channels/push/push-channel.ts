@@ -10,7 +10,7 @@ import { InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { SendOutcome } from '../../delivery/driver';
-import { type BackendHealthCheck, BackendRegistry } from '../backend-registry';
+import { BackendRegistry } from '../backend-registry';
 import { ApnsDriver } from './apns-driver';
 import type { NamedPushConfig } from './config';
 import { FcmDriver } from './fcm-driver';
@@ -37,47 +37,16 @@ export interface PushChannelOptions {
 }
 
 /** The registered push backends. */
-export class PushChannel implements PushChannelProtocol {
-  /** The push backends by name (`notifications.push.<name>` health checks). */
-  readonly backends: BackendRegistry<PushDriver, NamedPushConfig>;
-
+export class PushChannel extends BackendRegistry<PushDriver, NamedPushConfig> implements PushChannelProtocol {
   private constructor(backends: readonly NamedPushConfig[], opts: PushChannelOptions) {
     const logger = opts.logger ?? silentLogger();
     const create = opts.createDriver ?? createPushDriver;
-    this.backends = new BackendRegistry({
-      channel: 'push',
-      kind: 'push',
-      backends,
-      create: (backend) => create(backend, logger),
-    });
+    super({ channel: 'push', kind: 'push', backends, create: (backend) => create(backend, logger) });
   }
 
   /** Registers the (validated) backends of `push_backends`. */
   static configure(backends: readonly NamedPushConfig[], opts: PushChannelOptions = {}): PushChannel {
     return new PushChannel(backends, opts);
-  }
-
-  /** Backend names, in config order. */
-  get names(): string[] {
-    return this.backends.names;
-  }
-
-  /** The primary backend's name; undefined when none is configured. */
-  get primary(): string | undefined {
-    return this.backends.primary;
-  }
-
-  /**
-   * The driver named `name`, or the primary when absent or empty. FailedPreconditionError when no
-   * backend is configured; InvalidArgumentError (field `backend`) for an unknown name.
-   */
-  get(name?: string): PushDriver {
-    return this.backends.get(name);
-  }
-
-  /** Every driver, in list order. */
-  drivers(): PushDriver[] {
-    return this.backends.drivers();
   }
 
   /**
@@ -113,16 +82,6 @@ export class PushChannel implements PushChannelProtocol {
       signal: new AbortController().signal,
     });
     return payloads.map((p, i) => ({ deviceToken: p.deviceToken, outcome: outcomes[i]! }));
-  }
-
-  /** One health check per backend (`notifications.push.<name>`). */
-  healthChecks(): BackendHealthCheck[] {
-    return this.backends.healthChecks();
-  }
-
-  /** Closes every backend's session. */
-  async close(): Promise<void> {
-    await this.backends.close();
   }
 }
 

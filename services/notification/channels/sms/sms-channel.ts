@@ -11,7 +11,7 @@ import { InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { SendOutcome } from '../../delivery/driver';
-import { type BackendHealthCheck, BackendRegistry } from '../backend-registry';
+import { BackendRegistry } from '../backend-registry';
 import { type NamedSMSConfig, type NamedSMSConfigInput, parseSmsBackends } from './config';
 import type { SmsDriver } from './sms-driver';
 import { SmsGatewayDriver } from './sms-gateway-driver';
@@ -42,9 +42,7 @@ export interface SmsSendResult extends SendOutcome {
 }
 
 /** The registered SMS backends of the service (`SMSChannelProtocol`). */
-export class SmsChannel {
-  /** The SMS backends by name (`notifications.sms.<name>` health checks). */
-  readonly backends: BackendRegistry<SmsDriver, NamedSMSConfig>;
+export class SmsChannel extends BackendRegistry<SmsDriver, NamedSMSConfig> {
   // Aborted by close(): ends in-process sends still waiting on the provider.
   private readonly closing = new AbortController();
 
@@ -52,13 +50,7 @@ export class SmsChannel {
     const logger = opts.logger ?? silentLogger();
     const create =
       opts.createDriver ?? ((b: NamedSMSConfig, l: Logger) => createSmsDriver(b, l, opts.webhookBaseUrl));
-    this.backends = new BackendRegistry({
-      channel: 'sms',
-      kind: 'SMS',
-      backends,
-      create: (backend) => create(backend, logger),
-      onClose: () => this.closing.abort(new Error('SMS channel closed')),
-    });
+    super({ channel: 'sms', kind: 'SMS', backends, create: (backend) => create(backend, logger) });
   }
 
   /**
@@ -71,35 +63,6 @@ export class SmsChannel {
     opts: SmsChannelOptions = {},
   ): SmsChannel {
     return new SmsChannel(parseSmsBackends(backends as NamedSMSConfigInput[]), opts);
-  }
-
-  /** Backend names, in config order. */
-  get names(): string[] {
-    return this.backends.names;
-  }
-
-  /** The primary backend's name; undefined when none is configured. */
-  get primary(): string | undefined {
-    return this.backends.primary;
-  }
-
-  /**
-   * The driver named `name`, or the primary one when `name` is absent or empty.
-   * FailedPreconditionError when no backend is configured; InvalidArgumentError (field `backend`) for
-   * an unknown name.
-   */
-  get(name?: string): SmsDriver {
-    return this.backends.get(name);
-  }
-
-  /** Every backend's driver, in config order. */
-  drivers(): SmsDriver[] {
-    return this.backends.drivers();
-  }
-
-  /** One health check per backend, to register with the service's HealthChecker. */
-  healthChecks(): BackendHealthCheck[] {
-    return this.backends.healthChecks();
   }
 
   /**
@@ -153,8 +116,9 @@ export class SmsChannel {
   }
 
   /** Ends in-process sends in flight and closes every driver's connections. */
-  async close(): Promise<void> {
-    await this.backends.close();
+  override close(): Promise<void> {
+    this.closing.abort(new Error('SMS channel closed'));
+    return super.close();
   }
 }
 
