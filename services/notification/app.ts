@@ -21,23 +21,14 @@ import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxServic
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
-import {
-  EmailSender,
-  emailRequestBytes,
-  mailerLookup,
-  withoutSuppressed,
-} from './channels/email/email-sender';
+import { EmailSender, emailRequestBytes, withoutSuppressed } from './channels/email/email-sender';
 import { MailerModule } from './channels/email/mailer-module';
-import { mailerHealthCheckName } from './channels/email/mailer';
+import { type BackendRegistry, type RegisteredDriver, registryLookup } from './channels/backend-registry';
 import { NotificationModule } from './channels/notification-module';
 import type { SmsChannel } from './channels/sms/sms-channel';
-import { smsHealthCheckName } from './channels/sms/sms-driver';
-import { SmsSender, smsLookup } from './channels/sms/sms-sender';
+import { SmsSender } from './channels/sms/sms-sender';
 import { type PushChannel, PushSender } from './channels/push';
-import { pushHealthCheckName } from './channels/push/push-driver';
 import {
-  type BackendLookup,
-  type Channel,
   DatabaseDeliveryStore,
   DeliveryPipeline,
   type DeliveryStore,
@@ -46,7 +37,6 @@ import {
   InMemoryDeliveryStore,
   InMemorySuppressionStore,
   Suppressions,
-  primaryFirst,
   watchHubOptions,
   withCircuitState,
 } from './delivery';
@@ -158,11 +148,10 @@ export async function createNotificationApp(
       webhookBaseUrl: config.webhooks.public_base_url,
     });
     const { sms, push } = channels;
-    const lookups: Partial<Record<Channel, BackendLookup>> = {
-      email: mailerLookup(mailers),
-      sms: smsLookup(sms),
-      push: push.lookup(),
-    };
+    // Every channel's backends, one registry each: the pipeline's lookup (a backend by channel and
+    // name, the primary first for `delivery.routing`), one health check per backend and close all go
+    // over this list, so a new channel is one more entry here (channels/README.md).
+    const registries: readonly BackendRegistry<RegisteredDriver>[] = [mailers, sms, push];
     const deliveryStore: DeliveryStore =
       config.delivery.store_backend === 'database'
         ? new DatabaseDeliveryStore(storage!.knex, {
@@ -182,16 +171,6 @@ export async function createNotificationApp(
       }),
     );
     lifecycle.worker('delivery-watch', deliveryWatch);
-    // The lookup also lists each channel's backends (primary first) for `delivery.routing`.
-    const backendLists: Partial<Record<Channel, () => string[]>> = {
-      email: () => primaryFirst(mailers.names, mailers.primary),
-      sms: () => primaryFirst(sms.names, sms.primary),
-      push: () => primaryFirst(push.names, push.primary),
-    };
-    const lookup: BackendLookup = Object.assign(
-      (channel: Channel, backend: string | undefined) => lookups[channel]?.(channel, backend),
-      { backends: (channel: Channel) => backendLists[channel]?.() ?? [] },
-    );
     // Reporting to the monitor (off without `monitor.grpc_address`): delivery outcomes become SLO
     // samples, unexpected errors CaptureException. Stopped after the delivery worker (an exporter),
     // so the last outcomes are still flushed.
@@ -218,7 +197,7 @@ export async function createNotificationApp(
       suppression: suppressions,
       // The suppression rule leaves suppressed addresses out of an email at claim as at submit.
       withoutRecipients: { email: withoutSuppressed },
-      lookup,
+      lookup: registryLookup(registries),
       config: config.delivery,
       registry,
       logger,
@@ -274,7 +253,7 @@ export async function createNotificationApp(
         try {
           await deliveries.stop(deadline);
         } finally {
-          await Promise.all([mailers.close(), channels.close()]);
+          await Promise.all(registries.map((r) => r.close()));
         }
       },
     });
@@ -326,20 +305,11 @@ export async function createNotificationApp(
     observability.checker.add(INBOX_HEALTH_CHECK_NAME, async () => ({
       ...(await inboxProvider.health.check()),
     }));
-    // One check per mailer: a failing provider reports DEGRADED (207), never UNHEALTHY, so the inbox
-    // stays in service while deliveries wait in the queue.
-    // Each also shows its backend's circuit breaker (degraded while open).
-    for (const { name, check } of mailers.healthChecks()) {
-      const backend = name.slice(mailerHealthCheckName('').length);
-      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'email', backend));
-    }
-    for (const { name, check } of sms.healthChecks()) {
-      const backend = name.slice(smsHealthCheckName('').length);
-      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'sms', backend));
-    }
-    for (const { name, check } of push.healthChecks()) {
-      const backend = name.slice(pushHealthCheckName('').length);
-      observability.checker.add(name, withCircuitState(check, deliveries.breakers, 'push', backend));
+    // One check per backend of every channel: a failing provider reports DEGRADED (207), never
+    // UNHEALTHY, so the inbox stays in service while deliveries wait in the queue. Each also shows
+    // its backend's circuit breaker (degraded while open).
+    for (const { name, channel, backend, check } of registries.flatMap((r) => r.healthChecks())) {
+      observability.checker.add(name, withCircuitState(check, deliveries.breakers, channel, backend));
     }
 
     return {

@@ -12,15 +12,18 @@ import type { OutcomeDecision } from './outcome-table';
 /** The most of an answer's body a driver reads; the rest is never buffered. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
 
-/** A provider's answer, as the outcome tables read it. */
+/** A provider's answer, as the outcome tables of every REST driver read it (the one answer type). */
 export interface HttpAnswer {
   status: number;
   /** Header names lower-case. */
   headers: Record<string, string | string[] | undefined>;
   /** The body as text, cut at MAX_ANSWER_BYTES. */
   body: string;
-  /** Epoch ms when the answer arrived (for Retry-After given as an HTTP date). */
-  receivedAt: number;
+  /**
+   * Epoch ms when the answer arrived (for Retry-After given as an HTTP date); `boundedRequest` always
+   * sets it, an answer built elsewhere may leave it out (then: when it is classified).
+   */
+  receivedAt?: number;
 }
 
 /** Why a request ended without an answer (the keys of each driver's error-outcome table). */

@@ -4,7 +4,7 @@
  * module's limits, gives the message its one Message-ID and submits it. Everything a caller can get
  * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
-import type { BackendLookup, DeliveryPipeline, SubmitInput } from '../../delivery/pipeline';
+import type { DeliveryPipeline, SubmitInput } from '../../delivery/pipeline';
 import { normaliseRecipient } from '../../delivery/suppression';
 import type { DeliveryView } from '../../delivery/types';
 import {
@@ -46,17 +46,6 @@ export interface EmailSendResult {
  */
 export function emailRequestBytes(maxMessageBytes: number): number {
   return Math.ceil((maxMessageBytes * 4) / 3) + 1024 * 1024;
-}
-
-/** The pipeline's view of the mailers: `email` resolves through the module, other channels not. */
-export function mailerLookup(mailers: MailerModule): BackendLookup {
-  return (channel, backend) => {
-    if (channel !== 'email') return undefined;
-    // `get` refuses unknown names and an empty module: for the lookup, both mean "no such backend".
-    if (mailers.names.length === 0) return undefined;
-    if (backend !== undefined && backend !== '' && !mailers.names.includes(backend)) return undefined;
-    return mailers.get(backend);
-  };
 }
 
 /** Turns SendEmail requests into email deliveries. */

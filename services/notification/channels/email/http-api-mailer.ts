@@ -4,20 +4,17 @@
  * OutboundEmail as it is, Message-ID included, and classifies the answer from http-api-outcomes.ts.
  * The API key goes into the Authorization header and nowhere else: not into reasons, logs or errors.
  */
-import http from 'node:http';
-import https from 'node:https';
-
 import type { Logger } from '../../../../shared/logging/logger';
-import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
-import { boundedRequest, noAnswerOutcome } from '../http-request';
+import type { HttpAnswer } from '../http-request';
+import { REST_PROBE_TIMEOUT_MS, RestDriver, type RestRequest } from '../rest-driver';
 import type { HttpApiDriverConfig } from './config';
 import { classifyHttpApiAnswer, HTTP_API_ERROR_OUTCOMES } from './http-api-outcomes';
 import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
-import type { MailerHealthResult, MailerProtocol } from './mailer';
+import type { MailerProtocol } from './mailer';
 
-/** The longest a health probe may take (below the health checker's default 5 s per check). */
-export const HTTP_API_PROBE_TIMEOUT_MS = 4000;
+/** The longest a health probe may take (the REST drivers' one bound). */
+export const HTTP_API_PROBE_TIMEOUT_MS = REST_PROBE_TIMEOUT_MS;
 
 /** What the http_api mailer is built from. */
 export interface HttpApiMailerOptions {
@@ -29,38 +26,39 @@ export interface HttpApiMailerOptions {
   logger?: Logger;
 }
 
-/** Why a request ended without an answer. */
-
-/** The `http_api` driver of one named backend. */
-export class HttpApiMailer implements MailerProtocol {
+/** The `http_api` driver of one named backend (the REST skeleton is `RestDriver`'s). */
+export class HttpApiMailer extends RestDriver<OutboundEmail> implements MailerProtocol {
   readonly channel = 'email' as const;
-  readonly driver = 'http_api';
-  readonly name: string;
   readonly fromEmail: string;
   readonly fromName: string | undefined;
+  protected readonly apiName = 'mail API';
   private readonly config: HttpApiDriverConfig;
-  private readonly base: URL;
-  private readonly agent: http.Agent;
-  private readonly log: Logger;
-  private probing: Promise<MailerHealthResult> | undefined;
 
   constructor(opts: HttpApiMailerOptions) {
-    this.name = opts.name;
+    super({
+      name: opts.name,
+      driver: 'http_api',
+      component: 'http-api-mailer',
+      baseUrl: opts.config.base_url,
+      maxConnections: opts.config.max_connections,
+      timeoutMs: opts.config.timeout_ms,
+      noAnswer: HTTP_API_ERROR_OUTCOMES,
+      logger: opts.logger,
+    });
     this.fromEmail = opts.fromEmail;
     this.fromName = opts.fromName;
     this.config = opts.config;
-    this.base = new URL(opts.config.base_url.replace(/\/+$/, '') + '/');
-    const Agent = this.base.protocol === 'https:' ? https.Agent : http.Agent;
-    this.agent = new Agent({ keepAlive: true, maxSockets: opts.config.max_connections });
-    this.log = (opts.logger ?? silentLogger()).child({ component: 'http-api-mailer', backend: opts.name });
   }
 
-  /** Posts `payload` once; every answer (or its absence) becomes a SendOutcome. */
-  async send(payload: OutboundEmail, ctx: DriverSendContext): Promise<SendOutcome> {
+  protected malformed(payload: OutboundEmail): string | undefined {
     const problem = outboundEmailProblem(payload);
-    if (problem !== undefined) return { class: 'permanent', reason: `malformed email payload: ${problem}` };
+    return problem === undefined ? undefined : `malformed email payload: ${problem}`;
+  }
+
+  /** `POST v3/mail/send` with the bearer key. */
+  protected sendRequest(payload: OutboundEmail, ctx: DriverSendContext): RestRequest {
     const body = JSON.stringify(this.v3Body(payload, ctx.deliveryId));
-    const result = await boundedRequest({
+    return {
       method: 'POST',
       url: new URL('v3/mail/send', this.base),
       headers: {
@@ -69,39 +67,20 @@ export class HttpApiMailer implements MailerProtocol {
         'content-length': String(Buffer.byteLength(body)),
       },
       body,
-      agent: this.agent,
-      timeoutMs: this.config.timeout_ms,
-      signal: ctx.signal,
-    });
-    const outcome =
-      'status' in result
-        ? classifyHttpApiAnswer(result, [this.config.api_key])
-        : noAnswerOutcome(HTTP_API_ERROR_OUTCOMES, result);
-    if (outcome.class !== 'sent') {
-      this.log.warn(
-        {
-          deliveryId: ctx.deliveryId,
-          attempt: ctx.attempt,
-          outcome: outcome.class,
-          code: outcome.providerCode,
-        },
-        'http_api send failed',
-      );
-    }
-    return outcome;
+    };
+  }
+
+  protected classify(answer: HttpAnswer): SendOutcome {
+    return classifyHttpApiAnswer(answer, [this.config.api_key]);
   }
 
   /** The API answers at all (any HTTP status) within the probe timeout. Not authenticated. */
-  checkHealth(): Promise<MailerHealthResult> {
-    this.probing ??= this.probe().finally(() => {
-      this.probing = undefined;
-    });
-    return this.probing;
+  protected probeRequest(): Omit<RestRequest, 'method' | 'body'> {
+    return { url: this.base, headers: {} };
   }
 
-  /** Closes the keep-alive connections. */
-  async close(): Promise<void> {
-    this.agent.destroy();
+  protected override healthDetails(): Record<string, unknown> {
+    return { cached: false };
   }
 
   /** The v3 request body. */
@@ -134,26 +113,6 @@ export class HttpApiMailer implements MailerProtocol {
       }));
     }
     return body;
-  }
-
-  private async probe(): Promise<MailerHealthResult> {
-    const started = performance.now();
-    const result = await boundedRequest({
-      method: 'GET',
-      url: this.base,
-      headers: {},
-      agent: this.agent,
-      timeoutMs: Math.min(this.config.timeout_ms, HTTP_API_PROBE_TIMEOUT_MS),
-    });
-    const details = {
-      backend: this.name,
-      driver: this.driver,
-      latency_ms: Math.round(performance.now() - started),
-      cached: false,
-    };
-    if ('status' in result) return { status: 'healthy', details };
-    const outcome = noAnswerOutcome(HTTP_API_ERROR_OUTCOMES, result);
-    return { status: 'degraded', details, message: `mail API check failed: ${outcome.reason}` };
   }
 }
 

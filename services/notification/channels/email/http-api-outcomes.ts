@@ -4,6 +4,7 @@
  * the README and the row-by-row tests read the same rules the driver applies. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
+import type { HttpAnswer } from '../http-request';
 import { type CodePattern, codeMatches, type OutcomeDecision, safeText } from '../outcome-table';
 
 /** A row matched on the HTTP answer. */
@@ -59,17 +60,6 @@ export const HTTP_API_ERROR_OUTCOMES = {
   aborted: { class: 'retryable', meaning: 'attempt aborted (timeout or shutdown)' },
 } as const satisfies Record<string, OutcomeDecision>;
 
-/** An answer as the table reads it. */
-export interface HttpApiAnswer {
-  status: number;
-  /** Header names lower-case. */
-  headers: Record<string, string | string[] | undefined>;
-  /** The body as text (bounded by the driver). */
-  body: string;
-  /** Epoch ms when the answer arrived (for Retry-After given as an HTTP date). */
-  receivedAt?: number;
-}
-
 /** The row deciding `status` with the answer's error fields. */
 export function httpApiStatusRow(
   status: number,
@@ -86,7 +76,7 @@ export function httpApiStatusRow(
  * Classifies an answer. `secrets` (the API key) are scrubbed from any text taken from the answer, in
  * case a provider echoes the request.
  */
-export function classifyHttpApiAnswer(answer: HttpApiAnswer, secrets: readonly string[] = []): SendOutcome {
+export function classifyHttpApiAnswer(answer: HttpAnswer, secrets: readonly string[] = []): SendOutcome {
   const errors = parseErrors(answer.body);
   const row: OutcomeDecision =
     httpApiStatusRow(
@@ -113,7 +103,7 @@ export function classifyHttpApiAnswer(answer: HttpApiAnswer, secrets: readonly s
  * The delay an answer asks for: `Retry-After` in seconds or as an HTTP date (RFC 9110); failing that,
  * SendGrid's `X-RateLimit-Reset` (epoch seconds). Undefined when neither is usable.
  */
-export function retryAfterMs(headers: HttpApiAnswer['headers'], now: number): number | undefined {
+export function retryAfterMs(headers: HttpAnswer['headers'], now: number): number | undefined {
   const value = header(headers, 'retry-after')?.trim();
   if (value) {
     if (/^\d+$/.test(value)) return Number(value) * 1000;
@@ -145,7 +135,7 @@ function parseErrors(body: string): ApiError[] {
   }
 }
 
-function header(headers: HttpApiAnswer['headers'], name: string): string | undefined {
+function header(headers: HttpAnswer['headers'], name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
 }

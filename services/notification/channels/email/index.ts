@@ -12,6 +12,6 @@ export {
   HTTP_API_ERROR_OUTCOMES,
   classifyHttpApiAnswer,
 } from './http-api-outcomes';
-export { EmailSender, emailRequestBytes, emailSubmission, mailerLookup } from './email-sender';
+export { EmailSender, emailRequestBytes, emailSubmission } from './email-sender';
 export type { EmailSendResult, SendEmailInput } from './email-sender';
 export { RetryingMailer, type EmailDelivery, type RetryingMailerOptions } from './retrying-mailer';

@@ -1,12 +1,12 @@
 /**
  * `MailerModule`: the mailer area's wiring (spec: `MailerModule.configure(config)`,
- * `MailerModule.stub(config?)`). It builds one mailer per entry of `mailer.backends`, serves the
- * primary one for unnamed use, exposes a health check per backend and closes them all.
+ * `MailerModule.stub(config?)`). It fills the channels' one `BackendRegistry` with a mailer per entry
+ * of `mailer.backends` (the primary serves unnamed use, a health check per backend, close) and keeps
+ * the limits every Mailable is built with.
  */
-import { FailedPreconditionError, InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
-import { primaryBackend } from '../backend-list';
+import { BackendRegistry } from '../backend-registry';
 import {
   type MailerConfig,
   type MailerConfigInput,
@@ -15,17 +15,8 @@ import {
 } from './config';
 import { HttpApiMailer } from './http-api-mailer';
 import { mailableLimits, type MailableLimits } from './mailable';
-import { mailerHealthCheckName, type MailerHealthResult, type MailerProtocol } from './mailer';
+import type { MailerProtocol } from './mailer';
 import { SmtpMailer } from './smtp-mailer';
-import { cutText } from '../../../../shared/text/cut';
-
-/** One backend's health check, ready for `HealthChecker.add(name, check)`. */
-export interface MailerHealthCheck {
-  /** `notifications.mailer.<backend>`. */
-  name: string;
-  /** Probes the backend; never throws; a failing provider is `degraded`. */
-  check: () => Promise<MailerHealthResult>;
-}
 
 /** Options of the module. */
 export interface MailerModuleOptions {
@@ -34,10 +25,8 @@ export interface MailerModuleOptions {
   createMailer?: (backend: NamedMailerConfig, logger: Logger) => MailerProtocol;
 }
 
-/** The registered mailer backends of the service. */
-export class MailerModule {
-  private readonly mailers = new Map<string, MailerProtocol>();
-  private readonly primaryName: string | undefined;
+/** The registered mailer backends of the service: the channels' one registry, filled with mailers. */
+export class MailerModule extends BackendRegistry<MailerProtocol, NamedMailerConfig> {
   /** The limits every Mailable is built with. */
   readonly limits: MailableLimits;
 
@@ -47,8 +36,12 @@ export class MailerModule {
   ) {
     const logger = opts.logger ?? silentLogger();
     const create = opts.createMailer ?? createMailer;
-    for (const backend of config.backends) this.mailers.set(backend.name, create(backend, logger));
-    this.primaryName = primaryBackend(config.backends)?.name;
+    super({
+      channel: 'email',
+      kind: 'mailer',
+      backends: config.backends,
+      create: (backend) => create(backend, logger),
+    });
     this.limits = mailableLimits(config);
   }
 
@@ -69,47 +62,6 @@ export class MailerModule {
    */
   static stub(config?: MailerConfigInput, opts: MailerModuleOptions = {}): MailerModule {
     return MailerModule.configure(config ?? {}, opts);
-  }
-
-  /** Backend names, in config order. */
-  get names(): string[] {
-    return [...this.mailers.keys()];
-  }
-
-  /** The primary backend's name; undefined when none is configured. */
-  get primary(): string | undefined {
-    return this.primaryName;
-  }
-
-  /**
-   * The mailer named `name`, or the primary one when `name` is absent or empty.
-   * FailedPreconditionError when no backend is configured; InvalidArgumentError (field `backend`)
-   * for an unknown name.
-   */
-  get(name?: string): MailerProtocol {
-    if (this.mailers.size === 0) throw new FailedPreconditionError('no mailer backend configured');
-    const wanted = name === undefined || name === '' ? this.primaryName! : name;
-    const mailer = this.mailers.get(wanted);
-    if (!mailer) {
-      throw new InvalidArgumentError(
-        `backend: unknown mailer backend ${JSON.stringify(cutText(wanted, 100))} (configured: ${this.names.join(', ')})`,
-        'backend',
-      );
-    }
-    return mailer;
-  }
-
-  /** One health check per backend, to register with the service's HealthChecker. */
-  healthChecks(): MailerHealthCheck[] {
-    return [...this.mailers.values()].map((m) => ({
-      name: mailerHealthCheckName(m.name),
-      check: () => m.checkHealth(),
-    }));
-  }
-
-  /** Closes every mailer's connections. */
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.mailers.values()].map((m) => m.close()));
   }
 }
 

@@ -2,7 +2,10 @@
  * A health probe result reused for a while: probes of a provider cost a connection, and /health may
  * be asked every few seconds by several probers. Concurrent callers share one running probe.
  */
-export class ProbeCache<R extends { details: { cached: boolean } }> {
+import type { BackendHealthResult } from '../backend-registry';
+
+/** Reuses a probe's result for `ttlMs`; the reused result says `cached: true` in its details. */
+export class ProbeCache<R extends BackendHealthResult> {
   private last: { result: R; at: number } | undefined;
   private running: Promise<R> | undefined;
 

@@ -11,7 +11,8 @@ import { silentLogger } from '../../../../shared/logging/logger';
 import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
 import type { SMTPDriverConfig } from './config';
 import { type EmailAddress, type OutboundEmail, outboundEmailProblem } from './mailable';
-import { type MailerHealthResult, type MailerProtocol } from './mailer';
+import type { BackendHealthResult } from '../backend-registry';
+import { type MailerProtocol } from './mailer';
 import { ProbeCache } from './probe-cache';
 import { classifySmtpFailure, type SmtpFailure } from './smtp-outcomes';
 import { safeText } from '../outcome-table';
@@ -44,7 +45,7 @@ export class SmtpMailer implements MailerProtocol {
   private readonly transport: Transporter;
   private readonly config: SMTPDriverConfig;
   private readonly log: Logger;
-  private readonly probe: ProbeCache<MailerHealthResult>;
+  private readonly probe: ProbeCache<BackendHealthResult>;
   private closed = false;
 
   constructor(opts: SmtpMailerOptions) {
@@ -82,7 +83,7 @@ export class SmtpMailer implements MailerProtocol {
   }
 
   /** Connects and says EHLO (and logs in when configured); cached for `health_cache_ms`. */
-  checkHealth(): Promise<MailerHealthResult> {
+  checkHealth(): Promise<BackendHealthResult> {
     return this.probe.get();
   }
 
@@ -122,7 +123,7 @@ export class SmtpMailer implements MailerProtocol {
     };
   }
 
-  private async verify(): Promise<MailerHealthResult> {
+  private async verify(): Promise<BackendHealthResult> {
     const started = performance.now();
     const details = (cached = false) => ({
       backend: this.name,

@@ -10,13 +10,8 @@ import type { DriverSendContext, SendOutcome } from '../../delivery/driver';
 import { APNS_ERROR_OUTCOMES, classifyApnsAnswer } from './apns-outcomes';
 import type { PushDriverBConfig } from './config';
 import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import {
-  batchContext,
-  mapBounded,
-  probeSession,
-  type PushDriver,
-  type PushHealthResult,
-} from './push-driver';
+import { batchContext, mapBounded, probeSession, type PushDriver } from './push-driver';
+import type { BackendHealthResult } from '../backend-registry';
 import { APNS_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 
 /** A provider token is reused this long (inside APNs' 20 to 50 minute window). */
@@ -93,7 +88,7 @@ export class ApnsDriver implements PushDriver {
     }
   }
 
-  checkHealth(): Promise<PushHealthResult> {
+  checkHealth(): Promise<BackendHealthResult> {
     return probeSession(this, this.client);
   }
 

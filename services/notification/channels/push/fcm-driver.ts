@@ -16,13 +16,8 @@ import {
   FCM_ERROR_OUTCOMES,
 } from './fcm-outcomes';
 import { type Http2Answer, Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
-import {
-  batchContext,
-  mapBounded,
-  probeSession,
-  type PushDriver,
-  type PushHealthResult,
-} from './push-driver';
+import { batchContext, mapBounded, probeSession, type PushDriver } from './push-driver';
+import type { BackendHealthResult } from '../backend-registry';
 import { contentKey, FCM_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 import { cutText } from '../../../../shared/text/cut';
 
@@ -143,7 +138,7 @@ export class FcmDriver implements PushDriver {
     return out;
   }
 
-  checkHealth(): Promise<PushHealthResult> {
+  checkHealth(): Promise<BackendHealthResult> {
     return probeSession(this, this.client);
   }
 

@@ -5,21 +5,9 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { DeliveryDriver, DriverSendContext, SendOutcome } from '../../delivery/driver';
+import type { BackendHealthResult } from '../backend-registry';
 import type { Http2Client } from './http2-client';
 import type { PushPayload } from './push-payload';
-
-/** The health check name of backend `name`. */
-export function pushHealthCheckName(name: string): string {
-  return `notifications.push.${name}`;
-}
-
-/** What one probe reports (a provider that does not answer is `degraded`, never `unhealthy`). */
-export type PushHealthResult = {
-  status: 'healthy' | 'degraded';
-  details: { backend: string; driver: string; latency_ms: number; sessions_opened: number };
-  /** On failure only: a short classification, never credentials. */
-  message?: string;
-};
 
 /** A push backend. */
 export interface PushDriver extends DeliveryDriver<PushPayload> {
@@ -35,8 +23,8 @@ export interface PushDriver extends DeliveryDriver<PushPayload> {
   payloadBytes(payload: PushPayload): number;
   /** HTTP/2 sessions opened so far. */
   readonly sessionsOpened: number;
-  /** Connects (if needed) to the provider; never throws. */
-  checkHealth(): Promise<PushHealthResult>;
+  /** Connects (if needed) to the provider; never throws. The details add `sessions_opened`. */
+  checkHealth(): Promise<BackendHealthResult>;
 }
 
 /**
@@ -46,7 +34,7 @@ export interface PushDriver extends DeliveryDriver<PushPayload> {
 export async function probeSession(
   driver: Pick<PushDriver, 'name' | 'driver'>,
   client: Http2Client,
-): Promise<PushHealthResult> {
+): Promise<BackendHealthResult> {
   const t0 = performance.now();
   const details = () => ({
     backend: driver.name,

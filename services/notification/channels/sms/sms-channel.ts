@@ -1,35 +1,27 @@
 /**
- * `SmsChannel`: the SMS backends of `sms_backends` by name (the primary, else the first, serves
- * unnamed use), their health checks, and the spec's `SMSChannelProtocol` for in-process use: `send`
+ * `SmsChannel`: the SMS backends of `sms_backends` in the channels' one `BackendRegistry` (by name,
+ * the primary, else the first, for unnamed use; health checks; close), and the spec's
+ * `SMSChannelProtocol` for in-process use: `send`
  * to one or many recipients, one provider call and one result per recipient. The durable way in, with
  * records and retries, is `SmsSender` through the delivery pipeline (SendSms).
  */
 import { randomUUID } from 'node:crypto';
 
-import { FailedPreconditionError, InvalidArgumentError } from '../../../../shared/errors';
+import { InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
 import type { SendOutcome } from '../../delivery/driver';
-import { primaryBackend } from '../backend-list';
+import { BackendRegistry } from '../backend-registry';
 import { type NamedSMSConfig, type NamedSMSConfigInput, parseSmsBackends } from './config';
-import { smsHealthCheckName, type SmsDriver, type SmsHealthResult } from './sms-driver';
+import type { SmsDriver } from './sms-driver';
 import { SmsGatewayDriver } from './sms-gateway-driver';
 import { SMS_STATUS_WEBHOOK_PATH, webhookPath } from '../../delivery/webhook-http';
 import { checkSmsBody, checkSmsNumber } from './sms-message';
-import { cutText } from '../../../../shared/text/cut';
 
 /** Most recipients of one in-process `send` (as `delivery.max_batch_size` bounds a batch). */
 export const MAX_SMS_RECIPIENTS = 10_000;
 /** Provider calls one in-process `send` has in flight at once. */
 export const SMS_SEND_CONCURRENCY = 8;
-
-/** One backend's health check, ready for `HealthChecker.add(name, check)`. */
-export interface SmsHealthCheck {
-  /** `notifications.sms.<backend>`. */
-  name: string;
-  /** Probes the backend; never throws; a failing provider is `degraded`. */
-  check: () => Promise<SmsHealthResult>;
-}
 
 /** Options of the channel. */
 export interface SmsChannelOptions {
@@ -50,9 +42,7 @@ export interface SmsSendResult extends SendOutcome {
 }
 
 /** The registered SMS backends of the service (`SMSChannelProtocol`). */
-export class SmsChannel {
-  private readonly byName = new Map<string, SmsDriver>();
-  private readonly primaryName: string | undefined;
+export class SmsChannel extends BackendRegistry<SmsDriver, NamedSMSConfig> {
   // Aborted by close(): ends in-process sends still waiting on the provider.
   private readonly closing = new AbortController();
 
@@ -60,8 +50,7 @@ export class SmsChannel {
     const logger = opts.logger ?? silentLogger();
     const create =
       opts.createDriver ?? ((b: NamedSMSConfig, l: Logger) => createSmsDriver(b, l, opts.webhookBaseUrl));
-    for (const backend of backends) this.byName.set(backend.name, create(backend, logger));
-    this.primaryName = primaryBackend(backends)?.name;
+    super({ channel: 'sms', kind: 'SMS', backends, create: (backend) => create(backend, logger) });
   }
 
   /**
@@ -74,44 +63,6 @@ export class SmsChannel {
     opts: SmsChannelOptions = {},
   ): SmsChannel {
     return new SmsChannel(parseSmsBackends(backends as NamedSMSConfigInput[]), opts);
-  }
-
-  /** Backend names, in config order. */
-  get names(): string[] {
-    return [...this.byName.keys()];
-  }
-
-  /** The primary backend's name; undefined when none is configured. */
-  get primary(): string | undefined {
-    return this.primaryName;
-  }
-
-  /**
-   * The driver named `name`, or the primary one when `name` is absent or empty.
-   * FailedPreconditionError when no backend is configured; InvalidArgumentError (field `backend`) for
-   * an unknown name.
-   */
-  get(name?: string): SmsDriver {
-    if (this.byName.size === 0) throw new FailedPreconditionError('no SMS backend configured');
-    const wanted = name === undefined || name === '' ? this.primaryName! : name;
-    const driver = this.byName.get(wanted);
-    if (!driver) {
-      throw new InvalidArgumentError(
-        `backend: unknown SMS backend ${JSON.stringify(cutText(wanted, 100))} (configured: ${this.names.join(', ')})`,
-        'backend',
-      );
-    }
-    return driver;
-  }
-
-  /** Every backend's driver, in config order. */
-  drivers(): SmsDriver[] {
-    return [...this.byName.values()];
-  }
-
-  /** One health check per backend, to register with the service's HealthChecker. */
-  healthChecks(): SmsHealthCheck[] {
-    return this.drivers().map((d) => ({ name: smsHealthCheckName(d.name), check: () => d.checkHealth() }));
   }
 
   /**
@@ -165,9 +116,9 @@ export class SmsChannel {
   }
 
   /** Ends in-process sends in flight and closes every driver's connections. */
-  async close(): Promise<void> {
+  override close(): Promise<void> {
     this.closing.abort(new Error('SMS channel closed'));
-    await Promise.allSettled(this.drivers().map((d) => d.close()));
+    return super.close();
   }
 }
 

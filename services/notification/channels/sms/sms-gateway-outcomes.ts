@@ -5,7 +5,8 @@
  * applies. First matching row wins.
  */
 import type { SendOutcome } from '../../delivery/driver';
-import { retryAfterMs, type HttpApiAnswer } from '../email/http-api-outcomes';
+import { retryAfterMs } from '../email/http-api-outcomes';
+import type { HttpAnswer } from '../http-request';
 import { type CodePattern, codeMatches, type OutcomeDecision, rowVerdict, safeText } from '../outcome-table';
 
 /** A row matched on the HTTP answer. */
@@ -48,9 +49,6 @@ export const SMS_GATEWAY_ERROR_OUTCOMES = {
   aborted: { class: 'retryable', meaning: 'attempt aborted (timeout or shutdown)' },
 } as const satisfies Record<string, OutcomeDecision>;
 
-/** An answer as the table reads it (the shape the email http_api table reads too). */
-export type SmsGatewayAnswer = HttpApiAnswer;
-
 /** The row deciding `status` with the answer's numeric error code. */
 export function smsGatewayStatusRow(status: number, code?: number): SmsGatewayStatusRow | undefined {
   return SMS_GATEWAY_STATUS_OUTCOMES.find(
@@ -64,10 +62,7 @@ export function smsGatewayStatusRow(status: number, code?: number): SmsGatewaySt
  * Classifies an answer. `secrets` (the auth token) are scrubbed from any text taken from the answer,
  * in case a provider echoes the request.
  */
-export function classifySmsGatewayAnswer(
-  answer: SmsGatewayAnswer,
-  secrets: readonly string[] = [],
-): SendOutcome {
+export function classifySmsGatewayAnswer(answer: HttpAnswer, secrets: readonly string[] = []): SendOutcome {
   const parsed = parseBody(answer.body);
   const row =
     smsGatewayStatusRow(answer.status, parsed.code) ??

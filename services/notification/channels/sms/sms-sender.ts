@@ -5,7 +5,7 @@
  * that fails over to another backend leaves from that backend's number. Everything a caller can get
  * wrong is refused here or in the pipeline's own checks, before anything is recorded or sent.
  */
-import type { BackendLookup, DeliveryPipeline } from '../../delivery/pipeline';
+import type { DeliveryPipeline } from '../../delivery/pipeline';
 import type { DeliveryView } from '../../delivery/types';
 import type { SmsChannel } from './sms-channel';
 import { checkSmsBody, checkSmsNumber, type SmsPayload } from './sms-message';
@@ -26,16 +26,6 @@ export interface SmsSubmitResult {
   delivery: DeliveryView;
   /** False when an earlier delivery with the same key and content was returned. */
   created: boolean;
-}
-
-/** The pipeline's view of the SMS backends: `sms` resolves through the channel, other channels not. */
-export function smsLookup(sms: SmsChannel): BackendLookup {
-  return (channel, backend) => {
-    if (channel !== 'sms' || sms.names.length === 0) return undefined;
-    // `get` refuses unknown names: for the lookup, that means "no such backend".
-    if (backend !== undefined && backend !== '' && !sms.names.includes(backend)) return undefined;
-    return sms.get(backend);
-  };
 }
 
 /** Turns SendSms requests into SMS deliveries. */

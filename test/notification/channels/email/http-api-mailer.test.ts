@@ -248,6 +248,15 @@ describe('HttpApiMailer against a v3 peer', () => {
     expect(outcome).toMatchObject({ class: 'retryable', reason: 'connection failed (ECONNREFUSED)' });
   });
 
+  it('after close a send is retryable and never reaches the API', async () => {
+    await mailer.close();
+
+    const outcome = await mailer.send(simpleEmail(), attempt());
+
+    expect(outcome).toMatchObject({ class: 'retryable' });
+    expect(peer.requests).toHaveLength(0);
+  });
+
   it('is healthy when the API answers with any status, degraded when it does not answer', async () => {
     peer.script.push({ kind: 'answer', status: 404, body: '' });
     const up = await mailer.checkHealth();
