@@ -24,6 +24,8 @@ export interface SseFrame {
   event?: string;
   /** Sent as a single-line JSON `data` (JSON.stringify escapes line breaks). */
   data?: unknown;
+  /** `data` already serialised as single-line JSON (a payload built once for many streams). */
+  json?: string;
 }
 
 /** Formats one SSE event. */
@@ -31,7 +33,8 @@ export function sseFrame(frame: SseFrame): string {
   let text = '';
   if (frame.id !== undefined) text += `id: ${frame.id}\n`;
   if (frame.event !== undefined) text += `event: ${frame.event}\n`;
-  if (frame.data !== undefined) text += `data: ${JSON.stringify(frame.data)}\n`;
+  if (frame.json !== undefined) text += `data: ${frame.json}\n`;
+  else if (frame.data !== undefined) text += `data: ${JSON.stringify(frame.data)}\n`;
   return `${text}\n`;
 }
 
