@@ -21,7 +21,7 @@
 import { ResourceExhaustedError } from '../errors';
 import type { Logger } from '../logging/logger';
 import { silentLogger } from '../logging/logger';
-import { BEHIND, CatchUpBuffer } from './catch-up-buffer';
+import { BEHIND, CatchUpBuffer, type OverflowRule } from './catch-up-buffer';
 import { parseStreamCursor, type CursorField } from './cursor';
 import type { NotifyFeed } from './notify-feed';
 
@@ -75,6 +75,8 @@ export interface LiveHubOptions {
   maxWatchersPerKey: number;
   /** How long a watcher with events waiting may go without asking for one. */
   stallMs: number;
+  /** A full buffer: its reader catches up from the log (default), or is closed at once (`close`). */
+  overflow?: OverflowRule;
   /** Delay before retrying a failed log read (default 1000 ms). */
   retryDelayMs?: number;
   /** Milliseconds clock for the stall rule (tests inject one). */
@@ -116,8 +118,9 @@ class Watcher<E, W> extends CatchUpBuffer<E> {
     capacity: number,
     now: number,
     stalledMessage: string,
+    overflow: OverflowRule | undefined,
   ) {
-    super(capacity, now, stalledMessage);
+    super(capacity, now, stalledMessage, overflow);
   }
 }
 
@@ -129,6 +132,8 @@ class Channel<E, W> {
   dirty = false;
   reading = false;
   retry: NodeJS.Timeout | null = null;
+  /** The read under way (see `flushed`). */
+  loop: Promise<void> | null = null;
 
   constructor(readonly key: string) {}
 }
@@ -142,6 +147,8 @@ export class LiveHub<E extends LoggedEvent, W> {
   private readonly now: () => number;
   private total = 0;
   private unsubscribe: (() => void)[] = [];
+  /** Set by stop(): what a watch that starts afterwards ends with (null: it just finishes). */
+  private stoppedWith: Error | null | undefined;
 
   constructor(
     private readonly events: EventLog<E, W>,
@@ -155,6 +162,7 @@ export class LiveHub<E extends LoggedEvent, W> {
 
   /** Subscribes to local appends and, with notifications, to other replicas' commits. */
   start(): void {
+    this.stoppedWith = undefined;
     if (this.unsubscribe.length > 0) return;
     this.unsubscribe.push(this.events.onAppended((channel, seq) => this.signal(channel, seq)));
     const notifications = this.options.notifications;
@@ -173,12 +181,19 @@ export class LiveHub<E extends LoggedEvent, W> {
     }
   }
 
-  /** Ends every watch (their iterators finish) and stops listening. */
-  stop(): void {
+  /**
+   * Ends every watch and stops listening: their iterators finish, or throw `failure` when one is
+   * given (a stream that tells its clients to reconnect elsewhere).
+   */
+  stop(failure?: Error): void {
+    this.stoppedWith = failure ?? null;
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     for (const channel of this.channels.values()) {
       if (channel.retry) clearTimeout(channel.retry);
-      for (const watcher of channel.watchers) watcher.close();
+      for (const watcher of channel.watchers) {
+        if (failure) watcher.fail(failure);
+        else watcher.close();
+      }
       channel.watchers.clear();
     }
     this.channels.clear();
@@ -206,6 +221,24 @@ export class LiveHub<E extends LoggedEvent, W> {
     return this.iterate(options, after);
   }
 
+  /**
+   * Resolves once the channel's watchers have been offered everything signalled so far (its read is
+   * idle): a log that appends in memory lets its writer answer only after the fan-out.
+   */
+  async flushed(key: string): Promise<void> {
+    for (;;) {
+      const channel = this.channels.get(key);
+      if (!channel) return;
+      try {
+        await channel.ready;
+      } catch {
+        return;
+      }
+      if (!channel.loop) return;
+      await channel.loop;
+    }
+  }
+
   /** Something may have been appended to any channel: re-read every watched one. */
   markAllDirty(): void {
     for (const channel of this.channels.values()) this.markDirty(channel);
@@ -223,6 +256,9 @@ export class LiveHub<E extends LoggedEvent, W> {
   private async *iterate(options: LiveWatchOptions<W>, after: number | null): AsyncGenerator<LiveFrame<E>> {
     const { signal, onLive, watch } = options;
     if (signal?.aborted) return;
+    // A stopped hub hears nothing more: a watch that starts now ends as the open ones did.
+    if (this.stoppedWith) throw this.stoppedWith;
+    if (this.stoppedWith === null) return;
     // Checked again: iteration may start later than watch() was called.
     this.admit(options.capKey);
     const watcher = new Watcher<E, W>(
@@ -231,6 +267,7 @@ export class LiveHub<E extends LoggedEvent, W> {
       this.options.bufferSize,
       this.now(),
       this.options.messages.stalled,
+      this.options.overflow,
     );
     const channel = this.join(options.channel, watcher);
     const onAbort = () => watcher.close();
@@ -359,7 +396,7 @@ export class LiveHub<E extends LoggedEvent, W> {
     if (channel.reading || channel.retry) return;
     channel.reading = true;
     const matches = this.events.matches?.bind(this.events);
-    void (async () => {
+    const loop = (async () => {
       try {
         while (channel.dirty && channel.watchers.size > 0) {
           channel.dirty = false;
@@ -390,7 +427,10 @@ export class LiveHub<E extends LoggedEvent, W> {
         channel.retry.unref();
       } finally {
         channel.reading = false;
+        channel.loop = null;
       }
     })();
+    // A read that found nothing to do has already ended.
+    if (channel.reading) channel.loop = loop;
   }
 }
