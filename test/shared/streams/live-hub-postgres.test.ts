@@ -9,6 +9,7 @@ import { LiveHub, type EventLog, type LiveFrame } from '../../../shared/streams/
 import { PgNotifyFeed } from '../../../shared/streams/notify-feed';
 import { createTestDatabase } from '../../support/database';
 import { waitFor } from '../../support/wait';
+import { TEST_HUB_OPTIONS } from './support';
 
 const CHANNEL = 'test_stream_events';
 
@@ -76,13 +77,7 @@ async function replica(): Promise<{ log: TableLog; hub: LiveHub<Row, null> }> {
   await feed.start();
   const log = new TableLog(pool);
   const hub = new LiveHub(log, {
-    bufferSize: 16,
-    maxWatchers: 10,
-    maxWatchersPerKey: 10,
-    stallMs: 10_000,
-    component: 'test-hub',
-    cursor: { field: 'cursor', message: 'bad cursor' },
-    messages: { tooManyWatches: 'full', tooManyForKey: 'full for key', stalled: 'stalled' },
+    ...TEST_HUB_OPTIONS,
     notifications: {
       feed,
       channel: CHANNEL,

@@ -8,22 +8,14 @@ import { InvalidArgumentError, ResourceExhaustedError } from '../../../shared/er
 import { LiveHub, type LiveFrame, type LiveHubOptions } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import { waitFor } from '../../support/wait';
+import { TEST_HUB_OPTIONS, take } from './support';
 
 type Frame = LiveFrame<MemoryLogEvent<string>>;
 
 const hubs: LiveHub<MemoryLogEvent<string>, unknown>[] = [];
 
 function hubOver(log: MemoryEventLog<string>, options: Partial<LiveHubOptions> = {}) {
-  const hub = new LiveHub(log, {
-    bufferSize: 8,
-    maxWatchers: 100,
-    maxWatchersPerKey: 10,
-    stallMs: 10_000,
-    component: 'test-hub',
-    cursor: { field: 'after_cursor', message: 'after_cursor is not a valid cursor' },
-    messages: { tooManyWatches: 'too many watches', tooManyForKey: 'too many for you', stalled: 'stalled' },
-    ...options,
-  });
+  const hub = new LiveHub(log, { ...TEST_HUB_OPTIONS, ...options });
   hub.start();
   hubs.push(hub);
   return hub;
@@ -32,16 +24,6 @@ function hubOver(log: MemoryEventLog<string>, options: Partial<LiveHubOptions> =
 afterEach(() => {
   for (const hub of hubs.splice(0)) hub.stop();
 });
-
-async function take(iterator: AsyncIterator<Frame>, n: number): Promise<Frame[]> {
-  const out: Frame[] = [];
-  while (out.length < n) {
-    const next = await iterator.next();
-    if (next.done) throw new Error(`stream ended after ${out.length} of ${n} frames`);
-    out.push(next.value);
-  }
-  return out;
-}
 
 const describeFrame = (f: Frame): string =>
   f.type === 'event' ? `${f.seq}:${f.event.value}` : `${f.type}@${f.seq}`;
@@ -146,6 +128,45 @@ describe('LiveHub', () => {
     log.append('a', 'late');
     await waitFor(() => hub.watcherCount === 0, 'the stalled watcher to be dropped');
     await expect(it.next()).rejects.toThrow(new ResourceExhaustedError('stalled'));
+  });
+
+  it('when the overflow rule is close, a reader whose buffer is full is closed at one more, after what it had', async () => {
+    const log = new MemoryEventLog<string>(100);
+    const hub = hubOver(log, { bufferSize: 2, overflow: 'close' });
+    const it = hub.watch({ channel: 'a', watch: null, capKey: 'k' })[Symbol.asyncIterator]();
+    await it.next();
+    log.append('a', 'e1');
+    log.append('a', 'e2');
+    await hub.flushed('a');
+    expect(hub.watcherCount).toBe(1);
+    log.append('a', 'e3');
+    await hub.flushed('a');
+    expect(hub.watcherCount).toBe(0);
+    await expect(it.next()).rejects.toThrow(new ResourceExhaustedError('stalled'));
+  });
+
+  it('when the overflow rule is close, a resumed reader is not closed by events arriving during its replay', async () => {
+    const log = new MemoryEventLog<string>(100);
+    for (let i = 1; i <= 5; i++) log.append('a', `e${i}`);
+    const hub = hubOver(log, { bufferSize: 2, overflow: 'close' });
+    const it = hub.watch({ channel: 'a', watch: null, capKey: 'k', after: '0' })[Symbol.asyncIterator]();
+    const frames = await take(it, 1);
+    for (let i = 6; i <= 8; i++) log.append('a', `e${i}`);
+    frames.push(...(await take(it, 7)));
+    expect(frames.map((f) => f.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it('when the hub stops with a failure, open watches and later ones end with it', async () => {
+    const log = new MemoryEventLog<string>(10);
+    const hub = hubOver(log);
+    const it = hub.watch({ channel: 'a', watch: null, capKey: 'k' })[Symbol.asyncIterator]();
+    await it.next();
+    const pending = it.next();
+    const failure = new Error('shutting down');
+    hub.stop(failure);
+    await expect(pending).rejects.toBe(failure);
+    const late = hub.watch({ channel: 'a', watch: null, capKey: 'k' })[Symbol.asyncIterator]();
+    await expect(late.next()).rejects.toBe(failure);
   });
 
   it('when the server or a key has its cap of watches, another watch is refused until one closes', async () => {
