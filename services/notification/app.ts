@@ -17,7 +17,14 @@ import { DatabaseJobLease } from '../../shared/storage/periodic-job';
 import { DELIVERY_MAINTENANCE_TABLE } from './migrations/20261123000350_delivery_maintenance';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import type { NotificationConfig } from './config';
-import { INBOX_HEALTH_CHECK_NAME, InboxProvider, type InboxHub, type InboxService } from './inbox';
+import { PgNotifyFeed } from '../../shared/streams/notify-feed';
+import {
+  INBOX_EVENTS_CHANNEL,
+  INBOX_HEALTH_CHECK_NAME,
+  InboxProvider,
+  type InboxHub,
+  type InboxService,
+} from './inbox';
 import { NOTIFICATION_MIGRATIONS_TABLE, notificationMigrations } from './migrations';
 import { InboxRpc } from './rpc/inbox-rpc';
 import { NotificationRpc } from './rpc/notification-rpc';
@@ -30,6 +37,7 @@ import { SmsSender } from './channels/sms/sms-sender';
 import { type PushChannel, PushSender } from './channels/push';
 import {
   DatabaseDeliveryStore,
+  DELIVERY_EVENTS_CHANNEL,
   DeliveryPipeline,
   type DeliveryStore,
   DeliveryWatchHub,
@@ -131,10 +139,27 @@ export async function createNotificationApp(
         )
       : undefined;
 
+    // The one LISTEN connection of the live streams (inbox, deliveries), handed to their hubs: other
+    // replicas can only exist on a PostgreSQL server (PGlite is one process). Closed with the pools.
+    const listenUrl = storage?.listenUrl;
+    const notifications = listenUrl
+      ? await lifecycle.storage('stream-feed', async () => {
+          const feed = new PgNotifyFeed({
+            url: listenUrl,
+            channels: [INBOX_EVENTS_CHANNEL, DELIVERY_EVENTS_CHANNEL],
+            logger,
+            applicationName: 'notification-streams',
+          });
+          await feed.start();
+          return feed;
+        })
+      : undefined;
+
     // Areas start here rather than in start(): the RPC layer and the gateway need their services.
     const inboxProvider = await lifecycle.area(
       'inbox',
-      new InboxProvider({ config: config.inbox, storage, logger }), // each inbox part names its own `component`
+      // each inbox part names its own `component`
+      new InboxProvider({ config: config.inbox, storage, notifications, logger }),
     );
     const inbox = inboxProvider.service;
 
@@ -167,7 +192,7 @@ export async function createNotificationApp(
       deliveryStore,
       watchHubOptions(config.delivery.watch, {
         logger,
-        listenUrl: config.delivery.store_backend === 'database' ? storage!.listenUrl : undefined,
+        notifications: config.delivery.store_backend === 'database' ? notifications : undefined,
       }),
     );
     lifecycle.worker('delivery-watch', deliveryWatch);

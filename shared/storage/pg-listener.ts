@@ -13,9 +13,10 @@ import type { Logger } from '../logging/logger';
 /** Options of PgNotificationListener. */
 export interface PgNotificationListenerOptions {
   url: string;
-  channel: string;
+  /** The channel, or several on the one connection (`onNotification` says which). */
+  channel: string | readonly string[];
   logger: Logger;
-  onNotification(payload: string): void;
+  onNotification(payload: string, channel: string): void;
   /** Called after every successful connect, the first included, once LISTEN is in place. */
   onConnect?(): void;
   /** Interval of the liveness ping (default 30 s). */
@@ -35,10 +36,12 @@ export class PgNotificationListener {
   private pingTimer: NodeJS.Timeout | null = null;
   private backoffMs: number;
   private readonly log: Logger;
+  private readonly channels: readonly string[];
 
   constructor(private readonly options: PgNotificationListenerOptions) {
     this.backoffMs = options.minBackoffMs ?? 100;
-    this.log = options.logger.child({ component: 'pg-listener', channel: options.channel });
+    this.channels = typeof options.channel === 'string' ? [options.channel] : options.channel;
+    this.log = options.logger.child({ component: 'pg-listener', channel: this.channels.join(',') });
   }
 
   /** Connects and listens; when the first attempt fails it is logged and retried in the background. */
@@ -61,14 +64,14 @@ export class PgNotificationListener {
       keepAliveInitialDelayMillis: 10_000,
     });
     client.on('notification', (msg) => {
-      if (msg.channel === this.options.channel && msg.payload !== undefined)
-        this.options.onNotification(msg.payload);
+      if (this.channels.includes(msg.channel) && msg.payload !== undefined)
+        this.options.onNotification(msg.payload, msg.channel);
     });
     client.on('error', (err) => this.dropped(client, err));
     client.on('end', () => this.dropped(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${client.escapeIdentifier(this.options.channel)}`);
+      for (const channel of this.channels) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
     } catch (err) {
       client.removeAllListeners('end');
       client.on('error', () => undefined);

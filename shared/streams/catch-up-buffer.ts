@@ -8,11 +8,18 @@
  * carrying `stalledMessage`, and resumes later from its last cursor.
  *
  * The stall check runs when events arrive, so an idle stream is never closed.
+ *
+ * A stream may choose the strict rule instead (`overflow: 'close'`, WatchAlerts): a reader whose
+ * buffer is full when one more arrives is closed at once, with `stalledMessage`; while it catches up
+ * from the store (a resume), what arrives is dropped and read from the store as above.
  */
 import { ResourceExhaustedError } from '../errors';
 
 /** What `next()` gives when the reader must read the store after its last seq. */
 export const BEHIND: unique symbol = Symbol('behind');
+
+/** What a full buffer does: make its reader catch up from the store, or close it (see the file comment). */
+export type OverflowRule = 'catch-up' | 'close';
 
 /** One reader's bounded buffer (see the file comment). */
 export class CatchUpBuffer<E> {
@@ -29,6 +36,7 @@ export class CatchUpBuffer<E> {
     private readonly capacity: number,
     now: number,
     private readonly stalledMessage: string,
+    private readonly overflow: OverflowRule = 'catch-up',
   ) {
     this.lastDemandAt = now;
   }
@@ -44,7 +52,8 @@ export class CatchUpBuffer<E> {
     // A reader parked in next() is demanding events right now.
     if (this.wake) this.lastDemandAt = now;
     if (this.behind || this.buffer.length >= this.capacity) {
-      if (now - this.lastDemandAt >= stallMs) {
+      const stalled = this.overflow === 'close' ? !this.behind : now - this.lastDemandAt >= stallMs;
+      if (stalled) {
         this.fail(new ResourceExhaustedError(this.stalledMessage));
         return false;
       }

@@ -11,7 +11,12 @@
  * was long kept and shown). The hub answers once the alert is kept and fanned out, and routes it in
  * the background; failures are logged by the dispatcher.
  *
- * Every buffer is bounded: the ring (`recentSize`), each watcher's buffer (`watchBufferSize`; a
+ * WatchAlerts is the one live-stream hub (shared/streams/live-hub.ts) over an in-memory event log
+ * (the monitor has no database yet): every alert is appended with its seq, the watch's cursor; a
+ * watch after a cursor replays the kept alerts, then goes live, and a cursor older than what is kept
+ * gets a `reset` frame.
+ *
+ * Every buffer is bounded: the kept alerts (`recentSize`), each watcher's buffer (`watchBufferSize`; a
  * watcher that falls that far behind is closed with ResourceExhaustedError), the number of watchers
  * (`maxWatchers`), of listeners (`maxListeners`) and of alerts on their way to the channels
  * (`maxPendingDispatches`; beyond it a raise is ResourceExhaustedError, so an alert is refused, never
@@ -28,6 +33,8 @@ import {
   metricAlertLogLevel,
 } from '../../../shared/monitoring/alerts/dispatcher';
 import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
+import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
+import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
@@ -91,8 +98,50 @@ export interface RaiseInput {
 export interface AlertWatchOptions {
   /** Only alerts of these severities (any case); empty for all. */
   severities?: readonly string[];
+  /** Resume after this cursor (a previous frame's); absent or empty: alerts raised from now on. */
+  after?: string;
   /** Ends the watch (the iterator finishes) when aborted. */
   signal?: AbortSignal;
+}
+
+/**
+ * One frame of an alert watch: an alert with its cursor, `live` (the watch's start, with the current
+ * cursor) or `reset` (the resume cursor was older than the kept alerts).
+ */
+export type AlertFrame =
+  { type: 'alert'; cursor: string; alert: Alert } | { type: 'live' | 'reset'; cursor: string };
+
+/** The alert log has one channel. */
+const ALERT_LOG = '';
+
+/** What one watcher wants: the severities of its filter (lower case), or all. */
+type SeverityFilter = ReadonlySet<string> | null;
+
+function wants(filter: SeverityFilter, alert: Alert): boolean {
+  return filter === null || filter.has(alert.severity.toLowerCase());
+}
+
+/** The kept alerts as the hub's event log: the watcher's severity filter applies to catch-up reads too. */
+class AlertLog extends MemoryEventLog<Alert> {
+  matches(filter: SeverityFilter, event: MemoryLogEvent<Alert>): boolean {
+    return wants(filter, event.value);
+  }
+
+  override async readWatch(
+    channel: string,
+    filter: SeverityFilter,
+    after: number,
+    limit: number,
+  ): Promise<MemoryLogEvent<Alert>[]> {
+    const out: MemoryLogEvent<Alert>[] = [];
+    let from = after;
+    for (;;) {
+      const page = await super.readWatch(channel, filter, from, limit);
+      for (const event of page) if (wants(filter, event.value) && out.length < limit) out.push(event);
+      if (page.length < limit || out.length >= limit) return out;
+      from = page[page.length - 1]!.seq;
+    }
+  }
 }
 
 // The Alert of each record the hub routed: channels (webhook, notification) send the same alert,
@@ -176,72 +225,11 @@ function stringContext(context: AlertContext | null | undefined): Record<string,
   return out;
 }
 
-/** One WatchAlerts stream: a bounded buffer and the reader's wake-up. */
-class Watcher {
-  private buffer: Alert[] = [];
-  private wake: (() => void) | null = null;
-  failure: Error | null = null;
-  closed = false;
-
-  constructor(
-    private readonly capacity: number,
-    private readonly severities: ReadonlySet<string> | null,
-  ) {}
-
-  wants(alert: Alert): boolean {
-    return this.severities === null || this.severities.has(alert.severity.toLowerCase());
-  }
-
-  /** Offers an alert; false when the buffer was full (the watcher has just failed). */
-  push(alert: Alert): boolean {
-    if (this.closed) return true;
-    if (this.buffer.length >= this.capacity) {
-      this.fail(
-        new ResourceExhaustedError(
-          `alert watcher fell ${this.capacity} alerts behind and was closed; reconnect and read faster`,
-        ),
-      );
-      return false;
-    }
-    this.buffer.push(alert);
-    this.signal();
-    return true;
-  }
-
-  fail(err: Error): void {
-    if (this.closed) return;
-    this.failure = err;
-    this.close();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.buffer = [];
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
-
-  /** The next alert, or null once closed; throws the failure of a closed-for-cause watcher. */
-  async next(): Promise<Alert | null> {
-    for (;;) {
-      if (this.failure) throw this.failure;
-      if (this.closed) return null;
-      const alert = this.buffer.shift();
-      if (alert) return alert;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-}
-
 /** The monitor's alert hub (see the file comment). */
 export class AlertHub implements AlertDispatcherProtocol {
-  private readonly ring: Alert[] = [];
-  private readonly watchers = new Set<Watcher>();
+  /** The kept alerts (`recentSize`): `recent()` and the watches' replay. */
+  private readonly log: AlertLog;
+  private readonly live: LiveHub<MemoryLogEvent<Alert>, SeverityFilter>;
   private readonly listeners = new Set<(alert: Alert) => void>();
   private readonly maxListeners: number;
   private readonly maxPendingDispatches: number;
@@ -256,6 +244,26 @@ export class AlertHub implements AlertDispatcherProtocol {
     this.maxPendingDispatches = options.maxPendingDispatches ?? 1000;
     this.now = options.now ?? Date.now;
     this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
+    this.log = new AlertLog(options.recentSize);
+    this.live = new LiveHub(this.log, {
+      bufferSize: options.watchBufferSize,
+      maxWatchers: options.maxWatchers,
+      // One cap for all: watches are not told apart by caller.
+      maxWatchersPerKey: options.maxWatchers,
+      // A full buffer closes its watcher (it resumes by cursor); no stall clock.
+      overflow: 'close',
+      stallMs: 0,
+      now: this.now,
+      logger: options.logger,
+      component: 'alert-hub',
+      cursor: { field: 'after_cursor', message: 'after_cursor is not a valid alert watch cursor' },
+      messages: {
+        tooManyWatches: `too many open alert watches (at most ${options.maxWatchers}); retry later`,
+        tooManyForKey: `too many open alert watches (at most ${options.maxWatchers}); retry later`,
+        stalled: `alert watcher fell ${options.watchBufferSize} alerts behind and was closed; reconnect and read faster`,
+      },
+    });
+    this.live.start();
   }
 
   /**
@@ -290,8 +298,8 @@ export class AlertHub implements AlertDispatcherProtocol {
       sourceService: source.trim() || this.options.defaultSource,
       firedAt,
     };
-    this.remember(alert);
-    this.fanOut(alert);
+    this.log.append(ALERT_LOG, alert);
+    this.tellListeners(alert);
     const record: AlertRecord = {
       kind: input.kind === 'metric' ? 'metric' : 'alert',
       title,
@@ -307,6 +315,8 @@ export class AlertHub implements AlertDispatcherProtocol {
     };
     ALERTS.set(record, alert);
     this.route(record);
+    // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
+    await this.live.flushed(ALERT_LOG);
     return alert;
   }
 
@@ -386,8 +396,13 @@ export class AlertHub implements AlertDispatcherProtocol {
 
   /** The latest alerts, newest first, at most `limit` (and at most the ring's size). */
   recent(limit: number = this.options.recentSize): Alert[] {
-    const n = Math.max(0, Math.min(Math.floor(limit), this.ring.length));
-    return this.ring.slice(this.ring.length - n).reverse();
+    const n = Math.max(0, Math.floor(limit));
+    return n === 0
+      ? []
+      : this.log
+          .recent(ALERT_LOG, n)
+          .map((e) => e.value)
+          .reverse();
   }
 
   /**
@@ -405,7 +420,7 @@ export class AlertHub implements AlertDispatcherProtocol {
 
   /** Open watches. */
   get watcherCount(): number {
-    return this.watchers.size;
+    return this.live.watcherCount;
   }
 
   /** In-process listeners. */
@@ -419,6 +434,15 @@ export class AlertHub implements AlertDispatcherProtocol {
    * starts and given back when it ends, however it ends.
    */
   watch(options: AlertWatchOptions = {}): AsyncIterable<Alert> {
+    return onlyAlerts(this.watchFrames(options));
+  }
+
+  /**
+   * The watch as frames with cursors (WatchAlerts): after `options.after`, the kept alerts are
+   * replayed first, then live ones; a cursor older than what is kept gets a `reset`. Checked as
+   * `watch` is, the cursor too.
+   */
+  watchFrames(options: AlertWatchOptions = {}): AsyncIterable<AlertFrame> {
     const severities = options.severities ?? [];
     if (severities.length > ALERT_LIMITS.watchSeverities)
       throw new InvalidArgumentError(
@@ -427,51 +451,18 @@ export class AlertHub implements AlertDispatcherProtocol {
       );
     for (const s of severities) checkText(s, 'severities', ALERT_LIMITS.severityChars, true);
     const filter = severities.length === 0 ? null : new Set(severities.map((s) => s.trim().toLowerCase()));
-    this.admit();
-    return this.iterate(filter, options.signal);
-  }
-
-  private admit(): void {
     if (this.stopped) throw new UnavailableError('the monitor is shutting down');
-    if (this.watchers.size >= this.options.maxWatchers)
-      throw new ResourceExhaustedError(
-        `too many open alert watches (at most ${this.options.maxWatchers}); retry later`,
-      );
+    const frames = this.live.watch({
+      channel: ALERT_LOG,
+      watch: filter,
+      capKey: ALERT_LOG,
+      after: options.after,
+      signal: options.signal,
+    });
+    return toAlertFrames(frames);
   }
 
-  private async *iterate(filter: ReadonlySet<string> | null, signal?: AbortSignal): AsyncGenerator<Alert> {
-    if (signal?.aborted) return;
-    // Checked again: iteration may start later than watch() was called.
-    this.admit();
-    const watcher = new Watcher(this.options.watchBufferSize, filter);
-    this.watchers.add(watcher);
-    const onAbort = () => watcher.close();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      for (;;) {
-        const alert = await watcher.next();
-        if (alert === null) return;
-        yield alert;
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      watcher.close();
-      this.watchers.delete(watcher);
-    }
-  }
-
-  private remember(alert: Alert): void {
-    this.ring.push(alert);
-    if (this.ring.length > this.options.recentSize) this.ring.shift();
-  }
-
-  private fanOut(alert: Alert): void {
-    for (const watcher of this.watchers) {
-      if (watcher.wants(alert) && !watcher.push(alert)) {
-        this.watchers.delete(watcher);
-        this.logger.warn({ alertId: alert.id }, 'alert watcher fell behind; closed');
-      }
-    }
+  private tellListeners(alert: Alert): void {
     for (const listener of this.listeners) {
       try {
         listener(alert);
@@ -489,10 +480,22 @@ export class AlertHub implements AlertDispatcherProtocol {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const watcher of this.watchers) watcher.fail(new UnavailableError('the monitor is shutting down'));
-    this.watchers.clear();
+    this.live.stop(new UnavailableError('the monitor is shutting down'));
     this.listeners.clear();
     await this.settled();
     await this.options.router.shutdown();
   }
+}
+
+async function* toAlertFrames(
+  frames: AsyncIterable<LiveFrame<MemoryLogEvent<Alert>>>,
+): AsyncGenerator<AlertFrame> {
+  for await (const frame of frames) {
+    if (frame.type === 'event') yield { type: 'alert', cursor: String(frame.seq), alert: frame.event.value };
+    else yield { type: frame.type, cursor: String(frame.seq) };
+  }
+}
+
+async function* onlyAlerts(frames: AsyncIterable<AlertFrame>): AsyncGenerator<Alert> {
+  for await (const frame of frames) if (frame.type === 'alert') yield frame.alert;
 }

@@ -235,8 +235,21 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
   }
 
   async *watchAlerts(req: WatchAlertsRequest, ctx: HandlerContext): AsyncGenerator<WatchAlertsResponse> {
-    const alerts = this.alerts.hub.watch({ severities: req.severities, signal: ctx.signal });
-    for await (const alert of alerts) yield create(WatchAlertsResponseSchema, { alert: alertToWire(alert) });
+    const frames = this.alerts.hub.watchFrames({
+      severities: req.severities,
+      after: req.afterCursor,
+      signal: ctx.signal,
+    });
+    for await (const frame of frames) {
+      // No message before the first alert: every response of a stream without a cursor is an alert.
+      if (frame.type === 'live') continue;
+      yield create(
+        WatchAlertsResponseSchema,
+        frame.type === 'alert'
+          ? { alert: alertToWire(frame.alert), cursor: frame.cursor }
+          : { cursor: frame.cursor, reset: true },
+      );
+    }
     // The watch ends quietly when its signal aborts; tell the client why (cancelled, deadline, shutdown).
     if (ctx.signal.aborted) throw ctx.signal.reason;
   }

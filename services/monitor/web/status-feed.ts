@@ -10,6 +10,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../../shared/logging/logger';
+import { sseComment, sseFrame, sseRetry } from '../../../shared/streams/sse';
 import { type StatusSnapshotJson, toAlertJson, toSloJson, toTargetJson } from './status-json';
 import type { Alert, StatusSource, Unsubscribe } from './status-source';
 
@@ -33,9 +34,6 @@ export interface StatusFeedOptions {
 
 /** What `open` did. */
 export type OpenOutcome = 'opened' | 'too_many' | 'shutting_down';
-
-/** Delay a browser waits before reconnecting a dropped stream (the SSE `retry:` field). */
-export const SSE_RETRY_MS = 2000;
 
 /** Fans the StatusSource out to the open event streams. */
 export class StatusFeed {
@@ -83,7 +81,7 @@ export class StatusFeed {
     const snapshot = this.snapshot();
     this.streams.add(res);
     res.on('close', () => this.forget(res));
-    this.write(res, `retry: ${SSE_RETRY_MS}\n\n`);
+    this.write(res, sseRetry());
     this.write(res, frame('snapshot', snapshot));
     return 'opened';
   }
@@ -107,7 +105,7 @@ export class StatusFeed {
     ];
     this.timers = [
       setInterval(() => this.guard('slos', () => this.refreshSlos()), this.opts.sloRefreshMs),
-      setInterval(() => this.broadcast(': heartbeat\n\n'), this.opts.heartbeatMs),
+      setInterval(() => this.broadcast(sseComment('heartbeat')), this.opts.heartbeatMs),
     ];
     for (const timer of this.timers) timer.unref();
   }
@@ -135,7 +133,7 @@ export class StatusFeed {
     // Unchanged figures are not sent again: an idle SLO costs nothing per period.
     if (text === this.lastSlos) return;
     this.lastSlos = text;
-    this.broadcast(`event: slos\ndata: {"slos":${text}}\n\n`);
+    this.broadcast(sseFrame({ event: 'slos', json: `{"slos":${text}}` }));
   }
 
   private broadcast(text: string): void {
@@ -166,7 +164,7 @@ export class StatusFeed {
   }
 }
 
-/** One SSE event: its name and a single-line JSON `data` (JSON.stringify escapes line breaks). */
+/** One SSE event: its name and a single-line JSON `data` (the one SSE writer). */
 function frame(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  return sseFrame({ event, data });
 }

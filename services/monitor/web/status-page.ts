@@ -23,6 +23,7 @@ import {
   type StaticAsset,
 } from '../../../shared/http/page-assets';
 import type { Logger } from '../../../shared/logging/logger';
+import { SSE_HEADERS } from '../../../shared/streams/sse';
 import { StatusFeed } from './status-feed';
 import type { StatusSource } from './status-source';
 
@@ -62,14 +63,7 @@ export interface StatusPageDeps {
   shutdownSignal?: AbortSignal;
 }
 
-const SSE_HEADERS: Readonly<Record<string, string>> = {
-  ...SECURITY_HEADERS,
-  'Content-Type': 'text/event-stream; charset=utf-8',
-  'Cache-Control': 'no-store',
-  Connection: 'keep-alive',
-  // Tell buffering reverse proxies (nginx) to pass events through at once.
-  'X-Accel-Buffering': 'no',
-};
+const STREAM_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, ...SSE_HEADERS };
 
 /** Serves the status page; its `routes()` go into the service's route table. */
 export class StatusPage {
@@ -153,7 +147,7 @@ export class StatusPage {
 
   private stream(req: IncomingMessage, res: ServerResponse): void {
     if (!this.authorized(req, res)) return;
-    const outcome = this.feed.open(res, { ...SSE_HEADERS });
+    const outcome = this.feed.open(res, { ...STREAM_HEADERS });
     if (outcome === 'too_many') {
       this.logger.info({ open: this.feed.connectionCount }, 'status stream refused: too many open streams');
       this.error(res, 'resource_exhausted', 'too many open status streams; try again shortly', {

@@ -22,6 +22,7 @@ import {
   type StaticAsset,
 } from '../../../shared/http/page-assets';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
+import { SSE_HEADERS, sseComment, sseFrame, sseRetry } from '../../../shared/streams/sse';
 
 /** What AdminGateway needs. */
 export interface AdminGatewayDeps {
@@ -82,7 +83,6 @@ const BASE = '/admin/notifications';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Cursors are opaque and short; a longer one is garbage and is refused before reaching the inbox.
 const MAX_CURSOR_LENGTH = 512;
-const SSE_RETRY_MS = 2000;
 // Pre-allocated: abort() without a reason allocates a DOMException per call.
 const CLIENT_GONE = new Error('admin SSE client disconnected');
 const SHUTTING_DOWN = new Error('server shutting down');
@@ -238,7 +238,7 @@ export class AdminGateway {
     let events: AsyncIterable<InboxEvent>;
     // `: connected` only once the watch is live, so a client that loads its list after seeing it
     // cannot miss an event sent in between.
-    const onLive = (): void => void res.write(': connected\n\n');
+    const onLive = (): void => void res.write(sseComment('connected'));
     try {
       events = this.inbox.watch(userId, { after, signal, onLive });
     } catch (err) {
@@ -254,16 +254,9 @@ export class AdminGateway {
 
     res.on('close', onClose);
     this.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      Connection: 'keep-alive',
-      // Tell buffering reverse proxies (nginx) to pass events through at once.
-      'X-Accel-Buffering': 'no',
-    });
-    res.write(`retry: ${SSE_RETRY_MS}\n\n`);
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.heartbeatMs);
+    res.writeHead(200, { ...SECURITY_HEADERS, ...SSE_HEADERS });
+    res.write(sseRetry());
+    const heartbeat = setInterval(() => res.write(sseComment('heartbeat')), this.heartbeatMs);
     // The stream was authorised once: it ends when the token does, saying so first.
     let expiry: NodeJS.Timeout | undefined;
     const armExpiry = (): void => {
@@ -311,7 +304,7 @@ export class AdminGateway {
     if (!described) this.logger.error({ err, userId }, 'admin SSE stream failed');
     const code = described?.code ?? 'internal';
     const message = described?.message ?? 'internal error';
-    res.write(`event: error\ndata: ${JSON.stringify({ error: { code, message } })}\n\n`);
+    res.write(sseFrame({ event: 'error', data: { error: { code, message } } }));
   }
 
   private parseLimit(query: URLSearchParams): number {
@@ -374,7 +367,7 @@ export function toNotificationJson(message: InboxMessage): AdminNotificationJson
  * an `id:` line alone: it sets the browser's Last-Event-ID to the current cursor without an event.
  */
 export function formatSseEvent(event: InboxEvent): string {
-  if (event.type === 'live') return `id: ${event.cursor}\n\n`;
+  if (event.type === 'live') return sseFrame({ id: event.cursor });
   const data: AdminStreamEventJson = {
     type: event.type,
     message: event.message ? toNotificationJson(event.message) : null,
@@ -382,14 +375,13 @@ export function formatSseEvent(event: InboxEvent): string {
     unread_count: event.unreadCount,
     occurred_at: event.occurredAt.toISOString(),
   };
-  // JSON.stringify escapes line breaks, so `data` stays one line; a cursor is ours and has none.
-  return `id: ${event.cursor}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return sseFrame({ id: event.cursor, event: event.type, data });
 }
 
 /** The last frame of a stream whose token expired: reconnect with a fresh token. */
 function formatExpired(): string {
   const data = { type: 'expired', message: 'the token has expired; reconnect with a fresh token' };
-  return `event: expired\ndata: ${JSON.stringify(data)}\n\n`;
+  return sseFrame({ event: 'expired', data });
 }
 
 function singleParam(query: URLSearchParams, name: string): string | undefined {

@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../../../shared/logging/logger';
 import type { Storage } from '../../../shared/storage/database';
+import type { NotifyFeed } from '../../../shared/streams/notify-feed';
 import type { InboxConfig } from './config';
 import { DatabaseInboxStore, type DatabaseInboxStoreOptions } from './database-store';
 import { InboxHealthCheck } from './inbox-health';
@@ -19,8 +20,13 @@ import type { InboxStoreProtocol } from './store';
 export interface InboxProviderOptions {
   config: InboxConfig;
   logger: Logger;
-  /** The service's database (its `knex` and `listenUrl`); required when store_backend is `database`. */
-  storage?: Pick<Storage, 'knex' | 'listenUrl'>;
+  /** The service's database (its `knex`); required when store_backend is `database`. */
+  storage?: Pick<Storage, 'knex'>;
+  /**
+   * The service's LISTEN feed (the composition root opens it on a PostgreSQL server), so the hub
+   * hears other replicas' commits; used with store_backend `database` only.
+   */
+  notifications?: NotifyFeed;
   /** Injectable clock (messages, events, retention). */
   clock?: () => Date;
   store?: Omit<DatabaseInboxStoreOptions, 'logger'>;
@@ -43,15 +49,15 @@ export class InboxProvider {
     if (this.parts) return;
     const { config, logger } = this.options;
     let store: InboxStoreProtocol;
-    let listenUrl: string | undefined;
+    let notifications: NotifyFeed | undefined;
     if (config.store_backend === 'memory') {
       store = new InMemoryInboxStore(logger);
     } else {
       const storage = this.options.storage;
       if (!storage) throw new Error('inbox: store_backend "database" needs the service storage');
       store = new DatabaseInboxStore(storage.knex, { ...this.options.store, logger });
-      // Other replicas can only exist on a PostgreSQL server; PGlite is one process.
-      listenUrl = storage.listenUrl;
+      // Other replicas can only exist on a PostgreSQL server (the root has no feed on PGlite).
+      notifications = this.options.notifications;
     }
     const hub = new InboxHub(store, {
       bufferSize: config.watch_buffer_size,
@@ -59,7 +65,7 @@ export class InboxProvider {
       maxWatchersPerUser: config.max_watchers_per_user,
       stallMs: config.watch_stall_seconds * 1000,
       logger,
-      listenUrl,
+      notifications,
     });
     const service = new InboxService({ store, hub, config, logger, clock: this.options.clock });
     const retention = new InboxRetention({ store, config, logger, clock: this.options.clock });

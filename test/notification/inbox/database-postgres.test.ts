@@ -14,6 +14,8 @@ import { notificationMigrations } from '../../../services/notification/migration
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
+import { PgNotifyFeed } from '../../../shared/streams/notify-feed';
+import { INBOX_EVENTS_CHANNEL } from '../../../services/notification/inbox/database-store';
 import { createTestDatabase } from '../../support/database';
 import { ManualClock, newUser, take, waitFor } from './support';
 
@@ -21,6 +23,7 @@ interface Replica {
   knex: Knex;
   store: DatabaseInboxStore;
   hub: InboxHub;
+  feed: PgNotifyFeed;
   service: InboxService;
 }
 
@@ -30,10 +33,18 @@ const replicas: Replica[] = [];
 async function replica(): Promise<Replica> {
   const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 4 }, silentLogger());
   const store = new DatabaseInboxStore(knex);
-  const hub = new InboxHub(store, { bufferSize: 64, listenUrl: db.url });
+  // The LISTEN connection a composition root would hand the hub.
+  const feed = new PgNotifyFeed({
+    url: db.url,
+    channels: [INBOX_EVENTS_CHANNEL],
+    logger: silentLogger(),
+    applicationName: 'inbox-hub',
+  });
+  await feed.start();
+  const hub = new InboxHub(store, { bufferSize: 64, notifications: feed });
   await hub.start();
   const service = new InboxService({ store, hub, config: DEFAULT_INBOX_CONFIG });
-  const r = { knex, store, hub, service };
+  const r = { knex, store, hub, feed, service };
   replicas.push(r);
   return r;
 }
@@ -48,6 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of replicas) {
     await r.hub.stop();
+    await r.feed.stop();
     await r.knex.destroy();
   }
   await db?.drop();

@@ -1,5 +1,8 @@
 import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/config';
-import { DatabaseInboxStore } from '../../../services/notification/inbox/database-store';
+import {
+  DatabaseInboxStore,
+  INBOX_EVENTS_CHANNEL,
+} from '../../../services/notification/inbox/database-store';
 import { InboxProvider } from '../../../services/notification/inbox/inbox-provider';
 import { InMemoryInboxStore } from '../../../services/notification/inbox/memory-store';
 import {
@@ -8,6 +11,7 @@ import {
 } from '../../../services/notification/migrations';
 import { silentLogger } from '../../../shared/logging/logger';
 import { openStorage } from '../../../shared/storage/database';
+import { PgNotifyFeed } from '../../../shared/streams/notify-feed';
 import { createTestDatabase } from '../../support/database';
 import { newUser, take } from './support';
 
@@ -36,7 +40,19 @@ describe('InboxProvider', () => {
       [{ migrations: notificationMigrations, tableName: NOTIFICATION_MIGRATIONS_TABLE }],
       silentLogger(),
     );
-    const provider = new InboxProvider({ config: DEFAULT_INBOX_CONFIG, storage, logger: silentLogger() });
+    // The LISTEN connection the composition root hands the inbox.
+    const notifications = new PgNotifyFeed({
+      url: db.url,
+      channels: [INBOX_EVENTS_CHANNEL],
+      logger: silentLogger(),
+    });
+    await notifications.start();
+    const provider = new InboxProvider({
+      config: DEFAULT_INBOX_CONFIG,
+      storage,
+      notifications,
+      logger: silentLogger(),
+    });
     try {
       await provider.start();
       expect(provider.store).toBeInstanceOf(DatabaseInboxStore);
@@ -47,6 +63,7 @@ describe('InboxProvider', () => {
       expect(event!.message!.id).toBe(sent.id);
     } finally {
       await provider.stop();
+      await notifications.stop();
       // The storage belongs to its opener: the provider left the pool open.
       expect((await storage.knex.raw('select 1 as one')).rows[0].one).toBe(1);
       await storage.close();

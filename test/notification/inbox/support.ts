@@ -5,7 +5,6 @@ import { DEFAULT_INBOX_CONFIG } from '../../../services/notification/inbox/confi
 import { InboxHub, type InboxHubOptions } from '../../../services/notification/inbox/inbox-hub';
 import { InboxService } from '../../../services/notification/inbox/inbox-service';
 import type { InboxStoreProtocol } from '../../../services/notification/inbox/store';
-import type { InboxEvent } from '../../../services/notification/inbox/types';
 
 /** A unique user id, so tests sharing a database never see each other's rows. */
 export function newUser(prefix = 'user'): string {
@@ -42,16 +41,8 @@ export function buildService(
 
 export { waitFor } from '../../support/wait';
 
-/** Takes the next `n` events from an iterator. */
-export async function take(iterator: AsyncIterator<InboxEvent>, n: number): Promise<InboxEvent[]> {
-  const out: InboxEvent[] = [];
-  while (out.length < n) {
-    const next = await iterator.next();
-    if (next.done) throw new Error(`stream ended after ${out.length} of ${n} events`);
-    out.push(next.value);
-  }
-  return out;
-}
+/** Takes the next `n` events from an iterator (the stream tests' one helper). */
+export { take } from '../../shared/streams/support';
 
 /**
  * PGlite loads node built-ins with dynamic import(), which jest's VM sandbox only allows when node

@@ -1,0 +1,105 @@
+/**
+ * MemoryEventLog: the event-log port kept in memory, for a stream whose state has no database (the
+ * monitor's alerts today) and for tests. Each channel keeps its newest `capacity` events; what falls
+ * out, or is erased, moves the channel's horizon, so a cursor from before it gets the hub's `reset`.
+ * One process only: no NOTIFY, the hub hears appends through `onAppended`.
+ */
+import type { EventLog, LoggedEvent } from './live-hub';
+
+/** One event of a MemoryEventLog: its seq and what was appended. */
+export interface MemoryLogEvent<T> extends LoggedEvent {
+  readonly value: T;
+}
+
+interface ChannelLog<T> {
+  events: MemoryLogEvent<T>[];
+  latest: number;
+  horizon: number;
+}
+
+/** A bounded in-memory event log, by channel; every watcher of a channel wants all its events. */
+export class MemoryEventLog<T> implements EventLog<MemoryLogEvent<T>, unknown> {
+  private readonly channels = new Map<string, ChannelLog<T>>();
+  private readonly listeners = new Set<(channel: string, seq: number) => void>();
+
+  constructor(private readonly capacity: number) {
+    if (!(capacity >= 1)) throw new RangeError('MemoryEventLog capacity must be at least 1');
+  }
+
+  private channel(key: string): ChannelLog<T> {
+    let log = this.channels.get(key);
+    if (!log) this.channels.set(key, (log = { events: [], latest: 0, horizon: 0 }));
+    return log;
+  }
+
+  /** Appends an event (the change it records is already made) and tells the hub; returns its seq. */
+  append(channel: string, value: T): number {
+    const log = this.channel(channel);
+    const seq = ++log.latest;
+    log.events.push({ seq, value });
+    if (log.events.length > this.capacity) {
+      const dropped = log.events.splice(0, log.events.length - this.capacity);
+      log.horizon = dropped[dropped.length - 1]!.seq;
+    }
+    for (const listener of this.listeners) listener(channel, seq);
+    return seq;
+  }
+
+  /**
+   * Erases a channel's events whose content `matches` (deleted content leaves no copy in the log).
+   * The horizon moves past the last erased one: a reader from before it reloads (a `reset`).
+   */
+  erase(channel: string, matches: (value: T) => boolean): void {
+    const log = this.channels.get(channel);
+    if (!log) return;
+    let erased = 0;
+    log.events = log.events.filter((e) => {
+      if (!matches(e.value)) return true;
+      erased = Math.max(erased, e.seq);
+      return false;
+    });
+    log.horizon = Math.max(log.horizon, erased);
+  }
+
+  /** The newest events of a channel, oldest first (at most `limit`). */
+  recent(channel: string, limit: number): MemoryLogEvent<T>[] {
+    const events = this.channels.get(channel)?.events ?? [];
+    return events.slice(Math.max(0, events.length - limit));
+  }
+
+  async latestSeq(channel: string): Promise<number> {
+    return this.channels.get(channel)?.latest ?? 0;
+  }
+
+  async readChannel(channel: string, after: number, limit: number): Promise<MemoryLogEvent<T>[]> {
+    return this.after(channel, after, limit);
+  }
+
+  async readWatch(
+    channel: string,
+    _watch: unknown,
+    after: number,
+    limit: number,
+  ): Promise<MemoryLogEvent<T>[]> {
+    return this.after(channel, after, limit);
+  }
+
+  async horizon(channel: string): Promise<number> {
+    return this.channels.get(channel)?.horizon ?? 0;
+  }
+
+  onAppended(listener: (channel: string, seq: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private after(channel: string, after: number, limit: number): MemoryLogEvent<T>[] {
+    const out: MemoryLogEvent<T>[] = [];
+    for (const event of this.channels.get(channel)?.events ?? []) {
+      if (event.seq <= after) continue;
+      out.push(event);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+}
