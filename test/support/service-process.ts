@@ -42,6 +42,8 @@ export interface StartServiceOptions {
   cwd?: string;
   /** How long to wait for the ports (default 30 s); a first PGlite start under load needs more. */
   startTimeoutMs?: number;
+  /** Called with the child as soon as it is spawned, before it listens (its workers may already run). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /** Builds as `npm run build` does (tsc, then the pages' static files) when `dist` lacks the service. */
@@ -75,6 +77,7 @@ export async function startServiceProcess(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  options.onSpawn?.(child);
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<number | null> => {

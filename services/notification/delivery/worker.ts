@@ -294,9 +294,13 @@ export class DeliveryWorker {
         limit: free,
       });
       if (this.stopping) {
-        // stop() began while we were claiming: hand these straight back.
+        // stop() began while we were claiming: hand these straight back. Not a record whose attempt
+        // this process is still running (the claim only renewed its lease, counting nothing): stop()
+        // waits for that attempt or releases it; releasing it here would give back a count that this
+        // claim never took and drop the lease under the running attempt (another process would take
+        // it and send it a second time).
         await store.release(
-          claimed.map((r) => r.id),
+          claimed.filter((r) => !this.inFlight.has(r.id)).map((r) => r.id),
           this.owner,
           this.clock(),
         );

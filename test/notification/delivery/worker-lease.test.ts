@@ -34,3 +34,41 @@ test('when its lease expires while its own attempt still runs, a worker reclaims
   expect(await pipeline.worker.pollOnce()).toBe(0);
   expect(driver.calls).toHaveLength(1);
 });
+
+test('when shutdown begins while a poll renews the lease of its own running attempt, the lease and the started attempt are kept', async () => {
+  const store = new InMemoryDeliveryStore();
+  const driver = new ScriptedDriver('smtp');
+  const gate = new Gate<SendOutcome>();
+  driver.script({ gate });
+  const { pipeline, clock, config } = buildPipeline(store, [driver], { owner: 'process-1' });
+  const { delivery } = await pipeline.submit({
+    channel: 'email',
+    recipient: 'a@example.com',
+    payload: { x: 1 },
+    scope: 's',
+  });
+  expect(await pipeline.worker.pollOnce()).toBe(1);
+  clock.advance(config.lease_seconds * 1000 + 1);
+  // Shutdown begins while the claim that renews the running attempt's lease is under way.
+  const claim = store.claim.bind(store);
+  let stopped: Promise<unknown> | undefined;
+  store.claim = async (request) => {
+    const claimed = await claim(request);
+    stopped = pipeline.worker.stop(new Date(Date.now() + 60_000));
+    return claimed;
+  };
+  expect(await pipeline.worker.pollOnce()).toBe(0);
+  store.claim = claim;
+  // The attempt still runs: its lease is this worker's and its claim still counts, so another
+  // process neither takes it (a second send) nor sees one started attempt fewer.
+  const record = await store.get(delivery.id);
+  expect(record).toMatchObject({ leaseOwner: 'process-1', attemptsStarted: 1 });
+  const other = buildPipeline(store, [new ScriptedDriver('smtp')], { clock, owner: 'process-2' });
+  expect(await other.pipeline.worker.pollOnce()).toBe(0);
+
+  gate.resolve({ class: 'sent', providerReference: 'ref-1' });
+  await stopped;
+  expect(driver.sendsById().get(delivery.id)).toBe(1);
+  expect((await store.get(delivery.id))?.status).toBe('sent');
+  await other.pipeline.stop(new Date());
+});
