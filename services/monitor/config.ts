@@ -26,6 +26,7 @@ import {
   requireApiTokensInProduction,
   serverSectionSchema,
   stringList,
+  uniqueNames,
 } from '../../shared/config';
 import { ALERT_TIERS } from '../../shared/monitoring/alerts/tiers';
 import { sloConfigShape } from '../../shared/monitoring/slo/config';
@@ -143,7 +144,7 @@ export const SLOConfigSchema = z
     objectives: z
       .array(SLOSchema)
       .default(() => [])
-      .superRefine((list, ctx) => uniqueNames(list, ctx, 'SLO')),
+      .superRefine(uniqueNames('SLO')),
   })
   .superRefine((slo, ctx) => {
     if (slo.objectives.length > slo.max_slos) {
@@ -268,20 +269,6 @@ export const WebConfigSchema = z
   })
   .prefault({});
 
-function uniqueNames(list: readonly { name: string }[], ctx: z.RefinementCtx, what: string): void {
-  const seen = new Map<string, number>();
-  list.forEach((item, i) => {
-    const earlier = seen.get(item.name);
-    if (earlier === undefined) seen.set(item.name, i);
-    else
-      ctx.addIssue({
-        code: 'custom',
-        path: [i, 'name'],
-        message: `duplicate ${what} name "${item.name}" (already used by entry [${earlier}])`,
-      });
-  });
-}
-
 /**
  * Monitoring backends. Our decision for the spec's unshown values: `noop` (default; nothing is
  * exported, the service still serves its own `/metrics`), `memory` (in-process tracer and metrics,
@@ -312,7 +299,7 @@ export const MonitorConfigSchema = z
     targets: z
       .array(TargetConfigSchema)
       .default(() => [])
-      .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
+      .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
   })
   .superRefine(requireApiTokensInProduction);

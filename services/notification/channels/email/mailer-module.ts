@@ -60,7 +60,7 @@ export class MailerModule {
     config: MailerConfig | MailerConfigInput = {},
     opts: MailerModuleOptions = {},
   ): MailerModule {
-    return new MailerModule(parseMailerConfig(config as MailerConfigInput), opts);
+    return new MailerModule(parseMailerConfig(config), opts);
   }
 
   /**

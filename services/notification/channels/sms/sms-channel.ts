@@ -73,7 +73,7 @@ export class SmsChannel {
     backends: readonly (NamedSMSConfig | NamedSMSConfigInput)[] = [],
     opts: SmsChannelOptions = {},
   ): SmsChannel {
-    return new SmsChannel(parseSmsBackends(backends as NamedSMSConfigInput[]), opts);
+    return new SmsChannel(parseSmsBackends(backends), opts);
   }
 
   /** Backend names, in config order. */
