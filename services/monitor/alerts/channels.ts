@@ -7,9 +7,8 @@
 import { createHash } from 'node:crypto';
 import { toJsonString } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { type Alert, AlertKind, AlertSchema } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
@@ -18,6 +17,7 @@ import { AlertDeliveryError } from '../../../shared/monitoring/errors';
 import { wireAlertOf } from './alert-hub';
 import type { NotificationChannelConfig } from './config';
 import { cutText } from '../../../shared/text/cut';
+import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
 
 /** The webhook bodies of a batch: one POST per alert, the proto `Alert` as JSON. */
 export function alertWebhookBodies(batch: AlertBatch): string[] {
@@ -141,7 +141,7 @@ export interface NotificationAlertChannelOptions {
 export class NotificationAlertChannel implements AlertChannel {
   readonly name: string;
   private readonly client: Client<typeof NotificationService>;
-  private readonly sessions: Http2SessionManager;
+  private readonly rpc: GrpcClient<typeof NotificationService>;
   private readonly logger: Logger;
   private readonly sleep: (attempt: number) => Promise<void>;
   private readonly headers: Record<string, string>;
@@ -151,12 +151,9 @@ export class NotificationAlertChannel implements AlertChannel {
     options: NotificationAlertChannelOptions = {},
   ) {
     this.name = entry.name;
-    const baseUrl = `http://${entry.notification.grpc_address}`;
-    this.sessions = new Http2SessionManager(baseUrl);
-    this.client = createClient(
-      NotificationService,
-      createGrpcTransport({ baseUrl, sessionManager: this.sessions }),
-    );
+    // The one outbound gRPC stack (shared/rpc/client.ts: a Connect client over grpc-js).
+    this.rpc = createGrpcClient(NotificationService, { address: entry.notification.grpc_address });
+    this.client = this.rpc.client;
     this.logger = options.logger ?? silentLogger();
     this.sleep =
       options.sleep ?? ((attempt) => new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt))));
@@ -262,6 +259,6 @@ export class NotificationAlertChannel implements AlertChannel {
 
   /** Closes the connection to the notification service. */
   close(): void {
-    this.sessions.abort();
+    this.rpc.close();
   }
 }
