@@ -148,6 +148,14 @@ async function assembleMonitorApp(
   // also served on the backend's own port, behind the same `metrics.auth_token` as `/metrics`, and
   // pushed to `push_gateway_url`. Process metrics are in the registry already when `/metrics` is on.
   // `store_in_db` needs a database, which the monitor does not keep: the start fails saying so.
+  // The monitor keeps no database: `database` is accepted so older files still load, and not read.
+  if (config.database.url !== '') {
+    logger.warn(
+      { key: 'monitor.database.url' },
+      'monitor.database is not read: the monitor keeps no database (the section is accepted so older files still load)',
+    );
+  }
+
   let pullMetrics: PullMetricsBackend | undefined;
   if (config.backend_type === 'pull_metrics') {
     const backend = new PullMetricsBackend({

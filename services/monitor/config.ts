@@ -1,7 +1,8 @@
 /**
  * The monitor service's configuration: `MonitorConfig` of spec/monitoring.md (metrics, tracing,
  * health, slo, alerts, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
- * (server, log, database, watched targets). Loaded by the shared loader from the `monitor:` section
+ * (server, log, watched targets; `database` is accepted so older files load, but not read: the
+ * monitor keeps no database). Each area's section lives beside the area; this file composes them. Loaded by the shared loader from the `monitor:` section
  * of the application file and `SVC_MONITOR__*` variables. The spec's operations are
  * {@link validateForEnvironment} and {@link getBackendConfig}.
  */
@@ -147,6 +148,7 @@ export const MonitorConfigSchema = z
     debug: bool().default(false),
     server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081, scopes: MONITOR_SCOPES }),
     log: logSectionSchema(),
+    /** Not read: the monitor keeps no database (accepted so older files load; a url is warned about). */
     database: databaseSectionSchema('monitor'),
     metrics: MetricsConfigSchema,
     tracing: TracingConfigSchema,
