@@ -34,6 +34,7 @@ import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
 import { NotificationClient } from './notification/notification-client';
+import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metrics';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -47,6 +48,8 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
+  pullMetrics?: PullMetricsBackend;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -142,6 +145,32 @@ async function assembleMonitorApp(
     lifecycle.exporter('span-forwarder', spanForwarder);
   }
   deps.traces = new Traces(spanStore, spanForwarder);
+
+  // `backend_type: pull_metrics`: the monitor's registry (its own metrics and the ingested series) is
+  // also served on the backend's own port, behind the same `metrics.auth_token` as `/metrics`, and
+  // pushed to `push_gateway_url`. Process metrics are in the registry already when `/metrics` is on.
+  // `store_in_db` needs a database, which the monitor does not keep: the start fails saying so.
+  // The monitor keeps no database: `database` is accepted so older files still load, and not read.
+  if (config.database.url !== '') {
+    logger.warn(
+      { key: 'monitor.database.url' },
+      'monitor.database is not read: the monitor keeps no database (the section is accepted so older files still load)',
+    );
+  }
+
+  let pullMetrics: PullMetricsBackend | undefined;
+  if (config.backend_type === 'pull_metrics') {
+    const backend = new PullMetricsBackend({
+      ...config.pull_metrics,
+      enable_default_metrics: config.pull_metrics.enable_default_metrics && !config.metrics.enabled,
+      auth_token: config.metrics.auth_token ?? null,
+      registry,
+      host: config.server.host,
+      logger: logger.child({ component: 'pull-metrics' }),
+    });
+    lifecycle.exporter('pull-metrics', { start: () => backend.initialize(), stop: () => backend.shutdown() });
+    pullMetrics = backend;
+  }
   // OTLP sums, gauges and histograms land in the same store as RecordMetrics.
   const otlpMetrics: OtlpMetricsSink = { exportMetrics: (req) => applyOtlpMetrics(metricStore, req) };
   const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
@@ -250,6 +279,7 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    pullMetrics,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

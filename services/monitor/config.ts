@@ -1,7 +1,8 @@
 /**
  * The monitor service's configuration: `MonitorConfig` of spec/monitoring.md (metrics, tracing,
  * health, slo, alerts, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
- * (server, log, database, watched targets). Loaded by the shared loader from the `monitor:` section
+ * (server, log, watched targets; `database` is accepted so older files load, but not read: the
+ * monitor keeps no database). Each area's section lives beside the area; this file composes them. Loaded by the shared loader from the `monitor:` section
  * of the application file and `SVC_MONITOR__*` variables. The spec's operations are
  * {@link validateForEnvironment} and {@link getBackendConfig}.
  */
@@ -11,33 +12,33 @@ import {
   type LoadConfigOptions,
   bool,
   databaseSectionSchema,
-  duration,
   environmentSchema,
-  fraction,
-  hostPort,
-  httpUrl,
   loadConfig,
   logSectionSchema,
-  itemName,
   nonEmptyString,
-  port,
   positiveInt,
-  positiveNumber,
   requireApiTokensInProduction,
   serverSectionSchema,
-  stringList,
+  uniqueNames,
 } from '../../shared/config';
-import { ALERT_TIERS } from '../../shared/monitoring/alerts/tiers';
-import { sloConfigShape } from '../../shared/monitoring/slo/config';
 import {
   errorTrackingConfigSchema,
   healthConfigSchema,
   metricsConfigSchema,
   openTelemetryConfigSchema,
+  pullMetricsConfigSchema,
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 import { monitorAlertsConfigSchema } from './alerts/config';
 import { MONITOR_SCOPES } from './rpc/scopes';
+import { SLOConfigSchema } from './slo/config';
+import { TargetConfigSchema } from './targets/config';
+import { WebConfigSchema } from './web/config';
+
+// Each area's section has its home beside the area; this file composes them.
+export { SLOSchema, SLOConfigSchema, type SLO, type SLOConfig } from './slo/config';
+export { TargetConfigSchema, type TargetConfig } from './targets/config';
+export { WebConfigSchema, type WebConfig } from './web/config';
 
 /**
  * The `metrics`, `health` and `tracing` sections are the monitoring library's schemas (one home,
@@ -113,49 +114,6 @@ export const TracingConfigSchema = tracingConfigSchema('monitor')
   .prefault({});
 export { SAMPLER_TYPES, PROPAGATION_FORMATS } from '../../shared/monitoring/config';
 
-/** One service-level objective (`SLO`). */
-export const SLOSchema = z.strictObject({
-  name: nonEmptyString(),
-  /** Name of the metric whose samples are evaluated. */
-  metric: nonEmptyString(),
-  percentile: fraction().default(0.99),
-  threshold_ms: positiveNumber(),
-  /** Rolling window: seconds, or "5m", "1h". Normalised to seconds. */
-  window: duration().default(300),
-  /** Alert when measured / threshold is at or above this. */
-  burn_rate_threshold: positiveNumber().default(1.0),
-  description: z.string().default(''),
-  /** Alert routing tier, one of the monitoring library's tiers (checked here so a typo stops the start). */
-  tier: z.enum(ALERT_TIERS).default('P1_BUSINESS_HOURS'),
-  owner: z.string().default(''),
-  runbook_url: httpUrl().optional(),
-});
-
-/**
- * The `slo` section: the monitoring library's keys (one home: `max_samples_per_metric`,
- * `suppression_window_seconds`, `max_slos`) plus the monitor's own, the evaluation interval and the
- * objectives registered at start (at most `max_slos`).
- */
-export const SLOConfigSchema = z
-  .strictObject({
-    ...sloConfigShape(),
-    evaluation_interval_seconds: positiveInt().default(60),
-    objectives: z
-      .array(SLOSchema)
-      .default(() => [])
-      .superRefine((list, ctx) => uniqueNames(list, ctx, 'SLO')),
-  })
-  .superRefine((slo, ctx) => {
-    if (slo.objectives.length > slo.max_slos) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['objectives'],
-        message: `at most max_slos (${slo.max_slos}) objectives`,
-      });
-    }
-  })
-  .prefault({});
-
 /**
  * The `alerts` section (the monitoring library's schema plus the monitor's `notification` channel
  * type and the alert RPCs' bounds; see alerts/config.ts and alerts/README.md): business hours,
@@ -169,118 +127,8 @@ export const ErrorTrackingConfigSchema = errorTrackingConfigSchema();
 /** `OpenTelemetryConfig` (OTLP over HTTP): the monitoring library's schema. */
 export const OpenTelemetryConfigSchema = openTelemetryConfigSchema();
 
-/** `PullMetricsConfig` (Prometheus-style scrape endpoint, optional push gateway). */
-export const PullMetricsConfigSchema = z
-  .strictObject({
-    /** Port of the backend's own metrics server (the service's HTTP port also serves `/metrics`). */
-    port: port().default(8000),
-    path: z.string().startsWith('/', { error: 'expected an HTTP path starting with /' }).default('/metrics'),
-    enable_default_metrics: bool().default(true),
-    push_gateway_url: httpUrl().optional(),
-    /** Seconds between pushes to the gateway. */
-    push_interval: duration().default(15),
-    /** Persist received samples to `metrics_table`. */
-    store_in_db: bool().default(false),
-    metrics_table: z
-      .string()
-      .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'expected a lower-case SQL table name' })
-      .default('metric_samples'),
-  })
-  .prefault({});
-
-// RFC 9110 field names (tokens) and values (visible characters, spaces and tabs inside).
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-/**
- * A service the monitor watches: its gRPC health and/or HTTP `/health` are probed (see
- * services/monitor/targets/README.md). With both set, a probe succeeds only when both answer.
- */
-export const TargetConfigSchema = z
-  .strictObject({
-    name: itemName(),
-    /** `host:port` of the gRPC port; probed with grpc.health.v1 `Check` for service "". */
-    grpc_address: hostPort().optional(),
-    /** URL of an HTTP health endpoint; a 2xx answer is up. */
-    http_url: httpUrl().optional(),
-    /**
-     * Headers sent with the HTTP probe (secret: every value is redacted), e.g. the
-     * `authorization` a protected `/health` needs (`health.auth_token` of the watched service).
-     */
-    headers: z
-      .record(
-        z.string().regex(HEADER_NAME, { error: 'expected an HTTP header name' }),
-        z.string().regex(HEADER_VALUE, { error: 'expected an HTTP header value (no control characters)' }),
-      )
-      .optional(),
-    /** Sent as `Authorization: Bearer <token>` with the HTTP probe (secret). */
-    bearer_token: z
-      .string()
-      .regex(/^[\x21-\x7e]+$/, { error: 'expected a token of visible ASCII characters' })
-      .optional(),
-    /** Seconds from the start of one probe to the start of the next; fractions allowed (0.5). */
-    interval_seconds: positiveNumber().default(15),
-    /**
-     * Milliseconds one probe may take (the gRPC deadline, the HTTP timeout); a slower answer is a
-     * failure ("timeout"). Default: the interval, at most 5000.
-     */
-    timeout_ms: positiveInt().optional(),
-  })
-  .superRefine((t, ctx) => {
-    if (!t.grpc_address && !t.http_url) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['grpc_address'],
-        message: 'a target needs grpc_address or http_url',
-      });
-    }
-    if (
-      t.bearer_token !== undefined &&
-      Object.keys(t.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')
-    ) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['bearer_token'],
-        message: 'set bearer_token or an authorization header, not both',
-      });
-    }
-  });
-
-/**
- * The `web` section: the status page at `/` (web/README.md). Its data routes (`/status.json`,
- * `/status/events`) accept these tokens and the `server.api_tokens` with the `monitor:read` scope
- * (plain ones have every scope); with none configured anywhere they are open, like the RPCs.
- */
-export const WebConfigSchema = z
-  .strictObject({
-    /** Read-only bearer tokens for the status page's data routes (secret), besides `server.api_tokens` with `monitor:read`. */
-    api_tokens: stringList(nonEmptyString()).default(() => []),
-    /** Alerts shown (newest first) in the snapshot; the page keeps at most this many. */
-    recent_alerts: positiveInt().max(500, { error: 'at most 500' }).default(50),
-    /** Open status event streams at most; beyond: 429 with Retry-After. */
-    max_sse_connections: positiveInt().default(100),
-    /** Bytes waiting to reach one browser at most; a stream over it is closed (the page reconnects). */
-    sse_max_buffered_bytes: positiveInt().default(1024 * 1024),
-    /** Seconds between SLO refreshes on open streams (sent only when the figures changed). */
-    slo_refresh_seconds: positiveNumber().default(5),
-    /** Seconds between heartbeat comments on open streams. */
-    heartbeat_seconds: positiveNumber().default(15),
-  })
-  .prefault({});
-
-function uniqueNames(list: readonly { name: string }[], ctx: z.RefinementCtx, what: string): void {
-  const seen = new Map<string, number>();
-  list.forEach((item, i) => {
-    const earlier = seen.get(item.name);
-    if (earlier === undefined) seen.set(item.name, i);
-    else
-      ctx.addIssue({
-        code: 'custom',
-        path: [i, 'name'],
-        message: `duplicate ${what} name "${item.name}" (already used by entry [${earlier}])`,
-      });
-  });
-}
+/** `PullMetricsConfig` (Prometheus-style scrape endpoint, optional push gateway): the monitoring library's schema. */
+export const PullMetricsConfigSchema = pullMetricsConfigSchema();
 
 /**
  * Monitoring backends. Our decision for the spec's unshown values: `noop` (default; nothing is
@@ -300,6 +148,7 @@ export const MonitorConfigSchema = z
     debug: bool().default(false),
     server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081, scopes: MONITOR_SCOPES }),
     log: logSectionSchema(),
+    /** Not read: the monitor keeps no database (accepted so older files load; a url is warned about). */
     database: databaseSectionSchema('monitor'),
     metrics: MetricsConfigSchema,
     tracing: TracingConfigSchema,
@@ -312,7 +161,7 @@ export const MonitorConfigSchema = z
     targets: z
       .array(TargetConfigSchema)
       .default(() => [])
-      .superRefine((list, ctx) => uniqueNames(list, ctx, 'target')),
+      .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
   })
   .superRefine(requireApiTokensInProduction);
@@ -327,10 +176,6 @@ export type MetricsConfig = z.infer<typeof MetricsConfigSchema>;
 export type TracingConfig = z.infer<typeof TracingConfigSchema>;
 /** Health section. */
 export type HealthConfig = z.infer<typeof HealthConfigSchema>;
-/** One SLO. */
-export type SLO = z.infer<typeof SLOSchema>;
-/** SLO section. */
-export type SLOConfig = z.infer<typeof SLOConfigSchema>;
 /** Alerts section. */
 export type AlertsConfig = z.infer<typeof AlertsConfigSchema>;
 /** Error tracking section. */
@@ -339,10 +184,6 @@ export type ErrorTrackingConfig = z.infer<typeof ErrorTrackingConfigSchema>;
 export type OpenTelemetryConfig = z.infer<typeof OpenTelemetryConfigSchema>;
 /** Pull-metrics section. */
 export type PullMetricsConfig = z.infer<typeof PullMetricsConfigSchema>;
-/** Web (status page) section. */
-export type WebConfig = z.infer<typeof WebConfigSchema>;
-/** One watched service. */
-export type TargetConfig = z.infer<typeof TargetConfigSchema>;
 
 /**
  * Loads the monitor config from defaults, the application file, `SVC_MONITOR__*` and `overrides`

@@ -1,4 +1,5 @@
 /** The error a service stops with when its configuration is invalid. */
+import { DomainError } from '../errors';
 
 /** One problem found while loading config. */
 export interface ConfigIssue {
@@ -21,11 +22,11 @@ export function formatIssue(issue: ConfigIssue): string {
 
 /**
  * Invalid configuration: every issue at once, each naming the key, the source of the value and the
- * environment variable that would set it. Startup-only; never sent to a caller.
+ * environment variable that would set it. A rung of the one error ladder (shared/errors): bad input,
+ * whether the loader found it at start or a section was written in code (`configure(...)`).
  */
-export class ConfigError extends Error {
-  /** Stable code for logs and exit handling. */
-  readonly code = 'CONFIG_INVALID' as const;
+export class ConfigError extends DomainError {
+  readonly code = 'INVALID_ARGUMENT' as const;
   constructor(
     readonly section: string,
     readonly issues: readonly ConfigIssue[],

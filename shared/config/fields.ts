@@ -4,6 +4,7 @@
  * generic type names.
  */
 import { z } from 'zod';
+import { isE164 } from '../text/e164';
 
 function err(message: string): { error: string } {
   return { error: message };
@@ -74,7 +75,7 @@ export function emailAddress(): z.ZodString {
 /** A telephone number in international E.164 format: `+` then 2 to 15 digits, no spaces. */
 export function e164(): z.ZodString {
   const e = err('expected a telephone number in international format such as +15551234567');
-  return z.string(e).regex(/^\+[1-9]\d{1,14}$/, e);
+  return z.string(e).refine(isE164, e);
 }
 
 /** `host:port`, e.g. `localhost:50051` or `[::1]:50051`. */
@@ -121,6 +122,26 @@ export function duration(): z.ZodType<number, number | string> {
     }
     return seconds;
   });
+}
+
+/**
+ * The one "names are unique" rule of a config list (`superRefine(uniqueNames('SLO'))`): each repeat
+ * is an issue on its `name`, naming the entry it repeats.
+ */
+export function uniqueNames(what: string) {
+  return (list: readonly { name: string }[], ctx: z.RefinementCtx): void => {
+    const seen = new Map<string, number>();
+    list.forEach((item, i) => {
+      const earlier = seen.get(item.name);
+      if (earlier === undefined) seen.set(item.name, i);
+      else
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'name'],
+          message: `duplicate ${what} name "${item.name}" (already used by entry [${earlier}])`,
+        });
+    });
+  };
 }
 
 /** A list of strings; from the environment it may be JSON or comma-separated. */

@@ -1,5 +1,11 @@
 /** Config loading for both services: see loader.ts for the sources and their precedence. */
-export { loadConfig, CONFIG_SECTIONS, DEFAULT_CONFIG_FILE, outputForcedInteractive } from './loader';
+export {
+  loadConfig,
+  parseSectionInCode,
+  CONFIG_SECTIONS,
+  DEFAULT_CONFIG_FILE,
+  outputForcedInteractive,
+} from './loader';
 export type { ConfigSection, LoadConfigOptions } from './loader';
 export { ConfigError, formatIssue } from './errors';
 export type { ConfigIssue } from './errors';

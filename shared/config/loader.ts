@@ -279,9 +279,13 @@ function toIssues(input: SourcedInput, error: z.ZodError): ConfigIssue[] {
   return issues;
 }
 
+/** Every object and list the loader validated and froze: a channel given one of these parses nothing. */
+const VALIDATED = new WeakSet<object>();
+
 function deepFreeze<V>(value: V): V {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
+    VALIDATED.add(value);
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
@@ -324,6 +328,33 @@ export function loadConfig<T>(opts: LoadConfigOptions<T>): Readonly<T> {
   const issues = [...input.issues, ...(result.success ? [] : toIssues(input, result.error))];
   if (issues.length > 0 || !result.success) throw new ConfigError(section, issues);
   return deepFreeze(result.data);
+}
+
+/**
+ * The one ZodError -> ConfigError for a section written in code (`MailerModule.configure({...})`):
+ * parses `input` with `schema` and throws a ConfigError naming each bad key under `section` and
+ * `path` (`notification.sms_backends[0].name`), with source `code` and the env var that would set it.
+ * A section the loader validated already (part of what {@link loadConfig} returned) is returned as it
+ * is: config is validated once, at the loader.
+ */
+export function parseSectionInCode<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  section: ConfigSection,
+  path: ConfigPath = [],
+): z.output<S> {
+  if (input !== null && typeof input === 'object' && VALIDATED.has(input)) return input as z.output<S>;
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    section,
+    result.error.issues.map((issue) => ({
+      key: configKey(section, [...path, ...issue.path]),
+      message: issue.message,
+      source: 'code',
+      envVar: envVarName(section, [...path, ...issue.path]),
+    })),
+  );
 }
 
 /**

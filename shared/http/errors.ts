@@ -11,7 +11,7 @@
  */
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { DomainErrorCode } from '../errors';
+import { isDomainError, type DomainErrorCode } from '../errors';
 import { sendJson } from './json';
 
 /** Connect error code names, indexed by their numeric code (which equals the gRPC status code). */
@@ -64,6 +64,11 @@ export function connectCodeName(code: number): ErrorCodeName {
   return CODE_NAMES[code] ?? 'unknown';
 }
 
+/** The numeric code of a code name: the gRPC status number (google.rpc.Status.code), = Connect `Code`. */
+export function grpcCodeOf(name: ErrorCodeName): number {
+  return CODE_NAMES.indexOf(name);
+}
+
 /** HTTP status for a numeric code (a Connect `Code` or a gRPC status code). */
 export function httpStatusForCode(code: number): number {
   return STATUS[connectCodeName(code)];
@@ -77,6 +82,18 @@ export function httpStatusOf(code: ErrorCodeName): number {
 /** The code name of a domain error code (`NOT_FOUND` -> `not_found`). */
 export function codeOfDomainError(code: DomainErrorCode): ErrorCodeName {
   return code.toLowerCase() as ErrorCodeName;
+}
+
+/**
+ * The HTTP answer of an error of the ladder (shared/errors): status, code name and its caller-safe
+ * message; undefined for anything else (the caller answers a generic 500 and logs the cause).
+ */
+export function describeDomainError(
+  err: unknown,
+): { status: number; code: ErrorCodeName; message: string } | undefined {
+  if (!isDomainError(err)) return undefined;
+  const code = codeOfDomainError(err.code);
+  return { status: STATUS[code], code, message: err.message };
 }
 
 /** The JSON error body. */

@@ -13,6 +13,7 @@ import {
   httpUrl,
   nonEmptyString,
   positiveInt,
+  port,
   positiveNumber,
   stringList,
 } from '../config/fields';
@@ -211,6 +212,33 @@ export type MetricsConfig = z.infer<ReturnType<typeof metricsConfigSchema>>;
 export type HealthConfig = z.infer<ReturnType<typeof healthConfigSchema>>;
 /** The validated `tracing` section. */
 export type TracingConfig = z.infer<ReturnType<typeof tracingConfigSchema>>;
+
+/**
+ * `PullMetricsConfig` (Prometheus-style scrape endpoint, optional push gateway): the section of the
+ * pull-metrics backend (backends/pull-metrics.ts), which reads it.
+ */
+export function pullMetricsConfigSchema() {
+  return z
+    .strictObject({
+      /** Port of the backend's own metrics server (the service's HTTP port also serves `/metrics`). */
+      port: port().default(8000),
+      path: z
+        .string()
+        .startsWith('/', { error: 'expected an HTTP path starting with /' })
+        .default('/metrics'),
+      enable_default_metrics: bool().default(true),
+      push_gateway_url: httpUrl().optional(),
+      /** Seconds between pushes to the gateway. */
+      push_interval: duration().default(15),
+      /** Persist received samples to `metrics_table`. */
+      store_in_db: bool().default(false),
+      metrics_table: z
+        .string()
+        .regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'expected a lower-case SQL table name' })
+        .default('metric_samples'),
+    })
+    .prefault({});
+}
 
 /** The `metrics` section with every default (what a service without the section gets). */
 export const DEFAULT_METRICS_CONFIG: MetricsConfig = metricsConfigSchema().parse(undefined);

@@ -1,14 +1,15 @@
 /**
  * The monitor's client of the notification service: SendEmail and SendSms of
- * svc.notification.v1.NotificationService over gRPC (connect-node), with the channel's API token
+ * svc.notification.v1.NotificationService over gRPC (the one outbound stack, shared/rpc/client.ts: a
+ * Connect client over grpc-js), with the channel's API token
  * (`authorization: Bearer`), the caller's trace context (`traceparent`) and a deadline per call. It
  * implements the alerts area's {@link AlertNotifier}: the wire stays here, and a failed call becomes
  * an {@link AlertNotifierError} naming the code and whether another attempt may help.
  */
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { context, propagation } from '@opentelemetry/api';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
 import {
   type AlertEmail,
   type AlertNotifier,
@@ -30,17 +31,13 @@ const RETRYABLE = new Set<Code>([
 /** A NotificationService client for one `notification` alert channel. */
 export class NotificationClient implements AlertNotifier {
   private readonly client: Client<typeof NotificationService>;
-  private readonly sessions: Http2SessionManager;
+  private readonly rpc: GrpcClient<typeof NotificationService>;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
 
   constructor(settings: NotificationChannelConfig['notification']) {
-    const baseUrl = `http://${settings.grpc_address}`;
-    this.sessions = new Http2SessionManager(baseUrl);
-    this.client = createClient(
-      NotificationService,
-      createGrpcTransport({ baseUrl, sessionManager: this.sessions }),
-    );
+    this.rpc = createGrpcClient(NotificationService, { address: settings.grpc_address });
+    this.client = this.rpc.client;
     this.headers = settings.api_token ? { authorization: `Bearer ${settings.api_token}` } : {};
     this.timeoutMs = settings.timeout_ms;
   }
@@ -92,6 +89,6 @@ export class NotificationClient implements AlertNotifier {
 
   /** Closes the connection to the notification service. */
   close(): void {
-    this.sessions.abort();
+    this.rpc.close();
   }
 }

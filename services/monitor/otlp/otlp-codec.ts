@@ -15,13 +15,14 @@ import {
   type MessageShape,
 } from '@bufbuild/protobuf';
 import type { JsonValue } from '@bufbuild/protobuf';
+import { InvalidArgumentError } from '../../../shared/errors';
 import { cutText } from '../../../shared/text/cut';
 
 /** The two OTLP/HTTP encodings. */
 export type OtlpFormat = 'protobuf' | 'json';
 
 /** A body that does not decode; the message is safe to send to the caller. */
-export class OtlpDecodeError extends Error {}
+export class OtlpDecodeError extends InvalidArgumentError {}
 
 /** The OTLP format of a Content-Type header, or undefined for any other type. */
 export function otlpFormatOf(contentType: string | undefined): OtlpFormat | undefined {

@@ -26,22 +26,15 @@ import {
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
 } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
-import { isDomainError } from '../../../shared/errors';
 import {
-  codeOfDomainError,
+  describeDomainError,
+  grpcCodeOf,
   httpStatusOf,
   sendJsonError,
   type ErrorCodeName,
 } from '../../../shared/http/errors';
 import type { Route } from '../../../shared/http/routes';
-import {
-  OtlpDecodeError,
-  type OtlpFormat,
-  contentTypeOf,
-  decodeOtlp,
-  encodeOtlp,
-  otlpFormatOf,
-} from './otlp-codec';
+import { type OtlpFormat, contentTypeOf, decodeOtlp, encodeOtlp, otlpFormatOf } from './otlp-codec';
 import type { OtlpReceiver } from './otlp-receiver';
 import { OTLP_HTTP_SCOPE } from '../rpc/scopes';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
@@ -55,17 +48,6 @@ export interface OtlpHttpOptions {
   /** Largest body accepted, compressed or not (the server's `max_request_bytes`). */
   maxBodyBytes: number;
 }
-
-/** gRPC status numbers of the codes these routes answer with (google.rpc.Status.code). */
-const GRPC_CODE: Partial<Record<ErrorCodeName, number>> = {
-  invalid_argument: 3,
-  not_found: 5,
-  resource_exhausted: 8,
-  failed_precondition: 9,
-  unimplemented: 12,
-  internal: 13,
-  unavailable: 14,
-};
 
 /** A refusal: its code, message and HTTP status (413 and 415 have no Connect code of their own). */
 class Refusal {
@@ -98,7 +80,7 @@ function sendRefusal(
     sendJsonError(res, refusal.code, refusal.message, { status: refusal.status, headers });
     return;
   }
-  const body = statusMessage(GRPC_CODE[refusal.code] ?? 2, refusal.message);
+  const body = statusMessage(grpcCodeOf(refusal.code), refusal.message);
   res.writeHead(refusal.status, {
     ...headers,
     'Content-Type': 'application/x-protobuf',
@@ -174,12 +156,9 @@ function exportRoute<Req extends DescMessage, Res extends DescMessage>(
       try {
         apply(decodeOtlp(requestSchema, body, format));
       } catch (err) {
-        if (err instanceof OtlpDecodeError) {
-          sendRefusal(res, format, new Refusal('invalid_argument', err.message));
-          return;
-        }
-        if (isDomainError(err)) {
-          sendRefusal(res, format, new Refusal(codeOfDomainError(err.code), err.message));
+        const known = describeDomainError(err);
+        if (known) {
+          sendRefusal(res, format, new Refusal(known.code, known.message));
           return;
         }
         throw err;

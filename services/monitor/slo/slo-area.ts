@@ -15,7 +15,7 @@ import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
 import { SLOMonitor } from '../../../shared/monitoring/slo/monitor';
 import { SLO, type SLOViolation } from '../../../shared/monitoring/slo/slo';
 import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
-import type { SLOConfig, SLO as SLOConfigEntry } from '../config';
+import type { SLOConfig, SLO as SLOConfigEntry } from './config';
 
 /** Longest string of each field a caller may send. */
 export const SLO_FIELD_LIMITS = Object.freeze({

@@ -5,11 +5,10 @@
  * never rejects: a failure carries a short reason (a status or error name, never a message or stack),
  * which the status page and the alerts show.
  */
-import * as http from 'node:http';
-import * as https from 'node:https';
 import * as grpc from '@grpc/grpc-js';
 import { context, propagation } from '@opentelemetry/api';
 import { service as healthServiceDefinition } from 'grpc-health-check';
+import { boundedRequest, isAnswer } from '../../../shared/http/outbound';
 
 /** The result of one probe. */
 export type ProbeOutcome = { ok: true } | { ok: false; reason: string };
@@ -87,49 +86,30 @@ function grpcReason(code: grpc.status): string {
  * probe or fill memory. The current trace context is sent along (`traceparent`), and `extraHeaders`
  * (the target's `headers` and `bearer_token`: a protected `/health` needs its token).
  */
-export function probeHttp(
+export async function probeHttp(
   url: string,
   timeoutMs: number,
   signal: AbortSignal,
   extraHeaders: Readonly<Record<string, string>> = {},
 ): Promise<ProbeOutcome> {
-  return new Promise((resolve) => {
-    let settled = false;
-    let req: http.ClientRequest | undefined;
-    const headers: Record<string, string> = { accept: 'application/json, text/plain, */*', ...extraHeaders };
-    propagation.inject(context.active(), headers);
-    const get = url.startsWith('https:') ? https.get : http.get;
-    const finish = (outcome: ProbeOutcome): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      req?.destroy();
-      resolve(outcome);
-    };
-    const timer = setTimeout(() => finish({ ok: false, reason: 'timeout' }), timeoutMs);
-    const onAbort = (): void => finish({ ok: false, reason: 'stopped' });
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) return onAbort();
-    try {
-      // No keep-alive: one short connection per probe, closed by finish().
-      req = get(url, { headers, agent: false }, (res) => {
-        const status = res.statusCode ?? 0;
-        const outcome: ProbeOutcome =
-          status >= 200 && status < 300 ? { ok: true } : { ok: false, reason: `HTTP ${status}` };
-        let read = 0;
-        res.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (read >= MAX_HTTP_BODY_BYTES) finish(outcome);
-        });
-        res.on('end', () => finish(outcome));
-        res.on('error', () => finish(outcome));
-      });
-    } catch (err) {
-      // A URL node:http cannot use (the config's check is looser) fails the probe, not the monitor.
-      finish({ ok: false, reason: (err as NodeJS.ErrnoException).code ?? 'invalid URL' });
-      return;
-    }
-    req.on('error', (err: NodeJS.ErrnoException) => finish({ ok: false, reason: err.code ?? err.name }));
+  const headers: Record<string, string> = { accept: 'application/json, text/plain, */*', ...extraHeaders };
+  propagation.inject(context.active(), headers);
+  // No keep-alive: one short connection per probe (the one bounded request, shared/http/outbound.ts).
+  const result = await boundedRequest({
+    method: 'GET',
+    url,
+    headers,
+    agent: false,
+    timeoutMs,
+    maxBodyBytes: MAX_HTTP_BODY_BYTES,
+    signal,
   });
+  if (!isAnswer(result)) {
+    if (result.kind === 'aborted') return { ok: false, reason: 'stopped' };
+    if (result.kind === 'timeout') return { ok: false, reason: 'timeout' };
+    return { ok: false, reason: result.code ?? 'connection failed' };
+  }
+  return result.status >= 200 && result.status < 300
+    ? { ok: true }
+    : { ok: false, reason: `HTTP ${result.status}` };
 }

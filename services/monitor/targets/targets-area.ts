@@ -18,7 +18,7 @@ import {
   HealthStatus,
 } from '../../../shared/monitoring/health/result';
 import type { Gauge, Histogram } from '../../../shared/monitoring/instruments';
-import type { TargetConfig } from '../config';
+import type { TargetConfig } from './config';
 import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
 import { TargetAlertQueue, targetAlert } from './target-alerts';
 import { type TargetState, type TargetTransition, TargetTracker } from './target-state';

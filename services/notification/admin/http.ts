@@ -3,15 +3,9 @@
  * domain errors as the HTTP surface's one JSON error body (shared/http/errors.ts).
  */
 import type { ServerResponse } from 'node:http';
-import { isDomainError } from '../../../shared/errors';
 import { sendJson as writeJson } from '../../../shared/http/json';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
-import {
-  codeOfDomainError,
-  httpStatusOf,
-  sendJsonError,
-  type ErrorCodeName,
-} from '../../../shared/http/errors';
+import { sendJsonError, type ErrorCodeName } from '../../../shared/http/errors';
 
 /** The page's policy headers; their one home is shared/http (the monitor's status page uses them too). */
 export { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../../shared/http/security-headers';
@@ -39,14 +33,5 @@ export function sendError(
   sendJsonError(res, code, message, { headers: { ...SECURITY_HEADERS, ...extraHeaders } });
 }
 
-/**
- * Status and caller-safe body of an error, or undefined when it is not a domain error (the caller
- * then answers a generic 500 and logs the cause).
- */
-export function describeDomainError(
-  err: unknown,
-): { status: number; code: ErrorCodeName; message: string } | undefined {
-  if (!isDomainError(err)) return undefined;
-  const code = codeOfDomainError(err.code);
-  return { status: httpStatusOf(code), code, message: err.message };
-}
+/** The HTTP answer of a domain error; its one home is shared/http/errors.ts. */
+export { describeDomainError } from '../../../shared/http/errors';

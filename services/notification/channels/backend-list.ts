@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 
-import { bool } from '../../../shared/config';
+import { bool, uniqueNames } from '../../../shared/config';
 
 /** The fields every named backend has. */
 export interface NamedBackend {
@@ -25,18 +25,10 @@ export function backendList<S extends z.ZodType<NamedBackend>>(element: S, what:
   return z
     .array(element, { error: `expected a list of ${what} backends` })
     .default(() => [])
+    .superRefine(uniqueNames(`${what} backend`))
     .superRefine((list, ctx) => {
-      const seen = new Map<string, number>();
       let primaryAt: number | undefined;
       list.forEach((backend, i) => {
-        const earlier = seen.get(backend.name);
-        if (earlier !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [i, 'name'],
-            message: `duplicate ${what} backend name "${backend.name}" (already used by entry [${earlier}])`,
-          });
-        } else seen.set(backend.name, i);
         if (backend.primary) {
           if (primaryAt !== undefined) {
             ctx.addIssue({

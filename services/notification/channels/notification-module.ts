@@ -5,18 +5,19 @@
  * `NotificationModule.stub()` has no backends: a send then fails with FAILED_PRECONDITION "no SMS
  * backend configured" (or push). Email is the mailer area's (`MailerModule`).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Logger } from '../../../shared/logging/logger';
-import { ConfigError, configKey, envVarName } from '../../../shared/config';
+import { parseSectionInCode } from '../../../shared/config';
 import { type NamedPushConfig, PushBackendsSchema } from './push/config';
 import { PushChannel } from './push/push-channel';
 import { type NamedSMSConfig, SmsBackendsSchema } from './sms/config';
 import { SmsChannel } from './sms/sms-channel';
 
-const ModuleConfigSchema = z.object({ sms_backends: SmsBackendsSchema, push_backends: PushBackendsSchema });
-
 /** The two sections as they may be written in code (validated by configure). */
-export type NotificationModuleConfigInput = z.input<typeof ModuleConfigSchema>;
+export interface NotificationModuleConfigInput {
+  sms_backends?: z.input<typeof SmsBackendsSchema>;
+  push_backends?: z.input<typeof PushBackendsSchema>;
+}
 
 /** The validated sections the module reads. */
 export interface NotificationModuleConfig {
@@ -49,19 +50,14 @@ export class NotificationModule {
     opts: NotificationModuleOptions = {},
   ): NotificationModule {
     // Validated config parses to itself; sections written in code get their defaults and checks.
-    const result = ModuleConfigSchema.safeParse(config);
-    if (!result.success) {
-      throw new ConfigError(
-        'notification',
-        result.error.issues.map((issue) => ({
-          key: configKey('notification', issue.path),
-          message: issue.message,
-          source: 'code',
-          envVar: envVarName('notification', issue.path),
-        })),
-      );
-    }
-    const sections = result.data;
+    const sections = {
+      sms_backends: parseSectionInCode(SmsBackendsSchema, config.sms_backends ?? [], 'notification', [
+        'sms_backends',
+      ]),
+      push_backends: parseSectionInCode(PushBackendsSchema, config.push_backends ?? [], 'notification', [
+        'push_backends',
+      ]),
+    };
     return new NotificationModule(
       SmsChannel.configure(sections.sms_backends, opts),
       PushChannel.configure(sections.push_backends, opts),

@@ -14,6 +14,7 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '..
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
+import { isE164 } from '../../../shared/text/e164';
 import type { Channel } from './driver';
 import { maskRecipient } from './mask';
 
@@ -124,7 +125,6 @@ export interface SuppressionChecker {
 const MAX_EMAIL_LENGTH = 254;
 const MAX_TOKEN_LENGTH = 4096;
 const MAX_SOURCE_LENGTH = 256;
-const E164 = /^\+[1-9]\d{1,14}$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
@@ -150,7 +150,7 @@ export function normaliseRecipient(channel: Channel, recipient: unknown, field =
     }
     case 'sms': {
       const number = value.replace(/[\s\-.()]/g, '');
-      if (!E164.test(number)) {
+      if (!isE164(number)) {
         throw new InvalidArgumentError(
           `${field} is not a telephone number in international (E.164) format such as +15551234567`,
           field,

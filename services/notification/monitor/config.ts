@@ -13,6 +13,7 @@ import {
   nonEmptyString,
   positiveInt,
   positiveNumber,
+  uniqueNames,
 } from '../../../shared/config';
 
 /** Most SLOs one service declares (each is one RegisterSlo call at start). */
@@ -67,14 +68,7 @@ export const MonitorReporterConfigSchema = z
       .array(DeclaredSloSchema)
       .max(MAX_DECLARED_SLOS, { message: `at most ${MAX_DECLARED_SLOS} SLOs` })
       .default(() => [])
-      .superRefine((list, ctx) => {
-        const seen = new Set<string>();
-        for (const [i, slo] of list.entries()) {
-          if (seen.has(slo.name))
-            ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate SLO name "${slo.name}"` });
-          seen.add(slo.name);
-        }
-      }),
+      .superRefine(uniqueNames('SLO')),
   })
   .prefault({});
 

@@ -14,7 +14,8 @@ import {
   RecordSloSamplesRequestSchema,
   RegisterSloRequestSchema,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
-import { createGrpcServiceDefinition } from '../../../shared/rpc/grpc-adapter';
+import { ConnectError, type Client } from '@connectrpc/connect';
+import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
 import type { DeclaredSlo, MonitorReporterConfig } from './config';
 
 /** A call to the monitor that failed, with its gRPC status code. */
@@ -54,35 +55,27 @@ export interface MonitorSink {
   close(): void;
 }
 
-type Callback = (err: grpc.ServiceError | null, res: unknown) => void;
-type UnaryMethod = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: Callback) => void;
-
 /** The grpc-js implementation of {@link MonitorSink}. */
 export class MonitorClient implements MonitorSink {
-  private readonly client: grpc.Client & Record<string, UnaryMethod>;
-  private readonly timeoutMs: number;
-  private readonly token: string | undefined;
+  private readonly rpc: GrpcClient<typeof MonitorService>;
 
   constructor(
     config: Pick<MonitorReporterConfig, 'tls' | 'timeout_ms' | 'api_token'> & { grpc_address: string },
   ) {
-    const Ctor = grpc.makeGenericClientConstructor(
-      createGrpcServiceDefinition(MonitorService),
-      MonitorService.name,
-    );
-    const credentials = config.tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure();
-    this.client = new Ctor(config.grpc_address, credentials) as unknown as grpc.Client &
-      Record<string, UnaryMethod>;
-    this.timeoutMs = config.timeout_ms;
-    this.token = config.api_token;
+    // The one outbound gRPC stack (shared/rpc/client.ts): token and deadline on every call.
+    this.rpc = createGrpcClient(MonitorService, {
+      address: config.grpc_address,
+      tls: config.tls,
+      token: config.api_token,
+      timeoutMs: config.timeout_ms,
+    });
   }
 
   async recordSloSamples(metric: string, valuesMs: readonly number[]): Promise<number> {
-    const res = (await this.call(
-      'recordSloSamples',
-      create(RecordSloSamplesRequestSchema, { metric, valuesMs: [...valuesMs] }),
-    )) as { accepted?: number } | undefined;
-    return res?.accepted ?? 0;
+    const res = await this.call('recordSloSamples', (c) =>
+      c.recordSloSamples(create(RecordSloSamplesRequestSchema, { metric, valuesMs: [...valuesMs] })),
+    );
+    return res.accepted;
   }
 
   async registerSlo(slo: DeclaredSlo): Promise<'registered' | 'exists'> {
@@ -101,7 +94,7 @@ export class MonitorClient implements MonitorSink {
       },
     });
     try {
-      await this.call('registerSlo', request);
+      await this.call('registerSlo', (c) => c.registerSlo(request));
       return 'registered';
     } catch (err) {
       if (err instanceof MonitorCallError && err.code === grpc.status.ALREADY_EXISTS) return 'exists';
@@ -110,32 +103,34 @@ export class MonitorClient implements MonitorSink {
   }
 
   async captureException(report: ExceptionReport, sourceService: string): Promise<void> {
-    await this.call(
-      'captureException',
-      create(CaptureExceptionRequestSchema, {
-        type: report.type,
-        message: report.message,
-        stacktrace: report.stacktrace,
-        sourceService,
-        traceId: report.traceId,
-        time: timestampFromDate(report.time),
-      }),
+    await this.call('captureException', (c) =>
+      c.captureException(
+        create(CaptureExceptionRequestSchema, {
+          type: report.type,
+          message: report.message,
+          stacktrace: report.stacktrace,
+          sourceService,
+          traceId: report.traceId,
+          time: timestampFromDate(report.time),
+        }),
+      ),
     );
   }
 
   close(): void {
-    this.client.close();
+    this.rpc.close();
   }
 
-  private call(method: string, request: unknown): Promise<unknown> {
-    const md = new grpc.Metadata();
-    if (this.token) md.set('authorization', `Bearer ${this.token}`);
-    const fn = this.client[method]!;
-    return new Promise((resolve, reject) => {
-      fn.call(this.client, request, md, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
-        if (err) reject(new MonitorCallError(err.code, method, err.details));
-        else resolve(res);
-      });
-    });
+  /** One call; a failure becomes a MonitorCallError with the gRPC status code. */
+  private async call<R>(
+    method: string,
+    send: (client: Client<typeof MonitorService>) => Promise<R>,
+  ): Promise<R> {
+    try {
+      return await send(this.rpc.client);
+    } catch (err) {
+      const e = ConnectError.from(err);
+      throw new MonitorCallError(e.code as number as grpc.status, method, e.rawMessage);
+    }
   }
 }

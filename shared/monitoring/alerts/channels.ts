@@ -3,6 +3,7 @@
  * P0 (and P1 within business hours), the held P1 alerts at opening time, a P2 digest per interval.
  */
 import { type Logger, silentLogger } from '../../logging/logger';
+import { boundedRequest, isAnswer } from '../../http/outbound';
 import { AlertDeliveryError } from '../errors';
 import type { AlertContext, AlertSeverity } from './dispatcher';
 import { alertLogLevel, severityRank } from './dispatcher';
@@ -221,23 +222,22 @@ export class WebhookChannel implements AlertChannel {
     let lastProblem = '';
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
       if (attempt > 0) await this.sleep(Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)));
-      try {
-        const res = await fetch(this.options.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...this.options.headers },
-          body,
-          // A redirect would carry the alert (and maybe its headers) to a host nobody configured.
-          redirect: 'manual',
-          signal: AbortSignal.timeout(this.timeoutMs),
-        });
-        await res.body?.cancel();
-        if (res.ok) return;
+      // The one bounded request (shared/http/outbound.ts): it never follows a redirect, which would
+      // carry the alert (and maybe its headers) to a host nobody configured, and reads no body.
+      const res = await boundedRequest({
+        method: 'POST',
+        url: this.options.url,
+        headers: { 'content-type': 'application/json', ...this.options.headers },
+        body,
+        timeoutMs: this.timeoutMs,
+        maxBodyBytes: 0,
+      });
+      if (isAnswer(res)) {
+        if (res.status >= 200 && res.status < 300) return;
         lastProblem = `HTTP ${res.status}`;
         if (!retryable(res.status)) break;
-      } catch (err) {
-        // A DOMException is not `instanceof Error` in every realm (jest's vm), so read its name.
-        lastProblem =
-          (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'connection failed';
+      } else {
+        lastProblem = res.kind === 'timeout' ? 'timed out' : 'connection failed';
       }
       this.logger.warn(
         {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 
-import { duration, httpUrl, itemName, positiveInt } from '../../config/fields';
+import { duration, httpUrl, itemName, positiveInt, uniqueNames } from '../../config/fields';
 import { type Logger, silentLogger } from '../../logging/logger';
 import type { Clock, Timers } from '../clock';
 import type { MonitoringEventBus } from '../events/event-bus';
@@ -142,18 +142,7 @@ export function alertsConfigSchema<
           .array(channel)
           .max(20, { error: 'expected at most 20 channels' })
           .default(() => [])
-          .superRefine((list, ctx) => {
-            const seen = new Set<string>();
-            list.forEach((c, i) => {
-              if (seen.has(c.name))
-                ctx.addIssue({
-                  code: 'custom',
-                  path: [i, 'name'],
-                  message: `duplicate channel name "${c.name}"`,
-                });
-              seen.add(c.name);
-            });
-          }),
+          .superRefine(uniqueNames('channel')),
       })
       // Every key has a default (the caller's extra keys too, by contract), so `{}` is a full input.
       .prefault({} as never)

@@ -120,6 +120,8 @@ describe('NotificationConfig', () => {
         attempt_timeout_ms: 30000,
         max_payload_bytes: 41943040,
         max_batch_size: 10000,
+        max_pending_submits: 10000,
+        queue_stats_max_age_seconds: 5,
         content_retention_hours: 24,
         retention_days: 30,
         purge_interval_seconds: 3600,

@@ -7,15 +7,13 @@ import { z } from 'zod';
 
 import {
   bool,
-  ConfigError,
-  configKey,
-  envVarName,
   emailAddress,
   httpUrl,
   itemName,
   nonEmptyString,
   port,
   positiveInt,
+  parseSectionInCode,
 } from '../../../../shared/config';
 import { backendList, primaryFlag } from '../backend-list';
 
@@ -154,17 +152,6 @@ export type MailerConfigInput = z.input<typeof MailerConfigSchema>;
  * Parses (and defaults) a mailer section given in code (`MailerModule.configure`); a ConfigError
  * naming each bad key (`notification.mailer.backends[0].http_api: ...`) for an invalid one.
  */
-export function parseMailerConfig(input: MailerConfigInput = {}): MailerConfig {
-  const result = MailerConfigSchema.safeParse(input);
-  if (result.success) return result.data;
-  const path = (p: readonly PropertyKey[]) => ['mailer', ...p];
-  throw new ConfigError(
-    'notification',
-    result.error.issues.map((issue) => ({
-      key: configKey('notification', path(issue.path)),
-      message: issue.message,
-      source: 'code',
-      envVar: envVarName('notification', path(issue.path)),
-    })),
-  );
+export function parseMailerConfig(input: MailerConfig | MailerConfigInput = {}): MailerConfig {
+  return parseSectionInCode(MailerConfigSchema, input, 'notification', ['mailer']);
 }

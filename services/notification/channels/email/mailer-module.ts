@@ -53,7 +53,7 @@ export class MailerModule extends BackendRegistry<MailerProtocol, NamedMailerCon
     config: MailerConfig | MailerConfigInput = {},
     opts: MailerModuleOptions = {},
   ): MailerModule {
-    return new MailerModule(parseMailerConfig(config as MailerConfigInput), opts);
+    return new MailerModule(parseMailerConfig(config), opts);
   }
 
   /**

@@ -13,6 +13,7 @@
  * The worker claims every due email delivery of the mailer's backend name in the store: give it a
  * store of its own (the default, in memory) unless it is meant to work that backend's queue.
  */
+import { parseSectionInCode } from '../../../../shared/config';
 import { UnavailableError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { type DeliveryConfig, DeliveryConfigSchema } from '../../delivery/config';
@@ -94,7 +95,9 @@ export class RetryingMailer {
     private readonly mailer: MailerProtocol,
     options: RetryingMailerOptions = {},
   ) {
-    const config = DeliveryConfigSchema.parse(options.config ?? {});
+    const config = parseSectionInCode(DeliveryConfigSchema, options.config ?? {}, 'notification', [
+      'delivery',
+    ]);
     this.pollMs = config.poll_interval_ms;
     this.limits = options.limits ?? DEFAULT_MAILABLE_LIMITS;
     this.scope = options.scope ?? 'retrying-mailer';

@@ -5,14 +5,12 @@
 import { z } from 'zod';
 
 import {
-  ConfigError,
-  configKey,
   e164,
-  envVarName,
   httpUrl,
   itemName,
   nonEmptyString,
   positiveInt,
+  parseSectionInCode,
 } from '../../../../shared/config';
 import { backendList, primaryFlag } from '../backend-list';
 
@@ -53,17 +51,8 @@ export type NamedSMSConfigInput = z.input<typeof NamedSMSConfigSchema>;
  * Parses (and defaults) an `sms_backends` list given in code (`SmsChannel.configure`); a ConfigError
  * naming each bad key (`notification.sms_backends[0].sms_gateway.from_number: ...`) for an invalid one.
  */
-export function parseSmsBackends(input: readonly NamedSMSConfigInput[] = []): NamedSMSConfig[] {
-  const result = SmsBackendsSchema.safeParse(input);
-  if (result.success) return result.data;
-  const path = (p: readonly PropertyKey[]) => ['sms_backends', ...p];
-  throw new ConfigError(
-    'notification',
-    result.error.issues.map((issue) => ({
-      key: configKey('notification', path(issue.path)),
-      message: issue.message,
-      source: 'code',
-      envVar: envVarName('notification', path(issue.path)),
-    })),
-  );
+export function parseSmsBackends(
+  input: readonly (NamedSMSConfig | NamedSMSConfigInput)[] = [],
+): NamedSMSConfig[] {
+  return parseSectionInCode(SmsBackendsSchema, input, 'notification', ['sms_backends']);
 }

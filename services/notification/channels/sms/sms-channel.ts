@@ -62,7 +62,7 @@ export class SmsChannel extends BackendRegistry<SmsDriver, NamedSMSConfig> {
     backends: readonly (NamedSMSConfig | NamedSMSConfigInput)[] = [],
     opts: SmsChannelOptions = {},
   ): SmsChannel {
-    return new SmsChannel(parseSmsBackends(backends as NamedSMSConfigInput[]), opts);
+    return new SmsChannel(parseSmsBackends(backends), opts);
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from '../../../../shared/errors';
 import { cutText } from '../../../../shared/text/cut';
+import { isE164 } from '../../../../shared/text/e164';
 
 /** The stored payload of an SMS delivery: what every attempt sends, after a restart too. */
 export interface SmsPayload {
@@ -20,7 +21,6 @@ export interface SmsPayload {
 /** Longest body, in characters (Unicode code points): the Messages API's own limit (10 segments). */
 export const MAX_SMS_BODY_CHARS = 1600;
 
-const E164 = /^\+[1-9]\d{1,14}$/;
 // Line breaks and tabs are text; other control characters are not (NUL cannot even be stored).
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
@@ -33,7 +33,7 @@ export function checkSmsNumber(value: unknown, field: string): string {
   if (typeof value !== 'string' || value === '') {
     throw new InvalidArgumentError(`${field} is required`, field);
   }
-  if (!E164.test(value)) {
+  if (!isE164(value)) {
     throw new InvalidArgumentError(
       `${field}: ${JSON.stringify(cutText(value, 32))} is not a telephone number in international (E.164) format such as +15551234567`,
       field,
@@ -62,7 +62,7 @@ export function checkSmsBody(value: unknown, field = 'body'): string {
 export function smsPayloadProblem(payload: unknown): string | undefined {
   if (typeof payload !== 'object' || payload === null) return 'not an object';
   const p = payload as Partial<SmsPayload>;
-  if (typeof p.to !== 'string' || !E164.test(p.to)) return 'to is not an E.164 number';
+  if (typeof p.to !== 'string' || !isE164(p.to)) return 'to is not an E.164 number';
   if (typeof p.body !== 'string' || p.body === '') return 'body is missing';
   return undefined;
 }

@@ -1,0 +1,74 @@
+/**
+ * The one outbound gRPC client stack (shared/rpc/client.ts): a typed Connect client over a grpc-js
+ * channel, used by both services' clients of each other. Against a real server (the kit with the
+ * echo service on port 0).
+ */
+import { Code, ConnectError } from '@connectrpc/connect';
+import { EchoService } from '../../../shared/gen/svc/testing/v1/echo_pb';
+import { createGrpcClient } from '../../../shared/rpc/client';
+import { startEchoServer, type EchoHarness } from './harness';
+
+const token = 'client-test-token-0123456789abcdef';
+let h: EchoHarness;
+beforeAll(async () => {
+  h = await startEchoServer({ apiTokens: [token] });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+describe('createGrpcClient', () => {
+  it('calls a unary RPC with the bearer token and headers, over grpc-js', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token });
+    try {
+      const res = await c.client.echo({ message: 'héllo 😀 日本' }, { headers: { 'x-echo': 'ok' } });
+      expect(res).toMatchObject({ message: 'héllo 😀 日本', headerEcho: 'ok' });
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a refusal is a ConnectError with the server’s code and message', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token });
+    try {
+      await expect(c.client.echo({ failCode: 'NOT_FOUND' })).rejects.toMatchObject({
+        code: Code.NotFound,
+        rawMessage: 'echo target not found',
+      });
+      const missing = createGrpcClient(EchoService, { address: h.grpcAddress });
+      const err = await missing.client.echo({ message: 'x' }).catch((e: unknown) => e);
+      missing.close();
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a call past its deadline is DEADLINE_EXCEEDED; a call to nobody is UNAVAILABLE at once', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token, timeoutMs: 50 });
+    try {
+      await expect(c.client.echo({ delayMs: 2000 })).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+    } finally {
+      c.close();
+    }
+    const nobody = createGrpcClient(EchoService, { address: '127.0.0.1:1', timeoutMs: 5000 });
+    try {
+      await expect(nobody.client.echo({})).rejects.toMatchObject({ code: Code.Unavailable });
+    } finally {
+      nobody.close();
+    }
+  });
+
+  it('a call aborted by its signal is CANCELED', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token });
+    try {
+      const stop = new AbortController();
+      const pending = c.client.echo({ delayMs: 5000 }, { signal: stop.signal });
+      setTimeout(() => stop.abort(), 20);
+      await expect(pending).rejects.toMatchObject({ code: Code.Canceled });
+    } finally {
+      c.close();
+    }
+  });
+});
