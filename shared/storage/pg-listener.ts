@@ -9,6 +9,7 @@
  */
 import { Client } from 'pg';
 import type { Logger } from '../logging/logger';
+import { Backoff } from '../runtime/backoff';
 
 /** Options of PgNotificationListener. */
 export interface PgNotificationListenerOptions {
@@ -33,11 +34,13 @@ export class PgNotificationListener {
   private everConnected = false;
   private timer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
-  private backoffMs: number;
+  /** Reconnects since the last successful connect. */
+  private retries = 0;
+  private readonly backoff: Backoff;
   private readonly log: Logger;
 
   constructor(private readonly options: PgNotificationListenerOptions) {
-    this.backoffMs = options.minBackoffMs ?? 100;
+    this.backoff = new Backoff({ baseMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 30000 });
     this.log = options.logger.child({ component: 'pg-listener', channel: options.channel });
   }
 
@@ -73,7 +76,7 @@ export class PgNotificationListener {
       client.removeAllListeners('end');
       client.on('error', () => undefined);
       await client.end().catch(() => undefined);
-      this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection failed');
+      this.log.warn({ err, retryInMs: this.nextDelayMs() }, 'LISTEN connection failed');
       this.scheduleReconnect();
       return;
     }
@@ -82,7 +85,7 @@ export class PgNotificationListener {
       return;
     }
     this.client = client;
-    this.backoffMs = this.options.minBackoffMs ?? 100;
+    this.retries = 0;
     if (this.everConnected) this.log.info('LISTEN connection restored');
     this.everConnected = true;
     this.schedulePing(client);
@@ -119,14 +122,19 @@ export class PgNotificationListener {
     // end() waits for the server; a silent peer never answers, so drop the socket as well.
     (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     if (this.stopped) return;
-    this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection lost; reconnecting');
+    this.log.warn({ err, retryInMs: this.nextDelayMs() }, 'LISTEN connection lost; reconnecting');
     this.scheduleReconnect();
+  }
+
+  /** The wait before the next reconnect. */
+  private nextDelayMs(): number {
+    return this.backoff.delayMs(this.retries + 1);
   }
 
   private scheduleReconnect(): void {
     if (this.stopped || this.timer) return;
-    const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 30000);
+    const delay = this.nextDelayMs();
+    this.retries++;
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.connect();

@@ -16,6 +16,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
 import { silentLogger } from '../../../shared/logging/logger';
 import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
@@ -33,9 +34,8 @@ import { screenClaimed } from './claim-screen';
 import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
 
-/** First and longest wait between tries to record an attempt while the database is unreachable. */
-const RECORD_RETRY_FIRST_MS = 100;
-const RECORD_RETRY_MAX_MS = 2000;
+/** The wait between writes of an attempt's outcome while the database cannot be reached. */
+const RECORD_RETRY = new Backoff({ baseMs: 100, maxMs: 2000 });
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -675,16 +675,17 @@ export class DeliveryWorker {
    * PostgreSQL halted under load made the peer receive emails twice.
    */
   private async recordAttempt<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
-    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+    for (let retry = 1; ; retry++) {
       try {
         return await write();
       } catch (err) {
         if (this.stopping || !isDatabaseUnavailable(err)) throw err;
+        const wait = RECORD_RETRY.delayMs(retry);
         this.log.warn(
           { err, deliveryId, retryInMs: wait },
           'database unavailable: recording the attempt later',
         );
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        await sleepMs(wait);
       }
     }
   }

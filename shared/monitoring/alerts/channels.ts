@@ -4,6 +4,7 @@
  */
 import { type Logger, silentLogger } from '../../logging/logger';
 import { AlertDeliveryError } from '../errors';
+import { Backoff, sleepMs } from '../../runtime/backoff';
 import type { AlertContext, AlertSeverity } from './dispatcher';
 import { alertLogLevel, severityRank } from './dispatcher';
 import type { AlertTier } from './tiers';
@@ -197,8 +198,7 @@ export class WebhookChannel implements AlertChannel {
   readonly name: string;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
-  private readonly backoffMs: number;
-  private readonly maxBackoffMs: number;
+  private readonly backoff: Backoff;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly logger: Logger;
 
@@ -206,9 +206,11 @@ export class WebhookChannel implements AlertChannel {
     this.name = options.name ?? 'webhook';
     this.timeoutMs = (options.timeoutSeconds ?? 5) * 1000;
     this.maxRetries = options.maxRetries ?? 3;
-    this.backoffMs = (options.backoffSeconds ?? 0.5) * 1000;
-    this.maxBackoffMs = (options.maxBackoffSeconds ?? 30) * 1000;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.backoff = new Backoff({
+      baseMs: (options.backoffSeconds ?? 0.5) * 1000,
+      maxMs: (options.maxBackoffSeconds ?? 30) * 1000,
+    });
+    this.sleep = options.sleep ?? ((ms) => sleepMs(ms));
     this.logger = options.logger ?? silentLogger();
   }
 
@@ -220,7 +222,7 @@ export class WebhookChannel implements AlertChannel {
   private async post(body: string): Promise<void> {
     let lastProblem = '';
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
-      if (attempt > 0) await this.sleep(Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)));
+      if (attempt > 0) await this.sleep(this.backoff.delayMs(attempt));
       try {
         const res = await fetch(this.options.url, {
           method: 'POST',
