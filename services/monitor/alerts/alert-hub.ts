@@ -17,7 +17,7 @@
  * (`maxPendingDispatches`; beyond it a raise is ResourceExhaustedError, so an alert is refused, never
  * accepted and dropped).
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -280,7 +280,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       );
     const firedAt = this.now();
     const alert: Alert = {
-      id: randomUUID(),
+      id: newId(),
       alertName: input.alertName || title,
       kind: input.kind,
       title,

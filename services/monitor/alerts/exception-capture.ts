@@ -9,7 +9,7 @@
  * lines left out are counted in the next one), and without the caller's message or stack, which may
  * carry personal data the monitor has no business keeping.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
@@ -136,7 +136,7 @@ export class ExceptionCapture {
       const id = this.tracker.captureException(error, { tags, extra });
       if (id) return { eventId: id, forwarded: true };
     }
-    const eventId = randomUUID().replace(/-/g, '');
+    const eventId = newId().replace(/-/g, '');
     this.noteLocally({ event_id: eventId, type, source_service: service, trace_id: traceId || undefined });
     return { eventId, forwarded: false };
   }

@@ -4,7 +4,7 @@
  * once the record is committed); the worker then sends it and retries it by the retry policy. `get`
  * and `list` show records without what was sent (masked recipient, no payload).
  */
-import { randomUUID } from 'node:crypto';
+import { isUuid, newId } from '../../../shared/runtime/ids';
 import type { Registry } from 'prom-client';
 import {
   AlreadyExistsError,
@@ -151,7 +151,6 @@ const MAX_RECIPIENT_LENGTH = 32 * 1024;
 const MAX_BACKEND_LENGTH = 128;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function checkText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.length === 0) {
@@ -338,7 +337,7 @@ export class DeliveryPipeline {
       named,
       pinned: requested !== undefined,
       delivery: {
-        id: randomUUID(),
+        id: newId(),
         channel: input.channel,
         backend: named.name,
         backendPinned: requested !== undefined,
@@ -406,7 +405,7 @@ export class DeliveryPipeline {
    */
   async get(id: string, scope?: string): Promise<DeliveryView> {
     const normalised = typeof id === 'string' ? id.toLowerCase() : '';
-    if (!UUID.test(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    if (!isUuid(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
     const record = await this.store.get(normalised);
     if (!record || (scope !== undefined && record.scope !== scope)) {
       throw new NotFoundError(`delivery ${normalised} not found`);

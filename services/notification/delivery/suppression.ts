@@ -8,7 +8,7 @@
  * automatic entries); `Suppressions` implements it over a `SuppressionStore` (memory or database) and
  * adds what the RPCs need (validation, masked listing with keyset pages, metrics).
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
@@ -357,7 +357,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       );
     }
     const result = await this.store.add({
-      id: randomUUID(),
+      id: newId(),
       channel,
       recipient,
       reason: input.reason,

@@ -11,7 +11,7 @@
  * Shutdown: stop claiming, let attempts in flight finish until the deadline, then abort the rest and
  * release their leases (status kept, never failed) so another process takes them at once.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
@@ -181,7 +181,7 @@ export class DeliveryWorker {
   private stopping = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
-    this.owner = options.owner ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+    this.owner = options.owner ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
     this.clock = options.clock ?? (() => new Date());
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
   }

@@ -2,13 +2,13 @@
  * InboxService: the inbox operations of the spec over an InboxStoreProtocol, with validation, the
  * opaque page token, the INBOX_SENT_HOOK for in-process listeners and live events through InboxHub.
  */
-import { randomUUID } from 'node:crypto';
+import { isUuid, newId } from '../../../shared/runtime/ids';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxConfig } from './config';
 import type { InboxHub } from './inbox-hub';
-import { decodePageToken, encodePageToken, isUuid } from './page-token';
+import { decodePageToken, encodePageToken } from './page-token';
 import type { InboxStoreProtocol } from './store';
 import {
   INBOX_SENT_HOOK,
@@ -97,7 +97,7 @@ export class InboxService implements InboxServiceContract {
     const body = checkText('body', input.body, this.config.max_body_length, false);
     const metadata = this.checkMetadata(input.metadata);
     const { message } = await this.store.send({
-      id: randomUUID(),
+      id: newId(),
       userId,
       title,
       body,
