@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Logger } from '../../../shared/logging/logger';
 import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
 import { isUuid } from '../../../shared/runtime/ids';
+import { pageSizeParam } from '../../../shared/storage/page-size';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
@@ -315,13 +316,7 @@ export class AdminGateway {
   }
 
   private parseLimit(query: URLSearchParams): number {
-    const raw = singleParam(query, 'limit');
-    if (raw === undefined) return this.maxPageSize;
-    const limit = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
-    if (!(limit >= 1 && limit <= this.maxPageSize)) {
-      throw new InvalidArgumentError(`limit must be an integer from 1 to ${this.maxPageSize}`, 'limit');
-    }
-    return limit;
+    return pageSizeParam(singleParam(query, 'limit'), { default: this.maxPageSize, max: this.maxPageSize });
   }
 
   private sendAsset(ctx: RequestContext, name: string): void {

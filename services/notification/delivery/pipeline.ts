@@ -5,6 +5,7 @@
  * and `list` show records without what was sent (masked recipient, no payload).
  */
 import { isUuid, newId } from '../../../shared/runtime/ids';
+import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import type { Registry } from 'prom-client';
 import {
   AlreadyExistsError,
@@ -428,10 +429,7 @@ export class DeliveryPipeline {
     if (filter.failure !== undefined && !FAILURE_KINDS.includes(filter.failure)) {
       throw new InvalidArgumentError(`failure must be one of ${FAILURE_KINDS.join(', ')}`, 'failure');
     }
-    if (!Number.isInteger(pageSize) || pageSize < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    const limit = pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
+    const limit = resolvePageSize(pageSize, { default: DEFAULT_PAGE_SIZE, max: MAX_PAGE_SIZE });
     const after = pageToken ? decodeDeliveryPageToken(filter, pageToken) : undefined;
     const page = await this.store.list({ filter, limit, after });
     return {

@@ -9,6 +9,7 @@
  * adds what the RPCs need (validation, masked listing with keyset pages, metrics).
  */
 import { newId } from '../../../shared/runtime/ids';
+import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import { Counter, type Registry } from 'prom-client';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
@@ -456,11 +457,10 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     pageSize = 0,
   ): Promise<{ entries: SuppressionView[]; nextPageToken: string }> {
     if (channel !== undefined) checkChannel(channel);
-    if (!Number.isInteger(pageSize) || pageSize < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    const limit =
-      pageSize === 0 ? DEFAULT_SUPPRESSION_PAGE_SIZE : Math.min(pageSize, MAX_SUPPRESSION_PAGE_SIZE);
+    const limit = resolvePageSize(pageSize, {
+      default: DEFAULT_SUPPRESSION_PAGE_SIZE,
+      max: MAX_SUPPRESSION_PAGE_SIZE,
+    });
     const after = pageToken ? decodeKeysetToken(binding(channel), pageToken) : undefined;
     const page = await this.store.list({ channel, limit, after });
     return {

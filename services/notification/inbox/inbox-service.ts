@@ -3,6 +3,7 @@
  * opaque page token, the INBOX_SENT_HOOK for in-process listeners and live events through InboxHub.
  */
 import { isUuid, newId } from '../../../shared/runtime/ids';
+import { pageSize } from '../../../shared/storage/page-size';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
@@ -156,7 +157,8 @@ export class InboxService implements InboxServiceContract {
 
   async getInbox(userId: string, options: GetInboxOptions = {}): Promise<InboxPage> {
     const user = checkUserId(userId);
-    const limit = this.pageSize(options.pageSize);
+    const max = this.config.max_page_size;
+    const limit = pageSize(options.pageSize, { default: max, max });
     const after = options.pageToken ? decodePageToken(user, options.pageToken) : undefined;
     const [page, unreadCount] = await Promise.all([
       this.store.listMessages({ userId: user, limit, after, unreadOnly: options.unreadOnly === true }),
@@ -167,15 +169,6 @@ export class InboxService implements InboxServiceContract {
       unreadCount,
       nextPageToken: page.nextKey ? encodePageToken(user, page.nextKey) : '',
     };
-  }
-
-  private pageSize(requested: number | undefined): number {
-    const max = this.config.max_page_size;
-    if (requested === undefined || requested === 0) return max;
-    if (!Number.isInteger(requested) || requested < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    return Math.min(requested, max);
   }
 
   async markRead(userId: string, messageId: string): Promise<{ unreadCount: number }> {
