@@ -5,7 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
-import type { Clock, Timers } from '../../../shared/monitoring/clock';
+import type { Clock, Timers } from '../../../shared/runtime/clock';
 import type { AlertBatch, AlertChannel } from '../../../shared/monitoring/alerts/channels';
 import { WebhookChannel } from '../../../shared/monitoring/alerts/channels';
 import { createAlertDispatcher, webhookChannelOptions } from '../../../shared/monitoring/alerts/config';

@@ -39,6 +39,7 @@ import {
   type DeliveryView,
 } from './types';
 import { DeliveryWorker } from './worker';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 export type { BackendLookup } from './routing';
 
@@ -119,7 +120,7 @@ export interface DeliveryPipelineOptions {
   /** Where the delivery metrics are registered; none means no metrics. */
   registry?: Registry;
   logger?: Logger;
-  clock?: () => Date;
+  clock?: Clock;
   /** Jitter source in [0, 1). */
   random?: () => number;
   /** Lease owner id of this process's worker. */
@@ -174,11 +175,11 @@ export class DeliveryPipeline {
   readonly router: BackendRouter;
   private readonly store: DeliveryStore;
   private readonly log: Logger;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
 
   constructor(private readonly options: DeliveryPipelineOptions) {
     this.store = options.store;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-pipeline' });
     this.breakers = new CircuitBreakers(options.config.circuit_breaker, this.clock, options.registry);
     this.router = new BackendRouter(options.lookup, options.config.routing, this.breakers);
@@ -348,7 +349,7 @@ export class DeliveryPipeline {
         idempotencyKey,
         contentHash: hash,
         payload,
-        createdAt: this.clock(),
+        createdAt: new Date(this.clock.now()),
         // The caller's span (SendEmail): the worker's attempt span continues this trace.
         traceParent: currentTraceParent(),
       },

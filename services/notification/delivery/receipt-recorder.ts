@@ -21,6 +21,7 @@ import type { DeliveryStore } from './store';
 import type { SuppressionEntry, SuppressionSink } from './suppression-sink';
 import type { DeliveryRecord } from './types';
 import { normaliseRecipient, type SuppressionReason } from './suppression';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** A provider message id we remember: printable ASCII, bounded (a Twilio MessageSid is 34 characters). */
 const PROVIDER_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_REPLAY_ID_LENGTH - 16}}$`);
@@ -86,7 +87,7 @@ export interface ReceiptRecorderOptions {
   replays?: InboundReplayStore;
   registry: Registry;
   sink: SuppressionSink;
-  clock?: () => Date;
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -104,7 +105,7 @@ export class ReceiptRecorder {
     this.sink = opts.sink;
     this.replays = opts.replays ?? new InMemoryInboundReplayStore();
     this.metrics = new ReceiptMetrics(opts.registry);
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = dateReader(opts.clock);
     this.log = (opts.logger ?? silentLogger()).child({ component: 'delivery-receipts' });
   }
 

@@ -17,6 +17,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
 import type { Channel } from './driver';
 import { maskRecipient } from './mask';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** Why a recipient is suppressed. */
 export type SuppressionReason =
@@ -289,7 +290,7 @@ export interface SuppressionsOptions {
   /** Where the metrics are registered; none means no metrics. */
   registry?: Registry;
   logger?: Logger;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** Most recipients in one grouped lookup of `Suppressions.findSuppressed`. */
@@ -313,7 +314,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
 
   constructor(options: SuppressionsOptions) {
     this.store = options.store;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'suppressions' });
     if (options.registry) {
       this.added = new Counter({

@@ -33,6 +33,7 @@ import type { DeliveryStore, DueBackend } from './store';
 import { screenClaimed } from './claim-screen';
 import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** The wait between writes of an attempt's outcome while the database cannot be reached. */
 const RECORD_RETRY = new Backoff({ baseMs: 100, maxMs: 2000 });
@@ -66,7 +67,7 @@ export interface DeliveryWorkerOptions {
   metrics?: DeliveryMetrics;
   logger?: Logger;
   /** Injectable clock: leases, due times and attempt times all read it. */
-  clock?: () => Date;
+  clock?: Clock;
   /** This worker's lease owner id; unique per process by default. */
   owner?: string;
   /** Told about every delivery this worker brings to a final status. */
@@ -182,7 +183,7 @@ export class DeliveryWorker {
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.owner = options.owner ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
   }
 

@@ -14,6 +14,7 @@ import { InboxService } from './inbox-service';
 import { InMemoryInboxStore } from './memory-store';
 import { InboxRetention } from './retention';
 import type { InboxStoreProtocol } from './store';
+import type { Clock } from '../../../shared/runtime/clock';
 
 /** What InboxProvider needs. */
 export interface InboxProviderOptions {
@@ -22,7 +23,7 @@ export interface InboxProviderOptions {
   /** The service's database (its `knex` and `listenUrl`); required when store_backend is `database`. */
   storage?: Pick<Storage, 'knex' | 'listenUrl'>;
   /** Injectable clock (messages, events, retention). */
-  clock?: () => Date;
+  clock?: Clock;
   store?: Omit<DatabaseInboxStoreOptions, 'logger'>;
 }
 

@@ -22,6 +22,7 @@ import {
   type SendInput,
   type WatchOptions,
 } from './types';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** Longest user id accepted (it travels in NOTIFY payloads, which PostgreSQL caps at 8000 bytes). */
 export const MAX_USER_ID_LENGTH = 256;
@@ -36,7 +37,7 @@ export interface InboxServiceOptions {
   config: Pick<InboxConfig, 'max_page_size' | 'max_title_length' | 'max_body_length' | 'max_metadata_bytes'>;
   logger?: Logger;
   /** The time of new messages and events (tests inject one). */
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** The one message for an unknown or foreign message id, so the two cannot be told apart. */
@@ -83,7 +84,7 @@ export class InboxService implements InboxServiceContract {
     this.hub = options.hub;
     this.config = options.config;
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox' });
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
   }
 
   /** Subscribes to INBOX_SENT_HOOK; returns the unsubscribe function. */
