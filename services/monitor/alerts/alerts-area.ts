@@ -82,7 +82,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     deps.registry,
     config.max_exception_series,
     logger,
-    deps.clock ? () => deps.clock!.now() : undefined,
+    deps.clock,
   );
   return {
     hub,

@@ -14,6 +14,7 @@ import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Most log lines per minute about exceptions captured while no DSN is set. */
 export const LOG_LIMIT = { lines: 20, windowMs: 60_000 } as const;
@@ -80,7 +81,7 @@ export class ExceptionCapture {
     /** Most distinct (service, type) pairs counted on their own. */
     private readonly maxSeries: number,
     private readonly logger: Logger = silentLogger(),
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.counter = new Counter({
       name: 'monitor_exceptions_captured_total',
@@ -143,7 +144,7 @@ export class ExceptionCapture {
 
   /** One log line per exception, within the limit per minute (see the file comment). */
   private noteLocally(fields: Record<string, unknown>): void {
-    const now = this.now();
+    const now = this.clock.now();
     if (now - this.logWindowStart >= LOG_LIMIT.windowMs) {
       this.logWindowStart = now;
       this.loggedInWindow = 0;
