@@ -29,6 +29,7 @@ import {
 } from '../../../shared/monitoring/alerts/dispatcher';
 import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import type { Alert, AlertKind } from './alert';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
 export const ALERT_LIMITS = {
@@ -68,8 +69,8 @@ export interface AlertHubOptions {
   maxPendingDispatches?: number;
   /** Source service of alerts that name none (the monitor's own name). */
   defaultSource: string;
-  /** Wall clock in milliseconds (tests inject one). */
-  now?: () => number;
+  /** The clock whose wall time stamps alerts (tests inject one). */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -254,7 +255,8 @@ export class AlertHub implements AlertDispatcherProtocol {
   constructor(private readonly options: AlertHubOptions) {
     this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
     this.maxPendingDispatches = options.maxPendingDispatches ?? 1000;
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
     this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
   }
 

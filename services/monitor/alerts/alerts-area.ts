@@ -74,7 +74,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     watchBufferSize: config.watch_buffer_size,
     maxPendingDispatches: config.max_pending_dispatches,
     defaultSource: deps.serviceName,
-    now: deps.clock ? () => deps.clock!.now() : undefined,
+    clock: deps.clock,
     logger,
   });
   const exceptions = new ExceptionCapture(
