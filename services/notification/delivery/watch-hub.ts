@@ -24,7 +24,6 @@ import { DELIVERY_EVENTS_CHANNEL } from './database-store';
 import { matchesEventFilter, type DeliveryEvent, type DeliveryEventFilter } from './events';
 import type { DeliveryStore } from './store';
 import { BEHIND, CatchUpBuffer } from '../../../shared/streams/catch-up-buffer';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Options of DeliveryWatchHub (`delivery.watch`). */
 export interface DeliveryWatchHubOptions {
@@ -47,8 +46,8 @@ export interface DeliveryWatchHubOptions {
   listenPingMs?: number;
   /** Delay before retrying a failed store read (default 1000 ms). */
   retryDelayMs?: number;
-  /** The clock of the stall rule (wall milliseconds; tests inject one). */
-  clock?: Clock;
+  /** Milliseconds clock for the stall rule (tests inject one). */
+  now?: () => number;
 }
 
 /** What a watch asks for. */
@@ -110,8 +109,7 @@ export class DeliveryWatchHub {
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-watch-hub' });
     // Never read more than one buffer holds: a burst must not overflow a reader that keeps up.
     this.readPageSize = Math.max(1, Math.min(options.readPageSize, options.bufferSize));
-    const clock = options.clock ?? systemClock;
-    this.now = () => clock.now();
+    this.now = options.now ?? Date.now;
   }
 
   /** Subscribes to local sequencer passes, other replicas' NOTIFY, and starts the safety sweep. */

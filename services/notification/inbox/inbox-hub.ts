@@ -28,7 +28,6 @@ import { INBOX_EVENTS_CHANNEL } from './database-store';
 import type { InboxStoreProtocol, StoredInboxEvent } from './store';
 import type { InboxEvent, WatchOptions } from './types';
 import { BEHIND, CatchUpBuffer } from '../../../shared/streams/catch-up-buffer';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Options of InboxHub. */
 export interface InboxHubOptions {
@@ -56,8 +55,8 @@ export interface InboxHubOptions {
   readPageSize?: number;
   /** Delay before retrying a failed store read for a watched user (default 1000 ms). */
   retryDelayMs?: number;
-  /** The clock of the stall rule (wall milliseconds; tests inject one). */
-  clock?: Clock;
+  /** Milliseconds clock for the stall rule (tests inject one). */
+  now?: () => number;
 }
 
 /** The watching party of a watch that names none: the user's own sessions. */
@@ -144,8 +143,7 @@ export class InboxHub {
     this.maxWatchers = options.maxWatchers ?? DEFAULT_MAX_WATCHERS;
     this.maxWatchersPerUser = options.maxWatchersPerUser ?? DEFAULT_MAX_WATCHERS_PER_USER;
     this.stallMs = options.stallMs ?? DEFAULT_STALL_MS;
-    const clock = options.clock ?? systemClock;
-    this.now = () => clock.now();
+    this.now = options.now ?? Date.now;
   }
 
   /** Subscribes to local commits and, with a listen URL, to other replicas' NOTIFY. */
