@@ -32,15 +32,15 @@ export class PgNotificationListener {
   private client: Client | null = null;
   private stopped = false;
   private everConnected = false;
+  /** Failed connects since the last good one. */
+  private retries = 0;
   private timer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
-  /** Reconnects since the last successful connect. */
-  private retries = 0;
-  private readonly backoff: Backoff;
+  private backoffMs: number;
   private readonly log: Logger;
 
   constructor(private readonly options: PgNotificationListenerOptions) {
-    this.backoff = new Backoff({ baseMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 30000 });
+    this.backoffMs = options.minBackoffMs ?? 100;
     this.log = options.logger.child({ component: 'pg-listener', channel: options.channel });
   }
 
@@ -76,7 +76,7 @@ export class PgNotificationListener {
       client.removeAllListeners('end');
       client.on('error', () => undefined);
       await client.end().catch(() => undefined);
-      this.log.warn({ err, retryInMs: this.nextDelayMs() }, 'LISTEN connection failed');
+      this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection failed');
       this.scheduleReconnect();
       return;
     }
@@ -85,6 +85,7 @@ export class PgNotificationListener {
       return;
     }
     this.client = client;
+    this.backoffMs = this.options.minBackoffMs ?? 100;
     this.retries = 0;
     if (this.everConnected) this.log.info('LISTEN connection restored');
     this.everConnected = true;
@@ -122,19 +123,23 @@ export class PgNotificationListener {
     // end() waits for the server; a silent peer never answers, so drop the socket as well.
     (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     if (this.stopped) return;
-    this.log.warn({ err, retryInMs: this.nextDelayMs() }, 'LISTEN connection lost; reconnecting');
+    this.log.warn({ err, retryInMs: this.backoffMs }, 'LISTEN connection lost; reconnecting');
     this.scheduleReconnect();
   }
 
-  /** The wait before the next reconnect. */
-  private nextDelayMs(): number {
-    return this.backoff.delayMs(this.retries + 1);
+  /** The reconnect waits: `minBackoffMs` doubled per failed connect, at most `maxBackoffMs`. */
+  private reconnectBackoff(): Backoff {
+    return new Backoff({
+      baseMs: this.options.minBackoffMs ?? 100,
+      maxMs: this.options.maxBackoffMs ?? 30000,
+    });
   }
 
   private scheduleReconnect(): void {
     if (this.stopped || this.timer) return;
-    const delay = this.nextDelayMs();
+    const delay = this.backoffMs;
     this.retries++;
+    this.backoffMs = this.reconnectBackoff().delayMs(this.retries + 1);
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.connect();
