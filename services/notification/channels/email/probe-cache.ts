@@ -2,9 +2,6 @@
  * A health probe result reused for a while: probes of a provider cost a connection, and /health may
  * be asked every few seconds by several probers. Concurrent callers share one running probe.
  */
-import { type Clock, systemClock } from '../../../../shared/runtime/clock';
-
-/** Reuses a probe result for `ttlMs` (monotonic time of the injected clock). */
 export class ProbeCache<R extends { details: { cached: boolean } }> {
   private last: { result: R; at: number } | undefined;
   private running: Promise<R> | undefined;
@@ -12,17 +9,17 @@ export class ProbeCache<R extends { details: { cached: boolean } }> {
   constructor(
     private readonly probe: () => Promise<R>,
     private readonly ttlMs: number,
-    private readonly clock: Clock = systemClock,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** The cached result while fresh (marked `cached`), else a new probe's. */
   get(): Promise<R> {
-    if (this.last && this.clock.monotonic() - this.last.at < this.ttlMs) {
+    if (this.last && this.now() - this.last.at < this.ttlMs) {
       return Promise.resolve({ ...this.last.result, details: { ...this.last.result.details, cached: true } });
     }
     this.running ??= this.probe()
       .then((result) => {
-        this.last = { result, at: this.clock.monotonic() };
+        this.last = { result, at: this.now() };
         return result;
       })
       .finally(() => {
