@@ -62,52 +62,22 @@ afterAll(async () => {
   await peer?.close();
 });
 
-describe('GetInbox page_size', () => {
+describe.each([
+  ['GetInbox', 'inboxGrpc', 'getInbox', 'messages', INBOX_MAX, INBOX_MAX, { userId: 'pages' }],
+  ['ListDeliveries', 'notificationGrpc', 'listDeliveries', 'deliveries', LIST_DEFAULT, LIST_MAX, {}],
+  ['ListSuppressions', 'notificationGrpc', 'listSuppressions', 'suppressions', LIST_DEFAULT, LIST_MAX, {}],
+] as const)('%s page_size', (_rpc, client, method, field, byDefault, max, request) => {
   it.each([
-    [0, INBOX_MAX],
+    [0, byDefault],
     [1, 1],
-    [INBOX_MAX, INBOX_MAX],
-    [INBOX_MAX + 1, INBOX_MAX],
-  ])('when page_size is %p, the page holds %p messages and a next page token', async (size, expected) => {
-    const page = await call<{ messages: unknown[]; nextPageToken: string }>(n.inboxGrpc, 'getInbox', {
-      userId: 'pages',
+    [max, max],
+    [max + 1, max],
+  ])('when page_size is %p, the page holds %p items and a next page token', async (size, expected) => {
+    const page = await call<Record<string, unknown[]> & { nextPageToken: string }>(n[client], method, {
+      ...request,
       pageSize: size,
     });
-    expect(page.messages).toHaveLength(expected);
-    expect(page.nextPageToken).not.toBe('');
-  });
-});
-
-describe('ListDeliveries page_size', () => {
-  it.each([
-    [0, LIST_DEFAULT],
-    [1, 1],
-    [LIST_MAX, LIST_MAX],
-    [LIST_MAX + 1, LIST_MAX],
-  ])('when page_size is %p, the page holds %p deliveries and a next page token', async (size, expected) => {
-    const page = await call<{ deliveries: unknown[]; nextPageToken: string }>(
-      n.notificationGrpc,
-      'listDeliveries',
-      { pageSize: size },
-    );
-    expect(page.deliveries).toHaveLength(expected);
-    expect(page.nextPageToken).not.toBe('');
-  });
-});
-
-describe('ListSuppressions page_size', () => {
-  it.each([
-    [0, LIST_DEFAULT],
-    [1, 1],
-    [LIST_MAX, LIST_MAX],
-    [LIST_MAX + 1, LIST_MAX],
-  ])('when page_size is %p, the page holds %p entries and a next page token', async (size, expected) => {
-    const page = await call<{ suppressions: unknown[]; nextPageToken: string }>(
-      n.notificationGrpc,
-      'listSuppressions',
-      { pageSize: size },
-    );
-    expect(page.suppressions).toHaveLength(expected);
+    expect(page[field]).toHaveLength(expected);
     expect(page.nextPageToken).not.toBe('');
   });
 });

@@ -3,6 +3,16 @@ import { pageSize, pageSizeParam } from '../../../shared/storage/page-size';
 
 const limits = { default: 50, max: 500 };
 
+/** The error `run` throws (undefined when it does not). */
+function errorOf(run: () => unknown): InvalidArgumentError | undefined {
+  try {
+    run();
+  } catch (err) {
+    return err as InvalidArgumentError;
+  }
+  return undefined;
+}
+
 describe('pageSize (the page_size of every list RPC)', () => {
   it.each([
     [0, 50],
@@ -25,15 +35,10 @@ describe('pageSize (the page_size of every list RPC)', () => {
   it.each([-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
     'when %p is asked for, the call is INVALID_ARGUMENT on page_size',
     (requested) => {
-      let error: unknown;
-      try {
-        pageSize(requested, limits);
-      } catch (err) {
-        error = err;
-      }
+      const error = errorOf(() => pageSize(requested, limits));
       expect(error).toBeInstanceOf(InvalidArgumentError);
-      expect((error as InvalidArgumentError).message).toBe('page_size must be a non-negative integer');
-      expect((error as InvalidArgumentError).field).toBe('page_size');
+      expect(error?.message).toBe('page_size must be a non-negative integer');
+      expect(error?.field).toBe('page_size');
     },
   );
 
@@ -55,15 +60,10 @@ describe('pageSizeParam (the `limit` query parameter of a list route)', () => {
   it.each(['0', '501', '-1', '2.5', 'abc', '', '1e3', ' 5', '٣', '0x10', '9999999999'])(
     'when limit is %p, the request is INVALID_ARGUMENT on limit',
     (raw) => {
-      let error: unknown;
-      try {
-        pageSizeParam(raw, limits);
-      } catch (err) {
-        error = err;
-      }
+      const error = errorOf(() => pageSizeParam(raw, limits));
       expect(error).toBeInstanceOf(InvalidArgumentError);
-      expect((error as InvalidArgumentError).message).toBe('limit must be an integer from 1 to 500');
-      expect((error as InvalidArgumentError).field).toBe('limit');
+      expect(error?.message).toBe('limit must be an integer from 1 to 500');
+      expect(error?.field).toBe('limit');
     },
   );
 });
