@@ -6,7 +6,7 @@
  * recorder from outside (`shutdown`, `constructor`, ...) can never call anything else.
  */
 import { type Logger, silentLogger } from '../logging/logger';
-import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from './clock';
+import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../runtime/clock';
 import { InvalidMetricError } from './errors';
 import type { Labels } from './types';
 import { cutText } from '../text/cut';

@@ -15,7 +15,7 @@ import { type Logger, silentLogger } from '../logging/logger';
 import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from './alerts/dispatcher';
 import { type MetricsBackend, NoopMetricsBackend } from './backends/backend';
 import { createMetricsCollector, type MetricsCollector, NoopMetricsCollector } from './collector';
-import type { Clock, Timers } from './clock';
+import type { Clock, Timers } from '../runtime/clock';
 import type { HealthConfig, MetricsConfig, OpenTelemetrySectionConfig, TracingConfig } from './config';
 import { TracingExporterRegistry } from './exporters';
 import { HealthCheckerRegistry } from './health/registry';

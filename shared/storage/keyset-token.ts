@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../errors';
+import { isUuid } from '../runtime/ids';
 
 /** The position in a listing: the last row's creation time (ISO 8601, UTC) and id (a UUID). */
 export interface KeysetKey {
@@ -13,7 +14,6 @@ export interface KeysetKey {
   id: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 /** Tokens are short; a longer one is garbage and is refused before it is parsed. */
 const MAX_TOKEN_LENGTH = 512;
@@ -58,9 +58,9 @@ export function decodeKeysetToken(binding: string, token: string, field = 'page_
     !ISO.test(body.t) ||
     Number.isNaN(Date.parse(body.t)) ||
     typeof body.i !== 'string' ||
-    !UUID.test(body.i)
+    !isUuid(body.i)
   ) {
     throw invalid();
   }
-  return { createdAt: body.t, id: body.i };
+  return { createdAt: body.t, id: body.i.toLowerCase() };
 }

@@ -16,6 +16,7 @@ import { Client, type ClientConfig } from 'pg';
 import type { Logger } from '../logging/logger';
 import { silentLogger } from '../logging/logger';
 import { databaseEngine } from './database';
+import { type Clock, dateReader } from '../runtime/clock';
 
 /** Decides whether a job runs now, and records that it did. */
 export interface JobLease {
@@ -138,7 +139,7 @@ export interface PeriodicJobOptions {
   run(signal: AbortSignal): Promise<void>;
   logger?: Logger;
   /** Injectable clock for tests. */
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 // Pre-allocated: abort() without a reason allocates a DOMException.
@@ -154,7 +155,7 @@ export class PeriodicJob {
 
   constructor(private readonly options: PeriodicJobOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'periodic-job', job: options.name });
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
   }
 
   /** Schedules the job; the timer is unref'd, so it never keeps the process alive. */

@@ -9,6 +9,7 @@
  */
 import { Client } from 'pg';
 import type { Logger } from '../logging/logger';
+import { Backoff } from '../runtime/backoff';
 
 /** Options of PgNotificationListener. */
 export interface PgNotificationListenerOptions {
@@ -32,6 +33,8 @@ export class PgNotificationListener {
   private client: Client | null = null;
   private stopped = false;
   private everConnected = false;
+  /** Failed connects since the last good one. */
+  private retries = 0;
   private timer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private backoffMs: number;
@@ -86,6 +89,7 @@ export class PgNotificationListener {
     }
     this.client = client;
     this.backoffMs = this.options.minBackoffMs ?? 100;
+    this.retries = 0;
     if (this.everConnected) this.log.info('LISTEN connection restored');
     this.everConnected = true;
     this.schedulePing(client);
@@ -126,10 +130,19 @@ export class PgNotificationListener {
     this.scheduleReconnect();
   }
 
+  /** The reconnect waits: `minBackoffMs` doubled per failed connect, at most `maxBackoffMs`. */
+  private reconnectBackoff(): Backoff {
+    return new Backoff({
+      baseMs: this.options.minBackoffMs ?? 100,
+      maxMs: this.options.maxBackoffMs ?? 30000,
+    });
+  }
+
   private scheduleReconnect(): void {
     if (this.stopped || this.timer) return;
     const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 30000);
+    this.retries++;
+    this.backoffMs = this.reconnectBackoff().delayMs(this.retries + 1);
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.connect();

@@ -22,7 +22,7 @@
  * (`maxPendingDispatches`; beyond it a raise is ResourceExhaustedError, so an alert is refused, never
  * accepted and dropped).
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -36,6 +36,7 @@ import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
 export const ALERT_LIMITS = {
@@ -75,8 +76,8 @@ export interface AlertHubOptions {
   maxPendingDispatches?: number;
   /** Source service of alerts that name none (the monitor's own name). */
   defaultSource: string;
-  /** Wall clock in milliseconds (tests inject one). */
-  now?: () => number;
+  /** The clock whose wall time stamps alerts (tests inject one). */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -242,7 +243,8 @@ export class AlertHub implements AlertDispatcherProtocol {
   constructor(private readonly options: AlertHubOptions) {
     this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
     this.maxPendingDispatches = options.maxPendingDispatches ?? 1000;
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
     this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
     this.log = new AlertLog(options.recentSize);
     this.live = new LiveHub(this.log, {
@@ -288,7 +290,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       );
     const firedAt = this.now();
     const alert: Alert = {
-      id: randomUUID(),
+      id: newId(),
       alertName: input.alertName || title,
       kind: input.kind,
       title,

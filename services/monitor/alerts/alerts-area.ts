@@ -5,7 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
-import type { Clock, Timers } from '../../../shared/monitoring/clock';
+import type { Clock, Timers } from '../../../shared/runtime/clock';
 import type { AlertBatch, AlertChannel } from '../../../shared/monitoring/alerts/channels';
 import { WebhookChannel } from '../../../shared/monitoring/alerts/channels';
 import { createAlertDispatcher, webhookChannelOptions } from '../../../shared/monitoring/alerts/config';
@@ -74,7 +74,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     watchBufferSize: config.watch_buffer_size,
     maxPendingDispatches: config.max_pending_dispatches,
     defaultSource: deps.serviceName,
-    now: deps.clock ? () => deps.clock!.now() : undefined,
+    clock: deps.clock,
     logger,
   });
   const exceptions = new ExceptionCapture(
@@ -82,7 +82,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     deps.registry,
     config.max_exception_series,
     logger,
-    deps.clock ? () => deps.clock!.now() : undefined,
+    deps.clock,
   );
   return {
     hub,

@@ -14,6 +14,7 @@ import { alertOf } from './alert-hub';
 import { type AlertNotifier, AlertNotifierError } from './alert-notifier';
 import type { NotificationChannelConfig } from './config';
 import { cutText } from '../../../shared/text/cut';
+import { Backoff } from '../../../shared/runtime/backoff';
 
 /** Longest subject we write (the notification service allows one RFC 5322 line). */
 const SUBJECT_CHARS = 200;
@@ -105,6 +106,9 @@ export function alertIdempotencyKey(batchKey: string, medium: 'email' | 'sms', r
   return `monitor-alert:${batchKey}:${medium}:${sha256(recipient.toLowerCase()).slice(0, 16)}`;
 }
 
+/** The wait between attempts of one message: 200 ms doubled per attempt, at most 5 s. */
+const ATTEMPT_BACKOFF = new Backoff({ baseMs: 200, maxMs: 5000 });
+
 /** Options of NotificationAlertChannel beyond its config entry. */
 export interface NotificationAlertChannelOptions {
   logger?: Logger;
@@ -131,8 +135,7 @@ export class NotificationAlertChannel implements AlertChannel {
   ) {
     this.name = entry.name;
     this.logger = options.logger ?? silentLogger();
-    this.sleep =
-      options.sleep ?? ((attempt) => new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt))));
+    this.sleep = options.sleep ?? ((attempt) => ATTEMPT_BACKOFF.sleep(attempt + 1));
   }
 
   /**

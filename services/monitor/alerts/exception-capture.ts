@@ -9,11 +9,12 @@
  * lines left out are counted in the next one), and without the caller's message or stack, which may
  * carry personal data the monitor has no business keeping.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Most log lines per minute about exceptions captured while no DSN is set. */
 export const LOG_LIMIT = { lines: 20, windowMs: 60_000 } as const;
@@ -80,7 +81,7 @@ export class ExceptionCapture {
     /** Most distinct (service, type) pairs counted on their own. */
     private readonly maxSeries: number,
     private readonly logger: Logger = silentLogger(),
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.counter = new Counter({
       name: 'monitor_exceptions_captured_total',
@@ -136,14 +137,14 @@ export class ExceptionCapture {
       const id = this.tracker.captureException(error, { tags, extra });
       if (id) return { eventId: id, forwarded: true };
     }
-    const eventId = randomUUID().replace(/-/g, '');
+    const eventId = newId().replace(/-/g, '');
     this.noteLocally({ event_id: eventId, type, source_service: service, trace_id: traceId || undefined });
     return { eventId, forwarded: false };
   }
 
   /** One log line per exception, within the limit per minute (see the file comment). */
   private noteLocally(fields: Record<string, unknown>): void {
-    const now = this.now();
+    const now = this.clock.now();
     if (now - this.logWindowStart >= LOG_LIMIT.windowMs) {
       this.logWindowStart = now;
       this.loggedInWindow = 0;

@@ -6,7 +6,7 @@
  */
 import type { Registry } from 'prom-client';
 import { Counter as PromCounter, Gauge as PromGauge } from 'prom-client';
-import { type Clock, systemClock } from '../../../shared/monitoring/clock';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import { appendExposition } from '../../../shared/monitoring/exposition';
 import { counterExportName, makeMetricName } from '../../../shared/monitoring/metric-names';
 import { cutText } from '../../../shared/text/cut';

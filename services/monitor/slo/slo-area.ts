@@ -8,7 +8,7 @@
 import { InvalidArgumentError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
-import type { Clock } from '../../../shared/monitoring/clock';
+import type { Clock } from '../../../shared/runtime/clock';
 import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';

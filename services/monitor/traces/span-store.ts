@@ -18,6 +18,7 @@ import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring';
 import { type SpanLimits, applyLimits } from './span-rules';
 import type { SpanInput, SpanRecord } from './span';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Bounds and limits of a {@link SpanStore}. */
 export interface SpanStoreOptions extends SpanLimits {
@@ -26,8 +27,8 @@ export interface SpanStoreOptions extends SpanLimits {
   maxStoreBytes: number;
   maxSpansPerTrace: number;
   ttlSeconds: number;
-  /** Milliseconds since the epoch; injectable for tests. */
-  now?: () => number;
+  /** The clock whose wall time stamps and expires spans; injectable for tests. */
+  clock?: Clock;
 }
 
 /** What one `add` did. */
@@ -64,7 +65,8 @@ export class SpanStore {
     private readonly options: SpanStoreOptions,
     metrics: MetricsCollector,
   ) {
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
     this.evicted = metrics.createCounter(
       'monitor_spans_evicted',
       'Spans removed from the span store to respect its bounds',

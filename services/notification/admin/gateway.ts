@@ -11,6 +11,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Logger } from '../../../shared/logging/logger';
 import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
+import { isUuid } from '../../../shared/runtime/ids';
+import { pageSizeParam } from '../../../shared/storage/page-size';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
@@ -80,7 +82,6 @@ export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Every admin path starts with this (the route table adds the security headers under it). */
 export const ADMIN_PATH_PREFIX = '/admin/';
 const BASE = '/admin/notifications';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Cursors are opaque and short; a longer one is garbage and is refused before reaching the inbox.
 const MAX_CURSOR_LENGTH = 512;
 // Pre-allocated: abort() without a reason allocates a DOMException per call.
@@ -189,7 +190,7 @@ export class AdminGateway {
   }
 
   private async markRead(ctx: RequestContext, userId: string, messageId: string): Promise<void> {
-    if (!UUID.test(messageId)) throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
+    if (!isUuid(messageId)) throw new InvalidArgumentError('message_id must be a UUID', 'message_id');
     let unreadCount: number;
     try {
       ({ unreadCount } = await this.inbox.markRead(userId, messageId.toLowerCase()));
@@ -308,13 +309,7 @@ export class AdminGateway {
   }
 
   private parseLimit(query: URLSearchParams): number {
-    const raw = singleParam(query, 'limit');
-    if (raw === undefined) return this.maxPageSize;
-    const limit = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
-    if (!(limit >= 1 && limit <= this.maxPageSize)) {
-      throw new InvalidArgumentError(`limit must be an integer from 1 to ${this.maxPageSize}`, 'limit');
-    }
-    return limit;
+    return pageSizeParam(singleParam(query, 'limit'), { default: this.maxPageSize, max: this.maxPageSize });
   }
 
   private sendAsset(ctx: RequestContext, name: string): void {

@@ -12,6 +12,7 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { Channel, OutcomeClass } from './driver';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Where a backend's circuit stands. */
 export type CircuitState = 'closed' | 'half_open' | 'open';
@@ -55,7 +56,7 @@ export class CircuitBreakers {
 
   constructor(
     private readonly settings: CircuitBreakerSettings,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
     registry?: Registry,
   ) {
     this.cooldownMs = settings.cooldown_seconds * 1000;
@@ -89,7 +90,7 @@ export class CircuitBreakers {
   state(channel: Channel, backend: string): CircuitState {
     const c = this.circuits.get(key(channel, backend));
     if (!c || c.openUntil === null) return 'closed';
-    return this.clock().getTime() >= c.openUntil ? 'half_open' : 'open';
+    return this.clock.now() >= c.openUntil ? 'half_open' : 'open';
   }
 
   /** The health check's view of one backend. */
@@ -126,7 +127,7 @@ export class CircuitBreakers {
    * cool-down from now while a half-open trial runs; now when available.
    */
   retryAt(channel: Channel, backend: string): Date {
-    const now = this.clock().getTime();
+    const now = this.clock.now();
     const c = this.circuits.get(key(channel, backend));
     if (!c || c.openUntil === null) return new Date(now);
     if (now < c.openUntil) return new Date(c.openUntil);
@@ -146,7 +147,7 @@ export class CircuitBreakers {
     c.failures++;
     // A failed trial opens the circuit again at once; otherwise the threshold decides.
     if (wasTrial || c.failures >= this.settings.failure_threshold) {
-      c.openUntil = this.clock().getTime() + this.cooldownMs;
+      c.openUntil = this.clock.now() + this.cooldownMs;
     }
   }
 

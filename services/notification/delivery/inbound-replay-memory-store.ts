@@ -7,12 +7,13 @@
  */
 import type { InboundReplayStore } from './inbound-replay';
 import { DEFAULT_REPLAY_MEMORY_MAX_ENTRIES, DEFAULT_REPLAY_RETENTION_HOURS } from './inbound-replay';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** What the memory store is built from. */
 export interface InMemoryInboundReplayStoreOptions {
   retentionHours?: number;
   maxEntries?: number;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** The in-memory InboundReplayStore. */
@@ -27,7 +28,7 @@ export class InMemoryInboundReplayStore implements InboundReplayStore {
   constructor(options: InMemoryInboundReplayStoreOptions = {}) {
     this.retentionMs = (options.retentionHours ?? DEFAULT_REPLAY_RETENTION_HOURS) * 3_600_000;
     this.maxEntries = options.maxEntries ?? DEFAULT_REPLAY_MEMORY_MAX_ENTRIES;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
   }
 
   /** Ids held now. */

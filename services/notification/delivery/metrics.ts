@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
 import type { DeliveryStore } from './store';
+import { type Clock } from '../../../shared/runtime/clock';
 
 /** Attempt latency buckets, in seconds: SMTP and HTTP providers answer in tens of ms to seconds. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -66,13 +67,7 @@ export class DeliveryMetrics {
    * `statsMaxAgeMs`: how long the queue counts are reused before a scrape counts again
    * (`delivery.queue_stats_max_age_seconds`); 0 counts on every scrape.
    */
-  constructor(
-    registry: Registry,
-    store: DeliveryStore,
-    clock: () => Date,
-    logger: Logger,
-    statsMaxAgeMs = 0,
-  ) {
+  constructor(registry: Registry, store: DeliveryStore, clock: Clock, logger: Logger, statsMaxAgeMs = 0) {
     this.deliveries = new Counter({
       name: 'notification_deliveries_total',
       help: 'Deliveries that reached a final outcome, by channel, backend and outcome (sent, failed).',
@@ -99,10 +94,10 @@ export class DeliveryMetrics {
     let pending: Promise<Stats | null> | null = null;
     let last: { at: number; stats: Stats } | null = null;
     const stats = () => {
-      const now = clock().getTime();
+      const now = clock.now();
       if (last && now - last.at < statsMaxAgeMs) return Promise.resolve(last.stats);
       pending ??= store
-        .queueStats(clock())
+        .queueStats(new Date(clock.now()))
         .then((s) => {
           last = { at: now, stats: s };
           return s;
@@ -133,7 +128,7 @@ export class DeliveryMetrics {
       async collect() {
         const s = await stats();
         if (!s) return;
-        this.set(s.oldestDueAt ? Math.max(0, (clock().getTime() - s.oldestDueAt.getTime()) / 1000) : 0);
+        this.set(s.oldestDueAt ? Math.max(0, (clock.now() - s.oldestDueAt.getTime()) / 1000) : 0);
       },
     });
   }

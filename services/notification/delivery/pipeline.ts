@@ -4,7 +4,8 @@
  * once the record is committed); the worker then sends it and retries it by the retry policy. `get`
  * and `list` show records without what was sent (masked recipient, no payload).
  */
-import { randomUUID } from 'node:crypto';
+import { isUuid, newId } from '../../../shared/runtime/ids';
+import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import type { Registry } from 'prom-client';
 import {
   AlreadyExistsError,
@@ -38,6 +39,7 @@ import {
   type DeliveryView,
 } from './types';
 import { DeliveryWorker } from './worker';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 export type { BackendLookup } from './routing';
 
@@ -118,7 +120,7 @@ export interface DeliveryPipelineOptions {
   /** Where the delivery metrics are registered; none means no metrics. */
   registry?: Registry;
   logger?: Logger;
-  clock?: () => Date;
+  clock?: Clock;
   /** Jitter source in [0, 1). */
   random?: () => number;
   /** Lease owner id of this process's worker. */
@@ -151,7 +153,6 @@ const MAX_RECIPIENT_LENGTH = 32 * 1024;
 const MAX_BACKEND_LENGTH = 128;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function checkText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.length === 0) {
@@ -174,11 +175,11 @@ export class DeliveryPipeline {
   readonly router: BackendRouter;
   private readonly store: DeliveryStore;
   private readonly log: Logger;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
 
   constructor(private readonly options: DeliveryPipelineOptions) {
     this.store = options.store;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-pipeline' });
     this.breakers = new CircuitBreakers(options.config.circuit_breaker, this.clock, options.registry);
     this.router = new BackendRouter(options.lookup, options.config.routing, this.breakers);
@@ -338,7 +339,7 @@ export class DeliveryPipeline {
       named,
       pinned: requested !== undefined,
       delivery: {
-        id: randomUUID(),
+        id: newId(),
         channel: input.channel,
         backend: named.name,
         backendPinned: requested !== undefined,
@@ -348,7 +349,7 @@ export class DeliveryPipeline {
         idempotencyKey,
         contentHash: hash,
         payload,
-        createdAt: this.clock(),
+        createdAt: new Date(this.clock.now()),
         // The caller's span (SendEmail): the worker's attempt span continues this trace.
         traceParent: currentTraceParent(),
       },
@@ -406,7 +407,7 @@ export class DeliveryPipeline {
    */
   async get(id: string, scope?: string): Promise<DeliveryView> {
     const normalised = typeof id === 'string' ? id.toLowerCase() : '';
-    if (!UUID.test(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    if (!isUuid(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
     const record = await this.store.get(normalised);
     if (!record || (scope !== undefined && record.scope !== scope)) {
       throw new NotFoundError(`delivery ${normalised} not found`);
@@ -429,10 +430,7 @@ export class DeliveryPipeline {
     if (filter.failure !== undefined && !FAILURE_KINDS.includes(filter.failure)) {
       throw new InvalidArgumentError(`failure must be one of ${FAILURE_KINDS.join(', ')}`, 'failure');
     }
-    if (!Number.isInteger(pageSize) || pageSize < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    const limit = pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
+    const limit = resolvePageSize(pageSize, { default: DEFAULT_PAGE_SIZE, max: MAX_PAGE_SIZE });
     const after = pageToken ? decodeDeliveryPageToken(filter, pageToken) : undefined;
     const page = await this.store.list({ filter, limit, after });
     return {

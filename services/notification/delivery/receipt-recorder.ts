@@ -11,6 +11,7 @@ import type { Registry } from 'prom-client';
 import { DomainError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
+import { isUuid } from '../../../shared/runtime/ids';
 import type { Channel } from './driver';
 import { ReceiptMetrics, type ReceiptOutcomeLabel } from './metrics';
 import { MAX_REPLAY_ID_LENGTH, type InboundReplayStore } from './inbound-replay';
@@ -20,10 +21,10 @@ import type { DeliveryStore } from './store';
 import type { SuppressionEntry, SuppressionSink } from './suppression-sink';
 import type { DeliveryRecord } from './types';
 import { normaliseRecipient, type SuppressionReason } from './suppression';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** A provider message id we remember: printable ASCII, bounded (a Twilio MessageSid is 34 characters). */
 const PROVIDER_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_REPLAY_ID_LENGTH - 16}}$`);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * True for an error that retrying cannot fix (a domain error other than "unavailable" or a deadline):
@@ -86,7 +87,7 @@ export interface ReceiptRecorderOptions {
   replays?: InboundReplayStore;
   registry: Registry;
   sink: SuppressionSink;
-  clock?: () => Date;
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -104,7 +105,7 @@ export class ReceiptRecorder {
     this.sink = opts.sink;
     this.replays = opts.replays ?? new InMemoryInboundReplayStore();
     this.metrics = new ReceiptMetrics(opts.registry);
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = dateReader(opts.clock);
     this.log = (opts.logger ?? silentLogger()).child({ component: 'delivery-receipts' });
   }
 
@@ -304,7 +305,7 @@ export class ReceiptRecorder {
   ): Promise<DeliveryRecord | typeof FOREIGN | null> {
     const { channel } = source;
     // Our id is only trusted as a UUID (anything else cannot be ours, and never reaches SQL as one).
-    if (v.deliveryId !== undefined && UUID.test(v.deliveryId)) {
+    if (v.deliveryId !== undefined && isUuid(v.deliveryId)) {
       const byId = await this.store.get(v.deliveryId.toLowerCase());
       if (byId) return byId.channel === channel && carriedBy(byId, source.backend) ? byId : FOREIGN;
     }

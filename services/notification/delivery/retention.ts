@@ -12,6 +12,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { InProcessJobLease, type JobLease, PeriodicJob } from '../../../shared/storage/periodic-job';
 import type { DeliveryConfig } from './config';
 import type { DeliveryStore } from './store';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -26,7 +27,7 @@ export interface DeliveryRetentionOptions {
     'content_retention_hours' | 'retention_days' | 'purge_interval_seconds' | 'purge_batch_size'
   >;
   logger?: Logger;
-  clock?: () => Date;
+  clock?: Clock;
   /** Called between batches; defaults to yielding to the event loop. */
   pause?: () => Promise<void>;
   /** Who may run the pass now (one replica per interval); this process alone by default. */
@@ -50,7 +51,7 @@ export class DeliveryRetention {
 
   constructor(private readonly options: DeliveryRetentionOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-retention' });
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
     this.pause = options.pause ?? (() => new Promise((resolve) => setImmediate(resolve)));
     this.job = new PeriodicJob({
       name: DELIVERY_RETENTION_JOB,
@@ -58,7 +59,7 @@ export class DeliveryRetention {
       lease: options.lease ?? new InProcessJobLease(),
       run: (signal) => this.pass(signal),
       logger: options.logger,
-      clock: this.clock,
+      clock: options.clock,
     });
   }
 

@@ -1,9 +1,9 @@
 /**
- * RetryPolicy: what happens after an attempt. Exponential backoff with full jitter (AWS's
- * "full jitter": a uniform delay in [0, min(max, base * 2^(n-1))], which spreads a burst of
- * failures instead of retrying it in lockstep); a provider's Retry-After replaces the backoff, capped
+ * RetryPolicy: what happens after an attempt. The shared Backoff with full jitter (a uniform delay
+ * in [0, min(max, base * 2^(n-1))]); a provider's Retry-After replaces the backoff, capped
  * at max_delay_ms; permanent and recipient failures end at once; the last allowed failure ends FAILED.
  */
+import { Backoff } from '../../../shared/runtime/backoff';
 import type { DeliveryConfig } from './config';
 import type { DeliveryStatus, SendOutcome } from './driver';
 
@@ -19,25 +19,28 @@ export type RetrySettings = Pick<DeliveryConfig, 'max_attempts' | 'base_delay_ms
 
 /** The retry policy; `random` (in [0, 1)) is injectable so tests can pin the jitter. */
 export class RetryPolicy {
+  private readonly backoff: Backoff;
+
   constructor(
     private readonly settings: RetrySettings,
-    private readonly random: () => number = Math.random,
-  ) {}
+    random: () => number = Math.random,
+  ) {
+    this.backoff = new Backoff({
+      baseMs: settings.base_delay_ms,
+      maxMs: settings.max_delay_ms,
+      jitter: 'full',
+      random,
+    });
+  }
 
   /** The backoff before the next attempt after `attemptsMade` failures, in ms. */
   backoffMs(attemptsMade: number): number {
-    const { base_delay_ms: base, max_delay_ms: max } = this.settings;
-    // 2^(n-1) overflows to Infinity long before it matters; min() keeps it at max.
-    const ceiling = Math.min(max, base * 2 ** Math.max(0, attemptsMade - 1));
-    return Math.floor(this.random() * ceiling);
+    return this.backoff.delayMs(attemptsMade);
   }
 
   /** The delay before the next attempt: Retry-After when the provider gave one (capped), else backoff. */
   delayMs(attemptsMade: number, retryAfterMs?: number): number {
-    if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
-      return Math.min(Math.ceil(retryAfterMs), this.settings.max_delay_ms);
-    }
-    return this.backoffMs(attemptsMade);
+    return this.backoff.delayMs(attemptsMade, retryAfterMs);
   }
 
   /** Decides the status after attempt number `attemptsMade` ended with `outcome` at `now`. */

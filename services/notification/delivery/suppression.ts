@@ -8,7 +8,8 @@
  * automatic entries); `Suppressions` implements it over a `SuppressionStore` (memory or database) and
  * adds what the RPCs need (validation, masked listing with keyset pages, metrics).
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
+import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import { Counter, type Registry } from 'prom-client';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
@@ -17,6 +18,7 @@ import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../s
 import { isE164 } from '../../../shared/text/e164';
 import type { Channel } from './driver';
 import { maskRecipient } from './mask';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** Why a recipient is suppressed. */
 export type SuppressionReason =
@@ -288,7 +290,7 @@ export interface SuppressionsOptions {
   /** Where the metrics are registered; none means no metrics. */
   registry?: Registry;
   logger?: Logger;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** Most recipients in one grouped lookup of `Suppressions.findSuppressed`. */
@@ -312,7 +314,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
 
   constructor(options: SuppressionsOptions) {
     this.store = options.store;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'suppressions' });
     if (options.registry) {
       this.added = new Counter({
@@ -357,7 +359,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       );
     }
     const result = await this.store.add({
-      id: randomUUID(),
+      id: newId(),
       channel,
       recipient,
       reason: input.reason,
@@ -456,11 +458,10 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     pageSize = 0,
   ): Promise<{ entries: SuppressionView[]; nextPageToken: string }> {
     if (channel !== undefined) checkChannel(channel);
-    if (!Number.isInteger(pageSize) || pageSize < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    const limit =
-      pageSize === 0 ? DEFAULT_SUPPRESSION_PAGE_SIZE : Math.min(pageSize, MAX_SUPPRESSION_PAGE_SIZE);
+    const limit = resolvePageSize(pageSize, {
+      default: DEFAULT_SUPPRESSION_PAGE_SIZE,
+      max: MAX_SUPPRESSION_PAGE_SIZE,
+    });
     const after = pageToken ? decodeKeysetToken(binding(channel), pageToken) : undefined;
     const page = await this.store.list({ channel, limit, after });
     return {

@@ -11,11 +11,12 @@
  * Shutdown: stop claiming, let attempts in flight finish until the deadline, then abort the rest and
  * release their leases (status kept, never failed) so another process takes them at once.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/runtime/ids';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
 import { silentLogger } from '../../../shared/logging/logger';
 import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
@@ -32,10 +33,10 @@ import type { DeliveryStore, DueBackend } from './store';
 import { screenClaimed } from './claim-screen';
 import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
 import type { DeliveryAttempt, DeliveryRecord } from './types';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
-/** First and longest wait between tries to record an attempt while the database is unreachable. */
-const RECORD_RETRY_FIRST_MS = 100;
-const RECORD_RETRY_MAX_MS = 2000;
+/** The wait between writes of an attempt's outcome while the database cannot be reached. */
+const RECORD_RETRY = new Backoff({ baseMs: 100, maxMs: 2000 });
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -66,7 +67,7 @@ export interface DeliveryWorkerOptions {
   metrics?: DeliveryMetrics;
   logger?: Logger;
   /** Injectable clock: leases, due times and attempt times all read it. */
-  clock?: () => Date;
+  clock?: Clock;
   /** This worker's lease owner id; unique per process by default. */
   owner?: string;
   /** Told about every delivery this worker brings to a final status. */
@@ -181,8 +182,8 @@ export class DeliveryWorker {
   private stopping = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
-    this.owner = options.owner ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
-    this.clock = options.clock ?? (() => new Date());
+    this.owner = options.owner ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
+    this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
   }
 
@@ -679,16 +680,17 @@ export class DeliveryWorker {
    * PostgreSQL halted under load made the peer receive emails twice.
    */
   private async recordAttempt<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
-    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+    for (let retry = 1; ; retry++) {
       try {
         return await write();
       } catch (err) {
         if (this.stopping || !isDatabaseUnavailable(err)) throw err;
+        const wait = RECORD_RETRY.delayMs(retry);
         this.log.warn(
           { err, deliveryId, retryInMs: wait },
           'database unavailable: recording the attempt later',
         );
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        await sleepMs(wait);
       }
     }
   }

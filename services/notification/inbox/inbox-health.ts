@@ -5,6 +5,7 @@
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxStoreProtocol } from './store';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** The check's registered name. */
 export const INBOX_HEALTH_CHECK_NAME = 'notifications.inbox';
@@ -25,14 +26,14 @@ export class InboxHealthCheck {
   constructor(
     private readonly store: InboxStoreProtocol,
     logger: Logger = silentLogger(),
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: Clock = systemClock,
   ) {
     this.log = logger.child({ component: 'inbox-health' });
   }
 
   /** Pings the store; never throws. */
   async check(): Promise<InboxHealthResult> {
-    const started = this.now();
+    const started = this.clock.monotonic();
     try {
       await this.store.ping();
       return {
@@ -51,6 +52,6 @@ export class InboxHealthCheck {
   }
 
   private elapsed(started: number): number {
-    return Math.round((this.now() - started) * 100) / 100;
+    return Math.round((this.clock.monotonic() - started) * 100) / 100;
   }
 }

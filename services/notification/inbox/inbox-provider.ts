@@ -15,6 +15,7 @@ import { InboxService } from './inbox-service';
 import { InMemoryInboxStore } from './memory-store';
 import { InboxRetention } from './retention';
 import type { InboxStoreProtocol } from './store';
+import type { Clock } from '../../../shared/runtime/clock';
 
 /** What InboxProvider needs. */
 export interface InboxProviderOptions {
@@ -28,7 +29,7 @@ export interface InboxProviderOptions {
    */
   notifications?: NotifyFeed;
   /** Injectable clock (messages, events, retention). */
-  clock?: () => Date;
+  clock?: Clock;
   store?: Omit<DatabaseInboxStoreOptions, 'logger'>;
 }
 

@@ -2,13 +2,14 @@
  * InboxService: the inbox operations of the spec over an InboxStoreProtocol, with validation, the
  * opaque page token, the INBOX_SENT_HOOK for in-process listeners and live events through InboxHub.
  */
-import { randomUUID } from 'node:crypto';
+import { isUuid, newId } from '../../../shared/runtime/ids';
+import { pageSize } from '../../../shared/storage/page-size';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxConfig } from './config';
 import type { InboxHub } from './inbox-hub';
-import { decodePageToken, encodePageToken, isUuid } from './page-token';
+import { decodePageToken, encodePageToken } from './page-token';
 import type { InboxStoreProtocol } from './store';
 import {
   INBOX_SENT_HOOK,
@@ -21,6 +22,7 @@ import {
   type SendInput,
   type WatchOptions,
 } from './types';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** Longest user id accepted (it travels in NOTIFY payloads, which PostgreSQL caps at 8000 bytes). */
 export const MAX_USER_ID_LENGTH = 256;
@@ -35,7 +37,7 @@ export interface InboxServiceOptions {
   config: Pick<InboxConfig, 'max_page_size' | 'max_title_length' | 'max_body_length' | 'max_metadata_bytes'>;
   logger?: Logger;
   /** The time of new messages and events (tests inject one). */
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** The one message for an unknown or foreign message id, so the two cannot be told apart. */
@@ -82,7 +84,7 @@ export class InboxService implements InboxServiceContract {
     this.hub = options.hub;
     this.config = options.config;
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox' });
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
   }
 
   /** Subscribes to INBOX_SENT_HOOK; returns the unsubscribe function. */
@@ -97,7 +99,7 @@ export class InboxService implements InboxServiceContract {
     const body = checkText('body', input.body, this.config.max_body_length, false);
     const metadata = this.checkMetadata(input.metadata);
     const { message } = await this.store.send({
-      id: randomUUID(),
+      id: newId(),
       userId,
       title,
       body,
@@ -156,7 +158,8 @@ export class InboxService implements InboxServiceContract {
 
   async getInbox(userId: string, options: GetInboxOptions = {}): Promise<InboxPage> {
     const user = checkUserId(userId);
-    const limit = this.pageSize(options.pageSize);
+    const max = this.config.max_page_size;
+    const limit = pageSize(options.pageSize, { default: max, max });
     const after = options.pageToken ? decodePageToken(user, options.pageToken) : undefined;
     const [page, unreadCount] = await Promise.all([
       this.store.listMessages({ userId: user, limit, after, unreadOnly: options.unreadOnly === true }),
@@ -167,15 +170,6 @@ export class InboxService implements InboxServiceContract {
       unreadCount,
       nextPageToken: page.nextKey ? encodePageToken(user, page.nextKey) : '',
     };
-  }
-
-  private pageSize(requested: number | undefined): number {
-    const max = this.config.max_page_size;
-    if (requested === undefined || requested === 0) return max;
-    if (!Number.isInteger(requested) || requested < 0) {
-      throw new InvalidArgumentError('page_size must be a non-negative integer', 'page_size');
-    }
-    return Math.min(requested, max);
   }
 
   async markRead(userId: string, messageId: string): Promise<{ unreadCount: number }> {

@@ -5,8 +5,6 @@
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import type { PageKey } from './store';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** Encodes the position after `key` in `userId`'s inbox. */
 export function encodePageToken(userId: string, key: PageKey): string {
   return encodeKeysetToken(`inbox:${userId}`, key);
@@ -15,9 +13,4 @@ export function encodePageToken(userId: string, key: PageKey): string {
 /** Decodes a token issued for `userId`; anything else is InvalidArgumentError. */
 export function decodePageToken(userId: string, token: string): PageKey {
   return decodeKeysetToken(`inbox:${userId}`, token);
-}
-
-/** True for a canonical or upper-case UUID. */
-export function isUuid(value: string): boolean {
-  return UUID.test(value.toLowerCase());
 }

@@ -9,6 +9,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { PeriodicJob } from '../../../shared/storage/periodic-job';
 import type { InboxConfig } from './config';
 import type { InboxStoreProtocol } from './store';
+import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
 /** The maintenance job name of the purge (its lock key and its bookkeeping row). */
 export const INBOX_PURGE_JOB = 'inbox.purge';
@@ -21,7 +22,7 @@ export interface InboxRetentionOptions {
   config: Pick<InboxConfig, 'retention_days' | 'purge_interval_seconds' | 'purge_batch_size'>;
   logger?: Logger;
   /** Injectable clock for tests. */
-  clock?: () => Date;
+  clock?: Clock;
   /** Called between batches; defaults to yielding to the event loop. */
   pause?: () => Promise<void>;
 }
@@ -45,7 +46,7 @@ export class InboxRetention {
 
   constructor(private readonly options: InboxRetentionOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox-retention' });
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = dateReader(options.clock);
     this.pause = options.pause ?? (() => new Promise((resolve) => setImmediate(resolve)));
     const store = options.store;
     this.job = new PeriodicJob({
@@ -54,7 +55,7 @@ export class InboxRetention {
       lease: { runIfDue: (job, now, minIntervalMs, fn) => store.runMaintenance(job, now, minIntervalMs, fn) },
       run: (signal) => this.purge(signal),
       logger: options.logger,
-      clock: this.clock,
+      clock: options.clock,
     });
   }
 

@@ -5,6 +5,7 @@
 import { type Logger, silentLogger } from '../../logging/logger';
 import { boundedRequest, isAnswer } from '../../http/outbound';
 import { AlertDeliveryError } from '../errors';
+import { Backoff, sleepMs } from '../../runtime/backoff';
 import type { AlertContext, AlertSeverity } from './dispatcher';
 import { alertLogLevel, severityRank } from './dispatcher';
 import type { AlertTier } from './tiers';
@@ -198,8 +199,7 @@ export class WebhookChannel implements AlertChannel {
   readonly name: string;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
-  private readonly backoffMs: number;
-  private readonly maxBackoffMs: number;
+  private readonly backoff: Backoff;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly logger: Logger;
 
@@ -207,9 +207,11 @@ export class WebhookChannel implements AlertChannel {
     this.name = options.name ?? 'webhook';
     this.timeoutMs = (options.timeoutSeconds ?? 5) * 1000;
     this.maxRetries = options.maxRetries ?? 3;
-    this.backoffMs = (options.backoffSeconds ?? 0.5) * 1000;
-    this.maxBackoffMs = (options.maxBackoffSeconds ?? 30) * 1000;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.backoff = new Backoff({
+      baseMs: (options.backoffSeconds ?? 0.5) * 1000,
+      maxMs: (options.maxBackoffSeconds ?? 30) * 1000,
+    });
+    this.sleep = options.sleep ?? ((ms) => sleepMs(ms));
     this.logger = options.logger ?? silentLogger();
   }
 
@@ -221,7 +223,7 @@ export class WebhookChannel implements AlertChannel {
   private async post(body: string): Promise<void> {
     let lastProblem = '';
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
-      if (attempt > 0) await this.sleep(Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)));
+      if (attempt > 0) await this.sleep(this.backoff.delayMs(attempt));
       // The one bounded request (shared/http/outbound.ts): it never follows a redirect, which would
       // carry the alert (and maybe its headers) to a host nobody configured, and reads no body.
       const res = await boundedRequest({

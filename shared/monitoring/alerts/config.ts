@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 import { duration, httpUrl, itemName, positiveInt, uniqueNames } from '../../config/fields';
 import { type Logger, silentLogger } from '../../logging/logger';
-import type { Clock, Timers } from '../clock';
+import type { Clock, Timers } from '../../runtime/clock';
 import type { MonitoringEventBus } from '../events/event-bus';
 import { MonitoringConfigError } from '../errors';
 import {

@@ -16,7 +16,7 @@
  */
 import { type Logger, silentLogger } from '../../logging/logger';
 import { emitAlertTriggered, type MonitoringEventBus } from '../events/event-bus';
-import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
+import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../../runtime/clock';
 import type { AlertChannel, AlertBatch, AlertBatchReason, AlertRecord } from './channels';
 import type { AlertContext, AlertDispatcherProtocol, AlertSeverity } from './dispatcher';
 import { metricAlertLogLevel } from './dispatcher';

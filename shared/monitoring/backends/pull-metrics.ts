@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { Knex } from 'knex';
 import type * as Prom from 'prom-client';
 import { type Logger, silentLogger } from '../../logging/logger';
-import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
+import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../../runtime/clock';
 import {
   BackendNotAvailableError,
   InvalidMetricError,

@@ -4,7 +4,7 @@
  * in the background.
  */
 import { type Logger, silentLogger } from '../../logging/logger';
-import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
+import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../../runtime/clock';
 import { HealthCheckNotFoundError, InvalidHealthCheckError } from '../errors';
 import { BaseHealthCheck, DEFAULT_CHECK_TIMEOUT, type HealthCheckLike, runCheck, stampOf } from './checks';
 import {

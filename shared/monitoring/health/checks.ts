@@ -4,7 +4,7 @@
  * HealthCheckResult.
  */
 import type { Logger } from '../../logging/logger';
-import type { Clock, Timers } from '../clock';
+import type { Clock, Timers } from '../../runtime/clock';
 import { type HealthCheckCategory, HealthCheckResult, HealthStatus, parseStatus } from './result';
 
 /** What a callable check may return. */

@@ -2,7 +2,7 @@
  * Maps the readiness aggregate to a serving flag, for the gRPC health service
  * (`grpc.health.v1.Health`: SERVING / NOT_SERVING) and for drain logic.
  */
-import { type Timers, type TimerHandle, systemTimers } from '../clock';
+import { type Timers, type TimerHandle, systemTimers } from '../../runtime/clock';
 import { type HealthReport, HealthStatus } from './result';
 
 /** True when an aggregate should keep taking traffic: HEALTHY or DEGRADED. */

@@ -3,7 +3,7 @@
  * registry, and HealthCheckerRegistry (one cached HealthChecker per key, refreshed in the background).
  */
 import { type Logger, silentLogger } from '../../logging/logger';
-import { type Clock, systemClock, type Timers, systemTimers } from '../clock';
+import { type Clock, systemClock, type Timers, systemTimers } from '../../runtime/clock';
 import { HealthChecker } from './checker';
 import { DEFAULT_CHECK_TIMEOUT, type HealthCheckLike, runCheck } from './checks';
 import {

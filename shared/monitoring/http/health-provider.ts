@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Logger, silentLogger } from '../../logging/logger';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 import type { HealthConfig } from '../config';
 import {
   type HealthCheckResultDict,

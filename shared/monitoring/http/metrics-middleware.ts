@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { type Logger, silentLogger } from '../../logging/logger';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 import { MetricsCollector, NoopMetricsCollector, type MetricsCollectorProtocol } from '../collector';
 import { renderMetrics, streamMetrics, type RenderedMetrics } from '../exposition';
 import type { Counter, Gauge, Histogram } from '../instruments';

@@ -10,7 +10,7 @@
  * dots as underscores (`mail.Sender.send.duration` becomes `mail_Sender_send_duration`).
  */
 import type { Logger } from '../../logging/logger';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 import type { MetricsCollectorProtocol } from '../collector';
 import { instrumentationDefaults, instrumentDecorator, type InstrumentDecorator } from './wrap-callable';
 

@@ -10,7 +10,7 @@
  * when not given.
  */
 import type { Logger } from '../../logging/logger';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 import { instrumentationDefaults, instrumentDecorator, type InstrumentDecorator } from './wrap-callable';
 
 /** Options of monitor. */

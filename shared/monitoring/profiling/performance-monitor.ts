@@ -7,7 +7,7 @@
  * readings are injectable, so tests drive sampling by hand.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../clock';
+import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } from '../../runtime/clock';
 import { performanceMonitorConfigSchema, type PerformanceMonitorConfig } from '../config';
 import { PerformanceMonitorError } from '../errors';
 

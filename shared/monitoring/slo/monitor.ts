@@ -7,7 +7,7 @@
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from '../alerts/dispatcher';
 import { AlertTier } from '../alerts/tiers';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 import { DuplicateSLOError, InvalidSLOError, SLOLimitExceededError } from '../errors';
 import { SLO, SLOViolation } from './slo';
 import { EventCounts, evaluateRatioSLO, RatioSLO, type RatioSLOStatus } from './ratio';

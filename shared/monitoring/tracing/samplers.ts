@@ -14,7 +14,7 @@ import {
   type SamplingResult,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
-import { type Clock, systemClock } from '../clock';
+import { type Clock, systemClock } from '../../runtime/clock';
 
 /** Samples at most `maxPerSecond` new traces a second (a token bucket refilled continuously). */
 export class RateLimitingSampler implements Sampler {

@@ -25,7 +25,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import type { Clock } from '../clock';
+import type { Clock } from '../../runtime/clock';
 import type { TracingConfig } from '../config';
 import { spanContextManager } from './context';
 import { createPropagator } from './propagation';

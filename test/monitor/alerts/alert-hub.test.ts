@@ -34,7 +34,7 @@ function hub(overrides: Partial<ConstructorParameters<typeof AlertHub>[0]> = {})
     maxWatchers: 3,
     watchBufferSize: 4,
     defaultSource: 'monitor',
-    now: () => Date.UTC(2026, 10, 23, 12, 0),
+    clock: { now: () => Date.UTC(2026, 10, 23, 12, 0), monotonic: () => 0 },
     ...overrides,
   });
   return { hub: h, router };

@@ -142,7 +142,10 @@ describe('the local note of an exception captured without a DSN', () => {
   it('logs at most LOG_LIMIT lines per minute, counts the rest in the next line, and never the message', () => {
     const { logger, lines } = captureLogger();
     let now = 1_000_000;
-    const capture = new ExceptionCapture(new NoopErrorTracker(), new Registry(), 10, logger, () => now);
+    const capture = new ExceptionCapture(new NoopErrorTracker(), new Registry(), 10, logger, {
+      now: () => now,
+      monotonic: () => now,
+    });
     const secret = 'card 4111 1111 1111 1111 of jane@example.com';
     for (let i = 0; i < LOG_LIMIT.lines + 5; i++) {
       expect(capture.capture({ type: 'TypeError', message: secret, sourceService: 'shop' }).forwarded).toBe(

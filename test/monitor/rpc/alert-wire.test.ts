@@ -61,7 +61,7 @@ describe('alertWebhookBodies', () => {
       maxWatchers: 1,
       watchBufferSize: 1,
       defaultSource: 'monitor',
-      now: () => FIRED,
+      clock: { now: () => FIRED, monotonic: () => 0 },
     });
     const a = await hub.raise({
       kind: 'metric',

@@ -44,7 +44,7 @@ function makeStore(options: Partial<SpanStoreOptions> = {}) {
       maxListLength: 128,
       maxSpanBytes: 256 * 1024,
       maxStoreBytes: 64 * 1024 * 1024,
-      now: () => now,
+      clock: { now: () => now, monotonic: () => now },
       ...options,
     },
     new MetricsCollector({ registry }),

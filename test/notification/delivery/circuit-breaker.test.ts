@@ -8,7 +8,7 @@ const SETTINGS = { failure_threshold: 3, cooldown_seconds: 10 };
 
 describe('CircuitBreakers', () => {
   it('when failures are not consecutive (a permanent answer in between), the circuit stays closed', () => {
-    const b = new CircuitBreakers(SETTINGS, new ManualClock().now);
+    const b = new CircuitBreakers(SETTINGS, new ManualClock());
     b.record('sms', 'tw', 'retryable');
     b.record('sms', 'tw', 'rate_limited');
     b.record('sms', 'tw', 'permanent');
@@ -21,10 +21,10 @@ describe('CircuitBreakers', () => {
 
   it('when half-open, exactly one trial is let through until it reports or is cancelled', () => {
     const clock = new ManualClock();
-    const b = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock.now);
+    const b = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock);
     b.record('push', 'fcm', 'retryable');
     expect(b.tryAcquire('push', 'fcm')).toBe(false);
-    expect(b.retryAt('push', 'fcm').getTime()).toBe(clock.now().getTime() + 10_000);
+    expect(b.retryAt('push', 'fcm').getTime()).toBe(clock.date().getTime() + 10_000);
     clock.advance(10_000);
     expect(b.tryAcquire('push', 'fcm')).toBe(true);
     expect(b.tryAcquire('push', 'fcm')).toBe(false);
@@ -39,7 +39,7 @@ describe('CircuitBreakers', () => {
   it('when a backend is registered, the gauge shows it closed before any attempt; open circuits degrade its health check', async () => {
     const registry = new Registry();
     const clock = new ManualClock();
-    const b = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock.now, registry);
+    const b = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock, registry);
     const check = withCircuitState(
       async () => ({ status: 'healthy' as const, details: { backend: 'relay' } }),
       b,
@@ -62,7 +62,7 @@ describe('BackendRouter', () => {
   it('when round robin meets an open circuit, it skips that backend while another is available', () => {
     const clock = new ManualClock();
     const drivers = ['a', 'b', 'c'].map((n) => new ScriptedDriver(n, 'sms'));
-    const breakers = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock.now);
+    const breakers = new CircuitBreakers({ failure_threshold: 1, cooldown_seconds: 10 }, clock);
     const router = new BackendRouter(
       lookupOf(...drivers),
       { email: 'primary', sms: 'round_robin', push: 'primary' },

@@ -5,6 +5,7 @@
  * and a retry the provider asked to wait for must not go early on the one ahead.
  */
 import type { Knex } from 'knex';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import type { SendOutcome } from '../../../services/notification/delivery/driver';
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
@@ -40,7 +41,7 @@ afterAll(async () => {
 async function replicas(name: string) {
   const config = testConfig({ lease_seconds: 60, attempt_timeout_ms: 30_000 });
   const drivers = [new ScriptedDriver(name, 'sms'), new ScriptedDriver(name, 'sms')];
-  const clocks = [() => new Date(), () => new Date(Date.now() + SKEW_MS)];
+  const clocks: Clock[] = [systemClock, { ...systemClock, now: () => Date.now() + SKEW_MS }];
   const [behind, ahead] = await Promise.all(
     drivers.map(
       async (driver, i) =>

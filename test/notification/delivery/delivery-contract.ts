@@ -341,7 +341,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
           store,
           lookup: lookupOf(),
           config: testConfig(),
-          clock: clock.now,
+          clock: clock,
         });
         expect(await pollAndSettle(other)).toBe(0);
         expect(await pipeline.get(delivery.id)).toMatchObject({ status: 'pending', attempts: [] });
@@ -377,7 +377,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
           channel: 'email',
           backend: driver.name,
           owner: 'dead-process',
-          now: clock.now(),
+          now: clock.date(),
           leaseMs: config.lease_seconds * 1000,
           limit: 10,
         });
@@ -390,10 +390,10 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect((await pipeline.get(delivery.id)).status).toBe('sent');
         // The dead worker's late answer cannot overwrite what the new owner recorded.
         const late = await store.completeAttempt(delivery.id, 'dead-process', {
-          attempt: { number: 1, startedAt: clock.now(), durationMs: 1, outcome: 'permanent', error: 'late' },
+          attempt: { number: 1, startedAt: clock.date(), durationMs: 1, outcome: 'permanent', error: 'late' },
           status: 'failed',
           nextAttemptAt: null,
-          now: clock.now(),
+          now: clock.date(),
         });
         expect(late).toBeNull();
         expect(await pipeline.get(delivery.id)).toMatchObject({
@@ -410,25 +410,25 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
           channel: 'email',
           backend: driver.name,
           owner: 'w',
-          now: clock.now(),
+          now: clock.date(),
           leaseMs: 60000,
           limit: 1,
         });
-        const attempt = { number: 1, startedAt: clock.now(), durationMs: 1, outcome: 'sent' as const };
+        const attempt = { number: 1, startedAt: clock.date(), durationMs: 1, outcome: 'sent' as const };
         expect(
           await store.completeAttempt(delivery.id, 'w', {
             attempt,
             status: 'sent',
             nextAttemptAt: null,
-            now: clock.now(),
+            now: clock.date(),
           }),
         ).toMatchObject({ status: 'sent' });
         expect(
           await store.completeAttempt(delivery.id, 'w', {
             attempt: { ...attempt, outcome: 'retryable' },
             status: 'retrying',
-            nextAttemptAt: clock.now(),
-            now: clock.now(),
+            nextAttemptAt: clock.date(),
+            now: clock.date(),
           }),
         ).toBeNull();
         expect((await pipeline.get(delivery.id)).status).toBe('sent');
@@ -473,18 +473,18 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
           channel: 'email',
           backend: driver.name,
           owner: 'w',
-          now: clock.now(),
+          now: clock.date(),
           leaseMs: 60000,
           limit: 10,
         });
         expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
-        const attempt = { number: 1, startedAt: clock.now(), durationMs: 1, outcome: 'sent' as const };
-        const sent = { attempt, status: 'sent' as const, nextAttemptAt: null, now: clock.now() };
+        const attempt = { number: 1, startedAt: clock.date(), durationMs: 1, outcome: 'sent' as const };
+        const sent = { attempt, status: 'sent' as const, nextAttemptAt: null, now: clock.date() };
         const retry = {
           attempt: { ...attempt, outcome: 'retryable' as const, error: 'try later' },
           status: 'retrying' as const,
-          nextAttemptAt: new Date(clock.now().getTime() + 1000),
-          now: clock.now(),
+          nextAttemptAt: new Date(clock.date().getTime() + 1000),
+          now: clock.date(),
         };
         // All issued in one turn: a database store records them in as few statements as it can.
         const results = await Promise.all([
@@ -644,7 +644,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect((await store.get(sent.delivery.id))?.payload).not.toBeNull();
         clock.advance(2);
         // A second pass within purge_interval_seconds is the periodic job's to skip: run a fresh one.
-        await new DeliveryRetention({ store, config, clock: clock.now }).runOnce();
+        await new DeliveryRetention({ store, config, clock: clock }).runOnce();
         const erased = await store.get(sent.delivery.id);
         expect(erased).toMatchObject({
           payload: null,
@@ -678,7 +678,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         const retention = new DeliveryRetention({
           store,
           config: { ...testConfig(), purge_batch_size: 2 },
-          clock: clock.now,
+          clock: clock,
         });
         const result = await retention.runOnce();
         expect(result.deleted).toBeGreaterThanOrEqual(5);
@@ -701,7 +701,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         retention = new DeliveryRetention({
           store,
           config: { ...testConfig(), purge_batch_size: 1 },
-          clock: clock.now,
+          clock: clock,
           pause: async () => {
             batchesBeforeStop++;
             if (batchesBeforeStop === 2) stopped = retention!.stop();
@@ -725,12 +725,12 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
           store,
           lookup: lookupOf(driver),
           config: testConfig(),
-          clock: clock.now,
+          clock: clock,
           random: () => 0.5,
           registry,
         });
         driver.script({ class: 'retryable', reason: 'x' }, { class: 'permanent', reason: 'y' });
-        const before = await store.queueStats(clock.now());
+        const before = await store.queueStats(clock.date());
         for (let i = 0; i < 3; i++) await submit(pipeline, driver);
         await pollAndSettle(pipeline);
         const text = await registry.metrics();
@@ -849,7 +849,7 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         });
         a.script(retryable);
         const scope = randomUUID();
-        const opened = clock.now().getTime();
+        const opened = clock.date().getTime();
         await pipeline.submit(body(scope));
         await pollAndSettle(pipeline); // opens a's circuit
         await pollAndSettle(pipeline);

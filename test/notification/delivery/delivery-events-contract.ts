@@ -51,7 +51,7 @@ export function describeDeliveryEventContract(getStore: () => DeliveryStore): vo
       await store.applyReceipt(
         delivery.id,
         { eventId: 'e1', event: 'delivered', status: 'delivered', failure: null },
-        clock.now(),
+        clock.date(),
       );
       const log = await events();
       expect(log.map((e) => [e.deliveryId, e.status])).toEqual([
@@ -76,12 +76,12 @@ export function describeDeliveryEventContract(getStore: () => DeliveryStore): vo
       expect((await submit({ idempotencyKey: key })).created).toBe(false);
       await pollAndSettle(pipeline);
       const receipt = { eventId: 'b1', event: 'bounce', status: 'undelivered' as const, failure: null };
-      await store.applyReceipt(delivery.id, { ...receipt, providerCode: '550' }, clock.now());
-      await store.applyReceipt(delivery.id, receipt, clock.now());
+      await store.applyReceipt(delivery.id, { ...receipt, providerCode: '550' }, clock.date());
+      await store.applyReceipt(delivery.id, receipt, clock.date());
       await store.applyReceipt(
         delivery.id,
         { eventId: 'late', event: 'sent', status: 'sent', failure: null },
-        clock.now(),
+        clock.date(),
       );
       const log = await events();
       expect(log.map((e) => e.status)).toEqual(['pending', 'sent', 'undelivered']);
@@ -175,7 +175,7 @@ export function describeDeliveryEventContract(getStore: () => DeliveryStore): vo
       const retention = new DeliveryRetention({
         store,
         config: { ...testConfig(), purge_batch_size: 1000 },
-        clock: clock.now,
+        clock: clock,
       });
       await retention.runOnce();
       const after = await events();

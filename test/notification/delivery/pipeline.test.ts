@@ -69,7 +69,7 @@ describe('DeliveryPipeline (memory store)', () => {
       store: new InMemoryDeliveryStore(),
       lookup: lookupOf(driver),
       config: testConfig(),
-      clock: clock.now,
+      clock: clock,
       logger,
     });
     await pipeline.submit({

@@ -73,7 +73,7 @@ test('when /metrics is scraped many times within queue_stats_max_age_seconds, th
     store,
     lookup: lookupOf(driver),
     config: testConfig({ queue_stats_max_age_seconds: 5 }),
-    clock: clock.now,
+    clock: clock,
     registry,
   });
   await withMetrics.submit({ channel: 'email', recipient: 'a@example.com', payload: { x: 1 }, scope: 's' });

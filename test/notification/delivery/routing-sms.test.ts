@@ -40,7 +40,7 @@ describe('SMS routing with the real sms_gateway driver', () => {
         routing: { email: 'primary', sms: 'fallback', push: 'primary' },
         circuit_breaker: { failure_threshold: 2, cooldown_seconds: 30 },
       }),
-      clock: clock.now,
+      clock: clock,
       random: () => 0.5,
       registry,
     });

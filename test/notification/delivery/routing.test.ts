@@ -49,7 +49,7 @@ describe('routing with the real http_api mailers', () => {
         routing: { email: 'fallback', sms: 'primary', push: 'primary' },
         circuit_breaker: { failure_threshold: 2, cooldown_seconds: 30 },
       }),
-      clock: clock.now,
+      clock: clock,
       random: () => 0.5,
       registry,
     });

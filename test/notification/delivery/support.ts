@@ -10,14 +10,8 @@ import type {
 import { DeliveryPipeline, type BackendLookup } from '../../../services/notification/delivery/pipeline';
 import type { DeliveryStore } from '../../../services/notification/delivery/store';
 
-/** A clock the test moves by hand. */
-export class ManualClock {
-  constructor(public current = new Date('2026-11-01T12:00:00.000Z')) {}
-  now = (): Date => new Date(this.current.getTime());
-  advance(ms: number): void {
-    this.current = new Date(this.current.getTime() + ms);
-  }
-}
+import { ManualClock } from '../../support/manual-clock';
+export { ManualClock };
 
 /** A promise the test settles by hand. */
 export class Gate<T = void> {
@@ -133,7 +127,7 @@ export function buildPipeline(
     store,
     lookup: lookupOf(...drivers),
     config,
-    clock: clock.now,
+    clock: clock,
     random: () => 0.5,
     owner: options.owner,
   });

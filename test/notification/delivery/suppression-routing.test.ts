@@ -42,12 +42,12 @@ describe('suppression with fallback routing over real SMTP relays', () => {
 
   it('when the primary relay is down and an address is suppressed, neither relay is contacted for it', async () => {
     const clock = new ManualClock();
-    const suppressions = new Suppressions({ store: new InMemorySuppressionStore(), clock: clock.now });
+    const suppressions = new Suppressions({ store: new InMemorySuppressionStore(), clock: clock });
     const pipeline = new DeliveryPipeline({
       store: new InMemoryDeliveryStore(),
       lookup: lookupOf(...mailers),
       config: testConfig({ routing: { email: 'fallback', sms: 'primary', push: 'primary' } }),
-      clock: clock.now,
+      clock: clock,
       random: () => 0.5,
       suppression: suppressions,
     });

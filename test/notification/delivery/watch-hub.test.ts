@@ -166,7 +166,7 @@ describe('DeliveryWatchHub on PostgreSQL', () => {
     const retention = new DeliveryRetention({
       store,
       config: { ...testConfig(), purge_batch_size: 1000 },
-      clock: c.clock.now,
+      clock: c.clock,
     });
     await retention.runOnce();
     const controller = new AbortController();

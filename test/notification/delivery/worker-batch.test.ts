@@ -135,7 +135,7 @@ test('when stopping during a batch call, the whole batch is aborted and released
     channel: 'push',
     backend: 'apns',
     owner: 'next',
-    now: clock.now(),
+    now: clock.date(),
     leaseMs: 60_000,
     limit: 10,
   });

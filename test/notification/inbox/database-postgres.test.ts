@@ -271,7 +271,7 @@ describe('retention across replicas', () => {
       store: r.store,
       hub: r.hub,
       config: DEFAULT_INBOX_CONFIG,
-      clock: clock.now,
+      clock: clock,
     });
     for (let i = 0; i < n; i++) await service.send({ userId: newUser('old'), title: 'old', body: '' });
   }
@@ -283,8 +283,8 @@ describe('retention across replicas', () => {
     await seedOld(a, clock, 7);
     clock.advance(40 * 86_400_000);
     const results = await Promise.all([
-      new InboxRetention({ store: a.store, config, clock: clock.now }).purgeOnce(),
-      new InboxRetention({ store: b.store, config, clock: clock.now }).purgeOnce(),
+      new InboxRetention({ store: a.store, config, clock: clock }).purgeOnce(),
+      new InboxRetention({ store: b.store, config, clock: clock }).purgeOnce(),
     ]);
     expect(results.filter((r) => r.ran)).toHaveLength(1);
     expect(results.reduce((n, r) => n + r.messages, 0)).toBe(7);
@@ -296,7 +296,7 @@ describe('retention across replicas', () => {
     try {
       const store = new DatabaseInboxStore(knex);
       const clock = new ManualClock(new Date('2020-01-01T00:00:00.000Z'));
-      const result = await new InboxRetention({ store, config, clock: clock.now }).purgeOnce();
+      const result = await new InboxRetention({ store, config, clock: clock }).purgeOnce();
       expect(result.ran).toBe(true);
     } finally {
       await knex.destroy();
@@ -310,7 +310,7 @@ describe('retention across replicas', () => {
     try {
       await holder.query("SELECT pg_advisory_lock(hashtext('inbox.purge'), 0)");
       const clock = new ManualClock(new Date('2030-01-01T00:00:00.000Z'));
-      const result = await new InboxRetention({ store: a.store, config, clock: clock.now }).purgeOnce();
+      const result = await new InboxRetention({ store: a.store, config, clock: clock }).purgeOnce();
       expect(result.ran).toBe(false);
     } finally {
       await holder.end();

@@ -10,6 +10,7 @@ import { InboxRetention } from '../../../services/notification/inbox/retention';
 import type { InboxStoreProtocol } from '../../../services/notification/inbox/store';
 import type { InboxEvent, InboxSentPayload } from '../../../services/notification/inbox/types';
 import { ManualClock, buildService, newUser, take, waitFor } from './support';
+import type { Clock } from '../../../shared/runtime/clock';
 
 /** What a backend's test file provides to the contract. */
 export interface ContractBackend {
@@ -36,7 +37,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
     async function make(
       overrides: Partial<InboxConfig> = {},
-      clock?: () => Date,
+      clock?: Clock,
       hubOptions: Partial<InboxHubOptions> = {},
     ): Promise<{ service: InboxService; hub: InboxHub }> {
       const built = buildService(backend.store, overrides, clock, hubOptions);
@@ -80,7 +81,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
       it('when messages share a creation time, pages still return every message exactly once, newest first', async () => {
         const clock = new ManualClock();
-        const { service } = await make({ max_page_size: 50 }, clock.now);
+        const { service } = await make({ max_page_size: 50 }, clock);
         const user = newUser();
         const sameTime = await sendMany(service, user, 5);
         clock.advance(1000);
@@ -566,7 +567,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
     describe('retention', () => {
       it('when the purge runs, only rows older than retention_days go, in batches of purge_batch_size', async () => {
         const clock = new ManualClock(new Date('2001-01-01T00:00:00.000Z'));
-        const { service } = await make({}, clock.now);
+        const { service } = await make({}, clock);
         const user = newUser();
         await sendMany(service, user, 5);
         clock.advance(20 * 86_400_000);
@@ -575,7 +576,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const retention = new InboxRetention({
           store: backend.store,
           config: { retention_days: 30, purge_interval_seconds: 3600, purge_batch_size: 2 },
-          clock: clock.now,
+          clock: clock,
         });
         const result = await retention.purgeOnce();
         expect(result).toEqual({ ran: true, messages: 5, events: 5, batches: 3 });
@@ -587,7 +588,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
       it('when a cursor is older than the oldest kept event, the watch starts with `reset` and then carries on live', async () => {
         const clock = new ManualClock(new Date('2002-01-01T00:00:00.000Z'));
-        const { service } = await make({}, clock.now);
+        const { service } = await make({}, clock);
         const user = newUser('reset');
         await sendMany(service, user, 3);
         clock.advance(40 * 86_400_000);
@@ -595,7 +596,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const retention = new InboxRetention({
           store: backend.store,
           config: { retention_days: 30, purge_interval_seconds: 1, purge_batch_size: 1000 },
-          clock: clock.now,
+          clock: clock,
         });
         expect((await retention.purgeOnce()).ran).toBe(true);
         const iterator = service.watch(user, { after: '0' })[Symbol.asyncIterator]();
@@ -618,14 +619,14 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
       it('when every event of a user was purged, an old cursor gets one `reset` at the horizon, then live events', async () => {
         const clock = new ManualClock(new Date('2003-01-01T00:00:00.000Z'));
-        const { service } = await make({}, clock.now);
+        const { service } = await make({}, clock);
         const user = newUser('all-gone');
         await sendMany(service, user, 2);
         clock.advance(40 * 86_400_000);
         const retention = new InboxRetention({
           store: backend.store,
           config: { retention_days: 30, purge_interval_seconds: 1, purge_batch_size: 1000 },
-          clock: clock.now,
+          clock: clock,
         });
         expect((await retention.purgeOnce()).ran).toBe(true);
         const horizon = await backend.store.purgedThrough(user);
@@ -647,7 +648,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
 
       it('when stop() is called during a large purge, it returns after the current batch and the rest waits', async () => {
         const clock = new ManualClock(new Date('2040-01-01T00:00:00.000Z'));
-        const { service } = await make({}, clock.now);
+        const { service } = await make({}, clock);
         const user = newUser('bigpurge');
         await Promise.all(
           Array.from({ length: 60 }, (_, i) => service.send({ userId: user, title: `old${i}`, body: '' })),
@@ -658,7 +659,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         const retention = new InboxRetention({
           store: backend.store,
           config: { retention_days: 30, purge_interval_seconds: 3600, purge_batch_size: 5 },
-          clock: clock.now,
+          clock: clock,
           pause: async () => {
             if (++batches === 2) stopping = retention.stop();
           },

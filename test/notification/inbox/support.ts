@@ -11,20 +11,14 @@ export function newUser(prefix = 'user'): string {
   return `${prefix}-${randomUUID()}`;
 }
 
-/** A clock the test moves by hand. */
-export class ManualClock {
-  constructor(public current = new Date('2026-11-01T12:00:00.000Z')) {}
-  now = (): Date => new Date(this.current.getTime());
-  advance(ms: number): void {
-    this.current = new Date(this.current.getTime() + ms);
-  }
-}
+export { ManualClock } from '../../support/manual-clock';
+import type { Clock } from '../../../shared/runtime/clock';
 
 /** A service and hub over `store`; stop the hub when done. */
 export function buildService(
   store: InboxStoreProtocol,
   overrides: Partial<InboxConfig> = {},
-  clock?: () => Date,
+  clock?: Clock,
   hubOptions: Partial<InboxHubOptions> = {},
 ): { service: InboxService; hub: InboxHub; config: InboxConfig } {
   const config = { ...DEFAULT_INBOX_CONFIG, ...overrides };

@@ -68,7 +68,10 @@ describe.each([
 describe('InMemoryInboundReplayStore bounds', () => {
   it('when the retention has passed, an id is new again and the old ones are dropped', async () => {
     let now = Date.parse('2026-11-26T12:00:00Z');
-    const store = new InMemoryInboundReplayStore({ retentionHours: 1, clock: () => new Date(now) });
+    const store = new InMemoryInboundReplayStore({
+      retentionHours: 1,
+      clock: { now: () => now, monotonic: () => now },
+    });
     expect(await store.remember('twilio', 'a')).toBe(true);
     now += 30 * 60_000;
     expect(await store.remember('twilio', 'b')).toBe(true);

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, type Logger } from '../../../shared/logging/logger';
-import type { Clock, TimerHandle, Timers } from '../../../shared/monitoring/clock';
+import type { Clock, TimerHandle, Timers } from '../../../shared/runtime/clock';
 
 /** A clock that only moves when told. */
 export class FakeClock implements Clock {

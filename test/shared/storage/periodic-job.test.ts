@@ -111,7 +111,7 @@ describe('PeriodicJob', () => {
       name: 'job.batches',
       intervalMs: 1000,
       lease: new DatabaseJobLease(await pool(), { table: TABLE }),
-      clock: () => new Date('2034-01-01T00:00:00Z'),
+      clock: { now: () => Date.parse('2034-01-01T00:00:00Z'), monotonic: () => 0 },
       run: async (signal) => {
         while (!signal.aborted && batches < 1000) {
           batches++;

@@ -36,6 +36,7 @@ import {
 } from '../../delivery/webhook-http';
 import type { WebhooksConfig } from '../../delivery/webhooks-config';
 import type { NamedMailerConfig } from './config';
+import { type Clock, dateReader } from '../../../../shared/runtime/clock';
 
 /** The header carrying the signature. */
 export const EVENT_WEBHOOK_SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
@@ -139,12 +140,12 @@ export interface EmailWebhookOptions {
   backends: readonly NamedMailerConfig[];
   webhooks: WebhooksConfig;
   recorder: ReceiptRecorder;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** The event webhook route of every http_api mailer with an `event_webhook_public_key`. */
 export function emailWebhookRoutes(opts: EmailWebhookOptions): Route[] {
-  const clock = opts.clock ?? (() => new Date());
+  const clock = dateReader(opts.clock);
   const keys = new Map<string, { source: ReceiptSource; key: KeyObject }>();
   for (const b of opts.backends) {
     const publicKey = b.http_api?.event_webhook_public_key;

@@ -6,7 +6,7 @@
  * InvalidArgumentError whose message starts with the field (`to[1]`, `subject`, `headers["X-Foo"]`,
  * `attachments[0]`), because the RPC layer shows the message and nothing else.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../../shared/runtime/ids';
 
 import { parseOneAddress } from 'email-addresses';
 import { convert as htmlToText } from 'html-to-text';
@@ -343,7 +343,7 @@ export function newMessageId(fromEmail: string): string {
   if (at < 1 || !/^[a-z0-9.-]+$/.test(domain) || !domain.includes('.')) {
     throw new InvalidArgumentError(`from_email: "${fromEmail}" has no domain for a Message-ID`, 'from_email');
   }
-  return `<${randomUUID()}@${domain}>`;
+  return `<${newId()}@${domain}>`;
 }
 
 /** The payload the mailers send: `message` with a new Message-ID in the domain of `fromEmail`. */

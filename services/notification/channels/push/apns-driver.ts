@@ -13,6 +13,7 @@ import { Http2Client, Http2RequestError, splitBaseUrl } from './http2-client';
 import { batchContext, mapBounded, probeSession, type PushDriver } from './push-driver';
 import type { BackendHealthResult } from '../backend-registry';
 import { APNS_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
+import { type Clock, systemClock } from '../../../../shared/runtime/clock';
 
 /** A provider token is reused this long (inside APNs' 20 to 50 minute window). */
 export const TOKEN_RENEW_MS = 30 * 60 * 1000;
@@ -22,8 +23,8 @@ export interface ApnsDriverOptions {
   name: string;
   config: PushDriverBConfig;
   logger: Logger;
-  /** Injectable clock for the token's age (tests). */
-  now?: () => number;
+  /** Injectable clock for the token's age and expiries (tests). */
+  clock?: Clock;
 }
 
 /** The APNs JSON of one notification: `aps.alert` plus the data keys at the top level. */
@@ -56,7 +57,8 @@ export class ApnsDriver implements PushDriver {
       maxStreams: options.config.max_concurrent_streams,
       timeoutMs: options.config.timeout_ms,
     });
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
   }
 
   get sessionsOpened(): number {

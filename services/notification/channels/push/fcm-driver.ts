@@ -20,6 +20,7 @@ import { batchContext, mapBounded, probeSession, type PushDriver } from './push-
 import type { BackendHealthResult } from '../backend-registry';
 import { contentKey, FCM_MAX_PAYLOAD_BYTES, type PushPayload } from './push-payload';
 import { cutText } from '../../../../shared/text/cut';
+import { type Clock, systemClock } from '../../../../shared/runtime/clock';
 
 /** The OAuth scope of FCM sends. */
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
@@ -35,7 +36,8 @@ export interface FcmDriverOptions {
   name: string;
   config: PushDriverAConfig;
   logger: Logger;
-  now?: () => number;
+  /** Injectable clock for the access token's age (tests). */
+  clock?: Clock;
 }
 
 /** The HTTP v1 `message` of one notification. */
@@ -91,7 +93,8 @@ export class FcmDriver implements PushDriver {
       timeoutMs: options.config.timeout_ms,
     });
     this.account = resolveServiceAccount(options.config);
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
   }
 
   /** True when the backend speaks the legacy protocol (server_key). */

@@ -5,7 +5,7 @@
  * messages returns a result per recipient, `sendBatch` sends through the driver's batch path. These
  * direct sends do not record deliveries; the RPCs go through the delivery pipeline instead.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../../shared/runtime/ids';
 import { InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
 import { silentLogger } from '../../../../shared/logging/logger';
@@ -77,7 +77,7 @@ export class PushChannel extends BackendRegistry<PushDriver, NamedPushConfig> im
       throw new InvalidArgumentError('messages: at least one is required', 'messages');
     const payloads = messages.map((m, i) => this.check(driver, m, `messages[${i}]`));
     const outcomes = await driver.sendBatch(payloads, {
-      deliveryId: randomUUID(),
+      deliveryId: newId(),
       attempt: 1,
       signal: new AbortController().signal,
     });

@@ -5,7 +5,7 @@
  * to one or many recipients, one provider call and one result per recipient. The durable way in, with
  * records and retries, is `SmsSender` through the delivery pipeline (SendSms).
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../../shared/runtime/ids';
 
 import { InvalidArgumentError } from '../../../../shared/errors';
 import type { Logger } from '../../../../shared/logging/logger';
@@ -102,7 +102,7 @@ export class SmsChannel extends BackendRegistry<SmsDriver, NamedSMSConfig> {
         try {
           outcome = await driver.send(
             { to, body: text },
-            { deliveryId: randomUUID(), attempt: 1, signal: this.closing.signal },
+            { deliveryId: newId(), attempt: 1, signal: this.closing.signal },
           );
         } catch {
           // A driver that throws has a bug; the recipient still gets its own result.

@@ -32,7 +32,7 @@ describe('push_driver_b (APNs)', () => {
     return new ApnsDriver({
       name: 'apns',
       logger: silentLogger(),
-      now: () => clock,
+      clock: { now: () => clock, monotonic: () => clock },
       config: PushDriverBConfigSchema.parse({
         key_id: KEY_ID,
         team_id: TEAM_ID,

@@ -1,5 +1,7 @@
 /**
- * Injectable time: tests drive durations, caches and timers by hand instead of sleeping.
+ * The one injectable clock (and timers): tests drive durations, caches, leases, due times and timers
+ * by hand instead of sleeping. Every class that reads the time takes a `Clock` (default
+ * `systemClock`); code that stamps records reads Dates from it through `dateReader`.
  */
 
 /** Time source. */
@@ -46,3 +48,11 @@ export const systemTimers: Timers = {
     clearInterval(handle as NodeJS.Timeout);
   },
 };
+
+/**
+ * Reads `clock`'s wall time as a Date, for code that stamps records (the system clock when none is
+ * given). Every class that takes a clock takes a {@link Clock}; this is how it reads dates from it.
+ */
+export function dateReader(clock: Clock = systemClock): () => Date {
+  return () => new Date(clock.now());
+}
