@@ -18,6 +18,7 @@
  * - Watches are capped in total and per cap key (a user and party, a caller). stop() ends every watch:
  *   their iterators finish.
  */
+import { type Clock, systemClock } from '../runtime/clock';
 import { ResourceExhaustedError } from '../errors';
 import type { Logger } from '../logging/logger';
 import { silentLogger } from '../logging/logger';
@@ -79,8 +80,8 @@ export interface LiveHubOptions {
   overflow?: OverflowRule;
   /** Delay before retrying a failed log read (default 1000 ms). */
   retryDelayMs?: number;
-  /** Milliseconds clock for the stall rule (tests inject one). */
-  now?: () => number;
+  /** The clock of the stall rule (its monotonic milliseconds; tests inject one). */
+  clock?: Clock;
   logger?: Logger;
   /** The logger's `component`. */
   component: string;
@@ -157,7 +158,8 @@ export class LiveHub<E extends LoggedEvent, W> {
     this.log = (options.logger ?? silentLogger()).child({ component: options.component });
     // Never read more than one buffer holds: a burst must not overflow a reader that keeps up.
     this.readPageSize = Math.max(1, Math.min(options.readPageSize ?? 500, options.bufferSize));
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock.monotonic();
   }
 
   /** Subscribes to local appends and, with notifications, to other replicas' commits. */

@@ -255,7 +255,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       // A full buffer closes its watcher (it resumes by cursor); no stall clock.
       overflow: 'close',
       stallMs: 0,
-      now: this.now,
+      clock,
       logger: options.logger,
       component: 'alert-hub',
       cursor: { field: 'after_cursor', message: 'after_cursor is not a valid alert watch cursor' },

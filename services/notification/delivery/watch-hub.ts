@@ -10,6 +10,7 @@
  * What deliveries add: a safety sweep that sequences what no commit trigger did and re-reads, frames
  * as WatchDeliveries sends them, and watches capped per caller and in total.
  */
+import type { Clock } from '../../../shared/runtime/clock';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { parseStreamCursor, type CursorField } from '../../../shared/streams/cursor';
@@ -39,8 +40,8 @@ export interface DeliveryWatchHubOptions {
   notifications?: NotifyFeed;
   /** Delay before retrying a failed store read (default 1000 ms). */
   retryDelayMs?: number;
-  /** Milliseconds clock for the stall rule (tests inject one). */
-  now?: () => number;
+  /** The clock of the stall rule (tests inject one). */
+  clock?: Clock;
 }
 
 /** What a watch asks for. */
@@ -111,7 +112,7 @@ export class DeliveryWatchHub {
       maxWatchersPerKey: options.maxWatchersPerCaller,
       stallMs: options.stallMs,
       retryDelayMs: options.retryDelayMs,
-      now: options.now,
+      clock: options.clock,
       logger: options.logger,
       component: 'delivery-watch-hub',
       cursor: DELIVERY_CURSOR,

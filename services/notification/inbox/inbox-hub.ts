@@ -10,6 +10,7 @@
  * cursor and the unread count, a `reset` carries the unread count too, and watchers are capped per
  * user and watching party (the user's own sessions, each API caller) and in total.
  */
+import type { Clock } from '../../../shared/runtime/clock';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { parseStreamCursor, type CursorField } from '../../../shared/streams/cursor';
@@ -43,8 +44,8 @@ export interface InboxHubOptions {
   readPageSize?: number;
   /** Delay before retrying a failed store read for a watched user (default 1000 ms). */
   retryDelayMs?: number;
-  /** Milliseconds clock for the stall rule (tests inject one). */
-  now?: () => number;
+  /** The clock of the stall rule (tests inject one). */
+  clock?: Clock;
 }
 
 /** The watching party of a watch that names none: the user's own sessions. */
@@ -118,7 +119,7 @@ export class InboxHub {
       maxWatchersPerKey: options.maxWatchersPerUser ?? DEFAULT_MAX_WATCHERS_PER_USER,
       stallMs: options.stallMs ?? DEFAULT_STALL_MS,
       retryDelayMs: options.retryDelayMs,
-      now: options.now,
+      clock: options.clock,
       logger: options.logger,
       component: 'inbox-hub',
       cursor: INBOX_CURSOR,

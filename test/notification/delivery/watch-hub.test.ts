@@ -204,7 +204,12 @@ describe('DeliveryWatchHub on PostgreSQL', () => {
 
   it('when a reader stops reading past the buffer bound and the stall time, it is closed with RESOURCE_EXHAUSTED', async () => {
     let now = 0;
-    const hub = await startHub({ bufferSize: 4, readPageSize: 4, stallMs: 1000, now: () => now });
+    const hub = await startHub({
+      bufferSize: 4,
+      readPageSize: 4,
+      stallMs: 1000,
+      clock: { now: () => now, monotonic: () => now },
+    });
     const c = caller();
     const iterator = hub.watch(c.scope)[Symbol.asyncIterator]();
     expect((await iterator.next()).value).toMatchObject({ type: 'live' });

@@ -428,7 +428,7 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         let now = 1_000_000;
         const { service, hub } = await make({ watch_buffer_size: 3 }, undefined, {
           stallMs: 5_000,
-          now: () => now,
+          clock: { now: () => now, monotonic: () => now },
         });
         const user = newUser();
         await sendMany(service, user, 1);

@@ -119,7 +119,11 @@ describe('LiveHub', () => {
   it('when a reader stops asking while events wait past the stall time, its watch fails with ResourceExhaustedError', async () => {
     let now = 0;
     const log = new MemoryEventLog<string>(1000);
-    const hub = hubOver(log, { bufferSize: 2, stallMs: 1000, now: () => now });
+    const hub = hubOver(log, {
+      bufferSize: 2,
+      stallMs: 1000,
+      clock: { now: () => now, monotonic: () => now },
+    });
     const it = hub.watch({ channel: 'a', watch: null, capKey: 'k' })[Symbol.asyncIterator]();
     await it.next();
     for (let i = 1; i <= 3; i++) log.append('a', `e${i}`);
