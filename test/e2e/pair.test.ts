@@ -303,8 +303,14 @@ describe('the notification process and the monitor process wired together', () =
     console.log(
       `pair: alert trace ${served?.traceId}: ${back.map((s) => `${s.serviceName}:${s.name}`).join(' > ')}`,
     );
+    // The monitor calls through grpc-js (the one outbound gRPC stack), which the gRPC instrumentation
+    // sees: its client span sits between the alert call and the notification's server span.
+    const clientCall = back.find(
+      (s) => s.serviceName === 'monitor' && s.name.endsWith('NotificationService/SendEmail'),
+    );
     expect(alertCall?.parentSpanId ?? '').toBe(''); // the SLO evaluation starts the trace
-    expect(served!.parentSpanId).toBe(alertCall!.spanId);
+    expect(clientCall?.parentSpanId).toBe(alertCall!.spanId);
+    expect(served!.parentSpanId).toBe(clientCall!.spanId);
     expect(alertAttempt?.parentSpanId).toBe(served!.spanId);
     expect(alertSend?.parentSpanId).toBe(alertAttempt!.spanId);
   }, 120_000);
