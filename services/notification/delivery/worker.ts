@@ -15,16 +15,13 @@ import { newId } from '../../../shared/runtime/ids';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
-import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
-import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
 import { silentLogger } from '../../../shared/logging/logger';
-import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
-import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
-import { maskRecipient } from './mask';
+import { FAILURE_KINDS, type DeliveryDriver, type SendOutcome } from './driver';
 import type { DeliveryMetrics } from './metrics';
-import type { DeliveryObserver, DeliveryOutcome } from './observer';
+import type { DeliveryObserver } from './observer';
+import { OutcomeRecorder } from './outcome-recorder';
 import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
 import { context as otelContext, trace } from '@opentelemetry/api';
 import type { RetryPolicy } from './retry-policy';
@@ -32,11 +29,8 @@ import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
 import { screenClaimed } from './claim-screen';
 import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
-import type { DeliveryAttempt, DeliveryRecord } from './types';
+import type { DeliveryRecord } from './types';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
-
-/** The wait between writes of an attempt's outcome while the database cannot be reached. */
-const RECORD_RETRY = new Backoff({ baseMs: 100, maxMs: 2000 });
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -81,14 +75,12 @@ export interface DeliveryWorkerOptions {
   withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
-/** Longest reason stored with an attempt. */
-export const MAX_REASON_LENGTH = 500;
-/** Most refused recipients an attempt keeps (an email has at most `mailer.max_recipients`). */
-const MAX_REFUSED_RECIPIENTS = 1000;
-
 // Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
 const TIMEOUT = new Error('attempt timeout');
 const SHUTDOWN = new Error('shutting down');
+
+// The outcome recorder's exports, where tests and the area's index have always found them.
+export { MAX_REASON_LENGTH, WORKER_DIED_ERROR, failureOf, sanitizeReason } from './outcome-recorder';
 
 interface InFlight {
   record: DeliveryRecord;
@@ -100,27 +92,12 @@ interface InFlight {
   done: Promise<void>;
 }
 
-/** `last_error` of a record whose started attempts passed `max_attempts` with no outcome recorded. */
-export const WORKER_DIED_ERROR =
-  'worker died during the attempt: every allowed attempt started and none recorded an outcome';
-
 /**
  * The number of the attempt a claim starts: attempts count when claimed (`attemptsStarted`), so one
  * cut off by a crash leaves a gap in the recorded numbers.
  */
 function attemptNumber(record: DeliveryRecord): number {
   return Math.max(record.attemptsStarted, record.attempts.length + 1);
-}
-
-/**
- * Makes a provider's reason safe to store: one line, no control characters, no lone surrogate (jsonb
- * refuses `\ud83d`), bounded (cut on whole characters).
- */
-export function sanitizeReason(reason: string | undefined, fallback: string): string {
-  // eslint-disable-next-line no-control-regex
-  const text = wellFormed((reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
-  if (!text) return fallback;
-  return cutText(text, MAX_REASON_LENGTH, { ellipsis: '…' });
 }
 
 const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
@@ -143,25 +120,14 @@ function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
   return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
 }
 
-/** The failure kind of an outcome that ended a delivery FAILED. */
-export function failureOf(outcome: SendOutcome): FailureKind {
-  switch (outcome.class) {
-    case 'recipient_failure':
-      return outcome.failure ?? 'recipient_invalid';
-    case 'permanent':
-      return outcome.failure ?? 'provider_rejected';
-    default:
-      // Only a retryable outcome on the last allowed attempt ends a delivery this way.
-      return 'retries_exhausted';
-  }
-}
-
 /** The delivery worker of one process. */
 export class DeliveryWorker {
   /** This worker's lease owner id. */
   readonly owner: string;
   private readonly log: Logger;
   private readonly clock: () => Date;
+  /** Where each attempt's outcome is written (where a delivery becomes SENT). */
+  private readonly recorder: OutcomeRecorder;
   private readonly inFlight = new Map<string, InFlight>();
   /** The driver calls racing their timeout, by controller: what ends each when it is aborted. */
   private readonly racing = new Map<AbortController, (reason: Error) => void>();
@@ -185,6 +151,21 @@ export class DeliveryWorker {
     this.owner = options.owner ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
     this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
+    this.recorder = new OutcomeRecorder({
+      store: options.store,
+      router: options.router,
+      breakers: options.breakers,
+      policy: options.policy,
+      maxAttempts: options.config.max_attempts,
+      owner: this.owner,
+      clock: this.clock,
+      log: this.log,
+      metrics: options.metrics,
+      observer: options.observer,
+      suppression: options.suppression,
+      stopping: () => this.stopping,
+      wake: (target) => this.wake(target),
+    });
   }
 
   /** Attempts in flight now. */
@@ -316,60 +297,9 @@ export class DeliveryWorker {
         // the running attempt records the outcome. Starting another would send the message twice.
         if (!this.inFlight.has(record.id)) fresh.push(record);
       }
-      started += this.beginAll(await this.screen(channel, await this.endAbandoned(fresh)));
+      started += this.beginAll(await this.screen(channel, await this.recorder.endAbandoned(fresh)));
     }
     return started;
-  }
-
-  /**
-   * Ends FAILED (`worker_died`), without another attempt, the claimed records whose started attempts
-   * passed `max_attempts`: each of the last ones was claimed and never recorded an outcome, so the
-   * process sending it died (a payload that crashes its worker would otherwise loop forever, and
-   * each crash would resend what the process held). Returns the rest.
-   */
-  private async endAbandoned(records: DeliveryRecord[]): Promise<DeliveryRecord[]> {
-    const max = this.options.config.max_attempts;
-    const rest: DeliveryRecord[] = [];
-    for (const r of records) {
-      if (r.attemptsStarted <= max) {
-        rest.push(r);
-        continue;
-      }
-      const now = this.clock();
-      const updated = await this.recordAttempt(r.id, () =>
-        this.options.store.completeAttempt(r.id, this.owner, {
-          attempt: null,
-          lastError: WORKER_DIED_ERROR,
-          status: 'failed',
-          failure: 'worker_died',
-          nextAttemptAt: null,
-          now,
-        }),
-      );
-      if (!updated) continue;
-      this.options.metrics?.deliveries.inc({ channel: r.channel, backend: r.backend, outcome: 'failed' });
-      this.notify({
-        deliveryId: r.id,
-        channel: r.channel,
-        backend: r.backend,
-        status: 'failed',
-        failure: 'worker_died',
-        attempts: r.attemptsStarted - 1,
-        acceptedAt: r.createdAt,
-        finishedAt: now,
-        latencyMs: Math.max(0, now.getTime() - r.createdAt.getTime()),
-      });
-      this.log.error(
-        {
-          deliveryId: r.id,
-          backend: r.backend,
-          recipient: r.maskedRecipient,
-          started: r.attemptsStarted - 1,
-        },
-        'delivery failed: its worker died during every allowed attempt',
-      );
-    }
-    return rest;
   }
 
   /**
@@ -514,7 +444,7 @@ export class DeliveryWorker {
         entry,
         outcomes.then(({ list, durationMs }) =>
           // A driver that answers fewer outcomes than payloads: the missing ones are invalid (retried).
-          this.record(entry, number, driver, checkOutcome(list[i]), startedAt, durationMs),
+          this.recorder.record(entry, number, driver, checkOutcome(list[i]), startedAt, durationMs),
         ),
       );
     }
@@ -567,167 +497,10 @@ export class DeliveryWorker {
       endDeliverySpan(provider.span, outcome.class, outcome.reason);
       const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
       await otelContext.with(attemptSpan.context, () =>
-        this.record(entry, number, driver, outcome, startedAt, durationMs),
+        this.recorder.record(entry, number, driver, outcome, startedAt, durationMs),
       );
     } finally {
       endDeliverySpan(attemptSpan.span, outcome.class, outcome.reason);
-    }
-  }
-
-  /** Records one attempt's outcome (breakers, retry policy, failover, metrics, store, logs). */
-  private async record(
-    entry: InFlight,
-    number: number,
-    driver: DeliveryDriver | undefined,
-    outcome: SendOutcome,
-    startedAt: Date,
-    durationMs: number,
-  ): Promise<void> {
-    const { record } = entry;
-    const { router, breakers, store } = this.options;
-    const used = driver?.name ?? record.backend;
-    if (entry.released) {
-      if (driver) breakers.cancel(record.channel, used);
-      return;
-    }
-    entry.recording = true;
-    if (driver) breakers.record(record.channel, used, outcome.class);
-    const now = this.clock();
-    let decision = this.options.policy.decide(outcome, number, now);
-    let nextBackend = used;
-    let immediate = false;
-    if (decision.status === 'retrying') {
-      const next = router.next(record, used);
-      nextBackend = next.backend;
-      immediate = next.immediate;
-      if (immediate) decision = { status: 'retrying', nextAttemptAt: now };
-    }
-    const failure = decision.status === 'failed' ? failureOf(outcome) : null;
-    const attempt: DeliveryAttempt = {
-      number,
-      startedAt,
-      durationMs,
-      outcome: outcome.class,
-      backend: used,
-    };
-    if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
-    else if (outcome.refusedRecipients?.length) {
-      // Sent to some, refused for others: the record says so (README, "Attempts and records").
-      attempt.error = sanitizeReason(outcome.reason, 'some recipients were refused');
-      attempt.refusedRecipients = outcome.refusedRecipients
-        .slice(0, MAX_REFUSED_RECIPIENTS)
-        .map((r) => maskRecipient(record.channel, r));
-    }
-    if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
-    if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
-    const labels = { channel: record.channel, backend: used };
-    this.options.metrics?.attempts.inc({ ...labels, outcome: outcome.class });
-    this.options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
-    const updated = await this.recordAttempt(record.id, () =>
-      store.completeAttempt(record.id, this.owner, {
-        attempt,
-        status: decision.status,
-        nextAttemptAt: decision.nextAttemptAt,
-        failure,
-        backend: nextBackend,
-        now,
-      }),
-    );
-    const log = {
-      deliveryId: record.id,
-      backend: used,
-      recipient: record.maskedRecipient,
-      attempt: number,
-    };
-    if (!updated) {
-      this.log.warn(
-        { ...log, outcome: outcome.class },
-        'delivery lease lost before the attempt was recorded',
-      );
-      return;
-    }
-    if (decision.status === 'sent' || decision.status === 'failed') {
-      this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
-      this.notify({
-        deliveryId: record.id,
-        channel: record.channel,
-        backend: used,
-        status: decision.status,
-        failure,
-        attempts: number,
-        acceptedAt: record.createdAt,
-        finishedAt: now,
-        latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
-      });
-    }
-    if (decision.status === 'failed' && outcome.suppress) await this.suppress(record, used, outcome.suppress);
-    // Failover retries at once on the next backend: poll for it now, not at the next interval.
-    if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
-    if (decision.status === 'failed')
-      this.log.warn({ ...log, reason: attempt.error, failure }, 'delivery failed');
-    else if (decision.status === 'retrying')
-      this.log.info(
-        { ...log, reason: attempt.error, nextAttemptAt: decision.nextAttemptAt, nextBackend },
-        'delivery will be retried',
-      );
-    else this.log.debug(log, 'delivery sent');
-  }
-
-  /**
-   * Records an attempt's outcome, again and again while the database cannot be reached (until the
-   * worker stops). The provider has already answered: an outcome dropped here leaves the record
-   * leased, and once the lease runs out the message is sent a second time. Found by the faults suite:
-   * PostgreSQL halted under load made the peer receive emails twice.
-   */
-  private async recordAttempt<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
-    for (let retry = 1; ; retry++) {
-      try {
-        return await write();
-      } catch (err) {
-        if (this.stopping || !isDatabaseUnavailable(err)) throw err;
-        const wait = RECORD_RETRY.delayMs(retry);
-        this.log.warn(
-          { err, deliveryId, retryInMs: wait },
-          'database unavailable: recording the attempt later',
-        );
-        await sleepMs(wait);
-      }
-    }
-  }
-
-  /**
-   * Adds the recipient of a delivery the provider refused for good (unsubscribed, dead token) to the
-   * suppression list. Only a single recipient: an email's list says nothing about which address the
-   * answer was about. A failing list is logged; the delivery's outcome is already recorded.
-   */
-  private async suppress(
-    record: DeliveryRecord,
-    backend: string,
-    reason: NonNullable<SendOutcome['suppress']>,
-  ): Promise<void> {
-    const list = this.options.suppression;
-    if (!list || record.recipient === null || record.channel === 'email') return;
-    try {
-      await list.add({
-        channel: record.channel,
-        recipient: record.recipient,
-        reason,
-        source: `provider_error:${backend}`,
-      });
-    } catch (err) {
-      this.log.error(
-        { err, deliveryId: record.id, recipient: record.maskedRecipient },
-        'adding a suppression entry from a provider error failed',
-      );
-    }
-  }
-
-  /** Tells the observer; one that throws is logged, never a failure of the delivery. */
-  private notify(outcome: DeliveryOutcome): void {
-    try {
-      this.options.observer?.onOutcome(outcome);
-    } catch (err) {
-      this.log.warn({ err, deliveryId: outcome.deliveryId }, 'delivery observer threw');
     }
   }
 
