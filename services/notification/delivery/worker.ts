@@ -1,29 +1,30 @@
 /**
- * DeliveryWorker: takes due deliveries from the store and sends them through their backends.
+ * DeliveryWorker: the scheduler. It takes due deliveries from the store and starts their attempts;
+ * the attempt itself is `AttemptRunner`'s (`attempt-runner.ts`: route, driver call, timeout, outcome
+ * classification) and writing its outcome is `OutcomeRecorder`'s (`outcome-recorder.ts`: where a
+ * delivery becomes SENT, FAILED or retrying).
  *
  * Each poll asks which backends have due work and claims, per backend it serves, only as many records as that
  * backend has free slots (`delivery.concurrency`, or its `backend_concurrency` override), so a claimed
- * record starts at once and never waits under a lease. Every attempt runs under the attempt timeout
- * (the driver's `signal`); a driver that throws counts as retryable with a generic reason (the cause
- * is logged, never stored). The retry policy turns the outcome into the next status, which the store
- * records only while this worker still holds the lease.
+ * record starts at once and never waits under a lease. A full poll runs at least every
+ * `poll_interval_ms` (fairness); wake-ups (a submit, a freed slot, a failover) claim for their backend
+ * only. Claims whose worker died during every allowed attempt are ended by the recorder, claims whose
+ * recipients were suppressed meanwhile are screened (`claim-screen.ts`), the rest start.
  *
  * Shutdown: stop claiming, let attempts in flight finish until the deadline, then abort the rest and
  * release their leases (status kept, never failed) so another process takes them at once.
  */
 import { newId } from '../../../shared/runtime/ids';
 import { hostname } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
-import { FAILURE_KINDS, type DeliveryDriver, type SendOutcome } from './driver';
+import type { DeliveryDriver } from './driver';
 import type { DeliveryMetrics } from './metrics';
 import type { DeliveryObserver } from './observer';
 import { OutcomeRecorder } from './outcome-recorder';
-import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
-import { context as otelContext, trace } from '@opentelemetry/api';
+import { AttemptRunner, type InFlightAttempt } from './attempt-runner';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
@@ -75,49 +76,12 @@ export interface DeliveryWorkerOptions {
   withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
-// Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
-const TIMEOUT = new Error('attempt timeout');
-const SHUTDOWN = new Error('shutting down');
-
 // The outcome recorder's exports, where tests and the area's index have always found them.
 export { MAX_REASON_LENGTH, WORKER_DIED_ERROR, failureOf, sanitizeReason } from './outcome-recorder';
 
-interface InFlight {
-  record: DeliveryRecord;
-  controller: AbortController;
-  /** Set once the outcome is being written: such an attempt is waited for, not released. */
-  recording: boolean;
-  /** Set when shutdown released the lease: the outcome must not be written. */
-  released: boolean;
+/** An attempt in flight and the promise of its end (its slot is freed then). */
+interface InFlight extends InFlightAttempt {
   done: Promise<void>;
-}
-
-/**
- * The number of the attempt a claim starts: attempts count when claimed (`attemptsStarted`), so one
- * cut off by a crash leaves a gap in the recorded numbers.
- */
-function attemptNumber(record: DeliveryRecord): number {
-  return Math.max(record.attemptsStarted, record.attempts.length + 1);
-}
-
-const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
-  'sent',
-  'retryable',
-  'rate_limited',
-  'permanent',
-  'recipient_failure',
-]);
-
-/**
- * A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker; an
- * unknown failure kind is dropped (the class's default applies).
- */
-function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
-  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) {
-    if (outcome.failure === undefined || FAILURE_KINDS.includes(outcome.failure)) return outcome;
-    return { ...outcome, failure: undefined };
-  }
-  return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
 }
 
 /** The delivery worker of one process. */
@@ -128,9 +92,9 @@ export class DeliveryWorker {
   private readonly clock: () => Date;
   /** Where each attempt's outcome is written (where a delivery becomes SENT). */
   private readonly recorder: OutcomeRecorder;
+  /** What runs each attempt (route, driver call, timeout, outcome classification). */
+  private readonly runner: AttemptRunner;
   private readonly inFlight = new Map<string, InFlight>();
-  /** The driver calls racing their timeout, by controller: what ends each when it is aborted. */
-  private readonly racing = new Map<AbortController, (reason: Error) => void>();
   /** Attempts in flight per `channel/backend`. */
   private readonly busy = new Map<string, number>();
   /** Backends whose last claim filled every free slot: more may be due when a slot frees. */
@@ -165,6 +129,15 @@ export class DeliveryWorker {
       suppression: options.suppression,
       stopping: () => this.stopping,
       wake: (target) => this.wake(target),
+    });
+    this.runner = new AttemptRunner({
+      store: options.store,
+      router: options.router,
+      recorder: this.recorder,
+      owner: this.owner,
+      clock: this.clock,
+      log: this.log,
+      attemptTimeoutMs: options.config.attempt_timeout_ms,
     });
   }
 
@@ -343,24 +316,22 @@ export class DeliveryWorker {
   private beginAll(records: DeliveryRecord[]): number {
     const batch: { entry: InFlight; driver: DeliveryDriver }[] = [];
     for (const record of records) {
-      const route: ReturnType<BackendRouter['route']> =
-        record.payload === null ? { missing: true } : this.options.router.route(record);
+      const route = this.runner.route(record);
       const driver = 'driver' in route ? route.driver : undefined;
       if (records.length > 1 && driver?.sendBatch && (batch.length === 0 || batch[0]!.driver === driver)) {
         batch.push({ entry: this.track(record), driver });
       } else {
         const entry = this.track(record);
-        this.settle(entry, this.attempt(entry, route));
+        this.settle(entry, this.runner.run(entry, route));
       }
     }
     if (batch.length === 1) {
       const [{ entry, driver }] = batch;
-      this.settle(entry!, this.attempt(entry!, { driver: driver! }));
+      this.settle(entry!, this.runner.run(entry!, { driver: driver! }));
     } else if (batch.length > 1) {
-      this.sendBatch(
-        batch.map((b) => b.entry),
-        batch[0]!.driver,
-      );
+      const entries = batch.map((b) => b.entry);
+      const ends = this.runner.runBatch(entries, batch[0]!.driver);
+      for (const [i, entry] of entries.entries()) this.settle(entry, ends[i]!);
     }
     return records.length;
   }
@@ -399,173 +370,6 @@ export class DeliveryWorker {
   }
 
   /**
-   * One `sendBatch` call for `entries` under one attempt timeout and one signal (shutdown aborts it
-   * as a whole); each outcome is then recorded for its own record, as a single attempt's would be.
-   */
-  private sendBatch(entries: InFlight[], driver: DeliveryDriver): void {
-    const controller = new AbortController();
-    for (const e of entries) e.controller = controller;
-    const startedAt = this.clock();
-    const t0 = performance.now();
-    const first = entries[0]!.record;
-    // One provider call for many deliveries: a child of the first one's trace, linked to the others.
-    const provider = startDeliverySpan(
-      'delivery.provider.send_batch',
-      contextFromTraceParent(first.traceParent),
-      SpanKind.CLIENT,
-      {
-        'delivery.channel': first.channel,
-        'delivery.backend': driver.name,
-        'delivery.batch_size': entries.length,
-      },
-    );
-    for (const e of entries.slice(1)) {
-      const linked = trace.getSpanContext(contextFromTraceParent(e.record.traceParent));
-      if (linked) provider.span.addLink({ context: linked });
-    }
-    const outcomes = otelContext
-      .with(provider.context, () =>
-        this.race(controller, driver.name, first.id, () =>
-          driver.sendBatch!(
-            entries.map((e) => e.record.payload),
-            { deliveryId: first.id, attempt: attemptNumber(first), signal: controller.signal },
-          ),
-        ),
-      )
-      .then((result) => {
-        provider.span.end();
-        const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-        const list: (SendOutcome | undefined)[] = Array.isArray(result) ? result : entries.map(() => result);
-        return { list, durationMs };
-      });
-    for (const [i, entry] of entries.entries()) {
-      const number = attemptNumber(entry.record);
-      this.settle(
-        entry,
-        outcomes.then(({ list, durationMs }) =>
-          // A driver that answers fewer outcomes than payloads: the missing ones are invalid (retried).
-          this.recorder.record(entry, number, driver, checkOutcome(list[i]), startedAt, durationMs),
-        ),
-      );
-    }
-  }
-
-  private async attempt(entry: InFlight, route: ReturnType<BackendRouter['route']>): Promise<void> {
-    const { record } = entry;
-    const { store } = this.options;
-    const number = attemptNumber(record);
-    if ('waitUntil' in route) {
-      // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
-      entry.recording = true;
-      const deferred = await store.defer(record.id, this.owner, {
-        nextAttemptAt: route.waitUntil,
-        now: this.clock(),
-      });
-      if (deferred)
-        this.log.info(
-          { deliveryId: record.id, backend: record.backend, nextAttemptAt: route.waitUntil },
-          'delivery waits for its backend circuit to half-open',
-        );
-      return;
-    }
-    const driver = 'driver' in route ? route.driver : undefined;
-    const backend = driver?.name ?? record.backend;
-    // The attempt continues the trace of the call that submitted the delivery; the provider call
-    // is its child, so a tracer shows SendEmail -> attempt -> provider call as one trace.
-    const attemptSpan = startDeliverySpan(
-      'delivery.attempt',
-      contextFromTraceParent(record.traceParent),
-      SpanKind.CONSUMER,
-      {
-        'delivery.id': record.id,
-        'delivery.channel': record.channel,
-        'delivery.backend': backend,
-        'delivery.attempt': number,
-      },
-    );
-    let outcome: SendOutcome = { class: 'retryable' };
-    try {
-      const startedAt = this.clock();
-      const t0 = performance.now();
-      const provider = startDeliverySpan('delivery.provider.send', attemptSpan.context, SpanKind.CLIENT, {
-        'delivery.channel': record.channel,
-        'delivery.backend': backend,
-      });
-      outcome = checkOutcome(
-        await otelContext.with(provider.context, () => this.send(entry, number, driver)),
-      );
-      endDeliverySpan(provider.span, outcome.class, outcome.reason);
-      const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-      await otelContext.with(attemptSpan.context, () =>
-        this.recorder.record(entry, number, driver, outcome, startedAt, durationMs),
-      );
-    } finally {
-      endDeliverySpan(attemptSpan.span, outcome.class, outcome.reason);
-    }
-  }
-
-  /** One driver call under the attempt timeout; every way it can end becomes a SendOutcome. */
-  private async send(
-    entry: InFlight,
-    number: number,
-    driver: DeliveryDriver | undefined,
-  ): Promise<SendOutcome> {
-    const { record, controller } = entry;
-    if (record.payload === null)
-      return { class: 'permanent', reason: 'delivery content was erased', failure: 'payload_rejected' };
-    if (!driver) return { class: 'permanent', reason: `backend "${record.backend}" is not configured` };
-    return this.race(controller, driver.name, record.id, () =>
-      driver.send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal }),
-    );
-  }
-
-  /**
-   * Runs one driver call under the attempt timeout: its result, or the retryable outcome of a timeout,
-   * a shutdown or a throw (a driver that ignores its signal must not hold the slots and leases).
-   */
-  private async race<T>(
-    controller: AbortController,
-    backend: string,
-    deliveryId: string,
-    call: () => Promise<T>,
-  ): Promise<T | SendOutcome> {
-    const timeoutMs = this.options.config.attempt_timeout_ms;
-    let resolve!: (outcome: SendOutcome) => void;
-    const aborted = new Promise<SendOutcome>((r) => (resolve = r));
-    // Told by whoever aborts (the timer here, `stop`), not through an abort listener on the signal:
-    // adding and removing an EventTarget listener per attempt showed in the profile.
-    const onAbort = (reason: Error): void =>
-      resolve({
-        class: 'retryable',
-        reason:
-          reason === TIMEOUT
-            ? `attempt timed out after ${timeoutMs} ms`
-            : 'attempt aborted: the process is shutting down',
-      });
-    const timer = setTimeout(() => this.abort(controller, TIMEOUT), timeoutMs);
-    this.racing.set(controller, onAbort);
-    try {
-      return await Promise.race([
-        call().catch((err: unknown): SendOutcome => {
-          this.log.error({ err, deliveryId, backend }, 'delivery driver threw');
-          return { class: 'retryable', reason: 'internal error in the delivery driver' };
-        }),
-        aborted,
-      ]);
-    } finally {
-      clearTimeout(timer);
-      this.racing.delete(controller);
-    }
-  }
-
-  /** Aborts an attempt's signal and ends its race (if it is still running) with `reason`'s outcome. */
-  private abort(controller: AbortController, reason: Error): void {
-    if (controller.signal.aborted) return;
-    controller.abort(reason);
-    this.racing.get(controller)?.(reason);
-  }
-
-  /**
    * Stops claiming, waits for attempts in flight until `deadline`, then aborts the rest and releases
    * their leases (status kept). Attempts already writing their outcome are waited for.
    */
@@ -588,7 +392,7 @@ export class DeliveryWorker {
     const rest = [...this.inFlight.values()].filter((f) => !f.recording);
     for (const f of rest) {
       f.released = true;
-      this.abort(f.controller, SHUTDOWN);
+      this.runner.abortForShutdown(f.controller);
     }
     const released = await this.options.store.release(
       rest.map((f) => f.record.id),
