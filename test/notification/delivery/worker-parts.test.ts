@@ -45,20 +45,23 @@ async function claimedDelivery(driver: ScriptedDriver) {
   const router = new BackendRouter(lookupOf(driver), config.routing, breakers);
   const told: DeliveryOutcome[] = [];
   const woken: string[] = [];
-  const recorder = new OutcomeRecorder({
-    store,
-    router,
-    breakers,
-    policy: new RetryPolicy(config, () => 0.5),
-    maxAttempts: config.max_attempts,
-    owner: OWNER,
-    clock: dateReader(clock),
-    log: silentLogger(),
-    observer: { onOutcome: (o) => told.push(o) },
-    stopping: () => false,
-    wake: (t) => woken.push(`${t.channel}/${t.backend}`),
-  });
-  return { store, clock, config, router, record: record!, recorder, told, woken, pipeline };
+  /** A recorder for the lease owner `owner` (OWNER holds the lease). */
+  const recorderOf = (owner: string) =>
+    new OutcomeRecorder({
+      store,
+      router,
+      breakers,
+      policy: new RetryPolicy(config, () => 0.5),
+      maxAttempts: config.max_attempts,
+      owner,
+      clock: dateReader(clock),
+      log: silentLogger(),
+      observer: { onOutcome: (o) => told.push(o) },
+      stopping: () => false,
+      wake: (t) => woken.push(`${t.channel}/${t.backend}`),
+    });
+  const recorder = recorderOf(OWNER);
+  return { store, clock, router, record: record!, recorder, recorderOf, told };
 }
 
 function entryOf(record: DeliveryRecord): RecordingEntry {
@@ -92,21 +95,8 @@ describe('OutcomeRecorder: where a delivery becomes SENT', () => {
 
   test('an outcome whose lease another worker holds changes nothing and tells nobody', async () => {
     const driver = new ScriptedDriver('smtp');
-    const { store, clock, record, told, config, router } = await claimedDelivery(driver);
-    const breakers = new CircuitBreakers(config.circuit_breaker, clock);
-    const other = new OutcomeRecorder({
-      store,
-      router,
-      breakers,
-      policy: new RetryPolicy(config, () => 0.5),
-      maxAttempts: config.max_attempts,
-      owner: 'someone-else',
-      clock: dateReader(clock),
-      log: silentLogger(),
-      observer: { onOutcome: (o) => told.push(o) },
-      stopping: () => false,
-      wake: () => undefined,
-    });
+    const { store, clock, record, told, recorderOf } = await claimedDelivery(driver);
+    const other = recorderOf('someone-else');
 
     await other.record(entryOf(record), 1, driver, { class: 'sent' }, new Date(clock.now()), 1);
 
