@@ -76,7 +76,7 @@ export interface DeliveryWorkerOptions {
   withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
-// The outcome recorder's exports, where tests and the area's index have always found them.
+// The outcome recorder's exports, where existing tests import them from.
 export { MAX_REASON_LENGTH, WORKER_DIED_ERROR, failureOf, sanitizeReason } from './outcome-recorder';
 
 /** An attempt in flight and the promise of its end (its slot is freed then). */
