@@ -73,14 +73,8 @@ export {
 } from './receipt';
 export { contentHash, canonicalJson } from './content-hash';
 export { RetryPolicy, type RetryDecision, type RetrySettings } from './retry-policy';
-export {
-  DeliveryWorker,
-  MAX_REASON_LENGTH,
-  failureOf,
-  sanitizeReason,
-  type DeliveryWorkerOptions,
-  type DriverResolver,
-} from './worker';
+export { DeliveryWorker, type DeliveryWorkerOptions, type DriverResolver } from './worker';
+export { MAX_REASON_LENGTH, failureOf, sanitizeReason } from './outcome-recorder';
 export { DeliveryMetrics } from './metrics';
 export {
   DEFAULT_SUPPRESSION_PAGE_SIZE,

@@ -1,42 +1,37 @@
 /**
- * DeliveryWorker: takes due deliveries from the store and sends them through their backends.
+ * DeliveryWorker: the scheduler. It takes due deliveries from the store and starts their attempts;
+ * the attempt itself is `AttemptRunner`'s (`attempt-runner.ts`: route, driver call, timeout, outcome
+ * classification) and writing its outcome is `OutcomeRecorder`'s (`outcome-recorder.ts`: where a
+ * delivery becomes SENT, FAILED or retrying).
  *
  * Each poll asks which backends have due work and claims, per backend it serves, only as many records as that
  * backend has free slots (`delivery.concurrency`, or its `backend_concurrency` override), so a claimed
- * record starts at once and never waits under a lease. Every attempt runs under the attempt timeout
- * (the driver's `signal`); a driver that throws counts as retryable with a generic reason (the cause
- * is logged, never stored). The retry policy turns the outcome into the next status, which the store
- * records only while this worker still holds the lease.
+ * record starts at once and never waits under a lease. A full poll runs at least every
+ * `poll_interval_ms` (fairness); wake-ups (a submit, a freed slot, a failover) claim for their backend
+ * only. Claims whose worker died during every allowed attempt are ended by the recorder, claims whose
+ * recipients were suppressed meanwhile are screened (`claim-screen.ts`), the rest start.
  *
  * Shutdown: stop claiming, let attempts in flight finish until the deadline, then abort the rest and
  * release their leases (status kept, never failed) so another process takes them at once.
  */
 import { newId } from '../../../shared/runtime/ids';
 import { hostname } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../shared/logging/logger';
-import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
-import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
 import { silentLogger } from '../../../shared/logging/logger';
-import { cutText, wellFormed } from '../../../shared/text/cut';
 import type { DeliveryConfig } from './config';
 import type { CircuitBreakers } from './circuit-breaker';
-import { FAILURE_KINDS, type DeliveryDriver, type FailureKind, type SendOutcome } from './driver';
-import { maskRecipient } from './mask';
+import type { DeliveryDriver } from './driver';
 import type { DeliveryMetrics } from './metrics';
-import type { DeliveryObserver, DeliveryOutcome } from './observer';
-import { SpanKind, contextFromTraceParent, endDeliverySpan, startDeliverySpan } from './trace-context';
-import { context as otelContext, trace } from '@opentelemetry/api';
+import type { DeliveryObserver } from './observer';
+import { OutcomeRecorder } from './outcome-recorder';
+import { AttemptRunner, type InFlightAttempt } from './attempt-runner';
 import type { RetryPolicy } from './retry-policy';
 import type { BackendRouter } from './routing';
 import type { DeliveryStore, DueBackend } from './store';
 import { screenClaimed } from './claim-screen';
 import type { SuppressionChecker, SuppressionList, WithoutRecipients } from './suppression';
-import type { DeliveryAttempt, DeliveryRecord } from './types';
+import type { DeliveryRecord } from './types';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
-
-/** The wait between writes of an attempt's outcome while the database cannot be reached. */
-const RECORD_RETRY = new Backoff({ baseMs: 100, maxMs: 2000 });
 
 /** Finds the driver of a stored delivery's backend; undefined when it is no longer configured. */
 export type DriverResolver = (
@@ -81,79 +76,12 @@ export interface DeliveryWorkerOptions {
   withoutRecipients?: Partial<Record<DeliveryRecord['channel'], WithoutRecipients>>;
 }
 
-/** Longest reason stored with an attempt. */
-export const MAX_REASON_LENGTH = 500;
-/** Most refused recipients an attempt keeps (an email has at most `mailer.max_recipients`). */
-const MAX_REFUSED_RECIPIENTS = 1000;
+// The outcome recorder's exports, where existing tests import them from.
+export { MAX_REASON_LENGTH, WORKER_DIED_ERROR, failureOf, sanitizeReason } from './outcome-recorder';
 
-// Pre-allocated abort reasons: abort() without one allocates a DOMException per call.
-const TIMEOUT = new Error('attempt timeout');
-const SHUTDOWN = new Error('shutting down');
-
-interface InFlight {
-  record: DeliveryRecord;
-  controller: AbortController;
-  /** Set once the outcome is being written: such an attempt is waited for, not released. */
-  recording: boolean;
-  /** Set when shutdown released the lease: the outcome must not be written. */
-  released: boolean;
+/** An attempt in flight and the promise of its end (its slot is freed then). */
+interface InFlight extends InFlightAttempt {
   done: Promise<void>;
-}
-
-/** `last_error` of a record whose started attempts passed `max_attempts` with no outcome recorded. */
-export const WORKER_DIED_ERROR =
-  'worker died during the attempt: every allowed attempt started and none recorded an outcome';
-
-/**
- * The number of the attempt a claim starts: attempts count when claimed (`attemptsStarted`), so one
- * cut off by a crash leaves a gap in the recorded numbers.
- */
-function attemptNumber(record: DeliveryRecord): number {
-  return Math.max(record.attemptsStarted, record.attempts.length + 1);
-}
-
-/**
- * Makes a provider's reason safe to store: one line, no control characters, no lone surrogate (jsonb
- * refuses `\ud83d`), bounded (cut on whole characters).
- */
-export function sanitizeReason(reason: string | undefined, fallback: string): string {
-  // eslint-disable-next-line no-control-regex
-  const text = wellFormed((reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
-  if (!text) return fallback;
-  return cutText(text, MAX_REASON_LENGTH, { ellipsis: '…' });
-}
-
-const OUTCOME_CLASSES: ReadonlySet<string> = new Set([
-  'sent',
-  'retryable',
-  'rate_limited',
-  'permanent',
-  'recipient_failure',
-]);
-
-/**
- * A driver bug (no outcome, an unknown class) is a retryable attempt, never a crash of the worker; an
- * unknown failure kind is dropped (the class's default applies).
- */
-function checkOutcome(outcome: SendOutcome | undefined): SendOutcome {
-  if (typeof outcome === 'object' && outcome !== null && OUTCOME_CLASSES.has(outcome.class)) {
-    if (outcome.failure === undefined || FAILURE_KINDS.includes(outcome.failure)) return outcome;
-    return { ...outcome, failure: undefined };
-  }
-  return { class: 'retryable', reason: 'invalid outcome from the delivery driver' };
-}
-
-/** The failure kind of an outcome that ended a delivery FAILED. */
-export function failureOf(outcome: SendOutcome): FailureKind {
-  switch (outcome.class) {
-    case 'recipient_failure':
-      return outcome.failure ?? 'recipient_invalid';
-    case 'permanent':
-      return outcome.failure ?? 'provider_rejected';
-    default:
-      // Only a retryable outcome on the last allowed attempt ends a delivery this way.
-      return 'retries_exhausted';
-  }
 }
 
 /** The delivery worker of one process. */
@@ -162,9 +90,11 @@ export class DeliveryWorker {
   readonly owner: string;
   private readonly log: Logger;
   private readonly clock: () => Date;
+  /** Where each attempt's outcome is written (where a delivery becomes SENT). */
+  private readonly recorder: OutcomeRecorder;
+  /** What runs each attempt (route, driver call, timeout, outcome classification). */
+  private readonly runner: AttemptRunner;
   private readonly inFlight = new Map<string, InFlight>();
-  /** The driver calls racing their timeout, by controller: what ends each when it is aborted. */
-  private readonly racing = new Map<AbortController, (reason: Error) => void>();
   /** Attempts in flight per `channel/backend`. */
   private readonly busy = new Map<string, number>();
   /** Backends whose last claim filled every free slot: more may be due when a slot frees. */
@@ -185,6 +115,30 @@ export class DeliveryWorker {
     this.owner = options.owner ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
     this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-worker' });
+    this.recorder = new OutcomeRecorder({
+      store: options.store,
+      router: options.router,
+      breakers: options.breakers,
+      policy: options.policy,
+      maxAttempts: options.config.max_attempts,
+      owner: this.owner,
+      clock: this.clock,
+      log: this.log,
+      metrics: options.metrics,
+      observer: options.observer,
+      suppression: options.suppression,
+      stopping: () => this.stopping,
+      wake: (target) => this.wake(target),
+    });
+    this.runner = new AttemptRunner({
+      store: options.store,
+      router: options.router,
+      recorder: this.recorder,
+      owner: this.owner,
+      clock: this.clock,
+      log: this.log,
+      attemptTimeoutMs: options.config.attempt_timeout_ms,
+    });
   }
 
   /** Attempts in flight now. */
@@ -316,60 +270,9 @@ export class DeliveryWorker {
         // the running attempt records the outcome. Starting another would send the message twice.
         if (!this.inFlight.has(record.id)) fresh.push(record);
       }
-      started += this.beginAll(await this.screen(channel, await this.endAbandoned(fresh)));
+      started += this.beginAll(await this.screen(channel, await this.recorder.endAbandoned(fresh)));
     }
     return started;
-  }
-
-  /**
-   * Ends FAILED (`worker_died`), without another attempt, the claimed records whose started attempts
-   * passed `max_attempts`: each of the last ones was claimed and never recorded an outcome, so the
-   * process sending it died (a payload that crashes its worker would otherwise loop forever, and
-   * each crash would resend what the process held). Returns the rest.
-   */
-  private async endAbandoned(records: DeliveryRecord[]): Promise<DeliveryRecord[]> {
-    const max = this.options.config.max_attempts;
-    const rest: DeliveryRecord[] = [];
-    for (const r of records) {
-      if (r.attemptsStarted <= max) {
-        rest.push(r);
-        continue;
-      }
-      const now = this.clock();
-      const updated = await this.recordAttempt(r.id, () =>
-        this.options.store.completeAttempt(r.id, this.owner, {
-          attempt: null,
-          lastError: WORKER_DIED_ERROR,
-          status: 'failed',
-          failure: 'worker_died',
-          nextAttemptAt: null,
-          now,
-        }),
-      );
-      if (!updated) continue;
-      this.options.metrics?.deliveries.inc({ channel: r.channel, backend: r.backend, outcome: 'failed' });
-      this.notify({
-        deliveryId: r.id,
-        channel: r.channel,
-        backend: r.backend,
-        status: 'failed',
-        failure: 'worker_died',
-        attempts: r.attemptsStarted - 1,
-        acceptedAt: r.createdAt,
-        finishedAt: now,
-        latencyMs: Math.max(0, now.getTime() - r.createdAt.getTime()),
-      });
-      this.log.error(
-        {
-          deliveryId: r.id,
-          backend: r.backend,
-          recipient: r.maskedRecipient,
-          started: r.attemptsStarted - 1,
-        },
-        'delivery failed: its worker died during every allowed attempt',
-      );
-    }
-    return rest;
   }
 
   /**
@@ -413,24 +316,22 @@ export class DeliveryWorker {
   private beginAll(records: DeliveryRecord[]): number {
     const batch: { entry: InFlight; driver: DeliveryDriver }[] = [];
     for (const record of records) {
-      const route: ReturnType<BackendRouter['route']> =
-        record.payload === null ? { missing: true } : this.options.router.route(record);
+      const route = this.runner.route(record);
       const driver = 'driver' in route ? route.driver : undefined;
       if (records.length > 1 && driver?.sendBatch && (batch.length === 0 || batch[0]!.driver === driver)) {
         batch.push({ entry: this.track(record), driver });
       } else {
         const entry = this.track(record);
-        this.settle(entry, this.attempt(entry, route));
+        this.settle(entry, this.runner.run(entry, route));
       }
     }
     if (batch.length === 1) {
       const [{ entry, driver }] = batch;
-      this.settle(entry!, this.attempt(entry!, { driver: driver! }));
+      this.settle(entry!, this.runner.run(entry!, { driver: driver! }));
     } else if (batch.length > 1) {
-      this.sendBatch(
-        batch.map((b) => b.entry),
-        batch[0]!.driver,
-      );
+      const entries = batch.map((b) => b.entry);
+      const ends = this.runner.runBatch(entries, batch[0]!.driver);
+      for (const [i, entry] of entries.entries()) this.settle(entry, ends[i]!);
     }
     return records.length;
   }
@@ -469,330 +370,6 @@ export class DeliveryWorker {
   }
 
   /**
-   * One `sendBatch` call for `entries` under one attempt timeout and one signal (shutdown aborts it
-   * as a whole); each outcome is then recorded for its own record, as a single attempt's would be.
-   */
-  private sendBatch(entries: InFlight[], driver: DeliveryDriver): void {
-    const controller = new AbortController();
-    for (const e of entries) e.controller = controller;
-    const startedAt = this.clock();
-    const t0 = performance.now();
-    const first = entries[0]!.record;
-    // One provider call for many deliveries: a child of the first one's trace, linked to the others.
-    const provider = startDeliverySpan(
-      'delivery.provider.send_batch',
-      contextFromTraceParent(first.traceParent),
-      SpanKind.CLIENT,
-      {
-        'delivery.channel': first.channel,
-        'delivery.backend': driver.name,
-        'delivery.batch_size': entries.length,
-      },
-    );
-    for (const e of entries.slice(1)) {
-      const linked = trace.getSpanContext(contextFromTraceParent(e.record.traceParent));
-      if (linked) provider.span.addLink({ context: linked });
-    }
-    const outcomes = otelContext
-      .with(provider.context, () =>
-        this.race(controller, driver.name, first.id, () =>
-          driver.sendBatch!(
-            entries.map((e) => e.record.payload),
-            { deliveryId: first.id, attempt: attemptNumber(first), signal: controller.signal },
-          ),
-        ),
-      )
-      .then((result) => {
-        provider.span.end();
-        const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-        const list: (SendOutcome | undefined)[] = Array.isArray(result) ? result : entries.map(() => result);
-        return { list, durationMs };
-      });
-    for (const [i, entry] of entries.entries()) {
-      const number = attemptNumber(entry.record);
-      this.settle(
-        entry,
-        outcomes.then(({ list, durationMs }) =>
-          // A driver that answers fewer outcomes than payloads: the missing ones are invalid (retried).
-          this.record(entry, number, driver, checkOutcome(list[i]), startedAt, durationMs),
-        ),
-      );
-    }
-  }
-
-  private async attempt(entry: InFlight, route: ReturnType<BackendRouter['route']>): Promise<void> {
-    const { record } = entry;
-    const { store } = this.options;
-    const number = attemptNumber(record);
-    if ('waitUntil' in route) {
-      // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
-      entry.recording = true;
-      const deferred = await store.defer(record.id, this.owner, {
-        nextAttemptAt: route.waitUntil,
-        now: this.clock(),
-      });
-      if (deferred)
-        this.log.info(
-          { deliveryId: record.id, backend: record.backend, nextAttemptAt: route.waitUntil },
-          'delivery waits for its backend circuit to half-open',
-        );
-      return;
-    }
-    const driver = 'driver' in route ? route.driver : undefined;
-    const backend = driver?.name ?? record.backend;
-    // The attempt continues the trace of the call that submitted the delivery; the provider call
-    // is its child, so a tracer shows SendEmail -> attempt -> provider call as one trace.
-    const attemptSpan = startDeliverySpan(
-      'delivery.attempt',
-      contextFromTraceParent(record.traceParent),
-      SpanKind.CONSUMER,
-      {
-        'delivery.id': record.id,
-        'delivery.channel': record.channel,
-        'delivery.backend': backend,
-        'delivery.attempt': number,
-      },
-    );
-    let outcome: SendOutcome = { class: 'retryable' };
-    try {
-      const startedAt = this.clock();
-      const t0 = performance.now();
-      const provider = startDeliverySpan('delivery.provider.send', attemptSpan.context, SpanKind.CLIENT, {
-        'delivery.channel': record.channel,
-        'delivery.backend': backend,
-      });
-      outcome = checkOutcome(
-        await otelContext.with(provider.context, () => this.send(entry, number, driver)),
-      );
-      endDeliverySpan(provider.span, outcome.class, outcome.reason);
-      const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
-      await otelContext.with(attemptSpan.context, () =>
-        this.record(entry, number, driver, outcome, startedAt, durationMs),
-      );
-    } finally {
-      endDeliverySpan(attemptSpan.span, outcome.class, outcome.reason);
-    }
-  }
-
-  /** Records one attempt's outcome (breakers, retry policy, failover, metrics, store, logs). */
-  private async record(
-    entry: InFlight,
-    number: number,
-    driver: DeliveryDriver | undefined,
-    outcome: SendOutcome,
-    startedAt: Date,
-    durationMs: number,
-  ): Promise<void> {
-    const { record } = entry;
-    const { router, breakers, store } = this.options;
-    const used = driver?.name ?? record.backend;
-    if (entry.released) {
-      if (driver) breakers.cancel(record.channel, used);
-      return;
-    }
-    entry.recording = true;
-    if (driver) breakers.record(record.channel, used, outcome.class);
-    const now = this.clock();
-    let decision = this.options.policy.decide(outcome, number, now);
-    let nextBackend = used;
-    let immediate = false;
-    if (decision.status === 'retrying') {
-      const next = router.next(record, used);
-      nextBackend = next.backend;
-      immediate = next.immediate;
-      if (immediate) decision = { status: 'retrying', nextAttemptAt: now };
-    }
-    const failure = decision.status === 'failed' ? failureOf(outcome) : null;
-    const attempt: DeliveryAttempt = {
-      number,
-      startedAt,
-      durationMs,
-      outcome: outcome.class,
-      backend: used,
-    };
-    if (outcome.class !== 'sent') attempt.error = sanitizeReason(outcome.reason, `attempt ${outcome.class}`);
-    else if (outcome.refusedRecipients?.length) {
-      // Sent to some, refused for others: the record says so (README, "Attempts and records").
-      attempt.error = sanitizeReason(outcome.reason, 'some recipients were refused');
-      attempt.refusedRecipients = outcome.refusedRecipients
-        .slice(0, MAX_REFUSED_RECIPIENTS)
-        .map((r) => maskRecipient(record.channel, r));
-    }
-    if (outcome.providerReference) attempt.providerReference = sanitizeReason(outcome.providerReference, '');
-    if (outcome.providerCode) attempt.providerCode = sanitizeReason(outcome.providerCode, '');
-    const labels = { channel: record.channel, backend: used };
-    this.options.metrics?.attempts.inc({ ...labels, outcome: outcome.class });
-    this.options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
-    const updated = await this.recordAttempt(record.id, () =>
-      store.completeAttempt(record.id, this.owner, {
-        attempt,
-        status: decision.status,
-        nextAttemptAt: decision.nextAttemptAt,
-        failure,
-        backend: nextBackend,
-        now,
-      }),
-    );
-    const log = {
-      deliveryId: record.id,
-      backend: used,
-      recipient: record.maskedRecipient,
-      attempt: number,
-    };
-    if (!updated) {
-      this.log.warn(
-        { ...log, outcome: outcome.class },
-        'delivery lease lost before the attempt was recorded',
-      );
-      return;
-    }
-    if (decision.status === 'sent' || decision.status === 'failed') {
-      this.options.metrics?.deliveries.inc({ ...labels, outcome: decision.status });
-      this.notify({
-        deliveryId: record.id,
-        channel: record.channel,
-        backend: used,
-        status: decision.status,
-        failure,
-        attempts: number,
-        acceptedAt: record.createdAt,
-        finishedAt: now,
-        latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
-      });
-    }
-    if (decision.status === 'failed' && outcome.suppress) await this.suppress(record, used, outcome.suppress);
-    // Failover retries at once on the next backend: poll for it now, not at the next interval.
-    if (immediate) this.wake({ channel: record.channel, backend: nextBackend });
-    if (decision.status === 'failed')
-      this.log.warn({ ...log, reason: attempt.error, failure }, 'delivery failed');
-    else if (decision.status === 'retrying')
-      this.log.info(
-        { ...log, reason: attempt.error, nextAttemptAt: decision.nextAttemptAt, nextBackend },
-        'delivery will be retried',
-      );
-    else this.log.debug(log, 'delivery sent');
-  }
-
-  /**
-   * Records an attempt's outcome, again and again while the database cannot be reached (until the
-   * worker stops). The provider has already answered: an outcome dropped here leaves the record
-   * leased, and once the lease runs out the message is sent a second time. Found by the faults suite:
-   * PostgreSQL halted under load made the peer receive emails twice.
-   */
-  private async recordAttempt<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
-    for (let retry = 1; ; retry++) {
-      try {
-        return await write();
-      } catch (err) {
-        if (this.stopping || !isDatabaseUnavailable(err)) throw err;
-        const wait = RECORD_RETRY.delayMs(retry);
-        this.log.warn(
-          { err, deliveryId, retryInMs: wait },
-          'database unavailable: recording the attempt later',
-        );
-        await sleepMs(wait);
-      }
-    }
-  }
-
-  /**
-   * Adds the recipient of a delivery the provider refused for good (unsubscribed, dead token) to the
-   * suppression list. Only a single recipient: an email's list says nothing about which address the
-   * answer was about. A failing list is logged; the delivery's outcome is already recorded.
-   */
-  private async suppress(
-    record: DeliveryRecord,
-    backend: string,
-    reason: NonNullable<SendOutcome['suppress']>,
-  ): Promise<void> {
-    const list = this.options.suppression;
-    if (!list || record.recipient === null || record.channel === 'email') return;
-    try {
-      await list.add({
-        channel: record.channel,
-        recipient: record.recipient,
-        reason,
-        source: `provider_error:${backend}`,
-      });
-    } catch (err) {
-      this.log.error(
-        { err, deliveryId: record.id, recipient: record.maskedRecipient },
-        'adding a suppression entry from a provider error failed',
-      );
-    }
-  }
-
-  /** Tells the observer; one that throws is logged, never a failure of the delivery. */
-  private notify(outcome: DeliveryOutcome): void {
-    try {
-      this.options.observer?.onOutcome(outcome);
-    } catch (err) {
-      this.log.warn({ err, deliveryId: outcome.deliveryId }, 'delivery observer threw');
-    }
-  }
-
-  /** One driver call under the attempt timeout; every way it can end becomes a SendOutcome. */
-  private async send(
-    entry: InFlight,
-    number: number,
-    driver: DeliveryDriver | undefined,
-  ): Promise<SendOutcome> {
-    const { record, controller } = entry;
-    if (record.payload === null)
-      return { class: 'permanent', reason: 'delivery content was erased', failure: 'payload_rejected' };
-    if (!driver) return { class: 'permanent', reason: `backend "${record.backend}" is not configured` };
-    return this.race(controller, driver.name, record.id, () =>
-      driver.send(record.payload, { deliveryId: record.id, attempt: number, signal: controller.signal }),
-    );
-  }
-
-  /**
-   * Runs one driver call under the attempt timeout: its result, or the retryable outcome of a timeout,
-   * a shutdown or a throw (a driver that ignores its signal must not hold the slots and leases).
-   */
-  private async race<T>(
-    controller: AbortController,
-    backend: string,
-    deliveryId: string,
-    call: () => Promise<T>,
-  ): Promise<T | SendOutcome> {
-    const timeoutMs = this.options.config.attempt_timeout_ms;
-    let resolve!: (outcome: SendOutcome) => void;
-    const aborted = new Promise<SendOutcome>((r) => (resolve = r));
-    // Told by whoever aborts (the timer here, `stop`), not through an abort listener on the signal:
-    // adding and removing an EventTarget listener per attempt showed in the profile.
-    const onAbort = (reason: Error): void =>
-      resolve({
-        class: 'retryable',
-        reason:
-          reason === TIMEOUT
-            ? `attempt timed out after ${timeoutMs} ms`
-            : 'attempt aborted: the process is shutting down',
-      });
-    const timer = setTimeout(() => this.abort(controller, TIMEOUT), timeoutMs);
-    this.racing.set(controller, onAbort);
-    try {
-      return await Promise.race([
-        call().catch((err: unknown): SendOutcome => {
-          this.log.error({ err, deliveryId, backend }, 'delivery driver threw');
-          return { class: 'retryable', reason: 'internal error in the delivery driver' };
-        }),
-        aborted,
-      ]);
-    } finally {
-      clearTimeout(timer);
-      this.racing.delete(controller);
-    }
-  }
-
-  /** Aborts an attempt's signal and ends its race (if it is still running) with `reason`'s outcome. */
-  private abort(controller: AbortController, reason: Error): void {
-    if (controller.signal.aborted) return;
-    controller.abort(reason);
-    this.racing.get(controller)?.(reason);
-  }
-
-  /**
    * Stops claiming, waits for attempts in flight until `deadline`, then aborts the rest and releases
    * their leases (status kept). Attempts already writing their outcome are waited for.
    */
@@ -815,7 +392,7 @@ export class DeliveryWorker {
     const rest = [...this.inFlight.values()].filter((f) => !f.recording);
     for (const f of rest) {
       f.released = true;
-      this.abort(f.controller, SHUTDOWN);
+      this.runner.abortForShutdown(f.controller);
     }
     const released = await this.options.store.release(
       rest.map((f) => f.record.id),
