@@ -150,6 +150,8 @@ async function assembleMonitorApp(
   // also served on the backend's own port, behind the same `metrics.auth_token` as `/metrics`, and
   // pushed to `push_gateway_url`. Process metrics are in the registry already when `/metrics` is on.
   // `store_in_db` needs a database, which the monitor does not keep: the start fails saying so.
+  // (A root that keeps one runs `pullMetricsMigrations(metrics_table)` from shared/monitoring/migrations
+  // with its migration runner before the backend starts: shared/monitoring/README.md, "Backends".)
   // The monitor keeps no database: `database` is accepted so older files still load, and not read.
   if (config.database.url !== '') {
     logger.warn(

@@ -18,6 +18,7 @@ export * from './exporters';
 export * from './buffered-recorder';
 export * from './backends/backend';
 export * from './backends/pull-metrics';
+export * from './migrations';
 export * from './backends/opentelemetry';
 export * from './health/result';
 export * from './health/checks';

@@ -2,47 +2,50 @@
  * The ingested series store: what other services push with RecordMetrics or OTLP, aggregated by
  * metric name and label values (plus the `service` label), bounded by the `metrics` config, and
  * rendered in the Prometheus text format after the monitor's own metrics on its `/metrics`.
- * Decisions (names, types, buckets, summaries, expiry) are in ./README.md.
+ * Its parts: the sample checks (./metric-validation.ts), what is held (./metric-series.ts), expiry
+ * (./metric-expiry.ts) and the text format (./metric-render.ts); the store holds the bounds and puts
+ * them together. Decisions (names, types, buckets, summaries, expiry) are in ./README.md.
  */
 import type { Registry } from 'prom-client';
 import { Counter as PromCounter, Gauge as PromGauge } from 'prom-client';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import { appendExposition } from '../../../shared/monitoring/exposition';
 import { counterExportName, makeMetricName } from '../../../shared/monitoring/metric-names';
-import { cutText } from '../../../shared/text/cut';
+import { SeriesExpiry } from './metric-expiry';
+import {
+  familyHeader,
+  leLabels,
+  renderedBytes,
+  renderFamilies,
+  renderLabels,
+  RENDER_CHUNK_CHARS,
+} from './metric-render';
+import { applyOp, type Family, sampleNamesOf } from './metric-series';
+import {
+  checkLabelName,
+  checkMetricName,
+  checkOp,
+  type IngestMetricType,
+  MAX_BUCKETS,
+  quote,
+  reject,
+  type Rejection,
+  type RejectionReason,
+  REJECTION_REASONS,
+  RETRY_AFTER_SWEEP,
+  sameBounds,
+  type SampleOp,
+} from './metric-validation';
 
-/** The instrument types a sample can have. */
-export type IngestMetricType = 'counter' | 'gauge' | 'histogram' | 'summary';
-
-/** Every reason a sample or data point is rejected: the fixed values of the `reason` label. */
-export const REJECTION_REASONS = [
-  'unknown_type',
-  'invalid_name',
-  'invalid_value',
-  'invalid_label_name',
-  'reserved_label_name',
-  'too_many_labels',
-  'label_value_too_long',
-  'description_too_long',
-  'type_mismatch',
-  'label_mismatch',
-  'bucket_mismatch',
-  'name_collision',
-  'unsupported',
-  'max_metric_names',
-  'max_series_per_metric',
-  'max_series',
-  'max_ingest_bytes',
-] as const;
-
-/** Why a sample was not recorded (the `reason` label of the rejection counter). */
-export type RejectionReason = (typeof REJECTION_REASONS)[number];
-
-/** A refused sample: the fixed reason and a message for the caller (bounded length). */
-export interface Rejection {
-  reason: RejectionReason;
-  message: string;
-}
+export {
+  type IngestMetricType,
+  MAX_BUCKETS,
+  MAX_NAME_LENGTH,
+  type Rejection,
+  type RejectionReason,
+  REJECTION_REASONS,
+  type SampleOp,
+} from './metric-validation';
+export { appendToRegistry, RENDER_CHUNK_CHARS } from './metric-render';
 
 /** The `metrics` config keys the store reads (the monitor's `metrics` section). */
 export interface MetricIngestLimits {
@@ -84,79 +87,6 @@ export interface SampleKey {
 }
 
 /**
- * What to do to a series. `add` (counter increment, delta sum), `set` (gauge, cumulative counter
- * total), `observe` (one value into a histogram or summary), and the pre-aggregated OTLP points:
- * `histogram` (per-bucket counts for `bounds`, sum and count) and `summary` (sum and count); for
- * those, `cumulative` replaces the state and otherwise it is added.
- */
-export type SampleOp =
-  | { kind: 'add' | 'set' | 'observe'; value: number }
-  | {
-      kind: 'histogram';
-      bounds: readonly number[];
-      counts: readonly number[];
-      sum: number;
-      count: number;
-      cumulative: boolean;
-    }
-  | { kind: 'summary'; sum: number; count: number; cumulative: boolean };
-
-/** Refusals an expired series or name may cause: tried again after expiry ran. */
-const RETRY_AFTER_SWEEP: ReadonlySet<RejectionReason> = new Set<RejectionReason>([
-  'type_mismatch',
-  'label_mismatch',
-  'bucket_mismatch',
-  'name_collision',
-  'max_metric_names',
-  'max_series_per_metric',
-  'max_series',
-  'max_ingest_bytes',
-]);
-
-/** Characters of a rendered chunk before it is handed on (the scrape is streamed in such chunks). */
-export const RENDER_CHUNK_CHARS = 64 * 1024;
-
-/** Longest accepted metric or label name (names are kept in memory and rendered on every scrape). */
-export const MAX_NAME_LENGTH = 200;
-/** Most bucket bounds of one histogram (an OTLP point chooses its own). */
-export const MAX_BUCKETS = 64;
-/** Message length cap: rejection messages quote caller input. */
-const MAX_QUOTED = 80;
-
-const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-const NEEDS_ESCAPE = /[\\"\n]/;
-
-interface Series {
-  /** `k="v",...,service="s"`: rendered once, also the series' key. */
-  labelText: string;
-  value: number;
-  sum: number;
-  count: number;
-  /** Per-bucket (not cumulative) counts; the last is the +Inf bucket. */
-  buckets: Float64Array | undefined;
-  updatedAt: number;
-  /** What the series' lines take on a scrape (see {@link renderedBytes}), counted in the store's total. */
-  bytes: number;
-}
-
-interface Family {
-  /** Exported name (a counter's ends in `_total`). */
-  name: string;
-  type: IngestMetricType;
-  /** `# HELP ... \n# TYPE ...\n`, rendered once. */
-  header: string;
-  labelKeys: string[];
-  keySet: Set<string>;
-  bounds: number[] | undefined;
-  /** `le="..."` of each bucket, +Inf last. */
-  leText: string[] | undefined;
-  /** Every sample name the family renders (reserved while it exists). */
-  sampleNames: string[];
-  series: Map<string, Series>;
-}
-
-/**
  * Series by name and labels, with every bound of the `metrics` config enforced per sample: nothing
  * half-applied, nothing unbounded. Not thread-shared: Node's single thread applies each sample whole.
  */
@@ -167,26 +97,20 @@ export class MetricIngestStore {
   private readonly limits: MetricIngestLimits;
   private readonly registry: Registry;
   private readonly clock: Clock;
-  private readonly ttlMs: number;
-  private readonly sweepEveryMs: number;
-  private nextSweepAt: number;
+  private readonly expiry: SeriesExpiry;
   private seriesTotal = 0;
   /** Bytes of every series' lines on a scrape (bounded by max_ingest_bytes). */
   private bytesTotal = 0;
   private readonly maxBytes: number;
-  /** Update time of the oldest series kept, or earlier (Infinity: none). */
-  private oldestKept = Infinity;
   private readonly rejectedCounter: PromCounter;
 
   constructor(options: MetricIngestStoreOptions) {
     this.limits = options.limits;
     this.registry = options.registry;
     this.clock = options.clock ?? systemClock;
-    this.ttlMs = this.limits.series_ttl_seconds * 1000;
     this.maxBytes = this.limits.max_ingest_bytes ?? Infinity;
-    // Expiry runs lazily (on writes and scrapes), at most this often: a sweep visits every series.
-    this.sweepEveryMs = Math.min(1000, this.ttlMs);
-    this.nextSweepAt = this.clock.monotonic() + this.sweepEveryMs;
+    // Expiry runs lazily (on writes and scrapes), with no timer.
+    this.expiry = new SeriesExpiry(this.clock, this.limits.series_ttl_seconds * 1000);
     const own = (name: string) => makeMetricName({ prefix: this.limits.prefix ?? '' }, name);
     this.rejectedCounter = new PromCounter({
       name: counterExportName(own('monitor_ingest_samples_rejected')),
@@ -265,11 +189,8 @@ export class MetricIngestStore {
    * the series only when the oldest one kept has expired.
    */
   sweep(force = true): number {
-    const now = this.clock.monotonic();
-    if (!force && now < this.nextSweepAt) return 0;
-    this.nextSweepAt = now + this.sweepEveryMs;
-    const expiredAt = now - this.ttlMs;
-    if (this.oldestKept > expiredAt) return 0;
+    const expiredAt = this.expiry.expiredAt(force);
+    if (expiredAt === undefined) return 0;
     let removed = 0;
     let oldestKept = Infinity;
     for (const family of this.families.values()) {
@@ -285,7 +206,7 @@ export class MetricIngestStore {
       if (family.series.size === 0) this.dropFamily(family);
     }
     this.seriesTotal -= removed;
-    this.oldestKept = oldestKept;
+    this.expiry.swept(oldestKept);
     return removed;
   }
 
@@ -307,22 +228,7 @@ export class MetricIngestStore {
    */
   *renderChunks(chunkChars = RENDER_CHUNK_CHARS): Generator<string, void, undefined> {
     this.sweep(false);
-    const rendered = new Set<string>();
-    let out = '';
-    for (const f of this.families.values()) {
-      if (rendered.has(f.name) || this.registry.getSingleMetric(f.name)) continue;
-      rendered.add(f.name);
-      // A blank line between names, as prom-client writes them.
-      out += rendered.size > 1 ? `\n${f.header}` : f.header;
-      for (const s of f.series.values()) {
-        out += seriesLines(f, s);
-        if (out.length >= chunkChars) {
-          yield out;
-          out = '';
-        }
-      }
-    }
-    if (out !== '') yield out;
+    yield* renderFamilies(this.families.values(), this.registry, chunkChars);
   }
 
   private applyUncounted(key: SampleKey, op: SampleOp): Rejection | undefined {
@@ -330,9 +236,8 @@ export class MetricIngestStore {
     if (type !== 'counter' && type !== 'gauge' && type !== 'histogram' && type !== 'summary') {
       return reject('unknown_type', `metric ${quote(name)}: unknown type`);
     }
-    if (name.length > MAX_NAME_LENGTH || !METRIC_NAME.test(name)) {
-      return reject('invalid_name', `invalid metric name ${quote(name)}: expected [a-zA-Z_:][a-zA-Z0-9_:]*`);
-    }
+    const badName = checkMetricName(name);
+    if (badName) return badName;
     const bad = checkOp(type, op);
     if (bad) return reject('invalid_value', `metric ${quote(name)}: ${bad}`);
     const limits = this.limits;
@@ -430,9 +335,7 @@ export class MetricIngestStore {
       this.bytesTotal += bytes;
     }
     applyOp(family, series, op);
-    // Update times only grow, so the oldest kept is a lower bound until the next sweep.
-    series.updatedAt = this.clock.monotonic();
-    if (series.updatedAt < this.oldestKept) this.oldestKept = series.updatedAt;
+    series.updatedAt = this.expiry.touch();
     return undefined;
   }
 
@@ -449,12 +352,7 @@ export class MetricIngestStore {
         return reject('invalid_value', `metric ${quote(name)}: more than ${MAX_BUCKETS} bucket bounds`);
       }
     }
-    const sampleNames =
-      type === 'histogram'
-        ? [exportName, `${exportName}_bucket`, `${exportName}_sum`, `${exportName}_count`]
-        : type === 'summary'
-          ? [exportName, `${exportName}_sum`, `${exportName}_count`]
-          : [exportName];
+    const sampleNames = sampleNamesOf(exportName, type);
     const own = this.registryNames();
     for (const n of sampleNames) {
       if (own.has(n)) {
@@ -478,11 +376,11 @@ export class MetricIngestStore {
     const family: Family = {
       name: exportName,
       type,
-      header: `# HELP ${exportName} ${escapeHelp(description)}\n# TYPE ${exportName} ${type}\n`,
+      header: familyHeader(exportName, type, description),
       labelKeys,
       keySet: new Set(labelKeys),
       bounds,
-      leText: bounds ? [...bounds.map((b) => `le="${num(b)}"`), 'le="+Inf"'] : undefined,
+      leText: bounds ? leLabels(bounds) : undefined,
       sampleNames,
       series: new Map(),
     };
@@ -507,165 +405,4 @@ export class MetricIngestStore {
     }
     return names;
   }
-}
-
-/** The lines of one series in the text format. */
-function seriesLines(f: Family, s: Series): string {
-  if (f.type === 'counter' || f.type === 'gauge') return `${f.name}{${s.labelText}} ${num(s.value)}\n`;
-  let out = '';
-  if (f.type === 'histogram') {
-    const le = f.leText!;
-    const b = s.buckets!;
-    let cumulative = 0;
-    for (let i = 0; i < le.length; i++) {
-      cumulative += b[i]!;
-      out += `${f.name}_bucket{${s.labelText},${le[i]}} ${num(cumulative)}\n`;
-    }
-  }
-  return `${out}${f.name}_sum{${s.labelText}} ${num(s.sum)}\n${f.name}_count{${s.labelText}} ${num(s.count)}\n`;
-}
-
-// A sample's value as written: at most 24 characters (`-1.2345678901234567e+308`), plus the
-// space, the braces and the newline.
-const VALUE_CHARS = 28;
-
-/**
- * What one series takes on a scrape (in characters: label values are counted in UTF-16 code units),
- * its label block repeated on each of its lines: one for a counter or gauge, two for a summary
- * (`_sum`, `_count`), and one per bucket plus two for a histogram.
- */
-function renderedBytes(f: Family, labelText: string): number {
-  const line = f.name.length + labelText.length + VALUE_CHARS;
-  if (f.type === 'counter' || f.type === 'gauge') return line;
-  if (f.type === 'summary') return 2 * (line + 6);
-  return f.leText!.reduce((n, le) => n + line + 8 + le.length, 2 * (line + 6));
-}
-
-function reject(reason: RejectionReason, message: string): Rejection {
-  return { reason, message };
-}
-
-function quote(s: string): string {
-  return JSON.stringify(s.length > MAX_QUOTED ? `${cutText(s, MAX_QUOTED)}...` : s);
-}
-
-function checkLabelName(k: string, type: IngestMetricType): Rejection | undefined {
-  if (k.length > MAX_NAME_LENGTH || !LABEL_NAME.test(k)) {
-    return reject('invalid_label_name', `invalid label name ${quote(k)}: expected [a-zA-Z_][a-zA-Z0-9_]*`);
-  }
-  if (k.startsWith('__') || k === 'service') {
-    return reject('reserved_label_name', `label name ${quote(k)} is reserved for the monitor`);
-  }
-  if ((k === 'le' && type === 'histogram') || (k === 'quantile' && type === 'summary')) {
-    return reject('reserved_label_name', `label name ${quote(k)} is reserved for a ${type}`);
-  }
-  return undefined;
-}
-
-/** Why an operation's numbers are unusable for the type, or undefined. */
-function checkOp(type: IngestMetricType, op: SampleOp): string | undefined {
-  switch (op.kind) {
-    case 'add':
-    case 'set':
-    case 'observe':
-      if (!Number.isFinite(op.value)) return 'the value must be a finite number';
-      if (type === 'counter' && op.value < 0) return 'a counter takes non-negative values';
-      return undefined;
-    case 'histogram': {
-      if (type !== 'histogram') return 'histogram data for a non-histogram';
-      const { bounds, counts } = op;
-      if (!bounds.every((b, i) => Number.isFinite(b) && (i === 0 || b > bounds[i - 1]!))) {
-        return 'bucket bounds must be finite and increasing';
-      }
-      if (counts.length !== bounds.length + 1) return 'expected one bucket count per bound, plus one';
-      if (!counts.every((c) => Number.isFinite(c) && c >= 0)) return 'bucket counts must be non-negative';
-      if (!Number.isFinite(op.sum) || !Number.isFinite(op.count) || op.count < 0) {
-        return 'sum and count must be finite, count non-negative';
-      }
-      return undefined;
-    }
-    case 'summary':
-      if (type !== 'summary') return 'summary data for a non-summary';
-      if (!Number.isFinite(op.sum) || !Number.isFinite(op.count) || op.count < 0) {
-        return 'sum and count must be finite, count non-negative';
-      }
-      return undefined;
-  }
-}
-
-function applyOp(family: Family, s: Series, op: SampleOp): void {
-  switch (op.kind) {
-    case 'add':
-      s.value += op.value;
-      return;
-    case 'set':
-      s.value = op.value;
-      return;
-    case 'observe':
-      s.sum += op.value;
-      s.count++;
-      if (s.buckets) {
-        const bounds = family.bounds!;
-        let i = 0;
-        while (i < bounds.length && op.value > bounds[i]!) i++;
-        s.buckets[i]!++;
-      }
-      return;
-    case 'histogram': {
-      const b = s.buckets!;
-      if (op.cumulative) b.fill(0);
-      for (let i = 0; i < b.length; i++) b[i] = b[i]! + op.counts[i]!;
-      s.sum = op.cumulative ? op.sum : s.sum + op.sum;
-      s.count = op.cumulative ? op.count : s.count + op.count;
-      return;
-    }
-    case 'summary':
-      s.sum = op.cumulative ? op.sum : s.sum + op.sum;
-      s.count = op.cumulative ? op.count : s.count + op.count;
-      return;
-  }
-}
-
-function sameBounds(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((v, i) => v === b[i]);
-}
-
-/** The label block of a series: the family's keys in order (missing ones ""), then `service`. */
-function renderLabels(
-  keys: readonly string[],
-  labels: Readonly<Record<string, string>>,
-  service: string,
-): string {
-  let out = '';
-  for (const k of keys) {
-    // Not `?? ''`: a key such as `constructor` left out would read Object.prototype's.
-    const v = Object.hasOwn(labels, k) ? labels[k]! : '';
-    out += `${k}="${escapeLabelValue(v)}",`;
-  }
-  return `${out}service="${escapeLabelValue(service)}"`;
-}
-
-function escapeLabelValue(v: string): string {
-  if (!NEEDS_ESCAPE.test(v)) return v;
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-}
-
-function escapeHelp(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-}
-
-/** A sample value as the text format writes it (Go's ParseFloat reads JavaScript's numbers). */
-function num(v: number): string {
-  if (v === Infinity) return '+Inf';
-  if (v === -Infinity) return '-Inf';
-  return String(v);
-}
-
-/**
- * Makes every render of `registry` (the monitor's `/metrics`, text or OpenMetrics) end with the
- * store's series: streamed in chunks on `/metrics` (the scrape is never one string, and other
- * requests are answered between chunks), and as one string from `registry.metrics()`.
- */
-export function appendToRegistry(registry: Registry, store: MetricIngestStore): void {
-  appendExposition(registry, () => store.renderChunks());
 }

@@ -1,5 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../../support/database';
+import { runMigrations } from '../../../shared/storage/migrations';
+import { pullMetricsMigrations, pullMetricsMigrationsTable } from '../../../shared/monitoring/migrations';
 import {
   MAX_WARNED_KEYS,
   PullMetricsAdapter,
@@ -259,6 +261,10 @@ describe('PullMetricsBackend store_in_db (PostgreSQL)', () => {
     const created = await createTestDatabase('mon');
     drop = created.drop;
     db = knexFactory({ client: 'pg', connection: created.url, pool: { min: 0, max: 2 } });
+    // The composition root runs the library's migration before the backend starts.
+    for (const table of ['metric_samples', 'metric_samples_2']) {
+      await runMigrations(db, pullMetricsMigrations(table), { tableName: pullMetricsMigrationsTable(table) });
+    }
   });
 
   afterAll(async () => {
@@ -266,7 +272,7 @@ describe('PullMetricsBackend store_in_db (PostgreSQL)', () => {
     await drop();
   });
 
-  it('creates metrics_table when missing and persists recorded samples', async () => {
+  it('writes to metrics_table, made by its migration, and persists recorded samples', async () => {
     const timers = new FakeTimers();
     const backend = await started(
       new PullMetricsBackend({
