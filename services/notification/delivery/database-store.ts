@@ -15,6 +15,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
+import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
 import {
   IDEMPOTENCY_CONFLICT,
@@ -288,16 +289,12 @@ function rowToEvent(row: EventRow): DeliveryEvent {
 interface PendingCreate {
   delivery: NewDelivery;
   payloadJson: string;
-  resolve(value: { record: DeliveryRecord; created: boolean }): void;
-  reject(err: unknown): void;
 }
 
 interface PendingCompletion {
   id: string;
   owner: string;
   result: AttemptResult;
-  resolve(value: DeliveryRecord | null): void;
-  reject(err: unknown): void;
 }
 
 /**
@@ -310,17 +307,10 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly maxBatchSize: number;
   private readonly maxBatchBytes: number;
   private readonly maxConcurrentBatches: number;
-  private queue: PendingCreate[] = [];
-  /** Creates queued or in a running INSERT. */
-  private pendingCreates = 0;
-  private readonly maxPendingCreates: number;
-  private inFlight = 0;
-  private pumpScheduled = false;
-  private completions: PendingCompletion[] = [];
-  private completionsInFlight = 0;
-  private completionPumpScheduled = false;
-  /** Ids in the completion batches running now. */
-  private readonly completing = new Set<string>();
+  /** Creates, group-committed (bounded by delivery.max_pending_submits). */
+  private readonly creates: GroupCommit<PendingCreate, { record: DeliveryRecord; created: boolean }>;
+  /** Outcomes, group-committed; one per delivery id in the batches running at once. */
+  private readonly completions: GroupCommit<PendingCompletion, DeliveryRecord | null>;
   private readonly sequencerBatchSize: number;
   private readonly log: Logger;
   private sequencing: Promise<void> | null = null;
@@ -344,7 +334,27 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
     this.databaseClock = (options.clock ?? 'database') === 'database';
-    this.maxPendingCreates = options.maxPendingCreates ?? Number.POSITIVE_INFINITY;
+    this.creates = new GroupCommit({
+      flush: (batch) => this.flushCreates(batch),
+      maxBatchSize: this.maxBatchSize,
+      maxBatchBytes: this.maxBatchBytes,
+      sizeOf: (p) => p.payloadJson.length,
+      maxConcurrentFlushes: this.maxConcurrentBatches,
+      maxPending: options.maxPendingCreates ?? Number.POSITIVE_INFINITY,
+      overloaded: () =>
+        new ResourceExhaustedError(
+          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
+        ),
+    });
+    // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
+    // second outcome for the same id waits for a later batch, and not one running beside the
+    // batch that has the first (the second could commit first), so each is judged in order.
+    this.completions = new GroupCommit({
+      flush: (batch) => this.settleCompletions(batch),
+      maxBatchSize: this.maxBatchSize,
+      maxConcurrentFlushes: this.maxConcurrentBatches,
+      keyOf: (c) => c.id,
+    });
   }
 
   /** The time to bind for a caller's `now`: null (the database's `now()`) on the database clock. */
@@ -352,66 +362,21 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     return this.databaseClock ? null : now.toISOString();
   }
 
+  /**
+   * Group-committed (shared/storage/group-commit): the submits of one turn, and those that arrive
+   * while earlier batches are in flight, join one statement, bounded by count and payload bytes.
+   * Beyond `maxPendingCreates` waiting: ResourceExhaustedError at once.
+   */
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
-    if (this.pendingCreates >= this.maxPendingCreates) {
-      return Promise.reject(
-        new ResourceExhaustedError(
-          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
-        ),
-      );
-    }
-    const payloadJson = JSON.stringify(delivery.payload);
-    this.pendingCreates++;
-    return new Promise<{ record: DeliveryRecord; created: boolean }>((resolve, reject) => {
-      const done = () => this.pendingCreates--;
-      this.queue.push({
-        delivery,
-        payloadJson,
-        resolve: (value) => {
-          done();
-          resolve(value);
-        },
-        reject: (err) => {
-          done();
-          reject(err);
-        },
-      });
-      if (!this.pumpScheduled) {
-        this.pumpScheduled = true;
-        // Let the submits of this tick join one statement.
-        setImmediate(() => {
-          this.pumpScheduled = false;
-          this.pump();
-        });
-      }
-    });
+    return this.creates.add({ delivery, payloadJson: JSON.stringify(delivery.payload) });
   }
 
-  private pump(): void {
-    while (this.inFlight < this.maxConcurrentBatches && this.queue.length > 0) {
-      // A batch is bounded by count and by payload bytes (always at least one delivery).
-      let bytes = 0;
-      let n = 0;
-      while (n < this.queue.length && n < this.maxBatchSize) {
-        bytes += this.queue[n]!.payloadJson.length;
-        if (n > 0 && bytes > this.maxBatchBytes) break;
-        n++;
-      }
-      const batch = this.queue.splice(0, n);
-      this.inFlight++;
-      void this.insertBatch(batch)
-        .then(
-          (results) => {
-            if (results.some((r) => r.created)) this.kickSequencer();
-            batch.forEach((p, i) => p.resolve(results[i]!));
-          },
-          (err: unknown) => batch.forEach((p) => p.reject(err)),
-        )
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-        });
-    }
+  private async flushCreates(
+    batch: readonly PendingCreate[],
+  ): Promise<PromiseSettledResult<{ record: DeliveryRecord; created: boolean }>[]> {
+    const results = await this.insertBatch(batch);
+    if (results.some((r) => r.created)) this.kickSequencer();
+    return fulfilled(results);
   }
 
   /**
@@ -621,48 +586,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * batches are in flight) go into one UPDATE, each row still conditional on its owner's lease.
    */
   completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
-    return new Promise((resolve, reject) => {
-      this.completions.push({ id, owner, result, resolve, reject });
-      if (!this.completionPumpScheduled) {
-        this.completionPumpScheduled = true;
-        setImmediate(() => {
-          this.completionPumpScheduled = false;
-          this.pumpCompletions();
-        });
-      }
-    });
-  }
-
-  private pumpCompletions(): void {
-    while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
-      // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
-      // second outcome for the same id waits for a later batch, and not one running beside the
-      // batch that has the first (the second could commit first), so each is judged in order.
-      const batch: PendingCompletion[] = [];
-      const ids = new Set<string>();
-      const rest: PendingCompletion[] = [];
-      for (const c of this.completions) {
-        if (batch.length < this.maxBatchSize && !ids.has(c.id) && !this.completing.has(c.id)) {
-          ids.add(c.id);
-          batch.push(c);
-        } else rest.push(c);
-      }
-      if (batch.length === 0) return;
-      this.completions = rest;
-      this.completionsInFlight++;
-      for (const id of ids) this.completing.add(id);
-      void this.settleCompletions(batch)
-        .catch((err: unknown) => batch.forEach((c) => c.reject(err)))
-        .finally(() => {
-          for (const id of ids) this.completing.delete(id);
-          this.completionsInFlight--;
-          this.pumpCompletions();
-        });
-    }
+    return this.completions.add({ id, owner, result });
   }
 
   /**
-   * Writes a batch of outcomes and answers each caller; one bad row never takes the others with it.
+   * Writes a batch of outcomes, one answer per caller (the batcher hands them out when the whole batch
+   * is settled); one bad row never takes the others with it.
    * The database unreachable: every caller gets the error (the worker retries while it runs).
    * A transient error (TRANSIENT_SQLSTATES): the batch again, a few times with a growing wait. Any
    * other error: the batch is split in halves, each settled the same way, down to the one row that
@@ -670,19 +599,17 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * NUL), then, failing that, with no texts but UNSTORABLE_OUTCOME_ERROR. Its status is kept in
    * both: a SENT outcome stays SENT (recording it otherwise would invite a resend).
    */
-  private async settleCompletions(batch: PendingCompletion[]): Promise<void> {
+  private async settleCompletions(
+    batch: readonly PendingCompletion[],
+  ): Promise<PromiseSettledResult<DeliveryRecord | null>[]> {
     let failure: unknown;
     for (let tries = 1, wait = TRANSIENT_FIRST_WAIT_MS; ; tries++, wait *= 2) {
       try {
         const results = await this.completeBatch(batch);
         if (results.some((r) => r !== null)) this.kickSequencer();
-        batch.forEach((c, i) => c.resolve(results[i]!));
-        return;
+        return fulfilled(results);
       } catch (err) {
-        if (isDatabaseUnavailable(err)) {
-          batch.forEach((c) => c.reject(err));
-          return;
-        }
+        if (isDatabaseUnavailable(err)) return batch.map(() => ({ status: 'rejected', reason: err }));
         failure = err;
         if (!isTransient(err) || tries >= TRANSIENT_TRIES) break;
         this.log.warn(
@@ -694,9 +621,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     }
     if (batch.length > 1) {
       const half = Math.ceil(batch.length / 2);
-      await this.settleCompletions(batch.slice(0, half));
-      await this.settleCompletions(batch.slice(half));
-      return;
+      const first = await this.settleCompletions(batch.slice(0, half));
+      return [...first, ...(await this.settleCompletions(batch.slice(half)))];
     }
     const [one] = batch as [PendingCompletion];
     this.log.error(
@@ -731,17 +657,16 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       try {
         const [record] = await this.completeBatch([{ ...one, result }]);
         if (record) this.kickSequencer();
-        one.resolve(record ?? null);
-        return;
+        return [{ status: 'fulfilled', value: record ?? null }];
       } catch (err) {
         failure = err;
         if (isDatabaseUnavailable(err)) break;
       }
     }
-    one.reject(failure);
+    return [{ status: 'rejected', reason: failure }];
   }
 
-  private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
+  private async completeBatch(batch: readonly PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
     const input = batch.map(({ id, owner, result }) => {
       const attempts: StoredAttempt[] = result.attempt
         ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
