@@ -12,7 +12,6 @@ import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
-import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
@@ -34,8 +33,10 @@ import {
 import { SUPPRESSED_ERROR, type DeliveryRecord } from './types';
 import { foldReceipt, type IncomingReceipt } from './receipt';
 import { DatabaseDeliveryEventLog, eventInsert } from './database-event-log';
+import { DatabaseOutcomeRecorder } from './database-outcomes';
 
 export { DELIVERY_EVENTS_CHANNEL } from './database-event-log';
+export { UNSTORABLE_OUTCOME_ERROR } from './database-outcomes';
 import {
   rows,
   rowToRecord,
@@ -44,7 +45,6 @@ import {
   toStoredReceipt,
   VIEW_COLUMNS,
   type DeliveryRow,
-  type StoredAttempt,
   type ViewRow,
 } from './database-records';
 
@@ -81,49 +81,9 @@ export interface DatabaseDeliveryStoreOptions {
   maxPendingCreates?: number;
 }
 
-/**
- * SQLSTATEs that say "try again", not "this row is wrong": deadlock (40P01), serialization failure
- * (40001), statement timeout or cancel (57014), too many connections (53300), read-only transaction
- * after a failover (25006), lock not available (55P03). A completion batch that meets one is retried
- * as a whole; any other error splits it (see `settleCompletions`).
- */
-const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
-  '40P01',
-  '40001',
-  '57014',
-  '53300',
-  '25006',
-  '55P03',
-]);
-
-/** Tries of a completion batch that meets transient errors before it is split. */
-const TRANSIENT_TRIES = 5;
-const TRANSIENT_FIRST_WAIT_MS = 50;
-
-/** `last_error` of an outcome that could not be stored as the worker gave it. */
-export const UNSTORABLE_OUTCOME_ERROR = 'the outcome of this attempt could not be stored as reported';
-
-function isTransient(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && TRANSIENT_SQLSTATES.has(code);
-}
-
-/** Text jsonb and text columns accept: lone UTF-16 surrogates become U+FFFD, NUL characters go. */
-function storable(text: string | undefined): string | undefined {
-  return text
-    ?.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
-    .replaceAll('\u0000', '');
-}
-
 interface PendingCreate {
   delivery: NewDelivery;
   payloadJson: string;
-}
-
-interface PendingCompletion {
-  id: string;
-  owner: string;
-  result: AttemptResult;
 }
 
 /**
@@ -138,8 +98,8 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly maxConcurrentBatches: number;
   /** Creates, group-committed (bounded by delivery.max_pending_submits). */
   private readonly creates: GroupCommit<PendingCreate, { record: DeliveryRecord; created: boolean }>;
-  /** Outcomes, group-committed; one per delivery id in the batches running at once. */
-  private readonly completions: GroupCommit<PendingCompletion, DeliveryRecord | null>;
+  /** Outcomes (where a delivery becomes SENT, RETRYING or FAILED), group-committed. */
+  private readonly outcomes: DatabaseOutcomeRecorder;
   /** The event log: reads, and the sequencer that numbers what the store's statements write. */
   private readonly events: DatabaseDeliveryEventLog;
   private readonly log: Logger;
@@ -173,14 +133,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
           'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
         ),
     });
-    // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
-    // second outcome for the same id waits for a later batch, and not one running beside the
-    // batch that has the first (the second could commit first), so each is judged in order.
-    this.completions = new GroupCommit({
-      flush: (batch) => this.settleCompletions(batch),
+    this.outcomes = new DatabaseOutcomeRecorder(knex, {
+      log: this.log,
+      at: (now) => this.at(now),
+      onRecorded: () => this.kickSequencer(),
       maxBatchSize: this.maxBatchSize,
-      maxConcurrentFlushes: this.maxConcurrentBatches,
-      keyOf: (c) => c.id,
+      maxConcurrentBatches: this.maxConcurrentBatches,
     });
   }
 
@@ -413,122 +371,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * batches are in flight) go into one UPDATE, each row still conditional on its owner's lease.
    */
   completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
-    return this.completions.add({ id, owner, result });
-  }
-
-  /**
-   * Writes a batch of outcomes, one answer per caller (the batcher hands them out when the whole batch
-   * is settled); one bad row never takes the others with it.
-   * The database unreachable: every caller gets the error (the worker retries while it runs).
-   * A transient error (TRANSIENT_SQLSTATES): the batch again, a few times with a growing wait. Any
-   * other error: the batch is split in halves, each settled the same way, down to the one row that
-   * fails alone; that row is written once more with its texts made storable (lone surrogates,
-   * NUL), then, failing that, with no texts but UNSTORABLE_OUTCOME_ERROR. Its status is kept in
-   * both: a SENT outcome stays SENT (recording it otherwise would invite a resend).
-   */
-  private async settleCompletions(
-    batch: readonly PendingCompletion[],
-  ): Promise<PromiseSettledResult<DeliveryRecord | null>[]> {
-    let failure: unknown;
-    for (let tries = 1, wait = TRANSIENT_FIRST_WAIT_MS; ; tries++, wait *= 2) {
-      try {
-        const results = await this.completeBatch(batch);
-        if (results.some((r) => r !== null)) this.kickSequencer();
-        return fulfilled(results);
-      } catch (err) {
-        if (isDatabaseUnavailable(err)) return batch.map(() => ({ status: 'rejected', reason: err }));
-        failure = err;
-        if (!isTransient(err) || tries >= TRANSIENT_TRIES) break;
-        this.log.warn(
-          { err, rows: batch.length, retryInMs: wait },
-          'recording outcomes: transient error, retrying',
-        );
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-    if (batch.length > 1) {
-      const half = Math.ceil(batch.length / 2);
-      const first = await this.settleCompletions(batch.slice(0, half));
-      return [...first, ...(await this.settleCompletions(batch.slice(half)))];
-    }
-    const [one] = batch as [PendingCompletion];
-    this.log.error(
-      { err: failure, deliveryId: one.id },
-      'an outcome could not be stored; storing it sanitised',
-    );
-    const { attempt } = one.result;
-    const cleaned: AttemptResult = {
-      ...one.result,
-      lastError: storable(one.result.lastError),
-      attempt: attempt && {
-        ...attempt,
-        error: storable(attempt.error),
-        providerReference: storable(attempt.providerReference),
-        providerCode: storable(attempt.providerCode),
-      },
-    };
-    const bare: AttemptResult = {
-      ...one.result,
-      lastError: UNSTORABLE_OUTCOME_ERROR,
-      backend: storable(one.result.backend),
-      attempt: attempt && {
-        number: attempt.number,
-        startedAt: attempt.startedAt,
-        durationMs: attempt.durationMs,
-        outcome: attempt.outcome,
-        backend: storable(attempt.backend),
-        error: UNSTORABLE_OUTCOME_ERROR,
-      },
-    };
-    for (const result of [cleaned, bare]) {
-      try {
-        const [record] = await this.completeBatch([{ ...one, result }]);
-        if (record) this.kickSequencer();
-        return [{ status: 'fulfilled', value: record ?? null }];
-      } catch (err) {
-        failure = err;
-        if (isDatabaseUnavailable(err)) break;
-      }
-    }
-    return [{ status: 'rejected', reason: failure }];
-  }
-
-  private async completeBatch(batch: readonly PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
-    const input = batch.map(({ id, owner, result }) => {
-      const attempts: StoredAttempt[] = result.attempt
-        ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
-        : [];
-      return {
-        id,
-        owner,
-        status: result.status,
-        attempt: JSON.stringify(attempts),
-        // A delay after `at`: on the database clock the retry is due `delay` after the database's now.
-        next_delay_ms:
-          result.nextAttemptAt === null
-            ? null
-            : Math.max(0, result.nextAttemptAt.getTime() - result.now.getTime()),
-        backend: result.backend ?? null,
-        failure: result.status === 'failed' ? (result.failure ?? null) : null,
-        last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
-        provider_reference: result.attempt?.providerReference ?? null,
-        at: this.at(result.now),
-      };
-    });
-    // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
-    // the batch, each row only while its owner holds the lease and it is not final, plus the changed
-    // rows' events, with its plan kept per connection. The ids again as an array: the planner cannot
-    // see into jsonb_to_recordset (it guesses 100 rows) and, with the queued rows a large part of the
-    // table in its statistics, scanned the whole table for every batch; `id = ANY(array)` makes it a
-    // primary-key lookup of exactly these rows (README, "Throughput (issue 10)").
-    const updated = rows<DeliveryRow>(
-      await this.knex.raw('SELECT * FROM delivery_complete(?::jsonb, ?::uuid[])', [
-        JSON.stringify(input),
-        batch.map((c) => c.id),
-      ]),
-    );
-    const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
-    return batch.map((c) => byId.get(c.id) ?? null);
+    return this.outcomes.record(id, owner, result);
   }
 
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
