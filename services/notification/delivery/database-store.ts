@@ -14,7 +14,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
-import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
+import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import {
   IDEMPOTENCY_CONFLICT,
   type AttemptResult,
@@ -31,22 +31,23 @@ import {
   type QueueStats,
 } from './store';
 import { SUPPRESSED_ERROR, type DeliveryRecord } from './types';
-import { foldReceipt, type IncomingReceipt } from './receipt';
+import type { IncomingReceipt } from './receipt';
 import { DatabaseDeliveryEventLog, eventInsert } from './database-event-log';
 import { DatabaseOutcomeRecorder } from './database-outcomes';
-
-export { DELIVERY_EVENTS_CHANNEL } from './database-event-log';
-export { UNSTORABLE_OUTCOME_ERROR } from './database-outcomes';
+import { applyReceipt, findByProviderReference } from './database-receipts';
+import { purgeExpired } from './database-retention';
 import {
   rows,
   rowToRecord,
   rowToView,
   toDateOrNull,
-  toStoredReceipt,
   VIEW_COLUMNS,
   type DeliveryRow,
   type ViewRow,
 } from './database-records';
+
+export { DELIVERY_EVENTS_CHANNEL } from './database-event-log';
+export { UNSTORABLE_OUTCOME_ERROR } from './database-outcomes';
 
 /**
  * Whose clock decides leases, due times and "now": `database` (the default) reads `now()` in each
@@ -428,92 +429,22 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     return found.length > 0;
   }
 
-  async findByProviderReference(
+  findByProviderReference(
     channel: DeliveryRecord['channel'],
     reference: string,
     backend?: string,
   ): Promise<DeliveryRecord | null> {
-    const [row] = rows<DeliveryRow>(
-      await this.knex.raw(
-        `SELECT * FROM deliveries WHERE provider_reference = ? AND channel = ?
-         ${backend === undefined ? '' : 'AND backend = ?'}
-         ORDER BY created_at DESC, id DESC LIMIT 1`,
-        backend === undefined ? [reference, channel] : [reference, channel, backend],
-      ),
-    );
-    return row ? rowToRecord(row) : null;
+    return findByProviderReference(this.knex, channel, reference, backend);
   }
 
-  /**
-   * One transaction: the row is locked (FOR UPDATE), folded in TypeScript by the same rule as the
-   * memory store, and written back, so concurrent receipts for one delivery apply one after the other.
-   */
   async applyReceipt(id: string, receipt: IncomingReceipt, now: Date) {
-    const applied = await this.knex.transaction(async (trx) => {
-      const [row] = rows<DeliveryRow>(
-        await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]),
-      );
-      if (!row) return null;
-      const fold = foldReceipt(rowToRecord(row), receipt, now);
-      const c = fold.changes;
-      const iso = (d: Date | null) => (d === null ? null : d.toISOString());
-      const [updated] = rows<DeliveryRow>(
-        await trx.raw(
-          `UPDATE deliveries SET status = ?, failure = ?, receipts = ?::jsonb, delivered_at = ?,
-             finished_at = ?, next_attempt_at = ?, updated_at = ?
-           WHERE id = ? RETURNING *`,
-          [
-            c.status,
-            c.failure,
-            JSON.stringify(c.receipts.map(toStoredReceipt)),
-            iso(c.deliveredAt),
-            iso(c.finishedAt),
-            iso(c.nextAttemptAt),
-            c.updatedAt.toISOString(),
-            id,
-          ],
-        ),
-      );
-      // Only a receipt that moved the record (status or cause) is a change to watch.
-      if (fold.effect === 'applied') {
-        await trx.raw(`${eventInsert('deliveries', '?::text')} WHERE id = ?`, [receiptReason(receipt), id]);
-      }
-      return { record: rowToRecord(updated!), fold };
-    });
+    const applied = await applyReceipt(this.knex, id, receipt, now);
     if (applied?.fold.effect === 'applied') this.kickSequencer();
     return applied;
   }
 
-  async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
-    // Delete first: what is about to go need not be erased.
-    // The records' events go with them, and each scope's horizon moves up to the highest seq purged,
-    // in the same statement: a cursor below the horizon gets a RESET, never a silent gap.
-    const deleted = rows<{ id: string }>(
-      await this.knex.raw(
-        `WITH gone AS (DELETE FROM deliveries WHERE id IN (
-           SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
-         RETURNING id),
-         ev AS (DELETE FROM delivery_events e USING gone WHERE e.delivery_id = gone.id
-           RETURNING e.scope, e.seq),
-         hz AS (INSERT INTO delivery_event_horizon (scope, purged_through)
-           SELECT scope, max(seq) FROM ev WHERE seq IS NOT NULL GROUP BY scope
-           ON CONFLICT (scope) DO UPDATE
-             SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through))
-         SELECT id FROM gone`,
-        [request.deleteBefore.toISOString(), request.batchSize],
-      ),
-    ).length;
-    const erased = rows<{ id: string }>(
-      await this.knex.raw(
-        `UPDATE deliveries SET payload = NULL, recipient = NULL, content_erased_at = ?
-         WHERE id IN (
-           SELECT id FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
-           ORDER BY finished_at LIMIT ?)
-         RETURNING id`,
-        [request.now.toISOString(), request.eraseBefore.toISOString(), request.batchSize],
-      ),
-    ).length;
-    return { erased, deleted };
+  purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
+    return purgeExpired(this.knex, request);
   }
 
   async queueStats(now: Date): Promise<QueueStats> {
