@@ -8,14 +8,13 @@
  * its lease can never overwrite what the new owner recorded, and a record is never moved backwards.
  * (delivery/README.md records why this and not pg-boss or graphile-worker.)
  */
-import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
-import { databaseEngine, toNumber } from '../../../shared/storage/database';
-import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { databaseEngine } from '../../../shared/storage/database';
 import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
-import { receiptReason, type DeliveryEvent, type DeliveryEventQuery } from './events';
+import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
+import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import {
   IDEMPOTENCY_CONFLICT,
   type AttemptResult,
@@ -31,154 +30,24 @@ import {
   type PurgeResult,
   type QueueStats,
 } from './store';
+import { SUPPRESSED_ERROR, type DeliveryRecord } from './types';
+import type { IncomingReceipt } from './receipt';
+import { DatabaseDeliveryEventLog, eventInsert } from './database-event-log';
+import { DatabaseOutcomeRecorder } from './database-outcomes';
+import { DatabaseLeaseQueue } from './database-queue';
+import { applyReceipt, findByProviderReference } from './database-receipts';
+import { purgeExpired } from './database-retention';
 import {
-  SUPPRESSED_ERROR,
-  toView,
-  type DeliveryAttempt,
-  type DeliveryRecord,
-  type DeliveryView,
-} from './types';
-import { foldReceipt, type DeliveryReceipt, type IncomingReceipt } from './receipt';
+  rows,
+  rowToRecord,
+  rowToView,
+  VIEW_COLUMNS,
+  type DeliveryRow,
+  type ViewRow,
+} from './database-records';
 
-interface StoredReceipt extends Omit<DeliveryReceipt, 'receivedAt' | 'occurredAt'> {
-  receivedAt: string;
-  occurredAt?: string;
-}
-
-function toStoredReceipt(r: DeliveryReceipt): StoredReceipt {
-  const { receivedAt, occurredAt, ...rest } = r;
-  const stored: StoredReceipt = { ...rest, receivedAt: receivedAt.toISOString() };
-  if (occurredAt !== undefined) stored.occurredAt = occurredAt.toISOString();
-  return stored;
-}
-
-function fromStoredReceipt(r: StoredReceipt): DeliveryReceipt {
-  const { receivedAt, occurredAt, ...rest } = r;
-  const receipt: DeliveryReceipt = { ...rest, receivedAt: new Date(receivedAt) };
-  if (occurredAt !== undefined) receipt.occurredAt = new Date(occurredAt);
-  return receipt;
-}
-
-interface StoredAttempt {
-  number: number;
-  startedAt: string;
-  durationMs: number;
-  outcome: DeliveryAttempt['outcome'];
-  backend?: string;
-  error?: string;
-  providerReference?: string;
-  providerCode?: string;
-}
-
-interface DeliveryRow {
-  id: string;
-  channel: DeliveryRecord['channel'];
-  backend: string;
-  backend_pinned: boolean;
-  failure: DeliveryRecord['failure'];
-  recipient: string | null;
-  masked_recipient: string;
-  scope: string;
-  idempotency_key: string | null;
-  content_hash: string;
-  payload: unknown;
-  status: DeliveryRecord['status'];
-  attempts: StoredAttempt[] | string;
-  next_attempt_at: Date | string | null;
-  last_error: string | null;
-  provider_reference: string | null;
-  lease_owner: string | null;
-  lease_expires_at: Date | string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  sent_at: Date | string | null;
-  delivered_at: Date | string | null;
-  finished_at: Date | string | null;
-  content_erased_at: Date | string | null;
-  trace_parent: string | null;
-  suppressed_recipients?: string[] | string | null;
-  /** Absent only in rows read before the receipts migration ran. */
-  receipts?: StoredReceipt[] | string;
-  /** Absent only in rows read before migration 20261126120000 ran. */
-  attempts_started?: number;
-}
-
-function toDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(value);
-}
-
-function toDateOrNull(value: Date | string | null): Date | null {
-  return value === null ? null : toDate(value);
-}
-
-function rowToRecord(row: DeliveryRow): DeliveryRecord {
-  const attempts =
-    typeof row.attempts === 'string' ? (JSON.parse(row.attempts) as StoredAttempt[]) : row.attempts;
-  return {
-    id: row.id,
-    channel: row.channel,
-    backend: row.backend,
-    backendPinned: row.backend_pinned,
-    failure: row.failure,
-    recipient: row.recipient,
-    maskedRecipient: row.masked_recipient,
-    scope: row.scope,
-    idempotencyKey: row.idempotency_key,
-    contentHash: row.content_hash,
-    payload: row.payload,
-    status: row.status,
-    attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })),
-    nextAttemptAt: toDateOrNull(row.next_attempt_at),
-    lastError: row.last_error,
-    providerReference: row.provider_reference,
-    leaseOwner: row.lease_owner,
-    leaseExpiresAt: toDateOrNull(row.lease_expires_at),
-    createdAt: toDate(row.created_at),
-    updatedAt: toDate(row.updated_at),
-    sentAt: toDateOrNull(row.sent_at),
-    deliveredAt: toDateOrNull(row.delivered_at),
-    finishedAt: toDateOrNull(row.finished_at),
-    contentErasedAt: toDateOrNull(row.content_erased_at),
-    traceParent: row.trace_parent ?? null,
-    suppressedRecipients:
-      typeof row.suppressed_recipients === 'string'
-        ? (JSON.parse(row.suppressed_recipients) as string[])
-        : (row.suppressed_recipients ?? []),
-    receipts: (typeof row.receipts === 'string'
-      ? (JSON.parse(row.receipts) as StoredReceipt[])
-      : (row.receipts ?? [])
-    ).map(fromStoredReceipt),
-    attemptsStarted: row.attempts_started ?? attempts.length,
-  };
-}
-
-/** The columns of a DeliveryView (ListDeliveries): no content, lease, trace or receipts. */
-const VIEW_COLUMNS = `id, channel, backend, backend_pinned, failure, masked_recipient, scope, idempotency_key,
-  content_hash, status, attempts, next_attempt_at, last_error, provider_reference, created_at, updated_at,
-  sent_at, delivered_at, finished_at, content_erased_at, suppressed_recipients`;
-
-type ViewRow = Omit<
-  DeliveryRow,
-  'recipient' | 'payload' | 'lease_owner' | 'lease_expires_at' | 'trace_parent' | 'receipts'
->;
-
-function rowToView(row: ViewRow): DeliveryView {
-  return toView(
-    rowToRecord({
-      ...row,
-      recipient: null,
-      payload: null,
-      lease_owner: null,
-      lease_expires_at: null,
-      trace_parent: null,
-      receipts: [],
-    }),
-  );
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
+export { DELIVERY_EVENTS_CHANNEL } from './database-event-log';
+export { UNSTORABLE_OUTCOME_ERROR } from './database-outcomes';
 
 /**
  * Whose clock decides leases, due times and "now": `database` (the default) reads `now()` in each
@@ -213,91 +82,9 @@ export interface DatabaseDeliveryStoreOptions {
   maxPendingCreates?: number;
 }
 
-/**
- * SQLSTATEs that say "try again", not "this row is wrong": deadlock (40P01), serialization failure
- * (40001), statement timeout or cancel (57014), too many connections (53300), read-only transaction
- * after a failover (25006), lock not available (55P03). A completion batch that meets one is retried
- * as a whole; any other error splits it (see `settleCompletions`).
- */
-const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
-  '40P01',
-  '40001',
-  '57014',
-  '53300',
-  '25006',
-  '55P03',
-]);
-
-/** Tries of a completion batch that meets transient errors before it is split. */
-const TRANSIENT_TRIES = 5;
-const TRANSIENT_FIRST_WAIT_MS = 50;
-
-/** `last_error` of an outcome that could not be stored as the worker gave it. */
-export const UNSTORABLE_OUTCOME_ERROR = 'the outcome of this attempt could not be stored as reported';
-
-function isTransient(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && TRANSIENT_SQLSTATES.has(code);
-}
-
-/** Text jsonb and text columns accept: lone UTF-16 surrogates become U+FFFD, NUL characters go. */
-function storable(text: string | undefined): string | undefined {
-  return text
-    ?.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
-    .replaceAll('\u0000', '');
-}
-
-/** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
-export const DELIVERY_EVENTS_CHANNEL = 'delivery_events';
-
-/** The events a statement's changed rows (`src`, delivery rows) produce; `reason` is an expression. */
-function eventInsert(src: string, reason = 'last_error'): string {
-  return `INSERT INTO delivery_events (delivery_id, scope, channel, backend, status, failure, reason,
-      provider_reference, occurred_at)
-    SELECT id, scope, channel, backend, status, failure, ${reason}, provider_reference, updated_at FROM ${src}`;
-}
-
-interface EventRow {
-  seq: string | number;
-  delivery_id: string;
-  scope: string;
-  channel: DeliveryRecord['channel'];
-  backend: string;
-  status: DeliveryRecord['status'];
-  failure: DeliveryRecord['failure'];
-  reason: string | null;
-  provider_reference: string | null;
-  occurred_at: Date | string;
-}
-
-function rowToEvent(row: EventRow): DeliveryEvent {
-  return {
-    seq: toNumber(row.seq),
-    deliveryId: row.delivery_id,
-    scope: row.scope,
-    channel: row.channel,
-    backend: row.backend,
-    status: row.status,
-    failure: row.failure,
-    reason: row.reason,
-    providerReference: row.provider_reference,
-    occurredAt: toDate(row.occurred_at),
-  };
-}
-
 interface PendingCreate {
   delivery: NewDelivery;
   payloadJson: string;
-  resolve(value: { record: DeliveryRecord; created: boolean }): void;
-  reject(err: unknown): void;
-}
-
-interface PendingCompletion {
-  id: string;
-  owner: string;
-  result: AttemptResult;
-  resolve(value: DeliveryRecord | null): void;
-  reject(err: unknown): void;
 }
 
 /**
@@ -310,25 +97,15 @@ export class DatabaseDeliveryStore implements DeliveryStore {
   private readonly maxBatchSize: number;
   private readonly maxBatchBytes: number;
   private readonly maxConcurrentBatches: number;
-  private queue: PendingCreate[] = [];
-  /** Creates queued or in a running INSERT. */
-  private pendingCreates = 0;
-  private readonly maxPendingCreates: number;
-  private inFlight = 0;
-  private pumpScheduled = false;
-  private completions: PendingCompletion[] = [];
-  private completionsInFlight = 0;
-  private completionPumpScheduled = false;
-  /** Ids in the completion batches running now. */
-  private readonly completing = new Set<string>();
-  private readonly sequencerBatchSize: number;
+  /** Creates, group-committed (bounded by delivery.max_pending_submits). */
+  private readonly creates: GroupCommit<PendingCreate, { record: DeliveryRecord; created: boolean }>;
+  /** The queue's claims and leases. */
+  private readonly queue: DatabaseLeaseQueue;
+  /** Outcomes (where a delivery becomes SENT, RETRYING or FAILED), group-committed. */
+  private readonly outcomes: DatabaseOutcomeRecorder;
+  /** The event log: reads, and the sequencer that numbers what the store's statements write. */
+  private readonly events: DatabaseDeliveryEventLog;
   private readonly log: Logger;
-  private sequencing: Promise<void> | null = null;
-  private sequenceAgain = false;
-  private readonly sequencerIntervalMs: number;
-  /** When the last pass started (performance.now()); -Infinity before the first. */
-  private lastPassAt = Number.NEGATIVE_INFINITY;
-  private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
   /** True: "now" is the database's (`now()`), and the callers' times only give durations. */
   private readonly databaseClock: boolean;
 
@@ -340,11 +117,33 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     this.maxBatchBytes = Math.max(1, options.maxBatchBytes ?? 8 * 1024 * 1024);
     this.maxConcurrentBatches =
       databaseEngine(knex) === 'pglite' ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
-    this.sequencerBatchSize = Math.max(1, options.sequencerBatchSize ?? 1000);
-    this.sequencerIntervalMs = Math.max(0, options.sequencerIntervalMs ?? 25);
     this.log = (options.logger ?? silentLogger()).child({ component: 'delivery-events' });
+    this.events = new DatabaseDeliveryEventLog(knex, {
+      log: this.log,
+      sequencerBatchSize: options.sequencerBatchSize,
+      sequencerIntervalMs: options.sequencerIntervalMs,
+    });
     this.databaseClock = (options.clock ?? 'database') === 'database';
-    this.maxPendingCreates = options.maxPendingCreates ?? Number.POSITIVE_INFINITY;
+    this.creates = new GroupCommit({
+      flush: (batch) => this.flushCreates(batch),
+      maxBatchSize: this.maxBatchSize,
+      maxBatchBytes: this.maxBatchBytes,
+      sizeOf: (p) => p.payloadJson.length,
+      maxConcurrentFlushes: this.maxConcurrentBatches,
+      maxPending: options.maxPendingCreates ?? Number.POSITIVE_INFINITY,
+      overloaded: () =>
+        new ResourceExhaustedError(
+          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
+        ),
+    });
+    this.queue = new DatabaseLeaseQueue(knex, (now) => this.at(now));
+    this.outcomes = new DatabaseOutcomeRecorder(knex, {
+      log: this.log,
+      at: (now) => this.at(now),
+      onRecorded: () => this.kickSequencer(),
+      maxBatchSize: this.maxBatchSize,
+      maxConcurrentBatches: this.maxConcurrentBatches,
+    });
   }
 
   /** The time to bind for a caller's `now`: null (the database's `now()`) on the database clock. */
@@ -352,66 +151,21 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     return this.databaseClock ? null : now.toISOString();
   }
 
+  /**
+   * Group-committed (shared/storage/group-commit): the submits of one turn, and those that arrive
+   * while earlier batches are in flight, join one statement, bounded by count and payload bytes.
+   * Beyond `maxPendingCreates` waiting: ResourceExhaustedError at once.
+   */
   create(delivery: NewDelivery): Promise<{ record: DeliveryRecord; created: boolean }> {
-    if (this.pendingCreates >= this.maxPendingCreates) {
-      return Promise.reject(
-        new ResourceExhaustedError(
-          'too many sends are waiting for the database; retry later (delivery.max_pending_submits)',
-        ),
-      );
-    }
-    const payloadJson = JSON.stringify(delivery.payload);
-    this.pendingCreates++;
-    return new Promise<{ record: DeliveryRecord; created: boolean }>((resolve, reject) => {
-      const done = () => this.pendingCreates--;
-      this.queue.push({
-        delivery,
-        payloadJson,
-        resolve: (value) => {
-          done();
-          resolve(value);
-        },
-        reject: (err) => {
-          done();
-          reject(err);
-        },
-      });
-      if (!this.pumpScheduled) {
-        this.pumpScheduled = true;
-        // Let the submits of this tick join one statement.
-        setImmediate(() => {
-          this.pumpScheduled = false;
-          this.pump();
-        });
-      }
-    });
+    return this.creates.add({ delivery, payloadJson: JSON.stringify(delivery.payload) });
   }
 
-  private pump(): void {
-    while (this.inFlight < this.maxConcurrentBatches && this.queue.length > 0) {
-      // A batch is bounded by count and by payload bytes (always at least one delivery).
-      let bytes = 0;
-      let n = 0;
-      while (n < this.queue.length && n < this.maxBatchSize) {
-        bytes += this.queue[n]!.payloadJson.length;
-        if (n > 0 && bytes > this.maxBatchBytes) break;
-        n++;
-      }
-      const batch = this.queue.splice(0, n);
-      this.inFlight++;
-      void this.insertBatch(batch)
-        .then(
-          (results) => {
-            if (results.some((r) => r.created)) this.kickSequencer();
-            batch.forEach((p, i) => p.resolve(results[i]!));
-          },
-          (err: unknown) => batch.forEach((p) => p.reject(err)),
-        )
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-        });
-    }
+  private async flushCreates(
+    batch: readonly PendingCreate[],
+  ): Promise<PromiseSettledResult<{ record: DeliveryRecord; created: boolean }>[]> {
+    const results = await this.insertBatch(batch);
+    if (results.some((r) => r.created)) this.kickSequencer();
+    return fulfilled(results);
   }
 
   /**
@@ -565,55 +319,12 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     };
   }
 
-  /**
-   * A loose index scan of `deliveries_due_idx`: the distinct (channel, backend) pairs of the queue,
-   * one index probe each, then one due, unleased row per pair (the leased due rows it may step over
-   * are the attempts in flight). A few pages per backend, whatever the backlog; `SELECT DISTINCT`
-   * over the due rows read all of them on every poll.
-   */
-  async dueBackends(now: Date): Promise<DueBackend[]> {
-    const at = this.at(now);
-    return rows<DueBackend>(
-      await this.knex.raw(
-        `WITH RECURSIVE pairs(channel, backend) AS (
-           (SELECT channel, backend FROM deliveries WHERE status IN ('pending', 'retrying')
-            ORDER BY channel, backend LIMIT 1)
-           UNION ALL
-           SELECT n.channel, n.backend FROM pairs p CROSS JOIN LATERAL (
-             SELECT d.channel, d.backend FROM deliveries d
-             WHERE d.status IN ('pending', 'retrying') AND (d.channel, d.backend) > (p.channel, p.backend)
-             ORDER BY d.channel, d.backend LIMIT 1) n
-         )
-         SELECT p.channel, p.backend FROM pairs p
-         WHERE EXISTS (SELECT 1 FROM deliveries q
-           WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
-             AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
-             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now())))`,
-        [at, at],
-      ),
-    );
+  dueBackends(now: Date): Promise<DueBackend[]> {
+    return this.queue.dueBackends(now);
   }
 
-  async claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
-    const at = this.at(request.now);
-    // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
-    // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
-    // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
-    // SKIP LOCKED) this method used to send, with its plan kept per connection.
-    const claimed = rows<DeliveryRow>(
-      await this.knex.raw(
-        'SELECT * FROM delivery_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::interval, ?::integer)',
-        [
-          request.channel,
-          request.backend,
-          request.owner,
-          at,
-          `${request.leaseMs} milliseconds`,
-          request.limit,
-        ],
-      ),
-    ).map(rowToRecord);
-    return claimed.sort((a, b) => a.nextAttemptAt!.getTime() - b.nextAttemptAt!.getTime());
+  claim(request: ClaimRequest): Promise<DeliveryRecord[]> {
+    return this.queue.claim(request);
   }
 
   /**
@@ -621,435 +332,70 @@ export class DatabaseDeliveryStore implements DeliveryStore {
    * batches are in flight) go into one UPDATE, each row still conditional on its owner's lease.
    */
   completeAttempt(id: string, owner: string, result: AttemptResult): Promise<DeliveryRecord | null> {
-    return new Promise((resolve, reject) => {
-      this.completions.push({ id, owner, result, resolve, reject });
-      if (!this.completionPumpScheduled) {
-        this.completionPumpScheduled = true;
-        setImmediate(() => {
-          this.completionPumpScheduled = false;
-          this.pumpCompletions();
-        });
-      }
-    });
+    return this.outcomes.record(id, owner, result);
   }
 
-  private pumpCompletions(): void {
-    while (this.completionsInFlight < this.maxConcurrentBatches && this.completions.length > 0) {
-      // One row per id in a statement (UPDATE ... FROM applies one source row per target row): a
-      // second outcome for the same id waits for a later batch, and not one running beside the
-      // batch that has the first (the second could commit first), so each is judged in order.
-      const batch: PendingCompletion[] = [];
-      const ids = new Set<string>();
-      const rest: PendingCompletion[] = [];
-      for (const c of this.completions) {
-        if (batch.length < this.maxBatchSize && !ids.has(c.id) && !this.completing.has(c.id)) {
-          ids.add(c.id);
-          batch.push(c);
-        } else rest.push(c);
-      }
-      if (batch.length === 0) return;
-      this.completions = rest;
-      this.completionsInFlight++;
-      for (const id of ids) this.completing.add(id);
-      void this.settleCompletions(batch)
-        .catch((err: unknown) => batch.forEach((c) => c.reject(err)))
-        .finally(() => {
-          for (const id of ids) this.completing.delete(id);
-          this.completionsInFlight--;
-          this.pumpCompletions();
-        });
-    }
+  defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
+    return this.queue.defer(id, owner, request);
   }
 
-  /**
-   * Writes a batch of outcomes and answers each caller; one bad row never takes the others with it.
-   * The database unreachable: every caller gets the error (the worker retries while it runs).
-   * A transient error (TRANSIENT_SQLSTATES): the batch again, a few times with a growing wait. Any
-   * other error: the batch is split in halves, each settled the same way, down to the one row that
-   * fails alone; that row is written once more with its texts made storable (lone surrogates,
-   * NUL), then, failing that, with no texts but UNSTORABLE_OUTCOME_ERROR. Its status is kept in
-   * both: a SENT outcome stays SENT (recording it otherwise would invite a resend).
-   */
-  private async settleCompletions(batch: PendingCompletion[]): Promise<void> {
-    let failure: unknown;
-    for (let tries = 1, wait = TRANSIENT_FIRST_WAIT_MS; ; tries++, wait *= 2) {
-      try {
-        const results = await this.completeBatch(batch);
-        if (results.some((r) => r !== null)) this.kickSequencer();
-        batch.forEach((c, i) => c.resolve(results[i]!));
-        return;
-      } catch (err) {
-        if (isDatabaseUnavailable(err)) {
-          batch.forEach((c) => c.reject(err));
-          return;
-        }
-        failure = err;
-        if (!isTransient(err) || tries >= TRANSIENT_TRIES) break;
-        this.log.warn(
-          { err, rows: batch.length, retryInMs: wait },
-          'recording outcomes: transient error, retrying',
-        );
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-    if (batch.length > 1) {
-      const half = Math.ceil(batch.length / 2);
-      await this.settleCompletions(batch.slice(0, half));
-      await this.settleCompletions(batch.slice(half));
-      return;
-    }
-    const [one] = batch as [PendingCompletion];
-    this.log.error(
-      { err: failure, deliveryId: one.id },
-      'an outcome could not be stored; storing it sanitised',
-    );
-    const { attempt } = one.result;
-    const cleaned: AttemptResult = {
-      ...one.result,
-      lastError: storable(one.result.lastError),
-      attempt: attempt && {
-        ...attempt,
-        error: storable(attempt.error),
-        providerReference: storable(attempt.providerReference),
-        providerCode: storable(attempt.providerCode),
-      },
-    };
-    const bare: AttemptResult = {
-      ...one.result,
-      lastError: UNSTORABLE_OUTCOME_ERROR,
-      backend: storable(one.result.backend),
-      attempt: attempt && {
-        number: attempt.number,
-        startedAt: attempt.startedAt,
-        durationMs: attempt.durationMs,
-        outcome: attempt.outcome,
-        backend: storable(attempt.backend),
-        error: UNSTORABLE_OUTCOME_ERROR,
-      },
-    };
-    for (const result of [cleaned, bare]) {
-      try {
-        const [record] = await this.completeBatch([{ ...one, result }]);
-        if (record) this.kickSequencer();
-        one.resolve(record ?? null);
-        return;
-      } catch (err) {
-        failure = err;
-        if (isDatabaseUnavailable(err)) break;
-      }
-    }
-    one.reject(failure);
+  release(ids: readonly string[], owner: string, now: Date): Promise<number> {
+    return this.queue.release(ids, owner, now);
   }
 
-  private async completeBatch(batch: PendingCompletion[]): Promise<(DeliveryRecord | null)[]> {
-    const input = batch.map(({ id, owner, result }) => {
-      const attempts: StoredAttempt[] = result.attempt
-        ? [{ ...result.attempt, startedAt: result.attempt.startedAt.toISOString() }]
-        : [];
-      return {
-        id,
-        owner,
-        status: result.status,
-        attempt: JSON.stringify(attempts),
-        // A delay after `at`: on the database clock the retry is due `delay` after the database's now.
-        next_delay_ms:
-          result.nextAttemptAt === null
-            ? null
-            : Math.max(0, result.nextAttemptAt.getTime() - result.now.getTime()),
-        backend: result.backend ?? null,
-        failure: result.status === 'failed' ? (result.failure ?? null) : null,
-        last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
-        provider_reference: result.attempt?.providerReference ?? null,
-        at: this.at(result.now),
-      };
-    });
-    // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
-    // the batch, each row only while its owner holds the lease and it is not final, plus the changed
-    // rows' events, with its plan kept per connection. The ids again as an array: the planner cannot
-    // see into jsonb_to_recordset (it guesses 100 rows) and, with the queued rows a large part of the
-    // table in its statistics, scanned the whole table for every batch; `id = ANY(array)` makes it a
-    // primary-key lookup of exactly these rows (README, "Throughput (issue 10)").
-    const updated = rows<DeliveryRow>(
-      await this.knex.raw('SELECT * FROM delivery_complete(?::jsonb, ?::uuid[])', [
-        JSON.stringify(input),
-        batch.map((c) => c.id),
-      ]),
-    );
-    const byId = new Map(updated.map((r) => [r.id, rowToRecord(r)]));
-    return batch.map((c) => byId.get(c.id) ?? null);
+  leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
+    return this.queue.leaveOut(id, owner, request);
   }
 
-  async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
-    const found = rows<{ id: string }>(
-      await this.knex.raw(
-        `UPDATE deliveries SET next_attempt_at = COALESCE(?::timestamptz, now()) + ? * interval '1 millisecond',
-           lease_owner = NULL, lease_expires_at = NULL, updated_at = COALESCE(?::timestamptz, now()),
-           attempts_started = GREATEST(attempts_started - 1, 0)
-         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
-         RETURNING id`,
-        [
-          this.at(request.now),
-          Math.max(0, request.nextAttemptAt.getTime() - request.now.getTime()),
-          this.at(request.now),
-          id,
-          owner,
-        ],
-      ),
-    );
-    return found.length > 0;
-  }
-
-  async release(ids: readonly string[], owner: string, now: Date): Promise<number> {
-    if (ids.length === 0) return 0;
-    return rows<{ id: string }>(
-      await this.knex.raw(
-        `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL,
-           updated_at = COALESCE(?::timestamptz, now()), attempts_started = GREATEST(attempts_started - 1, 0)
-         WHERE id IN (SELECT jsonb_array_elements_text(?::jsonb)::uuid) AND lease_owner = ?
-         RETURNING id`,
-        [this.at(now), JSON.stringify(ids), owner],
-      ),
-    ).length;
-  }
-
-  async leaveOut(id: string, owner: string, request: LeaveOutRequest): Promise<boolean> {
-    const found = rows<{ id: string }>(
-      await this.knex.raw(
-        `UPDATE deliveries SET recipient = ?, masked_recipient = ?, payload = ?::jsonb,
-           suppressed_recipients = ?::jsonb, updated_at = ?
-         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
-         RETURNING id`,
-        [
-          request.recipient,
-          request.maskedRecipient,
-          JSON.stringify(request.payload),
-          JSON.stringify(request.suppressedRecipients),
-          request.now.toISOString(),
-          id,
-          owner,
-        ],
-      ),
-    );
-    return found.length > 0;
-  }
-
-  async findByProviderReference(
+  findByProviderReference(
     channel: DeliveryRecord['channel'],
     reference: string,
     backend?: string,
   ): Promise<DeliveryRecord | null> {
-    const [row] = rows<DeliveryRow>(
-      await this.knex.raw(
-        `SELECT * FROM deliveries WHERE provider_reference = ? AND channel = ?
-         ${backend === undefined ? '' : 'AND backend = ?'}
-         ORDER BY created_at DESC, id DESC LIMIT 1`,
-        backend === undefined ? [reference, channel] : [reference, channel, backend],
-      ),
-    );
-    return row ? rowToRecord(row) : null;
+    return findByProviderReference(this.knex, channel, reference, backend);
   }
 
-  /**
-   * One transaction: the row is locked (FOR UPDATE), folded in TypeScript by the same rule as the
-   * memory store, and written back, so concurrent receipts for one delivery apply one after the other.
-   */
   async applyReceipt(id: string, receipt: IncomingReceipt, now: Date) {
-    const applied = await this.knex.transaction(async (trx) => {
-      const [row] = rows<DeliveryRow>(
-        await trx.raw('SELECT * FROM deliveries WHERE id = ? FOR UPDATE', [id]),
-      );
-      if (!row) return null;
-      const fold = foldReceipt(rowToRecord(row), receipt, now);
-      const c = fold.changes;
-      const iso = (d: Date | null) => (d === null ? null : d.toISOString());
-      const [updated] = rows<DeliveryRow>(
-        await trx.raw(
-          `UPDATE deliveries SET status = ?, failure = ?, receipts = ?::jsonb, delivered_at = ?,
-             finished_at = ?, next_attempt_at = ?, updated_at = ?
-           WHERE id = ? RETURNING *`,
-          [
-            c.status,
-            c.failure,
-            JSON.stringify(c.receipts.map(toStoredReceipt)),
-            iso(c.deliveredAt),
-            iso(c.finishedAt),
-            iso(c.nextAttemptAt),
-            c.updatedAt.toISOString(),
-            id,
-          ],
-        ),
-      );
-      // Only a receipt that moved the record (status or cause) is a change to watch.
-      if (fold.effect === 'applied') {
-        await trx.raw(`${eventInsert('deliveries', '?::text')} WHERE id = ?`, [receiptReason(receipt), id]);
-      }
-      return { record: rowToRecord(updated!), fold };
-    });
+    const applied = await applyReceipt(this.knex, id, receipt, now);
     if (applied?.fold.effect === 'applied') this.kickSequencer();
     return applied;
   }
 
-  async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
-    // Delete first: what is about to go need not be erased.
-    // The records' events go with them, and each scope's horizon moves up to the highest seq purged,
-    // in the same statement: a cursor below the horizon gets a RESET, never a silent gap.
-    const deleted = rows<{ id: string }>(
-      await this.knex.raw(
-        `WITH gone AS (DELETE FROM deliveries WHERE id IN (
-           SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
-         RETURNING id),
-         ev AS (DELETE FROM delivery_events e USING gone WHERE e.delivery_id = gone.id
-           RETURNING e.scope, e.seq),
-         hz AS (INSERT INTO delivery_event_horizon (scope, purged_through)
-           SELECT scope, max(seq) FROM ev WHERE seq IS NOT NULL GROUP BY scope
-           ON CONFLICT (scope) DO UPDATE
-             SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through))
-         SELECT id FROM gone`,
-        [request.deleteBefore.toISOString(), request.batchSize],
-      ),
-    ).length;
-    const erased = rows<{ id: string }>(
-      await this.knex.raw(
-        `UPDATE deliveries SET payload = NULL, recipient = NULL, content_erased_at = ?
-         WHERE id IN (
-           SELECT id FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
-           ORDER BY finished_at LIMIT ?)
-         RETURNING id`,
-        [request.now.toISOString(), request.eraseBefore.toISOString(), request.batchSize],
-      ),
-    ).length;
-    return { erased, deleted };
+  purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
+    return purgeExpired(this.knex, request);
   }
 
-  async queueStats(now: Date): Promise<QueueStats> {
-    const at = this.at(now);
-    const found = rows<{ status: 'pending' | 'retrying'; n: number | string; oldest: Date | string | null }>(
-      await this.knex.raw(
-        `SELECT status, count(*) AS n,
-           min(CASE WHEN next_attempt_at <= COALESCE(?::timestamptz, now())
-               AND (lease_expires_at IS NULL OR lease_expires_at <= COALESCE(?::timestamptz, now()))
-               THEN next_attempt_at END) AS oldest
-         FROM deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`,
-        [at, at],
-      ),
-    );
-    const queued = { pending: 0, retrying: 0 };
-    let oldestDueAt: Date | null = null;
-    for (const r of found) {
-      queued[r.status] = toNumber(r.n);
-      const oldest = toDateOrNull(r.oldest);
-      if (oldest && (oldestDueAt === null || oldest < oldestDueAt)) oldestDueAt = oldest;
-    }
-    return { queued, oldestDueAt };
+  queueStats(now: Date): Promise<QueueStats> {
+    return this.queue.queueStats(now);
   }
 
   async ping(): Promise<void> {
     await this.knex.raw('SELECT 1');
   }
 
-  async eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]> {
-    if (query.scopes.length === 0) return [];
-    const where = ['seq > ?', 'scope = ANY(?::text[])'];
-    const bindings: Knex.RawBinding[] = [query.after, query.scopes as string[]];
-    const { channels, backends, statuses } = query.filter ?? {};
-    for (const [column, values] of [
-      ['channel', channels],
-      ['backend', backends],
-      ['status', statuses],
-    ] as const) {
-      if (values?.length) {
-        where.push(`${column} = ANY(?::text[])`);
-        bindings.push([...values]);
-      }
-    }
-    bindings.push(query.limit);
-    return rows<EventRow>(
-      await this.knex.raw(
-        `SELECT seq, delivery_id, scope, channel, backend, status, failure, reason, provider_reference,
-           occurred_at
-         FROM delivery_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`,
-        bindings,
-      ),
-    ).map(rowToEvent);
+  eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]> {
+    return this.events.eventsAfter(query);
   }
 
-  async latestEventSeq(): Promise<number> {
-    const [row] = rows<{ last_seq: string | number }>(
-      await this.knex.raw('SELECT last_seq FROM delivery_event_counter WHERE id = 1'),
-    );
-    return row ? toNumber(row.last_seq) : 0;
+  latestEventSeq(): Promise<number> {
+    return this.events.latestEventSeq();
   }
 
-  async eventHorizon(scope: string): Promise<number> {
-    const [row] = rows<{ purged_through: string | number }>(
-      await this.knex.raw('SELECT purged_through FROM delivery_event_horizon WHERE scope = ?', [scope]),
-    );
-    return row ? toNumber(row.purged_through) : 0;
+  eventHorizon(scope: string): Promise<number> {
+    return this.events.eventHorizon(scope);
   }
 
   onEventsSequenced(listener: (latestSeq: number) => void): () => void {
-    this.sequencedListeners.add(listener);
-    return () => this.sequencedListeners.delete(listener);
+    return this.events.onEventsSequenced(listener);
   }
 
   /** After a local commit that wrote events: number them soon (failures wait for the next trigger). */
   private kickSequencer(): void {
-    this.sequenceEvents().catch((err: unknown) =>
-      this.log.warn({ err }, 'sequencing delivery events failed; the next commit or sweep retries'),
-    );
+    this.events.kick();
   }
 
-  /**
-   * The sequencer. One pass per process at a time (a call during a pass asks for one more pass and
-   * shares its promise), one transaction per batch, and across replicas one transaction at a time
-   * (a transaction advisory lock; a replica waiting for it then sees every row committed meanwhile,
-   * since each statement under READ COMMITTED takes a fresh snapshot). It numbers committed rows that
-   * have no seq yet, in id order, from the counter row: gap-free, and a batch becomes visible at
-   * once, so a reader never sees seq N+1 before N. Then it NOTIFYs the other replicas and tells the
-   * local listeners. Writers never wait for it: no per-caller lock on the send path.
-   */
+  /** Numbers the committed events that have none yet (see DatabaseDeliveryEventLog.sequenceEvents). */
   sequenceEvents(): Promise<void> {
-    this.sequenceAgain = true;
-    if (!this.sequencing) {
-      this.sequencing = this.runSequencer().finally(() => {
-        this.sequencing = null;
-      });
-    }
-    return this.sequencing;
-  }
-
-  private async runSequencer(): Promise<void> {
-    while (this.sequenceAgain) {
-      // Under load, wait out the interval since the last pass began: the commits meanwhile join this
-      // pass (each pass has a fixed cost of about 0.2 ms of PostgreSQL CPU plus a round trip, and
-      // numbered one or two events when every commit started its own). A watcher may see an event up
-      // to the interval later; a quiet spell's first commit does not wait.
-      const wait = this.lastPassAt + this.sequencerIntervalMs - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      this.sequenceAgain = false;
-      this.lastPassAt = performance.now();
-      let numbered: number;
-      do {
-        const { count, latest } = await this.sequenceBatch();
-        numbered = count;
-        if (count > 0) for (const listener of this.sequencedListeners) listener(latest);
-      } while (numbered === this.sequencerBatchSize);
-    }
-  }
-
-  /**
-   * One pass: one statement, `delivery_events_sequence` (migration 20261125000000): the advisory lock,
-   * the numbering from the counter row and the NOTIFY, in the statement's own transaction.
-   */
-  private async sequenceBatch(): Promise<{ count: number; latest: number }> {
-    const [row] = rows<{ sequenced: string | number | null; latest_seq: string | number | null }>(
-      await this.knex.raw('SELECT sequenced, latest_seq FROM delivery_events_sequence(?, ?)', [
-        this.sequencerBatchSize,
-        DELIVERY_EVENTS_CHANNEL,
-      ]),
-    );
-    const count = row?.sequenced == null ? 0 : toNumber(row.sequenced);
-    const latest = row?.latest_seq == null ? 0 : toNumber(row.latest_seq);
-    return { count, latest };
+    return this.events.sequenceEvents();
   }
 }

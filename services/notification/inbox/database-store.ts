@@ -14,6 +14,7 @@
 import type { Knex } from 'knex';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { DatabaseJobLease } from '../../../shared/storage/periodic-job';
+import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import {
@@ -38,12 +39,6 @@ export interface DatabaseInboxStoreOptions {
   maxBatchSize?: number;
   /** Send transactions in flight at once (default 2; always 1 on PGlite, which has one connection). */
   maxConcurrentBatches?: number;
-}
-
-interface PendingSend {
-  message: NewInboxMessage;
-  resolve(value: { message: InboxMessage; event: StoredInboxEvent }): void;
-  reject(err: unknown): void;
 }
 
 interface MessageRow {
@@ -134,13 +129,9 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
   readonly backend = 'database' as const;
   private readonly log: Logger;
   private readonly notifier: CommitNotifier;
-  private readonly maxBatchSize: number;
-  private readonly maxConcurrentBatches: number;
   private readonly isPglite: boolean;
   private readonly lease: DatabaseJobLease;
-  private queue: PendingSend[] = [];
-  private inFlight = 0;
-  private pumpScheduled = false;
+  private readonly sends: GroupCommit<NewInboxMessage, { message: InboxMessage; event: StoredInboxEvent }>;
 
   constructor(
     private readonly knex: Knex,
@@ -149,53 +140,34 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
     this.log = (options.logger ?? silentLogger()).child({ component: 'inbox-store', backend: 'database' });
     this.notifier = new CommitNotifier((err) => this.log.error({ err }, 'commit listener failed'));
     this.isPglite = databaseEngine(knex) === 'pglite';
-    this.maxBatchSize = Math.max(1, options.maxBatchSize ?? 256);
-    this.maxConcurrentBatches = this.isPglite ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2);
+    this.sends = new GroupCommit({
+      flush: (batch) => this.flush(batch),
+      maxBatchSize: Math.max(1, options.maxBatchSize ?? 256),
+      maxConcurrentFlushes: this.isPglite ? 1 : Math.max(1, options.maxConcurrentBatches ?? 2),
+    });
     this.lease = new DatabaseJobLease(knex, { table: 'inbox_maintenance', logger: options.logger });
   }
 
+  /** Group-committed (shared/storage/group-commit): the sends of one turn share a transaction. */
   send(message: NewInboxMessage): Promise<{ message: InboxMessage; event: StoredInboxEvent }> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ message, resolve, reject });
-      if (!this.pumpScheduled) {
-        this.pumpScheduled = true;
-        // Let the sends of this tick join one batch.
-        setImmediate(() => {
-          this.pumpScheduled = false;
-          this.pump();
-        });
-      }
-    });
+    return this.sends.add(message);
   }
 
-  private pump(): void {
-    while (this.inFlight < this.maxConcurrentBatches && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatchSize);
-      this.inFlight++;
-      void this.flush(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
-  }
-
-  private async flush(batch: PendingSend[]): Promise<void> {
-    try {
-      const results = await this.retryOnDeadlock(() =>
-        this.knex.transaction((trx) => this.sendBatch(trx, batch)),
-      );
-      batch.forEach((p, i) => p.resolve(results[i]!));
-      for (const r of results) this.notifier.emit(r.event.userId, r.event.seq);
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-    }
+  /** One transaction for a batch of sends; an error fails the whole batch (the batcher answers every caller). */
+  private async flush(
+    batch: readonly NewInboxMessage[],
+  ): Promise<PromiseSettledResult<{ message: InboxMessage; event: StoredInboxEvent }>[]> {
+    const results = await this.retryOnDeadlock(() =>
+      this.knex.transaction((trx) => this.sendBatch(trx, batch)),
+    );
+    for (const r of results) this.notifier.emit(r.event.userId, r.event.seq);
+    return fulfilled(results);
   }
 
   private async sendBatch(
     trx: Knex.Transaction,
-    batch: PendingSend[],
+    messages: readonly NewInboxMessage[],
   ): Promise<{ message: InboxMessage; event: StoredInboxEvent }[]> {
-    const messages = batch.map((p) => p.message);
     const userIds = [...new Set(messages.map((m) => m.userId))];
     await this.lockUsers(trx, userIds);
     const insert = messages.map((m) => ({
