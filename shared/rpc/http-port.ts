@@ -25,6 +25,7 @@ import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
 import { connectCodeName, httpStatusForCode, sendJsonError, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
+import { drainedOrClosed } from '../http/drain';
 import type { Logger } from '../logging/logger';
 import type { RpcAccess } from './access';
 import { countedKey, streamStartKey, transportKey } from './context';
@@ -199,18 +200,6 @@ function nodeHeaders(headers: Headers | undefined): Record<string, string | stri
     out[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
   });
   return out;
-}
-
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /** Writes a universal response (a stream's headers may be on the wire already: streamStartKey). */

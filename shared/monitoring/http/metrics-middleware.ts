@@ -14,6 +14,7 @@ import type { Counter, Gauge, Histogram } from '../instruments';
 import { loadPromClient, type PromClientLoader } from '../prom-loader';
 import { chainHandler, isAuthorized, pathOf, sendMethodNotAllowed, sendUnauthorized } from './auth';
 import { sendJsonError } from '../../http/errors';
+import { drainedOrClosed } from '../../http/drain';
 
 /** A plain Node request handler. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -66,7 +67,7 @@ export async function sendMetrics(
         res.writeHead(200, headers);
         started = true;
       }
-      if (!res.write(piece)) await drained(res);
+      if (!res.write(piece)) await drainedOrClosed(res);
     }
     if (!started) res.writeHead(200, headers);
     res.end();
@@ -75,19 +76,6 @@ export async function sendMetrics(
     if (started) res.destroy();
     else sendJsonError(res, 'internal', 'internal error');
   }
-}
-
-/** Resolves when `res` can take more, or is closed. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /** Names of the request metrics (the counter is exported as `http_requests_total`). */
