@@ -17,6 +17,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
 import { isE164 } from '../../../shared/text/e164';
 import type { Channel } from './driver';
+import { CHANNELS } from './types';
 import { maskRecipient } from './mask';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
 
@@ -470,8 +471,6 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     };
   }
 }
-
-const CHANNELS: readonly Channel[] = ['email', 'sms', 'push'];
 
 function checkChannel(channel: unknown): Channel {
   if (!CHANNELS.includes(channel as Channel)) {
