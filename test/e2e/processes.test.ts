@@ -221,7 +221,8 @@ test('a SIGTERM that arrives while the process starts stops it cleanly once star
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' can come before the last lines of stdout have been read.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   createInterface({ input: child.stdout! }).on('line', (line) => {
     lines.push(line);
     // The first line is written before the server is built: signal right then.

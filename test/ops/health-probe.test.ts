@@ -6,11 +6,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ServingStatusReporter } from '../../shared/rpc/grpc-health';
 import { runHealthProbe } from '../../shared/runtime/health-probe';
 import { startNotificationApp } from '../support/notification-app';
+import { refusedPort } from '../support/ports';
 
 const ROOT = join(__dirname, '..', '..');
 const SOURCE = join(ROOT, 'shared', 'runtime', 'health-probe.ts');
@@ -36,15 +36,6 @@ function runCompiledProbe(args: string[]): Promise<{ code: number | null; output
       (_e, stdout, stderr) => resolve({ code: child.exitCode, output: `${stdout}${stderr}` }),
     );
   });
-}
-
-/** A port that was free a moment ago: listen on 0, note the port, close. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A grpc-js server with only the health service, reporting NOT_SERVING (as while starting or draining). */
@@ -85,7 +76,7 @@ describe('the gRPC health probe of the container image', () => {
   });
 
   test('When nothing listens on the port, the probe process exits 1 saying unreachable', async () => {
-    const run = await runCompiledProbe([`127.0.0.1:${await closedPort()}`]);
+    const run = await runCompiledProbe([`127.0.0.1:${await refusedPort()}`]);
     expect(run.output).toContain('unreachable');
     expect(run.code).toBe(1);
   });

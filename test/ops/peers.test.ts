@@ -30,7 +30,7 @@ function startPeers(env: Record<string, string>): Peers {
   });
   child.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, output: () => output, exited };
 }
 

@@ -12,11 +12,12 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { waitFor } from '../support/wait';
+import { reservePort } from '../support/ports';
 
 const ROOT = join(__dirname, '..', '..');
 // Generous: the first PGlite start on a loaded 2-core machine takes 20 s or more. Deadlines against
@@ -36,17 +37,6 @@ function tourBlocks(markdown: string): { step: string; script: string }[] {
   const fence = /^```sh tour:([a-z-]+)\n([\s\S]*?)^```$/gm;
   for (const m of markdown.matchAll(fence)) blocks.push({ step: m[1]!, script: m[2]! });
   return blocks;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether a TCP connection to localhost:`port` is refused (nothing listens any more). */
@@ -137,7 +127,8 @@ describe('the README tour, run as printed', () => {
       }, STEP_TIMEOUT_MS);
       child.stdout.on('data', (c: Buffer) => output.append(c));
       child.stderr.on('data', (c: Buffer) => output.append(c));
-      child.once('exit', (code) => {
+      // 'close' (stdout and stderr read to their end), not 'exit', which can come first.
+      child.once('close', (code) => {
         clearTimeout(timer);
         resolve({ code, output: output.text });
       });
@@ -173,7 +164,7 @@ describe('the README tour, run as printed', () => {
     }
 
     dir = mkdtempSync(join(tmpdir(), 'tour-'));
-    for (const p of ['50051', '8080', '50052', '8081', '1025', '4010']) ports.set(p, await freePort());
+    for (const p of ['50051', '8080', '50052', '8081', '1025', '4010']) ports.set(p, await reservePort());
     writeFileSync(join(dir, 'tour.yaml'), localize(readFileSync(join(ROOT, 'config', 'tour.yaml'), 'utf8')));
 
     // A reader's shell: no SVC_* left over from this test run, no jest NODE_OPTIONS.
@@ -306,12 +297,12 @@ describe('the README tour, run as printed', () => {
     const id = /"alertId": "([0-9a-f-]{36})"/.exec(raised.output)?.[1];
     expect(id).toBeDefined();
 
+    // The peer prints the envelope line and the body in separate writes: wait for the body too.
     await waitFor(
-      () => peers().includes('to ops@example.com: "[HIGH] Disk almost full"'),
-      'the alert email at the SMTP peer',
+      () => peers().includes('to ops@example.com: "[HIGH] Disk almost full"') && peers().includes(`Alert id: ${id}`),
+      'the alert email, with its alert id, at the SMTP peer',
       STEP_TIMEOUT_MS,
     );
-    expect(peers()).toContain(`Alert id: ${id}`);
 
     const out = await runUntil(
       'status',

@@ -7,9 +7,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { reservePort } from './ports';
 
 export interface RunningCluster {
   url: string;
@@ -37,25 +37,13 @@ function findBinDir(): string {
   );
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** Starts a cluster owned by the `postgres` OS user (root cannot run the server itself). */
 export async function startCluster(): Promise<RunningCluster> {
   const bin = findBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   chmodSync(dir, 0o777);
   const data = join(dir, 'data');
-  const port = await freePort();
+  const port = await reservePort();
   const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const run = (cmd: string, args: string[]) =>
     asRoot

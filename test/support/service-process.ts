@@ -79,7 +79,7 @@ export async function startServiceProcess(
   });
   options.onSpawn?.(child);
   const logs: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     const done = await Promise.race([exited.then(() => true), sleep(graceMs, false, { ref: false })]);

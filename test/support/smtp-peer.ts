@@ -6,7 +6,7 @@
  * every answer to DATA, `delayMs` to answer it late, and `stop()` / `start()` on the same port, so a service configured with the
  * port meets a relay that is down (connection refused) and later up again.
  */
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
@@ -224,17 +224,5 @@ export async function startSmtpPeer(server: Partial<SMTPServerOptions> = {}): Pr
   return peer;
 }
 
-/**
- * A free loopback port for a peer that must be down when the service starts: the service is told
- * the port, and `createSmtpPeer({ port })` listens on it later.
- */
-export async function reservePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** A free loopback port for a peer that must be down when the service starts (see ports.ts). */
+export { reservePort } from './ports';

@@ -9,7 +9,6 @@
  * (smtp-server, the SendGrid v3 and Twilio stand-ins, HTTP/2 APNs servers); memory store and real
  * PostgreSQL.
  */
-import { createServer } from 'node:net';
 import {
   AttemptOutcome,
   Channel,
@@ -41,6 +40,7 @@ import {
   type TwilioPeer,
 } from '../channels/sms/twilio-peer';
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../channels/push/push-peers';
+import { refusedPort } from '../../support/ports';
 
 const TOKEN = 'token-failover-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -70,15 +70,6 @@ type WireDelivery = {
 /** The mail sends an http_api stand-in received (its health probes left out). */
 function mailSends(api: V3Peer): V3Request[] {
   return api.requests.filter((r) => r.method === 'POST' && r.path === '/v3/mail/send');
-}
-
-/** A port nothing listens on: a backend there meets connection refused. */
-async function refusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Test settings of a smtp mailer backend at `port`. */

@@ -3,7 +3,6 @@
  * session the server ends are outages (the RPC layer answers UNAVAILABLE), a wrong query is not
  * (INTERNAL). Found by the faults suite: with PostgreSQL halted every call answered INTERNAL.
  */
-import { createServer } from 'node:net';
 
 import { Code } from '@connectrpc/connect';
 import knexFactory from 'knex';
@@ -12,16 +11,7 @@ import { Client } from 'pg';
 import { toConnectError, DATABASE_UNAVAILABLE_MESSAGE } from '../../../shared/rpc/errors';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { serverUrl } from '../../support/database';
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { refusedPort } from '../../support/ports';
 
 async function errorOf(p: Promise<unknown>): Promise<unknown> {
   try {
@@ -35,7 +25,7 @@ async function errorOf(p: Promise<unknown>): Promise<unknown> {
 test('a query through knex to a server that refuses connections is an outage, answered UNAVAILABLE', async () => {
   const knex = knexFactory({
     client: 'pg',
-    connection: `postgres://postgres@127.0.0.1:${await closedPort()}/postgres`,
+    connection: `postgres://postgres@127.0.0.1:${await refusedPort()}/postgres`,
     pool: { min: 0, max: 1 },
     acquireConnectionTimeout: 10_000,
   });
