@@ -299,7 +299,9 @@ describe('the README tour, run as printed', () => {
 
     // The peer prints the envelope line and the body in separate writes: wait for the body too.
     await waitFor(
-      () => peers().includes('to ops@example.com: "[HIGH] Disk almost full"') && peers().includes(`Alert id: ${id}`),
+      () =>
+        peers().includes('to ops@example.com: "[HIGH] Disk almost full"') &&
+        peers().includes(`Alert id: ${id}`),
       'the alert email, with its alert id, at the SMTP peer',
       STEP_TIMEOUT_MS,
     );
