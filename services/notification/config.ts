@@ -56,6 +56,7 @@ import { WebhooksConfigSchema } from './delivery/webhooks-config';
 import { NOTIFICATION_SCOPES } from './rpc/scopes';
 import { InboxConfigSchema } from './inbox/config';
 import { AdminAuthConfigSchema } from './admin/config';
+import { NotifyConfigSchema } from './notify/config';
 
 export { InboxConfigSchema, type InboxConfig } from './inbox/config';
 export { AdminAuthConfigSchema, type AdminAuthConfig } from './admin/config';
@@ -85,6 +86,8 @@ export const NotificationConfigSchema = z
     delivery: DeliveryConfigSchema,
     /** Signed provider receipts (delivery status callbacks, inbound STOP, email events). */
     webhooks: WebhooksConfigSchema,
+    /** Notify: categories, the default locale, one-click unsubscribe (notify/config.ts). */
+    notify: NotifyConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
     /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
     monitor: MonitorReporterConfigSchema,

@@ -6,6 +6,9 @@
  */
 import type { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import type { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import type { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
+import type { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
+import type { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import type { MethodScopes } from '../../../shared/rpc/access';
 
 /** Every scope a notification API token may hold (`*`: all of them). */
@@ -16,12 +19,25 @@ export const NOTIFICATION_SCOPES = [
   'delivery:read',
   'suppressions:read',
   'suppressions:write',
+  'users:read',
+  'users:write',
+  'templates:read',
+  'templates:write',
+  'notify:send',
+  'notify:read',
 ] as const;
 
 /** One scope of the notification service. */
 export type NotificationScope = (typeof NOTIFICATION_SCOPES)[number];
 
-type Table<S extends typeof InboxService | typeof NotificationService> = MethodScopes<S> & {
+type Table<
+  S extends
+    | typeof InboxService
+    | typeof NotificationService
+    | typeof UserService
+    | typeof TemplateService
+    | typeof NotifyService,
+> = MethodScopes<S> & {
   readonly [K in keyof S['method']]: NotificationScope;
 };
 
@@ -49,4 +65,34 @@ export const NOTIFICATION_METHOD_SCOPES: Table<typeof NotificationService> = {
   addSuppression: 'suppressions:write',
   removeSuppression: 'suppressions:write',
   listSuppressions: 'suppressions:read',
+};
+
+/** UserService: the directory of users, their devices, topics and preferences. */
+export const USER_METHOD_SCOPES: Table<typeof UserService> = {
+  upsertUser: 'users:write',
+  getUser: 'users:read',
+  deleteUser: 'users:write',
+  registerDevice: 'users:write',
+  unregisterDevice: 'users:write',
+  subscribeTopic: 'users:write',
+  unsubscribeTopic: 'users:write',
+  listTopicSubscribers: 'users:read',
+  getPreferences: 'users:read',
+  updatePreferences: 'users:write',
+};
+
+/** TemplateService: the templates Notify renders (a preview reads them). */
+export const TEMPLATE_METHOD_SCOPES: Table<typeof TemplateService> = {
+  upsertTemplate: 'templates:write',
+  getTemplate: 'templates:read',
+  listTemplates: 'templates:read',
+  deleteTemplate: 'templates:write',
+  renderTemplate: 'templates:read',
+};
+
+/** NotifyService: telling a user, and reading what was told. */
+export const NOTIFY_METHOD_SCOPES: Table<typeof NotifyService> = {
+  notify: 'notify:send',
+  getNotification: 'notify:read',
+  listNotifications: 'notify:read',
 };

@@ -1,0 +1,84 @@
+/**
+ * The notify section (`notification.notify`): the categories a `Notify` call names, the default
+ * locale, and the one-click unsubscribe link. Its home is beside the notify area; the users area
+ * (preferences) and the templates area (which categories exist) read the same validated object,
+ * handed to them by the composition root.
+ */
+import { z } from 'zod';
+
+import { positiveInt, uniqueNames } from '../../../shared/config';
+
+/** The channels a category can use: the inbox and the three delivery channels. */
+export const NOTIFY_CHANNELS = ['inbox', 'email', 'sms', 'push'] as const;
+/** One channel of a category. */
+export type NotifyChannel = (typeof NOTIFY_CHANNELS)[number];
+
+const categoryName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'a category name is 1-64 of a-z, 0-9, ".", "_", "-"');
+
+/** One category: what a notification is about, and how it reaches people unless they choose. */
+export const CategoryConfigSchema = z
+  .strictObject({
+    /** The name `Notify`, templates and preferences use (e.g. `security`, `comments`). */
+    name: categoryName,
+    /** Shown on the preferences page. */
+    description: z.string().max(200).default(''),
+    /** The channels this category uses; a channel not listed never carries it. */
+    channels: z.array(z.enum(NOTIFY_CHANNELS)).min(1),
+    /** A required category (a security notice) cannot be turned off by the user, on any channel. */
+    required: z.boolean().default(false),
+    /**
+     * Per-channel defaults for users who made no choice (a listed channel absent here is on): e.g.
+     * `{ sms: false }` keeps SMS available but off until the user turns it on.
+     */
+    defaults: z.partialRecord(z.enum(NOTIFY_CHANNELS), z.boolean()).default({}),
+  })
+  .superRefine((cat, ctx) => {
+    for (const ch of Object.keys(cat.defaults)) {
+      if (!cat.channels.includes(ch as NotifyChannel)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['defaults', ch],
+          message: `a default for ${ch}, which the category does not use`,
+        });
+      }
+    }
+  });
+
+/** One validated category. */
+export type CategoryConfig = z.infer<typeof CategoryConfigSchema>;
+
+/** The notify section. */
+export const NotifyConfigSchema = z
+  .strictObject({
+    /** The last locale of every fallback (`es-MX` -> `es` -> this). BCP 47. */
+    default_locale: z.string().min(2).default('en'),
+    /** The categories; names unique. Empty: `Notify` refuses every call (INVALID_ARGUMENT). */
+    categories: z.array(CategoryConfigSchema).superRefine(uniqueNames('category')).default([]),
+    /** Users a topic fan-out handles per step (one transaction each). */
+    topic_page_size: positiveInt().default(500),
+    /** Largest `user_ids` list of SubscribeTopic / UnsubscribeTopic. */
+    max_topic_batch: positiveInt().default(1000),
+    /** One-click unsubscribe (RFC 8058) in every email of a non-required category. */
+    unsubscribe: z
+      .strictObject({
+        /**
+         * Key the unsubscribe tokens are signed with (HMAC-SHA256), at least 32 bytes. Empty: a random
+         * key per process (links stop working at restart; set it in production).
+         */
+        signing_key: z.string().default(''),
+        /** How long an unsubscribe link works. */
+        token_ttl_days: positiveInt().default(60),
+        /**
+         * The public HTTPS origin of the HTTP port the links point at (e.g.
+         * `https://notify.example.com`). Empty: no List-Unsubscribe header is added.
+         */
+        public_base_url: z.string().default(''),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
+/** The notify section, validated. */
+export type NotifyConfig = z.infer<typeof NotifyConfigSchema>;
