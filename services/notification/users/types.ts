@@ -1,12 +1,9 @@
 /**
- * The users area's records and its port: what the notify area, the unsubscribe link and the admin
- * preferences page read and change. Domain types only (no wire types): `rpc/user-rpc.ts` maps them.
+ * The users area's records and its port: what the notify area reads and the RPC layer changes. Domain types only (no wire types): `rpc/user-rpc.ts` maps them.
  *
  * This file is the contract the areas built in parallel agreed on; the users area implements
  * `UserDirectory` (memory and database stores behind it).
  */
-import type { NotifyChannel } from '../notify/config';
-
 /** A push platform. */
 export type DevicePlatform = 'apns' | 'fcm';
 
@@ -47,24 +44,6 @@ export interface UserInput {
   attributes: Record<string, unknown>;
 }
 
-/** One effective preference: whether a channel of a category reaches the user. */
-export interface Preference {
-  category: string;
-  channel: NotifyChannel;
-  enabled: boolean;
-  /** The category is required: the channel cannot be turned off. */
-  required: boolean;
-  /** The user's own choice (false: the category's default). */
-  chosen: boolean;
-}
-
-/** One choice of UpdatePreferences. */
-export interface PreferenceChoice {
-  category: string;
-  channel: NotifyChannel;
-  enabled: boolean;
-}
-
 /** One page of a topic's members. */
 export interface TopicPage {
   userIds: string[];
@@ -83,9 +62,9 @@ export interface UserDirectory {
   /** Undefined when unknown (for fan-out, where a vanished user is skipped, not an error). */
   findUser(userId: string): Promise<User | undefined>;
   /**
-   * Erases everything the users area keeps about the user (contact points, devices, preferences,
-   * topic memberships) and then every other area registered with `onUserDeleted` (inbox,
-   * notifications, delivery records). NotFoundError when unknown.
+   * Erases everything the users area keeps about the user (contact points, devices,
+   * topic memberships) and then every other area registered with `onUserDeleted` (preferences,
+   * inbox, notifications, delivery records). NotFoundError when unknown.
    */
   deleteUser(userId: string): Promise<void>;
   /** Registers an eraser another area runs when a user is deleted (the composition root wires them). */
@@ -103,9 +82,4 @@ export interface UserDirectory {
   unsubscribeTopic(topic: string, userIds: string[]): Promise<number>;
   /** One page of a topic's members in user id order, after `pageToken`. */
   listTopicSubscribers(topic: string, pageSize: number, pageToken?: string): Promise<TopicPage>;
-
-  /** Every configured category's channels, effective for the user. NotFoundError when unknown. */
-  getPreferences(userId: string): Promise<Preference[]>;
-  /** All or nothing; InvalidArgumentError naming a required category turned off. */
-  updatePreferences(userId: string, choices: PreferenceChoice[]): Promise<Preference[]>;
 }
