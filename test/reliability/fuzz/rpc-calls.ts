@@ -125,11 +125,21 @@ export async function connectUnary(
       signal: AbortSignal.timeout(CALL_DEADLINE_MS),
     });
   } catch (err) {
-    return { code: 'transport', message: String(err) };
+    return { code: 'transport', message: transportFailure(err) };
   }
   const bytes = Buffer.from(await res.arrayBuffer());
   if (res.status === 200) return { code: 'ok', message: '' };
   return connectError(bytes, `http_${res.status}`);
+}
+
+/**
+ * A fetch failure with its cause ("fetch failed" alone says nothing): the socket error's code and
+ * message, so a failure under load says whether the server reset, closed or never answered.
+ */
+function transportFailure(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (!cause) return String(err);
+  return `${String(err)} (cause: ${String(cause.code ?? '')} ${String(cause.message ?? '')})`;
 }
 
 /** The `{code, message}` of a Connect error body; `fallback` when it has none. */
