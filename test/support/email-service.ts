@@ -155,15 +155,4 @@ export async function waitForAllSent(client: GenericClient, sent: number, timeou
   }
 }
 
-/** Polls the async `condition` every 100 ms until it holds; fails after `timeoutMs` (a bound, not a timing check). */
-export async function until(
-  condition: () => Promise<boolean>,
-  what: string,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+export { until } from './wait';

@@ -13,3 +13,16 @@ export async function waitFor(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** Polls the async `condition` every 100 ms until it holds; fails after `timeoutMs` (a bound, not a timing check). */
+export async function until(
+  condition: () => Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
