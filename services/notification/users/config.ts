@@ -34,6 +34,8 @@ export const UsersConfigSchema = z
     max_page_size: positiveInt().default(1000),
     /** Users the memory store holds at most (beyond: RESOURCE_EXHAUSTED). */
     memory_max_users: positiveInt().default(100_000),
+    /** Topic memberships the memory store holds at most (beyond: RESOURCE_EXHAUSTED). */
+    memory_max_memberships: positiveInt().default(1_000_000),
   })
   .refine((c) => c.default_page_size <= c.max_page_size, {
     message: 'default_page_size must not exceed max_page_size',

@@ -5,3 +5,10 @@ export type { UserStore, UserRecord } from './store';
 export { InMemoryUserStore } from './memory-store';
 export { DatabaseUserStore } from './database-store';
 export { UserDirectoryService, type UserDirectoryOptions } from './user-directory';
+export {
+  suppressedContacts,
+  type ContactChannel,
+  type SuppressedContact,
+  type SuppressionReasons,
+} from './suppressed';
+export { pendingPreferences } from './pending-preferences';
