@@ -59,6 +59,11 @@ import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
 import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
 import { createMonitorReporter } from './monitor';
+import { UserService as UserServiceDesc } from '../../shared/gen/svc/notification/v1/users_pb';
+import { DatabaseUserStore, InMemoryUserStore, pendingPreferences, UserDirectoryService } from './users';
+import { UserRpc } from './rpc/user-rpc';
+import { USER_METHOD_SCOPES } from './rpc/scopes';
+import { allObservers, type DeliveryObserver } from './delivery';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {
@@ -82,6 +87,8 @@ export interface NotificationApp {
   readonly sms: SmsChannel;
   /** The push backends of `push_backends`. */
   readonly push: PushChannel;
+  /** The user directory (UserService; Notify reads it). */
+  readonly users: UserDirectoryService;
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -100,7 +107,11 @@ export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
 
 /** True when some area keeps its data in the database (so the service opens one). */
 function needsDatabase(config: NotificationConfig): boolean {
-  return config.inbox.store_backend === 'database' || config.delivery.store_backend === 'database';
+  return (
+    config.inbox.store_backend === 'database' ||
+    config.delivery.store_backend === 'database' ||
+    config.users.store_backend === 'database'
+  );
 }
 
 /**
@@ -217,6 +228,37 @@ export async function createNotificationApp(
       registry,
       logger,
     });
+    // Users (issue 25): the user directory. Its store follows delivery.store_backend unless set. Its
+    // DeleteUser erases the inbox too (content of the event log included); a push token a provider
+    // reports unregistered (APNs 410, FCM UNREGISTERED) leaves its user's devices.
+    const users = new UserDirectoryService({
+      store:
+        (config.users.store_backend ?? config.delivery.store_backend) === 'database'
+          ? new DatabaseUserStore(storage!.knex)
+          : new InMemoryUserStore(config.users.memory_max_users, config.users.memory_max_memberships),
+      config: config.users,
+      maxTopicBatch: config.notify.max_topic_batch,
+      pushBackends: config.push_backends.map((b) => b.name),
+      logger,
+    });
+    users.onUserDeleted(async (userId) => void (await inbox.clearAll(userId)));
+    const forgetDeadTokens: DeliveryObserver = {
+      onOutcome: (o) => {
+        if (o.channel !== 'push' || o.failure !== 'recipient_unregistered' || o.recipient === undefined)
+          return;
+        users.forgetDeviceToken(o.recipient).catch((err: unknown) => {
+          logger.warn({ err, deliveryId: o.deliveryId }, 'forgetting an unregistered device token failed');
+        });
+      },
+    };
+    const usersRegistration = registration(
+      UserServiceDesc,
+      new UserRpc(users, pendingPreferences, suppressions),
+      {
+        scopes: USER_METHOD_SCOPES,
+      },
+    );
+
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
       suppression: suppressions,
@@ -231,7 +273,7 @@ export async function createNotificationApp(
         config.delivery.store_backend === 'database'
           ? new DatabaseJobLease(storage!.knex, { table: DELIVERY_MAINTENANCE_TABLE, logger })
           : undefined,
-      observer: reporter,
+      observer: allObservers(reporter, forgetDeadTokens),
     });
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
@@ -261,6 +303,7 @@ export async function createNotificationApp(
           },
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
+        usersRegistration,
       ],
     });
     lifecycle.serve('server', server);
@@ -350,6 +393,7 @@ export async function createNotificationApp(
       mailers,
       sms,
       push,
+      users,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

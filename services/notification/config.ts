@@ -57,6 +57,7 @@ import { NOTIFICATION_SCOPES } from './rpc/scopes';
 import { InboxConfigSchema } from './inbox/config';
 import { AdminAuthConfigSchema } from './admin/config';
 import { NotifyConfigSchema } from './notify/config';
+import { UsersConfigSchema } from './users/config';
 
 export { InboxConfigSchema, type InboxConfig } from './inbox/config';
 export { AdminAuthConfigSchema, type AdminAuthConfig } from './admin/config';
@@ -88,6 +89,8 @@ export const NotificationConfigSchema = z
     webhooks: WebhooksConfigSchema,
     /** Notify: categories, the default locale, one-click unsubscribe (notify/config.ts). */
     notify: NotifyConfigSchema,
+    /** The user directory: its store and the bounds of one user (users/config.ts). */
+    users: UsersConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
     /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
     monitor: MonitorReporterConfigSchema,

@@ -64,3 +64,50 @@ export function decodeKeysetToken(binding: string, token: string, field = 'page_
   }
   return { createdAt: body.t, id: body.i.toLowerCase() };
 }
+
+/**
+ * A text key token is longer than a time-and-id one: a key of 128 code points is up to 512 UTF-8
+ * bytes before base64. Longer is garbage, refused before it is parsed.
+ */
+const MAX_TEXT_KEY_TOKEN_LENGTH = 1024;
+
+interface TextKeyBody {
+  v: 1;
+  b: string;
+  k: string;
+}
+
+/**
+ * Encodes the position after `key` in a listing ordered by one text key (a topic's members by user
+ * id), bound to `binding` like the time-and-id tokens above.
+ */
+export function encodeTextKeyToken(binding: string, key: string): string {
+  const body: TextKeyBody = { v: 1, b: bindingTag(binding), k: key };
+  return Buffer.from(JSON.stringify(body)).toString('base64url');
+}
+
+/**
+ * Decodes a text key token issued for `binding`; a damaged token, or one issued for another binding,
+ * is InvalidArgumentError on `field`.
+ */
+export function decodeTextKeyToken(binding: string, token: string, field = 'page_token'): string {
+  const invalid = () => new InvalidArgumentError(`${field} is not a valid page token`, field);
+  if (token.length > MAX_TEXT_KEY_TOKEN_LENGTH) throw invalid();
+  let body: Partial<TextKeyBody>;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TextKeyBody>;
+  } catch {
+    throw invalid();
+  }
+  if (
+    typeof body !== 'object' ||
+    body === null ||
+    body.v !== 1 ||
+    body.b !== bindingTag(binding) ||
+    typeof body.k !== 'string' ||
+    body.k === ''
+  ) {
+    throw invalid();
+  }
+  return body.k;
+}

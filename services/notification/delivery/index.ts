@@ -97,7 +97,7 @@ export {
 } from './suppression';
 export { DEFAULT_MEMORY_MAX_SUPPRESSIONS, InMemorySuppressionStore } from './suppression-memory-store';
 export { DatabaseSuppressionStore } from './suppression-database-store';
-export type { DeliveryObserver, DeliveryOutcome } from './observer';
+export { allObservers, type DeliveryObserver, type DeliveryOutcome } from './observer';
 export {
   DELIVERY_TRACER_NAME,
   MAX_TRACE_PARENT_LENGTH,

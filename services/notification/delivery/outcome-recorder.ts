@@ -87,6 +87,11 @@ export interface OutcomeRecorderOptions {
   wake: (target: DueBackend) => void;
 }
 
+/** The outcome's `recipient`: the record's full recipient unless it is an email (a list) or erased. */
+function singleRecipient(record: DeliveryRecord): { recipient?: string } {
+  return record.channel === 'email' || record.recipient === null ? {} : { recipient: record.recipient };
+}
+
 /** Records attempt outcomes for one worker. */
 export class OutcomeRecorder {
   constructor(private readonly options: OutcomeRecorderOptions) {}
@@ -172,6 +177,7 @@ export class OutcomeRecorder {
         acceptedAt: record.createdAt,
         finishedAt: now,
         latencyMs: Math.max(0, now.getTime() - record.createdAt.getTime()),
+        ...singleRecipient(record),
       });
     }
     if (decision.status === 'failed' && outcome.suppress) await this.suppress(record, used, outcome.suppress);

@@ -97,6 +97,17 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     return new Set(found.map((r) => r.recipient));
   }
 
+  async reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>> {
+    if (recipients.length === 0) return new Map();
+    const found = rows<{ recipient: string; reason: SuppressionReason }>(
+      await this.knex.raw(
+        'SELECT recipient, reason FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
+        [channel, [...recipients]],
+      ),
+    );
+    return new Map(found.map((r) => [r.recipient, r.reason]));
+  }
+
   async list(query: SuppressionPageQuery): Promise<SuppressionPage> {
     const where: string[] = [];
     const bindings: Knex.RawBinding[] = [];

@@ -63,6 +63,15 @@ export class InMemorySuppressionStore implements SuppressionStore {
     return new Set(recipients.filter((r) => this.entries.has(`${channel}\n${r}`)));
   }
 
+  async reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>> {
+    const found = new Map<string, SuppressionReason>();
+    for (const r of recipients) {
+      const entry = this.entries.get(`${channel}\n${r}`);
+      if (entry) found.set(r, entry.reason);
+    }
+    return found;
+  }
+
   async list(query: SuppressionPageQuery): Promise<SuppressionPage> {
     const after = query.after
       ? { createdAt: new Date(query.after.createdAt), id: query.after.id }

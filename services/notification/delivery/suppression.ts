@@ -114,6 +114,8 @@ export interface SuppressionStore {
   remove(channel: Channel, recipient: string, keepReasons?: readonly SuppressionReason[]): Promise<boolean>;
   /** Which of `recipients` (normalised) are suppressed on `channel`. */
   findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>>;
+  /** The reason of each of `recipients` (normalised) suppressed on `channel` (a user's view). */
+  reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>>;
   list(query: SuppressionPageQuery): Promise<SuppressionPage>;
 }
 
@@ -443,6 +445,34 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       (found) => group.waiters.forEach((w) => w.resolve(found)),
       (err: unknown) => group.waiters.forEach((w) => w.reject(err)),
     );
+  }
+
+  /**
+   * Which of `recipients` (as their owner has them: any case, any spacing) are suppressed on
+   * `channel`, with the reason, keyed by the recipient as given (GetUser's `suppressed`). Recipients
+   * that are not valid for the channel are simply not found; at most MAX_SUPPRESSION_LOOKUP_KEYS.
+   */
+  async reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>> {
+    const ch = checkChannel(channel);
+    if (recipients.length > MAX_SUPPRESSION_LOOKUP_KEYS) {
+      throw new InvalidArgumentError(`at most ${MAX_SUPPRESSION_LOOKUP_KEYS} recipients per lookup`);
+    }
+    const keys = new Map<string, string>();
+    for (const r of recipients) {
+      try {
+        keys.set(r, normaliseRecipient(ch, r));
+      } catch {
+        // Not a recipient of this channel: it cannot be on its list.
+      }
+    }
+    const result = new Map<string, SuppressionReason>();
+    if (keys.size === 0) return result;
+    const found = await this.store.reasonsOf(ch, [...new Set(keys.values())]);
+    for (const [given, key] of keys) {
+      const reason = found.get(key);
+      if (reason !== undefined) result.set(given, reason);
+    }
+    return result;
   }
 
   countStopped(channel: Channel, outcome: 'stopped' | 'partial'): void {

@@ -73,6 +73,7 @@ export function describeSuppressionContract(
         add: (entry) => backend.suppressions.add(entry),
         remove: (ch, r, keep) => backend.suppressions.remove(ch, r, keep),
         list: (q) => backend.suppressions.list(q),
+        reasonsOf: (ch, recipients) => backend.suppressions.reasonsOf(ch, recipients),
         findSuppressed: (ch: Channel, recipients: readonly string[]) =>
           unreadable.on
             ? Promise.reject(new Error('suppression list unavailable'))
@@ -120,6 +121,21 @@ export function describeSuppressionContract(
       expect(again.created).toBe(false);
       expect(again.entry).toMatchObject({ reason: 'hard_bounce', source: 'receipt:x' });
       expect(again.entry.maskedRecipient).toBe(`j***@${address.split('@')[1]!.toLowerCase()}`);
+    });
+
+    it('reasonsOf answers each suppressed recipient of the list given, as given, with its reason', async () => {
+      const { list } = setup();
+      const bounced = uniqueAddress('Bounced');
+      const clean = uniqueAddress('clean');
+      const number = uniqueNumber();
+      await list.add({ channel: 'email', recipient: bounced, reason: 'hard_bounce', source: 'receipt:x' });
+      await list.add({ channel: 'sms', recipient: number, reason: 'stop_keyword', source: 'inbound:t' });
+      // The user's own spelling (case kept in the local part) finds the lower-cased entry.
+      const found = await list.reasonsOf('email', [bounced, clean, 'not an address']);
+      expect([...found]).toEqual([[bounced, 'hard_bounce']]);
+      expect([...(await list.reasonsOf('sms', [number]))]).toEqual([[number, 'stop_keyword']]);
+      expect((await list.reasonsOf('push', [number])).size).toBe(0);
+      expect((await list.reasonsOf('sms', [])).size).toBe(0);
     });
 
     it('when a number is added with spaces and dashes, its E.164 form is suppressed, on that channel only', async () => {

@@ -6,7 +6,7 @@
 import { AttemptRunner } from '../../../services/notification/delivery/attempt-runner';
 import { CircuitBreakers } from '../../../services/notification/delivery/circuit-breaker';
 import { InMemoryDeliveryStore } from '../../../services/notification/delivery/memory-store';
-import type { DeliveryOutcome } from '../../../services/notification/delivery/observer';
+import { allObservers, type DeliveryOutcome } from '../../../services/notification/delivery/observer';
 import {
   OutcomeRecorder,
   type RecordingEntry,
@@ -158,5 +158,31 @@ describe('AttemptRunner: one attempt, every ending an outcome', () => {
     expect(stored?.status).toBe('sent');
     expect(stored?.attempts[0]?.providerReference).toBe('abc');
     expect(told.map((o) => o.status)).toEqual(['sent']);
+  });
+});
+
+describe('DeliveryOutcome.recipient and allObservers', () => {
+  test('an email outcome carries no recipient (a list says nothing about whom an answer was about)', async () => {
+    const driver = new ScriptedDriver('smtp');
+    const { clock, record, recorder, told } = await claimedDelivery(driver);
+    await recorder.record(entryOf(record), 1, driver, { class: 'sent' }, new Date(clock.now()), 1);
+    expect(told).toHaveLength(1);
+    expect(told[0]).not.toHaveProperty('recipient');
+  });
+
+  test('allObservers tells each observer, skips the undefined, and one that throws does not silence the next', () => {
+    const heard: string[] = [];
+    const outcome = { deliveryId: 'd' } as DeliveryOutcome;
+    const combined = allObservers(
+      {
+        onOutcome: () => {
+          throw new Error('first observer broke');
+        },
+      },
+      undefined,
+      { onOutcome: (o) => void heard.push(o.deliveryId) },
+    );
+    expect(() => combined.onOutcome(outcome)).toThrow('first observer broke');
+    expect(heard).toEqual(['d']);
   });
 });

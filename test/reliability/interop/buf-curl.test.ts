@@ -15,6 +15,7 @@ import { grpcClient, unary } from '../../support/grpc-clients';
 import { atLeast, exactly, recordFigures, reported } from '../results';
 import { bufStream, bufUnary, PROTOCOLS, type BufAnswer, type Protocol } from './buf-curl';
 import { AUTHORIZATION, inFlight, serverFaults, startTargets, type Target, type Targets } from './processes';
+import { PENDING_METHODS } from '../surfaces';
 
 /** Proper answers to an empty or minimal request from a caller with a valid token. */
 const PROPER = [
@@ -54,6 +55,21 @@ const MINIMAL: Record<string, () => unknown> = {
   'svc.notification.v1.InboxService/MarkRead': () => ({ userId: tag(), messageId: randomUUID() }),
   'svc.notification.v1.InboxService/Delete': () => ({ userId: tag(), messageId: randomUUID() }),
   'svc.notification.v1.NotificationService/GetDelivery': () => ({ id: randomUUID() }),
+  'svc.notification.v1.UserService/UpsertUser': () => ({
+    userId: tag(),
+    emails: ['Ana@Example.com'],
+    locale: 'es-mx',
+    attributes: { name: 'Ana 😀' },
+  }),
+  'svc.notification.v1.UserService/GetUser': () => ({ userId: tag() }),
+  'svc.notification.v1.UserService/DeleteUser': () => ({ userId: tag() }),
+  'svc.notification.v1.UserService/RegisterDevice': () => ({
+    userId: tag(),
+    token: tag(),
+    platform: 'DEVICE_PLATFORM_FCM',
+  }),
+  'svc.notification.v1.UserService/SubscribeTopic': () => ({ topic: 'interop', userIds: [tag()] }),
+  'svc.notification.v1.UserService/ListTopicSubscribers': () => ({ topic: 'interop', pageSize: 5 }),
   'svc.monitor.v1.MonitorService/SendAlert': () => ({ title: tag(), severity: 'warning' }),
   'svc.monitor.v1.MonitorService/RecordSloSamples': () => ({ metric: tag(), valuesMs: [12] }),
   'svc.monitor.v1.MonitorService/CaptureException': () => ({ type: 'TypeError', message: tag() }),
@@ -153,7 +169,9 @@ describe.each([['notification'], ['monitor']])('the %s process, with buf curl', 
       const what = `${path} ${JSON.stringify(request)}`;
       for (const [i, answer] of answers.entries()) {
         const on = `${PROTOCOLS[i]} ${what}`;
-        if (!PROPER.includes(answer.code)) problems.push(`${on}: ${answer.code}`);
+        // A method not served on this branch yet (surfaces.ts PENDING_METHODS) may say so.
+        const pending = PENDING_METHODS.includes(path) && answer.code === 'unimplemented';
+        if (!PROPER.includes(answer.code) && !pending) problems.push(`${on}: ${answer.code}`);
         if (answer.code === 'ok' && typeof (answer as { response: unknown }).response !== 'object') {
           problems.push(`${on}: a response that is not a message`);
         }

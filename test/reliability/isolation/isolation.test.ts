@@ -28,6 +28,7 @@ import pino from 'pino';
 import { loadJose } from '../../../shared/auth/jose';
 import { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { DevicePlatform, UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { AdminGateway } from '../../../services/notification/admin/gateway';
 import type { AdminAuth } from '../../../services/notification/admin/auth';
@@ -46,7 +47,11 @@ import { allSecretKeys } from './secret-keys';
 import { startSecretPair, type SecretPair } from './secret-pair';
 import { MetricsService } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import { TraceService } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
-import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from '../../../services/notification/rpc/scopes';
+import {
+  INBOX_METHOD_SCOPES,
+  NOTIFICATION_METHOD_SCOPES,
+  USER_METHOD_SCOPES,
+} from '../../../services/notification/rpc/scopes';
 import {
   MONITOR_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
@@ -268,6 +273,7 @@ describe('auth on every method of both processes', () => {
 const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [NotificationService.typeName]: NOTIFICATION_METHOD_SCOPES,
   [InboxService.typeName]: INBOX_METHOD_SCOPES,
+  [UserService.typeName]: USER_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
@@ -487,6 +493,7 @@ describe('auth on every HTTP route', () => {
 interface Ctx {
   inbox: GenericClient;
   notifications: GenericClient;
+  users: GenericClient;
   a: Record<string, string>;
   b: Record<string, string>;
 }
@@ -765,6 +772,163 @@ const PROBES: Record<string, Probe> = {
   ),
 };
 
+// The user directory: users are the service's (shared by every caller by design, proto/users.proto);
+// what must hold is that a call about one user never reads or changes another.
+interface WireUser {
+  userId: string;
+  emails: string[];
+  devices: { token: string }[];
+}
+
+const ensureUsers = async (ctx: Ctx): Promise<{ alice: string; bob: string }> => {
+  const tagged = (name: string) => `iso-user-${name}`;
+  for (const name of ['alice', 'bob']) {
+    await call(
+      ctx.users,
+      UserService,
+      'UpsertUser',
+      { userId: tagged(name), emails: [`${name}@iso.example.com`] },
+      ctx.a,
+    );
+  }
+  return { alice: tagged('alice'), bob: tagged('bob') };
+};
+const userOf = async (ctx: Ctx, userId: string): Promise<WireUser> =>
+  (await call<{ user: WireUser }>(ctx.users, UserService, 'GetUser', { userId }, ctx.a)).user;
+const bobDevice = async (ctx: Ctx, bob: string): Promise<string> => {
+  const token = `iso-bob-${Math.random().toString(36).slice(2, 12)}`;
+  await call(
+    ctx.users,
+    UserService,
+    'RegisterDevice',
+    { userId: bob, token, platform: DevicePlatform.FCM },
+    ctx.a,
+  );
+  return token;
+};
+/** Whether the PreferenceBook is served on this branch (surfaces.ts PENDING_METHODS until merge). */
+const preferencesServed = async (ctx: Ctx, userId: string): Promise<boolean> =>
+  (await codeOf(call(ctx.users, UserService, 'GetPreferences', { userId }, ctx.a))) !==
+  grpc.status.UNIMPLEMENTED;
+
+const USER_PROBES: Record<string, Probe> = {
+  'UserService.UpsertUser': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    await call(
+      ctx.users,
+      UserService,
+      'UpsertUser',
+      { userId: alice, emails: ['changed@iso.example.com'] },
+      ctx.a,
+    );
+    const b = await userOf(ctx, bob);
+    return {
+      attempts: 1,
+      leaks: b.emails.join() !== 'bob@iso.example.com' ? ['UpsertUser of alice changed bob'] : [],
+    };
+  },
+  'UserService.GetUser': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    const token = await bobDevice(ctx, bob);
+    const a = await userOf(ctx, alice);
+    const text = JSON.stringify({ emails: a.emails, devices: a.devices.map((d) => d.token) });
+    return {
+      attempts: 1,
+      leaks: text.includes('bob') || text.includes(token) ? ['GetUser of alice shows bob'] : [],
+    };
+  },
+  'UserService.DeleteUser': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    const token = await bobDevice(ctx, bob);
+    const m = await sendTo(ctx, bob, 'bob keeps his inbox');
+    await call(ctx.users, UserService, 'DeleteUser', { userId: alice }, ctx.a);
+    const b = await userOf(ctx, bob);
+    const leaks: string[] = [];
+    if (!b.devices.some((d) => d.token === token)) leaks.push('DeleteUser of alice removed bob device');
+    if (!(await inboxOf(ctx, bob)).some((x) => x.id === m.id))
+      leaks.push('DeleteUser of alice cleared bob inbox');
+    return { attempts: 1, leaks };
+  },
+  'UserService.RegisterDevice': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    const token = await bobDevice(ctx, bob);
+    await call(
+      ctx.users,
+      UserService,
+      'RegisterDevice',
+      { userId: alice, token: `iso-alice-${token}`, platform: DevicePlatform.APNS },
+      ctx.a,
+    );
+    const b = (await userOf(ctx, bob)).devices.map((d) => d.token);
+    const changed = !b.includes(token) || b.some((t) => t.startsWith('iso-alice-'));
+    return { attempts: 1, leaks: changed ? ['RegisterDevice of alice changed bob devices'] : [] };
+  },
+  'UserService.UnregisterDevice': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    const token = await bobDevice(ctx, bob);
+    const code = await codeOf(
+      call(ctx.users, UserService, 'UnregisterDevice', { userId: alice, token }, ctx.a),
+    );
+    const kept = (await userOf(ctx, bob)).devices.some((d) => d.token === token);
+    return {
+      attempts: 1,
+      leaks: code !== NOT_FOUND || !kept ? [`UnregisterDevice of bob token as alice: ${code}`] : [],
+    };
+  },
+  'UserService.ListTopicSubscribers': async (ctx) => {
+    // Topics are the service's; a topic lists its own members only.
+    const { alice, bob } = await ensureUsers(ctx);
+    const topic = `iso.${Math.random().toString(36).slice(2, 10)}`;
+    await call(ctx.users, UserService, 'SubscribeTopic', { topic: `${topic}.other`, userIds: [bob] }, ctx.a);
+    await call(ctx.users, UserService, 'SubscribeTopic', { topic, userIds: [alice] }, ctx.a);
+    const page = await call<{ userIds: string[] }>(
+      ctx.users,
+      UserService,
+      'ListTopicSubscribers',
+      { topic },
+      ctx.a,
+    );
+    return {
+      attempts: 1,
+      leaks: page.userIds.join() !== alice ? ['ListTopicSubscribers shows another topic'] : [],
+    };
+  },
+  'UserService.GetPreferences': async (ctx) => {
+    const { alice } = await ensureUsers(ctx);
+    if (!(await preferencesServed(ctx, alice))) return { attempts: 0, leaks: [] };
+    const got = await call<{ preferences: unknown[] }>(
+      ctx.users,
+      UserService,
+      'GetPreferences',
+      { userId: alice },
+      ctx.a,
+    );
+    return {
+      attempts: 1,
+      leaks: JSON.stringify(got).includes('bob') ? ['GetPreferences of alice shows bob'] : [],
+    };
+  },
+  'UserService.UpdatePreferences': async (ctx) => {
+    const { alice, bob } = await ensureUsers(ctx);
+    if (!(await preferencesServed(ctx, alice))) return { attempts: 0, leaks: [] };
+    const before = await call(ctx.users, UserService, 'GetPreferences', { userId: bob }, ctx.a);
+    const prefs = (
+      before as { preferences: { category: string; channel: string; required: boolean }[] }
+    ).preferences
+      .filter((p) => !p.required)
+      .map((p) => ({ category: p.category, channel: p.channel, enabled: false }));
+    await codeOf(
+      call(ctx.users, UserService, 'UpdatePreferences', { userId: alice, preferences: prefs }, ctx.a),
+    );
+    const after = await call(ctx.users, UserService, 'GetPreferences', { userId: bob }, ctx.a);
+    return {
+      attempts: 1,
+      leaks:
+        JSON.stringify(after) !== JSON.stringify(before) ? ['UpdatePreferences of alice changed bob'] : [],
+    };
+  },
+};
+
 /**
  * Methods that act on a user's or a caller's data: their request names a user or a record, or they
  * read (Get, List, Count, Watch). Each must have a probe. The suppression list is one list for the
@@ -786,17 +950,18 @@ describe('isolation between users and between callers', () => {
     const ctx: Ctx = {
       inbox: grpcClient(InboxService, `127.0.0.1:${pair.notification.grpcPort}`),
       notifications: grpcClient(NotificationService, `127.0.0.1:${pair.notification.grpcPort}`),
+      users: grpcClient(UserService, `127.0.0.1:${pair.notification.grpcPort}`),
       a: bearer(pair.notificationTokens[0]),
       b: bearer(pair.notificationTokens[1]),
     };
     const required = NOTIFICATION_SERVICES.flatMap((s) =>
       s.methods.filter(needsProbe).map((m) => `${s.name}.${m.name}`),
     ).filter((m) => !SHARED_BY_DESIGN.has(m));
-    const unprobed = required.filter((m) => !(m in PROBES));
+    const unprobed = required.filter((m) => !(m in PROBES) && !(m in USER_PROBES));
     let attempts = 0;
     const leaks: string[] = [];
     try {
-      for (const [name, probe] of Object.entries(PROBES)) {
+      for (const [name, probe] of Object.entries({ ...PROBES, ...USER_PROBES })) {
         const r = await probe(ctx);
         attempts += r.attempts;
         leaks.push(...r.leaks.map((l) => `${name}: ${l}`));
@@ -842,13 +1007,17 @@ describe('isolation between users and between callers', () => {
     } finally {
       ctx.inbox.close();
       ctx.notifications.close();
+      ctx.users.close();
     }
     recordFigures({
       section: 'isolation-users',
       title: 'Isolation: users and API callers',
       kind: 'isolation',
       figures: [
-        reported('methods probed cross-user / cross-caller', Object.keys(PROBES).length),
+        reported(
+          'methods probed cross-user / cross-caller',
+          Object.keys({ ...PROBES, ...USER_PROBES }).length,
+        ),
         exactly('methods with user or record ids left unprobed', unprobed.length, 0),
         atLeast('cross-user and cross-caller attempts', attempts, Object.keys(PROBES).length),
         exactly('leaks', leaks.length, 0),

@@ -139,6 +139,25 @@ describe('NotificationConfig', () => {
           sweep_interval_seconds: 5,
         },
       },
+      notify: {
+        default_locale: 'en',
+        categories: [],
+        topic_page_size: 500,
+        max_topic_batch: 1000,
+        unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },
+      },
+      // store_backend is unset: the users follow delivery.store_backend.
+      users: {
+        max_user_id_length: 128,
+        max_emails: 10,
+        max_phones: 10,
+        max_devices: 50,
+        max_attributes_bytes: 16384,
+        default_page_size: 100,
+        max_page_size: 1000,
+        memory_max_users: 100000,
+        memory_max_memberships: 1000000,
+      },
       admin: { auth: { clock_skew_seconds: 30, max_token_lifetime: 86400, demo_user: 'demo' } },
       monitor: {
         tls: false,

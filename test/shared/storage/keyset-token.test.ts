@@ -1,6 +1,11 @@
 import { InvalidArgumentError } from '../../../shared/errors';
 import { newId } from '../../../shared/runtime/ids';
-import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
+import {
+  decodeKeysetToken,
+  decodeTextKeyToken,
+  encodeKeysetToken,
+  encodeTextKeyToken,
+} from '../../../shared/storage/keyset-token';
 
 /** The token of `key` with its body changed by `change`. */
 function reshaped(
@@ -28,5 +33,28 @@ describe('keyset token ids (the one UUID validator)', () => {
   it.each(['not-a-uuid', '', `${key.id}\n`, 42])('a token whose id is %p is INVALID_ARGUMENT', (id) => {
     const token = reshaped('b', key, (body) => (body.i = id));
     expect(() => decodeKeysetToken('b', token)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('text key tokens (a listing ordered by one text key)', () => {
+  // The longest user id (128 code points) of the widest characters: 512 UTF-8 bytes.
+  const longest = '😀'.repeat(128);
+
+  it('when a token is decoded under its own binding, the key comes back whole, emoji, CJK and RTL included', () => {
+    for (const key of ['user-1', longest, '中文-עברית-مرحبا']) {
+      expect(decodeTextKeyToken('topic:a', encodeTextKeyToken('topic:a', key))).toBe(key);
+    }
+  });
+
+  it('when a token is decoded under another binding, or is damaged or oversized, it is INVALID_ARGUMENT on the field', () => {
+    const token = encodeTextKeyToken('topic:a', 'user-1');
+    expect(() => decodeTextKeyToken('topic:b', token)).toThrow(InvalidArgumentError);
+    expect(() => decodeTextKeyToken('topic:a', token.slice(0, -3))).toThrow(
+      /page_token is not a valid page token/,
+    );
+    expect(() => decodeTextKeyToken('topic:a', 'x'.repeat(1025))).toThrow(InvalidArgumentError);
+    // A time-and-id token is not a text key token.
+    const other = encodeKeysetToken('topic:a', { createdAt: '2026-01-01T00:00:00.000Z', id: newId() });
+    expect(() => decodeTextKeyToken('topic:a', other)).toThrow(InvalidArgumentError);
   });
 });

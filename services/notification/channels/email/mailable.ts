@@ -414,7 +414,7 @@ function shown(value: string): string {
  * Refused: groups, lists, line breaks, quoted local parts, domains without a dot or given as an IP
  * literal, non-ASCII addresses (not every relay speaks SMTPUTF8), addresses over the RFC 5321 lengths.
  */
-function parseMailbox(raw: unknown, field: string): EmailAddress {
+export function parseMailbox(raw: unknown, field: string): EmailAddress {
   if (typeof raw !== 'string') invalid(field, 'must be a string');
   const bad = (): never => invalid(field, `${shown(raw)} is not a valid e-mail address`);
   if (raw.trim() === '' || LINE_BREAK.test(raw) || CONTROL.test(raw)) bad();

@@ -1,0 +1,158 @@
+/**
+ * The UserService RPCs (gRPC and Connect): translate wire messages to UserDirectory and
+ * PreferenceBook calls and back. No business rules here: validation and bounds live in the domain
+ * (../users, ../preferences).
+ */
+import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import type { ServiceImpl } from '@connectrpc/connect';
+import {
+  DevicePlatform as WirePlatform,
+  type DeviceSchema,
+  type PreferenceSchema,
+  type UserSchema,
+  type UserService,
+} from '../../../shared/gen/svc/notification/v1/users_pb';
+import type { Preference } from '../preferences/types';
+import type { PreferenceBook } from '../preferences/types';
+import type { NotifyChannel } from '../notify/config';
+import {
+  type Device,
+  type DevicePlatform,
+  type SuppressedContact,
+  type SuppressionReasons,
+  type User,
+  type UserDirectory,
+  suppressedContacts,
+} from '../users';
+import { wireTimestamp } from './inbox-rpc';
+
+const PLATFORMS: Record<DevicePlatform, WirePlatform> = {
+  apns: WirePlatform.APNS,
+  fcm: WirePlatform.FCM,
+};
+
+/** Wire platform to domain; UNSPECIFIED (or an unknown number) is left for the domain to refuse. */
+function platformOf(platform: WirePlatform): DevicePlatform {
+  if (platform === WirePlatform.APNS) return 'apns';
+  if (platform === WirePlatform.FCM) return 'fcm';
+  return '' as DevicePlatform;
+}
+
+function toWireDevice(d: Device): MessageInitShape<typeof DeviceSchema> {
+  return {
+    token: d.token,
+    platform: PLATFORMS[d.platform],
+    backend: d.backend ?? '',
+    registeredAt: wireTimestamp(d.registeredAt),
+  };
+}
+
+function toWireUser(u: User, suppressed: SuppressedContact[] = []): MessageInitShape<typeof UserSchema> {
+  return {
+    userId: u.userId,
+    emails: u.emails,
+    phones: u.phones,
+    locale: u.locale,
+    timeZone: u.timeZone,
+    attributes: u.attributes as JsonObject,
+    devices: u.devices.map(toWireDevice),
+    suppressed,
+    createdAt: wireTimestamp(u.createdAt),
+    updatedAt: wireTimestamp(u.updatedAt),
+  };
+}
+
+function toWirePreference(p: Preference): MessageInitShape<typeof PreferenceSchema> {
+  return {
+    category: p.category,
+    channel: p.channel,
+    enabled: p.enabled,
+    required: p.required,
+    chosen: p.chosen,
+  };
+}
+
+/** UserService over the user directory, the preference book and the suppression list. */
+export class UserRpc implements ServiceImpl<typeof UserService> {
+  constructor(
+    private readonly users: UserDirectory,
+    private readonly preferences: PreferenceBook,
+    private readonly suppressions: SuppressionReasons,
+  ) {}
+
+  async upsertUser(req: {
+    userId: string;
+    emails: string[];
+    phones: string[];
+    locale: string;
+    timeZone: string;
+    attributes?: JsonObject;
+  }) {
+    const { user, created } = await this.users.upsertUser({
+      userId: req.userId,
+      emails: req.emails,
+      phones: req.phones,
+      locale: req.locale,
+      timeZone: req.timeZone,
+      attributes: req.attributes ?? {},
+    });
+    return { user: toWireUser(user, await suppressedContacts(user, this.suppressions)), created };
+  }
+
+  async getUser(req: { userId: string }) {
+    const user = await this.users.getUser(req.userId);
+    return { user: toWireUser(user, await suppressedContacts(user, this.suppressions)) };
+  }
+
+  async deleteUser(req: { userId: string }) {
+    await this.users.deleteUser(req.userId);
+    return {};
+  }
+
+  async registerDevice(req: { userId: string; token: string; platform: WirePlatform; backend: string }) {
+    const device = await this.users.registerDevice(req.userId, {
+      token: req.token,
+      platform: platformOf(req.platform),
+      ...(req.backend ? { backend: req.backend } : {}),
+    });
+    return { device: toWireDevice(device) };
+  }
+
+  async unregisterDevice(req: { userId: string; token: string }) {
+    await this.users.unregisterDevice(req.userId, req.token);
+    return {};
+  }
+
+  async subscribeTopic(req: { topic: string; userIds: string[] }) {
+    return { added: await this.users.subscribeTopic(req.topic, req.userIds) };
+  }
+
+  async unsubscribeTopic(req: { topic: string; userIds: string[] }) {
+    return { removed: await this.users.unsubscribeTopic(req.topic, req.userIds) };
+  }
+
+  async listTopicSubscribers(req: { topic: string; pageSize: number; pageToken: string }) {
+    const page = await this.users.listTopicSubscribers(req.topic, req.pageSize, req.pageToken || undefined);
+    return { userIds: page.userIds, nextPageToken: page.nextPageToken ?? '' };
+  }
+
+  async getPreferences(req: { userId: string }) {
+    return { preferences: (await this.preferences.get(req.userId)).map(toWirePreference) };
+  }
+
+  async updatePreferences(req: {
+    userId: string;
+    preferences: { category: string; channel: string; enabled: boolean }[];
+  }) {
+    const updated = await this.preferences.update(
+      req.userId,
+      // The book refuses a channel the category does not use (INVALID_ARGUMENT naming it).
+      req.preferences.map((p) => ({
+        category: p.category,
+        channel: p.channel as NotifyChannel,
+        enabled: p.enabled,
+      })),
+    );
+    return { preferences: updated.map(toWirePreference) };
+  }
+}

@@ -1,0 +1,14 @@
+/** The users area: import from here. */
+export * from './types';
+export * from './config';
+export type { UserStore, UserRecord } from './store';
+export { InMemoryUserStore } from './memory-store';
+export { DatabaseUserStore } from './database-store';
+export { UserDirectoryService, type UserDirectoryOptions } from './user-directory';
+export {
+  suppressedContacts,
+  type ContactChannel,
+  type SuppressedContact,
+  type SuppressionReasons,
+} from './suppressed';
+export { pendingPreferences } from './pending-preferences';
