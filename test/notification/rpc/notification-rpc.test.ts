@@ -5,7 +5,7 @@
  */
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import type { ParsedMail } from 'mailparser';
 import { simpleParser } from 'mailparser';
 import {
@@ -27,6 +27,7 @@ import { unary } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { grpcError, connectError } from '../../support/call-errors';
 
 const FROM = 'noreply@sender.example.com';
 const TOKEN_A = 'token-a-0123456789abcdef';
@@ -127,24 +128,6 @@ class Harness {
     }
     throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
   }
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('expected the call to fail');
 }
 
 function messageIdOf(raw: Buffer): string | undefined {

@@ -20,6 +20,7 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { gatewayConfig, startTwilioPeer, twilioError, type TwilioPeer } from '../channels/sms/twilio-peer';
+import { grpcError } from '../../support/call-errors';
 
 const TOKEN = 'token-sms-0123456789abcdef';
 const TO = '+15551234567';
@@ -68,15 +69,6 @@ async function final(n: RunningNotificationApp, id: string): Promise<WireDeliver
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 function smsApp(peer: TwilioPeer, extra: NotificationConfigInput = {}) {

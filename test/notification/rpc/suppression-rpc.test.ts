@@ -6,7 +6,7 @@
  * token; the RPCs' validation, NOT_FOUND, auth and keyset pages. Memory store and real PostgreSQL.
  */
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import {
   Channel,
   DeliveryFailure,
@@ -25,6 +25,7 @@ import { unary } from '../../support/grpc-clients';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from '../channels/sms/twilio-peer';
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../channels/push/push-peers';
+import { grpcError, connectError } from '../../support/call-errors';
 
 const TOKEN = 'token-suppress-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -67,24 +68,6 @@ async function final(n: RunningNotificationApp, id: string): Promise<WireDeliver
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('expected the call to fail');
 }
 
 let unique = 0;
