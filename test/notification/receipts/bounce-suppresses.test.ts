@@ -17,6 +17,7 @@ import {
 import { unary } from '../../support/grpc-clients';
 import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 import { sendgridBackend } from '../../support/receipt-stand-ins';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-bounce-suppresses-0123456789';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -58,13 +59,8 @@ const send = async (to: string) =>
       { metadata },
     )
   ).response.deliveryId;
-async function settled(id: string): Promise<WireDelivery> {
-  for (let i = 0; i < 1500; i++) {
-    const d = await get(id);
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('delivery did not settle');
+function settled(id: string): Promise<WireDelivery> {
+  return finalDelivery(() => get(id), id);
 }
 
 it('a hard bounce suppresses the address: the next send reaches no provider; removing the entry lets it through', async () => {

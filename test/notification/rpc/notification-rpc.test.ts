@@ -28,6 +28,7 @@ import { waitFor } from '../../support/wait';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
 import { grpcError, connectError } from '../../support/call-errors';
+import { finalDelivery } from '../../support/final-delivery';
 
 const FROM = 'noreply@sender.example.com';
 const TOKEN_A = 'token-a-0123456789abcdef';
@@ -119,14 +120,8 @@ class Harness {
   }
 
   /** Polls GetDelivery until the record is final (SENT or FAILED). */
-  async final(id: string, token = TOKEN_A): Promise<WireDelivery> {
-    let d: WireDelivery | undefined;
-    for (let i = 0; i < 1500; i++) {
-      d = await this.get(id, token);
-      if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
+  final(id: string, token = TOKEN_A): Promise<WireDelivery> {
+    return finalDelivery(() => this.get(id, token), id);
   }
 }
 
