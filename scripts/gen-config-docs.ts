@@ -20,6 +20,7 @@ import * as ts from 'typescript';
 import type { z } from 'zod';
 
 import { configKey, envVarName } from '../shared/config/keys';
+import { schemaDef } from '../shared/config/schema-walk';
 import { NotificationConfigSchema } from '../services/notification/config';
 import { MonitorConfigSchema } from '../services/monitor/config';
 
@@ -39,28 +40,7 @@ const SECTIONS: readonly { section: 'notification' | 'monitor'; schema: z.ZodTyp
   { section: 'monitor', schema: MonitorConfigSchema },
 ];
 
-// ---- schema introspection (zod 4's `_zod.def`) ----
-
-interface Def {
-  type: string;
-  innerType?: z.ZodType;
-  in?: z.ZodType;
-  out?: z.ZodType;
-  shape?: Record<string, z.ZodType>;
-  element?: z.ZodType;
-  keyType?: z.ZodType;
-  valueType?: z.ZodType;
-  options?: z.ZodType[];
-  entries?: Record<string, string | number>;
-  values?: unknown[];
-  getter?: () => z.ZodType;
-  defaultValue?: unknown;
-  checks?: { _zod: { def: { check: string; format?: string } } }[];
-}
-
-function defOf(schema: z.ZodType): Def {
-  return (schema as unknown as { _zod: { def: Def } })._zod.def;
-}
+// ---- schema introspection (zod 4's `_zod.def`, through the one reader of shared/config) ----
 
 function descriptionOf(schema: z.ZodType): string | undefined {
   return (schema as unknown as { description?: string }).description;
@@ -83,7 +63,7 @@ function peel(schema: z.ZodType): Field {
   let current = schema;
   for (let i = 0; i < 32; i++) {
     field.description ??= descriptionOf(current);
-    const def = defOf(current);
+    const def = schemaDef(current);
     if (def.type === 'default' && def.innerType) {
       if (!field.hasDefault) {
         field.hasDefault = true;
@@ -96,10 +76,10 @@ function peel(schema: z.ZodType): Field {
     } else if (['prefault', 'readonly', 'catch', 'nonoptional'].includes(def.type) && def.innerType) {
       current = def.innerType;
     } else if (def.type === 'pipe' && def.in && def.out) {
-      const input = defOf(def.in);
+      const input = schemaDef(def.in);
       if (input.type === 'transform') current = def.out;
       else {
-        const kinds = (input.options ?? []).map((o) => defOf(o).type).sort();
+        const kinds = (input.options ?? []).map((o) => schemaDef(o).type).sort();
         if (input.type === 'union' && kinds.join() === 'number,string') field.duration = true;
         current = def.in;
       }
@@ -114,7 +94,7 @@ function peel(schema: z.ZodType): Field {
 /** A short type name as a reader writes the value. */
 function typeName(field: Field): string {
   if (field.duration) return 'duration';
-  const def = defOf(field.core);
+  const def = schemaDef(field.core);
   switch (def.type) {
     case 'string':
       return 'string';
@@ -136,7 +116,7 @@ function typeName(field: Field): string {
       return (def.values ?? []).map((v) => JSON.stringify(v)).join(' | ');
     case 'array': {
       const element = peel(def.element!);
-      return defOf(element.core).type === 'object' ? 'list of mappings' : `list of ${typeName(element)}`;
+      return schemaDef(element.core).type === 'object' ? 'list of mappings' : `list of ${typeName(element)}`;
     }
     case 'record':
       return `mapping of string to ${typeName(peel(def.valueType!))}`;
@@ -261,17 +241,17 @@ export function configRows(
 ): ConfigDocRow[] {
   const rows: ConfigDocRow[] = [];
   const walk = (objectSchema: z.ZodType, path: (string | number)[], keyPath: (string | number)[]): void => {
-    const shape = defOf(objectSchema).shape ?? {};
+    const shape = schemaDef(objectSchema).shape ?? {};
     const names = new Set(Object.keys(shape));
     for (const [name, child] of Object.entries(shape)) {
       const field = peel(child);
-      const def = defOf(field.core);
+      const def = schemaDef(field.core);
       const description = field.description ?? commentFor(literals, names, name) ?? '';
       const at = [...path, name];
       const shownAt = [...keyPath, name];
       const isObject = def.type === 'object';
       const element = def.type === 'array' ? peel(def.element!) : undefined;
-      const isObjectList = element !== undefined && defOf(element.core).type === 'object';
+      const isObjectList = element !== undefined && schemaDef(element.core).type === 'object';
       rows.push({
         key: configKey(section, shownAt),
         envVar: envVarName(section, at),

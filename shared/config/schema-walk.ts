@@ -7,20 +7,31 @@ import type { z } from 'zod';
 /** What an env string must be coerced to before validation. */
 export type LeafKind = 'number' | 'boolean' | 'string' | 'list' | 'mapping' | 'other';
 
-interface Def {
+/**
+ * A zod 4 schema's definition (`_zod.def`), the fields this project reads: the one introspection of
+ * schemas, for the environment mapping here, the config reference (scripts/gen-config-docs.ts) and
+ * the secrets suite's key walk.
+ */
+export interface SchemaDef {
   type: string;
   innerType?: z.ZodType;
   in?: z.ZodType;
   out?: z.ZodType;
   shape?: Record<string, z.ZodType>;
   element?: z.ZodType;
+  keyType?: z.ZodType;
   valueType?: z.ZodType;
   getter?: () => z.ZodType;
   options?: readonly z.ZodType[];
+  entries?: Record<string, string | number>;
+  values?: unknown[];
+  defaultValue?: unknown;
+  checks?: { _zod: { def: { check: string; format?: string } } }[];
 }
 
-function defOf(schema: z.ZodType): Def {
-  return (schema as unknown as { _zod: { def: Def } })._zod.def;
+/** The definition of `schema` (zod 4's `_zod.def`). */
+export function schemaDef(schema: z.ZodType): SchemaDef {
+  return (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
 }
 
 const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
@@ -29,11 +40,11 @@ const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readon
 export function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (let i = 0; i < 32; i++) {
-    const def = defOf(current);
+    const def = schemaDef(current);
     if (WRAPPERS.has(def.type) && def.innerType) current = def.innerType;
     else if (def.type === 'pipe' && def.in && def.out)
       // `.transform()` is pipe(in=schema, out=transform); `z.preprocess` is pipe(in=transform, out=schema).
-      current = defOf(def.in).type === 'transform' ? def.out : def.in;
+      current = schemaDef(def.in).type === 'transform' ? def.out : def.in;
     else if (def.type === 'lazy' && def.getter) current = def.getter();
     else return current;
   }
@@ -42,7 +53,7 @@ export function unwrap(schema: z.ZodType): z.ZodType {
 
 /** The schema's own type name after unwrapping ("object", "array", "number", ...). */
 export function kindOf(schema: z.ZodType): string {
-  return defOf(unwrap(schema)).type;
+  return schemaDef(unwrap(schema)).type;
 }
 
 /**
@@ -50,7 +61,7 @@ export function kindOf(schema: z.ZodType): string {
  * (an unknown key). A numeric segment under a list is an index.
  */
 export function childSchema(schema: z.ZodType, segment: string): z.ZodType | undefined {
-  const def = defOf(unwrap(schema));
+  const def = schemaDef(unwrap(schema));
   if (def.type === 'object') return def.shape ? def.shape[segment] : undefined;
   if (def.type === 'record') return def.valueType;
   if (def.type === 'array') return /^\d+$/.test(segment) ? def.element : undefined;
@@ -85,7 +96,7 @@ export function leafKind(schema: z.ZodType): LeafKind {
  * a scalar option (a token list of plain strings or objects) that option's.
  */
 export function scalarKindOf(schema: z.ZodType): LeafKind {
-  const def = defOf(unwrap(schema));
+  const def = schemaDef(unwrap(schema));
   if (def.type !== 'union' || !def.options) return leafKind(schema);
   const scalar = def.options.map(leafKind).find((k) => k === 'string' || k === 'number' || k === 'boolean');
   return scalar ?? 'other';
@@ -93,7 +104,7 @@ export function scalarKindOf(schema: z.ZodType): LeafKind {
 
 /** The element schema of a list schema. */
 export function elementSchema(schema: z.ZodType): z.ZodType | undefined {
-  const def = defOf(unwrap(schema));
+  const def = schemaDef(unwrap(schema));
   return def.type === 'array' ? def.element : undefined;
 }
 

@@ -1,8 +1,8 @@
 /**
  * Who may call what, decided from the request headers alone, so both ports can refuse a call before
  * they read its body (the gRPC port in a grpc-js server interceptor, the HTTP port before Connect
- * reads the request). The Connect auth interceptor asks the same question again and puts the caller
- * into the handler's context.
+ * reads the request). The question is asked once per call: the port hands its verdict to the
+ * handler's context (`admittedKey`), where the Connect auth interceptor reads it.
  *
  * - Our services: a valid API token whose scopes include the method's scope (each service's scope
  *   table, given at registration: every method has exactly one). Missing or unknown token:

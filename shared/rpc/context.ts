@@ -12,6 +12,16 @@ export const transportKey = createContextKey<'grpc' | 'http'>('http', { descript
 export const callerKey = createContextKey<string>('anonymous', { description: 'caller' });
 
 /**
+ * The port's verdict on the call's API token, decided once on its headers before its body was read
+ * (`grpc-intake.ts` on the gRPC port, `http-port.ts` on the HTTP port): the name of the token it
+ * admitted. Undefined when no port admitted the call (or tokens are off); with tokens on, the auth
+ * interceptor refuses such a call instead of checking the token a second time.
+ */
+export const admittedKey = createContextKey<string | undefined>(undefined, {
+  description: 'admitted caller',
+});
+
+/**
  * Set by the metrics interceptor when a call reaches it. An HTTP-port answer without it was given by
  * the protocol layer before any handler ran (undecodable request, wrong method or content type), and
  * the HTTP port counts it itself.

@@ -34,6 +34,7 @@ import {
   createContextValues,
   createHandlerContext,
   createServiceImplSpec,
+  type ContextValues,
   type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
@@ -43,7 +44,8 @@ import {
 } from '@connectrpc/connect';
 import { createAsyncIterable, transformInvokeImplementation } from '@connectrpc/connect/protocol';
 import { CLIENT_CANCELLED, MALFORMED_MESSAGE, toConnectError, toGrpcStatus } from './errors';
-import { transportKey } from './context';
+import { admittedKey, transportKey } from './context';
+import { admittedCaller } from './grpc-intake';
 import { tooLarge } from './request-budget';
 import type { Logger } from '../logging/logger';
 
@@ -231,8 +233,16 @@ function contextFor(service: DescService, method: DescMethod, metadata: Metadata
     url: `/${service.typeName}/${method.name}`,
     timeoutMs: timeoutOf(deadline),
     requestHeader: metadataToHeaders(metadata),
-    contextValues: createContextValues().set(transportKey, 'grpc'),
+    contextValues: grpcContextValues(metadata),
   });
+}
+
+/** A gRPC call's context values: its transport and the intake's verdict on its token. */
+function grpcContextValues(metadata: Metadata): ContextValues {
+  const values = createContextValues().set(transportKey, 'grpc');
+  const caller = admittedCaller(metadata);
+  if (caller !== undefined) values.set(admittedKey, caller);
+  return values;
 }
 
 /** Wraps `next` in the interceptors, the first outermost (Connect's order), once per method. */
@@ -247,7 +257,7 @@ function composeInterceptors<T>(next: T, interceptors: readonly Interceptor[]): 
  * context) measured as the largest share of the adapter's overhead.
  */
 class LazyUnaryCall {
-  readonly values = createContextValues().set(transportKey, 'grpc');
+  readonly values: ContextValues;
   responseHeader: Headers | undefined;
   responseTrailer: Headers | undefined;
   /** The response object the implementation step returned, to tell it from an interceptor's own. */
@@ -256,7 +266,9 @@ class LazyUnaryCall {
   private controller: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly call: ServerUnaryCall<unknown, unknown>) {}
+  constructor(private readonly call: ServerUnaryCall<unknown, unknown>) {
+    this.values = grpcContextValues(call.metadata);
+  }
 
   get requestHeader(): Headers {
     return (this.header ??= metadataToHeaders(this.call.metadata));

@@ -11,6 +11,9 @@
  * - Bytes in flight: every chunk read is taken from the server's `RequestBudget` and given back when
  *   the call ends; a chunk that does not fit refuses its call with RESOURCE_EXHAUSTED.
  *
+ * An admitted call's verdict (its token's name) is handed on to the handler's context (`admittedKey`),
+ * so the token is checked once per call.
+ *
  * The interceptor reaches the call's HTTP/2 stream through grpc-js's base call (an internal field).
  * If a grpc-js release moves it, every call is refused with INTERNAL and the cause logged, never
  * served unguarded; the tests see it at once.
@@ -63,6 +66,18 @@ function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream
 function authorizationOf(metadata: Metadata): string | undefined {
   const value = metadata.get('authorization')[0];
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * The verdicts of admitted calls, by the metadata object grpc-js hands on to the call's handler: the
+ * name of the token admitted. A caller cannot forge an entry (it is no header), and it goes with the
+ * call's metadata.
+ */
+const admitted = new WeakMap<Metadata, string>();
+
+/** The name of the API token the intake admitted a call's `metadata` with, if it admitted one. */
+export function admittedCaller(metadata: Metadata): string | undefined {
+  return admitted.get(metadata);
 }
 
 /** The server interceptor; install it first, so it runs before any other. */
@@ -129,6 +144,8 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
             const verdict = access.check(path, authorizationOf(metadata));
             caller = verdict.caller?.name;
             if ('refused' in verdict) return refuse(verdict.refused);
+            // The verdict goes with the metadata to the handler's context (grpc-adapter.ts).
+            if (caller !== undefined) admitted.set(metadata, caller);
             nextMetadata(metadata);
           },
         }),

@@ -28,7 +28,7 @@ import { parseTarget } from '../http/routes';
 import { drainedOrClosed } from '../http/drain';
 import type { Logger } from '../logging/logger';
 import type { RpcAccess } from './access';
-import { countedKey, streamStartKey, transportKey } from './context';
+import { admittedKey, countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
 import { SERVER_BUSY, type RequestBudget, type RequestShare } from './request-budget';
@@ -347,6 +347,8 @@ export function createHttpPortHandler(
     };
     const verdict = intake.access.check(path, req.headers.authorization);
     if ('refused' in verdict) return refuse(verdict.refused, verdict.caller?.name);
+    // The verdict goes to the handler's context: the auth interceptor reads it, never the token again.
+    if (verdict.caller) values.set(admittedKey, verdict.caller.name);
     const share = intake.budget.share();
     res.once('close', () => share.release());
     const declared = contentLength(req);

@@ -6,10 +6,9 @@
 import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
 import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
 import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
-import { callerKey, countedKey, transportKey } from './context';
+import { admittedKey, callerKey, countedKey, transportKey } from './context';
 import type { Logger } from '../logging/logger';
 import { isDomainError } from '../errors';
-import { rpcPath, type RpcAccess } from './access';
 
 /** Wraps a stream response so `onEnd` runs exactly once, with the error (if any) that ended it. */
 function observeStream(
@@ -88,21 +87,22 @@ export function errorInterceptor(logger: Logger, options: ErrorInterceptorOption
   };
 }
 
+/** The answer to a call that reached the interceptors without a port's verdict on its token. */
+const NOT_ADMITTED = new ConnectError('the call was not admitted by an access check', Code.Unauthenticated);
+
 /**
- * Service-to-service auth: with tokens configured, every RPC needs `authorization: Bearer <token>`
- * (compared in constant time) whose scopes include the method's (`RpcAccess`). Both ports already
- * refused an unauthorised call on its headers, before reading its body; this is the same decision
- * for the handler's context: the caller's name goes into `callerKey`. With no tokens the interceptor
- * is not installed (the server warns).
+ * Service-to-service auth, installed when API tokens are configured: both ports already decided on
+ * the call's headers, before reading its body, whether its token may call the method (`RpcAccess`)
+ * and refused it if not; this takes that verdict (`admittedKey`) into the handler's context as the
+ * caller's name (`callerKey`) instead of checking the token again. A call without a verdict (one no
+ * port's intake saw) is refused UNAUTHENTICATED: fail closed, never let through. With no tokens the
+ * interceptor is not installed (the server warns).
  */
-export function authInterceptor(access: RpcAccess): Interceptor {
-  const paths = new WeakMap<object, string>();
+export function authInterceptor(): Interceptor {
   return (next) => async (req) => {
-    let path = paths.get(req.method);
-    if (path === undefined) paths.set(req.method, (path = rpcPath(req.service.typeName, req.method.name)));
-    const verdict = access.check(path, req.header.get('authorization'));
-    if (verdict.caller) req.contextValues.set(callerKey, verdict.caller.name);
-    if ('refused' in verdict) throw verdict.refused;
+    const caller = req.contextValues.get(admittedKey);
+    if (caller === undefined) throw NOT_ADMITTED;
+    req.contextValues.set(callerKey, caller);
     return next(req);
   };
 }

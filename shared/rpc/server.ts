@@ -278,7 +278,7 @@ export class RpcServer {
       Math.max(largest, opts.maxInFlightRequestBytes ?? DEFAULT_LIMITS.maxInFlightRequestBytes),
     );
     const interceptors: Interceptor[] = [metricsInterceptor(this.metrics), loggingInterceptor(logger)];
-    if (tokens.enabled) interceptors.push(authInterceptor(access));
+    if (tokens.enabled) interceptors.push(authInterceptor());
     else logger.warn('no API tokens configured (server.api_tokens): RPCs are open to any caller');
     interceptors.push(errorInterceptor(logger, { onUnexpected: opts.onUnexpectedError?.bind(opts) }));
     // Calls refused on their headers or their size never reach the interceptors: counted and logged here.

@@ -2,7 +2,10 @@
  * Per-test-file databases on the run's PostgreSQL server, so test files never see each other's rows.
  */
 import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
 import { Client } from 'pg';
+import { silentLogger } from '../../shared/logging/logger';
+import { openDatabase } from '../../shared/storage/database';
 
 /** The server URL the global setup exported; throws (never skips) when there is none. */
 export function serverUrl(): string {
@@ -33,6 +36,36 @@ export async function createTestDatabase(prefix = 't'): Promise<{ url: string; d
       } finally {
         await c.end();
       }
+    },
+  };
+}
+
+/** A fresh database and the knex pools a test opens on it (each its own, as replicas have). */
+export interface PooledTestDatabase {
+  url: string;
+  /** The pools opened so far, in order. */
+  readonly pools: readonly Knex[];
+  /** Opens one more pool of at most `poolMax` connections (default: the database's). */
+  pool(poolMax?: number): Promise<Knex>;
+  /** Destroys every pool, then drops the database. */
+  close(): Promise<void>;
+}
+
+/** Creates a fresh database whose pools are closed with it; `poolMax` is each pool's default size. */
+export async function pooledTestDatabase(prefix: string, poolMax = 4): Promise<PooledTestDatabase> {
+  const db = await createTestDatabase(prefix);
+  const pools: Knex[] = [];
+  return {
+    url: db.url,
+    pools,
+    async pool(max = poolMax) {
+      const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: max }, silentLogger());
+      pools.push(knex);
+      return knex;
+    },
+    async close() {
+      for (const knex of pools.splice(0)) await knex.destroy();
+      await db.drop();
     },
   };
 }

@@ -13,6 +13,7 @@ import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-a
 import { unary } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
 import { listen, type TestServer } from '../../shared/monitoring/helpers';
+import { grpcError } from '../../support/call-errors';
 
 interface Watch {
   call: grpc.ClientReadableStream<{ alert: Alert }>;
@@ -27,15 +28,6 @@ function watch(m: RunningMonitorApp, severities: string[] = []): Watch {
   call.on('data', (res: { alert: Alert }) => alerts.push(res.alert));
   const error = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
   return { call, alerts, error };
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 const P0 = { tier: 'P0_PAGE' };

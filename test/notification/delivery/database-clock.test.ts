@@ -10,31 +10,22 @@ import { DatabaseDeliveryStore } from '../../../services/notification/delivery/d
 import type { SendOutcome } from '../../../services/notification/delivery/driver';
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
 import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 import { Gate, ScriptedDriver, lookupOf, newBackend, testConfig } from './support';
 
 const SKEW_MS = 5 * 60_000;
 
-let db: { url: string; drop(): Promise<void> };
-const pools: Knex[] = [];
-
-async function pool(): Promise<Knex> {
-  const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 4 }, silentLogger());
-  pools.push(knex);
-  return knex;
-}
+let db: PooledTestDatabase;
+const pool = (): Promise<Knex> => db.pool();
 
 beforeAll(async () => {
-  db = await createTestDatabase('deliveryclock');
+  db = await pooledTestDatabase('deliveryclock');
   await runMigrations(await pool(), notificationMigrations);
 });
 
 afterAll(async () => {
-  for (const knex of pools) await knex.destroy();
-  await db?.drop();
+  await db?.close();
 });
 
 /** Two replicas of one backend on separate pools: `behind` on the real clock, `ahead` five minutes ahead. */
@@ -101,7 +92,7 @@ describe('the database clock on PostgreSQL', () => {
     expect((await behind.get(delivery.id)).status).toBe('retrying');
 
     // Due 30 s after the database's now, whatever either replica's clock says.
-    const knex = pools[0]!;
+    const knex = db.pools[0]!;
     const [row] = (
       await knex.raw<{ rows: { wait_s: number }[] }>(
         'SELECT EXTRACT(EPOCH FROM next_attempt_at - now())::float AS wait_s FROM deliveries WHERE id = ?',

@@ -8,30 +8,21 @@ import { Client } from 'pg';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
 import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 import { ScriptedDriver, lookupOf, newBackend, testConfig, waitFor } from './support';
 
-let db: { url: string; drop(): Promise<void> };
-const pools: Knex[] = [];
-
-async function pool(): Promise<Knex> {
-  const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 4 }, silentLogger());
-  pools.push(knex);
-  return knex;
-}
+let db: PooledTestDatabase;
+const pool = (): Promise<Knex> => db.pool();
 
 beforeAll(async () => {
-  db = await createTestDatabase('deliverypg');
+  db = await pooledTestDatabase('deliverypg');
   const knex = await pool();
   await runMigrations(knex, notificationMigrations);
 });
 
 afterAll(async () => {
-  for (const knex of pools) await knex.destroy();
-  await db?.drop();
+  await db?.close();
 });
 
 /** A driver that yields before answering, so attempts of both workers interleave. */

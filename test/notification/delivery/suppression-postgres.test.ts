@@ -8,29 +8,20 @@ import {
 } from '../../../services/notification/delivery/suppression';
 import { DatabaseSuppressionStore } from '../../../services/notification/delivery/suppression-database-store';
 import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 import { describeSuppressionContract } from './suppression-contract';
 
-let db: { url: string; drop(): Promise<void> };
-const pools: Knex[] = [];
-
-async function pool(): Promise<Knex> {
-  const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 4 }, silentLogger());
-  pools.push(knex);
-  return knex;
-}
+let db: PooledTestDatabase;
+const pool = (): Promise<Knex> => db.pool();
 
 beforeAll(async () => {
-  db = await createTestDatabase('suppg');
+  db = await pooledTestDatabase('suppg');
   await runMigrations(await pool(), notificationMigrations);
 });
 
 afterAll(async () => {
-  for (const knex of pools) await knex.destroy();
-  await db?.drop();
+  await db?.close();
 });
 
 describeSuppressionContract('DatabaseSuppressionStore on PostgreSQL', async () => {

@@ -13,6 +13,7 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { gatewayConfig, startTwilioPeer, twilioError, type TwilioPeer } from '../channels/sms/twilio-peer';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-surrogate-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -60,14 +61,8 @@ async function get(id: string): Promise<WireDelivery> {
     .response.delivery;
 }
 
-async function final(id: string): Promise<WireDelivery> {
-  let d: WireDelivery | undefined;
-  for (let i = 0; i < 1000; i++) {
-    d = await get(id);
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`delivery ${id} did not end (status ${String(d?.status)}, attempts ${d?.attempts})`);
+function final(id: string): Promise<WireDelivery> {
+  return finalDelivery(() => get(id), id, { tries: 1000, stepMs: 20 });
 }
 
 describe('a provider answer with an emoji across the cut, on PostgreSQL', () => {

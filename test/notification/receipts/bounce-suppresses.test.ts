@@ -16,6 +16,8 @@ import {
 } from '../../support/notification-app';
 import { unary } from '../../support/grpc-clients';
 import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { sendgridBackend } from '../../support/receipt-stand-ins';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-bounce-suppresses-0123456789';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -30,18 +32,7 @@ beforeAll(async () => {
     server: { api_tokens: [TOKEN] },
     delivery: { ...FAST_DELIVERY, store_backend: 'memory' },
     mailer: {
-      backends: [
-        {
-          name: 'sendgrid',
-          driver: 'http_api',
-          from_email: 'api@sender.example.com',
-          http_api: {
-            base_url: v3.baseUrl,
-            api_key: 'SG.secret-key-for-tests',
-            event_webhook_public_key: keys.publicKey,
-          },
-        },
-      ],
+      backends: [sendgridBackend(v3, keys.publicKey)],
     },
   });
 });
@@ -68,13 +59,8 @@ const send = async (to: string) =>
       { metadata },
     )
   ).response.deliveryId;
-async function settled(id: string): Promise<WireDelivery> {
-  for (let i = 0; i < 1500; i++) {
-    const d = await get(id);
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('delivery did not settle');
+function settled(id: string): Promise<WireDelivery> {
+  return finalDelivery(() => get(id), id);
 }
 
 it('a hard bounce suppresses the address: the next send reaches no provider; removing the entry lets it through', async () => {

@@ -17,14 +17,9 @@ import {
   startNotificationApp,
   type RunningNotificationApp,
 } from '../../support/notification-app';
-import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
-import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
-import {
-  gatewayConfig,
-  sendStatusCallback,
-  startTwilioPeer,
-  type TwilioPeer,
-} from '../channels/sms/twilio-peer';
+import { startReceiptStandIns, type ReceiptStandIns } from '../../support/receipt-stand-ins';
+import { postEvents } from '../channels/email/v3-peer';
+import { sendStatusCallback } from '../channels/sms/twilio-peer';
 
 const PUBLIC = 'https://notify.example.com';
 const ALICE = 'token-cross-backend-alice-0123456789';
@@ -44,20 +39,13 @@ describe.each([
   ['the memory store', 'memory'],
   ['the database store on real PostgreSQL', 'postgres'],
 ] as const)('receipts stay within their backend on %s', (_label, storeKind) => {
-  let smtp: SmtpPeer;
-  let v3: V3Peer;
-  let twilioA: TwilioPeer;
-  let twilioB: TwilioPeer;
+  let standIns: ReceiptStandIns;
   let n: RunningNotificationApp;
   let drop: (() => Promise<void>) | undefined;
-  const keys = eventWebhookKeys();
   let seq = 0;
 
   beforeAll(async () => {
-    smtp = await startSmtpPeer();
-    v3 = await startV3Peer();
-    twilioA = await startTwilioPeer();
-    twilioB = await startTwilioPeer();
+    standIns = await startReceiptStandIns();
     const db = storeKind === 'postgres' ? await createTestDatabase('cross_backend_receipts') : undefined;
     drop = db?.drop;
     n = await startNotificationApp({
@@ -65,37 +53,13 @@ describe.each([
       ...(db ? { database: { url: db.url } } : {}),
       delivery: { ...FAST_DELIVERY, store_backend: db ? 'database' : 'memory' },
       webhooks: { public_base_url: PUBLIC },
-      mailer: {
-        backends: [
-          {
-            name: 'relay',
-            primary: true,
-            driver: 'smtp',
-            from_email: 'noreply@sender.example.com',
-            smtp: { host: '127.0.0.1', port: smtp.port, pool: false, health_cache_ms: 1 },
-          },
-          {
-            name: 'sendgrid',
-            driver: 'http_api',
-            from_email: 'api@sender.example.com',
-            http_api: {
-              base_url: v3.baseUrl,
-              api_key: 'SG.secret-key-for-tests',
-              event_webhook_public_key: keys.publicKey,
-            },
-          },
-        ],
-      },
-      sms_backends: [
-        { name: 'twilio-a', primary: true, sms_gateway: gatewayConfig(twilioA) },
-        { name: 'twilio-b', sms_gateway: gatewayConfig(twilioB, { from_number: '+15550002222' }) },
-      ],
+      ...standIns.config,
     });
   });
 
   afterAll(async () => {
     await n?.close();
-    await Promise.all([smtp?.close(), v3?.close(), twilioA?.close(), twilioB?.close()]);
+    await standIns?.close();
     await drop?.();
   });
 
@@ -174,7 +138,7 @@ describe.each([
           sg_message_id: `${bobs.providerReference}.filter1`,
         }),
       ],
-      keys.privateKey,
+      standIns.keys.privateKey,
     );
     expect(answer.status).toBe(200);
 
@@ -191,9 +155,9 @@ describe.each([
   it("when both SMS backends gave out the same MessageSid, each backend's status callback moves only its own delivery", async () => {
     // Both stand-ins count their sids from 1: the first message on each account has the same sid.
     const alices = await sendSms(ALICE, '+15557770001', 'twilio-a');
-    const requestA = twilioA.requests[twilioA.requests.length - 1]!;
+    const requestA = standIns.twilio['twilio-a'].requests.at(-1)!;
     const bobs = await sendSms(BOB, '+15557770002', 'twilio-b');
-    const requestB = twilioB.requests[twilioB.requests.length - 1]!;
+    const requestB = standIns.twilio['twilio-b'].requests.at(-1)!;
     expect([alices.backend, bobs.backend]).toEqual(['twilio-a', 'twilio-b']);
     expect(bobs.providerReference).toBe(alices.providerReference);
     const sid = alices.providerReference;

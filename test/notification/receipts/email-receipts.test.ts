@@ -21,6 +21,7 @@ import {
 } from '../../support/notification-app';
 import { unary } from '../../support/grpc-clients';
 import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { sendgridBackend } from '../../support/receipt-stand-ins';
 
 const TOKEN = 'token-email-receipts-0123456789';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -67,18 +68,7 @@ describe.each([
         delivery: { ...FAST_DELIVERY, store_backend: db ? 'database' : 'memory' },
         webhooks: { max_age_seconds: 300 },
         mailer: {
-          backends: [
-            {
-              name: 'sendgrid',
-              driver: 'http_api',
-              from_email: 'api@sender.example.com',
-              http_api: {
-                base_url: v3.baseUrl,
-                api_key: 'SG.secret-key-for-tests',
-                event_webhook_public_key: keys.publicKey,
-              },
-            },
-          ],
+          backends: [sendgridBackend(v3, keys.publicKey)],
         },
       },
       { suppressionSink: sink },

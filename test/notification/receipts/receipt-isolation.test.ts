@@ -20,6 +20,7 @@ import {
   type RunningNotificationApp,
 } from '../../support/notification-app';
 import { eventWebhookKeys, postEvents, startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { sendgridBackend } from '../../support/receipt-stand-ins';
 import { gatewayConfig, postSignedForm, startTwilioPeer, type TwilioPeer } from '../channels/sms/twilio-peer';
 
 const TOKEN = 'token-receipt-isolation-0123456789';
@@ -45,18 +46,7 @@ async function start(
       server: { api_tokens: [TOKEN] },
       delivery: { ...FAST_DELIVERY, suppression: { memory_max_entries: suppressionMaxEntries } },
       mailer: {
-        backends: [
-          {
-            name: 'sendgrid',
-            driver: 'http_api',
-            from_email: 'api@sender.example.com',
-            http_api: {
-              base_url: v3.baseUrl,
-              api_key: 'SG.secret-key-for-tests',
-              event_webhook_public_key: keys.publicKey,
-            },
-          },
-        ],
+        backends: [sendgridBackend(v3, keys.publicKey)],
       },
     },
     options,

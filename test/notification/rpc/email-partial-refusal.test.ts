@@ -15,6 +15,7 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-refusal-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -27,15 +28,11 @@ interface WireDelivery {
   attemptLog: { outcome: AttemptOutcome; error: string; refusedRecipients: string[] }[];
 }
 
-async function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
-  let d: WireDelivery | undefined;
-  for (let i = 0; i < 1000; i++) {
-    d = (await unary<{ delivery: WireDelivery }>(n.notificationGrpc, 'getDelivery', { id }, { metadata }))
+function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
+  const read = async () =>
+    (await unary<{ delivery: WireDelivery }>(n.notificationGrpc, 'getDelivery', { id }, { metadata }))
       .response.delivery;
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`delivery ${id} did not end (status ${String(d?.status)})`);
+  return finalDelivery(read, id, { tries: 1000, stepMs: 20 });
 }
 
 describe.each([

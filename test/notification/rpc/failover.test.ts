@@ -41,6 +41,7 @@ import {
 } from '../channels/sms/twilio-peer';
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../channels/push/push-peers';
 import { refusedPort } from '../../support/ports';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-failover-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -184,14 +185,8 @@ describe.each([
   }
 
   /** Polls GetDelivery until the record is final; a deadline against hangs, not a timing assertion. */
-  async function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
-    let d: WireDelivery | undefined;
-    for (let i = 0; i < 1500; i++) {
-      d = await get(n, id);
-      if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
+  function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
+    return finalDelivery(() => get(n, id), id, { stepMs: 20 });
   }
 
   async function sendEmail(n: RunningNotificationApp, req: Record<string, unknown>) {

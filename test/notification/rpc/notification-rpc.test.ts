@@ -5,7 +5,7 @@
  */
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import type { ParsedMail } from 'mailparser';
 import { simpleParser } from 'mailparser';
 import {
@@ -27,6 +27,8 @@ import { unary } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { startV3Peer, type V3Peer } from '../channels/email/v3-peer';
+import { grpcError, connectError } from '../../support/call-errors';
+import { finalDelivery } from '../../support/final-delivery';
 
 const FROM = 'noreply@sender.example.com';
 const TOKEN_A = 'token-a-0123456789abcdef';
@@ -118,33 +120,9 @@ class Harness {
   }
 
   /** Polls GetDelivery until the record is final (SENT or FAILED). */
-  async final(id: string, token = TOKEN_A): Promise<WireDelivery> {
-    let d: WireDelivery | undefined;
-    for (let i = 0; i < 1500; i++) {
-      d = await this.get(id, token);
-      if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
+  final(id: string, token = TOKEN_A): Promise<WireDelivery> {
+    return finalDelivery(() => this.get(id, token), id);
   }
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('expected the call to fail');
 }
 
 function messageIdOf(raw: Buffer): string | undefined {

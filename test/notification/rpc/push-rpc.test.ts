@@ -21,6 +21,7 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../channels/push/push-peers';
+import { grpcError } from '../../support/call-errors';
 
 const KEY_ID = 'KEY1234567';
 const TEAM_ID = 'TEAM123456';
@@ -65,15 +66,6 @@ async function until(condition: () => Promise<boolean>, what: string, timeoutMs 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe.each([

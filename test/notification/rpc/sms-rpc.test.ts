@@ -20,6 +20,8 @@ import {
 import { createTestDatabase } from '../../support/database';
 import { unary } from '../../support/grpc-clients';
 import { gatewayConfig, startTwilioPeer, twilioError, type TwilioPeer } from '../channels/sms/twilio-peer';
+import { grpcError } from '../../support/call-errors';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-sms-0123456789abcdef';
 const TO = '+15551234567';
@@ -60,23 +62,8 @@ async function smsCount(n: RunningNotificationApp): Promise<number> {
 }
 
 /** Polls GetDelivery until the record is final (SENT or FAILED). */
-async function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
-  let d: WireDelivery | undefined;
-  for (let i = 0; i < 1500; i++) {
-    d = await get(n, id);
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
+function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
+  return finalDelivery(() => get(n, id), id);
 }
 
 function smsApp(peer: TwilioPeer, extra: NotificationConfigInput = {}) {

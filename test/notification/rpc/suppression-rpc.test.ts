@@ -6,7 +6,7 @@
  * token; the RPCs' validation, NOT_FOUND, auth and keyset pages. Memory store and real PostgreSQL.
  */
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import {
   Channel,
   DeliveryFailure,
@@ -25,6 +25,8 @@ import { unary } from '../../support/grpc-clients';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from '../channels/sms/twilio-peer';
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../channels/push/push-peers';
+import { grpcError, connectError } from '../../support/call-errors';
+import { finalDelivery } from '../../support/final-delivery';
 
 const TOKEN = 'token-suppress-0123456789abcdef';
 const metadata = { authorization: `Bearer ${TOKEN}` };
@@ -59,32 +61,8 @@ async function get(n: RunningNotificationApp, id: string): Promise<WireDelivery>
 }
 
 /** Polls GetDelivery until the record is final; a deadline against hangs, not a timing assertion. */
-async function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
-  let d: WireDelivery | undefined;
-  for (let i = 0; i < 1500; i++) {
-    d = await get(n, id);
-    if (d.status === DeliveryStatus.SENT || d.status === DeliveryStatus.FAILED) return d;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`delivery ${id} did not end: ${JSON.stringify(d?.status)}`);
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('expected the call to fail');
+function final(n: RunningNotificationApp, id: string): Promise<WireDelivery> {
+  return finalDelivery(() => get(n, id), id);
 }
 
 let unique = 0;

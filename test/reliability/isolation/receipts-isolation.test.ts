@@ -24,19 +24,9 @@ import {
   startNotificationApp,
   type RunningNotificationApp,
 } from '../../support/notification-app';
-import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
-import {
-  eventWebhookKeys,
-  postEvents,
-  startV3Peer,
-  type V3Peer,
-} from '../../notification/channels/email/v3-peer';
-import {
-  gatewayConfig,
-  postSignedForm,
-  startTwilioPeer,
-  type TwilioPeer,
-} from '../../notification/channels/sms/twilio-peer';
+import { SMS_ROUTES, startReceiptStandIns, type ReceiptStandIns } from '../../support/receipt-stand-ins';
+import { postEvents } from '../../notification/channels/email/v3-peer';
+import { postSignedForm } from '../../notification/channels/sms/twilio-peer';
 import { atLeast, exactly, recordFigures, reported, SOAK } from '../results';
 import { fuzzSeed } from '../fuzz/tally';
 
@@ -49,7 +39,6 @@ type Caller = keyof typeof CALLERS;
 const as = (caller: Caller) => ({ metadata: { authorization: `Bearer ${CALLERS[caller]}` } });
 const ACTIONS = SOAK ? 600 : 80;
 const INBOUND_NUMBERS = ['+15558880001', '+15558880002', '+15558880003'];
-const SMS_ROUTES = ['twilio-a', 'twilio-b'] as const;
 
 type WireDelivery = {
   id: string;
@@ -110,17 +99,12 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant('replay' as const), which: fc.nat(), replica: fc.nat(1) }),
 );
 
-let smtp: SmtpPeer;
-let v3: V3Peer;
-let twilio: Record<(typeof SMS_ROUTES)[number], TwilioPeer>;
+let standIns: ReceiptStandIns;
 const replicas: RunningNotificationApp[] = [];
 let drop: (() => Promise<void>) | undefined;
-const keys = eventWebhookKeys();
 
 beforeAll(async () => {
-  smtp = await startSmtpPeer();
-  v3 = await startV3Peer();
-  twilio = { 'twilio-a': await startTwilioPeer(), 'twilio-b': await startTwilioPeer() };
+  standIns = await startReceiptStandIns();
   const db = await createTestDatabase('receipts_isolation');
   drop = db.drop;
   for (let i = 0; i < 2; i++) {
@@ -130,34 +114,7 @@ beforeAll(async () => {
         database: { url: db.url },
         delivery: { ...FAST_DELIVERY, store_backend: 'database' },
         webhooks: { public_base_url: PUBLIC },
-        mailer: {
-          backends: [
-            {
-              name: 'relay',
-              primary: true,
-              driver: 'smtp',
-              from_email: 'noreply@sender.example.com',
-              smtp: { host: '127.0.0.1', port: smtp.port, pool: false, health_cache_ms: 1 },
-            },
-            {
-              name: 'sendgrid',
-              driver: 'http_api',
-              from_email: 'api@sender.example.com',
-              http_api: {
-                base_url: v3.baseUrl,
-                api_key: 'SG.secret-key-for-tests',
-                event_webhook_public_key: keys.publicKey,
-              },
-            },
-          ],
-        },
-        sms_backends: [
-          { name: 'twilio-a', primary: true, sms_gateway: gatewayConfig(twilio['twilio-a']) },
-          {
-            name: 'twilio-b',
-            sms_gateway: gatewayConfig(twilio['twilio-b'], { from_number: '+15550002222' }),
-          },
-        ],
+        ...standIns.config,
       }),
     );
   }
@@ -165,7 +122,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const r of replicas) await r.close();
-  await Promise.all([smtp?.close(), v3?.close(), twilio?.['twilio-a'].close(), twilio?.['twilio-b'].close()]);
+  await standIns?.close();
   await drop?.();
 });
 
@@ -268,7 +225,7 @@ it('receipts only reach deliveries of their own backend, and replays on either r
       if (a.by !== 'id') e.sg_message_id = `${target.providerReference}.filter0001`;
       note('sendgrid', eventId);
       const body = JSON.stringify([e]);
-      const privateKey: KeyObject = keys.privateKey;
+      const privateKey: KeyObject = standIns.keys.privateKey;
       const timestamp = Math.floor(Date.now() / 1000);
       return {
         route: 'sendgrid',

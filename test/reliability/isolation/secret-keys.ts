@@ -8,26 +8,9 @@
 import type { z } from 'zod';
 
 import { isSecretKey, isSecretMapKey } from '../../../shared/config/redact';
+import { schemaDef, unwrap } from '../../../shared/config/schema-walk';
 import { MonitorConfigSchema } from '../../../services/monitor/config';
 import { NotificationConfigSchema } from '../../../services/notification/config';
-
-interface Def {
-  type: string;
-  innerType?: z.ZodType;
-  in?: z.ZodType;
-  out?: z.ZodType;
-  shape?: Record<string, z.ZodType>;
-  element?: z.ZodType;
-  valueType?: z.ZodType;
-  options?: z.ZodType[];
-  getter?: () => z.ZodType;
-}
-
-function defOf(schema: z.ZodType): Def {
-  return (schema as unknown as { _zod: { def: Def } })._zod.def;
-}
-
-const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
 
 // Objects whose `url` is a credential: a database URL carries its password; a webhook's URL often
 // carries its token in the path (the redactor keeps only its origin).
@@ -42,17 +25,9 @@ export function isSecretConfigKey(name: string, parent: string | undefined): boo
 
 /** The shapes `schema` may take once wrappers are peeled: one, or each variant of a union. */
 function variants(schema: z.ZodType): z.ZodType[] {
-  let current = schema;
-  for (let i = 0; i < 32; i++) {
-    const def = defOf(current);
-    if (WRAPPERS.has(def.type) && def.innerType) current = def.innerType;
-    else if (def.type === 'pipe' && def.in && def.out)
-      current = defOf(def.in).type === 'transform' ? def.out : def.in;
-    else if (def.type === 'lazy' && def.getter) current = def.getter();
-    else if (def.type === 'union' && def.options) return def.options.flatMap(variants);
-    else return [current];
-  }
-  return [current];
+  const core = unwrap(schema);
+  const def = schemaDef(core);
+  return def.type === 'union' && def.options ? def.options.flatMap(variants) : [core];
 }
 
 /**
@@ -63,7 +38,7 @@ export function secretKeysOf(section: string, schema: z.ZodType): string[] {
   const found = new Set<string>();
   const walk = (node: z.ZodType, path: string, parent: string | undefined): void => {
     for (const shape of variants(node)) {
-      const def = defOf(shape);
+      const def = schemaDef(shape);
       if (def.type === 'object' && def.shape) {
         for (const [name, child] of Object.entries(def.shape)) {
           const at = `${path}.${name}`;

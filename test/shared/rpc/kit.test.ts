@@ -1,8 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import { startEchoServer, type EchoHarness } from './harness';
 import { unary, listServicesByReflection } from '../../support/grpc-clients';
 import { waitFor } from '../../support/wait';
+import { grpcError, connectError } from '../../support/call-errors';
 
 let h: EchoHarness;
 beforeAll(async () => {
@@ -11,24 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
 });
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('one implementation, two ports', () => {
   test('a grpc-js client and a Connect JSON client get the same answer from the same RPC', async () => {

@@ -4,34 +4,25 @@
  */
 import type { Knex } from 'knex';
 import { Client } from 'pg';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
 import {
   createJobTable,
   DatabaseJobLease,
   InProcessJobLease,
   PeriodicJob,
 } from '../../../shared/storage/periodic-job';
-import { createTestDatabase } from '../../support/database';
+import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 
 const TABLE = 'test_periodic_jobs';
-let db: { url: string; drop(): Promise<void> };
-const pools: Knex[] = [];
-
-async function pool(): Promise<Knex> {
-  const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 2 }, silentLogger());
-  pools.push(knex);
-  return knex;
-}
+let db: PooledTestDatabase;
+const pool = (): Promise<Knex> => db.pool();
 
 beforeAll(async () => {
-  db = await createTestDatabase('jobs');
+  db = await pooledTestDatabase('jobs', 2);
   await createJobTable(await pool(), TABLE);
 });
 
 afterAll(async () => {
-  for (const knex of pools) await knex.destroy();
-  await db?.drop();
+  await db?.close();
 });
 
 /** A promise and its resolver, to hold a job inside its run. */
@@ -90,8 +81,7 @@ describe('DatabaseJobLease on PostgreSQL', () => {
   });
 
   it('when the pool has one connection, the job still runs (the lock lives on its own connection)', async () => {
-    const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 1 }, silentLogger());
-    pools.push(knex);
+    const knex = await db.pool(1);
     const lease = new DatabaseJobLease(knex, { table: TABLE });
     let rows = -1;
     const ran = await lease.runIfDue('job.single', new Date('2033-01-01T00:00:00Z'), 1, async () => {

@@ -4,7 +4,7 @@
  */
 import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import http from 'node:http';
-import type { Socket } from 'node:net';
+import { serveStandIn } from '../../../support/stand-in-server';
 
 /** One request the peer received. */
 export interface V3Request {
@@ -28,7 +28,6 @@ export interface V3Peer {
 
 /** Starts a peer on 127.0.0.1 and a free port. */
 export async function startV3Peer(): Promise<V3Peer> {
-  const sockets = new Set<Socket>();
   let nextId = 1;
   const peer: V3Peer = { baseUrl: '', requests: [], script: [], close: async () => undefined };
   const server = http.createServer((req, res) => {
@@ -51,17 +50,9 @@ export async function startV3Peer(): Promise<V3Peer> {
       res.end(answer.body ?? '');
     });
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  peer.baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  peer.close = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    });
+  const served = await serveStandIn(server);
+  peer.baseUrl = served.baseUrl;
+  peer.close = served.close;
   return peer;
 }
 

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { Socket } from 'node:net';
+import { serveStandIn } from '../../../support/stand-in-server';
 
 /** The credentials the peer accepts. */
 export const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
@@ -57,7 +57,6 @@ export function twilioError(status: number, code: number, message: string): Twil
 /** Starts a peer on 127.0.0.1 and a free port. */
 export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<TwilioPeer> {
   const record = opts.record ?? true;
-  const sockets = new Set<Socket>();
   let nextId = 1;
   const expectedAuth = `Basic ${Buffer.from(`${ACCOUNT_SID}:${AUTH_TOKEN}`).toString('base64')}`;
   const messagesPath = `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages.json`;
@@ -150,17 +149,9 @@ export async function startTwilioPeer(opts: { record?: boolean } = {}): Promise<
     });
   });
   server.keepAliveTimeout = 30_000;
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  peer.baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  peer.close = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    });
+  const served = await serveStandIn(server);
+  peer.baseUrl = served.baseUrl;
+  peer.close = served.close;
   return peer;
 }
 

@@ -1,0 +1,73 @@
+/**
+ * The memory store's event log: the events statements append (numbered at once: one process, nothing
+ * commits out of order), reads after a cursor, the per-scope horizon, and erasure with the records.
+ * The in-process counterpart of database-event-log.ts; InMemoryDeliveryStore composes it.
+ */
+import { eventOf, matchesEventFilter, type DeliveryEvent, type DeliveryEventQuery } from './events';
+import type { DeliveryRecord } from './types';
+
+/** The in-memory delivery event log. */
+export class MemoryDeliveryEventLog {
+  /** The log, by seq. */
+  private events: DeliveryEvent[] = [];
+  private lastSeq = 0;
+  /** Highest purged seq per scope. */
+  private readonly horizons = new Map<string, number>();
+  private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
+
+  /**
+   * Appends the event of a record's change (in the same synchronous step as the change); `reason`
+   * defaults to the record's last error.
+   */
+  append(r: DeliveryRecord, reason?: string | null): void {
+    this.events.push({ seq: ++this.lastSeq, ...eventOf(r, reason === undefined ? r.lastError : reason) });
+    const seq = this.lastSeq;
+    for (const listener of this.sequencedListeners) listener(seq);
+  }
+
+  /** Drops the events of deleted records; each scope's horizon rises to the highest seq dropped. */
+  eraseDeliveries(gone: ReadonlySet<string>): void {
+    if (gone.size === 0) return;
+    this.events = this.events.filter((e) => {
+      if (!gone.has(e.deliveryId)) return true;
+      this.horizons.set(e.scope, Math.max(this.horizons.get(e.scope) ?? 0, e.seq));
+      return false;
+    });
+  }
+
+  eventsAfter(query: DeliveryEventQuery): DeliveryEvent[] {
+    // Binary search for the first seq after the cursor, then scan.
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.events[mid]!.seq <= query.after) lo = mid + 1;
+      else hi = mid;
+    }
+    const scopes = new Set(query.scopes);
+    const found: DeliveryEvent[] = [];
+    for (let i = lo; i < this.events.length && found.length < query.limit; i++) {
+      const e = this.events[i]!;
+      if (scopes.has(e.scope) && matchesEventFilter(e, query.filter)) found.push({ ...e });
+    }
+    return found;
+  }
+
+  get latestSeq(): number {
+    return this.lastSeq;
+  }
+
+  horizon(scope: string): number {
+    return this.horizons.get(scope) ?? 0;
+  }
+
+  onSequenced(listener: (latestSeq: number) => void): () => void {
+    this.sequencedListeners.add(listener);
+    return () => this.sequencedListeners.delete(listener);
+  }
+
+  /** Events held now. */
+  get size(): number {
+    return this.events.length;
+  }
+}
