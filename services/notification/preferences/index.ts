@@ -1,0 +1,16 @@
+/** The preferences area: import from here. */
+export * from './types';
+export type { PreferenceStore, StoredChoice } from './store';
+export {
+  InMemoryPreferenceStore,
+  DEFAULT_MEMORY_MAX_USERS,
+  type InMemoryPreferenceStoreOptions,
+} from './memory-store';
+export { DatabasePreferenceStore, PREFERENCES_TABLE } from './database-store';
+export {
+  Preferences,
+  MAX_CHOICES_PER_CATEGORY,
+  MAX_USER_ID_LENGTH,
+  checkUserId,
+  type PreferencesOptions,
+} from './preference-book';
