@@ -14,3 +14,12 @@ export {
   checkUserId,
   type PreferencesOptions,
 } from './preference-book';
+export {
+  UnsubscribeLinks,
+  UNSUBSCRIBE_PATH,
+  ONE_CLICK,
+  MAX_TOKEN_LENGTH,
+  type UnsubscribeHeaders,
+  type UnsubscribeLinksOptions,
+  type UnsubscribeTarget,
+} from './unsubscribe';
