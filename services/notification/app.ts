@@ -59,6 +59,13 @@ import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
 import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
 import { createMonitorReporter } from './monitor';
+import {
+  DatabasePreferenceStore,
+  InMemoryPreferenceStore,
+  Preferences,
+  UnsubscribeLinks,
+  unsubscribeRoutes,
+} from './preferences';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {
@@ -282,7 +289,25 @@ export async function createNotificationApp(
         }
       },
     });
+    // Preferences area (issue 25): the PreferenceBook (in the service's database when it has one),
+    // the admin preferences routes (through the gateway) and the one-click unsubscribe routes.
+    // pendingUserExists is a placeholder for the lead: wire the users area's directory here
+    // (`async (id) => (await directory.findUser(id)) !== undefined`) and `preferences.eraseUser`
+    // into `directory.onUserDeleted`; hand `unsubscribe.unsubscribeHeaders` to Notify.
+    const pendingUserExists = async (_userId: string): Promise<boolean> => true;
+    const preferences = new Preferences({
+      store: storage ? new DatabasePreferenceStore(storage.knex) : new InMemoryPreferenceStore(),
+      categories: config.notify.categories,
+      userExists: pendingUserExists,
+    });
+    const unsubscribe = new UnsubscribeLinks({
+      config: config.notify.unsubscribe,
+      categories: config.notify.categories,
+      logger,
+    });
+    server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     const gateway = new AdminGateway({
+      preferences: { book: preferences, categories: config.notify.categories },
       inbox,
       auth,
       logger,

@@ -23,3 +23,9 @@ export {
   type UnsubscribeLinksOptions,
   type UnsubscribeTarget,
 } from './unsubscribe';
+export {
+  unsubscribeRoutes,
+  MAX_UNSUBSCRIBE_BODY_BYTES,
+  UNSUBSCRIBE_PAGE_HEADERS,
+  type UnsubscribeRoutesDeps,
+} from './unsubscribe-http';
