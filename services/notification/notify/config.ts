@@ -86,7 +86,8 @@ export const NotifyConfigSchema = z
         token_ttl_days: positiveInt().default(60),
         /**
          * The public HTTPS origin of the HTTP port the links point at (e.g.
-         * `https://notify.example.com`). Empty: no List-Unsubscribe header is added.
+         * `https://notify.example.com`, or with the path prefix of a proxy in front); must be an
+         * `https://` URL without query. Empty: no List-Unsubscribe header is added.
          */
         public_base_url: z
           .string()
