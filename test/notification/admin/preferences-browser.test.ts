@@ -7,12 +7,26 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
+import { UnsubscribeLinks } from '../../../services/notification/preferences';
+import { silentLogger } from '../../../shared/logging/logger';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { authed, hsToken, startAdminService } from './harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 const USER = 'prefs-web-user';
+/** Another user, who only ever uses the unsubscribe link. */
+const READER = 'link-reader';
+const KEY = 'browser-test-unsubscribe-key-0123456789abcdef';
+const CATEGORIES = [
+  { name: 'security', channels: ['inbox', 'email', 'sms'], required: true, description: 'Sign-ins' },
+  {
+    name: 'comments',
+    channels: ['inbox', 'email', 'push'],
+    defaults: { push: false },
+    description: '评论 · تعليقات 💬',
+  },
+] as const;
 
 describe('the preferences section in headless Chromium', () => {
   let svc: RunningNotificationApp;
@@ -20,23 +34,16 @@ describe('the preferences section in headless Chromium', () => {
   let page: Page;
   const consoleProblems: string[] = [];
 
-  async function serverView(): Promise<AdminPreferencesJson> {
-    const res = await fetch(`${svc.baseUrl}/admin/notifications/preferences`, authed(await hsToken(USER)));
+  async function serverView(user = USER): Promise<AdminPreferencesJson> {
+    const res = await fetch(`${svc.baseUrl}/admin/notifications/preferences`, authed(await hsToken(user)));
     return (await res.json()) as AdminPreferencesJson;
   }
 
   beforeAll(async () => {
     svc = await startAdminService({
       notify: {
-        categories: [
-          { name: 'security', channels: ['inbox', 'email', 'sms'], required: true, description: 'Sign-ins' },
-          {
-            name: 'comments',
-            channels: ['inbox', 'email', 'push'],
-            defaults: { push: false },
-            description: '评论 · تعليقات 💬',
-          },
-        ],
+        categories: CATEGORIES.map((c) => ({ ...c, channels: [...c.channels] })),
+        unsubscribe: { signing_key: KEY, public_base_url: 'https://notify.example.com' },
       },
     });
     browser = await chromium.launch({
@@ -121,6 +128,43 @@ describe('the preferences section in headless Chromium', () => {
     );
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'admin-preferences.png'), fullPage: true });
+  });
+
+  it("the unsubscribe link's confirm page, under its own CSP, posts the one-click form when the button is pressed", async () => {
+    const links = new UnsubscribeLinks({
+      config: { signing_key: KEY, token_ttl_days: 1, public_base_url: 'https://notify.example.com' },
+      categories: CATEGORIES.map((c) => ({ defaults: {}, required: false, ...c, channels: [...c.channels] })),
+      logger: silentLogger(),
+    });
+    const link = /^<([^>]+)>$/.exec(links.unsubscribeHeaders(READER, 'comments')['List-Unsubscribe']!)![1]!;
+    const local = `${svc.baseUrl}${new URL(link).pathname}${new URL(link).search}`;
+    const tab = await browser.newPage();
+    const problems: string[] = [];
+    tab.on('console', (msg) => {
+      if (msg.type() === 'error') problems.push(msg.text());
+    });
+    try {
+      await tab.goto(local);
+      expect(await tab.locator('h1').textContent()).toBe('Unsubscribe');
+      // Opening the page (what a link scanner does) changed nothing.
+      const before = (await serverView(READER)).categories.find((c) => c.name === 'comments')!;
+      expect(before.channels.find((c) => c.channel === 'email')).toEqual({
+        channel: 'email',
+        enabled: true,
+        chosen: false,
+      });
+      await Promise.all([tab.waitForNavigation(), tab.click('button[type="submit"]')]);
+      expect(await tab.locator('p').textContent()).toBe('You will no longer receive “comments” emails.');
+      expect(problems).toEqual([]);
+    } finally {
+      await tab.close();
+    }
+    const after = (await serverView(READER)).categories.find((c) => c.name === 'comments')!;
+    expect(after.channels.find((c) => c.channel === 'email')).toEqual({
+      channel: 'email',
+      enabled: false,
+      chosen: true,
+    });
   });
 
   it('ran without CSP violations or console errors', async () => {
