@@ -2,6 +2,7 @@
  * One-click unsubscribe tokens and headers (RFC 8058): signed, expiring, bound to one user and one
  * category; the key rules of `notify.unsubscribe` at config load.
  */
+import { Mailable } from '../../../services/notification/channels/email/mailable';
 import { loadNotificationConfig } from '../../../services/notification/config';
 import { UnsubscribeLinks } from '../../../services/notification/preferences';
 import { redactSecrets } from '../../../shared/config/redact';
@@ -69,6 +70,26 @@ describe('unsubscribeHeaders', () => {
   it('is a function that works detached from its object (Notify passes it around)', () => {
     const { unsubscribeHeaders } = links();
     expect(unsubscribeHeaders('jane', 'news')['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
+  });
+});
+
+describe('the email channel takes the headers', () => {
+  function build(headers: Record<string, string>): Record<string, string> {
+    const m = new Mailable().to('jane@example.com').subject('News').text('Hi');
+    for (const [name, value] of Object.entries(headers)) m.header(name, value);
+    return m.build().headers;
+  }
+
+  it('the Mailable keeps both RFC 8058 headers as given', () => {
+    const headers = links().unsubscribeHeaders('jane', 'news');
+    expect(build(headers)).toEqual(headers);
+  });
+
+  it('the Mailable still refuses a CR or LF in their values and other non-X- names', () => {
+    expect(() => build({ 'List-Unsubscribe': '<https://x.example/u>\r\nBcc: evil@example.com' })).toThrow(
+      /List-Unsubscribe/,
+    );
+    expect(() => build({ 'List-Id': 'news' })).toThrow(/a header name must be X-/);
   });
 });
 
