@@ -243,6 +243,24 @@ export async function createNotificationApp(
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
 
+    // Preferences area (issue 25): the PreferenceBook (in the service's database when it has one)
+    // and the unsubscribe links, built before the RPC server so UserRpc (GetPreferences /
+    // UpdatePreferences) and Notify (isEnabled, unsubscribeHeaders) can take them; their routes are
+    // added beside the admin gateway's.
+    // pendingUserExists is a placeholder for the lead: wire the users area's directory here
+    // (`async (id) => (await directory.findUser(id)) !== undefined`) and `preferences.eraseUser`
+    // into `directory.onUserDeleted`; hand `unsubscribe.unsubscribeHeaders` to Notify.
+    const pendingUserExists = async (_userId: string): Promise<boolean> => true;
+    const preferences = new Preferences({
+      store: storage ? new DatabasePreferenceStore(storage.knex) : new InMemoryPreferenceStore(),
+      categories: config.notify.categories,
+      userExists: pendingUserExists,
+    });
+    const unsubscribe = new UnsubscribeLinks({
+      config: config.notify.unsubscribe,
+      categories: config.notify.categories,
+      logger,
+    });
     const server = new RpcServer({
       name: 'notification',
       logger,
@@ -289,23 +307,6 @@ export async function createNotificationApp(
         }
       },
     });
-    // Preferences area (issue 25): the PreferenceBook (in the service's database when it has one),
-    // the admin preferences routes (through the gateway) and the one-click unsubscribe routes.
-    // pendingUserExists is a placeholder for the lead: wire the users area's directory here
-    // (`async (id) => (await directory.findUser(id)) !== undefined`) and `preferences.eraseUser`
-    // into `directory.onUserDeleted`; hand `unsubscribe.unsubscribeHeaders` to Notify.
-    const pendingUserExists = async (_userId: string): Promise<boolean> => true;
-    const preferences = new Preferences({
-      store: storage ? new DatabasePreferenceStore(storage.knex) : new InMemoryPreferenceStore(),
-      categories: config.notify.categories,
-      userExists: pendingUserExists,
-    });
-    const unsubscribe = new UnsubscribeLinks({
-      config: config.notify.unsubscribe,
-      categories: config.notify.categories,
-      logger,
-    });
-    server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     const gateway = new AdminGateway({
       preferences: { book: preferences, categories: config.notify.categories },
       inbox,
@@ -315,6 +316,8 @@ export async function createNotificationApp(
       shutdownSignal: server.shutdownSignal,
     });
     server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
+    // Preferences area: one-click unsubscribe (no API token: the signed link is the authentication).
+    server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
     const receipts = new ReceiptRecorder({
       store: deliveryStore,

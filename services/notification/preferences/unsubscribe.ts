@@ -55,9 +55,11 @@ export class UnsubscribeLinks {
     const { config } = options;
     if (config.signing_key === '') {
       this.key = randomBytes(32);
-      options.logger.warn(
-        'notify.unsubscribe.signing_key is empty: unsubscribe links are signed with a random key and stop working when the process restarts (and on other replicas); set it in production',
-      );
+      // Only worth saying when links go out (without public_base_url no email carries one).
+      if (config.public_base_url !== '')
+        options.logger.warn(
+          'notify.unsubscribe.signing_key is empty: unsubscribe links are signed with a random key and stop working when the process restarts (and on other replicas); set it in production',
+        );
     } else {
       this.key = Buffer.from(config.signing_key, 'utf8');
     }

@@ -151,6 +151,10 @@ describe('unsubscribe tokens', () => {
     expect(a.verify(token)).toEqual({ userId: 'jane', category: 'news' });
     expect(b.verify(token)).toBeUndefined();
     expect(warnings.some((w) => /signing_key/.test(w))).toBe(true);
+    // Without public_base_url no email carries a link: nothing to warn about.
+    warnings.length = 0;
+    links({ key: '', base: '', logger });
+    expect(warnings).toEqual([]);
   });
 });
 
