@@ -2,7 +2,10 @@
  * GET and PUT /admin/notifications/preferences on the real notification service: the current user's
  * (the JWT subject's) preferences, under the inbox routes' auth rules and the one JSON error body.
  */
-import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
+import {
+  MAX_PREFERENCES_BODY_BYTES,
+  type AdminPreferencesJson,
+} from '../../../services/notification/admin/gateway';
 import { CONTENT_SECURITY_POLICY } from '../../../services/notification/admin/http';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { authed, errorOf, hsToken, startAdminService } from './harness';
@@ -153,6 +156,18 @@ describe('admin preferences routes', () => {
       expect(res.status).toBe(400);
       expect((await errorOf(res)).error.message).toMatch(/preferences/);
     }
+  });
+
+  it('PUT with a body of exactly the bound is read; one byte more is 413', async () => {
+    const token = await hsToken('olga');
+    const padded = (n: number): string => {
+      const head = '{"preferences":[{"category":"comments","channel":"push","enabled":true}],"pad":"';
+      return head + 'x'.repeat(n - head.length - 2) + '"}';
+    };
+    expect(Buffer.byteLength(padded(MAX_PREFERENCES_BODY_BYTES))).toBe(MAX_PREFERENCES_BODY_BYTES);
+    expect((await put(token, undefined, padded(MAX_PREFERENCES_BODY_BYTES + 1))).status).toBe(413);
+    const at = await put(token, undefined, padded(MAX_PREFERENCES_BODY_BYTES));
+    expect(at.status).toBe(200);
   });
 
   it('PUT with a body over the bound is 413', async () => {

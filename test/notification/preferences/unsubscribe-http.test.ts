@@ -8,7 +8,7 @@
 import { Mailable, toOutboundEmail } from '../../../services/notification/channels/email/mailable';
 import { SmtpMailer } from '../../../services/notification/channels/email/smtp-mailer';
 import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
-import { UnsubscribeLinks } from '../../../services/notification/preferences';
+import { MAX_UNSUBSCRIBE_BODY_BYTES, UnsubscribeLinks } from '../../../services/notification/preferences';
 import { silentLogger } from '../../../shared/logging/logger';
 import { ManualClock } from '../../support/manual-clock';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
@@ -180,6 +180,17 @@ describe('one-click unsubscribe on the HTTP port', () => {
     expect((await post(url, '{"List-Unsubscribe":"One-Click"}', 'application/json')).status).toBe(400);
     expect((await post(url, `List-Unsubscribe=One-Click&pad=${'x'.repeat(4096)}`)).status).toBe(413);
     expect(await emailChannel('dana', 'news')).toEqual({ enabled: true, chosen: false });
+  });
+
+  it('a body of exactly 2 KiB is read; one byte more is 413', async () => {
+    const url = urlOf(links().unsubscribeHeaders('erin', 'news'));
+    const base = 'List-Unsubscribe=One-Click&pad=';
+    const over = await post(url, base + 'x'.repeat(MAX_UNSUBSCRIBE_BODY_BYTES + 1 - base.length));
+    expect(over.status).toBe(413);
+    expect(await emailChannel('erin', 'news')).toEqual({ enabled: true, chosen: false });
+    const at = await post(url, base + 'x'.repeat(MAX_UNSUBSCRIBE_BODY_BYTES - base.length));
+    expect(at.status).toBe(200);
+    expect(await emailChannel('erin', 'news')).toEqual({ enabled: false, chosen: true });
   });
 
   it('a user id with emoji, CJK and RTL text round-trips through the link', async () => {
