@@ -60,10 +60,17 @@ import { SECURITY_HEADERS } from './admin/http';
 import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
 import { createMonitorReporter } from './monitor';
 import { UserService as UserServiceDesc } from '../../shared/gen/svc/notification/v1/users_pb';
-import { DatabaseUserStore, InMemoryUserStore, pendingPreferences, UserDirectoryService } from './users';
+import { DatabaseUserStore, InMemoryUserStore, UserDirectoryService } from './users';
 import { UserRpc } from './rpc/user-rpc';
 import { USER_METHOD_SCOPES } from './rpc/scopes';
 import { allObservers, type DeliveryObserver } from './delivery';
+import {
+  DatabasePreferenceStore,
+  InMemoryPreferenceStore,
+  Preferences,
+  UnsubscribeLinks,
+  unsubscribeRoutes,
+} from './preferences';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {
@@ -242,6 +249,21 @@ export async function createNotificationApp(
       logger,
     });
     users.onUserDeleted(async (userId) => void (await inbox.clearAll(userId)));
+    // Preferences area (issue 25): the PreferenceBook (in the service's database when it has one)
+    // and the unsubscribe links, built before the RPC server so UserRpc (GetPreferences /
+    // UpdatePreferences) and Notify (isEnabled, unsubscribeHeaders) can take them; their routes are
+    // added beside the admin gateway's.
+    const preferences = new Preferences({
+      store: storage ? new DatabasePreferenceStore(storage.knex) : new InMemoryPreferenceStore(),
+      categories: config.notify.categories,
+      userExists: async (id) => (await users.findUser(id)) !== undefined,
+    });
+    const unsubscribe = new UnsubscribeLinks({
+      config: config.notify.unsubscribe,
+      categories: config.notify.categories,
+      logger,
+    });
+    users.onUserDeleted((userId) => preferences.eraseUser(userId));
     const forgetDeadTokens: DeliveryObserver = {
       onOutcome: (o) => {
         if (o.channel !== 'push' || o.failure !== 'recipient_unregistered' || o.recipient === undefined)
@@ -251,13 +273,9 @@ export async function createNotificationApp(
         });
       },
     };
-    const usersRegistration = registration(
-      UserServiceDesc,
-      new UserRpc(users, pendingPreferences, suppressions),
-      {
-        scopes: USER_METHOD_SCOPES,
-      },
-    );
+    const usersRegistration = registration(UserServiceDesc, new UserRpc(users, preferences, suppressions), {
+      scopes: USER_METHOD_SCOPES,
+    });
 
     const deliveries = new DeliveryPipeline({
       store: deliveryStore,
@@ -326,6 +344,7 @@ export async function createNotificationApp(
       },
     });
     const gateway = new AdminGateway({
+      preferences: { book: preferences, categories: config.notify.categories },
       inbox,
       auth,
       logger,
@@ -333,6 +352,8 @@ export async function createNotificationApp(
       shutdownSignal: server.shutdownSignal,
     });
     server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
+    // Preferences area: one-click unsubscribe (no API token: the signed link is the authentication).
+    server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
     const receipts = new ReceiptRecorder({
       store: deliveryStore,

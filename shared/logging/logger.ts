@@ -29,6 +29,7 @@ export const SECRET_FIELD_NAMES = [
   'privateKey',
   'secret',
   'jwt_secret',
+  'signing_key',
   'authorization',
   'token',
   'url', // database URLs carry passwords; only logged through redactUrl()

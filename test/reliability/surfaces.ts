@@ -30,16 +30,6 @@ export const PUBLIC_SERVICES: readonly string[] = [
   'grpc.reflection.v1alpha.ServerReflection',
 ];
 
-/**
- * Methods this branch answers UNIMPLEMENTED (with a reason) until the area that serves them is
- * merged: UserService's preferences, delegated to the preferences area's PreferenceBook (the users
- * branch wires a placeholder). The suites accept UNIMPLEMENTED for these alone; empty this at merge.
- */
-export const PENDING_METHODS: readonly string[] = [
-  'svc.notification.v1.UserService/GetPreferences',
-  'svc.notification.v1.UserService/UpdatePreferences',
-];
-
 /** Every method of `services`. */
 export function methodsOf(services: readonly DescService[]): DescMethod[] {
   return services.flatMap((s) => s.methods);

@@ -14,6 +14,10 @@ import { InvalidArgumentError, isDomainError } from '../../../shared/errors';
 import { isUuid } from '../../../shared/runtime/ids';
 import { pageSizeParam } from '../../../shared/storage/page-size';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
+import type { CategoryConfig, NotifyChannel } from '../notify/config';
+import type { Preference, PreferenceBook, PreferenceChoice } from '../preferences/types';
+import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
+import { sendJsonError } from '../../../shared/http/errors';
 import { parseBearer } from '../../../shared/auth/bearer';
 import type { AdminAuth, AdminPrincipal } from './auth';
 import type { Route, RouteParams } from '../../../shared/http/routes';
@@ -37,7 +41,33 @@ export interface AdminGatewayDeps {
   heartbeatMs?: number;
   /** Aborted when the server starts shutting down: open event streams end, browsers reconnect. */
   shutdownSignal?: AbortSignal;
+  /** The current user's preferences (`GET`/`PUT /admin/notifications/preferences`); none: no routes. */
+  preferences?: AdminPreferencesDeps;
 }
+
+/** What the preferences routes need. */
+export interface AdminPreferencesDeps {
+  book: PreferenceBook;
+  /** `notify.categories`: the descriptions the page shows. */
+  categories: readonly CategoryConfig[];
+}
+
+/** One category of `GET /admin/notifications/preferences`, its channels in config order. */
+export interface AdminPreferenceCategoryJson {
+  name: string;
+  description: string;
+  /** A required category: every channel stays on. */
+  required: boolean;
+  channels: { channel: NotifyChannel; enabled: boolean; chosen: boolean }[];
+}
+
+/** Body of `GET` and of the answer to `PUT /admin/notifications/preferences`. */
+export interface AdminPreferencesJson {
+  categories: AdminPreferenceCategoryJson[];
+}
+
+/** Largest body of `PUT /admin/notifications/preferences`. */
+export const MAX_PREFERENCES_BODY_BYTES = 16 * 1024;
 
 /** A notification as the admin JSON API and the SSE stream show it. */
 export interface AdminNotificationJson {
@@ -106,6 +136,7 @@ export class AdminGateway {
   private readonly heartbeatMs: number;
   private readonly shutdownSignal: AbortSignal | undefined;
   private readonly assets: ReadonlyMap<string, StaticAsset>;
+  private readonly preferences: AdminPreferencesDeps | undefined;
 
   constructor(deps: AdminGatewayDeps) {
     if (!Number.isInteger(deps.maxPageSize) || deps.maxPageSize < 1) {
@@ -117,6 +148,7 @@ export class AdminGateway {
     this.maxPageSize = deps.maxPageSize;
     this.heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     this.shutdownSignal = deps.shutdownSignal;
+    this.preferences = deps.preferences;
     this.assets = loadPageAssets(join(__dirname, 'page'), 'admin page');
   }
 
@@ -142,6 +174,47 @@ export class AdminGateway {
         this.markRead(ctx, await this.authenticate(ctx), params.id!),
       ),
       this.route(get, `${BASE}/stream`, (ctx) => this.stream(ctx)),
+      ...this.preferenceRoutes(),
+    ];
+  }
+
+  private preferenceRoutes(): Route[] {
+    const prefs = this.preferences;
+    if (!prefs) return [];
+    const path = `${BASE}/preferences`;
+    return [
+      this.route(['GET'], path, async (ctx) => {
+        const userId = await this.authenticate(ctx);
+        sendJson(ctx.res, 200, toPreferencesJson(await prefs.book.get(userId), prefs.categories));
+      }),
+      this.route(
+        ['PUT'],
+        path,
+        async (ctx) => {
+          // Authenticated before the body is read: an anonymous caller gets 401 on its headers.
+          const userId = await this.authenticate(ctx);
+          const body = await readBoundedBody(ctx.req, MAX_PREFERENCES_BODY_BYTES);
+          if (body === BODY_TOO_LARGE) {
+            sendJsonError(
+              ctx.res,
+              'resource_exhausted',
+              `the body is larger than ${MAX_PREFERENCES_BODY_BYTES} bytes`,
+              {
+                status: 413,
+                headers: { ...SECURITY_HEADERS, Connection: 'close' },
+              },
+            );
+            return;
+          }
+          const choices = parsePreferenceChoices(body);
+          sendJson(
+            ctx.res,
+            200,
+            toPreferencesJson(await prefs.book.update(userId, choices), prefs.categories),
+          );
+        },
+        true,
+      ),
     ];
   }
 
@@ -149,14 +222,15 @@ export class AdminGateway {
     methods: string[],
     path: string,
     serve: (ctx: RequestContext, params: RouteParams) => Promise<void> | void,
+    readsBody = false,
   ): Route {
     return {
       methods,
       path,
       handler: async (req, res, { params, query }) => {
         const ctx: RequestContext = { req, res, query };
-        // Bodies are never read: drain them so keep-alive connections stay usable.
-        req.resume();
+        // Bodies are read only by routes that take one: drain the rest so keep-alive stays usable.
+        if (!readsBody) req.resume();
         try {
           await serve(ctx, params);
         } catch (err) {
@@ -343,6 +417,57 @@ export class AdminGateway {
     if (described.status >= 500) this.logger.warn({ err }, 'admin request failed on a dependency');
     sendError(res, described.code, described.message);
   }
+}
+
+/** The user's effective preferences, grouped by category in config order. */
+export function toPreferencesJson(
+  preferences: readonly Preference[],
+  categories: readonly CategoryConfig[],
+): AdminPreferencesJson {
+  const byName = new Map<string, AdminPreferenceCategoryJson>();
+  for (const c of categories) {
+    byName.set(c.name, { name: c.name, description: c.description, required: c.required, channels: [] });
+  }
+  for (const p of preferences) {
+    byName.get(p.category)?.channels.push({ channel: p.channel, enabled: p.enabled, chosen: p.chosen });
+  }
+  return { categories: [...byName.values()].filter((c) => c.channels.length > 0) };
+}
+
+/**
+ * The body of `PUT /admin/notifications/preferences`: `{"preferences": [{"category", "channel",
+ * "enabled"}]}`. Shape errors are INVALID_ARGUMENT naming the entry; the rules are the book's.
+ */
+export function parsePreferenceChoices(body: Buffer): PreferenceChoice[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new InvalidArgumentError('the body is not valid JSON', 'body');
+  }
+  const list = (parsed as { preferences?: unknown } | null)?.preferences;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Array.isArray(list)) {
+    throw new InvalidArgumentError(
+      'the body must be a JSON object {"preferences": [{"category", "channel", "enabled"}]}',
+      'preferences',
+    );
+  }
+  return list.map((entry: unknown, i) => {
+    const e = entry as Record<string, unknown> | null;
+    if (
+      typeof e !== 'object' ||
+      e === null ||
+      typeof e.category !== 'string' ||
+      typeof e.channel !== 'string' ||
+      typeof e.enabled !== 'boolean'
+    ) {
+      throw new InvalidArgumentError(
+        `preferences[${i}] must be {"category": string, "channel": string, "enabled": true or false}`,
+        `preferences[${i}]`,
+      );
+    }
+    return { category: e.category, channel: e.channel as NotifyChannel, enabled: e.enabled };
+  });
 }
 
 /** The JSON shape of one inbox message on the admin API. */

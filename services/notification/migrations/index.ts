@@ -19,6 +19,7 @@ import * as inboundReceipts from './20261126110000_inbound_receipts';
 import * as deliveryQueueRules from './20261126120000_delivery_queue_rules';
 import * as deliveryScans from './20261126130000_delivery_scans';
 import * as users from './20261127000000_users';
+import * as preferences from './20261127000050_preferences';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -38,6 +39,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261126120000_delivery_queue_rules', ...deliveryQueueRules },
   { name: '20261126130000_delivery_scans', ...deliveryScans },
   { name: '20261127000000_users', ...users },
+  { name: '20261127000050_preferences', ...preferences },
 ];
 
 /** The knex table that records which notification migrations ran. */

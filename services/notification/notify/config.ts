@@ -49,6 +49,15 @@ export const CategoryConfigSchema = z
 /** One validated category. */
 export type CategoryConfig = z.infer<typeof CategoryConfigSchema>;
 
+function isHttpsUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
+
 /** The notify section. */
 export const NotifyConfigSchema = z
   .strictObject({
@@ -67,14 +76,25 @@ export const NotifyConfigSchema = z
          * Key the unsubscribe tokens are signed with (HMAC-SHA256), at least 32 bytes. Empty: a random
          * key per process (links stop working at restart; set it in production).
          */
-        signing_key: z.string().default(''),
+        signing_key: z
+          .string()
+          .refine((k) => k === '' || Buffer.byteLength(k, 'utf8') >= 32, {
+            message: 'must be at least 32 bytes (or empty: a random key per process)',
+          })
+          .default(''),
         /** How long an unsubscribe link works. */
         token_ttl_days: positiveInt().default(60),
         /**
          * The public HTTPS origin of the HTTP port the links point at (e.g.
-         * `https://notify.example.com`). Empty: no List-Unsubscribe header is added.
+         * `https://notify.example.com`, or with the path prefix of a proxy in front); must be an
+         * `https://` URL without query. Empty: no List-Unsubscribe header is added.
          */
-        public_base_url: z.string().default(''),
+        public_base_url: z
+          .string()
+          .refine((u) => u === '' || isHttpsUrl(u), {
+            message: 'must be an https:// URL (RFC 8058 links are HTTPS) or empty',
+          })
+          .default(''),
       })
       .prefault({}),
   })

@@ -8,13 +8,11 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import {
   DevicePlatform as WirePlatform,
   type DeviceSchema,
-  type PreferenceSchema,
   type UserSchema,
   type UserService,
 } from '../../../shared/gen/svc/notification/v1/users_pb';
-import type { Preference } from '../preferences/types';
 import type { PreferenceBook } from '../preferences/types';
-import type { NotifyChannel } from '../notify/config';
+import { preferenceRpcHandlers, type PreferenceRpcHandlers } from './preferences-rpc';
 import {
   type Device,
   type DevicePlatform,
@@ -62,23 +60,17 @@ function toWireUser(u: User, suppressed: SuppressedContact[] = []): MessageInitS
   };
 }
 
-function toWirePreference(p: Preference): MessageInitShape<typeof PreferenceSchema> {
-  return {
-    category: p.category,
-    channel: p.channel,
-    enabled: p.enabled,
-    required: p.required,
-    chosen: p.chosen,
-  };
-}
-
 /** UserService over the user directory, the preference book and the suppression list. */
 export class UserRpc implements ServiceImpl<typeof UserService> {
   constructor(
     private readonly users: UserDirectory,
-    private readonly preferences: PreferenceBook,
+    preferences: PreferenceBook,
     private readonly suppressions: SuppressionReasons,
-  ) {}
+  ) {
+    this.preferenceHandlers = preferenceRpcHandlers(preferences);
+  }
+
+  private readonly preferenceHandlers: PreferenceRpcHandlers;
 
   async upsertUser(req: {
     userId: string;
@@ -136,23 +128,9 @@ export class UserRpc implements ServiceImpl<typeof UserService> {
     return { userIds: page.userIds, nextPageToken: page.nextPageToken ?? '' };
   }
 
-  async getPreferences(req: { userId: string }) {
-    return { preferences: (await this.preferences.get(req.userId)).map(toWirePreference) };
-  }
-
-  async updatePreferences(req: {
-    userId: string;
-    preferences: { category: string; channel: string; enabled: boolean }[];
-  }) {
-    const updated = await this.preferences.update(
-      req.userId,
-      // The book refuses a channel the category does not use (INVALID_ARGUMENT naming it).
-      req.preferences.map((p) => ({
-        category: p.category,
-        channel: p.channel as NotifyChannel,
-        enabled: p.enabled,
-      })),
-    );
-    return { preferences: updated.map(toWirePreference) };
-  }
+  // GetPreferences / UpdatePreferences: the one mapping of rpc/preferences-rpc.ts.
+  getPreferences: PreferenceRpcHandlers['getPreferences'] = (req) =>
+    this.preferenceHandlers.getPreferences(req);
+  updatePreferences: PreferenceRpcHandlers['updatePreferences'] = (req) =>
+    this.preferenceHandlers.updatePreferences(req);
 }

@@ -11,4 +11,3 @@ export {
   type SuppressedContact,
   type SuppressionReasons,
 } from './suppressed';
-export { pendingPreferences } from './pending-preferences';

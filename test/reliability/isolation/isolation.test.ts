@@ -806,11 +806,6 @@ const bobDevice = async (ctx: Ctx, bob: string): Promise<string> => {
   );
   return token;
 };
-/** Whether the PreferenceBook is served on this branch (surfaces.ts PENDING_METHODS until merge). */
-const preferencesServed = async (ctx: Ctx, userId: string): Promise<boolean> =>
-  (await codeOf(call(ctx.users, UserService, 'GetPreferences', { userId }, ctx.a))) !==
-  grpc.status.UNIMPLEMENTED;
-
 const USER_PROBES: Record<string, Probe> = {
   'UserService.UpsertUser': async (ctx) => {
     const { alice, bob } = await ensureUsers(ctx);
@@ -895,7 +890,6 @@ const USER_PROBES: Record<string, Probe> = {
   },
   'UserService.GetPreferences': async (ctx) => {
     const { alice } = await ensureUsers(ctx);
-    if (!(await preferencesServed(ctx, alice))) return { attempts: 0, leaks: [] };
     const got = await call<{ preferences: unknown[] }>(
       ctx.users,
       UserService,
@@ -910,7 +904,6 @@ const USER_PROBES: Record<string, Probe> = {
   },
   'UserService.UpdatePreferences': async (ctx) => {
     const { alice, bob } = await ensureUsers(ctx);
-    if (!(await preferencesServed(ctx, alice))) return { attempts: 0, leaks: [] };
     const before = await call(ctx.users, UserService, 'GetPreferences', { userId: bob }, ctx.a);
     const prefs = (
       before as { preferences: { category: string; channel: string; required: boolean }[] }

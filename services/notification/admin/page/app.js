@@ -31,7 +31,13 @@
     list: $('list'),
     empty: $('empty'),
     more: $('more'),
+    prefs: $('prefs'),
+    prefsBody: $('prefs-body'),
+    prefsStatus: $('prefs-status'),
   };
+  // The columns of the preferences table, in its header's order.
+  const CHANNELS = ['inbox', 'email', 'sms', 'push'];
+  const CHANNEL_NAMES = { inbox: 'Inbox', email: 'Email', sms: 'SMS', push: 'Push' };
 
   const state = {
     token: null,
@@ -74,10 +80,13 @@
 
   class ApiError extends Error {}
 
-  async function api(method, path) {
+  async function api(method, path, payload) {
+    const headers = { Authorization: 'Bearer ' + state.token, Accept: 'application/json' };
+    if (payload !== undefined) headers['Content-Type'] = 'application/json';
     const response = await fetch(API + path, {
       method,
-      headers: { Authorization: 'Bearer ' + state.token, Accept: 'application/json' },
+      headers,
+      body: payload === undefined ? undefined : JSON.stringify(payload),
       credentials: 'omit',
       cache: 'no-store',
     });
@@ -354,6 +363,87 @@
     }
   }
 
+  // Preferences: one switch per category and channel; a required category's switches are on and
+  // disabled. A change is saved at once (PUT); on failure the switch goes back and says why.
+  function renderPreferences(body) {
+    const rows = body.categories.map((category) => {
+      const tr = document.createElement('tr');
+      tr.dataset.category = category.name;
+      const head = document.createElement('th');
+      head.scope = 'row';
+      const name = document.createElement('span');
+      name.className = 'pref-name';
+      name.textContent = category.name;
+      head.append(name);
+      if (category.required) {
+        const mark = document.createElement('span');
+        mark.className = 'required';
+        mark.textContent = 'Required';
+        head.append(' ', mark);
+      }
+      if (category.description) {
+        const description = document.createElement('span');
+        description.className = 'pref-description';
+        description.textContent = category.description;
+        head.append(description);
+      }
+      tr.append(head);
+      for (const channel of CHANNELS) {
+        const td = document.createElement('td');
+        const pref = category.channels.find((c) => c.channel === channel);
+        if (!pref) {
+          td.className = 'unused';
+          td.textContent = '—';
+          td.title = category.name + ' does not use ' + CHANNEL_NAMES[channel];
+        } else {
+          const input = document.createElement('input');
+          input.type = 'checkbox';
+          input.setAttribute('role', 'switch');
+          input.dataset.category = category.name;
+          input.dataset.channel = channel;
+          input.checked = pref.enabled;
+          input.disabled = category.required;
+          input.setAttribute(
+            'aria-label',
+            category.name + ' by ' + CHANNEL_NAMES[channel] + (category.required ? ' (required)' : ''),
+          );
+          input.addEventListener('change', () => savePreference(input));
+          td.append(input);
+        }
+        tr.append(td);
+      }
+      return tr;
+    });
+    ui.prefsBody.replaceChildren(...rows);
+    ui.prefs.hidden = rows.length === 0;
+    ui.prefsStatus.textContent = rows.length === 0 ? 'No notification categories are configured.' : '';
+  }
+
+  async function loadPreferences() {
+    try {
+      renderPreferences(await api('GET', '/preferences'));
+    } catch (err) {
+      if (!state.signedOut) ui.prefsStatus.textContent = 'Could not load preferences: ' + err.message;
+    }
+  }
+
+  async function savePreference(input) {
+    const enabled = input.checked;
+    input.disabled = true;
+    ui.prefsStatus.textContent = 'Saving…';
+    try {
+      const body = await api('PUT', '/preferences', {
+        preferences: [{ category: input.dataset.category, channel: input.dataset.channel, enabled }],
+      });
+      renderPreferences(body);
+      ui.prefsStatus.textContent = 'Saved.';
+    } catch (err) {
+      input.checked = !enabled;
+      input.disabled = false;
+      if (!state.signedOut) ui.prefsStatus.textContent = 'Could not save: ' + err.message;
+    }
+  }
+
   function start() {
     ui.markAll.addEventListener('click', markAllRead);
     ui.more.addEventListener('click', async () => {
@@ -377,6 +467,7 @@
       return;
     }
     ui.user.textContent = subjectOf(state.token);
+    loadPreferences();
     // The first page loads once the stream is live (the server says `: connected` when its watch is
     // registered), so nothing sent in between is missed; ids dedupe. Without a stream, load anyway.
     let firstLoad = true;

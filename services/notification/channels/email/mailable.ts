@@ -129,6 +129,8 @@ const PLAIN_ADDRESS =
   /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 /** `X-` then RFC 5322 field-name characters, narrowed to letters, digits and `-`. */
 const X_HEADER = /^X-[A-Za-z0-9][A-Za-z0-9-]*$/i;
+/** The one-click unsubscribe headers of RFC 8058 (List-Unsubscribe, List-Unsubscribe-Post), allowed besides X-. */
+const LIST_UNSUBSCRIBE_HEADER = /^List-Unsubscribe(-Post)?$/i;
 /** `type/subtype` of RFC 2045 tokens, no parameters. */
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/;
 /** CR or LF: the header-injection characters. */
@@ -290,8 +292,11 @@ export class Mailable {
     const headerNames = new Set<string>();
     for (const [name, value] of f.headers) {
       const at = `headers[${JSON.stringify(name)}]`;
-      if (typeof name !== 'string' || !X_HEADER.test(name)) {
-        invalid(at, 'a header name must be X- followed by letters, digits or "-"');
+      if (typeof name !== 'string' || !(X_HEADER.test(name) || LIST_UNSUBSCRIBE_HEADER.test(name))) {
+        invalid(
+          at,
+          'a header name must be X- followed by letters, digits or "-" (or List-Unsubscribe, List-Unsubscribe-Post)',
+        );
       }
       if (headerNames.has(name.toLowerCase())) invalid(at, 'is given twice');
       headerNames.add(name.toLowerCase());
