@@ -57,6 +57,7 @@ import { NOTIFICATION_SCOPES } from './rpc/scopes';
 import { InboxConfigSchema } from './inbox/config';
 import { AdminAuthConfigSchema } from './admin/config';
 import { NotifyConfigSchema } from './notify/config';
+import { TemplatesConfigSchema } from './templates/config';
 
 export { InboxConfigSchema, type InboxConfig } from './inbox/config';
 export { AdminAuthConfigSchema, type AdminAuthConfig } from './admin/config';
@@ -88,6 +89,8 @@ export const NotificationConfigSchema = z
     webhooks: WebhooksConfigSchema,
     /** Notify: categories, the default locale, one-click unsubscribe (notify/config.ts). */
     notify: NotifyConfigSchema,
+    /** Templates: store, sizes, render limits (templates/config.ts). */
+    templates: TemplatesConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
     /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
     monitor: MonitorReporterConfigSchema,
