@@ -16,7 +16,7 @@ export const TemplatesConfigSchema = z
     max_source_bytes: positiveInt().default(65536),
     /** Templates stored in all (every category, channel and locale); one more is RESOURCE_EXHAUSTED. */
     max_templates: positiveInt().default(10000),
-    /** Largest page ListTemplates returns; 0 asks for this, more is capped. */
+    /** Largest page ListTemplates returns (a larger page_size is capped); none asks for 50, or this when smaller. */
     max_page_size: positiveInt().default(100),
     /** Parsed templates kept in memory (least recently used out first). */
     parse_cache_size: positiveInt().default(1000),

@@ -1,0 +1,98 @@
+/** The catalog TemplateService manages: validation, bounds, pages. */
+import { buildTemplates, errorOf } from './support';
+
+describe('TemplateCatalog validation', () => {
+  test('A part the channel does not have is INVALID_ARGUMENT naming it', async () => {
+    const { catalog } = buildTemplates();
+    const err = await errorOf(() =>
+      catalog.upsert({
+        category: 'orders',
+        channel: 'sms',
+        locale: 'en',
+        content: { text: 'x', subject: 's' },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.subject' });
+    expect(err.message).toContain('the sms channel has no subject');
+  });
+
+  test('A channel the category does not use, an unknown category, a missing required part: INVALID_ARGUMENT', async () => {
+    const { catalog } = buildTemplates();
+    const push = await errorOf(() =>
+      catalog.upsert({ category: 'security', channel: 'push', locale: 'en', content: { title: 'x' } }),
+    );
+    expect(push).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'channel' });
+    const unknown = await errorOf(() =>
+      catalog.upsert({ category: 'nope', channel: 'sms', locale: 'en', content: { text: 'x' } }),
+    );
+    expect(unknown.message).toContain('the configured categories are orders, security');
+    const subjectless = await errorOf(() =>
+      catalog.upsert({ category: 'orders', channel: 'email', locale: 'en', content: { html: '<p>x</p>' } }),
+    );
+    expect(subjectless.message).toContain('an email template needs a subject');
+  });
+
+  test('NUL is refused; a CJK/RTL/emoji template is stored whole', async () => {
+    const { catalog } = buildTemplates();
+    const err = await errorOf(() =>
+      catalog.upsert({ category: 'orders', channel: 'sms', locale: 'en', content: { text: 'a\u0000b' } }),
+    );
+    expect(err.message).toContain('NUL');
+    const { template, created } = await catalog.upsert({
+      category: 'orders',
+      channel: 'inbox',
+      locale: 'ar',
+      content: { title: 'طلبك {{ data.id }} 📦', body: '注文 {{ data.id }}' },
+    });
+    expect(created).toBe(true);
+    expect(template.content).toEqual({ title: 'طلبك {{ data.id }} 📦', body: '注文 {{ data.id }}' });
+  });
+
+  test('At max_templates a new template is RESOURCE_EXHAUSTED; get/delete of an absent one NOT_FOUND', async () => {
+    const { catalog } = buildTemplates({ max_templates: 2 });
+    await catalog.upsert({ category: 'orders', channel: 'sms', locale: 'en', content: { text: 'x' } });
+    await catalog.upsert({ category: 'orders', channel: 'sms', locale: 'es', content: { text: 'x' } });
+    const err = await errorOf(() =>
+      catalog.upsert({ category: 'orders', channel: 'sms', locale: 'de', content: { text: 'x' } }),
+    );
+    expect(err.code).toBe('RESOURCE_EXHAUSTED');
+    expect((await errorOf(() => catalog.get('orders', 'sms', 'de'))).code).toBe('NOT_FOUND');
+    expect((await errorOf(() => catalog.delete('orders', 'sms', 'de'))).code).toBe('NOT_FOUND');
+    await catalog.delete('orders', 'sms', 'es');
+    await catalog.upsert({ category: 'orders', channel: 'sms', locale: 'de', content: { text: 'x' } });
+  });
+});
+
+describe('TemplateCatalog pages', () => {
+  async function filled() {
+    const t = buildTemplates({ max_page_size: 3 });
+    for (const locale of ['en', 'es', 'de', 'fr', 'ja']) {
+      await t.catalog.upsert({ category: 'orders', channel: 'sms', locale, content: { text: locale } });
+    }
+    await t.catalog.upsert({ category: 'security', channel: 'sms', locale: 'en', content: { text: 's' } });
+    return t;
+  }
+
+  test('Pages walk every template once, in order; a size above the max is capped', async () => {
+    const { catalog } = await filled();
+    const seen: string[] = [];
+    let token = '';
+    do {
+      const page = await catalog.list({ pageSize: 100, pageToken: token });
+      expect(page.templates.length).toBeLessThanOrEqual(3);
+      seen.push(...page.templates.map((t) => `${t.category}/${t.locale}`));
+      token = page.nextPageToken;
+    } while (token);
+    expect(seen).toEqual(['orders/de', 'orders/en', 'orders/es', 'orders/fr', 'orders/ja', 'security/en']);
+  });
+
+  test('A category filter lists only it; its token is refused under another filter', async () => {
+    const { catalog } = await filled();
+    const first = await catalog.list({ category: 'orders', pageSize: 2 });
+    expect(first.templates.map((t) => t.locale)).toEqual(['de', 'en']);
+    const err = await errorOf(() => catalog.list({ pageToken: first.nextPageToken }));
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'page_token' });
+    expect((await errorOf(() => catalog.list({ pageSize: -1 }))).field).toBe('page_size');
+    expect((await errorOf(() => catalog.list({ pageToken: 'garbage' }))).code).toBe('INVALID_ARGUMENT');
+  });
+});
