@@ -58,6 +58,11 @@ import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
 import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
+// Templates (issue 25)
+import { TemplateService as TemplateServiceDesc } from '../../shared/gen/svc/notification/v1/templates_pb';
+import { TEMPLATE_METHOD_SCOPES } from './rpc/scopes';
+import { TemplateRpc } from './rpc/template-rpc';
+import { createTemplates, type TemplateRenderer } from './templates';
 import { createMonitorReporter } from './monitor';
 
 /** The running notification service's parts, for main.ts and tests. */
@@ -83,6 +88,8 @@ export interface NotificationApp {
   /** The push backends of `push_backends`. */
   readonly push: PushChannel;
   readonly auth: AdminAuth;
+  /** Templates: the renderer Notify calls (templates area). */
+  readonly templates: TemplateRenderer;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -100,7 +107,11 @@ export const NOTIFICATION_MIGRATION_SETS: readonly MigrationSet[] = [
 
 /** True when some area keeps its data in the database (so the service opens one). */
 function needsDatabase(config: NotificationConfig): boolean {
-  return config.inbox.store_backend === 'database' || config.delivery.store_backend === 'database';
+  return (
+    config.inbox.store_backend === 'database' ||
+    config.delivery.store_backend === 'database' ||
+    config.templates.store_backend === 'database'
+  );
 }
 
 /**
@@ -236,6 +247,18 @@ export async function createNotificationApp(
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
 
+    // Templates: the catalog (TemplateService) and the renderer Notify calls, on the service's database.
+    const templates = createTemplates({
+      config: config.templates,
+      notify: config.notify,
+      knex: storage?.knex,
+    });
+    const templateRegistration = registration(
+      TemplateServiceDesc,
+      new TemplateRpc(templates.catalog, templates.renderer),
+      { scopes: TEMPLATE_METHOD_SCOPES },
+    );
+
     const server = new RpcServer({
       name: 'notification',
       logger,
@@ -261,6 +284,7 @@ export async function createNotificationApp(
           },
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
+        templateRegistration,
       ],
     });
     lifecycle.serve('server', server);
@@ -342,6 +366,7 @@ export async function createNotificationApp(
       registry,
       storage,
       auth,
+      templates: templates.renderer,
       inbox,
       inboxHub: inboxProvider.hub,
       deliveries,

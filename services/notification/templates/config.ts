@@ -10,8 +10,11 @@ import { positiveInt } from '../../../shared/config';
 /** The templates area's store and limits. */
 export const TemplatesConfigSchema = z
   .strictObject({
-    /** `database` (PostgreSQL / PGlite) or `memory` (tests, throwaway runs). */
-    store_backend: z.enum(['database', 'memory']).default('database'),
+    /**
+     * `database` (PostgreSQL / PGlite) or `memory` (tests, throwaway runs). Unset: the service's
+     * database when it opens one (the inbox or the deliveries are on `database`, the default), else memory.
+     */
+    store_backend: z.enum(['database', 'memory']).optional(),
     /** Largest Liquid source of one part (subject, html, text, ...), in UTF-8 bytes. */
     max_source_bytes: positiveInt().default(65536),
     /** Templates stored in all (every category, channel and locale); one more is RESOURCE_EXHAUSTED. */

@@ -13,6 +13,7 @@
 import juice from 'juice';
 import { Liquid, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
 import { DomainError, InvalidArgumentError } from '../../../shared/errors';
+import { cutText } from '../../../shared/text/cut';
 import { LOCALE_FILTERS, RENDER_ENV, type RenderEnv } from './filters';
 
 /** A part's source flavour: `html` is CSS-inlined and output-escaped. */
@@ -43,7 +44,7 @@ const NO_FILES: Parameters<Liquid['registerTag']>[1] = {
 };
 
 interface LiquidLikeError extends Error {
-  token?: { getPosition(): [number, number] };
+  token?: { getPosition(): [number, number]; getText?(): string };
   originalError?: unknown;
 }
 
@@ -180,8 +181,15 @@ export class TemplateEngine {
 function renderError(err: LiquidLikeError, part: string): InvalidArgumentError {
   const where = `${part}, ${position(err)}`;
   if (err.name === 'UndefinedVariableError') {
-    const variable = /undefined variable: ([^,]+)/.exec(err.message)?.[1] ?? 'a variable';
-    return new InvalidArgumentError(`the data lacks the variable ${variable} (used in ${where})`, 'data');
+    // LiquidJS names the first segment that is missing (`data.order`); the token is the whole
+    // expression the template wrote (`data.order.id`): say both.
+    const missing = /undefined variable: ([^,]+)/.exec(err.message)?.[1] ?? 'a variable';
+    const written = cutText(err.token?.getText?.() ?? missing, 200, { unit: 'code_point' });
+    const detail = written === missing ? '' : `${missing} is missing; `;
+    return new InvalidArgumentError(
+      `the data lacks the variable ${written} (${detail}used in ${where})`,
+      'data',
+    );
   }
   const cause = err.originalError;
   if (cause instanceof DomainError) return new InvalidArgumentError(`${cause.message} (${where})`, 'data');

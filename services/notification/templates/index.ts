@@ -31,7 +31,10 @@ export interface Templates {
   renderer: TemplateRendering;
 }
 
-/** Builds the area: the database store on `knex` when `store_backend` is `database`. */
+/**
+ * Builds the area: the database store on `knex` when `store_backend` is `database`, or unset and the
+ * service has a database open.
+ */
 export function createTemplates(options: {
   config: TemplatesConfig;
   notify: Pick<NotifyConfig, 'categories' | 'default_locale'>;
@@ -39,7 +42,7 @@ export function createTemplates(options: {
 }): Templates {
   const { config, notify, knex } = options;
   let store: TemplateStore;
-  if (config.store_backend === 'database') {
+  if (config.store_backend === 'database' || (config.store_backend === undefined && knex)) {
     if (!knex) throw new Error('templates.store_backend is database but no database is open');
     store = new DatabaseTemplateStore(knex);
   } else {

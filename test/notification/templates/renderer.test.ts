@@ -33,6 +33,22 @@ describe('strict rendering', () => {
     expect(err.message).toContain('line 1, column 10');
   });
 
+  test('When a whole object is missing, the error names the written variable and the missing part', async () => {
+    const { catalog, renderer } = await setup();
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: { text: '{{ data.order.id }}' },
+    });
+    const err = await errorOf(() =>
+      renderer.render({ category: 'orders', channel: 'sms', locale: 'en', timeZone: '', data: {} }),
+    );
+    expect(err.message).toBe(
+      'the data lacks the variable data.order.id (data.order is missing; used in text, line 1, column 4)',
+    );
+  });
+
   test('A variable the data has renders; {% if %} may test one it lacks', async () => {
     const { catalog, renderer } = await setup();
     await catalog.upsert({
