@@ -88,7 +88,8 @@ class Lru<V> {
 export class TemplateEngine {
   private readonly html: Liquid;
   private readonly text: Liquid;
-  private readonly cache: Lru<LiquidTemplate[]>;
+  /** Keyed by the source itself (its hash is kept by the string), one entry per source for both kinds. */
+  private readonly cache: Lru<Partial<Record<PartKind, LiquidTemplate[]>>>;
 
   constructor(private readonly limits: EngineLimits) {
     const options = {
@@ -124,8 +125,8 @@ export class TemplateEngine {
    * or an unknown filter is InvalidArgumentError on `field` with its line and column.
    */
   parse(source: string, kind: PartKind, field: string): LiquidTemplate[] {
-    const key = `${kind}\u0000${source}`;
-    const hit = this.cache.get(key);
+    const entry = this.cache.get(source);
+    const hit = entry?.[kind];
     if (hit) return hit;
     if (utf8Bytes(source) > this.limits.maxSourceBytes) {
       throw new InvalidArgumentError(`${field} is longer than ${this.limits.maxSourceBytes} bytes`, field);
@@ -145,7 +146,7 @@ export class TemplateEngine {
       const e = err as LiquidLikeError;
       throw new InvalidArgumentError(`${field}: ${bare(e.message)} (${position(e)})`, field);
     }
-    this.cache.set(key, parsed);
+    this.cache.set(source, { ...entry, [kind]: parsed });
     return parsed;
   }
 

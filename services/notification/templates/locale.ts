@@ -7,14 +7,24 @@ import { InvalidArgumentError } from '../../../shared/errors';
 /** Longest locale tag accepted (BCP 47 tags in use are far shorter). */
 export const MAX_LOCALE_LENGTH = 64;
 
+/** Tags already canonicalised (every render canonicalises the recipient's and the default locale). */
+const canonical = new Map<string, string>();
+const MAX_CACHED = 1000;
+
 /** The canonical form of a BCP 47 tag (`es-mx` -> `es-MX`); InvalidArgumentError when it is not one. */
 export function canonicalLocale(tag: string, field = 'locale'): string {
+  const known = canonical.get(tag);
+  if (known) return known;
   if (tag.length > MAX_LOCALE_LENGTH) {
     throw new InvalidArgumentError(`${field} is longer than ${MAX_LOCALE_LENGTH} characters`, field);
   }
   try {
-    const [canonical] = Intl.getCanonicalLocales(tag);
-    if (canonical) return canonical;
+    const [found] = Intl.getCanonicalLocales(tag);
+    if (found) {
+      if (canonical.size >= MAX_CACHED) canonical.clear();
+      canonical.set(tag, found);
+      return found;
+    }
   } catch {
     // RangeError: not a well-formed tag
   }
@@ -40,7 +50,6 @@ export function fallbackChain(locale: string, defaultLocale: string): string[] {
 }
 
 const zones = new Map<string, string>();
-const MAX_ZONES_CACHED = 1000;
 
 /** The IANA zone to format dates in ('' = UTC); InvalidArgumentError when Intl does not know it. */
 export function checkTimeZone(zone: string, field = 'time_zone'): string {
@@ -54,7 +63,7 @@ export function checkTimeZone(zone: string, field = 'time_zone'): string {
   } catch {
     throw new InvalidArgumentError(`${field} is not an IANA time zone (like Europe/Madrid)`, field);
   }
-  if (zones.size >= MAX_ZONES_CACHED) zones.clear();
+  if (zones.size >= MAX_CACHED) zones.clear();
   zones.set(zone, resolved);
   return resolved;
 }
