@@ -10,6 +10,7 @@ import type { TemplatesConfig } from './config';
 import { DatabaseTemplateStore } from './database-store';
 import { TemplateEngine } from './engine';
 import { InMemoryTemplateStore } from './memory-store';
+import { fallbackChain } from './locale';
 import { TemplateRendering } from './renderer';
 import type { TemplateStore } from './store';
 
@@ -41,6 +42,8 @@ export function createTemplates(options: {
   knex?: Knex;
 }): Templates {
   const { config, notify, knex } = options;
+  // A default locale that is not a BCP 47 tag stops the service at start, not every render.
+  fallbackChain('', notify.default_locale);
   let store: TemplateStore;
   if (config.store_backend === 'database' || (config.store_backend === undefined && knex)) {
     if (!knex) throw new Error('templates.store_backend is database but no database is open');

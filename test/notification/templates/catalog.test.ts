@@ -1,5 +1,6 @@
 /** The catalog TemplateService manages: validation, bounds, pages. */
-import { buildTemplates, errorOf } from './support';
+import { createTemplates, DEFAULT_TEMPLATES_CONFIG } from '../../../services/notification/templates';
+import { buildTemplates, errorOf, NOTIFY } from './support';
 
 describe('TemplateCatalog validation', () => {
   test('A part the channel does not have is INVALID_ARGUMENT naming it', async () => {
@@ -94,5 +95,16 @@ describe('TemplateCatalog pages', () => {
     expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'page_token' });
     expect((await errorOf(() => catalog.list({ pageSize: -1 }))).field).toBe('page_size');
     expect((await errorOf(() => catalog.list({ pageToken: 'garbage' }))).code).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('createTemplates', () => {
+  test('A notify.default_locale that is not a BCP 47 tag stops the area at construction', () => {
+    expect(() =>
+      createTemplates({
+        config: { ...DEFAULT_TEMPLATES_CONFIG, store_backend: 'memory' },
+        notify: { ...NOTIFY, default_locale: 'not a locale' },
+      }),
+    ).toThrow('notify.default_locale is not a BCP 47 language tag');
   });
 });
