@@ -6,14 +6,14 @@
  * - `{{ data.total | number }}`, `{{ data.ratio | number: 2 }}` (exactly 2 fraction digits)
  * - `{{ data.total | currency: "EUR" }}` (ISO 4217 code)
  * - `{{ data.at | date: "long" }}`, `{{ data.at | date: "medium", "short" }}` (date style, then
- *   optional time style: `short`, `medium`, `long`, `full`); the value is an ISO 8601 string, epoch
- *   milliseconds or a Date
+ *   optional time style: `short`, `medium`, `long`, `full`), or a strftime format as in standard
+ *   Liquid (`date: "%Y-%m-%d %H:%M"`); the value is an ISO 8601 string, epoch milliseconds or a Date
  * - `{{ data.count | plural: "one: # message", "other: # messages" }}`: each argument is
  *   `<form>: <text>` with `<form>` one of `zero`, `one`, `two`, `few`, `many`, `other` (the CLDR
  *   plural forms of `Intl.PluralRules`) or `=<n>` for an exact number; `#` is the number, formatted
  *   for the locale. `other` is required.
  */
-import type { Context } from 'liquidjs';
+import { type Context, filters as liquidFilters } from 'liquidjs';
 import { InvalidArgumentError } from '../../../shared/errors';
 
 /** What a filter sees as `this` (LiquidJS's FilterImpl, of which we read the context). */
@@ -97,7 +97,7 @@ function toDate(value: unknown): Date {
 
 function style(arg: unknown, what: string): Style {
   if (typeof arg === 'string' && (STYLES as readonly string[]).includes(arg)) return arg as Style;
-  throw bad('date', `takes a ${what} style: short, medium, long or full`);
+  throw bad('date', `takes a ${what} style (short, medium, long or full) or a strftime format`);
 }
 
 /** The filters, by name, to register on an engine. */
@@ -121,6 +121,12 @@ export const LOCALE_FILTERS: Record<
   },
   date(value, dateStyle = 'medium', timeStyle?) {
     const { locale, timeZone } = env(this);
+    if (typeof dateStyle === 'string' && dateStyle.includes('%')) {
+      // A strftime format (standard Liquid): LiquidJS's own date filter, in the recipient's zone
+      // (names of months and days in English: for the recipient's language use a style).
+      const strftime = liquidFilters.date as unknown as (this: FilterImpl, ...args: unknown[]) => string;
+      return strftime.call(this, toDate(value), dateStyle, timeZone);
+    }
     const ds = style(dateStyle, 'date');
     const ts = timeStyle === undefined ? undefined : style(timeStyle, 'time');
     return cached(

@@ -227,6 +227,18 @@ describe('locale filters', () => {
     );
   });
 
+  test('date with a strftime format (standard Liquid) formats in the recipient time zone', async () => {
+    const at = '2026-03-01T23:30:00Z';
+    expect(await renderText('{{ data.at | date: "%Y-%m-%d %H:%M" }}', 'ja', { at }, 'Asia/Tokyo')).toBe(
+      '2026-03-02 08:30',
+    );
+    expect(await renderText('{{ data.at | date: "%Y-%m-%d %H:%M" }}', 'en', { at: Date.parse(at) })).toBe(
+      '2026-03-01 23:30',
+    );
+    const err = await errorOf(() => renderText('{{ data.at | date: "longest" }}', 'en', { at }));
+    expect(err.message).toContain('short, medium, long or full');
+  });
+
   test('A value a filter cannot format is INVALID_ARGUMENT with the position', async () => {
     const err = await errorOf(() => renderText('x {{ data.at | date: "long" }}', 'en', { at: 'yesterday' }));
     expect(err.code).toBe('INVALID_ARGUMENT');
