@@ -49,6 +49,36 @@ describe('TemplateCatalog validation', () => {
     expect(template.content).toEqual({ title: 'طلبك {{ data.id }} 📦', body: '注文 {{ data.id }}' });
   });
 
+  test('Push data nests at most 8 levels and is bounded by max_source_bytes as JSON', async () => {
+    const { catalog } = buildTemplates({ max_source_bytes: 200 });
+    const nest = (levels: number): Record<string, unknown> =>
+      levels === 0 ? { v: '{{ data.x }}' } : { k: nest(levels - 1) };
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'push',
+      locale: 'en',
+      content: { title: 't', data: nest(7) },
+    });
+    const deep = await errorOf(() =>
+      catalog.upsert({
+        category: 'orders',
+        channel: 'push',
+        locale: 'en',
+        content: { title: 't', data: nest(8) },
+      }),
+    );
+    expect(deep.message).toContain('nests deeper than 8');
+    const big = await errorOf(() =>
+      catalog.upsert({
+        category: 'orders',
+        channel: 'push',
+        locale: 'en',
+        content: { title: 't', data: { a: 'é'.repeat(100) } },
+      }),
+    );
+    expect(big).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.data' });
+  });
+
   test('At max_templates a new template is RESOURCE_EXHAUSTED; get/delete of an absent one NOT_FOUND', async () => {
     const { catalog } = buildTemplates({ max_templates: 2 });
     await catalog.upsert({ category: 'orders', channel: 'sms', locale: 'en', content: { text: 'x' } });
