@@ -2,7 +2,7 @@
  * The opaque page token of a keyset listing (newest first by creation time, then id): base64url JSON
  * of the last row's key and a short hash of what the token is bound to (a user, a filter), so a
  * token is useless elsewhere: replayed under another binding it would silently skip or repeat rows.
- * One home for the inbox's and the delivery listing's tokens, and (tuple tokens) the template listing's.
+ * One home for the inbox's and the delivery listing's tokens.
  */
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../errors';
@@ -65,34 +65,37 @@ export function decodeKeysetToken(binding: string, token: string, field = 'page_
   return { createdAt: body.t, id: body.i.toLowerCase() };
 }
 
-/** The body of a token over a tuple of strings (a listing ordered by names, not by time). */
-interface TupleTokenBody {
+/**
+ * A text key token is longer than a time-and-id one: a key of 128 code points is up to 512 UTF-8
+ * bytes before base64. Longer is garbage, refused before it is parsed.
+ */
+const MAX_TEXT_KEY_TOKEN_LENGTH = 1024;
+
+interface TextKeyBody {
   v: 1;
   b: string;
-  k: string[];
+  k: string;
 }
 
-/** Encodes the position after the row whose ordering key is `key` (a tuple of strings). */
-export function encodeTupleToken(binding: string, key: readonly string[]): string {
-  const body: TupleTokenBody = { v: 1, b: bindingTag(binding), k: [...key] };
+/**
+ * Encodes the position after `key` in a listing ordered by one text key (a topic's members by user
+ * id), bound to `binding` like the time-and-id tokens above.
+ */
+export function encodeTextKeyToken(binding: string, key: string): string {
+  const body: TextKeyBody = { v: 1, b: bindingTag(binding), k: key };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
 /**
- * Decodes a tuple token issued for `binding` with `arity` strings; a damaged token, or one issued for
- * another binding, is InvalidArgumentError on `field`.
+ * Decodes a text key token issued for `binding`; a damaged token, or one issued for another binding,
+ * is InvalidArgumentError on `field`.
  */
-export function decodeTupleToken(
-  binding: string,
-  token: string,
-  arity: number,
-  field = 'page_token',
-): string[] {
+export function decodeTextKeyToken(binding: string, token: string, field = 'page_token'): string {
   const invalid = () => new InvalidArgumentError(`${field} is not a valid page token`, field);
-  if (token.length > MAX_TOKEN_LENGTH) throw invalid();
-  let body: Partial<TupleTokenBody>;
+  if (token.length > MAX_TEXT_KEY_TOKEN_LENGTH) throw invalid();
+  let body: Partial<TextKeyBody>;
   try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TupleTokenBody>;
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TextKeyBody>;
   } catch {
     throw invalid();
   }
@@ -101,9 +104,8 @@ export function decodeTupleToken(
     body === null ||
     body.v !== 1 ||
     body.b !== bindingTag(binding) ||
-    !Array.isArray(body.k) ||
-    body.k.length !== arity ||
-    !body.k.every((s) => typeof s === 'string')
+    typeof body.k !== 'string' ||
+    body.k === ''
   ) {
     throw invalid();
   }

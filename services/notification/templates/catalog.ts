@@ -7,7 +7,7 @@
  */
 import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import { decodeTupleToken, encodeTupleToken } from '../../../shared/storage/keyset-token';
+import { decodeTextKeyToken, encodeTextKeyToken } from '../../../shared/storage/keyset-token';
 import { pageSize } from '../../../shared/storage/page-size';
 import { NOTIFY_CHANNELS, type NotifyChannel, type NotifyConfig } from '../notify/config';
 import type { TemplatesConfig } from './config';
@@ -195,10 +195,7 @@ export class TemplateCatalog {
     });
     const binding = `templates:${category ?? ''}`;
     let after: TemplateKey | undefined;
-    if (query.pageToken) {
-      const [c, ch, l] = decodeTupleToken(binding, query.pageToken, 3);
-      after = { category: c!, channel: ch as NotifyChannel, locale: l! };
-    }
+    if (query.pageToken) after = decodeKey(binding, query.pageToken);
     const rows = await this.deps.store.list({ category, limit: limit + 1, after });
     const templates = rows.slice(0, limit);
     const last = templates[templates.length - 1];
@@ -206,10 +203,29 @@ export class TemplateCatalog {
       templates,
       nextPageToken:
         rows.length > limit && last
-          ? encodeTupleToken(binding, [last.category, last.channel, last.locale])
+          ? encodeTextKeyToken(binding, JSON.stringify([last.category, last.channel, last.locale]))
           : '',
     };
   }
+}
+
+/**
+ * The position a ListTemplates token carries: the last key of the page, as the JSON array
+ * `[category, channel, locale]` in the one text-key token of shared/storage/keyset-token.ts.
+ */
+function decodeKey(binding: string, token: string): TemplateKey {
+  const invalid = new InvalidArgumentError('page_token is not a valid page token', 'page_token');
+  let key: unknown;
+  try {
+    key = JSON.parse(decodeTextKeyToken(binding, token));
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw err;
+    throw invalid;
+  }
+  if (!Array.isArray(key) || key.length !== 3 || !key.every((k) => typeof k === 'string')) throw invalid;
+  const [category, channel, locale] = key as [string, string, string];
+  if (!(NOTIFY_CHANNELS as readonly string[]).includes(channel)) throw invalid;
+  return { category, channel: channel as NotifyChannel, locale };
 }
 
 function checkCategoryName(notify: Pick<NotifyConfig, 'categories'>, category: string): void {
