@@ -248,8 +248,12 @@ export async function createNotificationApp(
     const smsSender = new SmsSender(sms, deliveries);
 
     // Templates: the catalog (TemplateService) and the renderer Notify calls, on the service's database.
+    // Its store follows delivery.store_backend unless set (as the users area's).
     const templates = createTemplates({
-      config: config.templates,
+      config: {
+        ...config.templates,
+        store_backend: config.templates.store_backend ?? config.delivery.store_backend,
+      },
       notify: config.notify,
       knex: storage?.knex,
     });

@@ -11,8 +11,8 @@ import { positiveInt } from '../../../shared/config';
 export const TemplatesConfigSchema = z
   .strictObject({
     /**
-     * `database` (PostgreSQL / PGlite) or `memory` (tests, throwaway runs). Unset: the service's
-     * database when it opens one (the inbox or the deliveries are on `database`, the default), else memory.
+     * `database` (PostgreSQL / PGlite) or `memory` (tests, throwaway runs). Unset: as
+     * `delivery.store_backend` (like the users area), `database` by default.
      */
     store_backend: z.enum(['database', 'memory']).optional(),
     /** Largest Liquid source of one part (subject, html, text, ...), in UTF-8 bytes. */

@@ -33,8 +33,8 @@ export interface Templates {
 }
 
 /**
- * Builds the area: the database store on `knex` when `store_backend` is `database`, or unset and the
- * service has a database open.
+ * Builds the area: the database store on `knex` when `store_backend` is `database` (the composition
+ * root resolves an unset one), else the memory store.
  */
 export function createTemplates(options: {
   config: TemplatesConfig;
@@ -45,7 +45,7 @@ export function createTemplates(options: {
   // A default locale that is not a BCP 47 tag stops the service at start, not every render.
   fallbackChain('', notify.default_locale);
   let store: TemplateStore;
-  if (config.store_backend === 'database' || (config.store_backend === undefined && knex)) {
+  if (config.store_backend === 'database') {
     if (!knex) throw new Error('templates.store_backend is database but no database is open');
     store = new DatabaseTemplateStore(knex);
   } else {

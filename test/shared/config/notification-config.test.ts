@@ -156,7 +156,7 @@ describe('NotificationConfig', () => {
         max_topic_batch: 1000,
         unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },
       },
-      // templates/config.ts (store_backend unset: the service's database when it opens one).
+      // templates/config.ts (store_backend unset: as delivery.store_backend).
       templates: {
         max_source_bytes: 65536,
         max_templates: 10000,
