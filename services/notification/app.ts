@@ -58,6 +58,11 @@ import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
 import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
+// Templates (issue 25)
+import { TemplateService as TemplateServiceDesc } from '../../shared/gen/svc/notification/v1/templates_pb';
+import { TEMPLATE_METHOD_SCOPES } from './rpc/scopes';
+import { TemplateRpc } from './rpc/template-rpc';
+import { createTemplates, type TemplateRenderer } from './templates';
 import { createMonitorReporter } from './monitor';
 import { UserService as UserServiceDesc } from '../../shared/gen/svc/notification/v1/users_pb';
 import { DatabaseUserStore, InMemoryUserStore, UserDirectoryService } from './users';
@@ -97,6 +102,8 @@ export interface NotificationApp {
   /** The user directory (UserService; Notify reads it). */
   readonly users: UserDirectoryService;
   readonly auth: AdminAuth;
+  /** Templates: the renderer Notify calls (templates area). */
+  readonly templates: TemplateRenderer;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -117,7 +124,8 @@ function needsDatabase(config: NotificationConfig): boolean {
   return (
     config.inbox.store_backend === 'database' ||
     config.delivery.store_backend === 'database' ||
-    config.users.store_backend === 'database'
+    config.users.store_backend === 'database' ||
+    config.templates.store_backend === 'database'
   );
 }
 
@@ -296,6 +304,22 @@ export async function createNotificationApp(
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
 
+    // Templates: the catalog (TemplateService) and the renderer Notify calls, on the service's database.
+    // Its store follows delivery.store_backend unless set (as the users area's).
+    const templates = createTemplates({
+      config: {
+        ...config.templates,
+        store_backend: config.templates.store_backend ?? config.delivery.store_backend,
+      },
+      notify: config.notify,
+      knex: storage?.knex,
+    });
+    const templateRegistration = registration(
+      TemplateServiceDesc,
+      new TemplateRpc(templates.catalog, templates.renderer),
+      { scopes: TEMPLATE_METHOD_SCOPES },
+    );
+
     const server = new RpcServer({
       name: 'notification',
       logger,
@@ -322,6 +346,7 @@ export async function createNotificationApp(
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
         usersRegistration,
+        templateRegistration,
       ],
     });
     lifecycle.serve('server', server);
@@ -406,6 +431,7 @@ export async function createNotificationApp(
       registry,
       storage,
       auth,
+      templates: templates.renderer,
       inbox,
       inboxHub: inboxProvider.hub,
       deliveries,

@@ -58,6 +58,7 @@ import { InboxConfigSchema } from './inbox/config';
 import { AdminAuthConfigSchema } from './admin/config';
 import { NotifyConfigSchema } from './notify/config';
 import { UsersConfigSchema } from './users/config';
+import { TemplatesConfigSchema } from './templates/config';
 
 export { InboxConfigSchema, type InboxConfig } from './inbox/config';
 export { AdminAuthConfigSchema, type AdminAuthConfig } from './admin/config';
@@ -91,6 +92,8 @@ export const NotificationConfigSchema = z
     notify: NotifyConfigSchema,
     /** The user directory: its store and the bounds of one user (users/config.ts). */
     users: UsersConfigSchema,
+    /** Templates: store, sizes, render limits (templates/config.ts). */
+    templates: TemplatesConfigSchema,
     admin: z.strictObject({ auth: AdminAuthConfigSchema }).prefault({}),
     /** Reporting to the monitor service (latency samples, SLOs, exceptions); off without `grpc_address`. */
     monitor: MonitorReporterConfigSchema,

@@ -13,9 +13,15 @@ import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
+import { TemplateService } from '../../shared/gen/svc/notification/v1/templates_pb';
 
 /** Services the notification process serves besides grpc.health.v1 and reflection. */
-export const NOTIFICATION_SERVICES: readonly DescService[] = [NotificationService, InboxService, UserService];
+export const NOTIFICATION_SERVICES: readonly DescService[] = [
+  NotificationService,
+  InboxService,
+  UserService,
+  TemplateService,
+];
 
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */
 export const MONITOR_SERVICES: readonly DescService[] = [MonitorService, TraceService, MetricsService];

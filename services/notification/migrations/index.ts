@@ -20,6 +20,7 @@ import * as deliveryQueueRules from './20261126120000_delivery_queue_rules';
 import * as deliveryScans from './20261126130000_delivery_scans';
 import * as users from './20261127000000_users';
 import * as preferences from './20261127000050_preferences';
+import * as templates from './20261127000100_templates';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -40,6 +41,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261126130000_delivery_scans', ...deliveryScans },
   { name: '20261127000000_users', ...users },
   { name: '20261127000050_preferences', ...preferences },
+  { name: '20261127000100_templates', ...templates },
 ];
 
 /** The knex table that records which notification migrations ran. */

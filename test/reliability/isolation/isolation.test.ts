@@ -51,7 +51,9 @@ import {
   INBOX_METHOD_SCOPES,
   NOTIFICATION_METHOD_SCOPES,
   USER_METHOD_SCOPES,
+  TEMPLATE_METHOD_SCOPES,
 } from '../../../services/notification/rpc/scopes';
+import { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
 import {
   MONITOR_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
@@ -274,6 +276,7 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [NotificationService.typeName]: NOTIFICATION_METHOD_SCOPES,
   [InboxService.typeName]: INBOX_METHOD_SCOPES,
   [UserService.typeName]: USER_METHOD_SCOPES,
+  [TemplateService.typeName]: TEMPLATE_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
@@ -926,9 +929,15 @@ const USER_PROBES: Record<string, Probe> = {
  * Methods that act on a user's or a caller's data: their request names a user or a record, or they
  * read (Get, List, Count, Watch). Each must have a probe. The suppression list is one list for the
  * whole service by design (delivery/README.md: a recipient who opted out did so for every caller),
- * so its methods are not per-caller and have no probe: see the README of this folder.
+ * so its methods are not per-caller and have no probe: see the README of this folder. Templates are
+ * one catalog of the service too (templates/README.md): no user's or caller's data.
  */
-const SHARED_BY_DESIGN = new Set(['NotificationService.ListSuppressions']);
+const SHARED_BY_DESIGN = new Set([
+  'NotificationService.ListSuppressions',
+  'TemplateService.GetTemplate',
+  'TemplateService.ListTemplates',
+  'TemplateService.DeleteTemplate',
+]);
 
 function needsProbe(method: DescMethod): boolean {
   const fields = method.input.fields.map((f) => f.name);

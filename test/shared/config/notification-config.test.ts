@@ -167,6 +167,24 @@ describe('NotificationConfig', () => {
         source_service: 'notification',
         slos: [],
       },
+      // The notify section of the issue 25 contract (its defaults; no category configured).
+      notify: {
+        default_locale: 'en',
+        categories: [],
+        topic_page_size: 500,
+        max_topic_batch: 1000,
+        unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },
+      },
+      // templates/config.ts (store_backend unset: as delivery.store_backend).
+      templates: {
+        max_source_bytes: 65536,
+        max_templates: 10000,
+        max_page_size: 100,
+        parse_cache_size: 1000,
+        max_render_bytes: 262144,
+        render_time_limit_ms: 1000,
+        render_memory_limit: 10000000,
+      },
     });
   });
 

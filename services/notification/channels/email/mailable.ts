@@ -15,6 +15,14 @@ import { InvalidArgumentError } from '../../../../shared/errors';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, DEFAULT_MAX_MESSAGE_BYTES, type MailerConfig } from './config';
 import { cutText } from '../../../../shared/text/cut';
 
+/**
+ * The plain-text part of an HTML email, when none is given: the one rule, used by every email send and
+ * by the templates area (a rendered email without a text part).
+ */
+export function textFromHtml(html: string): string {
+  return htmlToText(html, { wordwrap: 78 });
+}
+
 /** One mailbox: the address and an optional display name. */
 export interface EmailAddress {
   email: string;
@@ -284,7 +292,7 @@ export class Mailable {
     noNul(html, 'html');
     if (html !== '') message.html = html;
     // A plain-text part keeps the message readable in text-only clients and lowers spam scores.
-    message.text = text.trim() !== '' ? text : htmlToText(html, { wordwrap: 78 });
+    message.text = text.trim() !== '' ? text : textFromHtml(html);
 
     let bytes = utf8(message.subject) + utf8(message.text) + utf8(html) + utf8(message.fromName ?? '');
 

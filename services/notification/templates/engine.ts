@@ -1,0 +1,201 @@
+/**
+ * Our LiquidJS: strict (a variable the data lacks and a filter that does not exist are errors, never
+ * a blank), with no file system (`include`, `render` and `layout` are refused at parse), bounded
+ * (LiquidJS `parseLimit`, `renderLimit`, `memoryLimit`, plus the size of each output), with the
+ * locale filters of filters.ts. Two engines share those rules: the HTML one escapes every output
+ * (`outputEscape: 'escape'`, so `<script>` in the data arrives as `&lt;script&gt;`), the text one
+ * (subjects, SMS, push, inbox) does not.
+ *
+ * HTML parts get their CSS inlined (juice) once, on the Liquid source, before parsing; Liquid code
+ * stays untouched through juice (its `{{ }}` and `{% %}` blocks are protected). Parsed templates are
+ * cached in a bounded LRU keyed by their source, so a render costs a render.
+ */
+import juice from 'juice';
+import { Liquid, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
+import { DomainError, InvalidArgumentError } from '../../../shared/errors';
+import { cutText } from '../../../shared/text/cut';
+import { LOCALE_FILTERS, RENDER_ENV, type RenderEnv } from './filters';
+
+/** A part's source flavour: `html` is CSS-inlined and output-escaped. */
+export type PartKind = 'html' | 'text';
+
+/** The bounds of an engine. */
+export interface EngineLimits {
+  maxSourceBytes: number;
+  parseCacheSize: number;
+  maxRenderBytes: number;
+  renderTimeLimitMs: number;
+  renderMemoryLimit: number;
+}
+
+// Liquid code inside HTML passes through juice as it is (juice already protects `{{ }}`).
+(juice as unknown as { codeBlocks: Record<string, { start: string; end: string }> }).codeBlocks.LIQUID = {
+  start: '{%',
+  end: '%}',
+};
+
+const NO_FILES: Parameters<Liquid['registerTag']>[1] = {
+  parse(token: TagToken) {
+    throw new Error(`the ${token.name} tag is not available: templates cannot read files`);
+  },
+  render() {
+    return '';
+  },
+};
+
+interface LiquidLikeError extends Error {
+  token?: { getPosition(): [number, number]; getText?(): string };
+  originalError?: unknown;
+}
+
+function position(err: LiquidLikeError): string {
+  const pos = err.token?.getPosition();
+  return pos ? `line ${pos[0]}, column ${pos[1]}` : 'position unknown';
+}
+
+/** LiquidJS appends ", line:L, col:C" to its messages; we say it our way. */
+function bare(message: string): string {
+  return message.replace(/, line:\d+, col:\d+$/, '').slice(0, 300);
+}
+
+function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** A bounded least-recently-used map (Map keeps insertion order). */
+class Lru<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string);
+    this.map.set(key, value);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/** Parses (cached) and renders Liquid parts. */
+export class TemplateEngine {
+  private readonly html: Liquid;
+  private readonly text: Liquid;
+  /** Keyed by the source itself (its hash is kept by the string), one entry per source for both kinds. */
+  private readonly cache: Lru<Partial<Record<PartKind, LiquidTemplate[]>>>;
+
+  constructor(private readonly limits: EngineLimits) {
+    const options = {
+      strictVariables: true,
+      strictFilters: true,
+      // Only the data's own properties: never `constructor`, prototypes or getters of classes.
+      ownPropertyOnly: true,
+      // `{% if data.optional %}` tests a variable the data may lack without an error.
+      lenientIf: true,
+      // No file system: every lookup goes to an empty in-memory set (and the tags are refused).
+      templates: {},
+      parseLimit: limits.maxSourceBytes,
+      renderLimit: limits.renderTimeLimitMs,
+      memoryLimit: limits.renderMemoryLimit,
+      cache: false,
+    };
+    this.html = new Liquid({ ...options, outputEscape: 'escape' });
+    this.text = new Liquid(options);
+    for (const engine of [this.html, this.text]) {
+      for (const tag of ['include', 'render', 'layout']) engine.registerTag(tag, NO_FILES);
+      for (const [name, fn] of Object.entries(LOCALE_FILTERS)) engine.registerFilter(name, fn);
+    }
+    this.cache = new Lru(limits.parseCacheSize);
+  }
+
+  /** Parsed templates held now (for tests of the bound). */
+  get cachedCount(): number {
+    return this.cache.size;
+  }
+
+  /**
+   * Parses `source` (CSS inlined first for `html`), from the cache when seen before. A syntax error
+   * or an unknown filter is InvalidArgumentError on `field` with its line and column.
+   */
+  parse(source: string, kind: PartKind, field: string): LiquidTemplate[] {
+    const entry = this.cache.get(source);
+    const hit = entry?.[kind];
+    if (hit) return hit;
+    if (utf8Bytes(source) > this.limits.maxSourceBytes) {
+      throw new InvalidArgumentError(`${field} is longer than ${this.limits.maxSourceBytes} bytes`, field);
+    }
+    let prepared = source;
+    if (kind === 'html') {
+      try {
+        prepared = juice(source);
+      } catch {
+        throw new InvalidArgumentError(`${field}: its CSS cannot be inlined`, field);
+      }
+    }
+    let parsed: LiquidTemplate[];
+    try {
+      parsed = (kind === 'html' ? this.html : this.text).parse(prepared);
+    } catch (err) {
+      const e = err as LiquidLikeError;
+      throw new InvalidArgumentError(`${field}: ${bare(e.message)} (${position(e)})`, field);
+    }
+    this.cache.set(source, { ...entry, [kind]: parsed });
+    return parsed;
+  }
+
+  /**
+   * Renders a parsed part for `scope` in `env`. A variable the data lacks is InvalidArgumentError
+   * naming it; an output over `maxRenderBytes`, or a render over the limits, InvalidArgumentError.
+   */
+  async render(
+    parsed: LiquidTemplate[],
+    kind: PartKind,
+    part: string,
+    scope: Record<string, unknown>,
+    env: RenderEnv,
+  ): Promise<string> {
+    let out: string;
+    try {
+      out = (await (kind === 'html' ? this.html : this.text).render(parsed, scope, {
+        globals: { [RENDER_ENV]: env },
+      })) as string;
+    } catch (err) {
+      throw renderError(err as LiquidLikeError, part);
+    }
+    if (out.length > this.limits.maxRenderBytes / 3 && utf8Bytes(out) > this.limits.maxRenderBytes) {
+      throw new InvalidArgumentError(
+        `${part} renders to more than ${this.limits.maxRenderBytes} bytes`,
+        'data',
+      );
+    }
+    return out;
+  }
+}
+
+function renderError(err: LiquidLikeError, part: string): InvalidArgumentError {
+  const where = `${part}, ${position(err)}`;
+  if (err.name === 'UndefinedVariableError') {
+    // LiquidJS names the first segment that is missing (`data.order`); the token is the whole
+    // expression the template wrote (`data.order.id`): say both.
+    const missing = /undefined variable: ([^,]+)/.exec(err.message)?.[1] ?? 'a variable';
+    const written = cutText(err.token?.getText?.() ?? missing, 200, { unit: 'code_point' });
+    const detail = written === missing ? '' : `${missing} is missing; `;
+    return new InvalidArgumentError(
+      `the data lacks the variable ${written} (${detail}used in ${where})`,
+      'data',
+    );
+  }
+  const cause = err.originalError;
+  if (cause instanceof DomainError) return new InvalidArgumentError(`${cause.message} (${where})`, 'data');
+  if (/limit exceeded/.test(err.message)) {
+    return new InvalidArgumentError(`${part} exceeds the render limits: ${bare(err.message)}`, 'data');
+  }
+  return new InvalidArgumentError(`${part} cannot be rendered: ${bare(err.message)} (${where})`, 'data');
+}

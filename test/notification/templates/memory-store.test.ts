@@ -1,0 +1,7 @@
+import { InMemoryTemplateStore } from '../../../services/notification/templates/memory-store';
+import { describeTemplateStoreContract } from './store-contract';
+
+describeTemplateStoreContract('InMemoryTemplateStore', async () => ({
+  store: new InMemoryTemplateStore(),
+  close: async () => undefined,
+}));
