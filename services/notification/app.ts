@@ -264,7 +264,10 @@ export async function createNotificationApp(
     const preferences = new Preferences({
       store: storage ? new DatabasePreferenceStore(storage.knex) : new InMemoryPreferenceStore(),
       categories: config.notify.categories,
-      userExists: async (id) => (await users.findUser(id)) !== undefined,
+      // Preferences are keyed by user id like the inbox: an admin-page user the directory does not
+      // know still has (default) preferences and may change them; DeleteUser erases them whether or
+      // not the directory knew the id (its erasers always run).
+      userExists: async () => true,
     });
     const unsubscribe = new UnsubscribeLinks({
       config: config.notify.unsubscribe,

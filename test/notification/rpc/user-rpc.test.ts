@@ -129,6 +129,7 @@ describe.each([
         },
       ],
       users: { default_page_size: 2 },
+      notify: { categories: [{ name: 'digest', channels: ['inbox', 'email'], defaults: { email: false } }] },
     };
     if (useDatabase) {
       // Users, inbox and deliveries all in the database (the users follow delivery.store_backend).
@@ -365,8 +366,20 @@ describe.each([
     });
   });
 
-  test('GetPreferences and UpdatePreferences answer UNIMPLEMENTED until the preferences area is merged', async () => {
-    expect((await connectError(users.getPreferences({ userId: userId() }))).code).toBe(Code.Unimplemented);
-    expect((await connectError(users.updatePreferences({ userId: userId() }))).code).toBe(Code.Unimplemented);
+  test('preferences are the defaults until chosen, and DeleteUser erases the choices', async () => {
+    const id = userId();
+    await users.upsertUser({ userId: id });
+    const email = async () =>
+      (await users.getPreferences({ userId: id })).preferences.find((p) => p.channel === 'email')!;
+    expect(await email()).toMatchObject({ category: 'digest', enabled: false, chosen: false });
+    await users.updatePreferences({
+      userId: id,
+      preferences: [{ category: 'digest', channel: 'email', enabled: true }],
+    });
+    expect(await email()).toMatchObject({ enabled: true, chosen: true });
+    // DeleteUser erases the choice: the same id upserted again starts from the defaults.
+    await users.deleteUser({ userId: id });
+    await users.upsertUser({ userId: id });
+    expect(await email()).toMatchObject({ enabled: false, chosen: false });
   });
 });

@@ -167,14 +167,6 @@ describe('NotificationConfig', () => {
         source_service: 'notification',
         slos: [],
       },
-      // The notify section of the issue 25 contract (its defaults; no category configured).
-      notify: {
-        default_locale: 'en',
-        categories: [],
-        topic_page_size: 500,
-        max_topic_batch: 1000,
-        unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },
-      },
       // templates/config.ts (store_backend unset: as delivery.store_backend).
       templates: {
         max_source_bytes: 65536,
