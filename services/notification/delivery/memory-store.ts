@@ -29,6 +29,7 @@ import {
   type PurgeRequest,
   type PurgeResult,
   type QueueStats,
+  USER_DELETED_ERROR,
 } from './store';
 import {
   canTransition,
@@ -319,6 +320,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       traceParent: input.traceParent ?? null,
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
       attemptsStarted: 0,
+      userId: input.userId ?? null,
     };
     this.records.set(record.id, record);
     if (!suppressed) {
@@ -535,6 +537,33 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       });
     }
     return { erased, deleted };
+  }
+
+  async eraseUser(userId: string, now: Date): Promise<number> {
+    let erased = 0;
+    const touched = new Set<string>();
+    for (const r of this.records.values()) {
+      if (r.userId !== userId) continue;
+      if (QUEUED.includes(r.status)) {
+        // Ended before its content goes: nothing is sent to a deleted user.
+        r.status = 'failed';
+        r.lastError = USER_DELETED_ERROR;
+        r.nextAttemptAt = null;
+        r.leaseOwner = null;
+        r.leaseExpiresAt = null;
+        r.finishedAt = now;
+        r.updatedAt = now;
+        this.queued.delete(r.id);
+        this.record(r);
+      }
+      r.payload = null;
+      r.recipient = null;
+      r.contentErasedAt ??= now;
+      touched.add(r.id);
+      erased++;
+    }
+    for (const e of this.events) if (touched.has(e.deliveryId)) e.reason = null;
+    return erased;
   }
 
   async queueStats(now: Date): Promise<QueueStats> {

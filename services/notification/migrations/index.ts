@@ -18,6 +18,8 @@ import * as deliveriesFillfactor from './20261125000200_deliveries_fillfactor';
 import * as inboundReceipts from './20261126110000_inbound_receipts';
 import * as deliveryQueueRules from './20261126120000_delivery_queue_rules';
 import * as deliveryScans from './20261126130000_delivery_scans';
+import * as notifications from './20261127000200_notifications';
+import * as deliveryUser from './20261127000300_delivery_user';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -36,6 +38,8 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261126110000_inbound_receipts', ...inboundReceipts },
   { name: '20261126120000_delivery_queue_rules', ...deliveryQueueRules },
   { name: '20261126130000_delivery_scans', ...deliveryScans },
+  { name: '20261127000200_notifications', ...notifications },
+  { name: '20261127000300_delivery_user', ...deliveryUser },
 ];
 
 /** The knex table that records which notification migrations ran. */
