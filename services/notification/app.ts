@@ -57,7 +57,14 @@ import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
-import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
+import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES, NOTIFY_METHOD_SCOPES } from './rpc/scopes';
+import { NotifyService as NotifyServiceDesc } from '../../shared/gen/svc/notification/v1/notify_pb';
+import { NotifyRpc } from './rpc/notify-rpc';
+import { DatabaseNotificationStore } from './notify/database-store';
+import { InMemoryNotificationStore } from './notify/memory-store';
+import { Notifier } from './notify/notifier';
+import { TopicFanOut } from './notify/topic-fan-out';
+import { type NotifyPorts, UNWIRED_NOTIFY_PORTS } from './notify/unwired-ports';
 import { createMonitorReporter } from './monitor';
 
 /** The running notification service's parts, for main.ts and tests. */
@@ -82,6 +89,12 @@ export interface NotificationApp {
   readonly sms: SmsChannel;
   /** The push backends of `push_backends`. */
   readonly push: PushChannel;
+  /** Notify: the fan-out and the notification records. */
+  readonly notifier: Notifier;
+  /** The topic fan-out runner of this process. */
+  readonly topicFanOut: TopicFanOut;
+  /** DeleteUser's erasers of the notify area and the delivery records (the lead registers them). */
+  readonly userErasers: readonly ((userId: string) => Promise<void>)[];
   readonly auth: AdminAuth;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
@@ -91,6 +104,10 @@ export interface NotificationApp {
 export interface NotificationAppOptions {
   /** Where provider receipts suppress recipients; default: the service's suppression list. */
   suppressionSink?: SuppressionSink;
+  /** The ports Notify reads (tests give fakes); default: the placeholders until the areas are merged. */
+  notifyPorts?: NotifyPorts;
+  /** The topic runner's lease and poll (tests of a restart shorten them). */
+  topicFanOut?: { leaseMs?: number; pollMs?: number };
 }
 
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
@@ -235,6 +252,47 @@ export async function createNotificationApp(
     });
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
+    const pushSender = new PushSender(push, deliveries, config.delivery.max_batch_size);
+
+    // --- notify (issue 25): Notify, its notifications (in the delivery records' store backend) and
+    // the topic fan-out runner. The ports are placeholders until the users, preferences and
+    // templates areas are merged (notify/unwired-ports.ts).
+    const notifyPorts = options.notifyPorts ?? UNWIRED_NOTIFY_PORTS;
+    const notificationStore =
+      config.delivery.store_backend === 'database'
+        ? new DatabaseNotificationStore(storage!.knex)
+        : new InMemoryNotificationStore();
+    const backendsOf = { email: mailers, sms, push } as const;
+    const notifier: Notifier = new Notifier({
+      ...notifyPorts,
+      config: config.notify,
+      store: notificationStore,
+      targets: {
+        inbox,
+        email,
+        sms: smsSender,
+        push: pushSender,
+        configured: (channel) => backendsOf[channel].names.length > 0,
+      },
+      deliveries,
+      onTopicAccepted: () => topicFanOut.wake(),
+      logger,
+    });
+    const topicFanOut = new TopicFanOut({
+      store: notificationStore,
+      directory: notifyPorts.directory,
+      fanOut: notifier.fanOut,
+      category: (name) => notifier.category(name),
+      pageSize: config.notify.topic_page_size,
+      ...options.topicFanOut,
+      logger,
+    });
+    lifecycle.worker('topic-fan-out', topicFanOut);
+    const userErasers = [
+      notifier.eraseUser,
+      async (userId: string) => void (await deliveryStore.eraseUser(userId, new Date())),
+    ];
+    // --- end notify
 
     const server = new RpcServer({
       name: 'notification',
@@ -246,14 +304,7 @@ export async function createNotificationApp(
       services: [
         registration(
           NotificationService,
-          new NotificationRpc(
-            email,
-            deliveries,
-            smsSender,
-            new PushSender(push, deliveries, config.delivery.max_batch_size),
-            suppressions,
-            deliveryWatch,
-          ),
+          new NotificationRpc(email, deliveries, smsSender, pushSender, suppressions, deliveryWatch),
           {
             scopes: NOTIFICATION_METHOD_SCOPES,
             // Only SendEmail carries attachments: only it accepts more than server.max_request_bytes.
@@ -261,6 +312,7 @@ export async function createNotificationApp(
           },
         ),
         registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
+        registration(NotifyServiceDesc, new NotifyRpc(notifier), { scopes: NOTIFY_METHOD_SCOPES }),
       ],
     });
     lifecycle.serve('server', server);
@@ -350,6 +402,9 @@ export async function createNotificationApp(
       mailers,
       sms,
       push,
+      notifier,
+      topicFanOut,
+      userErasers,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

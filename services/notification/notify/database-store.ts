@@ -136,11 +136,10 @@ export class DatabaseNotificationStore implements NotificationStore {
       );
       if (inserted.length === 0) return false;
       if (isTopic) {
-        await trx.raw('INSERT INTO notification_topic_jobs (notification_id, topic, request) VALUES (?, ?, ?::jsonb)', [
-          n.id,
-          n.topic,
-          JSON.stringify(request ?? { data: {}, overrides: [] }),
-        ]);
+        await trx.raw(
+          'INSERT INTO notification_topic_jobs (notification_id, topic, request) VALUES (?, ?, ?::jsonb)',
+          [n.id, n.topic, JSON.stringify(request ?? { data: {}, overrides: [] })],
+        );
       }
       return true;
     });
@@ -156,7 +155,10 @@ export class DatabaseNotificationStore implements NotificationStore {
 
   private async childOf(parentId: string, userId: string): Promise<NotificationRecord | null> {
     const [row] = rows<NotificationRow>(
-      await this.knex.raw('SELECT * FROM notifications WHERE parent_id = ? AND user_id = ?', [parentId, userId]),
+      await this.knex.raw('SELECT * FROM notifications WHERE parent_id = ? AND user_id = ?', [
+        parentId,
+        userId,
+      ]),
     );
     return row ? this.withLines(row) : null;
   }
@@ -181,7 +183,9 @@ export class DatabaseNotificationStore implements NotificationStore {
   }
 
   async get(id: string): Promise<NotificationRecord | null> {
-    const [row] = rows<NotificationRow>(await this.knex.raw('SELECT * FROM notifications WHERE id = ?', [id]));
+    const [row] = rows<NotificationRow>(
+      await this.knex.raw('SELECT * FROM notifications WHERE id = ?', [id]),
+    );
     return row ? this.withLines(row) : null;
   }
 
@@ -219,8 +223,7 @@ export class DatabaseNotificationStore implements NotificationStore {
     const last = records[records.length - 1];
     return {
       records,
-      nextKey:
-        found.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+      nextKey: found.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
     };
   }
 
@@ -256,7 +259,8 @@ export class DatabaseNotificationStore implements NotificationStore {
 
   async eraseUser(userId: string): Promise<number> {
     // The lines go with their notification (ON DELETE CASCADE).
-    return rows(await this.knex.raw('DELETE FROM notifications WHERE user_id = ? RETURNING id', [userId])).length;
+    return rows(await this.knex.raw('DELETE FROM notifications WHERE user_id = ? RETURNING id', [userId]))
+      .length;
   }
 
   async claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null> {
@@ -358,6 +362,14 @@ export class DatabaseNotificationStore implements NotificationStore {
       ),
     );
     return found.map((r) => toRecord(r));
+  }
+
+  async releaseTopicJob(id: string, owner: string): Promise<void> {
+    await this.knex.raw(
+      `UPDATE notification_topic_jobs SET lease_owner = NULL, lease_expires_at = NULL
+       WHERE notification_id = ? AND lease_owner = ?`,
+      [id, owner],
+    );
   }
 
   async finishTopicJob(id: string, owner: string): Promise<boolean> {

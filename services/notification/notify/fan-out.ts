@@ -142,7 +142,10 @@ export class FanOut {
         continue;
       }
       // A required category reaches the user whatever the stored choices.
-      if (!category.required && !(await this.options.preferences.isEnabled(user.userId, category.name, channel))) {
+      if (
+        !category.required &&
+        !(await this.options.preferences.isEnabled(user.userId, category.name, channel))
+      ) {
         plan.skipped = 'preference_off';
         continue;
       }
@@ -187,7 +190,11 @@ export class FanOut {
    * Sends every planned channel to each of its contact points (all channels at once, each isolated)
    * and returns the lines, in plan order. Never throws for one channel's failure.
    */
-  async send(notification: NotificationRecord, user: User, plans: readonly PlannedChannel[]): Promise<ChannelLine[]> {
+  async send(
+    notification: NotificationRecord,
+    user: User,
+    plans: readonly PlannedChannel[],
+  ): Promise<ChannelLine[]> {
     const lines = await Promise.all(plans.map((plan) => this.sendChannel(notification, user, plan)));
     return lines.flat();
   }

@@ -55,7 +55,10 @@ export class InMemoryNotificationStore implements NotificationStore {
     return this.insert(n, request);
   }
 
-  private insert(n: NewNotification, request?: TopicRequest): { record: NotificationRecord; created: boolean } {
+  private insert(
+    n: NewNotification,
+    request?: TopicRequest,
+  ): { record: NotificationRecord; created: boolean } {
     if (n.idempotencyKey !== null) {
       const id = this.keys.get(`${n.scope}\n${n.idempotencyKey}`);
       if (id !== undefined) return { record: copy(this.records.get(id)!), created: false };
@@ -165,7 +168,8 @@ export class InMemoryNotificationStore implements NotificationStore {
   /** The job when `owner` holds its live lease. */
   private held(id: string, owner: string): MemoryJob | undefined {
     const job = this.jobs.get(id);
-    if (!job || job.finished || job.owner !== owner || job.leaseExpiresAt <= this.clock.now()) return undefined;
+    if (!job || job.finished || job.owner !== owner || job.leaseExpiresAt <= this.clock.now())
+      return undefined;
     return job;
   }
 
@@ -207,6 +211,11 @@ export class InMemoryNotificationStore implements NotificationStore {
       .sort((a, b) => -newerFirst(a, b))
       .slice(0, limit)
       .map(copy);
+  }
+
+  async releaseTopicJob(id: string, owner: string): Promise<void> {
+    const job = this.held(id, owner);
+    if (job) job.owner = null;
   }
 
   async finishTopicJob(id: string, owner: string): Promise<boolean> {

@@ -30,7 +30,10 @@ export interface NotificationStore {
    * records nothing and returns the existing one with `created: false`. A topic notification
    * (`topic` set, no parent) gets its job row, with `request`, in the same commit.
    */
-  create(n: NewNotification, request?: TopicRequest): Promise<{ record: NotificationRecord; created: boolean }>;
+  create(
+    n: NewNotification,
+    request?: TopicRequest,
+  ): Promise<{ record: NotificationRecord; created: boolean }>;
   /** The notification of a caller's key, or null. */
   findByKey(scope: string, idempotencyKey: string): Promise<NotificationRecord | null>;
   get(id: string): Promise<NotificationRecord | null>;
@@ -66,6 +69,8 @@ export interface NotificationStore {
   ): Promise<boolean>;
   /** Member notifications of `parentId` not fanned out yet (status accepted), oldest first. */
   pendingChildren(parentId: string, limit: number): Promise<NotificationRecord[]>;
+  /** Gives `owner`'s lease up (a stopping runner), so another replica takes the job at once. */
+  releaseTopicJob(id: string, owner: string): Promise<void>;
   /** Ends the job: its request is dropped and the notification is fanned out. False when the lease was lost. */
   finishTopicJob(id: string, owner: string): Promise<boolean>;
 }
