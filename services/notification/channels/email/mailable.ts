@@ -44,7 +44,7 @@ export interface EmailMessage {
   /** Plain text: as given, or derived from `html`. */
   text: string;
   html?: string;
-  /** `X-...` headers, names as given. */
+  /** `X-...` headers (and List-Unsubscribe, List-Unsubscribe-Post), names as given. */
   headers: Record<string, string>;
   attachments: EmailAttachment[];
 }
@@ -129,6 +129,8 @@ const PLAIN_ADDRESS =
   /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 /** `X-` then RFC 5322 field-name characters, narrowed to letters, digits and `-`. */
 const X_HEADER = /^X-[A-Za-z0-9][A-Za-z0-9-]*$/i;
+/** The one-click unsubscribe pair (RFC 2369, RFC 8058) Notify puts on emails of a non-required category. */
+const LIST_UNSUBSCRIBE_HEADER = /^List-Unsubscribe(-Post)?$/i;
 /** `type/subtype` of RFC 2045 tokens, no parameters. */
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/;
 /** CR or LF: the header-injection characters. */
@@ -290,7 +292,7 @@ export class Mailable {
     const headerNames = new Set<string>();
     for (const [name, value] of f.headers) {
       const at = `headers[${JSON.stringify(name)}]`;
-      if (typeof name !== 'string' || !X_HEADER.test(name)) {
+      if (typeof name !== 'string' || !(X_HEADER.test(name) || LIST_UNSUBSCRIBE_HEADER.test(name))) {
         invalid(at, 'a header name must be X- followed by letters, digits or "-"');
       }
       if (headerNames.has(name.toLowerCase())) invalid(at, 'is given twice');
