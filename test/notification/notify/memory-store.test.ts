@@ -1,3 +1,5 @@
+import { InMemoryDeliveryStore } from '../../../services/notification/delivery/memory-store';
+import { describeDeliveryEraseUser } from './delivery-erase-contract';
 import { InMemoryNotificationStore } from '../../../services/notification/notify/memory-store';
 import { describeNotificationStoreContract } from './store-contract';
 
@@ -5,3 +7,5 @@ describeNotificationStoreContract('InMemoryNotificationStore', async () => ({
   store: new InMemoryNotificationStore(),
   close: async () => undefined,
 }));
+
+describeDeliveryEraseUser('InMemoryDeliveryStore', async () => new InMemoryDeliveryStore());
