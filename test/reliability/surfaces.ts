@@ -12,9 +12,14 @@ import { TraceService } from '../../shared/gen/opentelemetry/proto/collector/tra
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
+import { NotifyService } from '../../shared/gen/svc/notification/v1/notify_pb';
 
 /** Services the notification process serves besides grpc.health.v1 and reflection. */
-export const NOTIFICATION_SERVICES: readonly DescService[] = [NotificationService, InboxService];
+export const NOTIFICATION_SERVICES: readonly DescService[] = [
+  NotificationService,
+  InboxService,
+  NotifyService,
+];
 
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */
 export const MONITOR_SERVICES: readonly DescService[] = [MonitorService, TraceService, MetricsService];

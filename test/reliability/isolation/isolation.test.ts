@@ -46,7 +46,12 @@ import { allSecretKeys } from './secret-keys';
 import { startSecretPair, type SecretPair } from './secret-pair';
 import { MetricsService } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import { TraceService } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
-import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from '../../../services/notification/rpc/scopes';
+import {
+  INBOX_METHOD_SCOPES,
+  NOTIFICATION_METHOD_SCOPES,
+  NOTIFY_METHOD_SCOPES,
+} from '../../../services/notification/rpc/scopes';
+import { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
   MONITOR_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
@@ -268,6 +273,7 @@ describe('auth on every method of both processes', () => {
 const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [NotificationService.typeName]: NOTIFICATION_METHOD_SCOPES,
   [InboxService.typeName]: INBOX_METHOD_SCOPES,
+  [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
@@ -487,6 +493,7 @@ describe('auth on every HTTP route', () => {
 interface Ctx {
   inbox: GenericClient;
   notifications: GenericClient;
+  notify: GenericClient;
   a: Record<string, string>;
   b: Record<string, string>;
 }
@@ -562,7 +569,56 @@ function idempotencyProbe(name: string, request: Record<string, unknown>): Probe
 }
 
 /** Bob's message as alice (or caller B) must not reach it: NOT_FOUND and bob's state unchanged. */
+/** A topic notification of caller A (a topic works whatever the users area holds). */
+const topicOfA = async (ctx: Ctx, key = ''): Promise<{ id: string }> =>
+  (
+    await call<{ notification: { id: string } }>(
+      ctx.notify,
+      NotifyService,
+      'Notify',
+      { topic: 'iso-topic', category: ISO_CATEGORY, idempotencyKey: key },
+      ctx.a,
+    )
+  ).notification;
+
 const PROBES: Record<string, Probe> = {
+  // Notifications belong to the caller that made them (like deliveries): another caller's is NOT_FOUND.
+  'NotifyService.GetNotification': async (ctx) => {
+    const n = await topicOfA(ctx);
+    const own = await codeOf(call(ctx.notify, NotifyService, 'GetNotification', { id: n.id }, ctx.a));
+    const other = await codeOf(call(ctx.notify, NotifyService, 'GetNotification', { id: n.id }, ctx.b));
+    const leaks = other === grpc.status.NOT_FOUND ? [] : [`GetNotification: B got A's (${other})`];
+    if (own !== grpc.status.OK) leaks.push(`GetNotification: A misses its own (${own})`);
+    return { attempts: 1, leaks };
+  },
+  'NotifyService.ListNotifications': async (ctx) => {
+    const n = await topicOfA(ctx);
+    const page = await call<{ notifications: { id: string; parentId: string }[] }>(
+      ctx.notify,
+      NotifyService,
+      'ListNotifications',
+      { userId: 'alice', pageSize: 500 },
+      ctx.b,
+    );
+    const leaks = page.notifications.some((x) => x.id === n.id || x.parentId === n.id)
+      ? ["ListNotifications: B sees A's"]
+      : [];
+    return { attempts: 1, leaks };
+  },
+  // Idempotency keys are per caller: B's call with A's key makes its own notification.
+  'NotifyService.Notify': async (ctx) => {
+    const a = await topicOfA(ctx, 'iso-shared-notify-key');
+    const b = (
+      await call<{ notification: { id: string } }>(
+        ctx.notify,
+        NotifyService,
+        'Notify',
+        { topic: 'iso-topic', category: ISO_CATEGORY, idempotencyKey: 'iso-shared-notify-key' },
+        ctx.b,
+      )
+    ).notification;
+    return { attempts: 1, leaks: a.id === b.id ? ['Notify: idempotency key answered across callers'] : [] };
+  },
   'InboxService.Send': async (ctx) => {
     const m = await sendTo(ctx, 'alice', 'for alice only');
     const leaks = (await inboxOf(ctx, 'bob')).some((x) => x.id === m.id)
@@ -771,6 +827,9 @@ const PROBES: Record<string, Probe> = {
  * whole service by design (delivery/README.md: a recipient who opted out did so for every caller),
  * so its methods are not per-caller and have no probe: see the README of this folder.
  */
+/** The notify category the isolation process configures (secret-pair.ts). */
+const ISO_CATEGORY = 'iso';
+
 const SHARED_BY_DESIGN = new Set(['NotificationService.ListSuppressions']);
 
 function needsProbe(method: DescMethod): boolean {
@@ -786,6 +845,7 @@ describe('isolation between users and between callers', () => {
     const ctx: Ctx = {
       inbox: grpcClient(InboxService, `127.0.0.1:${pair.notification.grpcPort}`),
       notifications: grpcClient(NotificationService, `127.0.0.1:${pair.notification.grpcPort}`),
+      notify: grpcClient(NotifyService, `127.0.0.1:${pair.notification.grpcPort}`),
       a: bearer(pair.notificationTokens[0]),
       b: bearer(pair.notificationTokens[1]),
     };
@@ -842,6 +902,7 @@ describe('isolation between users and between callers', () => {
     } finally {
       ctx.inbox.close();
       ctx.notifications.close();
+      ctx.notify.close();
     }
     recordFigures({
       section: 'isolation-users',
