@@ -22,6 +22,7 @@ import { runSloBench } from './slo.bench';
 import { runSmsBench } from './sms.bench';
 import { runPushBench } from './push.bench';
 import { runMonitorIngestBench } from './monitor-ingest.bench';
+import { runNotifyBench } from './notify.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -103,6 +104,8 @@ const suites: Suite[] = [
   // RecordMetrics over gRPC against protobuf-es + prom-client in one process; /metrics with 10,000
   // ingested series against prom-client rendering them.
   { name: 'monitor-ingest', run: () => runMonitorIngestBench() },
+  // Notify to one user (inbox, email, SMS) against the three calls made directly; a topic of 10,000.
+  { name: 'notify', run: () => runNotifyBench() },
 ];
 
 function fmt(n: number): string {

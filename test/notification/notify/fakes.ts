@@ -88,6 +88,8 @@ export class FakePreferences implements Pick<PreferenceBook, 'isEnabled'> {
 export class FakeRenderer implements TemplateRenderer {
   readonly templates = new Map<string, TemplateContent>();
   private readonly liquid = new Liquid({ strictVariables: true, strictFilters: true });
+  /** Parsed sources (as a real renderer caches them). */
+  private readonly parsed = new Map<string, ReturnType<Liquid['parse']>>();
   /** Renders done (tests count them). */
   renders = 0;
 
@@ -119,7 +121,9 @@ export class FakeRenderer implements TemplateRenderer {
         continue;
       }
       try {
-        content[name] = await this.liquid.parseAndRender(source, scope);
+        let parsed = this.parsed.get(source);
+        if (!parsed) this.parsed.set(source, (parsed = this.liquid.parse(source)));
+        content[name] = await this.liquid.render(parsed, scope);
       } catch (err) {
         const match = /undefined variable: ([\w.]+)/.exec(String((err as Error).message));
         throw new InvalidArgumentError(`template variable ${match?.[1] ?? '?'} is missing from data`, 'data');
