@@ -31,6 +31,8 @@ import { compareThroughput, type BenchRow } from './measure';
 const IN_FLIGHT = 32;
 const PER_ROUND = 600;
 const TOPIC_SIZE = 10_000;
+/** Users the one-user calls rotate over (more than all rounds of both sides make calls). */
+const CALL_USERS = 10 * PER_ROUND;
 
 async function run(n: number, call: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -52,7 +54,13 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
   renderer.set('alerts', 'email', 'en', { subject: 'Order {{ data.order }}', text: 'Shipped 📦' });
   renderer.set('alerts', 'sms', 'en', { text: 'Order {{ data.order }}: shipped 📦' });
   renderer.set('news', 'inbox', 'en', { title: 'News {{ data.week }}', body: 'This week' });
-  directory.add({ userId: 'bench-user', emails: ['bench@example.com'], phones: ['+15550001234'] });
+  // A user per call on both sides: the memory inbox counts a user's unread messages on every send, so
+  // one user growing through the rounds would slow whichever side runs later.
+  for (let k = 0; k < CALL_USERS; k++) {
+    directory.add({ userId: `bench-${k}`, emails: ['bench@example.com'], phones: ['+15550001234'] });
+  }
+  let nextUser = 0;
+  const callUser = () => `bench-${nextUser++ % CALL_USERS}`;
   const members = Array.from({ length: TOPIC_SIZE }, (_, i) => `member-${String(i).padStart(6, '0')}`);
   for (const userId of members) directory.add({ userId });
   directory.subscribe('weekly', members);
@@ -104,12 +112,12 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
     const one = await compareThroughput(
       () =>
         measure((i) =>
-          unary(notify, 'notify', { userId: 'bench-user', category: 'alerts', data: { order: `A-${i}` } }),
+          unary(notify, 'notify', { userId: callUser(), category: 'alerts', data: { order: `A-${i}` } }),
         ),
       () =>
         measure((i) =>
           Promise.all([
-            unary(inbox, 'send', { userId: 'bench-user', title: `Order A-${i}`, body: 'Shipped 📦' }),
+            unary(inbox, 'send', { userId: callUser(), title: `Order A-${i}`, body: 'Shipped 📦' }),
             unary(notifications, 'sendEmail', {
               to: ['bench@example.com'],
               subject: `Order A-${i}`,

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isDomainError } from '../../../shared/errors';
+import { cutText } from '../../../shared/text/cut';
 import type { Logger } from '../../../shared/logging/logger';
 import type { EmailSender } from '../channels/email/email-sender';
 import type { PushSender } from '../channels/push';
@@ -116,6 +117,14 @@ function pushData(data: Record<string, unknown> | undefined): Record<string, str
   );
 }
 
+/** Longest `error` of a line, in code points (a domain error may quote a long template or value). */
+export const MAX_LINE_ERROR = 500;
+
+/** A line's error text, cut on code points (never inside a surrogate pair) with an ellipsis. */
+export function lineError(message: string): string {
+  return cutText(message, MAX_LINE_ERROR, { unit: 'code_point', ellipsis: '…' });
+}
+
 /** One user's fan-out. */
 export class FanOut {
   constructor(private readonly options: FanOutOptions) {}
@@ -172,7 +181,7 @@ export class FanOut {
       } catch (err) {
         if (onRenderError === 'throw' || !isDomainError(err) || err.code !== 'INVALID_ARGUMENT') throw err;
         plan.skipped = 'render_failed';
-        plan.error = err.message;
+        plan.error = lineError(err.message);
         continue;
       }
       if (!rendered) {
@@ -254,7 +263,7 @@ export class FanOut {
       contact: this.mask(plan.channel, contact.value),
       messageId: null,
       skipped: null,
-      error,
+      error: lineError(error),
       locale: plan.locale,
     };
   }

@@ -172,6 +172,20 @@ describe('Notify for a user', () => {
     expect(longKey.rawMessage).toContain('idempotency_key');
   });
 
+  it('data larger than 64 KiB is INVALID_ARGUMENT naming data; at the bound it is accepted', async () => {
+    const userId = newUserId();
+    h.directory.add({ userId });
+    // {"author":"x","text":"...","pad":"..."}: pad the JSON to exactly 64 KiB, then one byte more.
+    const base = JSON.stringify({ ...data, pad: '' });
+    const pad = 'x'.repeat(64 * 1024 - Buffer.byteLength(base));
+    await h.notify.notify({ userId, category: 'comments', data: { ...data, pad } });
+    const err = await refusal(
+      h.notify.notify({ userId, category: 'comments', data: { ...data, pad: pad + 'x' } }),
+    );
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toContain('data');
+  });
+
   it('the same key and content returns the same notification and sends nothing again; other content is ALREADY_EXISTS', async () => {
     const userId = newUserId();
     const address = `idem-${randomUUID()}@example.com`;
