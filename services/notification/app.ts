@@ -13,7 +13,7 @@ import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
-import { DatabaseJobLease } from '../../shared/storage/periodic-job';
+import { DatabaseJobLease, InProcessJobLease } from '../../shared/storage/periodic-job';
 import { DELIVERY_MAINTENANCE_TABLE } from './migrations/20261123000350_delivery_maintenance';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import type { NotificationConfig } from './config';
@@ -64,6 +64,8 @@ import { DatabaseNotificationStore } from './notify/database-store';
 import { InMemoryNotificationStore } from './notify/memory-store';
 import { Notifier } from './notify/notifier';
 import { TopicFanOut } from './notify/topic-fan-out';
+import { NotificationRetention } from './notify/retention';
+import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
 import { type NotifyPorts, UNWIRED_NOTIFY_PORTS } from './notify/unwired-ports';
 import { createMonitorReporter } from './monitor';
 
@@ -288,6 +290,18 @@ export async function createNotificationApp(
       logger,
     });
     lifecycle.worker('topic-fan-out', topicFanOut);
+    lifecycle.worker(
+      'notify-retention',
+      new NotificationRetention({
+        store: notificationStore,
+        retentionDays: config.notify.retention_days,
+        lease:
+          config.delivery.store_backend === 'database'
+            ? new DatabaseJobLease(storage!.knex, { table: NOTIFY_MAINTENANCE_TABLE, logger })
+            : new InProcessJobLease(),
+        logger,
+      }),
+    );
     const userErasers = [
       notifier.eraseUser,
       async (userId: string) => void (await deliveryStore.eraseUser(userId, new Date())),

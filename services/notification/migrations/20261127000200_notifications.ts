@@ -4,6 +4,10 @@
  * (a cursor and a lease per topic notification). Plain SQL that PostgreSQL 15 and PGlite both accept.
  */
 import type { Knex } from 'knex';
+import { createJobTable } from '../../../shared/storage/periodic-job';
+
+/** The bookkeeping table of the notifications' retention purge (one replica per interval). */
+export const NOTIFY_MAINTENANCE_TABLE = 'notification_maintenance';
 
 /** Creates the notification tables and their indexes. */
 export async function up(knex: Knex): Promise<void> {
@@ -40,6 +44,8 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     'CREATE INDEX notifications_user_created_idx ON notifications (user_id, created_at DESC, id DESC)',
   );
+  // The retention purge takes the oldest first.
+  await knex.raw('CREATE INDEX notifications_created_idx ON notifications (created_at)');
 
   await knex.raw(`
     CREATE TABLE notification_channels (
@@ -67,6 +73,7 @@ export async function up(knex: Knex): Promise<void> {
       created_at timestamptz NOT NULL DEFAULT now()
     )`);
   // Claims look at unfinished jobs only.
+  await createJobTable(knex, NOTIFY_MAINTENANCE_TABLE);
   await knex.raw(
     `CREATE INDEX notification_topic_jobs_open_idx ON notification_topic_jobs (created_at)
      WHERE finished_at IS NULL`,
@@ -75,6 +82,7 @@ export async function up(knex: Knex): Promise<void> {
 
 /** Drops the notification tables. */
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`DROP TABLE IF EXISTS ${NOTIFY_MAINTENANCE_TABLE}`);
   await knex.raw('DROP TABLE IF EXISTS notification_topic_jobs');
   await knex.raw('DROP TABLE IF EXISTS notification_channels');
   await knex.raw('DROP TABLE IF EXISTS notifications');

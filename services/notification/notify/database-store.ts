@@ -257,6 +257,20 @@ export class DatabaseNotificationStore implements NotificationStore {
     });
   }
 
+  async purgeBefore(before: Date, limit: number): Promise<number> {
+    // Lines, jobs and topic members go with their notification (ON DELETE CASCADE).
+    return rows(
+      await this.knex.raw(
+        `DELETE FROM notifications WHERE id IN (
+           SELECT id FROM notifications
+           WHERE created_at < ? AND NOT (topic IS NOT NULL AND parent_id IS NULL AND status <> 'fanned_out')
+           ORDER BY created_at LIMIT ?)
+         RETURNING id`,
+        [before.toISOString(), limit],
+      ),
+    ).length;
+  }
+
   async eraseUser(userId: string): Promise<number> {
     // The lines go with their notification (ON DELETE CASCADE).
     return rows(await this.knex.raw('DELETE FROM notifications WHERE user_id = ? RETURNING id', [userId]))

@@ -133,6 +133,29 @@ export class InMemoryNotificationStore implements NotificationStore {
     r.updatedAt = new Date(this.clock.now());
   }
 
+  async purgeBefore(before: Date, limit: number): Promise<number> {
+    const old = [...this.records.values()]
+      .filter(
+        (r) =>
+          r.createdAt < before && !(r.topic !== null && r.parentId === null && r.status !== 'fanned_out'),
+      )
+      .sort((a, b) => -newerFirst(a, b))
+      .slice(0, limit);
+    for (const r of old) this.remove(r);
+    // A topic notification's members go with it.
+    const gone = new Set(old.map((r) => r.id));
+    for (const r of [...this.records.values()])
+      if (r.parentId !== null && gone.has(r.parentId)) this.remove(r);
+    return old.length;
+  }
+
+  private remove(r: NotificationRecord): void {
+    this.records.delete(r.id);
+    this.jobs.delete(r.id);
+    if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
+    if (r.parentId !== null && r.userId !== null) this.children.delete(`${r.parentId}\n${r.userId}`);
+  }
+
   async eraseUser(userId: string): Promise<number> {
     let n = 0;
     for (const r of [...this.records.values()]) {

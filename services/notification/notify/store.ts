@@ -41,6 +41,12 @@ export interface NotificationStore {
   list(scope: string, userId: string, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
   /** Replaces the lines of a notification and marks it fanned out. */
   saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void>;
+  /**
+   * Retention: deletes up to `limit` notifications created before `before`, oldest first (their lines
+   * and topic members with them), except topic notifications whose fan-out has not finished; returns
+   * how many.
+   */
+  purgeBefore(before: Date, limit: number): Promise<number>;
   /** Deletes every notification of the user (DeleteUser); returns how many. */
   eraseUser(userId: string): Promise<number>;
 

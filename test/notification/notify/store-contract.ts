@@ -137,6 +137,44 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
       expect(await store.get(other.record.id)).not.toBeNull();
     });
 
+    it('purgeBefore deletes the oldest first up to the limit, with their lines and topic members, and keeps an unfinished topic fan-out', async () => {
+      const longAgo = (d: number) => new Date(Date.parse('2020-01-01T00:00:00.000Z') + d * 1000);
+      const oldest = await store.create(newNotification({ createdAt: longAgo(1) }));
+      await store.saveFanOut(oldest.record.id, [
+        { channel: 'inbox', contact: '', messageId: randomUUID(), skipped: null, error: null, locale: 'en' },
+      ]);
+      const older = await store.create(
+        newNotification({ createdAt: longAgo(2), idempotencyKey: `p-${randomUUID()}` }),
+      );
+      const running = newNotification({ userId: null, topic: 'still-running', createdAt: longAgo(3) });
+      await store.create(running, { data: {}, overrides: [] });
+      const recent = await store.create(newNotification());
+      expect(await store.purgeBefore(new Date('2021-01-01T00:00:00.000Z'), 1)).toBe(1);
+      expect(await store.get(oldest.record.id)).toBeNull();
+      expect(await store.get(older.record.id)).not.toBeNull();
+      expect(await store.purgeBefore(new Date('2021-01-01T00:00:00.000Z'), 1000)).toBe(1);
+      expect(await store.get(older.record.id)).toBeNull();
+      expect(await store.findByKey('caller-a', older.record.idempotencyKey!)).toBeNull();
+      expect(await store.get(running.id)).not.toBeNull();
+      expect(await store.get(recent.record.id)).not.toBeNull();
+      // Once its fan-out finished, the old topic notification goes too, with its members.
+      let job = await store.claimTopicJob('purger', 60_000);
+      while (job && job.notification.id !== running.id) {
+        await store.finishTopicJob(job.notification.id, 'purger');
+        job = await store.claimTopicJob('purger', 60_000);
+      }
+      const member = {
+        ...newNotification({ userId: 'm1', topic: 'still-running', parentId: running.id }),
+        userId: 'm1',
+        parentId: running.id,
+      };
+      await store.addTopicPage(running.id, 'purger', [member], 1, '$end');
+      await store.finishTopicJob(running.id, 'purger');
+      expect(await store.purgeBefore(new Date('2021-01-01T00:00:00.000Z'), 1000)).toBe(1);
+      expect(await store.get(running.id)).toBeNull();
+      expect(await store.get(member.id)).toBeNull();
+    });
+
     describe('topic jobs', () => {
       // Jobs are claimed oldest first across the store: each test drains what it created.
       async function claimOwn(id: string, owner: string, leaseMs = 60_000) {
