@@ -13,7 +13,7 @@ import type { Logger } from '../../shared/logging/logger';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
-import { DatabaseJobLease } from '../../shared/storage/periodic-job';
+import { DatabaseJobLease, InProcessJobLease } from '../../shared/storage/periodic-job';
 import { DELIVERY_MAINTENANCE_TABLE } from './migrations/20261123000350_delivery_maintenance';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import type { NotificationConfig } from './config';
@@ -57,12 +57,21 @@ import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
 import { SECURITY_HEADERS } from './admin/http';
-import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES } from './rpc/scopes';
 // Templates (issue 25)
 import { TemplateService as TemplateServiceDesc } from '../../shared/gen/svc/notification/v1/templates_pb';
 import { TEMPLATE_METHOD_SCOPES } from './rpc/scopes';
 import { TemplateRpc } from './rpc/template-rpc';
 import { createTemplates, type TemplateRenderer } from './templates';
+import { INBOX_METHOD_SCOPES, NOTIFICATION_METHOD_SCOPES, NOTIFY_METHOD_SCOPES } from './rpc/scopes';
+import { NotifyService as NotifyServiceDesc } from '../../shared/gen/svc/notification/v1/notify_pb';
+import { NotifyRpc } from './rpc/notify-rpc';
+import { DatabaseNotificationStore } from './notify/database-store';
+import { InMemoryNotificationStore } from './notify/memory-store';
+import { Notifier } from './notify/notifier';
+import { TopicFanOut } from './notify/topic-fan-out';
+import { NotificationRetention } from './notify/retention';
+import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
+import type { NotifyPorts } from './notify/ports';
 import { createMonitorReporter } from './monitor';
 import { UserService as UserServiceDesc } from '../../shared/gen/svc/notification/v1/users_pb';
 import { DatabaseUserStore, InMemoryUserStore, UserDirectoryService } from './users';
@@ -101,6 +110,12 @@ export interface NotificationApp {
   readonly push: PushChannel;
   /** The user directory (UserService; Notify reads it). */
   readonly users: UserDirectoryService;
+  /** Notify: the fan-out and the notification records. */
+  readonly notifier: Notifier;
+  /** The topic fan-out runner of this process. */
+  readonly topicFanOut: TopicFanOut;
+  /** DeleteUser's erasers of the notify area and the delivery records (registered with the directory). */
+  readonly userErasers: readonly ((userId: string) => Promise<void>)[];
   readonly auth: AdminAuth;
   /** Templates: the renderer Notify calls (templates area). */
   readonly templates: TemplateRenderer;
@@ -112,6 +127,10 @@ export interface NotificationApp {
 export interface NotificationAppOptions {
   /** Where provider receipts suppress recipients; default: the service's suppression list. */
   suppressionSink?: SuppressionSink;
+  /** The ports Notify reads (tests give fakes); default: the placeholders until the areas are merged. */
+  notifyPorts?: NotifyPorts;
+  /** The topic runner's lease and poll (tests of a restart shorten them). */
+  topicFanOut?: { leaseMs?: number; pollMs?: number };
 }
 
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
@@ -306,6 +325,7 @@ export async function createNotificationApp(
     });
     const email = new EmailSender(mailers, deliveries);
     const smsSender = new SmsSender(sms, deliveries);
+    const pushSender = new PushSender(push, deliveries, config.delivery.max_batch_size);
 
     // Templates: the catalog (TemplateService) and the renderer Notify calls, on the service's database.
     // Its store follows delivery.store_backend unless set (as the users area's).
@@ -323,6 +343,65 @@ export async function createNotificationApp(
       { scopes: TEMPLATE_METHOD_SCOPES },
     );
 
+    // --- notify (issue 25): Notify, its notifications (in the delivery records' store backend) and
+    // the topic fan-out runner, over the user directory, the preference book, the template renderer
+    // and the unsubscribe links (tests may hand in their own ports).
+    const notifyPorts: NotifyPorts = options.notifyPorts ?? {
+      directory: users,
+      preferences,
+      renderer: templates.renderer,
+      unsubscribeHeaders: unsubscribe.unsubscribeHeaders,
+    };
+    const notificationStore =
+      config.delivery.store_backend === 'database'
+        ? new DatabaseNotificationStore(storage!.knex)
+        : new InMemoryNotificationStore();
+    const backendsOf = { email: mailers, sms, push } as const;
+    const notifier: Notifier = new Notifier({
+      ...notifyPorts,
+      config: config.notify,
+      store: notificationStore,
+      targets: {
+        inbox,
+        email,
+        sms: smsSender,
+        push: pushSender,
+        configured: (channel) => backendsOf[channel].names.length > 0,
+      },
+      deliveries,
+      onTopicAccepted: () => topicFanOut.wake(),
+      logger,
+    });
+    const topicFanOut = new TopicFanOut({
+      store: notificationStore,
+      directory: notifyPorts.directory,
+      fanOut: notifier.fanOut,
+      category: (name) => notifier.category(name),
+      pageSize: config.notify.topic_page_size,
+      ...options.topicFanOut,
+      logger,
+    });
+    lifecycle.worker('topic-fan-out', topicFanOut);
+    lifecycle.worker(
+      'notify-retention',
+      new NotificationRetention({
+        store: notificationStore,
+        retentionDays: config.notify.retention_days,
+        lease:
+          config.delivery.store_backend === 'database'
+            ? new DatabaseJobLease(storage!.knex, { table: NOTIFY_MAINTENANCE_TABLE, logger })
+            : new InProcessJobLease(),
+        logger,
+      }),
+    );
+    const userErasers = [
+      notifier.eraseUser,
+      async (userId: string) => void (await deliveryStore.eraseUser(userId, new Date())),
+    ];
+    // DeleteUser: the user's notifications and the content of their delivery records go too.
+    for (const erase of userErasers) users.onUserDeleted(erase);
+    // --- end notify
+
     const server = new RpcServer({
       name: 'notification',
       logger,
@@ -333,14 +412,7 @@ export async function createNotificationApp(
       services: [
         registration(
           NotificationService,
-          new NotificationRpc(
-            email,
-            deliveries,
-            smsSender,
-            new PushSender(push, deliveries, config.delivery.max_batch_size),
-            suppressions,
-            deliveryWatch,
-          ),
+          new NotificationRpc(email, deliveries, smsSender, pushSender, suppressions, deliveryWatch),
           {
             scopes: NOTIFICATION_METHOD_SCOPES,
             // Only SendEmail carries attachments: only it accepts more than server.max_request_bytes.
@@ -350,6 +422,7 @@ export async function createNotificationApp(
         registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
         usersRegistration,
         templateRegistration,
+        registration(NotifyServiceDesc, new NotifyRpc(notifier), { scopes: NOTIFY_METHOD_SCOPES }),
       ],
     });
     lifecycle.serve('server', server);
@@ -444,6 +517,9 @@ export async function createNotificationApp(
       sms,
       push,
       users,
+      notifier,
+      topicFanOut,
+      userErasers,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),
     };

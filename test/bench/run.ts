@@ -23,6 +23,7 @@ import { runSmsBench } from './sms.bench';
 import { runPushBench } from './push.bench';
 import { runMonitorIngestBench } from './monitor-ingest.bench';
 import { runTemplatesBench } from './templates.bench';
+import { runNotifyBench } from './notify.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -106,6 +107,8 @@ const suites: Suite[] = [
   { name: 'monitor-ingest', run: () => runMonitorIngestBench() },
   // Our email render (fallback, store read, strict Liquid, cached parse) against raw LiquidJS.
   { name: 'templates', run: () => runTemplatesBench() },
+  // Notify to one user (inbox, email, SMS) against the three calls made directly; a topic of 10,000.
+  { name: 'notify', run: () => runNotifyBench() },
 ];
 
 function fmt(n: number): string {

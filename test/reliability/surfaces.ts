@@ -14,6 +14,7 @@ import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
 import { TemplateService } from '../../shared/gen/svc/notification/v1/templates_pb';
+import { NotifyService } from '../../shared/gen/svc/notification/v1/notify_pb';
 
 /** Services the notification process serves besides grpc.health.v1 and reflection. */
 export const NOTIFICATION_SERVICES: readonly DescService[] = [
@@ -21,6 +22,7 @@ export const NOTIFICATION_SERVICES: readonly DescService[] = [
   InboxService,
   UserService,
   TemplateService,
+  NotifyService,
 ];
 
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */

@@ -66,6 +66,8 @@ export interface DeliveryRow {
   receipts?: StoredReceipt[] | string;
   /** Absent only in rows read before migration 20261126120000 ran. */
   attempts_started?: number;
+  /** Absent only in rows read before migration 20261127000300 ran. */
+  user_id?: string | null;
 }
 
 export function toDate(value: Date | string): Date {
@@ -114,6 +116,7 @@ export function rowToRecord(row: DeliveryRow): DeliveryRecord {
       : (row.receipts ?? [])
     ).map(fromStoredReceipt),
     attemptsStarted: row.attempts_started ?? attempts.length,
+    userId: row.user_id ?? null,
   };
 }
 

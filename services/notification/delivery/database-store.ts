@@ -29,6 +29,7 @@ import {
   type PurgeRequest,
   type PurgeResult,
   type QueueStats,
+  USER_DELETED_ERROR,
 } from './store';
 import { SUPPRESSED_ERROR, type DeliveryRecord } from './types';
 import type { IncomingReceipt } from './receipt';
@@ -193,13 +194,14 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       trace_parent: d.traceParent ?? null,
       suppressed: d.suppressed === true,
       suppressed_recipients: d.suppressedRecipients?.length ? JSON.stringify(d.suppressedRecipients) : null,
+      user_id: d.userId ?? null,
     }));
     // The rows and their events in ONE statement (one commit): a change never lacks its event.
     const inserted = rows<DeliveryRow>(
       await db.raw(
         `WITH ins AS (INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
-           trace_parent, failure, last_error, finished_at, suppressed_recipients)
+           trace_parent, failure, last_error, finished_at, suppressed_recipients, user_id)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
            r.idempotency_key, r.content_hash, r.payload::jsonb,
            CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
@@ -208,11 +210,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            CASE WHEN r.suppressed THEN 'recipient_suppressed' END,
            CASE WHEN r.suppressed THEN ?::text END,
            CASE WHEN r.suppressed THEN r.created_at END,
-           r.suppressed_recipients::jsonb
+           r.suppressed_recipients::jsonb, r.user_id
          FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
            backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
            content_hash text, payload text, created_at timestamptz, trace_parent text, suppressed boolean,
-           suppressed_recipients text)
+           suppressed_recipients text, user_id text)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *),
@@ -363,6 +365,38 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
     return purgeExpired(this.knex, request);
+  }
+
+  async eraseUser(userId: string, now: Date): Promise<number> {
+    const at = this.databaseClock ? null : now.toISOString();
+    const erased = await this.knex.transaction(async (trx) => {
+      // Queued records end FAILED first (with their event), so no worker sends them afterwards; a
+      // worker holding one loses its lease, so its attempt's result is not recorded.
+      await trx.raw(
+        `WITH ended AS (UPDATE deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL,
+           lease_owner = NULL, lease_expires_at = NULL, finished_at = COALESCE(?::timestamptz, now()),
+           updated_at = COALESCE(?::timestamptz, now())
+         WHERE user_id = ? AND status IN ('pending', 'retrying') RETURNING *)
+         ${eventInsert('ended')}`,
+        [USER_DELETED_ERROR, at, at, userId],
+      );
+      const erased = rows<{ id: string }>(
+        await trx.raw(
+          `UPDATE deliveries SET payload = NULL, recipient = NULL,
+             content_erased_at = COALESCE(content_erased_at, ?::timestamptz, now())
+           WHERE user_id = ? RETURNING id`,
+          [at, userId],
+        ),
+      );
+      await trx.raw(
+        `UPDATE delivery_events SET reason = NULL
+         WHERE delivery_id IN (SELECT id FROM deliveries WHERE user_id = ?) AND reason IS NOT NULL`,
+        [userId],
+      );
+      return erased.length;
+    });
+    if (erased > 0) this.kickSequencer();
+    return erased;
   }
 
   queueStats(now: Date): Promise<QueueStats> {

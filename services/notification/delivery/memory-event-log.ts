@@ -35,6 +35,12 @@ export class MemoryDeliveryEventLog {
     });
   }
 
+  /** Blanks the reasons of these deliveries' events (DeleteUser: a reason may quote the address). */
+  eraseReasons(ids: ReadonlySet<string>): void {
+    if (ids.size === 0) return;
+    for (const e of this.events) if (ids.has(e.deliveryId)) e.reason = null;
+  }
+
   eventsAfter(query: DeliveryEventQuery): DeliveryEvent[] {
     // Binary search for the first seq after the cursor, then scan.
     let lo = 0;

@@ -23,8 +23,9 @@ import {
   type PurgeRequest,
   type PurgeResult,
   type QueueStats,
+  USER_DELETED_ERROR,
 } from './store';
-import { SUPPRESSED_ERROR, toView, type DeliveryRecord } from './types';
+import { QUEUED_STATUSES, SUPPRESSED_ERROR, toView, type DeliveryRecord } from './types';
 import { copy, MemoryRecords, newestFirst, ownPayload } from './memory-records';
 import { MemoryLeaseQueue } from './memory-queue';
 import { MemoryDeliveryEventLog } from './memory-event-log';
@@ -95,6 +96,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       traceParent: input.traceParent ?? null,
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
       attemptsStarted: 0,
+      userId: input.userId ?? null,
     };
     this.records.add(record);
     if (!suppressed) this.queue.enqueue(record);
@@ -188,6 +190,33 @@ export class InMemoryDeliveryStore implements DeliveryStore {
 
   async purgeExpired(request: PurgeRequest): Promise<PurgeResult> {
     return purgeExpired(this.records, this.events, request);
+  }
+
+  async eraseUser(userId: string, now: Date): Promise<number> {
+    let erased = 0;
+    const touched = new Set<string>();
+    for (const r of this.records.byId.values()) {
+      if (r.userId !== userId) continue;
+      if (QUEUED_STATUSES.includes(r.status)) {
+        // Ended before its content goes: nothing is sent to a deleted user.
+        r.status = 'failed';
+        r.lastError = USER_DELETED_ERROR;
+        r.nextAttemptAt = null;
+        r.leaseOwner = null;
+        r.leaseExpiresAt = null;
+        r.finishedAt = now;
+        r.updatedAt = now;
+        this.queue.dequeue(r.id);
+        this.events.append(r);
+      }
+      r.payload = null;
+      r.recipient = null;
+      r.contentErasedAt ??= now;
+      touched.add(r.id);
+      erased++;
+    }
+    this.events.eraseReasons(touched);
+    return erased;
   }
 
   async queueStats(now: Date): Promise<QueueStats> {

@@ -90,6 +90,8 @@ export interface SubmitInput {
    * stops the send.
    */
   withoutRecipients?: WithoutRecipients;
+  /** The user the delivery is for (a Notify fan-out), so DeleteUser can erase it; absent: none. */
+  userId?: string;
 }
 
 /** What submit answers. */
@@ -352,6 +354,7 @@ export class DeliveryPipeline {
         createdAt: new Date(this.clock.now()),
         // The caller's span (SendEmail): the worker's attempt span continues this trace.
         traceParent: currentTraceParent(),
+        ...(input.userId ? { userId: input.userId } : {}),
       },
     };
   }

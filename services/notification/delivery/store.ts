@@ -12,6 +12,9 @@ import type { DeliveryAttempt, DeliveryFilter, DeliveryPageKey, DeliveryRecord, 
 /** The message of AlreadyExistsError: an idempotency key reused for other content. */
 export const IDEMPOTENCY_CONFLICT = 'idempotency_key was already used for a different delivery';
 
+/** The `last_error` of a queued delivery ended because its user was deleted (`eraseUser`). */
+export const USER_DELETED_ERROR = 'user deleted';
+
 /** A delivery to record: the pipeline has validated it and chosen its id and time. */
 export interface NewDelivery {
   id: string;
@@ -35,6 +38,8 @@ export interface NewDelivery {
   suppressed?: boolean;
   /** Masked recipients left out of a multi-recipient send because they are suppressed. */
   suppressedRecipients?: string[];
+  /** The user it is for (a Notify fan-out); absent or null: none. */
+  userId?: string | null;
 }
 
 /** One page query, newest first. */
@@ -201,6 +206,14 @@ export interface DeliveryStore {
   applyReceipt(id: string, receipt: IncomingReceipt, now: Date): Promise<AppliedReceipt | null>;
   /** One batched retention pass: erases content of old final records, deletes older ones. */
   purgeExpired(request: PurgeRequest): Promise<PurgeResult>;
+  /**
+   * DeleteUser: erases the content and full recipient of every record of `userId` (and the reason
+   * text of their events, which may quote a provider's words about the address), keeping ids,
+   * statuses and masked recipients. A record still queued is ended FAILED first (`last_error`
+   * "user deleted", its event appended), so nothing is sent to a deleted user. Returns how many
+   * records were erased.
+   */
+  eraseUser(userId: string, now: Date): Promise<number>;
   /** The cheap counts behind the queue metrics. */
   queueStats(now: Date): Promise<QueueStats>;
   /** A cheap round trip, for the health check. */

@@ -129,18 +129,21 @@ export interface DeliveryRecord {
    * (`worker_died`) instead of being sent again.
    */
   attemptsStarted: number;
+  /** The user a Notify fan-out sent it to (DeleteUser erases it); absent or null: none. */
+  userId?: string | null;
 }
 
 /** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */
 export type DeliveryView = Omit<
   DeliveryRecord,
-  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent' | 'attemptsStarted'
+  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent' | 'attemptsStarted' | 'userId'
 >;
 
 /** Strips the content and lease bookkeeping from a record. */
 export function toView(record: DeliveryRecord): DeliveryView {
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, attemptsStarted, ...view } = record;
+  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, attemptsStarted, userId, ...view } =
+    record;
   return view;
 }
 

@@ -21,6 +21,8 @@ import * as deliveryScans from './20261126130000_delivery_scans';
 import * as users from './20261127000000_users';
 import * as preferences from './20261127000050_preferences';
 import * as templates from './20261127000100_templates';
+import * as notifications from './20261127000200_notifications';
+import * as deliveryUser from './20261127000300_delivery_user';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -42,6 +44,8 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261127000000_users', ...users },
   { name: '20261127000050_preferences', ...preferences },
   { name: '20261127000100_templates', ...templates },
+  { name: '20261127000200_notifications', ...notifications },
+  { name: '20261127000300_delivery_user', ...deliveryUser },
 ];
 
 /** The knex table that records which notification migrations ran. */

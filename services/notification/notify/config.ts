@@ -67,6 +67,11 @@ export const NotifyConfigSchema = z
     categories: z.array(CategoryConfigSchema).superRefine(uniqueNames('category')).default([]),
     /** Users a topic fan-out handles per step (one transaction each). */
     topic_page_size: positiveInt().default(500),
+    /**
+     * Days a notification (with its fan-out lines) is kept; older ones are deleted by a purge run
+     * hourly on one replica. A topic notification whose fan-out has not finished is kept.
+     */
+    retention_days: positiveInt().default(30),
     /** Largest `user_ids` list of SubscribeTopic / UnsubscribeTopic. */
     max_topic_batch: positiveInt().default(1000),
     /** One-click unsubscribe (RFC 8058) in every email of a non-required category. */

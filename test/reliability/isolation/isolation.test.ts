@@ -52,8 +52,10 @@ import {
   NOTIFICATION_METHOD_SCOPES,
   USER_METHOD_SCOPES,
   TEMPLATE_METHOD_SCOPES,
+  NOTIFY_METHOD_SCOPES,
 } from '../../../services/notification/rpc/scopes';
 import { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
+import { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
   MONITOR_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
@@ -277,6 +279,7 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [InboxService.typeName]: INBOX_METHOD_SCOPES,
   [UserService.typeName]: USER_METHOD_SCOPES,
   [TemplateService.typeName]: TEMPLATE_METHOD_SCOPES,
+  [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
@@ -497,6 +500,7 @@ interface Ctx {
   inbox: GenericClient;
   notifications: GenericClient;
   users: GenericClient;
+  notify: GenericClient;
   a: Record<string, string>;
   b: Record<string, string>;
 }
@@ -572,7 +576,56 @@ function idempotencyProbe(name: string, request: Record<string, unknown>): Probe
 }
 
 /** Bob's message as alice (or caller B) must not reach it: NOT_FOUND and bob's state unchanged. */
+/** A topic notification of caller A (a topic works whatever the users area holds). */
+const topicOfA = async (ctx: Ctx, key = ''): Promise<{ id: string }> =>
+  (
+    await call<{ notification: { id: string } }>(
+      ctx.notify,
+      NotifyService,
+      'Notify',
+      { topic: 'iso-topic', category: ISO_CATEGORY, idempotencyKey: key },
+      ctx.a,
+    )
+  ).notification;
+
 const PROBES: Record<string, Probe> = {
+  // Notifications belong to the caller that made them (like deliveries): another caller's is NOT_FOUND.
+  'NotifyService.GetNotification': async (ctx) => {
+    const n = await topicOfA(ctx);
+    const own = await codeOf(call(ctx.notify, NotifyService, 'GetNotification', { id: n.id }, ctx.a));
+    const other = await codeOf(call(ctx.notify, NotifyService, 'GetNotification', { id: n.id }, ctx.b));
+    const leaks = other === grpc.status.NOT_FOUND ? [] : [`GetNotification: B got A's (${other})`];
+    if (own !== grpc.status.OK) leaks.push(`GetNotification: A misses its own (${own})`);
+    return { attempts: 1, leaks };
+  },
+  'NotifyService.ListNotifications': async (ctx) => {
+    const n = await topicOfA(ctx);
+    const page = await call<{ notifications: { id: string; parentId: string }[] }>(
+      ctx.notify,
+      NotifyService,
+      'ListNotifications',
+      { userId: 'alice', pageSize: 500 },
+      ctx.b,
+    );
+    const leaks = page.notifications.some((x) => x.id === n.id || x.parentId === n.id)
+      ? ["ListNotifications: B sees A's"]
+      : [];
+    return { attempts: 1, leaks };
+  },
+  // Idempotency keys are per caller: B's call with A's key makes its own notification.
+  'NotifyService.Notify': async (ctx) => {
+    const a = await topicOfA(ctx, 'iso-shared-notify-key');
+    const b = (
+      await call<{ notification: { id: string } }>(
+        ctx.notify,
+        NotifyService,
+        'Notify',
+        { topic: 'iso-topic', category: ISO_CATEGORY, idempotencyKey: 'iso-shared-notify-key' },
+        ctx.b,
+      )
+    ).notification;
+    return { attempts: 1, leaks: a.id === b.id ? ['Notify: idempotency key answered across callers'] : [] };
+  },
   'InboxService.Send': async (ctx) => {
     const m = await sendTo(ctx, 'alice', 'for alice only');
     const leaks = (await inboxOf(ctx, 'bob')).some((x) => x.id === m.id)
@@ -932,6 +985,9 @@ const USER_PROBES: Record<string, Probe> = {
  * so its methods are not per-caller and have no probe: see the README of this folder. Templates are
  * one catalog of the service too (templates/README.md): no user's or caller's data.
  */
+/** The notify category the isolation process configures (secret-pair.ts). */
+const ISO_CATEGORY = 'iso';
+
 const SHARED_BY_DESIGN = new Set([
   'NotificationService.ListSuppressions',
   'TemplateService.GetTemplate',
@@ -953,6 +1009,7 @@ describe('isolation between users and between callers', () => {
       inbox: grpcClient(InboxService, `127.0.0.1:${pair.notification.grpcPort}`),
       notifications: grpcClient(NotificationService, `127.0.0.1:${pair.notification.grpcPort}`),
       users: grpcClient(UserService, `127.0.0.1:${pair.notification.grpcPort}`),
+      notify: grpcClient(NotifyService, `127.0.0.1:${pair.notification.grpcPort}`),
       a: bearer(pair.notificationTokens[0]),
       b: bearer(pair.notificationTokens[1]),
     };
@@ -1010,6 +1067,7 @@ describe('isolation between users and between callers', () => {
       ctx.inbox.close();
       ctx.notifications.close();
       ctx.users.close();
+      ctx.notify.close();
     }
     recordFigures({
       section: 'isolation-users',

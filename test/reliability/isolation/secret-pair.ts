@@ -328,6 +328,8 @@ export async function startSecretPair(): Promise<SecretPair> {
       SVC_NOTIFICATION__DELIVERY__MAX_DELAY_MS: '20',
       SVC_NOTIFICATION__DELIVERY__POLL_INTERVAL_MS: '20',
       SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '2',
+      // One notify category, so the isolation probes can make notifications (a topic needs no users).
+      SVC_NOTIFICATION__NOTIFY__CATEGORIES: JSON.stringify([{ name: 'iso', channels: ['inbox'] }]),
       SVC_NOTIFICATION__SMS_BACKENDS: JSON.stringify([
         {
           name: backends.sms,

@@ -23,6 +23,8 @@ export interface SendEmailInput extends MailableFields {
   backend?: string;
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
+  /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
+  userId?: string;
 }
 
 /** What a send answers. */
@@ -71,6 +73,7 @@ export class EmailSender {
         // unnamed send may fail over (delivery.routing.email) to another mailer.
         backend: input.backend || undefined,
         idempotencyKey: input.idempotencyKey || undefined,
+        userId: input.userId,
       }),
     );
     return { delivery: result.delivery, created: result.created, messageId: storedMessageId(result.payload) };
@@ -86,6 +89,8 @@ export interface EmailSubmissionOptions {
   backend?: string;
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
+  /** The user it is for (a Notify fan-out). */
+  userId?: string;
 }
 
 /**
@@ -105,7 +110,7 @@ export function emailSubmission(
 ): SubmitInput {
   const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
   const recipients = [...message.to, ...message.cc, ...message.bcc].map((a) => a.email);
-  const { backend, idempotencyKey } = options;
+  const { backend, idempotencyKey, userId } = options;
   return {
     channel: 'email',
     backend,
@@ -116,6 +121,7 @@ export function emailSubmission(
     hashPayload: message,
     scope,
     idempotencyKey,
+    ...(userId ? { userId } : {}),
   };
 }
 

@@ -52,7 +52,7 @@ export interface EmailMessage {
   /** Plain text: as given, or derived from `html`. */
   text: string;
   html?: string;
-  /** `X-...` headers, names as given. */
+  /** `X-...` headers (and List-Unsubscribe, List-Unsubscribe-Post), names as given. */
   headers: Record<string, string>;
   attachments: EmailAttachment[];
 }

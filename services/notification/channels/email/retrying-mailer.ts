@@ -63,6 +63,7 @@ class FinalNotifyingStore implements DeliveryStore {
   release: DeliveryStore['release'] = (ids, owner, now) => this.inner.release(ids, owner, now);
   leaveOut: DeliveryStore['leaveOut'] = (id, owner, r) => this.inner.leaveOut(id, owner, r);
   purgeExpired: DeliveryStore['purgeExpired'] = (r) => this.inner.purgeExpired(r);
+  eraseUser: DeliveryStore['eraseUser'] = (userId, now) => this.inner.eraseUser(userId, now);
   queueStats: DeliveryStore['queueStats'] = (now) => this.inner.queueStats(now);
   ping: DeliveryStore['ping'] = () => this.inner.ping();
   findByProviderReference: DeliveryStore['findByProviderReference'] = (c, ref, backend) =>

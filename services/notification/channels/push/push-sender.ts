@@ -16,6 +16,8 @@ export interface PushSendOptions {
   backend?: string;
   /** One send: its key. A batch: each message's key is derived from it and the message's index. */
   idempotencyKey?: string;
+  /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
+  userId?: string;
 }
 
 /** Turns SendPush and SendPushBatch requests into push deliveries. */
@@ -40,6 +42,7 @@ export class PushSender {
       payload,
       scope,
       idempotencyKey: opts.idempotencyKey || undefined,
+      ...(opts.userId ? { userId: opts.userId } : {}),
     });
     return result.delivery;
   }

@@ -19,6 +19,8 @@ export interface SendSmsInput {
   backend?: string;
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
+  /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
+  userId?: string;
 }
 
 /** What a send answers. */
@@ -60,6 +62,7 @@ export class SmsSender {
       hashPayload: { ...payload, from: driver.fromNumber },
       scope,
       idempotencyKey: input.idempotencyKey || undefined,
+      ...(input.userId ? { userId: input.userId } : {}),
     });
     return { delivery: result.delivery, created: result.created };
   }

@@ -56,6 +56,14 @@ describe('Mailable', () => {
     expect(JSON.parse(JSON.stringify(message))).toEqual(message);
   });
 
+  it('accepts the one-click unsubscribe pair (RFC 8058) besides X- headers', () => {
+    const headers = {
+      'List-Unsubscribe': '<https://notify.example.com/u/abc>',
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    };
+    expect(Mailable.of({ ...valid, headers }).build().headers).toEqual(headers);
+  });
+
   it('derives the plain text from HTML when only HTML is given', () => {
     const message = Mailable.of({
       ...valid,

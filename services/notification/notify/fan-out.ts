@@ -1,0 +1,346 @@
+/**
+ * One user's fan-out: decide every channel of the category (skip with a reason, or render it), then
+ * send each rendered channel to each contact point through the existing senders (the inbox's send,
+ * EmailSender, SmsSender, PushSender: the one pipeline with suppression, failover and receipts).
+ * Each delivery's idempotency key is derived from the notification id, the channel and the contact
+ * point, so a fan-out redone (a retried Notify, a topic page redone after a crash) never submits a
+ * delivery twice. Channels are isolated: one channel's error is recorded on its line and the others
+ * go on.
+ */
+import { createHash } from 'node:crypto';
+import { isDomainError } from '../../../shared/errors';
+import { cutText } from '../../../shared/text/cut';
+import type { Logger } from '../../../shared/logging/logger';
+import type { EmailSender } from '../channels/email/email-sender';
+import type { PushSender } from '../channels/push';
+import type { SmsSender } from '../channels/sms/sms-sender';
+import type { Channel } from '../delivery/driver';
+import { maskRecipient } from '../delivery/mask';
+import type { DeliveryView } from '../delivery/types';
+import type { InboxService } from '../inbox/inbox-service';
+import type { PreferenceBook } from '../preferences/types';
+import type { RenderedContent, TemplateRenderer } from '../templates/types';
+import type { User } from '../users/types';
+import type { CategoryConfig, NotifyChannel } from './config';
+import type { ChannelLine, ChannelOverride, NotificationRecord, SkipReason } from './types';
+
+/** Where a fan-out sends: the inbox and the three delivery channels' senders. */
+export interface FanOutTargets {
+  inbox: Pick<InboxService, 'send'>;
+  email: Pick<EmailSender, 'send'>;
+  sms: Pick<SmsSender, 'send'>;
+  push: Pick<PushSender, 'send'>;
+  /** Whether a delivery channel has at least one backend configured. */
+  configured(channel: Channel): boolean;
+}
+
+/**
+ * The List-Unsubscribe headers of an email of a non-required category (RFC 8058), from the
+ * preferences area (`unsubscribeHeaders`); empty when none apply.
+ */
+export type UnsubscribeHeaders = (
+  userId: string,
+  category: string,
+) => Promise<Record<string, string>> | Record<string, string>;
+
+/** One contact point of a channel. */
+interface Contact {
+  /** The full address, number or token ('' for the inbox). */
+  value: string;
+  /** A device's own backend. */
+  backend?: string;
+}
+
+/** A channel decided: skipped (with why), or rendered for its contact points. */
+export interface PlannedChannel {
+  channel: NotifyChannel;
+  skipped?: SkipReason;
+  error?: string;
+  locale: string;
+  content?: RenderedContent;
+  contacts: Contact[];
+  /** The override's backend ('' for none). */
+  backend: string;
+}
+
+/** A member whose own data failed to render (topic fan-out): the error names the variable. */
+export class RenderFailure {
+  constructor(readonly message: string) {}
+}
+
+/** What the fan-out reads. */
+export interface FanOutOptions {
+  targets: FanOutTargets;
+  preferences: Pick<PreferenceBook, 'isEnabled'>;
+  renderer: TemplateRenderer;
+  unsubscribeHeaders: UnsubscribeHeaders;
+  /** `notify.categories`. */
+  categories: readonly CategoryConfig[];
+  logger: Logger;
+}
+
+/** The contact points a user has for a channel. */
+function contactsOf(user: User, channel: NotifyChannel): Contact[] {
+  switch (channel) {
+    case 'inbox':
+      return [{ value: '' }];
+    case 'email':
+      return user.emails.map((value) => ({ value }));
+    case 'sms':
+      return user.phones.map((value) => ({ value }));
+    case 'push':
+      return user.devices.map((d) => ({ value: d.token, ...(d.backend ? { backend: d.backend } : {}) }));
+  }
+}
+
+/** What templates read as `user`: never a contact point. */
+export function templateUser(user: User): Record<string, unknown> {
+  return {
+    user_id: user.userId,
+    locale: user.locale,
+    time_zone: user.timeZone,
+    attributes: user.attributes,
+  };
+}
+
+/** The idempotency key of one delivery of a fan-out (at most 96 characters, whatever the contact). */
+export function fanOutKey(notificationId: string, channel: NotifyChannel, contact: string): string {
+  const digest = createHash('sha256').update(contact).digest('hex').slice(0, 40);
+  return `notify:${notificationId}:${channel}:${digest}`;
+}
+
+/** A push data object as the push channel takes it (string values; others as JSON). */
+function pushData(data: Record<string, unknown> | undefined): Record<string, string> | undefined {
+  if (!data || Object.keys(data).length === 0) return undefined;
+  return Object.fromEntries(
+    Object.entries(data).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+  );
+}
+
+/** Longest `error` of a line, in code points (a domain error may quote a long template or value). */
+export const MAX_LINE_ERROR = 500;
+
+/** A line's error text, cut on code points (never inside a surrogate pair) with an ellipsis. */
+export function lineError(message: string): string {
+  return cutText(message, MAX_LINE_ERROR, { unit: 'code_point', ellipsis: '…' });
+}
+
+/** One user's fan-out. */
+export class FanOut {
+  constructor(private readonly options: FanOutOptions) {}
+
+  /**
+   * Decides and renders every channel of `category` for `user`. Strict (`onRenderError` 'throw'): a
+   * missing variable throws InvalidArgumentError naming it, before anything is recorded or sent.
+   * 'record': the channel is planned as skipped RENDER_FAILED (a topic member's own data).
+   */
+  async plan(
+    user: User,
+    category: CategoryConfig,
+    data: Record<string, unknown>,
+    overrides: readonly ChannelOverride[],
+    onRenderError: 'throw' | 'record',
+  ): Promise<PlannedChannel[]> {
+    const plans: PlannedChannel[] = [];
+    for (const channel of category.channels) {
+      const override = overrides.find((o) => o.channel === channel);
+      const plan: PlannedChannel = { channel, locale: '', contacts: [], backend: override?.backend ?? '' };
+      plans.push(plan);
+      if (override?.skip) {
+        plan.skipped = 'overridden';
+        continue;
+      }
+      // A required category reaches the user whatever the stored choices.
+      if (
+        !category.required &&
+        !(await this.options.preferences.isEnabled(user.userId, category.name, channel))
+      ) {
+        plan.skipped = 'preference_off';
+        continue;
+      }
+      const contacts = contactsOf(user, channel);
+      if (contacts.length === 0) {
+        plan.skipped = 'no_contact_point';
+        continue;
+      }
+      if (channel !== 'inbox' && !this.options.targets.configured(channel)) {
+        plan.skipped = 'channel_not_configured';
+        continue;
+      }
+      let rendered;
+      try {
+        rendered = await this.options.renderer.render({
+          category: category.name,
+          channel,
+          locale: user.locale,
+          timeZone: user.timeZone,
+          data,
+          user: templateUser(user),
+          ...(override?.content ? { override: override.content } : {}),
+        });
+      } catch (err) {
+        if (onRenderError === 'throw' || !isDomainError(err) || err.code !== 'INVALID_ARGUMENT') throw err;
+        plan.skipped = 'render_failed';
+        plan.error = lineError(err.message);
+        continue;
+      }
+      if (!rendered) {
+        plan.skipped = 'no_template';
+        continue;
+      }
+      plan.locale = rendered.locale;
+      plan.content = rendered.content;
+      plan.contacts = contacts;
+    }
+    return plans;
+  }
+
+  /**
+   * Sends every planned channel to each of its contact points (all channels at once, each isolated)
+   * and returns the lines, in plan order. Never throws for one channel's failure.
+   */
+  async send(
+    notification: NotificationRecord,
+    user: User,
+    plans: readonly PlannedChannel[],
+  ): Promise<ChannelLine[]> {
+    const lines = await Promise.all(plans.map((plan) => this.sendChannel(notification, user, plan)));
+    return lines.flat();
+  }
+
+  private async sendChannel(
+    notification: NotificationRecord,
+    user: User,
+    plan: PlannedChannel,
+  ): Promise<ChannelLine[]> {
+    if (plan.skipped || !plan.content) {
+      return [
+        {
+          channel: plan.channel,
+          contact: '',
+          messageId: null,
+          skipped: plan.skipped ?? 'no_template',
+          error: plan.error ?? null,
+          locale: plan.locale,
+        },
+      ];
+    }
+    let headers: Record<string, string> = {};
+    if (plan.channel === 'email' && !this.isRequired(notification)) {
+      try {
+        headers = await this.options.unsubscribeHeaders(user.userId, notification.category);
+      } catch (err) {
+        this.options.logger.error({ err, notificationId: notification.id }, 'unsubscribe headers failed');
+        return plan.contacts.map((c) => this.failed(plan, c, 'the unsubscribe link could not be made'));
+      }
+    }
+    return Promise.all(
+      plan.contacts.map(async (contact): Promise<ChannelLine> => {
+        try {
+          return await this.sendOne(notification, user, plan, contact, headers);
+        } catch (err) {
+          const message = isDomainError(err) ? err.message : 'internal error';
+          if (!isDomainError(err)) {
+            this.options.logger.error(
+              { err, notificationId: notification.id, channel: plan.channel },
+              'fan-out channel failed',
+            );
+          }
+          return this.failed(plan, contact, message);
+        }
+      }),
+    );
+  }
+
+  /** A required category's emails carry no unsubscribe link (it cannot be turned off). */
+  private isRequired(notification: NotificationRecord): boolean {
+    return this.options.categories.find((c) => c.name === notification.category)?.required === true;
+  }
+
+  private failed(plan: PlannedChannel, contact: Contact, error: string): ChannelLine {
+    return {
+      channel: plan.channel,
+      contact: this.mask(plan.channel, contact.value),
+      messageId: null,
+      skipped: null,
+      error: lineError(error),
+      locale: plan.locale,
+    };
+  }
+
+  private mask(channel: NotifyChannel, value: string): string {
+    return channel === 'inbox' ? '' : maskRecipient(channel, value);
+  }
+
+  private async sendOne(
+    notification: NotificationRecord,
+    user: User,
+    plan: PlannedChannel,
+    contact: Contact,
+    headers: Record<string, string>,
+  ): Promise<ChannelLine> {
+    const content = plan.content!;
+    const line = (messageId: string, delivery?: DeliveryView): ChannelLine => {
+      const suppressed = delivery?.failure === 'recipient_suppressed';
+      return {
+        channel: plan.channel,
+        contact: this.mask(plan.channel, contact.value),
+        messageId,
+        skipped: suppressed ? 'suppressed' : null,
+        error: null,
+        locale: plan.locale,
+      };
+    };
+    const scope = notification.scope;
+    const idempotencyKey = fanOutKey(notification.id, plan.channel, contact.value);
+    const backend = plan.backend || undefined;
+    switch (plan.channel) {
+      case 'inbox': {
+        const message = await this.options.targets.inbox.send({
+          userId: user.userId,
+          title: content.title ?? '',
+          body: content.body ?? '',
+          metadata: { notification_id: notification.id, category: notification.category },
+        });
+        return line(message.id);
+      }
+      case 'email': {
+        const result = await this.options.targets.email.send(
+          {
+            to: [contact.value],
+            subject: content.subject ?? '',
+            ...(content.html ? { html: content.html } : {}),
+            ...(content.text ? { text: content.text } : {}),
+            headers,
+            backend,
+            idempotencyKey,
+            userId: user.userId,
+          },
+          scope,
+        );
+        return line(result.delivery.id, result.delivery);
+      }
+      case 'sms': {
+        const result = await this.options.targets.sms.send(
+          { to: contact.value, body: content.text ?? '', backend, idempotencyKey, userId: user.userId },
+          scope,
+        );
+        return line(result.delivery.id, result.delivery);
+      }
+      case 'push': {
+        const data = pushData(content.data);
+        const delivery = await this.options.targets.push.send(
+          {
+            deviceToken: contact.value,
+            ...(content.title ? { title: content.title } : {}),
+            ...(content.body ? { body: content.body } : {}),
+            ...(data ? { data } : {}),
+          },
+          { backend: backend ?? contact.backend, idempotencyKey, userId: user.userId },
+          scope,
+        );
+        return line(delivery.id, delivery);
+      }
+    }
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * The in-memory NotificationStore (tests and throwaway runs): the same behaviour as the database
+ * store, in one process. Leases use the given clock.
+ */
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import type { NewChild, NotificationPage, NotificationStore } from './store';
+import type {
+  ChannelLine,
+  NewNotification,
+  NotificationPageKey,
+  NotificationRecord,
+  TopicJob,
+  TopicRequest,
+} from './types';
+
+interface MemoryJob {
+  id: string;
+  topic: string;
+  request: TopicRequest | null;
+  cursor: string | null;
+  counted: boolean;
+  owner: string | null;
+  leaseExpiresAt: number;
+  finished: boolean;
+  seq: number;
+}
+
+function copy(r: NotificationRecord): NotificationRecord {
+  return { ...r, channels: r.channels.map((l) => ({ ...l })) };
+}
+
+/** Newest first by (createdAt, id), as the database orders. */
+function newerFirst(a: NotificationRecord, b: NotificationRecord): number {
+  const t = b.createdAt.getTime() - a.createdAt.getTime();
+  if (t !== 0) return t;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/** The in-memory NotificationStore. */
+export class InMemoryNotificationStore implements NotificationStore {
+  private readonly records = new Map<string, NotificationRecord>();
+  /** `${scope}\n${key}` -> id. */
+  private readonly keys = new Map<string, string>();
+  /** `${parentId}\n${userId}` -> id. */
+  private readonly children = new Map<string, string>();
+  private readonly jobs = new Map<string, MemoryJob>();
+  private seq = 0;
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  async create(
+    n: NewNotification,
+    request?: TopicRequest,
+  ): Promise<{ record: NotificationRecord; created: boolean }> {
+    return this.insert(n, request);
+  }
+
+  private insert(
+    n: NewNotification,
+    request?: TopicRequest,
+  ): { record: NotificationRecord; created: boolean } {
+    if (n.idempotencyKey !== null) {
+      const id = this.keys.get(`${n.scope}\n${n.idempotencyKey}`);
+      if (id !== undefined) return { record: copy(this.records.get(id)!), created: false };
+    }
+    if (n.parentId !== null && n.userId !== null) {
+      const id = this.children.get(`${n.parentId}\n${n.userId}`);
+      if (id !== undefined) return { record: copy(this.records.get(id)!), created: false };
+    }
+    const record: NotificationRecord = {
+      ...n,
+      channels: [],
+      usersTotal: 0,
+      usersDone: 0,
+      updatedAt: n.createdAt,
+    };
+    this.records.set(n.id, record);
+    if (n.idempotencyKey !== null) this.keys.set(`${n.scope}\n${n.idempotencyKey}`, n.id);
+    if (n.parentId !== null && n.userId !== null) this.children.set(`${n.parentId}\n${n.userId}`, n.id);
+    if (n.topic !== null && n.parentId === null) {
+      this.jobs.set(n.id, {
+        id: n.id,
+        topic: n.topic,
+        request: request ?? { data: {}, overrides: [] },
+        cursor: null,
+        counted: false,
+        owner: null,
+        leaseExpiresAt: 0,
+        finished: false,
+        seq: ++this.seq,
+      });
+    }
+    return { record: copy(record), created: true };
+  }
+
+  async findByKey(scope: string, idempotencyKey: string): Promise<NotificationRecord | null> {
+    const id = this.keys.get(`${scope}\n${idempotencyKey}`);
+    return id === undefined ? null : copy(this.records.get(id)!);
+  }
+
+  async get(id: string): Promise<NotificationRecord | null> {
+    const r = this.records.get(id);
+    return r ? copy(r) : null;
+  }
+
+  async list(
+    scope: string,
+    userId: string,
+    limit: number,
+    after?: NotificationPageKey,
+  ): Promise<NotificationPage> {
+    const all = [...this.records.values()]
+      .filter((r) => r.scope === scope && r.userId === userId)
+      .filter((r) => {
+        if (!after) return true;
+        const t = r.createdAt.getTime() - Date.parse(after.createdAt);
+        return t < 0 || (t === 0 && r.id < after.id);
+      })
+      .sort(newerFirst);
+    const records = all.slice(0, limit).map(copy);
+    const last = records[records.length - 1];
+    return {
+      records,
+      nextKey: all.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+
+  async saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void> {
+    const r = this.records.get(id);
+    if (!r) return;
+    r.channels = lines.map((l) => ({ ...l }));
+    r.status = 'fanned_out';
+    r.updatedAt = new Date(this.clock.now());
+  }
+
+  async purgeBefore(before: Date, limit: number): Promise<number> {
+    const old = [...this.records.values()]
+      .filter(
+        (r) =>
+          r.createdAt < before && !(r.topic !== null && r.parentId === null && r.status !== 'fanned_out'),
+      )
+      .sort((a, b) => -newerFirst(a, b))
+      .slice(0, limit);
+    for (const r of old) this.remove(r);
+    // A topic notification's members go with it.
+    const gone = new Set(old.map((r) => r.id));
+    for (const r of [...this.records.values()])
+      if (r.parentId !== null && gone.has(r.parentId)) this.remove(r);
+    return old.length;
+  }
+
+  private remove(r: NotificationRecord): void {
+    this.records.delete(r.id);
+    this.jobs.delete(r.id);
+    if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
+    if (r.parentId !== null && r.userId !== null) this.children.delete(`${r.parentId}\n${r.userId}`);
+  }
+
+  async eraseUser(userId: string): Promise<number> {
+    let n = 0;
+    for (const r of [...this.records.values()]) {
+      if (r.userId !== userId) continue;
+      this.records.delete(r.id);
+      if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
+      if (r.parentId !== null) this.children.delete(`${r.parentId}\n${userId}`);
+      n++;
+    }
+    return n;
+  }
+
+  async claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null> {
+    const now = this.clock.now();
+    const job = [...this.jobs.values()]
+      .filter((j) => !j.finished && (j.owner === null || j.leaseExpiresAt <= now))
+      .sort((a, b) => a.seq - b.seq)[0];
+    if (!job) return null;
+    job.owner = owner;
+    job.leaseExpiresAt = now + leaseMs;
+    const record = this.records.get(job.id)!;
+    record.status = 'fanning_out';
+    record.updatedAt = new Date(now);
+    return {
+      notification: copy(record),
+      topic: job.topic,
+      request: structuredClone(job.request ?? { data: {}, overrides: [] }),
+      cursor: job.cursor,
+      counted: job.counted,
+    };
+  }
+
+  /** The job when `owner` holds its live lease. */
+  private held(id: string, owner: string): MemoryJob | undefined {
+    const job = this.jobs.get(id);
+    if (!job || job.finished || job.owner !== owner || job.leaseExpiresAt <= this.clock.now())
+      return undefined;
+    return job;
+  }
+
+  async renewTopicJob(id: string, owner: string, leaseMs: number): Promise<boolean> {
+    const job = this.held(id, owner);
+    if (!job) return false;
+    job.leaseExpiresAt = this.clock.now() + leaseMs;
+    return true;
+  }
+
+  async setTopicTotal(id: string, owner: string, total: number): Promise<boolean> {
+    const job = this.held(id, owner);
+    if (!job) return false;
+    job.counted = true;
+    this.records.get(id)!.usersTotal = total;
+    return true;
+  }
+
+  async addTopicPage(
+    id: string,
+    owner: string,
+    children: readonly NewChild[],
+    done: number,
+    cursor: string | null,
+  ): Promise<boolean> {
+    const job = this.held(id, owner);
+    if (!job) return false;
+    for (const child of children) this.insert(child);
+    job.cursor = cursor;
+    const record = this.records.get(id)!;
+    record.usersDone += done;
+    record.updatedAt = new Date(this.clock.now());
+    return true;
+  }
+
+  async pendingChildren(parentId: string, limit: number): Promise<NotificationRecord[]> {
+    return [...this.records.values()]
+      .filter((r) => r.parentId === parentId && r.status === 'accepted')
+      .sort((a, b) => -newerFirst(a, b))
+      .slice(0, limit)
+      .map(copy);
+  }
+
+  async releaseTopicJob(id: string, owner: string): Promise<void> {
+    const job = this.held(id, owner);
+    if (job) job.owner = null;
+  }
+
+  async finishTopicJob(id: string, owner: string): Promise<boolean> {
+    const job = this.held(id, owner);
+    if (!job) return false;
+    job.finished = true;
+    job.request = null;
+    job.owner = null;
+    const record = this.records.get(id)!;
+    record.status = 'fanned_out';
+    record.updatedAt = new Date(this.clock.now());
+    return true;
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * `Notifier`: the notify area's domain service behind NotifyService. `notify` validates the call,
+ * applies the caller's idempotency key, renders every channel FIRST (strict: nothing is recorded or
+ * sent when a variable is missing), records the notification and fans it out (fan-out.ts); for a
+ * topic it records the topic notification and its durable job and answers at once (the
+ * TopicFanOut runner does the rest). `get` shows each delivery's current status; `list` pages a
+ * user's notifications newest first.
+ */
+import { createHash } from 'node:crypto';
+import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { isUuid, newId } from '../../../shared/runtime/ids';
+import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
+import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
+import { canonicalJson } from '../delivery/content-hash';
+import type { DeliveryStatus } from '../delivery/driver';
+import type { DeliveryPipeline } from '../delivery/pipeline';
+import type { User, UserDirectory } from '../users/types';
+import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyConfig } from './config';
+import { FanOut, type FanOutOptions } from './fan-out';
+import type { NotificationStore } from './store';
+import type { ChannelLine, ChannelOverride, NotificationRecord, NotifyPriority, TopicRequest } from './types';
+
+/** One Notify call, as the domain sees it ('' for unset strings). */
+export interface NotifyInput {
+  userId: string;
+  topic: string;
+  category: string;
+  data: Record<string, unknown>;
+  overrides: ChannelOverride[];
+  priority: NotifyPriority;
+  idempotencyKey: string;
+}
+
+/** A fan-out line with its delivery's current status (email, SMS, push; null otherwise). */
+export type ChannelLineView = ChannelLine & { deliveryStatus: DeliveryStatus | null };
+
+/** A notification as callers see it. */
+export type NotificationView = Omit<NotificationRecord, 'channels' | 'requestHash'> & {
+  channels: ChannelLineView[];
+};
+
+/** A page of a user's notifications. */
+export interface NotificationListPage {
+  notifications: NotificationView[];
+  /** '' on the last page. */
+  nextPageToken: string;
+}
+
+/** What the Notifier reads. */
+export interface NotifierOptions extends Omit<FanOutOptions, 'categories' | 'logger'> {
+  config: NotifyConfig;
+  store: NotificationStore;
+  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
+  /** Where GetNotification reads each delivery's current status. */
+  deliveries: Pick<DeliveryPipeline, 'get'>;
+  /** Told when a topic notification is recorded (the runner starts at once). */
+  onTopicAccepted?: () => void;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** Longest user id, topic and backend name. */
+export const MAX_ID_LENGTH = 256;
+/** Longest idempotency key (the proto's 1-255). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+/** Largest `data` object, as JSON (UTF-8 bytes): it is kept with a topic job until the job ends. */
+export const MAX_DATA_BYTES = 64 * 1024;
+/** Default and largest page of ListNotifications. */
+export const NOTIFICATION_PAGE_SIZES = { default: 50, max: 500 } as const;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function checkId(value: string, field: string, max = MAX_ID_LENGTH): string {
+  if (value.length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
+  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  return value;
+}
+
+/** The notify area's service. */
+export class Notifier {
+  /** One user's fan-out (also what the topic runner uses per member). */
+  readonly fanOut: FanOut;
+  private readonly categories: ReadonlyMap<string, CategoryConfig>;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  /** Notifications this process is fanning out now: a concurrent retry does not redo them. */
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly options: NotifierOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.log = (options.logger ?? silentLogger()).child({ component: 'notify' });
+    this.categories = new Map(options.config.categories.map((c) => [c.name, c]));
+    this.fanOut = new FanOut({ ...options, categories: options.config.categories, logger: this.log });
+  }
+
+  /** The category named, or InvalidArgumentError listing the configured ones. */
+  category(name: string): CategoryConfig {
+    const category = this.categories.get(name);
+    if (category) return category;
+    const known = [...this.categories.keys()];
+    throw new InvalidArgumentError(
+      `unknown category "${checkId(name, 'category').slice(0, 64)}"; configured: ${known.length ? known.join(', ') : 'none'}`,
+      'category',
+    );
+  }
+
+  /**
+   * Notifies a user, or records a topic fan-out. Errors: unknown user NotFoundError; bad input
+   * (unknown category, neither or both of user and topic, a missing template variable)
+   * InvalidArgumentError, nothing recorded; the key reused for another request AlreadyExistsError.
+   */
+  async notify(
+    input: NotifyInput,
+    scope: string,
+  ): Promise<{ notification: NotificationView; created: boolean }> {
+    const userId = checkId(input.userId, 'user_id');
+    const topic = checkId(input.topic, 'topic');
+    if ((userId === '') === (topic === '')) {
+      throw new InvalidArgumentError(
+        'exactly one of user_id and topic is required',
+        userId ? 'topic' : 'user_id',
+      );
+    }
+    const category = this.category(input.category);
+    const key = checkId(input.idempotencyKey, 'idempotency_key', MAX_IDEMPOTENCY_KEY_LENGTH);
+    const overrides = this.checkOverrides(input.overrides, category);
+    const data = input.data;
+    const dataJson = JSON.stringify(data);
+    if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) {
+      throw new InvalidArgumentError(`data is larger than ${MAX_DATA_BYTES} bytes`, 'data');
+    }
+    const requestHash = createHash('sha256')
+      .update(
+        canonicalJson({ userId, topic, category: category.name, data, overrides, priority: input.priority }),
+      )
+      .digest('hex');
+
+    if (key) {
+      const existing = await this.options.store.findByKey(scope, key);
+      if (existing) return this.replay(existing, requestHash, data, overrides);
+    }
+    const base = {
+      id: newId(),
+      scope,
+      category: category.name,
+      priority: input.priority,
+      idempotencyKey: key || null,
+      requestHash,
+      status: 'accepted' as const,
+      parentId: null,
+      createdAt: new Date(this.clock.now()),
+    };
+    if (topic) {
+      const request: TopicRequest = { data, overrides };
+      const { record, created } = await this.options.store.create({ ...base, userId: null, topic }, request);
+      if (!created) return this.replay(record, requestHash, data, overrides);
+      this.log.info({ notificationId: record.id, category: category.name }, 'topic notification accepted');
+      this.options.onTopicAccepted?.();
+      return { notification: await this.view(record), created: true };
+    }
+    const user = await this.options.directory.getUser(userId);
+    // Render first: a missing variable refuses the call before anything is recorded or sent.
+    const plans = await this.fanOut.plan(user, category, data, overrides, 'throw');
+    const { record, created } = await this.options.store.create({
+      ...base,
+      userId: user.userId,
+      topic: null,
+    });
+    if (!created) return this.replay(record, requestHash, data, overrides);
+    return {
+      notification: await this.view(await this.deliver(record, user, () => Promise.resolve(plans))),
+      created: true,
+    };
+  }
+
+  /**
+   * The same key again: the same request answers the notification (created false), finishing a
+   * user fan-out a crash interrupted (the deliveries' keys make that safe); another request is
+   * AlreadyExistsError.
+   */
+  private async replay(
+    existing: NotificationRecord,
+    requestHash: string,
+    data: Record<string, unknown>,
+    overrides: ChannelOverride[],
+  ): Promise<{ notification: NotificationView; created: boolean }> {
+    if (existing.requestHash !== requestHash) {
+      throw new AlreadyExistsError('idempotency_key was already used for a different notification');
+    }
+    if (existing.status === 'accepted' && existing.userId !== null && existing.topic === null) {
+      const user = await this.options.directory.getUser(existing.userId);
+      const category = this.category(existing.category);
+      const resumed = await this.deliver(existing, user, () =>
+        this.fanOut.plan(user, category, data, overrides, 'throw'),
+      );
+      return { notification: await this.view(resumed), created: false };
+    }
+    return { notification: await this.view(existing), created: false };
+  }
+
+  /** Fans out a recorded user notification and saves its lines (unless this process is already at it). */
+  private async deliver(
+    record: NotificationRecord,
+    user: User,
+    plan: () => ReturnType<FanOut['plan']>,
+  ): Promise<NotificationRecord> {
+    if (this.inFlight.has(record.id)) return record;
+    this.inFlight.add(record.id);
+    try {
+      const lines = await this.fanOut.send(record, user, await plan());
+      await this.options.store.saveFanOut(record.id, lines);
+      this.log.debug({ notificationId: record.id, lines: lines.length }, 'notification fanned out');
+      return { ...record, channels: lines, status: 'fanned_out' };
+    } finally {
+      this.inFlight.delete(record.id);
+    }
+  }
+
+  private checkOverrides(overrides: readonly ChannelOverride[], category: CategoryConfig): ChannelOverride[] {
+    const seen = new Set<string>();
+    return overrides.map((o, i) => {
+      const field = `overrides[${i}]`;
+      if (!NOTIFY_CHANNELS.includes(o.channel)) {
+        throw new InvalidArgumentError(`${field}.channel is required`, `${field}.channel`);
+      }
+      if (!category.channels.includes(o.channel)) {
+        throw new InvalidArgumentError(
+          `${field}.channel: category "${category.name}" does not use ${o.channel}`,
+          `${field}.channel`,
+        );
+      }
+      if (seen.has(o.channel)) {
+        throw new InvalidArgumentError(
+          `${field}.channel: ${o.channel} is overridden twice`,
+          `${field}.channel`,
+        );
+      }
+      seen.add(o.channel);
+      const backend = checkId(o.backend, `${field}.backend`, 128);
+      if (backend && o.channel === 'inbox') {
+        throw new InvalidArgumentError(`${field}.backend: the inbox has no backends`, `${field}.backend`);
+      }
+      return { channel: o.channel, skip: o.skip, backend, ...(o.content ? { content: o.content } : {}) };
+    });
+  }
+
+  /** One notification of the caller; NotFoundError when unknown or another caller's. */
+  async get(id: string, scope: string): Promise<NotificationView> {
+    const normalised = id.toLowerCase();
+    if (!isUuid(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    const record = await this.options.store.get(normalised);
+    if (!record || record.scope !== scope) throw new NotFoundError(`notification ${normalised} not found`);
+    return this.view(record, true);
+  }
+
+  /** A user's notifications of the caller, newest first (each delivery's status: GetNotification). */
+  async list(userId: string, scope: string, pageSize = 0, pageToken = ''): Promise<NotificationListPage> {
+    if (userId === '') throw new InvalidArgumentError('user_id is required', 'user_id');
+    checkId(userId, 'user_id');
+    const limit = resolvePageSize(pageSize, NOTIFICATION_PAGE_SIZES);
+    const binding = `notifications:${scope}:${userId}`;
+    const after = pageToken ? decodeKeysetToken(binding, pageToken) : undefined;
+    const page = await this.options.store.list(scope, userId, limit, after);
+    return {
+      notifications: await Promise.all(page.records.map((r) => this.view(r))),
+      nextPageToken: page.nextKey ? encodeKeysetToken(binding, page.nextKey) : '',
+    };
+  }
+
+  /** DeleteUser's eraser: deletes the user's notifications. */
+  readonly eraseUser = async (userId: string): Promise<void> => {
+    await this.options.store.eraseUser(userId);
+  };
+
+  private async view(record: NotificationRecord, withStatus = false): Promise<NotificationView> {
+    // eslint-disable-next-line @typescript-eslint/no-unused-vars
+    const { requestHash, channels, ...rest } = record;
+    const lines = await Promise.all(
+      channels.map(async (line): Promise<ChannelLineView> => {
+        if (!withStatus || line.channel === 'inbox' || line.messageId === null) {
+          return { ...line, deliveryStatus: null };
+        }
+        try {
+          return {
+            ...line,
+            deliveryStatus: (await this.options.deliveries.get(line.messageId, record.scope)).status,
+          };
+        } catch (err) {
+          // The retention deleted it: no status to show.
+          if (err instanceof NotFoundError) return { ...line, deliveryStatus: null };
+          throw err;
+        }
+      }),
+    );
+    return { ...rest, channels: lines };
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * The ports Notify reads, as the composition root hands them in: the users area's directory, the
+ * preference book, the templates area's renderer and the unsubscribe links.
+ */
+import type { PreferenceBook } from '../preferences/types';
+import type { TemplateRenderer } from '../templates/types';
+import type { UserDirectory } from '../users/types';
+import type { UnsubscribeHeaders } from './fan-out';
+
+/** The ports the notify area reads. */
+export interface NotifyPorts {
+  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
+  preferences: Pick<PreferenceBook, 'isEnabled'>;
+  renderer: TemplateRenderer;
+  unsubscribeHeaders: UnsubscribeHeaders;
+}

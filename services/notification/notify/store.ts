@@ -1,0 +1,82 @@
+/**
+ * NotificationStore: where notifications, their fan-out lines and the topic jobs live; implemented
+ * by InMemoryNotificationStore and DatabaseNotificationStore (knex: PostgreSQL or PGlite). Stores
+ * trust their input: validation and ids belong to the Notifier. Leases of topic jobs run on the
+ * store's clock (the database's `now()`), never a replica's.
+ */
+import type {
+  ChannelLine,
+  NewNotification,
+  NotificationPageKey,
+  NotificationRecord,
+  TopicJob,
+  TopicRequest,
+} from './types';
+
+/** One page of a user's notifications, newest first. */
+export interface NotificationPage {
+  records: NotificationRecord[];
+  /** Null on the last page. */
+  nextKey: NotificationPageKey | null;
+}
+
+/** A member's notification a topic page creates. */
+export type NewChild = NewNotification & { userId: string; parentId: string };
+
+/** Storage of notifications. */
+export interface NotificationStore {
+  /**
+   * Records a notification (status as given, no lines). When `(scope, idempotencyKey)` is taken,
+   * records nothing and returns the existing one with `created: false`. A topic notification
+   * (`topic` set, no parent) gets its job row, with `request`, in the same commit.
+   */
+  create(
+    n: NewNotification,
+    request?: TopicRequest,
+  ): Promise<{ record: NotificationRecord; created: boolean }>;
+  /** The notification of a caller's key, or null. */
+  findByKey(scope: string, idempotencyKey: string): Promise<NotificationRecord | null>;
+  get(id: string): Promise<NotificationRecord | null>;
+  /** `userId`'s notifications of `scope`, newest first, after `after`. */
+  list(scope: string, userId: string, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
+  /** Replaces the lines of a notification and marks it fanned out. */
+  saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void>;
+  /**
+   * Retention: deletes up to `limit` notifications created before `before`, oldest first (their lines
+   * and topic members with them), except topic notifications whose fan-out has not finished; returns
+   * how many.
+   */
+  purgeBefore(before: Date, limit: number): Promise<number>;
+  /** Deletes every notification of the user (DeleteUser); returns how many. */
+  eraseUser(userId: string): Promise<number>;
+
+  // --- Topic jobs (notify/topic-fan-out.ts)
+
+  /**
+   * Leases the oldest unfinished job whose lease is free or expired to `owner` for `leaseMs`, and
+   * marks its notification fanning out; null when there is none.
+   */
+  claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null>;
+  /** Extends `owner`'s lease; false when it was lost. */
+  renewTopicJob(id: string, owner: string, leaseMs: number): Promise<boolean>;
+  /** Sets users_total (once); false when the lease was lost. */
+  setTopicTotal(id: string, owner: string, total: number): Promise<boolean>;
+  /**
+   * In ONE commit: creates the page's member notifications (status accepted; a (parent, user) that
+   * exists is left as it is), adds `done` to users_done and moves the cursor. False (and nothing
+   * written) when `owner` lost the lease.
+   */
+  addTopicPage(
+    id: string,
+    owner: string,
+    children: readonly NewChild[],
+    done: number,
+    cursor: string | null,
+  ): Promise<boolean>;
+  /** Member notifications of `parentId` not fanned out yet (status accepted), oldest first. */
+  pendingChildren(parentId: string, limit: number): Promise<NotificationRecord[]>;
+  /** Gives `owner`'s lease up (a stopping runner), so another replica takes the job at once. */
+  releaseTopicJob(id: string, owner: string): Promise<void>;
+  /** Ends the job: its request is dropped and the notification is fanned out. False when the lease was lost. */
+  finishTopicJob(id: string, owner: string): Promise<boolean>;
+}

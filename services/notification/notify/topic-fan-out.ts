@@ -1,0 +1,209 @@
+/**
+ * `TopicFanOut`: the durable background job of a topic notification. One replica at a time holds a
+ * job's lease (the store's clock: the database's `now()`); the holder counts the topic's members
+ * once (users_total), then steps through it a page at a time (`notify.topic_page_size`): the page's
+ * member notifications are created and the cursor moved in ONE transaction, then each member is
+ * fanned out. Members created but not yet fanned out (a crash between the two) are fanned out before
+ * the next page, so a job resumed by another process skips nobody, and creates nothing twice (one
+ * notification per (topic notification, user); each delivery's key is derived from its
+ * notification). A member whose own data fails to render gets lines skipped RENDER_FAILED; the job
+ * goes on.
+ */
+import type { Logger } from '../../../shared/logging/logger';
+import { silentLogger } from '../../../shared/logging/logger';
+import { type Clock, systemClock, systemTimers, type Timers } from '../../../shared/runtime/clock';
+import { newId } from '../../../shared/runtime/ids';
+import type { UserDirectory } from '../users/types';
+import type { FanOut } from './fan-out';
+import type { CategoryConfig } from './config';
+import type { NewChild, NotificationStore } from './store';
+import type { NotificationRecord, TopicJob } from './types';
+
+/** The cursor of a job whose pages are all done (never a directory token: `$` is not base64url). */
+export const TOPIC_CURSOR_END = '$end';
+
+/** Options of TopicFanOut. */
+export interface TopicFanOutOptions {
+  store: NotificationStore;
+  directory: Pick<UserDirectory, 'findUser' | 'listTopicSubscribers'>;
+  fanOut: FanOut;
+  /** The category of a job's notification (the Notifier's lookup). */
+  category: (name: string) => CategoryConfig;
+  /** `notify.topic_page_size`. */
+  pageSize: number;
+  /** How long a lease lasts without renewal (renewed every page; default 30 s). */
+  leaseMs?: number;
+  /** How often an idle runner looks for a job (default 1 s; `wake` starts one at once). */
+  pollMs?: number;
+  /** Members fanned out at once (default 16). */
+  concurrency?: number;
+  owner?: string;
+  clock?: Clock;
+  timers?: Timers;
+  logger?: Logger;
+}
+
+/** The runner of topic jobs in this process. */
+export class TopicFanOut {
+  private readonly owner: string;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly concurrency: number;
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly log: Logger;
+  private running = false;
+  private stopping = false;
+  private timer: unknown;
+  private pass: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly options: TopicFanOutOptions) {
+    this.owner = options.owner ?? `topic-${newId()}`;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.pollMs = options.pollMs ?? 1000;
+    this.concurrency = options.concurrency ?? 16;
+    this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
+    this.log = (options.logger ?? silentLogger()).child({ component: 'topic-fan-out' });
+  }
+
+  /** Starts polling for jobs (jobs an earlier process left resume now). */
+  start(): void {
+    this.running = true;
+    this.stopping = false;
+    this.wake();
+  }
+
+  /** Runs a pass now (a topic notification was just accepted). */
+  wake(): void {
+    if (!this.running) return;
+    if (this.pass) {
+      this.again = true;
+      return;
+    }
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pass = this.runPass().finally(() => {
+      this.pass = undefined;
+      if (!this.running) return;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      } else {
+        this.timer = this.timers.setTimeout(() => {
+          this.timer = undefined;
+          this.wake();
+        }, this.pollMs);
+      }
+    });
+  }
+
+  /** Stops after the member in hand; the job's lease is given up, so another process resumes it. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopping = true;
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.pass;
+  }
+
+  private async runPass(): Promise<void> {
+    try {
+      while (this.running && (await this.runOnce())) {
+        // one job after another while there are any
+      }
+    } catch (err) {
+      this.log.error({ err }, 'topic fan-out pass failed; retried at the next poll');
+    }
+  }
+
+  /** Claims one job and works it until done, lost or stopped; false when there was none. */
+  async runOnce(): Promise<boolean> {
+    const job = await this.options.store.claimTopicJob(this.owner, this.leaseMs);
+    if (!job) return false;
+    const id = job.notification.id;
+    const started = this.clock.monotonic();
+    try {
+      const finished = await this.work(job);
+      if (finished) {
+        this.log.info(
+          { notificationId: id, durationMs: Math.round(this.clock.monotonic() - started) },
+          'topic fan-out finished',
+        );
+      }
+    } finally {
+      if (this.stopping) await this.options.store.releaseTopicJob(id, this.owner).catch(() => undefined);
+    }
+    return true;
+  }
+
+  /** Works a held job; true when it finished, false when the lease was lost or the runner stops. */
+  private async work(job: TopicJob): Promise<boolean> {
+    const { store, directory, pageSize } = this.options;
+    const parent = job.notification;
+    const id = parent.id;
+    if (!job.counted && !(await store.setTopicTotal(id, this.owner, await this.count(job.topic))))
+      return false;
+    let cursor = job.cursor;
+    for (;;) {
+      if (this.stopping) return false;
+      if (!(await store.renewTopicJob(id, this.owner, this.leaseMs))) return false;
+      const pending = await store.pendingChildren(id, pageSize);
+      if (pending.length > 0) {
+        await this.fanOutMembers(pending, job);
+        continue;
+      }
+      if (cursor === TOPIC_CURSOR_END) return store.finishTopicJob(id, this.owner);
+      const page = await directory.listTopicSubscribers(job.topic, pageSize, cursor ?? undefined);
+      const now = new Date(this.clock.now());
+      const children: NewChild[] = page.userIds.map((userId) => ({
+        id: newId(),
+        scope: parent.scope,
+        userId,
+        topic: job.topic,
+        parentId: id,
+        category: parent.category,
+        priority: parent.priority,
+        idempotencyKey: null,
+        requestHash: parent.requestHash,
+        status: 'accepted',
+        createdAt: now,
+      }));
+      cursor = page.nextPageToken ?? TOPIC_CURSOR_END;
+      if (!(await store.addTopicPage(id, this.owner, children, children.length, cursor))) return false;
+    }
+  }
+
+  /** The topic's members now (paged through once, ids only). */
+  private async count(topic: string): Promise<number> {
+    let total = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.options.directory.listTopicSubscribers(topic, this.options.pageSize, token);
+      total += page.userIds.length;
+      token = page.nextPageToken;
+    } while (token !== undefined && !this.stopping);
+    return total;
+  }
+
+  private async fanOutMembers(members: readonly NotificationRecord[], job: TopicJob): Promise<void> {
+    for (let i = 0; i < members.length; i += this.concurrency) {
+      await Promise.all(members.slice(i, i + this.concurrency).map((m) => this.fanOutMember(m, job)));
+    }
+  }
+
+  /** One member: rendered with its own data (RENDER_FAILED lines when that fails), then sent. */
+  private async fanOutMember(member: NotificationRecord, job: TopicJob): Promise<void> {
+    const { store, directory, fanOut } = this.options;
+    const user = await directory.findUser(member.userId!);
+    if (!user) {
+      // Deleted since it subscribed: nothing to send, nothing to keep.
+      await store.saveFanOut(member.id, []);
+      return;
+    }
+    const category = this.options.category(member.category);
+    const plans = await fanOut.plan(user, category, job.request.data, job.request.overrides, 'record');
+    await store.saveFanOut(member.id, await fanOut.send(member, user, plans));
+  }
+}

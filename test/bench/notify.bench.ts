@@ -1,0 +1,177 @@
+/**
+ * Notify (issue 25). (1) Notify over gRPC to one user with inbox, email and SMS (32 calls in flight,
+ * memory stores) against the same three calls made directly over gRPC (inbox Send, SendEmail,
+ * SendSms, the three at once per notification), each counted when the local SMTP server and the
+ * Twilio-style API have accepted every message; rounds alternate (target >= 0.8). (2) A topic of
+ * 10,000 users (inbox only): notifications per second from the Notify call until GetNotification says
+ * FANNED_OUT, against 10,000 inbox sends through the same InboxService in-process (reported).
+ *
+ * The users, preferences and templates ports are the FAKES of test/notification/notify/fakes.ts
+ * (the real areas are not merged on this branch): a map lookup, "everything on", and LiquidJS with
+ * parsed templates cached.
+ */
+import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
+import { NotificationStatus, NotifyService } from '../../shared/gen/svc/notification/v1/notify_pb';
+import { silentLogger } from '../../shared/logging/logger';
+import { loadNotificationConfig } from '../../services/notification/config';
+import { createNotificationApp } from '../../services/notification/app';
+import { grpcClient, unary } from '../support/grpc-clients';
+import { smtpMailerConfig } from '../support/notification-app';
+import { createSmtpPeer } from '../support/smtp-peer';
+import { gatewayConfig, startTwilioPeer } from '../notification/channels/sms/twilio-peer';
+import {
+  FakeDirectory,
+  FakePreferences,
+  FakeRenderer,
+  fakeUnsubscribeHeaders,
+} from '../notification/notify/fakes';
+import { compareThroughput, type BenchRow } from './measure';
+
+const IN_FLIGHT = 32;
+const PER_ROUND = 600;
+const TOPIC_SIZE = 10_000;
+/** Users the one-user calls rotate over (more than all rounds of both sides make calls). */
+const CALL_USERS = 10 * PER_ROUND;
+
+async function run(n: number, call: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) await call(next++);
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+/** The notify bench rows. */
+export async function runNotifyBench(): Promise<BenchRow[]> {
+  // Counting by Message-ID only: the peer leaves the CPU to what is measured.
+  const smtp = createSmtpPeer({ parse: false });
+  await smtp.start();
+  const twilio = await startTwilioPeer({ record: false });
+  const directory = new FakeDirectory();
+  const renderer = new FakeRenderer();
+  renderer.set('alerts', 'inbox', 'en', { title: 'Order {{ data.order }}', body: 'Shipped 📦' });
+  renderer.set('alerts', 'email', 'en', { subject: 'Order {{ data.order }}', text: 'Shipped 📦' });
+  renderer.set('alerts', 'sms', 'en', { text: 'Order {{ data.order }}: shipped 📦' });
+  renderer.set('news', 'inbox', 'en', { title: 'News {{ data.week }}', body: 'This week' });
+  // A user per call on both sides: the memory inbox counts a user's unread messages on every send, so
+  // one user growing through the rounds would slow whichever side runs later.
+  for (let k = 0; k < CALL_USERS; k++) {
+    directory.add({ userId: `bench-${k}`, emails: ['bench@example.com'], phones: ['+15550001234'] });
+  }
+  let nextUser = 0;
+  const callUser = () => `bench-${nextUser++ % CALL_USERS}`;
+  const members = Array.from({ length: TOPIC_SIZE }, (_, i) => `member-${String(i).padStart(6, '0')}`);
+  for (const userId of members) directory.add({ userId });
+  directory.subscribe('weekly', members);
+
+  const config = loadNotificationConfig(
+    {
+      server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 },
+      inbox: { store_backend: 'memory' },
+      delivery: { store_backend: 'memory', concurrency: IN_FLIGHT, poll_interval_ms: 50 },
+      mailer: smtpMailerConfig(smtp.port),
+      sms_backends: [{ name: 'bench', sms_gateway: gatewayConfig(twilio, { max_connections: IN_FLIGHT }) }],
+      notify: {
+        categories: [
+          { name: 'alerts', channels: ['inbox', 'email', 'sms'], required: true },
+          { name: 'news', channels: ['inbox'] },
+        ],
+        topic_page_size: 500,
+      },
+    } as Parameters<typeof loadNotificationConfig>[0],
+    { env: {}, file: null },
+  );
+  const app = await createNotificationApp(config, silentLogger(), {
+    notifyPorts: {
+      directory,
+      preferences: new FakePreferences(),
+      renderer,
+      unsubscribeHeaders: fakeUnsubscribeHeaders,
+    },
+  });
+  const ports = await app.start();
+  const address = `127.0.0.1:${ports.grpc}`;
+  const notify = grpcClient(NotifyService, address);
+  const inbox = grpcClient(InboxService, address);
+  const notifications = grpcClient(NotificationService, address);
+
+  /** Notifications per second, from the first call until the peers have every email and SMS. */
+  const measure = async (send: (i: number) => Promise<unknown>): Promise<number> => {
+    const mails = smtp.acceptedCount + PER_ROUND;
+    const sms = twilio.accepted + PER_ROUND;
+    const started = performance.now();
+    await run(PER_ROUND, send);
+    while (smtp.acceptedCount < mails || twilio.accepted < sms) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    return PER_ROUND / ((performance.now() - started) / 1000);
+  };
+
+  try {
+    const one = await compareThroughput(
+      () =>
+        measure((i) =>
+          unary(notify, 'notify', { userId: callUser(), category: 'alerts', data: { order: `A-${i}` } }),
+        ),
+      () =>
+        measure((i) =>
+          Promise.all([
+            unary(inbox, 'send', { userId: callUser(), title: `Order A-${i}`, body: 'Shipped 📦' }),
+            unary(notifications, 'sendEmail', {
+              to: ['bench@example.com'],
+              subject: `Order A-${i}`,
+              text: 'Shipped 📦',
+            }),
+            unary(notifications, 'sendSms', { to: '+15550001234', body: `Order A-${i}: shipped 📦` }),
+          ]),
+        ),
+    );
+
+    // The topic: Notify answers at once; the job fans out in pages of 500.
+    const topicStarted = performance.now();
+    const { response } = await unary<{ notification: { id: string } }>(notify, 'notify', {
+      topic: 'weekly',
+      category: 'news',
+      data: { week: '48' },
+    });
+    for (;;) {
+      const got = await unary<{ notification: { status: number } }>(notify, 'getNotification', {
+        id: response.notification.id,
+      });
+      if (got.response.notification.status === NotificationStatus.FANNED_OUT) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const topicRate = TOPIC_SIZE / ((performance.now() - topicStarted) / 1000);
+    const inboxStarted = performance.now();
+    await run(TOPIC_SIZE, (i) =>
+      app.inbox.send({ userId: members[i]!, title: 'News 48', body: 'This week' }),
+    );
+    const inboxRate = TOPIC_SIZE / ((performance.now() - inboxStarted) / 1000);
+
+    return [
+      {
+        name: 'Notify (inbox + email + SMS, one user, 32 in flight, memory) vs inbox Send + SendEmail + SendSms made directly',
+        ...one,
+        target: '>= 0.8',
+        unit: 'notifications/s',
+        detail: ['ports: fakes of UserDirectory, PreferenceBook, TemplateRenderer (real areas not merged)'],
+      },
+      {
+        name: `Topic fan-out of ${TOPIC_SIZE} users (inbox, pages of 500, memory) vs the same inbox sends in-process`,
+        value: topicRate,
+        baseline: inboxRate,
+        ratio: topicRate / inboxRate,
+        target: 'reported',
+        unit: 'notifications/s',
+      },
+    ];
+  } finally {
+    notify.close();
+    inbox.close();
+    notifications.close();
+    await app.stop();
+    await smtp.close();
+    await twilio.close();
+  }
+}
