@@ -84,7 +84,7 @@ import {
   Preferences,
   UnsubscribeLinks,
   unsubscribeRoutes,
-} from './preferences';
+} from './users/preferences';
 
 /** The running notification service's parts, for main.ts and tests. */
 export interface NotificationApp {

@@ -15,7 +15,7 @@ import { isUuid } from '../../../shared/runtime/ids';
 import { pageSizeParam } from '../../../shared/storage/page-size';
 import type { InboxEvent, InboxMessage, InboxServiceContract } from '../inbox/types';
 import type { CategoryConfig, NotifyChannel } from '../notify/config';
-import type { Preference, PreferenceBook, PreferenceChoice } from '../preferences/types';
+import type { Preference, PreferenceBook, PreferenceChoice } from '../users/preferences/types';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
 import { sendJsonError } from '../../../shared/http/errors';
 import { parseBearer } from '../../../shared/auth/bearer';

@@ -1,5 +1,5 @@
 /**
- * The preferences area (preferences/): one row per user choice of a category's channel. A user who
+ * The preferences (users/preferences/): one row per user choice of a category's channel. A user who
  * made no choice has no row (the category's default applies). Additive.
  */
 import type { Knex } from 'knex';

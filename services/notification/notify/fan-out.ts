@@ -18,7 +18,7 @@ import type { Channel } from '../delivery/driver';
 import { maskRecipient } from '../delivery/mask';
 import type { DeliveryView } from '../delivery/types';
 import type { InboxService } from '../inbox/inbox-service';
-import type { PreferenceBook } from '../preferences/types';
+import type { PreferenceBook } from '../users/preferences/types';
 import type { RenderedContent, TemplateRenderer } from '../templates/types';
 import type { User } from '../users/types';
 import type { CategoryConfig, NotifyChannel } from './config';

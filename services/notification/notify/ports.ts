@@ -2,7 +2,7 @@
  * The ports Notify reads, as the composition root hands them in: the users area's directory, the
  * preference book, the templates area's renderer and the unsubscribe links.
  */
-import type { PreferenceBook } from '../preferences/types';
+import type { PreferenceBook } from '../users/preferences/types';
 import type { TemplateRenderer } from '../templates/types';
 import type { UserDirectory } from '../users/types';
 import type { UnsubscribeHeaders } from './fan-out';

@@ -1,7 +1,7 @@
 /**
  * GetPreferences and UpdatePreferences of UserService: wire messages to the PreferenceBook and back.
  * The users area's UserRpc spreads these handlers into its ServiceImpl; the rules (required
- * categories, unknown categories and channels, bounds) live in the domain (../preferences).
+ * categories, unknown categories and channels, bounds) live in the domain (../users/preferences).
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
@@ -14,7 +14,7 @@ import type {
   UserService,
 } from '../../../shared/gen/svc/notification/v1/users_pb';
 import type { NotifyChannel } from '../notify/config';
-import type { Preference, PreferenceBook } from '../preferences';
+import type { Preference, PreferenceBook } from '../users/preferences';
 
 /** The two preference methods of UserService (a part of its ServiceImpl). */
 export interface PreferenceRpcHandlers {

@@ -1,7 +1,7 @@
 /**
  * The UserService RPCs (gRPC and Connect): translate wire messages to UserDirectory and
  * PreferenceBook calls and back. No business rules here: validation and bounds live in the domain
- * (../users, ../preferences).
+ * (../users, ../users/preferences).
  */
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
@@ -11,7 +11,7 @@ import {
   type UserSchema,
   type UserService,
 } from '../../../shared/gen/svc/notification/v1/users_pb';
-import type { PreferenceBook } from '../preferences/types';
+import type { PreferenceBook } from '../users/preferences/types';
 import { preferenceRpcHandlers, type PreferenceRpcHandlers } from './preferences-rpc';
 import {
   type Device,

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
-import { UnsubscribeLinks } from '../../../services/notification/preferences';
+import { UnsubscribeLinks } from '../../../services/notification/users/preferences';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { authed, hsToken, startAdminService } from './harness';

@@ -8,7 +8,7 @@
 import { Liquid } from 'liquidjs';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import type { NotifyChannel } from '../../../services/notification/notify/config';
-import type { PreferenceBook } from '../../../services/notification/preferences/types';
+import type { PreferenceBook } from '../../../services/notification/users/preferences/types';
 import type {
   Rendered,
   RenderInput,

@@ -10,10 +10,10 @@ import {
   UpdatePreferencesRequestSchema,
   UpdatePreferencesResponseSchema,
 } from '../../../shared/gen/svc/notification/v1/users_pb';
-import { InMemoryPreferenceStore, Preferences } from '../../../services/notification/preferences';
+import { InMemoryPreferenceStore, Preferences } from '../../../services/notification/users/preferences';
 import { preferenceRpcHandlers } from '../../../services/notification/rpc/preferences-rpc';
 import { toConnectError } from '../../../shared/rpc/errors';
-import { TEST_CATEGORIES, newUser } from '../preferences/support';
+import { TEST_CATEGORIES, newUser } from '../users/preferences/support';
 
 function handlers(known = true): ReturnType<typeof preferenceRpcHandlers> {
   const book = new Preferences({

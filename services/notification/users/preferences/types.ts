@@ -6,7 +6,7 @@
  * This file is the contract the areas built in parallel agreed on; the preferences area implements
  * `PreferenceBook` (memory and database stores behind it).
  */
-import type { NotifyChannel } from '../notify/config';
+import type { NotifyChannel } from '../../notify/config';
 
 /** One effective preference: whether a channel of a category reaches the user. */
 export interface Preference {

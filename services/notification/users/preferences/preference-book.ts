@@ -5,10 +5,10 @@
  * a required category is always on. Choices for a category or channel no longer configured stay in
  * the store and are ignored.
  */
-import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
-import { type Clock, dateReader } from '../../../shared/runtime/clock';
-import { textLength } from '../../../shared/text/cut';
-import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyChannel } from '../notify/config';
+import { InvalidArgumentError, NotFoundError } from '../../../../shared/errors';
+import { type Clock, dateReader } from '../../../../shared/runtime/clock';
+import { textLength } from '../../../../shared/text/cut';
+import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyChannel } from '../../notify/config';
 import type { Preference, PreferenceBook, PreferenceChoice } from './types';
 import type { PreferenceStore, StoredChoice } from './store';
 

@@ -2,7 +2,7 @@
  * The preferences area's storage port: the choices users made, nothing else (defaults and the
  * rules live in the book, preference-book.ts). One memory and one database implementation.
  */
-import type { NotifyChannel } from '../notify/config';
+import type { NotifyChannel } from '../../notify/config';
 
 /** One stored choice of a user. */
 export interface StoredChoice {

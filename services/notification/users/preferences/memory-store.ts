@@ -2,8 +2,8 @@
  * InMemoryPreferenceStore: users' choices in a Map, for tests and throwaway runs. Bounded by the
  * number of users it holds (each user's choices are bounded by the book: categories x 4).
  */
-import { ResourceExhaustedError } from '../../../shared/errors';
-import type { NotifyChannel } from '../notify/config';
+import { ResourceExhaustedError } from '../../../../shared/errors';
+import type { NotifyChannel } from '../../notify/config';
 import type { PreferenceStore, StoredChoice } from './store';
 
 /** Default bound on the users with choices kept in memory. */

@@ -9,9 +9,9 @@
  * (unsubscribe-http.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Logger } from '../../../shared/logging/logger';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import type { CategoryConfig, NotifyConfig } from '../notify/config';
+import type { Logger } from '../../../../shared/logging/logger';
+import { type Clock, systemClock } from '../../../../shared/runtime/clock';
+import type { CategoryConfig, NotifyConfig } from '../../notify/config';
 
 /** The path of the unsubscribe routes on the HTTP port. */
 export const UNSUBSCRIBE_PATH = '/unsubscribe';

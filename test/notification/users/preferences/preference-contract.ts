@@ -3,11 +3,11 @@
  * PostgreSQL): what GetPreferences / UpdatePreferences, the admin page, Notify and the unsubscribe
  * link rely on.
  */
-import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
-import type { NotifyConfig } from '../../../services/notification/notify/config';
-import { Preferences } from '../../../services/notification/preferences';
-import type { PreferenceStore } from '../../../services/notification/preferences/store';
-import { ManualClock } from '../../support/manual-clock';
+import { InvalidArgumentError, NotFoundError } from '../../../../shared/errors';
+import type { NotifyConfig } from '../../../../services/notification/notify/config';
+import { Preferences } from '../../../../services/notification/users/preferences';
+import type { PreferenceStore } from '../../../../services/notification/users/preferences/store';
+import { ManualClock } from '../../../support/manual-clock';
 import { TEST_CATEGORIES, newUser } from './support';
 
 /** What a backend's test file provides to the contract. */

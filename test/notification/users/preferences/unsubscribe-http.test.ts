@@ -5,16 +5,19 @@
  * the preference is read back through the admin route. A GET changes nothing; expired, tampered,
  * forged and other users' tokens do what they must.
  */
-import { Mailable, toOutboundEmail } from '../../../services/notification/channels/email/mailable';
-import { SmtpMailer } from '../../../services/notification/channels/email/smtp-mailer';
-import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
-import { MAX_UNSUBSCRIBE_BODY_BYTES, UnsubscribeLinks } from '../../../services/notification/preferences';
-import { silentLogger } from '../../../shared/logging/logger';
-import { ManualClock } from '../../support/manual-clock';
-import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer';
-import type { RunningNotificationApp } from '../../support/notification-app';
-import { attempt, FROM, smtpConfig } from '../channels/email/support';
-import { authed, hsToken, startAdminService } from '../admin/harness';
+import { Mailable, toOutboundEmail } from '../../../../services/notification/channels/email/mailable';
+import { SmtpMailer } from '../../../../services/notification/channels/email/smtp-mailer';
+import type { AdminPreferencesJson } from '../../../../services/notification/admin/gateway';
+import {
+  MAX_UNSUBSCRIBE_BODY_BYTES,
+  UnsubscribeLinks,
+} from '../../../../services/notification/users/preferences';
+import { silentLogger } from '../../../../shared/logging/logger';
+import { ManualClock } from '../../../support/manual-clock';
+import { startSmtpPeer, type SmtpPeer } from '../../../support/smtp-peer';
+import type { RunningNotificationApp } from '../../../support/notification-app';
+import { attempt, FROM, smtpConfig } from '../../channels/email/support';
+import { authed, hsToken, startAdminService } from '../../admin/harness';
 
 const KEY = 'unsubscribe-test-signing-key-0123456789abcdef';
 const PUBLIC = 'https://notify.example.com';

@@ -2,12 +2,12 @@
  * One-click unsubscribe tokens and headers (RFC 8058): signed, expiring, bound to one user and one
  * category; the key rules of `notify.unsubscribe` at config load.
  */
-import { Mailable } from '../../../services/notification/channels/email/mailable';
-import { loadNotificationConfig } from '../../../services/notification/config';
-import { UnsubscribeLinks } from '../../../services/notification/preferences';
-import { redactSecrets } from '../../../shared/config/redact';
-import { silentLogger } from '../../../shared/logging/logger';
-import { ManualClock } from '../../support/manual-clock';
+import { Mailable } from '../../../../services/notification/channels/email/mailable';
+import { loadNotificationConfig } from '../../../../services/notification/config';
+import { UnsubscribeLinks } from '../../../../services/notification/users/preferences';
+import { redactSecrets } from '../../../../shared/config/redact';
+import { silentLogger } from '../../../../shared/logging/logger';
+import { ManualClock } from '../../../support/manual-clock';
 import { TEST_CATEGORIES } from './support';
 
 const KEY = 'k'.repeat(32);

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { DatabasePreferenceStore } from '../../../services/notification/preferences';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
-import { requireVmModules } from '../inbox/support';
+import { notificationMigrations } from '../../../../services/notification/migrations';
+import { DatabasePreferenceStore } from '../../../../services/notification/users/preferences';
+import { silentLogger } from '../../../../shared/logging/logger';
+import { openDatabase } from '../../../../shared/storage/database';
+import { runMigrations } from '../../../../shared/storage/migrations';
+import { requireVmModules } from '../../inbox/support';
 import { describePreferenceContract } from './preference-contract';
 
 // One in-memory PGlite for the whole file: each instance costs seconds and hundreds of MB.

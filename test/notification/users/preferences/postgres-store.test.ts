@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { Client } from 'pg';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { DatabasePreferenceStore, Preferences } from '../../../services/notification/preferences';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { notificationMigrations } from '../../../../services/notification/migrations';
+import { DatabasePreferenceStore, Preferences } from '../../../../services/notification/users/preferences';
+import { silentLogger } from '../../../../shared/logging/logger';
+import { openDatabase } from '../../../../shared/storage/database';
+import { runMigrations } from '../../../../shared/storage/migrations';
+import { createTestDatabase } from '../../../support/database';
 import { describePreferenceContract } from './preference-contract';
 import { TEST_CATEGORIES, newUser } from './support';
 

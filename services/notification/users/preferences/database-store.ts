@@ -4,7 +4,7 @@
  * all or nothing without an explicit transaction.
  */
 import type { Knex } from 'knex';
-import type { NotifyChannel } from '../notify/config';
+import type { NotifyChannel } from '../../notify/config';
 import type { PreferenceStore, StoredChoice } from './store';
 
 /** The table of this store (migration 20261127000050_preferences). */

@@ -1,6 +1,6 @@
 /** Helpers shared by the preferences tests: a category set covering every rule, unique users. */
 import { randomUUID } from 'node:crypto';
-import { type NotifyConfig, NotifyConfigSchema } from '../../../services/notification/notify/config';
+import { type NotifyConfig, NotifyConfigSchema } from '../../../../services/notification/notify/config';
 
 /**
  * `security` is required (every channel always on); `comments` keeps push available but off; `news`

@@ -11,10 +11,10 @@
  * - A token that is expired, forged or damaged: 400 with one page for all, saying nothing of why.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isDomainError } from '../../../shared/errors';
-import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
-import type { Route } from '../../../shared/http/routes';
-import type { Logger } from '../../../shared/logging/logger';
+import { isDomainError } from '../../../../shared/errors';
+import { BODY_TOO_LARGE, readBoundedBody } from '../../../../shared/http/body';
+import type { Route } from '../../../../shared/http/routes';
+import type { Logger } from '../../../../shared/logging/logger';
 import type { PreferenceBook } from './types';
 import { ONE_CLICK, UNSUBSCRIBE_PATH, type UnsubscribeLinks, type UnsubscribeTarget } from './unsubscribe';
 

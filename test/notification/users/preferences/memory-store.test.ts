@@ -1,5 +1,5 @@
-import { ResourceExhaustedError } from '../../../shared/errors';
-import { InMemoryPreferenceStore } from '../../../services/notification/preferences';
+import { ResourceExhaustedError } from '../../../../shared/errors';
+import { InMemoryPreferenceStore } from '../../../../services/notification/users/preferences';
 import { describePreferenceContract } from './preference-contract';
 
 describePreferenceContract('InMemoryPreferenceStore', async () => ({
