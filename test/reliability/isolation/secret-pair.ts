@@ -181,6 +181,7 @@ export async function startSecretPair(): Promise<SecretPair> {
   const lackingScope = { notification: notificationLacking.tokens, monitor: monitorLacking.tokens };
   const webToken = secret('monitor.web.api_tokens', 'status-web-token');
   const jwtSecret = secret('notification.admin.auth.jwt_secret', 'admin-jwt-secret');
+  const unsubscribeKey = secret('notification.notify.unsubscribe.signing_key', 'unsubscribe-signing-key');
   const healthTokens = {
     notification: secret('notification.health.auth_token', 'notification-health-token'),
     monitor: secret('monitor.health.auth_token', 'monitor-health-token'),
@@ -330,6 +331,8 @@ export async function startSecretPair(): Promise<SecretPair> {
       SVC_NOTIFICATION__DELIVERY__MAX_ATTEMPTS: '2',
       // One notify category, so the isolation probes can make notifications (a topic needs no users).
       SVC_NOTIFICATION__NOTIFY__CATEGORIES: JSON.stringify([{ name: 'iso', channels: ['inbox'] }]),
+      SVC_NOTIFICATION__NOTIFY__UNSUBSCRIBE__SIGNING_KEY: unsubscribeKey,
+      SVC_NOTIFICATION__NOTIFY__UNSUBSCRIBE__PUBLIC_BASE_URL: 'https://notify.iso.example.test',
       SVC_NOTIFICATION__SMS_BACKENDS: JSON.stringify([
         {
           name: backends.sms,
