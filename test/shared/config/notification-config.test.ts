@@ -144,6 +144,7 @@ describe('NotificationConfig', () => {
         categories: [],
         topic_page_size: 500,
         max_topic_batch: 1000,
+        retention_days: 30,
         unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },
       },
       // store_backend is unset: the users follow delivery.store_backend.
