@@ -6,9 +6,9 @@
  * 10,000 users (inbox only): notifications per second from the Notify call until GetNotification says
  * FANNED_OUT, against 10,000 inbox sends through the same InboxService in-process (reported).
  *
- * The users, preferences and templates ports are the FAKES of test/notification/notify/fakes.ts
- * (the real areas are not merged on this branch): a map lookup, "everything on", and LiquidJS with
- * parsed templates cached.
+ * Everything is the real service: the user directory, the preference book and the template renderer
+ * (memory stores), users and topic members upserted through the directory, templates through
+ * TemplateService.
  */
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
@@ -20,12 +20,7 @@ import { grpcClient, unary } from '../support/grpc-clients';
 import { smtpMailerConfig } from '../support/notification-app';
 import { createSmtpPeer } from '../support/smtp-peer';
 import { gatewayConfig, startTwilioPeer } from '../notification/channels/sms/twilio-peer';
-import {
-  FakeDirectory,
-  FakePreferences,
-  FakeRenderer,
-  fakeUnsubscribeHeaders,
-} from '../notification/notify/fakes';
+import { TemplateChannel, TemplateService } from '../../shared/gen/svc/notification/v1/templates_pb';
 import { compareThroughput, type BenchRow } from './measure';
 
 const IN_FLIGHT = 32;
@@ -48,22 +43,9 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
   const smtp = createSmtpPeer({ parse: false });
   await smtp.start();
   const twilio = await startTwilioPeer({ record: false });
-  const directory = new FakeDirectory();
-  const renderer = new FakeRenderer();
-  renderer.set('alerts', 'inbox', 'en', { title: 'Order {{ data.order }}', body: 'Shipped 📦' });
-  renderer.set('alerts', 'email', 'en', { subject: 'Order {{ data.order }}', text: 'Shipped 📦' });
-  renderer.set('alerts', 'sms', 'en', { text: 'Order {{ data.order }}: shipped 📦' });
-  renderer.set('news', 'inbox', 'en', { title: 'News {{ data.week }}', body: 'This week' });
-  // A user per call on both sides: the memory inbox counts a user's unread messages on every send, so
-  // one user growing through the rounds would slow whichever side runs later.
-  for (let k = 0; k < CALL_USERS; k++) {
-    directory.add({ userId: `bench-${k}`, emails: ['bench@example.com'], phones: ['+15550001234'] });
-  }
   let nextUser = 0;
   const callUser = () => `bench-${nextUser++ % CALL_USERS}`;
   const members = Array.from({ length: TOPIC_SIZE }, (_, i) => `member-${String(i).padStart(6, '0')}`);
-  for (const userId of members) directory.add({ userId });
-  directory.subscribe('weekly', members);
 
   const config = loadNotificationConfig(
     {
@@ -82,19 +64,29 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
     } as Parameters<typeof loadNotificationConfig>[0],
     { env: {}, file: null },
   );
-  const app = await createNotificationApp(config, silentLogger(), {
-    notifyPorts: {
-      directory,
-      preferences: new FakePreferences(),
-      renderer,
-      unsubscribeHeaders: fakeUnsubscribeHeaders,
-    },
-  });
+  const app = await createNotificationApp(config, silentLogger());
   const ports = await app.start();
   const address = `127.0.0.1:${ports.grpc}`;
   const notify = grpcClient(NotifyService, address);
   const inbox = grpcClient(InboxService, address);
   const notifications = grpcClient(NotificationService, address);
+  const templates = grpcClient(TemplateService, address);
+
+  const template = (category: string, channel: TemplateChannel, content: Record<string, string>) =>
+    unary(templates, 'upsertTemplate', { category, channel, locale: 'en', content });
+  await template('alerts', TemplateChannel.INBOX, { title: 'Order {{ data.order }}', body: 'Shipped 📦' });
+  await template('alerts', TemplateChannel.EMAIL, { subject: 'Order {{ data.order }}', text: 'Shipped 📦' });
+  await template('alerts', TemplateChannel.SMS, { text: 'Order {{ data.order }}: shipped 📦' });
+  await template('news', TemplateChannel.INBOX, { title: 'News {{ data.week }}', body: 'This week' });
+  const user = (userId: string, emails: string[] = [], phones: string[] = []) =>
+    app.users.upsertUser({ userId, emails, phones, locale: '', timeZone: '', attributes: {} });
+  // A user per call on both sides: the memory inbox counts a user's unread messages on every send, so
+  // one user growing through the rounds would slow whichever side runs later.
+  for (let k = 0; k < CALL_USERS; k++) await user(`bench-${k}`, ['bench@example.com'], ['+15550001234']);
+  for (const userId of members) await user(userId);
+  for (let i = 0; i < members.length; i += 1000) {
+    await app.users.subscribeTopic('weekly', members.slice(i, i + 1000));
+  }
 
   /** Notifications per second, from the first call until the peers have every email and SMS. */
   const measure = async (send: (i: number) => Promise<unknown>): Promise<number> => {
@@ -155,7 +147,6 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
         ...one,
         target: '>= 0.8',
         unit: 'notifications/s',
-        detail: ['ports: fakes of UserDirectory, PreferenceBook, TemplateRenderer (real areas not merged)'],
       },
       {
         name: `Topic fan-out of ${TOPIC_SIZE} users (inbox, pages of 500, memory) vs the same inbox sends in-process`,
@@ -170,6 +161,7 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
     notify.close();
     inbox.close();
     notifications.close();
+    templates.close();
     await app.stop();
     await smtp.close();
     await twilio.close();
