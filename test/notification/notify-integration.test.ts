@@ -29,6 +29,8 @@ import {
   type RunningNotificationApp,
 } from '../support/notification-app';
 import { until, waitFor } from '../support/wait';
+import { adminAuthConfig, authed, hsToken } from './admin/harness';
+import type { AdminInboxJson } from '../../services/notification/admin/gateway';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from './channels/sms/twilio-peer';
 
 const CATEGORIES = [
@@ -53,6 +55,7 @@ beforeAll(async () => {
     mailer: smtpMailerConfig(smtp.port),
     sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
     delivery: FAST_DELIVERY,
+    admin: { auth: adminAuthConfig() },
     notify: {
       default_locale: 'en',
       categories: CATEGORIES,
@@ -334,6 +337,15 @@ test('DeleteUser leaves nothing of the user to read back: user, inbox, notificat
   abort.abort();
   await watching;
   expect(frames.join('\n')).not.toMatch(/del@example|\+34600999888|Secret Author|secret text/);
+  // The admin routes the user signs in to read the same: an empty inbox, preferences back to the defaults.
+  const token = await hsToken('del');
+  const page = (await (
+    await fetch(`${n.baseUrl}/admin/notifications/inbox`, authed(token))
+  ).json()) as AdminInboxJson;
+  expect(page).toMatchObject({ unread_count: 0, notifications: [] });
+  const prefs = await (await fetch(`${n.baseUrl}/admin/notifications/preferences`, authed(token))).text();
+  expect(prefs).not.toContain('"chosen":true');
+  expect(prefs).toContain('comments');
   // The device token and addresses are free for another user again.
   await users.upsertUser({ userId: 'del2', emails: ['del@example.com'] });
 });
