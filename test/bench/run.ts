@@ -106,7 +106,7 @@ const suites: Suite[] = [
   // ingested series against prom-client rendering them.
   { name: 'monitor-ingest', run: () => runMonitorIngestBench() },
   // Our email render (fallback, store read, strict Liquid, cached parse) against raw LiquidJS.
-  { name: 'templates', run: () => runTemplatesBench() },
+  { name: 'notify-templates', run: () => runTemplatesBench() },
   // Notify to one user (inbox, email, SMS) against the three calls made directly; a topic of 10,000.
   { name: 'notify', run: () => runNotifyBench() },
 ];
