@@ -9,6 +9,7 @@
  * notification). A member whose own data fails to render gets lines skipped RENDER_FAILED; the job
  * goes on.
  */
+import { InvalidArgumentError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock, systemTimers, type Timers } from '../../../shared/runtime/clock';
@@ -202,7 +203,21 @@ export class TopicFanOut {
       await store.saveFanOut(member.id, []);
       return;
     }
-    const category = this.options.category(member.category);
+    let category: CategoryConfig;
+    try {
+      category = this.options.category(member.category);
+    } catch (err) {
+      if (!(err instanceof InvalidArgumentError)) throw err;
+      // The category left the config while its fan-out ran (a restart with another config): nothing
+      // of it may be sent any more. The member is done with no lines, so the job finishes instead of
+      // failing and being retried at every lease expiry.
+      this.log.warn(
+        { notificationId: member.parentId, category: member.category },
+        'topic fan-out: the category is no longer configured; member left without a send',
+      );
+      await store.saveFanOut(member.id, []);
+      return;
+    }
     const plans = await fanOut.plan(user, category, job.request.data, job.request.overrides, 'record');
     await store.saveFanOut(member.id, await fanOut.send(member, user, plans));
   }

@@ -22,13 +22,16 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function start(directory: FakeDirectory): Promise<NotifyHarness> {
+async function start(
+  directory: FakeDirectory,
+  categories?: { name: string; channels: ('inbox' | 'email' | 'sms' | 'push')[] }[],
+): Promise<NotifyHarness> {
   const h = await startNotifyHarness(
     {
       database: { url: db.url },
       inbox: { store_backend: 'database' },
       delivery: { store_backend: 'database' },
-      notify: { topic_page_size: 100 },
+      notify: { topic_page_size: 100, ...(categories ? { categories } : {}) },
     },
     { peers: false, directory },
   );
@@ -96,6 +99,54 @@ it('stopped mid fan-out, a new process finishes the topic and every member is no
        WHERE user_id LIKE 'member-%'`,
     );
     expect(inbox.rows[0]).toEqual({ users: String(MEMBERS), messages: String(MEMBERS) });
+  } finally {
+    await sql.end();
+  }
+}, 240_000);
+
+it('restarted without the category, the topic job finishes and sends nothing more of it (no retry at every lease)', async () => {
+  const directory = new FakeDirectory();
+  const members = Array.from({ length: 600 }, (_, i) => `gone-${String(i).padStart(4, '0')}`);
+  for (const userId of members) directory.add({ userId });
+  directory.subscribe('gone', members);
+
+  const first = await start(directory);
+  const { notification } = await first.notify.notify({
+    topic: 'gone',
+    category: 'digest',
+    data: { week: '49' },
+  });
+  const id = notification!.id;
+  await waitForAsync(
+    async () => Number((await first.notify.getNotification({ id })).notification!.progress!.usersDone) >= 100,
+    'the first page of members',
+    60_000,
+  );
+  await first.close();
+  harnesses.splice(harnesses.indexOf(first), 1);
+
+  const sql = new Client({ connectionString: db.url });
+  await sql.connect();
+  try {
+    const sent = async () =>
+      Number(
+        (
+          await sql.query<{ n: string }>(
+            "SELECT count(*) AS n FROM inbox_messages WHERE user_id LIKE 'gone-%'",
+          )
+        ).rows[0]!.n,
+      );
+    const before = await sent();
+    expect(before).toBeLessThan(600);
+    // The digest category is gone from this process's config.
+    const second = await start(directory, [{ name: 'comments', channels: ['inbox'] }]);
+    await waitForAsync(
+      async () =>
+        (await second.notify.getNotification({ id })).notification!.status === NotificationStatus.FANNED_OUT,
+      'the job to finish without its category',
+      120_000,
+    );
+    expect(await sent()).toBe(before);
   } finally {
     await sql.end();
   }
