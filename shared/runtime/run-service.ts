@@ -38,6 +38,9 @@ export interface ServiceDefinition<C extends RunnableConfig> {
   start(config: C, logger: Logger): Promise<RunningService>;
 }
 
+/** Longest wait for the log to drain before the process exits anyway. */
+const EXIT_FLUSH_MS = 1000;
+
 /** The host to show people: a wildcard bind address is reachable as localhost. */
 export function displayHost(host: string): string {
   return host === '0.0.0.0' || host === '::' ? 'localhost' : host;
@@ -61,6 +64,23 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     format: config.log.format,
     interactive: process.stdout.isTTY === true || outputForcedInteractive(),
   });
+  // pino writes the log asynchronously: exiting at once can lose the last lines ("stopped", the
+  // fatal error) when stdout is slow to drain (seen under load in CI). Flush first, bounded so a
+  // stuck stdout never keeps a stopping process alive.
+  const exit = (code: number): void => {
+    let exited = false;
+    const now = (): void => {
+      if (exited) return;
+      exited = true;
+      process.exit(code);
+    };
+    setTimeout(now, EXIT_FLUSH_MS).unref();
+    try {
+      logger.flush(() => now());
+    } catch {
+      now();
+    }
+  };
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception; exiting');
     process.exit(1);
@@ -84,11 +104,11 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
       .then(
         () => {
           logger.info('stopped');
-          process.exit(0);
+          exit(0);
         },
         (err: unknown) => {
           logger.error({ err }, 'error during shutdown');
-          process.exit(1);
+          exit(1);
         },
       );
   };
@@ -123,7 +143,8 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
       service = await def.start(config, logger);
     } catch (err) {
       logger.fatal({ err }, 'failed to start');
-      process.exit(1);
+      exit(1);
+      return;
     }
     const host = displayHost(config.server.host);
     logger.info(
