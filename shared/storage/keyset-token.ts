@@ -30,10 +30,32 @@ function bindingTag(binding: string): string {
   return createHash('sha256').update(binding).digest('base64url').slice(0, 16);
 }
 
+/** The envelope every token shares: version 1 and the binding's tag around the key's fields. */
+function encodeBound(binding: string, fields: object): string {
+  return Buffer.from(JSON.stringify({ v: 1, b: bindingTag(binding), ...fields })).toString('base64url');
+}
+
+/**
+ * Opens the envelope: refuses a token over `maxLength` before parsing it, one that is not JSON, and
+ * one of another version or binding (`invalid()`); the key's fields are the caller's to check.
+ */
+function decodeBound<B>(binding: string, token: string, maxLength: number, invalid: () => Error): Partial<B> {
+  if (token.length > maxLength) throw invalid();
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (typeof body !== 'object' || body === null) throw invalid();
+  const envelope = body as { v?: unknown; b?: unknown };
+  if (envelope.v !== 1 || envelope.b !== bindingTag(binding)) throw invalid();
+  return body as Partial<B>;
+}
+
 /** Encodes the position after `key` in the listing bound to `binding`. */
 export function encodeKeysetToken(binding: string, key: KeysetKey): string {
-  const body: TokenBody = { v: 1, b: bindingTag(binding), t: key.createdAt, i: key.id };
-  return Buffer.from(JSON.stringify(body)).toString('base64url');
+  return encodeBound(binding, { t: key.createdAt, i: key.id });
 }
 
 /**
@@ -42,18 +64,8 @@ export function encodeKeysetToken(binding: string, key: KeysetKey): string {
  */
 export function decodeKeysetToken(binding: string, token: string, field = 'page_token'): KeysetKey {
   const invalid = () => new InvalidArgumentError(`${field} is not a valid page token`, field);
-  if (token.length > MAX_TOKEN_LENGTH) throw invalid();
-  let body: Partial<TokenBody>;
-  try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TokenBody>;
-  } catch {
-    throw invalid();
-  }
+  const body = decodeBound<TokenBody>(binding, token, MAX_TOKEN_LENGTH, invalid);
   if (
-    typeof body !== 'object' ||
-    body === null ||
-    body.v !== 1 ||
-    body.b !== bindingTag(binding) ||
     typeof body.t !== 'string' ||
     !ISO.test(body.t) ||
     Number.isNaN(Date.parse(body.t)) ||
@@ -82,8 +94,7 @@ interface TextKeyBody {
  * id), bound to `binding` like the time-and-id tokens above.
  */
 export function encodeTextKeyToken(binding: string, key: string): string {
-  const body: TextKeyBody = { v: 1, b: bindingTag(binding), k: key };
-  return Buffer.from(JSON.stringify(body)).toString('base64url');
+  return encodeBound(binding, { k: key });
 }
 
 /**
@@ -92,22 +103,7 @@ export function encodeTextKeyToken(binding: string, key: string): string {
  */
 export function decodeTextKeyToken(binding: string, token: string, field = 'page_token'): string {
   const invalid = () => new InvalidArgumentError(`${field} is not a valid page token`, field);
-  if (token.length > MAX_TEXT_KEY_TOKEN_LENGTH) throw invalid();
-  let body: Partial<TextKeyBody>;
-  try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<TextKeyBody>;
-  } catch {
-    throw invalid();
-  }
-  if (
-    typeof body !== 'object' ||
-    body === null ||
-    body.v !== 1 ||
-    body.b !== bindingTag(binding) ||
-    typeof body.k !== 'string' ||
-    body.k === ''
-  ) {
-    throw invalid();
-  }
+  const body = decodeBound<TextKeyBody>(binding, token, MAX_TEXT_KEY_TOKEN_LENGTH, invalid);
+  if (typeof body.k !== 'string' || body.k === '') throw invalid();
   return body.k;
 }
