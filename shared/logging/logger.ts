@@ -128,7 +128,11 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     });
     return pino(options, pretty);
   }
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  // Synchronous writes: pino's default destination writes asynchronously and `process.exit` drops a
+  // line still in flight (its flush callback fires at once and the exit hook skips the write under
+  // way), which lost the last line of a clean shutdown ("stopped") under load in CI. A service logs a
+  // few lines per operation at most, so the cost of writing them in place is small.
+  return pino(options, opts.destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 /** A logger that writes nothing, for tests and library defaults. */

@@ -38,9 +38,6 @@ export interface ServiceDefinition<C extends RunnableConfig> {
   start(config: C, logger: Logger): Promise<RunningService>;
 }
 
-/** Longest wait for the log to drain before the process exits anyway. */
-const EXIT_FLUSH_MS = 1000;
-
 /** The host to show people: a wildcard bind address is reachable as localhost. */
 export function displayHost(host: string): string {
   return host === '0.0.0.0' || host === '::' ? 'localhost' : host;
@@ -64,22 +61,9 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     format: config.log.format,
     interactive: process.stdout.isTTY === true || outputForcedInteractive(),
   });
-  // pino writes the log asynchronously: exiting at once can lose the last lines ("stopped", the
-  // fatal error) when stdout is slow to drain (seen under load in CI). Flush first, bounded so a
-  // stuck stdout never keeps a stopping process alive.
+  // The logger writes synchronously (see createLogger), so every line is out before the exit.
   const exit = (code: number): void => {
-    let exited = false;
-    const now = (): void => {
-      if (exited) return;
-      exited = true;
-      process.exit(code);
-    };
-    setTimeout(now, EXIT_FLUSH_MS).unref();
-    try {
-      logger.flush(() => now());
-    } catch {
-      now();
-    }
+    process.exit(code);
   };
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception; exiting');
