@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 
-import { positiveInt, uniqueNames } from '../../../shared/config';
+import { duration, positiveInt, uniqueNames } from '../../../shared/config';
 
 /** The channels a category can use: the inbox and the three delivery channels. */
 export const NOTIFY_CHANNELS = ['inbox', 'email', 'sms', 'push'] as const;
@@ -16,6 +16,49 @@ export type NotifyChannel = (typeof NOTIFY_CHANNELS)[number];
 const categoryName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'a category name is 1-64 of a-z, 0-9, ".", "_", "-"');
+
+/** The delivery channels a cap or a digest applies to. */
+const TIMED_CHANNELS = ['email', 'sms', 'push'] as const;
+
+const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a local time "HH:MM" (00:00-23:59)');
+
+/**
+ * One channel's digest of a category (issue 26): events inside the window are coalesced into one
+ * message rendered by the category's digest template (category `<name>.digest`), which reads
+ * `data.events` (each event's data, oldest first) and `data.count`. Exactly one of `window` and
+ * `daily_at`.
+ */
+export const DigestConfigSchema = z
+  .strictObject({
+    /** A rolling window from the first event (e.g. "15m"), in seconds. */
+    window: duration().optional(),
+    /** Or one digest a day, sent at this local time of the user ("09:00"). */
+    daily_at: localTime.optional(),
+    /**
+     * The data field whose value keys the digest (e.g. `thread_id`: one digest per thread); empty:
+     * one digest per category. Events lacking the field go to the category's digest.
+     */
+    key: z.string().max(64).default(''),
+    /** A digest with this many events goes at once. */
+    max_count: positiveInt(10_000).default(100),
+  })
+  .refine((d) => (d.window === undefined) !== (d.daily_at === undefined), {
+    message: 'exactly one of window and daily_at',
+  });
+
+/** One channel's digest, validated. */
+export type DigestConfig = z.infer<typeof DigestConfigSchema>;
+
+/** One frequency cap: at most `limit` messages of `channel` per user per `per` (issue 26). */
+export const CapConfigSchema = z.strictObject({
+  channel: z.enum(TIMED_CHANNELS),
+  limit: positiveInt(),
+  /** The sliding window, e.g. "1h", "1d" (seconds). */
+  per: duration().refine((s) => s >= 1, { message: 'at least one second' }),
+});
+
+/** One cap, validated. */
+export type CapConfig = z.infer<typeof CapConfigSchema>;
 
 /** One category: what a notification is about, and how it reaches people unless they choose. */
 export const CategoryConfigSchema = z
@@ -33,8 +76,31 @@ export const CategoryConfigSchema = z
      * `{ sms: false }` keeps SMS available but off until the user turns it on.
      */
     defaults: z.partialRecord(z.enum(NOTIFY_CHANNELS), z.boolean()).default({}),
+    /**
+     * What a frequency cap does to this category's messages: `throttle` (recorded THROTTLED, the
+     * inbox keeps it; the default when absent) or `defer` (held until the next free slot).
+     */
+    on_cap: z.enum(['throttle', 'defer']).optional(),
+    /** Per-channel digests (issue 26); a channel absent here sends each message on its own. */
+    digest: z.partialRecord(z.enum(TIMED_CHANNELS), DigestConfigSchema).optional(),
   })
   .superRefine((cat, ctx) => {
+    if (cat.name.endsWith('.digest')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['name'],
+        message: 'a name ending in ".digest" is reserved for digest templates',
+      });
+    }
+    for (const ch of Object.keys(cat.digest ?? {})) {
+      if (!cat.channels.includes(ch as NotifyChannel)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['digest', ch],
+          message: `a digest for ${ch}, which the category does not use`,
+        });
+      }
+    }
     for (const ch of Object.keys(cat.defaults)) {
       if (!cat.channels.includes(ch as NotifyChannel)) {
         ctx.addIssue({
@@ -72,6 +138,13 @@ export const NotifyConfigSchema = z
      * hourly on one replica. A topic notification whose fan-out has not finished is kept.
      */
     retention_days: positiveInt().default(30),
+    /** How far ahead `send_at` / `delay` may schedule a notification (seconds; "30d"). */
+    max_schedule_ahead: duration().default(30 * 24 * 3600),
+    /**
+     * Per-user frequency caps across categories (issue 26), e.g. `[{channel: sms, limit: 3, per: 1h},
+     * {channel: sms, limit: 10, per: 1d}]`. Required categories and CRITICAL are exempt.
+     */
+    caps: z.array(CapConfigSchema).max(32).default([]),
     /** Largest `user_ids` list of SubscribeTopic / UnsubscribeTopic. */
     max_topic_batch: positiveInt().default(1000),
     /** One-click unsubscribe (RFC 8058) in every email of a non-required category. */

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from '@connectrpc/connect';
 /**
  * The NotifyService RPCs (gRPC and Connect): translate wire messages to the Notifier (../notify) and
  * back. No business rules here: validation, idempotency and the fan-out live in the domain.
@@ -151,5 +152,10 @@ export class NotifyRpc implements ServiceImpl<typeof NotifyService> {
       notifications: page.notifications.map(toWireNotification),
       nextPageToken: page.nextPageToken,
     };
+  }
+
+  // Contract placeholder (issue 26): the scheduling helper implements it.
+  cancelNotification(): never {
+    throw new ConnectError('CancelNotification is not implemented yet', Code.Unimplemented);
   }
 }

@@ -95,4 +95,5 @@ export const NOTIFY_METHOD_SCOPES: Table<typeof NotifyService> = {
   notify: 'notify:send',
   getNotification: 'notify:read',
   listNotifications: 'notify:read',
+  cancelNotification: 'notify:send',
 };

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { UserRecord, UserStore } from './store';
+import { NO_QUIET_HOURS } from './types';
 import type { Device, DevicePlatform, User, UserInput } from './types';
 
 interface UserRow {
@@ -40,6 +41,8 @@ function toRecord(r: UserRow): UserRecord {
     phones: json<string[]>(r.phones),
     locale: r.locale,
     timeZone: r.time_zone,
+    // Issue 26 contract: the quiet-hours helper stores them (column and migration).
+    quietHours: NO_QUIET_HOURS,
     attributes: json<Record<string, unknown>>(r.attributes),
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),

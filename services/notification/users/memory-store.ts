@@ -5,7 +5,7 @@
  */
 import { ResourceExhaustedError } from '../../../shared/errors';
 import { type UserRecord, type UserStore, compareCodePoints } from './store';
-import type { Device, User, UserInput } from './types';
+import { type Device, NO_QUIET_HOURS, type User, type UserInput } from './types';
 
 /** Default bounds of the memory store. */
 export const DEFAULT_MEMORY_MAX_USERS = 100_000;
@@ -39,6 +39,7 @@ export class InMemoryUserStore implements UserStore {
     }
     this.users.set(input.userId, {
       ...copy(input),
+      quietHours: input.quietHours ?? NO_QUIET_HOURS,
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     });

@@ -4,6 +4,38 @@
  * This file is the contract the areas built in parallel agreed on; the users area implements
  * `UserDirectory` (memory and database stores behind it).
  */
+/** One recurring quiet window, in the user's local time. */
+export interface QuietWindow {
+  /** ISO days the window STARTS on (1 Monday ... 7 Sunday); empty: every day. */
+  days: number[];
+  /** "HH:MM" local. */
+  start: string;
+  /** "HH:MM" local; at or before `start`: the next day (an overnight window). */
+  end: string;
+}
+
+/** A user's quiet hours. */
+export interface QuietHours {
+  /** At most MAX_QUIET_WINDOWS; empty: none. */
+  windows: QuietWindow[];
+  /** Email is held too (default false: SMS and push only; the inbox never). */
+  holdEmail: boolean;
+}
+
+/** Most windows of one user. */
+export const MAX_QUIET_WINDOWS = 14;
+
+/** No quiet hours. */
+export const NO_QUIET_HOURS: QuietHours = Object.freeze({ windows: [], holdEmail: false }) as QuietHours;
+
+/**
+ * `quietHoursEnd(quiet, timeZone, at)`: null when `at` is outside every window; otherwise the instant
+ * the quiet period covering `at` ends (windows that touch or overlap are one period), in `timeZone`
+ * (IANA, '' = UTC), correct across DST: a local end time that does not exist (spring-forward gap) is
+ * the first instant after the gap; one that exists twice (autumn) is its first occurrence.
+ */
+export type QuietHoursEnd = (quiet: QuietHours, timeZone: string, at: Date) => Date | null;
+
 /** A push platform. */
 export type DevicePlatform = 'apns' | 'fcm';
 
@@ -30,6 +62,8 @@ export interface User {
   /** Free-form JSON object templates read as `user.attributes`. */
   attributes: Record<string, unknown>;
   devices: Device[];
+  /** When NORMAL SMS and push (and email, if set) wait; NO_QUIET_HOURS when none. */
+  quietHours: QuietHours;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -42,6 +76,8 @@ export interface UserInput {
   locale: string;
   timeZone: string;
   attributes: Record<string, unknown>;
+  /** Replaces the stored quiet hours whole; absent: none. */
+  quietHours?: QuietHours;
 }
 
 /** One page of a topic's members. */

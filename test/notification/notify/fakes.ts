@@ -33,6 +33,7 @@ export class FakeDirectory implements DirectoryPart {
       phones: [],
       locale: '',
       timeZone: '',
+      quietHours: { windows: [], holdEmail: false },
       attributes: {},
       devices: [],
       createdAt: now,

@@ -4,8 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryStatus } from "./notification_pb";
 import { file_svc_notification_v1_notification } from "./notification_pb";
 import type { TemplateChannel, TemplateContent } from "./templates_pb";
@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/notify.proto.
  */
 export const file_svc_notification_v1_notify: GenFile = /*@__PURE__*/
-  fileDesc("CiBzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmeS5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSKeAQoPQ2hhbm5lbE92ZXJyaWRlEjUKB2NoYW5uZWwYASABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLlRlbXBsYXRlQ2hhbm5lbBIMCgRza2lwGAIgASgIEg8KB2JhY2tlbmQYAyABKAkSNQoHY29udGVudBgEIAEoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuVGVtcGxhdGVDb250ZW50IvEBCg1Ob3RpZnlSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdG9waWMYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSJQoEZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoJb3ZlcnJpZGVzGAUgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsT3ZlcnJpZGUSNQoIcHJpb3JpdHkYBiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmeVByaW9yaXR5EhcKD2lkZW1wb3RlbmN5X2tleRgHIAEoCSL6AQoNQ2hhbm5lbFJlc3VsdBI1CgdjaGFubmVsGAEgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5UZW1wbGF0ZUNoYW5uZWwSDwoHY29udGFjdBgCIAEoCRISCgptZXNzYWdlX2lkGAMgASgJEjwKD2RlbGl2ZXJ5X3N0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSMAoHc2tpcHBlZBgFIAEoDjIfLnN2Yy5ub3RpZmljYXRpb24udjEuU2tpcFJlYXNvbhINCgVlcnJvchgGIAEoCRIOCgZsb2NhbGUYByABKAkiOQoORmFuT3V0UHJvZ3Jlc3MSEwoLdXNlcnNfdG90YWwYASABKAMSEgoKdXNlcnNfZG9uZRgCIAEoAyK1AwoMTm90aWZpY2F0aW9uEgoKAmlkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFdG9waWMYAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSNQoIcHJpb3JpdHkYBSABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmeVByaW9yaXR5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRI3CgZzdGF0dXMYByABKA4yJy5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvblN0YXR1cxI0CghjaGFubmVscxgIIAMoCzIiLnN2Yy5ub3RpZmljYXRpb24udjEuQ2hhbm5lbFJlc3VsdBI1Cghwcm9ncmVzcxgJIAEoCzIjLnN2Yy5ub3RpZmljYXRpb24udjEuRmFuT3V0UHJvZ3Jlc3MSEQoJcGFyZW50X2lkGAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIloKDk5vdGlmeVJlc3BvbnNlEjcKDG5vdGlmaWNhdGlvbhgBIAEoCzIhLnN2Yy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uEg8KB2NyZWF0ZWQYAiABKAgiJAoWR2V0Tm90aWZpY2F0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJSChdHZXROb3RpZmljYXRpb25SZXNwb25zZRI3Cgxub3RpZmljYXRpb24YASABKAsyIS5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvbiJSChhMaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJuChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjgKDW5vdGlmaWNhdGlvbnMYASADKAsyIS5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqawoOTm90aWZ5UHJpb3JpdHkSHwobTk9USUZZX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASGgoWTk9USUZZX1BSSU9SSVRZX05PUk1BTBABEhwKGE5PVElGWV9QUklPUklUWV9DUklUSUNBTBACKqQBChJOb3RpZmljYXRpb25TdGF0dXMSIwofTk9USUZJQ0FUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEiAKHE5PVElGSUNBVElPTl9TVEFUVVNfQUNDRVBURUQQARIjCh9OT1RJRklDQVRJT05fU1RBVFVTX0ZBTk5JTkdfT1VUEAISIgoeTk9USUZJQ0FUSU9OX1NUQVRVU19GQU5ORURfT1VUEAMqhwIKClNraXBSZWFzb24SGwoXU0tJUF9SRUFTT05fVU5TUEVDSUZJRUQQABIeChpTS0lQX1JFQVNPTl9QUkVGRVJFTkNFX09GRhABEiAKHFNLSVBfUkVBU09OX05PX0NPTlRBQ1RfUE9JTlQQAhIbChdTS0lQX1JFQVNPTl9OT19URU1QTEFURRADEhoKFlNLSVBfUkVBU09OX09WRVJSSURERU4QBBImCiJTS0lQX1JFQVNPTl9DSEFOTkVMX05PVF9DT05GSUdVUkVEEAUSGgoWU0tJUF9SRUFTT05fU1VQUFJFU1NFRBAGEh0KGVNLSVBfUkVBU09OX1JFTkRFUl9GQUlMRUQQBzLEAgoNTm90aWZ5U2VydmljZRJRCgZOb3RpZnkSIi5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmeVJlcXVlc3QaIy5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmeVJlc3BvbnNlEmwKD0dldE5vdGlmaWNhdGlvbhIrLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0Tm90aWZpY2F0aW9uUmVxdWVzdBosLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0Tm90aWZpY2F0aW9uUmVzcG9uc2UScgoRTGlzdE5vdGlmaWNhdGlvbnMSLS5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3ROb3RpZmljYXRpb25zUmVxdWVzdBouLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdE5vdGlmaWNhdGlvbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_notification_v1_notification, file_svc_notification_v1_templates]);
+  fileDesc("CiBzdmMvbm90aWZpY2F0aW9uL3YxL25vdGlmeS5wcm90bxITc3ZjLm5vdGlmaWNhdGlvbi52MSKeAQoPQ2hhbm5lbE92ZXJyaWRlEjUKB2NoYW5uZWwYASABKA4yJC5zdmMubm90aWZpY2F0aW9uLnYxLlRlbXBsYXRlQ2hhbm5lbBIMCgRza2lwGAIgASgIEg8KB2JhY2tlbmQYAyABKAkSNQoHY29udGVudBgEIAEoCzIkLnN2Yy5ub3RpZmljYXRpb24udjEuVGVtcGxhdGVDb250ZW50IsgCCg1Ob3RpZnlSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdG9waWMYAiABKAkSEAoIY2F0ZWdvcnkYAyABKAkSJQoEZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoJb3ZlcnJpZGVzGAUgAygLMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsT3ZlcnJpZGUSNQoIcHJpb3JpdHkYBiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmeVByaW9yaXR5EhcKD2lkZW1wb3RlbmN5X2tleRgHIAEoCRIrCgdzZW5kX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVkZWxheRgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKJAwoNQ2hhbm5lbFJlc3VsdBI1CgdjaGFubmVsGAEgASgOMiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5UZW1wbGF0ZUNoYW5uZWwSDwoHY29udGFjdBgCIAEoCRISCgptZXNzYWdlX2lkGAMgASgJEjwKD2RlbGl2ZXJ5X3N0YXR1cxgEIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsaXZlcnlTdGF0dXMSMAoHc2tpcHBlZBgFIAEoDjIfLnN2Yy5ub3RpZmljYXRpb24udjEuU2tpcFJlYXNvbhINCgVlcnJvchgGIAEoCRIOCgZsb2NhbGUYByABKAkSLgoKaGVsZF91bnRpbBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoLaG9sZF9yZWFzb24YCSABKA4yHy5zdmMubm90aWZpY2F0aW9uLnYxLkhvbGRSZWFzb24SFAoMdGhyb3R0bGVkX2J5GAogASgJEhEKCWRpZ2VzdF9pZBgLIAEoCSI5Cg5GYW5PdXRQcm9ncmVzcxITCgt1c2Vyc190b3RhbBgBIAEoAxISCgp1c2Vyc19kb25lGAIgASgDIuIDCgxOb3RpZmljYXRpb24SCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b3BpYxgDIAEoCRIQCghjYXRlZ29yeRgEIAEoCRI1Cghwcmlvcml0eRgFIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuTm90aWZ5UHJpb3JpdHkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJEjcKBnN0YXR1cxgHIAEoDjInLnN2Yy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uU3RhdHVzEjQKCGNoYW5uZWxzGAggAygLMiIuc3ZjLm5vdGlmaWNhdGlvbi52MS5DaGFubmVsUmVzdWx0EjUKCHByb2dyZXNzGAkgASgLMiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5GYW5PdXRQcm9ncmVzcxIRCglwYXJlbnRfaWQYCiABKAkSLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VuZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoOTm90aWZ5UmVzcG9uc2USNwoMbm90aWZpY2F0aW9uGAEgASgLMiEuc3ZjLm5vdGlmaWNhdGlvbi52MS5Ob3RpZmljYXRpb24SDwoHY3JlYXRlZBgCIAEoCCIkChZHZXROb3RpZmljYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIlIKF0dldE5vdGlmaWNhdGlvblJlc3BvbnNlEjcKDG5vdGlmaWNhdGlvbhgBIAEoCzIhLnN2Yy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uIlIKGExpc3ROb3RpZmljYXRpb25zUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIm4KGUxpc3ROb3RpZmljYXRpb25zUmVzcG9uc2USOAoNbm90aWZpY2F0aW9ucxgBIAMoCzIhLnN2Yy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJAChlDYW5jZWxOb3RpZmljYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCSJoChpDYW5jZWxOb3RpZmljYXRpb25SZXNwb25zZRI3Cgxub3RpZmljYXRpb24YASABKAsyIS5zdmMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvbhIRCgljYW5jZWxsZWQYAiABKAUqawoOTm90aWZ5UHJpb3JpdHkSHwobTk9USUZZX1BSSU9SSVRZX1VOU1BFQ0lGSUVEEAASGgoWTk9USUZZX1BSSU9SSVRZX05PUk1BTBABEhwKGE5PVElGWV9QUklPUklUWV9DUklUSUNBTBACKuoBChJOb3RpZmljYXRpb25TdGF0dXMSIwofTk9USUZJQ0FUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEiAKHE5PVElGSUNBVElPTl9TVEFUVVNfQUNDRVBURUQQARIjCh9OT1RJRklDQVRJT05fU1RBVFVTX0ZBTk5JTkdfT1VUEAISIgoeTk9USUZJQ0FUSU9OX1NUQVRVU19GQU5ORURfT1VUEAMSIQodTk9USUZJQ0FUSU9OX1NUQVRVU19TQ0hFRFVMRUQQBBIhCh1OT1RJRklDQVRJT05fU1RBVFVTX0NBTkNFTExFRBAFKr0CCgpTa2lwUmVhc29uEhsKF1NLSVBfUkVBU09OX1VOU1BFQ0lGSUVEEAASHgoaU0tJUF9SRUFTT05fUFJFRkVSRU5DRV9PRkYQARIgChxTS0lQX1JFQVNPTl9OT19DT05UQUNUX1BPSU5UEAISGwoXU0tJUF9SRUFTT05fTk9fVEVNUExBVEUQAxIaChZTS0lQX1JFQVNPTl9PVkVSUklEREVOEAQSJgoiU0tJUF9SRUFTT05fQ0hBTk5FTF9OT1RfQ09ORklHVVJFRBAFEhoKFlNLSVBfUkVBU09OX1NVUFBSRVNTRUQQBhIdChlTS0lQX1JFQVNPTl9SRU5ERVJfRkFJTEVEEAcSGQoVU0tJUF9SRUFTT05fVEhST1RUTEVEEAgSGQoVU0tJUF9SRUFTT05fQ0FOQ0VMTEVEEAkqZAoKSG9sZFJlYXNvbhIbChdIT0xEX1JFQVNPTl9VTlNQRUNJRklFRBAAEhsKF0hPTERfUkVBU09OX1FVSUVUX0hPVVJTEAESHAoYSE9MRF9SRUFTT05fQ0FQX0RFRkVSUkVEEAIyuwMKDU5vdGlmeVNlcnZpY2USUQoGTm90aWZ5EiIuc3ZjLm5vdGlmaWNhdGlvbi52MS5Ob3RpZnlSZXF1ZXN0GiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5Ob3RpZnlSZXNwb25zZRJsCg9HZXROb3RpZmljYXRpb24SKy5zdmMubm90aWZpY2F0aW9uLnYxLkdldE5vdGlmaWNhdGlvblJlcXVlc3QaLC5zdmMubm90aWZpY2F0aW9uLnYxLkdldE5vdGlmaWNhdGlvblJlc3BvbnNlEnIKEUxpc3ROb3RpZmljYXRpb25zEi0uc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QaLi5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3ROb3RpZmljYXRpb25zUmVzcG9uc2USdQoSQ2FuY2VsTm90aWZpY2F0aW9uEi4uc3ZjLm5vdGlmaWNhdGlvbi52MS5DYW5jZWxOb3RpZmljYXRpb25SZXF1ZXN0Gi8uc3ZjLm5vdGlmaWNhdGlvbi52MS5DYW5jZWxOb3RpZmljYXRpb25SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_notification_v1_notification, file_svc_notification_v1_templates]);
 
 /**
  * ChannelOverride changes one channel of one Notify call.
@@ -108,6 +108,19 @@ export type NotifyRequest = Message<"svc.notification.v1.NotifyRequest"> & {
    * @generated from field: string idempotency_key = 7;
    */
   idempotencyKey: string;
+
+  /**
+   * At most one of send_at and delay: the notification is SCHEDULED until then and fans out when
+   * due (at most `notify.max_schedule_ahead` ahead, default 30 days; a time in the past sends now).
+   *
+   * @generated from field: google.protobuf.Timestamp send_at = 8;
+   */
+  sendAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Duration delay = 9;
+   */
+  delay?: Duration | undefined;
 };
 
 /**
@@ -169,6 +182,33 @@ export type ChannelResult = Message<"svc.notification.v1.ChannelResult"> & {
    * @generated from field: string locale = 7;
    */
   locale: string;
+
+  /**
+   * Set while the line waits (quiet hours, a deferring cap): when it goes; cleared once it went.
+   *
+   * @generated from field: google.protobuf.Timestamp held_until = 8;
+   */
+  heldUntil?: Timestamp | undefined;
+
+  /**
+   * @generated from field: svc.notification.v1.HoldReason hold_reason = 9;
+   */
+  holdReason: HoldReason;
+
+  /**
+   * SKIP_REASON_THROTTLED: the cap that stopped it, e.g. `sms 3/1h`.
+   *
+   * @generated from field: string throttled_by = 10;
+   */
+  throttledBy: string;
+
+  /**
+   * Set when the line went into a digest: the digest's id; `message_id` is the digest's delivery
+   * once the digest was sent.
+   *
+   * @generated from field: string digest_id = 11;
+   */
+  digestId: string;
 };
 
 /**
@@ -281,6 +321,13 @@ export type Notification = Message<"svc.notification.v1.Notification"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 12;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * When a SCHEDULED notification fans out (also kept after it did).
+   *
+   * @generated from field: google.protobuf.Timestamp send_at = 13;
+   */
+  sendAt?: Timestamp | undefined;
 };
 
 /**
@@ -398,6 +445,57 @@ export const ListNotificationsResponseSchema: GenMessage<ListNotificationsRespon
   messageDesc(file_svc_notification_v1_notify, 9);
 
 /**
+ * @generated from message svc.notification.v1.CancelNotificationRequest
+ */
+export type CancelNotificationRequest = Message<"svc.notification.v1.CancelNotificationRequest"> & {
+  /**
+   * Exactly one of id and idempotency_key.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string idempotency_key = 2;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message svc.notification.v1.CancelNotificationRequest.
+ * Use `create(CancelNotificationRequestSchema)` to create a new message.
+ */
+export const CancelNotificationRequestSchema: GenMessage<CancelNotificationRequest> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notify, 10);
+
+/**
+ * @generated from message svc.notification.v1.CancelNotificationResponse
+ */
+export type CancelNotificationResponse = Message<"svc.notification.v1.CancelNotificationResponse"> & {
+  /**
+   * The notification after the cancel (lines already sent keep their delivery).
+   *
+   * @generated from field: svc.notification.v1.Notification notification = 1;
+   */
+  notification?: Notification | undefined;
+
+  /**
+   * How many lines (or the whole scheduled fan-out, counted as 1) this call cancelled; 0 when
+   * nothing was left to cancel.
+   *
+   * @generated from field: int32 cancelled = 2;
+   */
+  cancelled: number;
+};
+
+/**
+ * Describes the message svc.notification.v1.CancelNotificationResponse.
+ * Use `create(CancelNotificationResponseSchema)` to create a new message.
+ */
+export const CancelNotificationResponseSchema: GenMessage<CancelNotificationResponse> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_notify, 11);
+
+/**
  * NotifyPriority: CRITICAL is for what must reach the user now (used by later features: quiet hours
  * and caps let it through).
  *
@@ -453,11 +551,25 @@ export enum NotificationStatus {
   FANNING_OUT = 2,
 
   /**
-   * Every channel has its inbox message or delivery record (or was skipped).
+   * Every channel has its inbox message or delivery record (or was skipped, held, digested or throttled).
    *
    * @generated from enum value: NOTIFICATION_STATUS_FANNED_OUT = 3;
    */
   FANNED_OUT = 3,
+
+  /**
+   * Waiting for `send_at`; nothing is rendered or sent yet.
+   *
+   * @generated from enum value: NOTIFICATION_STATUS_SCHEDULED = 4;
+   */
+  SCHEDULED = 4,
+
+  /**
+   * Cancelled before it fanned out (CancelNotification on a SCHEDULED notification).
+   *
+   * @generated from enum value: NOTIFICATION_STATUS_CANCELLED = 5;
+   */
+  CANCELLED = 5,
 }
 
 /**
@@ -525,6 +637,20 @@ export enum SkipReason {
    * @generated from enum value: SKIP_REASON_RENDER_FAILED = 7;
    */
   RENDER_FAILED = 7,
+
+  /**
+   * A frequency cap stopped it (`throttled_by` names the cap); the inbox still has the message.
+   *
+   * @generated from enum value: SKIP_REASON_THROTTLED = 8;
+   */
+  THROTTLED = 8,
+
+  /**
+   * CancelNotification took it back before it went.
+   *
+   * @generated from enum value: SKIP_REASON_CANCELLED = 9;
+   */
+  CANCELLED = 9,
 }
 
 /**
@@ -532,6 +658,38 @@ export enum SkipReason {
  */
 export const SkipReasonSchema: GenEnum<SkipReason> = /*@__PURE__*/
   enumDesc(file_svc_notification_v1_notify, 2);
+
+/**
+ * HoldReason says why a line waits (`held_until`).
+ *
+ * @generated from enum svc.notification.v1.HoldReason
+ */
+export enum HoldReason {
+  /**
+   * @generated from enum value: HOLD_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The user's quiet hours: released when the window ends, in the user's local time.
+   *
+   * @generated from enum value: HOLD_REASON_QUIET_HOURS = 1;
+   */
+  QUIET_HOURS = 1,
+
+  /**
+   * A frequency cap, on a category that defers instead of throttling: the next free slot.
+   *
+   * @generated from enum value: HOLD_REASON_CAP_DEFERRED = 2;
+   */
+  CAP_DEFERRED = 2,
+}
+
+/**
+ * Describes the enum svc.notification.v1.HoldReason.
+ */
+export const HoldReasonSchema: GenEnum<HoldReason> = /*@__PURE__*/
+  enumDesc(file_svc_notification_v1_notify, 3);
 
 /**
  * NotifyService tells a user (or every user of a topic) about something, and lets the user decide
@@ -581,6 +739,21 @@ export const NotifyService: GenService<{
     methodKind: "unary";
     input: typeof ListNotificationsRequestSchema;
     output: typeof ListNotificationsResponseSchema;
+  },
+  /**
+   * CancelNotification cancels what of a notification has not gone yet: a SCHEDULED notification
+   * never fans out; held and deferred lines are cancelled; events waiting in an open digest are
+   * taken out of it. The answer is the notification after the cancel: lines already sent keep their
+   * delivery (what had already gone), the others show SKIP_REASON_CANCELLED. A cancelled
+   * notification never sends anything afterwards, on any replica. By `id` or by `idempotency_key`
+   * (the caller's); NOT_FOUND when unknown; cancelling again answers the same (idempotent).
+   *
+   * @generated from rpc svc.notification.v1.NotifyService.CancelNotification
+   */
+  cancelNotification: {
+    methodKind: "unary";
+    input: typeof CancelNotificationRequestSchema;
+    output: typeof CancelNotificationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_svc_notification_v1_notify, 0);

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/notification/v1/users.proto.
  */
 export const file_svc_notification_v1_users: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zdmMvbm90aWZpY2F0aW9uL3YxL3VzZXJzLnByb3RvEhNzdmMubm90aWZpY2F0aW9uLnYxIpIBCgZEZXZpY2USDQoFdG9rZW4YASABKAkSNQoIcGxhdGZvcm0YAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRldmljZVBsYXRmb3JtEg8KB2JhY2tlbmQYAyABKAkSMQoNcmVnaXN0ZXJlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi0QIKBFVzZXISDwoHdXNlcl9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkSDgoGcGhvbmVzGAMgAygJEg4KBmxvY2FsZRgEIAEoCRIRCgl0aW1lX3pvbmUYBSABKAkSKwoKYXR0cmlidXRlcxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoHZGV2aWNlcxgHIAMoCzIbLnN2Yy5ub3RpZmljYXRpb24udjEuRGV2aWNlEjoKCnN1cHByZXNzZWQYCCADKAsyJi5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzZWRDb250YWN0Ei4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkUKEVN1cHByZXNzZWRDb250YWN0Eg8KB2NoYW5uZWwYASABKAkSDwoHYWRkcmVzcxgCIAEoCRIOCgZyZWFzb24YAyABKAkilAEKEVVwc2VydFVzZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDgoGZW1haWxzGAIgAygJEg4KBnBob25lcxgDIAMoCRIOCgZsb2NhbGUYBCABKAkSEQoJdGltZV96b25lGAUgASgJEisKCmF0dHJpYnV0ZXMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KElVwc2VydFVzZXJSZXNwb25zZRInCgR1c2VyGAEgASgLMhkuc3ZjLm5vdGlmaWNhdGlvbi52MS5Vc2VyEg8KB2NyZWF0ZWQYAiABKAgiIQoOR2V0VXNlclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSI6Cg9HZXRVc2VyUmVzcG9uc2USJwoEdXNlchgBIAEoCzIZLnN2Yy5ub3RpZmljYXRpb24udjEuVXNlciIkChFEZWxldGVVc2VyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIhQKEkRlbGV0ZVVzZXJSZXNwb25zZSJ/ChVSZWdpc3RlckRldmljZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRI1CghwbGF0Zm9ybRgDIAEoDjIjLnN2Yy5ub3RpZmljYXRpb24udjEuRGV2aWNlUGxhdGZvcm0SDwoHYmFja2VuZBgEIAEoCSJFChZSZWdpc3RlckRldmljZVJlc3BvbnNlEisKBmRldmljZRgBIAEoCzIbLnN2Yy5ub3RpZmljYXRpb24udjEuRGV2aWNlIjkKF1VucmVnaXN0ZXJEZXZpY2VSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdG9rZW4YAiABKAkiGgoYVW5yZWdpc3RlckRldmljZVJlc3BvbnNlIjgKFVN1YnNjcmliZVRvcGljUmVxdWVzdBINCgV0b3BpYxgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSInChZTdWJzY3JpYmVUb3BpY1Jlc3BvbnNlEg0KBWFkZGVkGAEgASgFIjoKF1Vuc3Vic2NyaWJlVG9waWNSZXF1ZXN0Eg0KBXRvcGljGAEgASgJEhAKCHVzZXJfaWRzGAIgAygJIisKGFVuc3Vic2NyaWJlVG9waWNSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFIlMKG0xpc3RUb3BpY1N1YnNjcmliZXJzUmVxdWVzdBINCgV0b3BpYxgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJJChxMaXN0VG9waWNTdWJzY3JpYmVyc1Jlc3BvbnNlEhAKCHVzZXJfaWRzGAEgAygJEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJiCgpQcmVmZXJlbmNlEhAKCGNhdGVnb3J5GAEgASgJEg8KB2NoYW5uZWwYAiABKAkSDwoHZW5hYmxlZBgDIAEoCBIQCghyZXF1aXJlZBgEIAEoCBIOCgZjaG9zZW4YBSABKAgiKAoVR2V0UHJlZmVyZW5jZXNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiTgoWR2V0UHJlZmVyZW5jZXNSZXNwb25zZRI0CgtwcmVmZXJlbmNlcxgBIAMoCzIfLnN2Yy5ub3RpZmljYXRpb24udjEuUHJlZmVyZW5jZSJhChhVcGRhdGVQcmVmZXJlbmNlc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRI0CgtwcmVmZXJlbmNlcxgCIAMoCzIfLnN2Yy5ub3RpZmljYXRpb24udjEuUHJlZmVyZW5jZSJRChlVcGRhdGVQcmVmZXJlbmNlc1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgAygLMh8uc3ZjLm5vdGlmaWNhdGlvbi52MS5QcmVmZXJlbmNlKmQKDkRldmljZVBsYXRmb3JtEh8KG0RFVklDRV9QTEFURk9STV9VTlNQRUNJRklFRBAAEhgKFERFVklDRV9QTEFURk9STV9BUE5TEAESFwoTREVWSUNFX1BMQVRGT1JNX0ZDTRACMrUICgtVc2VyU2VydmljZRJdCgpVcHNlcnRVc2VyEiYuc3ZjLm5vdGlmaWNhdGlvbi52MS5VcHNlcnRVc2VyUmVxdWVzdBonLnN2Yy5ub3RpZmljYXRpb24udjEuVXBzZXJ0VXNlclJlc3BvbnNlElQKB0dldFVzZXISIy5zdmMubm90aWZpY2F0aW9uLnYxLkdldFVzZXJSZXF1ZXN0GiQuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXRVc2VyUmVzcG9uc2USXQoKRGVsZXRlVXNlchImLnN2Yy5ub3RpZmljYXRpb24udjEuRGVsZXRlVXNlclJlcXVlc3QaJy5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGV0ZVVzZXJSZXNwb25zZRJpCg5SZWdpc3RlckRldmljZRIqLnN2Yy5ub3RpZmljYXRpb24udjEuUmVnaXN0ZXJEZXZpY2VSZXF1ZXN0Gisuc3ZjLm5vdGlmaWNhdGlvbi52MS5SZWdpc3RlckRldmljZVJlc3BvbnNlEm8KEFVucmVnaXN0ZXJEZXZpY2USLC5zdmMubm90aWZpY2F0aW9uLnYxLlVucmVnaXN0ZXJEZXZpY2VSZXF1ZXN0Gi0uc3ZjLm5vdGlmaWNhdGlvbi52MS5VbnJlZ2lzdGVyRGV2aWNlUmVzcG9uc2USaQoOU3Vic2NyaWJlVG9waWMSKi5zdmMubm90aWZpY2F0aW9uLnYxLlN1YnNjcmliZVRvcGljUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuU3Vic2NyaWJlVG9waWNSZXNwb25zZRJvChBVbnN1YnNjcmliZVRvcGljEiwuc3ZjLm5vdGlmaWNhdGlvbi52MS5VbnN1YnNjcmliZVRvcGljUmVxdWVzdBotLnN2Yy5ub3RpZmljYXRpb24udjEuVW5zdWJzY3JpYmVUb3BpY1Jlc3BvbnNlEnsKFExpc3RUb3BpY1N1YnNjcmliZXJzEjAuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0VG9waWNTdWJzY3JpYmVyc1JlcXVlc3QaMS5zdmMubm90aWZpY2F0aW9uLnYxLkxpc3RUb3BpY1N1YnNjcmliZXJzUmVzcG9uc2USaQoOR2V0UHJlZmVyZW5jZXMSKi5zdmMubm90aWZpY2F0aW9uLnYxLkdldFByZWZlcmVuY2VzUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0UHJlZmVyZW5jZXNSZXNwb25zZRJyChFVcGRhdGVQcmVmZXJlbmNlcxItLnN2Yy5ub3RpZmljYXRpb24udjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0Gi4uc3ZjLm5vdGlmaWNhdGlvbi52MS5VcGRhdGVQcmVmZXJlbmNlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zdmMvbm90aWZpY2F0aW9uL3YxL3VzZXJzLnByb3RvEhNzdmMubm90aWZpY2F0aW9uLnYxIpIBCgZEZXZpY2USDQoFdG9rZW4YASABKAkSNQoIcGxhdGZvcm0YAiABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRldmljZVBsYXRmb3JtEg8KB2JhY2tlbmQYAyABKAkSMQoNcmVnaXN0ZXJlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihwMKBFVzZXISDwoHdXNlcl9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkSDgoGcGhvbmVzGAMgAygJEg4KBmxvY2FsZRgEIAEoCRIRCgl0aW1lX3pvbmUYBSABKAkSKwoKYXR0cmlidXRlcxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoHZGV2aWNlcxgHIAMoCzIbLnN2Yy5ub3RpZmljYXRpb24udjEuRGV2aWNlEjoKCnN1cHByZXNzZWQYCCADKAsyJi5zdmMubm90aWZpY2F0aW9uLnYxLlN1cHByZXNzZWRDb250YWN0Ei4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKC3F1aWV0X2hvdXJzGAsgASgLMh8uc3ZjLm5vdGlmaWNhdGlvbi52MS5RdWlldEhvdXJzIjcKC1F1aWV0V2luZG93EgwKBGRheXMYASADKAUSDQoFc3RhcnQYAiABKAkSCwoDZW5kGAMgASgJIlMKClF1aWV0SG91cnMSMQoHd2luZG93cxgBIAMoCzIgLnN2Yy5ub3RpZmljYXRpb24udjEuUXVpZXRXaW5kb3cSEgoKaG9sZF9lbWFpbBgCIAEoCCJFChFTdXBwcmVzc2VkQ29udGFjdBIPCgdjaGFubmVsGAEgASgJEg8KB2FkZHJlc3MYAiABKAkSDgoGcmVhc29uGAMgASgJIsoBChFVcHNlcnRVc2VyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg4KBmVtYWlscxgCIAMoCRIOCgZwaG9uZXMYAyADKAkSDgoGbG9jYWxlGAQgASgJEhEKCXRpbWVfem9uZRgFIAEoCRIrCgphdHRyaWJ1dGVzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI0CgtxdWlldF9ob3VycxgHIAEoCzIfLnN2Yy5ub3RpZmljYXRpb24udjEuUXVpZXRIb3VycyJOChJVcHNlcnRVc2VyUmVzcG9uc2USJwoEdXNlchgBIAEoCzIZLnN2Yy5ub3RpZmljYXRpb24udjEuVXNlchIPCgdjcmVhdGVkGAIgASgIIiEKDkdldFVzZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiOgoPR2V0VXNlclJlc3BvbnNlEicKBHVzZXIYASABKAsyGS5zdmMubm90aWZpY2F0aW9uLnYxLlVzZXIiJAoRRGVsZXRlVXNlclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSIUChJEZWxldGVVc2VyUmVzcG9uc2UifwoVUmVnaXN0ZXJEZXZpY2VSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSNQoIcGxhdGZvcm0YAyABKA4yIy5zdmMubm90aWZpY2F0aW9uLnYxLkRldmljZVBsYXRmb3JtEg8KB2JhY2tlbmQYBCABKAkiRQoWUmVnaXN0ZXJEZXZpY2VSZXNwb25zZRIrCgZkZXZpY2UYASABKAsyGy5zdmMubm90aWZpY2F0aW9uLnYxLkRldmljZSI5ChdVbnJlZ2lzdGVyRGV2aWNlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIhoKGFVucmVnaXN0ZXJEZXZpY2VSZXNwb25zZSI4ChVTdWJzY3JpYmVUb3BpY1JlcXVlc3QSDQoFdG9waWMYASABKAkSEAoIdXNlcl9pZHMYAiADKAkiJwoWU3Vic2NyaWJlVG9waWNSZXNwb25zZRINCgVhZGRlZBgBIAEoBSI6ChdVbnN1YnNjcmliZVRvcGljUmVxdWVzdBINCgV0b3BpYxgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSIrChhVbnN1YnNjcmliZVRvcGljUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoBSJTChtMaXN0VG9waWNTdWJzY3JpYmVyc1JlcXVlc3QSDQoFdG9waWMYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiSQocTGlzdFRvcGljU3Vic2NyaWJlcnNSZXNwb25zZRIQCgh1c2VyX2lkcxgBIAMoCRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiYgoKUHJlZmVyZW5jZRIQCghjYXRlZ29yeRgBIAEoCRIPCgdjaGFubmVsGAIgASgJEg8KB2VuYWJsZWQYAyABKAgSEAoIcmVxdWlyZWQYBCABKAgSDgoGY2hvc2VuGAUgASgIIigKFUdldFByZWZlcmVuY2VzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIk4KFkdldFByZWZlcmVuY2VzUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASADKAsyHy5zdmMubm90aWZpY2F0aW9uLnYxLlByZWZlcmVuY2UiYQoYVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSNAoLcHJlZmVyZW5jZXMYAiADKAsyHy5zdmMubm90aWZpY2F0aW9uLnYxLlByZWZlcmVuY2UiUQoZVXBkYXRlUHJlZmVyZW5jZXNSZXNwb25zZRI0CgtwcmVmZXJlbmNlcxgBIAMoCzIfLnN2Yy5ub3RpZmljYXRpb24udjEuUHJlZmVyZW5jZSpkCg5EZXZpY2VQbGF0Zm9ybRIfChtERVZJQ0VfUExBVEZPUk1fVU5TUEVDSUZJRUQQABIYChRERVZJQ0VfUExBVEZPUk1fQVBOUxABEhcKE0RFVklDRV9QTEFURk9STV9GQ00QAjK1CAoLVXNlclNlcnZpY2USXQoKVXBzZXJ0VXNlchImLnN2Yy5ub3RpZmljYXRpb24udjEuVXBzZXJ0VXNlclJlcXVlc3QaJy5zdmMubm90aWZpY2F0aW9uLnYxLlVwc2VydFVzZXJSZXNwb25zZRJUCgdHZXRVc2VyEiMuc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXRVc2VyUmVxdWVzdBokLnN2Yy5ub3RpZmljYXRpb24udjEuR2V0VXNlclJlc3BvbnNlEl0KCkRlbGV0ZVVzZXISJi5zdmMubm90aWZpY2F0aW9uLnYxLkRlbGV0ZVVzZXJSZXF1ZXN0Gicuc3ZjLm5vdGlmaWNhdGlvbi52MS5EZWxldGVVc2VyUmVzcG9uc2USaQoOUmVnaXN0ZXJEZXZpY2USKi5zdmMubm90aWZpY2F0aW9uLnYxLlJlZ2lzdGVyRGV2aWNlUmVxdWVzdBorLnN2Yy5ub3RpZmljYXRpb24udjEuUmVnaXN0ZXJEZXZpY2VSZXNwb25zZRJvChBVbnJlZ2lzdGVyRGV2aWNlEiwuc3ZjLm5vdGlmaWNhdGlvbi52MS5VbnJlZ2lzdGVyRGV2aWNlUmVxdWVzdBotLnN2Yy5ub3RpZmljYXRpb24udjEuVW5yZWdpc3RlckRldmljZVJlc3BvbnNlEmkKDlN1YnNjcmliZVRvcGljEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5TdWJzY3JpYmVUb3BpY1JlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLlN1YnNjcmliZVRvcGljUmVzcG9uc2USbwoQVW5zdWJzY3JpYmVUb3BpYxIsLnN2Yy5ub3RpZmljYXRpb24udjEuVW5zdWJzY3JpYmVUb3BpY1JlcXVlc3QaLS5zdmMubm90aWZpY2F0aW9uLnYxLlVuc3Vic2NyaWJlVG9waWNSZXNwb25zZRJ7ChRMaXN0VG9waWNTdWJzY3JpYmVycxIwLnN2Yy5ub3RpZmljYXRpb24udjEuTGlzdFRvcGljU3Vic2NyaWJlcnNSZXF1ZXN0GjEuc3ZjLm5vdGlmaWNhdGlvbi52MS5MaXN0VG9waWNTdWJzY3JpYmVyc1Jlc3BvbnNlEmkKDkdldFByZWZlcmVuY2VzEiouc3ZjLm5vdGlmaWNhdGlvbi52MS5HZXRQcmVmZXJlbmNlc1JlcXVlc3QaKy5zdmMubm90aWZpY2F0aW9uLnYxLkdldFByZWZlcmVuY2VzUmVzcG9uc2UScgoRVXBkYXRlUHJlZmVyZW5jZXMSLS5zdmMubm90aWZpY2F0aW9uLnYxLlVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBouLnN2Yy5ub3RpZmljYXRpb24udjEuVXBkYXRlUHJlZmVyZW5jZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Device is one push device token of a user.
@@ -126,6 +126,13 @@ export type User = Message<"svc.notification.v1.User"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 10;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * When SMS and push of NORMAL priority wait (and email, if `hold_email`), in the user's time zone.
+   *
+   * @generated from field: svc.notification.v1.QuietHours quiet_hours = 11;
+   */
+  quietHours?: QuietHours | undefined;
 };
 
 /**
@@ -134,6 +141,69 @@ export type User = Message<"svc.notification.v1.User"> & {
  */
 export const UserSchema: GenMessage<User> = /*@__PURE__*/
   messageDesc(file_svc_notification_v1_users, 1);
+
+/**
+ * QuietWindow is one recurring window of quiet hours, in the user's local time.
+ *
+ * @generated from message svc.notification.v1.QuietWindow
+ */
+export type QuietWindow = Message<"svc.notification.v1.QuietWindow"> & {
+  /**
+   * ISO days of the week the window STARTS on: 1 Monday ... 7 Sunday; empty means every day.
+   *
+   * @generated from field: repeated int32 days = 1;
+   */
+  days: number[];
+
+  /**
+   * Local start time, "HH:MM" (00:00-23:59).
+   *
+   * @generated from field: string start = 2;
+   */
+  start: string;
+
+  /**
+   * Local end time, "HH:MM"; an end at or before the start ends the next day (22:00-07:00).
+   *
+   * @generated from field: string end = 3;
+   */
+  end: string;
+};
+
+/**
+ * Describes the message svc.notification.v1.QuietWindow.
+ * Use `create(QuietWindowSchema)` to create a new message.
+ */
+export const QuietWindowSchema: GenMessage<QuietWindow> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_users, 2);
+
+/**
+ * QuietHours are a user's windows in which NORMAL notifications wait for the window's end.
+ *
+ * @generated from message svc.notification.v1.QuietHours
+ */
+export type QuietHours = Message<"svc.notification.v1.QuietHours"> & {
+  /**
+   * At most 14 windows; empty: no quiet hours.
+   *
+   * @generated from field: repeated svc.notification.v1.QuietWindow windows = 1;
+   */
+  windows: QuietWindow[];
+
+  /**
+   * Hold email too (default false: only SMS and push are held; the inbox never is).
+   *
+   * @generated from field: bool hold_email = 2;
+   */
+  holdEmail: boolean;
+};
+
+/**
+ * Describes the message svc.notification.v1.QuietHours.
+ * Use `create(QuietHoursSchema)` to create a new message.
+ */
+export const QuietHoursSchema: GenMessage<QuietHours> = /*@__PURE__*/
+  messageDesc(file_svc_notification_v1_users, 3);
 
 /**
  * SuppressedContact is one of a user's contact points found on a suppression list.
@@ -168,7 +238,7 @@ export type SuppressedContact = Message<"svc.notification.v1.SuppressedContact">
  * Use `create(SuppressedContactSchema)` to create a new message.
  */
 export const SuppressedContactSchema: GenMessage<SuppressedContact> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 2);
+  messageDesc(file_svc_notification_v1_users, 4);
 
 /**
  * @generated from message svc.notification.v1.UpsertUserRequest
@@ -203,6 +273,13 @@ export type UpsertUserRequest = Message<"svc.notification.v1.UpsertUserRequest">
    * @generated from field: google.protobuf.Struct attributes = 6;
    */
   attributes?: JsonObject | undefined;
+
+  /**
+   * Replaces the stored quiet hours whole (unset: none).
+   *
+   * @generated from field: svc.notification.v1.QuietHours quiet_hours = 7;
+   */
+  quietHours?: QuietHours | undefined;
 };
 
 /**
@@ -210,7 +287,7 @@ export type UpsertUserRequest = Message<"svc.notification.v1.UpsertUserRequest">
  * Use `create(UpsertUserRequestSchema)` to create a new message.
  */
 export const UpsertUserRequestSchema: GenMessage<UpsertUserRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 3);
+  messageDesc(file_svc_notification_v1_users, 5);
 
 /**
  * @generated from message svc.notification.v1.UpsertUserResponse
@@ -234,7 +311,7 @@ export type UpsertUserResponse = Message<"svc.notification.v1.UpsertUserResponse
  * Use `create(UpsertUserResponseSchema)` to create a new message.
  */
 export const UpsertUserResponseSchema: GenMessage<UpsertUserResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 4);
+  messageDesc(file_svc_notification_v1_users, 6);
 
 /**
  * @generated from message svc.notification.v1.GetUserRequest
@@ -251,7 +328,7 @@ export type GetUserRequest = Message<"svc.notification.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 5);
+  messageDesc(file_svc_notification_v1_users, 7);
 
 /**
  * @generated from message svc.notification.v1.GetUserResponse
@@ -268,7 +345,7 @@ export type GetUserResponse = Message<"svc.notification.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 6);
+  messageDesc(file_svc_notification_v1_users, 8);
 
 /**
  * @generated from message svc.notification.v1.DeleteUserRequest
@@ -285,7 +362,7 @@ export type DeleteUserRequest = Message<"svc.notification.v1.DeleteUserRequest">
  * Use `create(DeleteUserRequestSchema)` to create a new message.
  */
 export const DeleteUserRequestSchema: GenMessage<DeleteUserRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 7);
+  messageDesc(file_svc_notification_v1_users, 9);
 
 /**
  * @generated from message svc.notification.v1.DeleteUserResponse
@@ -298,7 +375,7 @@ export type DeleteUserResponse = Message<"svc.notification.v1.DeleteUserResponse
  * Use `create(DeleteUserResponseSchema)` to create a new message.
  */
 export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 8);
+  messageDesc(file_svc_notification_v1_users, 10);
 
 /**
  * @generated from message svc.notification.v1.RegisterDeviceRequest
@@ -332,7 +409,7 @@ export type RegisterDeviceRequest = Message<"svc.notification.v1.RegisterDeviceR
  * Use `create(RegisterDeviceRequestSchema)` to create a new message.
  */
 export const RegisterDeviceRequestSchema: GenMessage<RegisterDeviceRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 9);
+  messageDesc(file_svc_notification_v1_users, 11);
 
 /**
  * @generated from message svc.notification.v1.RegisterDeviceResponse
@@ -349,7 +426,7 @@ export type RegisterDeviceResponse = Message<"svc.notification.v1.RegisterDevice
  * Use `create(RegisterDeviceResponseSchema)` to create a new message.
  */
 export const RegisterDeviceResponseSchema: GenMessage<RegisterDeviceResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 10);
+  messageDesc(file_svc_notification_v1_users, 12);
 
 /**
  * @generated from message svc.notification.v1.UnregisterDeviceRequest
@@ -371,7 +448,7 @@ export type UnregisterDeviceRequest = Message<"svc.notification.v1.UnregisterDev
  * Use `create(UnregisterDeviceRequestSchema)` to create a new message.
  */
 export const UnregisterDeviceRequestSchema: GenMessage<UnregisterDeviceRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 11);
+  messageDesc(file_svc_notification_v1_users, 13);
 
 /**
  * @generated from message svc.notification.v1.UnregisterDeviceResponse
@@ -384,7 +461,7 @@ export type UnregisterDeviceResponse = Message<"svc.notification.v1.UnregisterDe
  * Use `create(UnregisterDeviceResponseSchema)` to create a new message.
  */
 export const UnregisterDeviceResponseSchema: GenMessage<UnregisterDeviceResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 12);
+  messageDesc(file_svc_notification_v1_users, 14);
 
 /**
  * @generated from message svc.notification.v1.SubscribeTopicRequest
@@ -410,7 +487,7 @@ export type SubscribeTopicRequest = Message<"svc.notification.v1.SubscribeTopicR
  * Use `create(SubscribeTopicRequestSchema)` to create a new message.
  */
 export const SubscribeTopicRequestSchema: GenMessage<SubscribeTopicRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 13);
+  messageDesc(file_svc_notification_v1_users, 15);
 
 /**
  * @generated from message svc.notification.v1.SubscribeTopicResponse
@@ -429,7 +506,7 @@ export type SubscribeTopicResponse = Message<"svc.notification.v1.SubscribeTopic
  * Use `create(SubscribeTopicResponseSchema)` to create a new message.
  */
 export const SubscribeTopicResponseSchema: GenMessage<SubscribeTopicResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 14);
+  messageDesc(file_svc_notification_v1_users, 16);
 
 /**
  * @generated from message svc.notification.v1.UnsubscribeTopicRequest
@@ -451,7 +528,7 @@ export type UnsubscribeTopicRequest = Message<"svc.notification.v1.UnsubscribeTo
  * Use `create(UnsubscribeTopicRequestSchema)` to create a new message.
  */
 export const UnsubscribeTopicRequestSchema: GenMessage<UnsubscribeTopicRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 15);
+  messageDesc(file_svc_notification_v1_users, 17);
 
 /**
  * @generated from message svc.notification.v1.UnsubscribeTopicResponse
@@ -470,7 +547,7 @@ export type UnsubscribeTopicResponse = Message<"svc.notification.v1.UnsubscribeT
  * Use `create(UnsubscribeTopicResponseSchema)` to create a new message.
  */
 export const UnsubscribeTopicResponseSchema: GenMessage<UnsubscribeTopicResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 16);
+  messageDesc(file_svc_notification_v1_users, 18);
 
 /**
  * @generated from message svc.notification.v1.ListTopicSubscribersRequest
@@ -499,7 +576,7 @@ export type ListTopicSubscribersRequest = Message<"svc.notification.v1.ListTopic
  * Use `create(ListTopicSubscribersRequestSchema)` to create a new message.
  */
 export const ListTopicSubscribersRequestSchema: GenMessage<ListTopicSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 17);
+  messageDesc(file_svc_notification_v1_users, 19);
 
 /**
  * @generated from message svc.notification.v1.ListTopicSubscribersResponse
@@ -523,7 +600,7 @@ export type ListTopicSubscribersResponse = Message<"svc.notification.v1.ListTopi
  * Use `create(ListTopicSubscribersResponseSchema)` to create a new message.
  */
 export const ListTopicSubscribersResponseSchema: GenMessage<ListTopicSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 18);
+  messageDesc(file_svc_notification_v1_users, 20);
 
 /**
  * Preference is whether one channel of one category reaches the user.
@@ -570,7 +647,7 @@ export type Preference = Message<"svc.notification.v1.Preference"> & {
  * Use `create(PreferenceSchema)` to create a new message.
  */
 export const PreferenceSchema: GenMessage<Preference> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 19);
+  messageDesc(file_svc_notification_v1_users, 21);
 
 /**
  * @generated from message svc.notification.v1.GetPreferencesRequest
@@ -587,7 +664,7 @@ export type GetPreferencesRequest = Message<"svc.notification.v1.GetPreferencesR
  * Use `create(GetPreferencesRequestSchema)` to create a new message.
  */
 export const GetPreferencesRequestSchema: GenMessage<GetPreferencesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 20);
+  messageDesc(file_svc_notification_v1_users, 22);
 
 /**
  * @generated from message svc.notification.v1.GetPreferencesResponse
@@ -604,7 +681,7 @@ export type GetPreferencesResponse = Message<"svc.notification.v1.GetPreferences
  * Use `create(GetPreferencesResponseSchema)` to create a new message.
  */
 export const GetPreferencesResponseSchema: GenMessage<GetPreferencesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 21);
+  messageDesc(file_svc_notification_v1_users, 23);
 
 /**
  * @generated from message svc.notification.v1.UpdatePreferencesRequest
@@ -628,7 +705,7 @@ export type UpdatePreferencesRequest = Message<"svc.notification.v1.UpdatePrefer
  * Use `create(UpdatePreferencesRequestSchema)` to create a new message.
  */
 export const UpdatePreferencesRequestSchema: GenMessage<UpdatePreferencesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 22);
+  messageDesc(file_svc_notification_v1_users, 24);
 
 /**
  * @generated from message svc.notification.v1.UpdatePreferencesResponse
@@ -647,7 +724,7 @@ export type UpdatePreferencesResponse = Message<"svc.notification.v1.UpdatePrefe
  * Use `create(UpdatePreferencesResponseSchema)` to create a new message.
  */
 export const UpdatePreferencesResponseSchema: GenMessage<UpdatePreferencesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_notification_v1_users, 23);
+  messageDesc(file_svc_notification_v1_users, 25);
 
 /**
  * DevicePlatform is the push platform a device token belongs to.
