@@ -71,6 +71,19 @@ export interface DueDigest {
   events: { notificationId: string; occurredAt: Date; data: Record<string, unknown> }[];
 }
 
+/** Where a digest stands. */
+export interface DigestState {
+  id: string;
+  /** open: taking events; sending: taken by the runner; sent; cancelled (every event taken out). */
+  status: 'open' | 'sending' | 'sent' | 'cancelled';
+  /** When it goes (the window's end, or at once when full; moved by `defer`). */
+  flushAt: Date;
+  count: number;
+  /** The digest's delivery (or inbox message) once sent; null before, or when nothing went. */
+  messageId: string | null;
+  error: string | null;
+}
+
 /**
  * Open digests. `add` puts the event into the open digest of (scope, user, category, channel, key)
  * whose window holds `occurredAt` (creating it), exactly once per (notification, channel); a digest
@@ -84,6 +97,13 @@ export interface DigestBook {
   claimDue(owner: string, leaseMs: number, limit: number): Promise<DueDigest[]>;
   /** Marks a taken digest sent (its delivery id, or null when nothing went), releasing the lease. */
   finish(digestId: string, owner: string, messageId: string | null, error: string | null): Promise<boolean>;
+  /**
+   * Puts a taken digest back, due at `until` (its send fell in the user's quiet hours, or a cap
+   * deferred it); events arriving meanwhile still go into the next digest. False when the lease was lost.
+   */
+  defer(digestId: string, owner: string, until: Date): Promise<boolean>;
+  /** One digest's state (GetNotification shows it on a digested line); null when unknown. */
+  get(digestId: string): Promise<DigestState | null>;
   /** CancelNotification: takes the notification's events out of digests not yet taken; how many. */
   removeNotification(notificationId: string): Promise<number>;
   /** DeleteUser. */

@@ -1,0 +1,12 @@
+/**
+ * The monitor's migrations, in order (issue 27: the monitor keeps its state in a database). Listed
+ * explicitly (not globbed) so the same list runs from TypeScript sources and from dist; append new
+ * migrations at the end.
+ */
+import type { NamedMigration } from '../../../shared/storage/migrations';
+
+/** Every monitor migration, oldest first. */
+export const monitorMigrations: readonly NamedMigration[] = [];
+
+/** The knex table that records which monitor migrations ran. */
+export const MONITOR_MIGRATIONS_TABLE = 'knex_migrations_monitor';
