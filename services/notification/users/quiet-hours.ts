@@ -199,6 +199,21 @@ function segmentsOf(format: Intl.DateTimeFormat, from: number, to: number): Segm
   return segments;
 }
 
+/** Each zone's offsets over a span, computed once and reused while a call's span fits in it. */
+const spans = new Map<string, { from: number; to: number; segments: Segment[] }>();
+/** How far past a call's span the cached span reaches (a zone's offsets are read again every ~2 months). */
+const SPAN_MARGIN = 30 * DAY;
+
+function cachedSegmentsOf(timeZone: string, from: number, to: number): Segment[] {
+  const cached = spans.get(timeZone);
+  if (cached && cached.from <= from && to <= cached.to) return cached.segments;
+  const span = { from: from - SPAN_MARGIN, to: to + SPAN_MARGIN, segments: [] as Segment[] };
+  span.segments = segmentsOf(formatOf(timeZone), span.from, span.to);
+  if (spans.size >= MAX_FORMATS) spans.clear();
+  spans.set(timeZone, span);
+  return span.segments;
+}
+
 /** The instant of local wall time `wall` (ms, as if UTC): gap -> first instant after it; repeat -> first. */
 function instantOf(segments: readonly Segment[], wall: number): number {
   let first = Infinity;
@@ -236,10 +251,9 @@ function isoDay(wallMidnight: number): number {
  */
 export const quietHoursEnd: QuietHoursEnd = (quiet, timeZone, at) => {
   if (quiet.windows.length === 0) return null;
-  const format = formatOf(timeZone === '' ? 'UTC' : timeZone);
   const now = at.getTime();
   // Windows starting up to 9 local days before `at` and 9 after bound every period the cap allows.
-  const segments = segmentsOf(format, now - 10 * DAY, now + 11 * DAY);
+  const segments = cachedSegmentsOf(timeZone === '' ? 'UTC' : timeZone, now - 10 * DAY, now + 11 * DAY);
   const wallNow = now + offsetIn(segments, now);
   const today = Math.floor(wallNow / DAY) * DAY;
   const windows = quiet.windows.map((w) => {
