@@ -1,8 +1,8 @@
 /**
  * MemoryCapLedger: the `memory` backend of the frequency caps (tests and throwaway runs; one process).
  * Bounded: per user and channel only the takes still inside the channel's longest window, at most
- * its largest limit of them; at most `maxUsers` users (a new user beyond it first drops users whose
- * takes have all expired, then the user least recently taken for, whose counts start again: the
+ * its largest limit of them; at most `maxUsers` users (a new user beyond it forgets the user least
+ * recently taken for; when that user still had takes inside a window their counts start again: the
  * bound can let that user receive more than the cap, never fewer messages than allowed).
  */
 import type { Logger } from '../../../../shared/logging/logger';
@@ -83,22 +83,24 @@ export class MemoryCapLedger implements CapLedger {
     return takes.filter((t) => t > oldest);
   }
 
+  /**
+   * Keeps the bound before a new user is added: forgets the user least recently taken for (logged
+   * when that user still had takes inside a window; one whose takes all expired loses nothing).
+   * O(1): never a sweep of every user.
+   */
   private makeRoom(now: number): void {
-    if (this.users.size < this.maxUsers) return;
     for (const [userId, channels] of this.users) {
-      for (const [channel, takes] of channels) {
-        const left = this.recent(takes, this.caps.get(channel) ?? [], now);
-        if (left.length > 0) channels.set(channel, left);
-        else channels.delete(channel);
+      if (this.users.size < this.maxUsers) return;
+      const live = [...channels].some(
+        ([channel, takes]) => this.recent(takes, this.caps.get(channel) ?? [], now).length > 0,
+      );
+      this.users.delete(userId);
+      if (live) {
+        this.log.warn(
+          { maxUsers: this.maxUsers },
+          'cap ledger full: the user least recently taken for was forgotten (memory backend)',
+        );
       }
-      if (channels.size === 0) this.users.delete(userId);
     }
-    if (this.users.size < this.maxUsers) return;
-    const [oldest] = this.users.keys();
-    this.users.delete(oldest!);
-    this.log.warn(
-      { maxUsers: this.maxUsers },
-      'cap ledger full: the user least recently taken for was forgotten (memory backend)',
-    );
   }
 }

@@ -28,7 +28,7 @@ describe('MemoryCapLedger bounds', () => {
     expect(ledger.size()).toEqual({ users: 1, takes: 1 });
   });
 
-  it('at its bound of users, a new user first drops users whose takes all expired', async () => {
+  it('at its bound of users, a new user forgets the one least recently taken for (here expired: nothing is lost)', async () => {
     const clock = new ManualClock();
     const ledger = new MemoryCapLedger({
       caps: [{ channel: 'sms', limit: 1, per: 3600 }],
