@@ -113,6 +113,7 @@ export function describeCapLedgerContract(name: string, open: OpenCapLedger): vo
         [604800, 'email 1/7d'],
         [45, 'email 1/45s'],
         [7200, 'email 1/2h'],
+        [90.5, 'email 1/90.5s'],
       ] as const) {
         const { ledger } = await make([{ channel: 'email', limit: 1, per }]);
         const user = capUserId();
