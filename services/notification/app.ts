@@ -68,6 +68,7 @@ import { NotifyRpc } from './rpc/notify-rpc';
 import { DatabaseNotificationStore } from './notify/database-store';
 import { InMemoryNotificationStore } from './notify/memory-store';
 import { Notifier } from './notify/notifier';
+import { createCapLedger } from './notify/caps';
 import { TopicFanOut } from './notify/topic-fan-out';
 import { NotificationRetention } from './notify/retention';
 import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
@@ -342,6 +343,18 @@ export async function createNotificationApp(
       new TemplateRpc(templates.catalog, templates.renderer),
       { scopes: TEMPLATE_METHOD_SCOPES },
     );
+
+    // --- caps (issue 26, helper N2): the frequency-cap ledger of `notify.caps`, in the database with
+    // the delivery records (the database's clock decides across replicas), else in memory. Notify's
+    // fan-out takes from it (hand `capLedger` to the Notifier); DeleteUser forgets the user's counts.
+    const capLedger = createCapLedger(
+      config.notify,
+      config.delivery.store_backend === 'database' ? storage : undefined,
+      undefined,
+      logger,
+    );
+    users.onUserDeleted((userId) => capLedger.eraseUser(userId));
+    // --- end caps
 
     // --- notify (issue 25): Notify, its notifications (in the delivery records' store backend) and
     // the topic fan-out runner, over the user directory, the preference book, the template renderer

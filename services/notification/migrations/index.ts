@@ -23,6 +23,8 @@ import * as preferences from './20261127000050_preferences';
 import * as templates from './20261127000100_templates';
 import * as notifications from './20261127000200_notifications';
 import * as deliveryUser from './20261127000300_delivery_user';
+import * as userQuietHours from './20261128000000_user_quiet_hours';
+import * as notifyCaps from './20261128000100_notify_caps';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -46,6 +48,8 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261127000100_templates', ...templates },
   { name: '20261127000200_notifications', ...notifications },
   { name: '20261127000300_delivery_user', ...deliveryUser },
+  { name: '20261128000000_user_quiet_hours', ...userQuietHours },
+  { name: '20261128000100_notify_caps', ...notifyCaps },
 ];
 
 /** The knex table that records which notification migrations ran. */

@@ -7,7 +7,9 @@ import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import {
   DevicePlatform as WirePlatform,
+  type QuietHours as WireQuietHours,
   type DeviceSchema,
+  type QuietHoursSchema,
   type UserSchema,
   type UserService,
 } from '../../../shared/gen/svc/notification/v1/users_pb';
@@ -16,6 +18,7 @@ import { preferenceRpcHandlers, type PreferenceRpcHandlers } from './preferences
 import {
   type Device,
   type DevicePlatform,
+  type QuietHours,
   type SuppressedContact,
   type SuppressionReasons,
   type User,
@@ -45,6 +48,22 @@ function toWireDevice(d: Device): MessageInitShape<typeof DeviceSchema> {
   };
 }
 
+function toWireQuietHours(q: QuietHours): MessageInitShape<typeof QuietHoursSchema> {
+  return {
+    windows: q.windows.map((w) => ({ days: [...w.days], start: w.start, end: w.end })),
+    holdEmail: q.holdEmail,
+  };
+}
+
+/** Wire quiet hours to domain; unset is none (UpsertUser replaces them whole). */
+function quietHoursOf(q: WireQuietHours | undefined): QuietHours | undefined {
+  if (!q) return undefined;
+  return {
+    windows: q.windows.map((w) => ({ days: [...w.days], start: w.start, end: w.end })),
+    holdEmail: q.holdEmail,
+  };
+}
+
 function toWireUser(u: User, suppressed: SuppressedContact[] = []): MessageInitShape<typeof UserSchema> {
   return {
     userId: u.userId,
@@ -54,6 +73,7 @@ function toWireUser(u: User, suppressed: SuppressedContact[] = []): MessageInitS
     timeZone: u.timeZone,
     attributes: u.attributes as JsonObject,
     devices: u.devices.map(toWireDevice),
+    quietHours: toWireQuietHours(u.quietHours),
     suppressed,
     createdAt: wireTimestamp(u.createdAt),
     updatedAt: wireTimestamp(u.updatedAt),
@@ -79,6 +99,7 @@ export class UserRpc implements ServiceImpl<typeof UserService> {
     locale: string;
     timeZone: string;
     attributes?: JsonObject;
+    quietHours?: WireQuietHours;
   }) {
     const { user, created } = await this.users.upsertUser({
       userId: req.userId,
@@ -87,6 +108,7 @@ export class UserRpc implements ServiceImpl<typeof UserService> {
       locale: req.locale,
       timeZone: req.timeZone,
       attributes: req.attributes ?? {},
+      quietHours: quietHoursOf(req.quietHours),
     });
     return { user: toWireUser(user, await suppressedContacts(user, this.suppressions)), created };
   }

@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import type { UserRecord, UserStore } from './store';
 import { NO_QUIET_HOURS } from './types';
-import type { Device, DevicePlatform, User, UserInput } from './types';
+import type { Device, DevicePlatform, QuietHours, User, UserInput } from './types';
 
 interface UserRow {
   user_id: string;
@@ -14,6 +14,7 @@ interface UserRow {
   locale: string;
   time_zone: string;
   attributes: unknown;
+  quiet_hours: unknown;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -34,6 +35,12 @@ function json<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
+/** The stored quiet hours (migration 20261128000000_user_quiet_hours); none when absent. */
+function quietHoursOf(value: unknown): QuietHours {
+  const q = value === null || value === undefined ? undefined : json<Partial<QuietHours>>(value);
+  return { windows: q?.windows ?? [], holdEmail: q?.holdEmail === true };
+}
+
 function toRecord(r: UserRow): UserRecord {
   return {
     userId: r.user_id,
@@ -41,8 +48,7 @@ function toRecord(r: UserRow): UserRecord {
     phones: json<string[]>(r.phones),
     locale: r.locale,
     timeZone: r.time_zone,
-    // Issue 26 contract: the quiet-hours helper stores them (column and migration).
-    quietHours: NO_QUIET_HOURS,
+    quietHours: quietHoursOf(r.quiet_hours),
     attributes: json<Record<string, unknown>>(r.attributes),
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
@@ -65,12 +71,13 @@ export class DatabaseUserStore implements UserStore {
     return this.knex.transaction(async (trx) => {
       const [row] = rows<UserRow & { created: boolean }>(
         await trx.raw(
-          `INSERT INTO users (user_id, emails, phones, locale, time_zone, attributes, created_at, updated_at)
-           VALUES (?, ?::jsonb, ?::jsonb, ?, ?, ?::jsonb, ?, ?)
+          `INSERT INTO users (user_id, emails, phones, locale, time_zone, attributes, quiet_hours,
+                              created_at, updated_at)
+           VALUES (?, ?::jsonb, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb, ?, ?)
            ON CONFLICT (user_id) DO UPDATE SET
              emails = excluded.emails, phones = excluded.phones, locale = excluded.locale,
              time_zone = excluded.time_zone, attributes = excluded.attributes,
-             updated_at = excluded.updated_at
+             quiet_hours = excluded.quiet_hours, updated_at = excluded.updated_at
            RETURNING *, (xmax = 0) AS created`,
           [
             input.userId,
@@ -79,6 +86,7 @@ export class DatabaseUserStore implements UserStore {
             input.locale,
             input.timeZone,
             JSON.stringify(input.attributes),
+            JSON.stringify(input.quietHours ?? NO_QUIET_HOURS),
             now.toISOString(),
             now.toISOString(),
           ],

@@ -7,6 +7,7 @@ import { textLength } from '../../../shared/text/cut';
 import { parseMailbox } from '../channels/email/mailable';
 import { normaliseRecipient } from '../delivery/suppression';
 import type { UsersConfig } from './config';
+import { normaliseQuietHours } from './quiet-hours';
 import type { DevicePlatform, UserInput } from './types';
 
 // C0 and C1 control characters and DEL.
@@ -151,6 +152,7 @@ export function normaliseUserInput(input: UserInput, config: UsersConfig): UserI
     locale: canonicalLocale(input.locale),
     timeZone: canonicalTimeZone(input.timeZone),
     attributes: checkAttributes(input.attributes, config.max_attributes_bytes),
+    quietHours: normaliseQuietHours(input.quietHours),
   };
 }
 

@@ -197,6 +197,44 @@ describe.each([
       expect((await connectError(users.getUser({ userId: userId('ghost') }))).code).toBe(Code.NotFound);
     });
 
+    test('quiet hours go in over gRPC and read back over Connect; unset on upsert means none; a bad window is INVALID_ARGUMENT naming it', async () => {
+      const id = userId();
+      const quietHours = {
+        windows: [
+          { days: [5, 1], start: '22:00', end: '07:00' },
+          { days: [], start: '13:00', end: '14:30' },
+        ],
+        holdEmail: true,
+      };
+      const { response } = await unary<{ user: { quietHours: unknown } }>(usersGrpc, 'upsertUser', {
+        userId: id,
+        timeZone: 'Europe/Madrid',
+        quietHours,
+      });
+      const expected = {
+        windows: [
+          { days: [1, 5], start: '22:00', end: '07:00' },
+          { days: [], start: '13:00', end: '14:30' },
+        ],
+        holdEmail: true,
+      };
+      expect(response.user.quietHours).toMatchObject(expected);
+      const { user } = await users.getUser({ userId: id });
+      expect(user?.quietHours).toMatchObject(expected);
+      await users.upsertUser({ userId: id, timeZone: 'Europe/Madrid' });
+      const cleared = (await users.getUser({ userId: id })).user?.quietHours;
+      expect(cleared?.windows ?? []).toEqual([]);
+      expect(cleared?.holdEmail ?? false).toBe(false);
+      const bad = await connectError(
+        users.upsertUser({
+          userId: id,
+          quietHours: { windows: [...quietHours.windows, { days: [2], start: '25:00', end: '07:00' }] },
+        }),
+      );
+      expect(bad.code).toBe(Code.InvalidArgument);
+      expect(bad.rawMessage).toContain('quiet_hours.windows[2].start');
+    });
+
     test('GetUser lists the contact points on the suppression list with their reasons', async () => {
       const id = userId();
       const [email, phone] = [`Bounced.${unique++}@example.com`, `+1555${String(1000000 + unique++)}`];

@@ -7,7 +7,7 @@ import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import { UsersConfigSchema, type UsersConfig } from '../../../services/notification/users/config';
 import type { UserStore } from '../../../services/notification/users/store';
 import { UserDirectoryService } from '../../../services/notification/users/user-directory';
-import type { UserInput } from '../../../services/notification/users/types';
+import { MAX_QUIET_WINDOWS, type UserInput } from '../../../services/notification/users/types';
 
 /** What a backend's test file provides to the contract. */
 export interface UsersContractBackend {
@@ -186,6 +186,131 @@ export function describeUsersContract(name: string, open: () => Promise<UsersCon
         // A literal backslash-u in text is fine.
         await directory.upsertUser(userInput(id, { attributes: { k: '\\u0000' } }));
         expect((await directory.getUser(id)).attributes).toEqual({ k: '\\u0000' });
+      });
+    });
+
+    describe('quiet hours', () => {
+      const night = { days: [5, 1, 2], start: '22:00', end: '07:00' };
+      const lunch = { days: [], start: '13:00', end: '14:30' };
+
+      it('UpsertUser stores quiet hours (days in order), GetUser shows them; a second upsert replaces them whole, unset means none', async () => {
+        const { directory } = make();
+        const id = newUserId();
+        const first = await directory.upsertUser(
+          userInput(id, {
+            timeZone: 'Europe/Madrid',
+            quietHours: { windows: [night, lunch], holdEmail: true },
+          }),
+        );
+        const expected = {
+          windows: [{ days: [1, 2, 5], start: '22:00', end: '07:00' }, lunch],
+          holdEmail: true,
+        };
+        expect(first.user.quietHours).toEqual(expected);
+        expect((await directory.getUser(id)).quietHours).toEqual(expected);
+        await directory.upsertUser(userInput(id, { quietHours: { windows: [lunch], holdEmail: false } }));
+        expect((await directory.getUser(id)).quietHours).toEqual({ windows: [lunch], holdEmail: false });
+        await directory.upsertUser(userInput(id));
+        expect((await directory.getUser(id)).quietHours).toEqual({ windows: [], holdEmail: false });
+        expect((await directory.findUser(id))!.quietHours).toEqual({ windows: [], holdEmail: false });
+      });
+
+      it('a user without quiet hours reads back none; MAX_QUIET_WINDOWS windows fit, one more is refused', async () => {
+        const { directory } = make();
+        const id = newUserId();
+        expect((await directory.upsertUser(userInput(id))).user.quietHours).toEqual({
+          windows: [],
+          holdEmail: false,
+        });
+        const many = Array.from({ length: MAX_QUIET_WINDOWS }, (_, i) => ({
+          days: [(i % 7) + 1],
+          start: `0${i % 10}:00`.slice(-5),
+          end: `0${i % 10}:30`.slice(-5),
+        }));
+        await directory.upsertUser(userInput(id, { quietHours: { windows: many, holdEmail: false } }));
+        expect((await directory.getUser(id)).quietHours.windows).toHaveLength(MAX_QUIET_WINDOWS);
+        const err = await invalid(
+          () =>
+            directory.upsertUser(
+              userInput(id, { quietHours: { windows: [...many, lunch], holdEmail: false } }),
+            ),
+          'quiet_hours.windows',
+        );
+        expect(err.message).toContain(String(MAX_QUIET_WINDOWS));
+        expect((await directory.getUser(id)).quietHours.windows).toHaveLength(MAX_QUIET_WINDOWS);
+      });
+
+      it('bad windows are INVALID_ARGUMENT naming the field with its index, and nothing is stored', async () => {
+        const { directory } = make();
+        const id = newUserId();
+        const bad = async (window: Record<string, unknown>, field: string) =>
+          invalid(
+            () =>
+              directory.upsertUser(
+                userInput(id, {
+                  quietHours: { windows: [night, lunch, window as never], holdEmail: false },
+                }),
+              ),
+            field,
+          );
+        await bad({ days: [1], start: '24:00', end: '07:00' }, 'quiet_hours.windows[2].start');
+        await bad({ days: [1], start: '9:00', end: '07:00' }, 'quiet_hours.windows[2].start');
+        await bad({ days: [1], start: '22:60', end: '07:00' }, 'quiet_hours.windows[2].start');
+        await bad({ days: [1], start: '２２:00', end: '07:00' }, 'quiet_hours.windows[2].start');
+        await bad({ days: [1], start: '22:00', end: '' }, 'quiet_hours.windows[2].end');
+        await bad({ days: [1], start: '22:00', end: '22:00' }, 'quiet_hours.windows[2].end');
+        await bad({ days: [0], start: '22:00', end: '07:00' }, 'quiet_hours.windows[2].days[0]');
+        await bad({ days: [1, 8], start: '22:00', end: '07:00' }, 'quiet_hours.windows[2].days[1]');
+        await bad({ days: [1.5], start: '22:00', end: '07:00' }, 'quiet_hours.windows[2].days[0]');
+        await bad({ days: [3, 1, 3], start: '22:00', end: '07:00' }, 'quiet_hours.windows[2].days[2]');
+        await expect(directory.getUser(id)).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it('windows that leave no minute of the week free are refused (a quiet period is never endless)', async () => {
+        const { directory } = make();
+        const id = newUserId();
+        const err = await invalid(
+          () =>
+            directory.upsertUser(
+              userInput(id, {
+                quietHours: {
+                  windows: [
+                    { days: [], start: '08:00', end: '20:00' },
+                    { days: [], start: '20:00', end: '08:00' },
+                  ],
+                  holdEmail: false,
+                },
+              }),
+            ),
+          'quiet_hours.windows',
+        );
+        expect(err.message).toMatch(/whole week/);
+        // One free minute a week is enough.
+        await directory.upsertUser(
+          userInput(id, {
+            quietHours: {
+              windows: [
+                { days: [], start: '08:00', end: '20:00' },
+                { days: [1, 2, 3, 4, 5, 6], start: '20:00', end: '08:00' },
+                { days: [7], start: '20:00', end: '07:59' },
+              ],
+              holdEmail: false,
+            },
+          }),
+        );
+        expect((await directory.getUser(id)).quietHours.windows).toHaveLength(3);
+      });
+
+      it('DeleteUser erases the quiet hours: the user upserted again has none', async () => {
+        const { directory } = make();
+        const id = newUserId();
+        await directory.upsertUser(userInput(id, { quietHours: { windows: [night], holdEmail: true } }));
+        await directory.deleteUser(id);
+        await expect(directory.getUser(id)).rejects.toBeInstanceOf(NotFoundError);
+        expect((await directory.upsertUser(userInput(id))).user.quietHours).toEqual({
+          windows: [],
+          holdEmail: false,
+        });
       });
     });
 
