@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../../../shared/runtime/clock';
 import type { NotifyConfig } from '../config';
-import type { DigestBook } from '../timing';
+import type { DigestBook, DueDigest } from '../timing';
 import { DatabaseDigestBook } from './database-book';
 import { InMemoryDigestBook } from './memory-book';
 
@@ -40,4 +40,15 @@ export function createDigestBook(
   if (config.delivery.store_backend === 'memory') return new InMemoryDigestBook({ categories, clock });
   if (!storage) throw new Error('delivery.store_backend is database but no database is open for the digests');
   return new DatabaseDigestBook({ knex: storage.knex, categories });
+}
+
+/**
+ * The data a digest template renders with (category `<name>.digest`): `data.events`, each event's
+ * own data oldest first, and `data.count` ("{{ data.count }} new comments").
+ */
+export function digestTemplateData(digest: Pick<DueDigest, 'events'>): {
+  events: Record<string, unknown>[];
+  count: number;
+} {
+  return { events: digest.events.map((e) => e.data), count: digest.events.length };
 }
