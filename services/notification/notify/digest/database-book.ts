@@ -53,6 +53,23 @@ function toDate(v: Date | string): Date {
   return v instanceof Date ? v : new Date(v);
 }
 
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * `UPDATE ... SET` of an event joining a digest (the caller adds `WHERE`): one more event and its
+ * bytes; at `maxCount` or {@link MAX_DIGEST_DATA_BYTES} the digest is full: due now, taking no more.
+ */
+function joinStatement(maxCount: number, bytes: number): { sql: string; args: number[] } {
+  const FULL = `(event_count + 1 >= ? OR data_bytes + ? >= ?)`;
+  const fullArgs = [maxCount, bytes, MAX_DIGEST_DATA_BYTES];
+  return {
+    sql: `UPDATE notification_digests SET event_count = event_count + 1, data_bytes = data_bytes + ?,
+      accepting = NOT ${FULL}, head = head AND NOT ${FULL},
+      flush_at = CASE WHEN ${FULL} THEN LEAST(flush_at, now()) ELSE flush_at END, updated_at = now()`,
+    args: [bytes, ...fullArgs, ...fullArgs, ...fullArgs],
+  };
+}
+
 /** The same (notification, channel) was added concurrently: the transaction is rolled back and redone. */
 class EventRace extends Error {}
 
@@ -73,6 +90,8 @@ export class DatabaseDigestBook implements DigestBook {
     const keyArgs = [event.scope, event.userId, event.category, event.channel, key];
     const KEY = 'scope = ? AND user_id = ? AND category = ? AND channel = ? AND digest_key = ?';
     const t = event.occurredAt;
+    const fast = await this.joinHolding(event, key, config.max_count, json, bytes);
+    if (fast) return fast;
     for (let redo = 0; ; redo++) {
       try {
         return await this.knex.transaction(async (trx) => {
@@ -134,17 +153,11 @@ export class DatabaseDigestBook implements DigestBook {
               if (!created) continue;
               digestId = created.id;
             }
-            const FULL = `(event_count + 1 >= ? OR data_bytes + ? >= ?)`;
-            const fullArgs = [config.max_count, bytes, MAX_DIGEST_DATA_BYTES];
+            const join = joinStatement(config.max_count, bytes);
             const [joined] = rows<{ id: string; flush_at: Date | string }>(
               await trx.raw(
-                `UPDATE notification_digests SET event_count = event_count + 1, data_bytes = data_bytes + ?,
-                   accepting = NOT ${FULL}, head = head AND NOT ${FULL},
-                   flush_at = CASE WHEN ${FULL} THEN LEAST(flush_at, now()) ELSE flush_at END,
-                   updated_at = now()
-                 WHERE id = ? AND status = 'open' AND accepting
-                 RETURNING id, flush_at`,
-                [bytes, ...fullArgs, ...fullArgs, ...fullArgs, digestId],
+                `${join.sql} WHERE id = ? AND status = 'open' AND accepting RETURNING id, flush_at`,
+                [...join.args, digestId],
               ),
             );
             if (!joined) continue;
@@ -165,6 +178,62 @@ export class DatabaseDigestBook implements DigestBook {
         if (err instanceof EventRace && redo < MAX_ATTEMPTS) continue;
         throw err;
       }
+    }
+  }
+
+  /**
+   * The common case in one statement (no transaction): the event is new and an accepting digest of
+   * the key holds its time. The same join as below (row lock, re-checked after a wait) and the event's
+   * insert commit together; an event already added fails the insert (unique), which undoes the join.
+   * Undefined when the case does not apply: the full placement runs.
+   */
+  private async joinHolding(
+    event: DigestEvent,
+    key: string,
+    maxCount: number,
+    json: string,
+    bytes: number,
+  ): Promise<{ digestId: string; flushAt: Date } | undefined> {
+    const join = joinStatement(maxCount, bytes);
+    const t = event.occurredAt.toISOString();
+    try {
+      const [joined] = rows<{ id: string; flush_at: Date | string }>(
+        await this.knex.raw(
+          `WITH target AS (
+             SELECT id FROM notification_digests
+             WHERE scope = ? AND user_id = ? AND category = ? AND channel = ? AND digest_key = ? AND accepting
+               AND window_start <= ? AND ? < window_end
+             LIMIT 1
+           ), joined AS (
+             ${join.sql} WHERE id = (SELECT id FROM target) AND status = 'open' AND accepting
+             RETURNING id, flush_at
+           ), added AS (
+             INSERT INTO notification_digest_events (digest_id, notification_id, channel, occurred_at, data,
+               data_bytes)
+             SELECT id, ?, ?, ?, ?::jsonb, ? FROM joined RETURNING digest_id
+           )
+           SELECT joined.id, joined.flush_at FROM joined JOIN added ON added.digest_id = joined.id`,
+          [
+            event.scope,
+            event.userId,
+            event.category,
+            event.channel,
+            key,
+            t,
+            t,
+            ...join.args,
+            event.notificationId,
+            event.channel,
+            t,
+            json,
+            bytes,
+          ],
+        ),
+      );
+      return joined ? { digestId: joined.id, flushAt: toDate(joined.flush_at) } : undefined;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === UNIQUE_VIOLATION) return undefined;
+      throw err;
     }
   }
 

@@ -144,6 +144,44 @@ describe('DatabaseDigestBook on PostgreSQL: two replicas at once', () => {
     expect(taken.every((d) => d.events.length >= 1 && d.events.length <= 4)).toBe(true);
   });
 
+  it('an add waiting on the digest row while a claim takes it puts the event into the next digest', async () => {
+    const user = `user-${randomUUID()}`;
+    const now = await dbNow();
+    const first = await replicas[0].add(digestEvent(now, { userId: user }));
+    // A claim in progress on replica 0: the digest's row locked, then moved to sending as claimDue does.
+    const claim = await pools[0]!.transaction();
+    try {
+      await claim.raw('SELECT id FROM notification_digests WHERE id = ? FOR UPDATE', [first.digestId]);
+      const late = digestEvent(new Date(now.getTime() + 1), { userId: user });
+      const adding = replicas[1].add(late);
+      // Wait until the add is blocked on the row lock (it read the digest as open before).
+      for (let waiting = 0; waiting === 0;) {
+        await new Promise((r) => setTimeout(r, 10));
+        const { rows } = await pools[0]!.raw(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        waiting = rows[0].n;
+      }
+      await claim.raw(
+        `UPDATE notification_digests SET status = 'sending', head = false, accepting = false,
+           lease_owner = 'runner-0', lease_expires_at = now() + interval '1 minute' WHERE id = ?`,
+        [first.digestId],
+      );
+      await claim.commit();
+      const placed = await adding;
+      expect(placed.digestId).not.toBe(first.digestId);
+      expect((await replicas[0].get(first.digestId))?.count).toBe(1);
+      const { rows } = await pools[0]!.raw(
+        'SELECT digest_id FROM notification_digest_events WHERE notification_id = ?',
+        [late.notificationId],
+      );
+      expect(rows).toEqual([{ digest_id: placed.digestId }]);
+    } finally {
+      if (!claim.isCompleted()) await claim.rollback();
+    }
+  });
+
   it('a digest is taken by one replica at a time; its expired lease is taken again by the other', async () => {
     const user = `user-${randomUUID()}`;
     const now = await dbNow();
