@@ -3,8 +3,8 @@
  * real PostgreSQL (100 users, one digest key each, 16 adds in flight, pool of 8), against plain
  * INSERTs of the same event rows into a table of the same shape (`LIKE notification_digest_events
  * INCLUDING ALL`: same columns, same unique indexes) at the same concurrency on the same pool, rounds
- * alternating, in the same run. Reported (the add is a transaction of four statements that takes
- * the digest's row lock; the insert is one statement).
+ * alternating, in the same run. Reported (the add takes the digest's row lock, which every event of a
+ * key takes in turn; a plain insert takes none).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
