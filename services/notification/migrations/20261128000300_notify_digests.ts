@@ -53,6 +53,11 @@ export async function up(knex: Knex): Promise<void> {
   );
   // DeleteUser.
   await knex.raw('CREATE INDEX notification_digests_user_idx ON notification_digests (user_id)');
+  // The purge of finished digests, oldest first.
+  await knex.raw(
+    `CREATE INDEX notification_digests_finished_idx ON notification_digests (updated_at)
+     WHERE status IN ('sent', 'cancelled')`,
+  );
 
   await knex.raw(`
     CREATE TABLE notification_digest_events (

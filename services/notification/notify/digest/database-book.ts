@@ -16,7 +16,8 @@ import { UnavailableError } from '../../../../shared/errors';
 import { toNumber } from '../../../../shared/storage/database';
 import { isUuid, newId } from '../../../../shared/runtime/ids';
 import type { CategoryConfig } from '../config';
-import type { DigestBook, DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
+import type { DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
+import type { DigestStore } from './store';
 import { DigestRules, eventData, MAX_DIGEST_DATA_BYTES, storedKey } from './rules';
 import { placeEvent } from './window';
 
@@ -74,7 +75,7 @@ function joinStatement(maxCount: number, bytes: number): { sql: string; args: nu
 class EventRace extends Error {}
 
 /** The DigestBook on PostgreSQL or PGlite. */
-export class DatabaseDigestBook implements DigestBook {
+export class DatabaseDigestBook implements DigestStore {
   private readonly knex: Knex;
   private readonly rules: DigestRules;
 
@@ -378,6 +379,20 @@ export class DatabaseDigestBook implements DigestBook {
       }
       return gone.length;
     });
+  }
+
+  async purgeFinished(before: Date, limit: number): Promise<number> {
+    // The events go with their digests (ON DELETE CASCADE).
+    return rows(
+      await this.knex.raw(
+        `DELETE FROM notification_digests WHERE id IN (
+           SELECT id FROM notification_digests
+           WHERE status IN ('sent', 'cancelled') AND updated_at < ?
+           ORDER BY updated_at LIMIT ?)
+         RETURNING id`,
+        [before.toISOString(), Math.max(0, limit)],
+      ),
+    ).length;
   }
 
   async eraseUser(userId: string): Promise<void> {

@@ -6,12 +6,14 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../../../shared/runtime/clock';
 import type { NotifyConfig } from '../config';
-import type { DigestBook, DueDigest } from '../timing';
+import type { DueDigest } from '../timing';
+import type { DigestStore } from './store';
 import { DatabaseDigestBook } from './database-book';
 import { InMemoryDigestBook } from './memory-book';
 
 export { DatabaseDigestBook } from './database-book';
 export { InMemoryDigestBook } from './memory-book';
+export type { DigestStore } from './store';
 export {
   MAX_DIGEST_DATA_BYTES,
   MAX_EVENT_DATA_BYTES,
@@ -35,7 +37,7 @@ export function createDigestBook(
   config: DigestBookConfig,
   storage?: { knex: Knex },
   clock?: Clock,
-): DigestBook {
+): DigestStore {
   const categories = config.notify.categories;
   if (config.delivery.store_backend === 'memory') return new InMemoryDigestBook({ categories, clock });
   if (!storage) throw new Error('delivery.store_backend is database but no database is open for the digests');

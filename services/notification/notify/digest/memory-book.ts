@@ -7,7 +7,8 @@
 import { type Clock, systemClock } from '../../../../shared/runtime/clock';
 import { newId } from '../../../../shared/runtime/ids';
 import type { CategoryConfig } from '../config';
-import type { DigestBook, DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
+import type { DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
+import type { DigestStore } from './store';
 import { DigestRules, eventData, isFull, MEMORY_FINISHED_DIGESTS, storedKey } from './rules';
 import { placeEvent } from './window';
 
@@ -41,12 +42,14 @@ interface Digest {
   leaseExpiresAt: number;
   messageId: string | null;
   error: string | null;
+  /** When it was sent or cancelled (the clock's ms). */
+  finishedAt: number;
 }
 
 const eventId = (notificationId: string, channel: string) => `${notificationId}\u0000${channel}`;
 
 /** The DigestBook in process memory. */
-export class InMemoryDigestBook implements DigestBook {
+export class InMemoryDigestBook implements DigestStore {
   private readonly rules: DigestRules;
   private readonly clock: Clock;
   private readonly digests = new Map<string, Digest>();
@@ -103,6 +106,7 @@ export class InMemoryDigestBook implements DigestBook {
         leaseExpiresAt: 0,
         messageId: null,
         error: null,
+        finishedAt: 0,
       };
       this.digests.set(digest.id, digest);
       let set = this.openByKey.get(keyId);
@@ -236,8 +240,21 @@ export class InMemoryDigestBook implements DigestBook {
     }
   }
 
+  async purgeFinished(before: Date, limit: number): Promise<number> {
+    let purged = 0;
+    // The finished set is in finishing order, so the oldest come first.
+    for (const id of [...this.finished]) {
+      const d = this.digests.get(id)!;
+      if (purged >= limit || d.finishedAt >= before.getTime()) break;
+      this.drop(d);
+      purged += 1;
+    }
+    return purged;
+  }
+
   /** A finished digest: no longer open, kept for `get` within the bound. */
   private close(d: Digest): void {
+    d.finishedAt = this.clock.now();
     d.accepting = false;
     d.leaseOwner = null;
     d.leaseExpiresAt = 0;

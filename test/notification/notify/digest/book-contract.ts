@@ -6,12 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { CategoryConfig } from '../../../../services/notification/notify/config';
 import { CategoryConfigSchema } from '../../../../services/notification/notify/config';
-import type { DigestBook, DigestEvent } from '../../../../services/notification/notify/timing';
+import type { DigestEvent } from '../../../../services/notification/notify/timing';
+import type { DigestStore } from '../../../../services/notification/notify/digest';
 
 /** What a backend's test file provides. */
 export interface BookBackend {
   /** A book over these categories (the same storage each call). */
-  book(categories: readonly CategoryConfig[]): DigestBook;
+  book(categories: readonly CategoryConfig[]): DigestStore;
   /** The book's "now" (the database's on a database). */
   now(): Promise<Date>;
   /** Lets `ms` pass on the book's clock (a fake clock moves; a database waits). */
@@ -54,7 +55,7 @@ const plus = (d: Date, ms: number) => new Date(d.getTime() + ms);
 export function describeDigestBookContract(name: string, open: () => Promise<BookBackend>): void {
   describe(`${name}: digest book contract`, () => {
     let backend: BookBackend;
-    let book: DigestBook;
+    let book: DigestStore;
     // Each test has its own user, so tests never see each other's digests.
     let user: string;
     const ev = (at: Date, over: Partial<DigestEvent> = {}) => digestEvent(at, { userId: user, ...over });
@@ -261,6 +262,29 @@ export function describeDigestBookContract(name: string, open: () => Promise<Boo
       await book.eraseUser(user);
       expect(await book.get(mine.digestId)).toBeNull();
       expect(await book.get(other.digestId)).not.toBeNull();
+    });
+
+    it('purgeFinished deletes sent and cancelled digests finished before a time, oldest first, never open ones', async () => {
+      const now = await backend.now();
+      const sent = [ev(now, { key: 'p' }), ev(now, { key: 'p' }), ev(now, { key: 'p' })];
+      for (const e of sent) await book.add(e);
+      const [taken] = (await claimAll()).filter((d) => d.userId === user);
+      await book.finish(taken!.id, 'runner-a', 'm', null);
+      const cancelledEvent = ev(now, { key: 'c' });
+      const cancelled = await book.add(cancelledEvent);
+      await book.removeNotification(cancelledEvent.notificationId);
+      const open = await book.add(ev(now, { key: 'o' }));
+      await backend.pass(20);
+      const cutoff = await backend.now();
+      expect(await book.purgeFinished(new Date(now.getTime() - HOUR), 100)).toBe(0);
+      let purged = 0;
+      for (let n; (n = await book.purgeFinished(cutoff, 1)) > 0;) purged += n;
+      expect(purged).toBeGreaterThanOrEqual(2);
+      expect(await book.get(taken!.id)).toBeNull();
+      expect(await book.get(cancelled.digestId)).toBeNull();
+      expect((await book.get(open.digestId))?.status).toBe('open');
+      // The events went with their digest: the notification may be digested again.
+      expect((await book.add(sent[0]!)).digestId).not.toBe(taken!.id);
     });
 
     it('get of an unknown digest is null', async () => {
