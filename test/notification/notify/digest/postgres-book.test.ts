@@ -182,6 +182,24 @@ describe('DatabaseDigestBook on PostgreSQL: two replicas at once', () => {
     }
   });
 
+  it('across a restart (the pool closed, a new book on a new pool) the open digest takes the next events and is claimed once', async () => {
+    const user = `user-${randomUUID()}`;
+    const now = await dbNow();
+    const before = await db.pool();
+    const old = new DatabaseDigestBook({ knex: before, categories });
+    const first = await old.add(digestEvent(now, { userId: user, category: 'burst' }));
+    await before.destroy();
+    const after = new DatabaseDigestBook({ knex: await db.pool(), categories });
+    for (let i = 1; i < 4; i++) {
+      expect(
+        (await after.add(digestEvent(new Date(now.getTime() + i), { userId: user, category: 'burst' })))
+          .digestId,
+      ).toBe(first.digestId);
+    }
+    const taken = (await after.claimDue('runner-new', 60_000, 100)).filter((d) => d.userId === user);
+    expect(taken.map((d) => [d.id, d.events.length])).toEqual([[first.digestId, 4]]);
+  });
+
   it('a digest is taken by one replica at a time; its expired lease is taken again by the other', async () => {
     const user = `user-${randomUUID()}`;
     const now = await dbNow();
