@@ -7,6 +7,7 @@
  */
 import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { cutText } from '../../../shared/text/cut';
 import { decodeTextKeyToken, encodeTextKeyToken } from '../../../shared/storage/keyset-token';
 import { pageSize } from '../../../shared/storage/page-size';
 import { NOTIFY_CHANNELS, type NotifyChannel, type NotifyConfig } from '../notify/config';
@@ -90,7 +91,7 @@ function checkDigestChannel(
   if (!cat) {
     const names = notify.categories.map((c) => c.name);
     throw new InvalidArgumentError(
-      `unknown category ${JSON.stringify(name.slice(0, 64))} (of the digest template ${category.slice(0, 72)}): the configured categories are ${
+      `unknown category ${JSON.stringify(cutText(name, 64))} (of the digest template ${cutText(category, 72)}): the configured categories are ${
         names.length ? names.join(', ') : '(none: set notify.categories)'
       }`,
       'category',
@@ -105,7 +106,7 @@ function checkDigestChannel(
   }
   if (!digested.includes(channel)) {
     throw new InvalidArgumentError(
-      `the category ${name} does not digest ${channel.slice(0, 16)} (its digests: ${digested.join(', ')})`,
+      `the category ${name} does not digest ${cutText(channel, 16)} (its digests: ${digested.join(', ')})`,
       'channel',
     );
   }

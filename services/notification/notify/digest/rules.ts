@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../../../../shared/errors';
+import { textLength, wellFormed } from '../../../../shared/text/cut';
 import type { CategoryConfig, DigestConfig } from '../config';
 import type { DigestEvent } from '../timing';
 
@@ -43,15 +44,25 @@ export class DigestRules {
   }
 }
 
-/** The key as stored: itself, or `sha256:<hex>` past {@link MAX_STORED_KEY_CHARS} characters. */
+/**
+ * The key as stored: itself, or `sha256:<hex>` past {@link MAX_STORED_KEY_CHARS} characters (code
+ * points) or when it holds a lone surrogate (hashed over its UTF-16 code units, so two such keys never
+ * meet as the same U+FFFD text).
+ */
 export function storedKey(key: string): string {
-  if ([...key].length <= MAX_STORED_KEY_CHARS) return key;
+  if (wellFormed(key) !== key) {
+    return `sha256:${createHash('sha256').update(Buffer.from(key, 'utf16le')).digest('hex')}`;
+  }
+  if (textLength(key, 'code_point') <= MAX_STORED_KEY_CHARS) return key;
   return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`;
 }
 
 /** The event's data as JSON and its size; INVALID_ARGUMENT past {@link MAX_EVENT_DATA_BYTES}. */
 export function eventData(event: DigestEvent): { json: string; bytes: number } {
-  const json = JSON.stringify(event.data ?? {});
+  // A lone surrogate in a string would be written as `\ud83d`, which jsonb refuses: U+FFFD instead.
+  const json = JSON.stringify(event.data ?? {}, (_key, value: unknown) =>
+    typeof value === 'string' ? wellFormed(value) : value,
+  );
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_EVENT_DATA_BYTES) {
     throw new InvalidArgumentError(

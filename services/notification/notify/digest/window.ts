@@ -17,6 +17,7 @@
  *    `now`: a late event joins the next digest instead of going out alone at once.
  */
 import { InvalidArgumentError } from '../../../../shared/errors';
+import { cutText } from '../../../../shared/text/cut';
 import type { DigestConfig } from '../config';
 
 /** A digest window, `[start, end)`. */
@@ -143,7 +144,7 @@ function formatOf(timeZone: string): Intl.DateTimeFormat {
       });
     } catch {
       throw new InvalidArgumentError(
-        `time_zone must be an IANA time zone such as Europe/Madrid: ${JSON.stringify(timeZone.slice(0, 64))}`,
+        `time_zone must be an IANA time zone such as Europe/Madrid: ${JSON.stringify(cutText(timeZone, 64))}`,
         'time_zone',
       );
     }

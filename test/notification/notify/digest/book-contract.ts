@@ -315,6 +315,28 @@ export function describeDigestBookContract(name: string, open: () => Promise<Boo
       expect(a2.digestId).toBe(a.digestId);
     });
 
+    it('takes event data of exactly 64 KiB as JSON and refuses one byte more', async () => {
+      const now = await backend.now();
+      const exact = { t: '😀'.repeat((64 * 1024 - 8) / 4) }; // {"t":""} is 8 bytes, an emoji 4
+      expect(Buffer.byteLength(JSON.stringify(exact))).toBe(64 * 1024);
+      const { digestId } = await book.add(ev(now, { category: 'tiny', data: exact }));
+      expect((await book.get(digestId))?.count).toBe(1);
+      await expect(book.add(ev(now, { category: 'tiny', data: { t: `${exact.t}x` } }))).rejects.toMatchObject(
+        { code: 'INVALID_ARGUMENT', field: 'data' },
+      );
+    });
+
+    it('a lone surrogate in data is stored as U+FFFD, and keys with lone surrogates stay apart', async () => {
+      const now = await backend.now();
+      const a = await book.add(ev(now, { key: 'k\ud83d', data: { text: 'cut \ud83d' } }));
+      const b = await book.add(ev(now, { key: 'k\ud83e' }));
+      expect(b.digestId).not.toBe(a.digestId);
+      await backend.pass(10);
+      for (let i = 0; i < 2; i++) await book.add(ev(now, { key: 'k\ud83d' }));
+      const [taken] = (await claimAll()).filter((d) => d.id === a.digestId);
+      expect(taken!.events[0]!.data).toEqual({ text: 'cut \ufffd' });
+    });
+
     it('refuses event data over 64 KiB and a category without a digest with INVALID_ARGUMENT', async () => {
       const now = await backend.now();
       await expect(book.add(ev(now, { data: { text: 'x'.repeat(64 * 1024) } }))).rejects.toMatchObject({
