@@ -3,13 +3,21 @@
  * digests, rendered with `data.events` and `data.count`; accepted by the catalog and by templates:sync
  * (a folder named `<name>.digest`), refused with INVALID_ARGUMENT otherwise.
  */
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { NotifyConfigSchema } from '../../../services/notification/notify/config';
 import { digestTemplateData } from '../../../services/notification/notify/digest';
 import { syncTemplates } from '../../../services/notification/templates/sync';
+import { DatabaseTemplateStore } from '../../../services/notification/templates/database-store';
+import { silentLogger } from '../../../shared/logging/logger';
+import { openDatabase } from '../../../shared/storage/database';
+import { createTestDatabase } from '../../support/database';
 import { buildTemplates, errorOf } from './support';
+
+const ROOT = join(__dirname, '..', '..', '..');
 
 const NOTIFY = NotifyConfigSchema.parse({
   default_locale: 'en',
@@ -123,6 +131,47 @@ describe('digest templates', () => {
       expect((await t.catalog.get('comments.digest', 'email', 'en')).content.html).toBe(HTML);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm run templates:sync with a digest template (the built command, real PostgreSQL)', () => {
+  it('writes comments.digest/email.en.*.liquid as the digest template of comments', async () => {
+    const db = await createTestDatabase('digestsync');
+    const dir = await mkdtemp(join(tmpdir(), 'tpl-digest-cmd-'));
+    try {
+      await mkdir(join(dir, 'comments.digest'));
+      await writeFile(join(dir, 'comments.digest/email.en.subject.liquid'), '{{ data.count }} new comments');
+      await writeFile(join(dir, 'comments.digest/email.en.html.liquid'), HTML);
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [join(ROOT, 'dist/services/notification/templates-sync.js'), dir],
+        {
+          env: {
+            ...process.env,
+            NODE_OPTIONS: '',
+            SVC_NOTIFICATION__DATABASE__URL: db.url,
+            SVC_NOTIFICATION__NOTIFY__CATEGORIES: JSON.stringify([
+              { name: 'comments', channels: ['inbox', 'email'], digest: { email: { window: '15m' } } },
+            ]),
+          },
+        },
+      );
+      expect(stdout).toContain('created   comments.digest/email/en');
+      const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 1 }, silentLogger());
+      try {
+        const stored = await new DatabaseTemplateStore(knex).get({
+          category: 'comments.digest',
+          channel: 'email',
+          locale: 'en',
+        });
+        expect(stored?.content.html).toBe(HTML);
+      } finally {
+        await knex.destroy();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await db.drop();
     }
   });
 });
