@@ -24,6 +24,7 @@ import { runPushBench } from './push.bench';
 import { runMonitorIngestBench } from './monitor-ingest.bench';
 import { runTemplatesBench } from './templates.bench';
 import { runNotifyBench } from './notify.bench';
+import { runDigestBench } from './digest.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -109,6 +110,20 @@ const suites: Suite[] = [
   { name: 'notify-templates', run: () => runTemplatesBench() },
   // Notify to one user (inbox, email, SMS) against the three calls made directly; a topic of 10,000.
   { name: 'notify', run: () => runNotifyBench() },
+  // Digests (issue 26): events/s into open digests on PostgreSQL against plain inserts of the same rows.
+  {
+    name: 'notify-digest',
+    async run() {
+      const url = process.env.TEST_DATABASE_URL;
+      if (url) return runDigestBench(url);
+      const cluster = await startCluster();
+      try {
+        return await runDigestBench(cluster.url);
+      } finally {
+        cluster.stop();
+      }
+    },
+  },
 ];
 
 function fmt(n: number): string {

@@ -56,6 +56,8 @@ export interface DigestEvent {
   occurredAt: Date;
   /** The event's data, as the digest template reads it (`events[i].data`). */
   data: Record<string, unknown>;
+  /** The user's IANA time zone, for a `daily_at` window (absent or '': UTC). */
+  timeZone?: string;
 }
 
 /** A digest taken for sending. */

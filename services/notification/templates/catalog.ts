@@ -7,6 +7,7 @@
  */
 import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { cutText } from '../../../shared/text/cut';
 import { decodeTextKeyToken, encodeTextKeyToken } from '../../../shared/storage/keyset-token';
 import { pageSize } from '../../../shared/storage/page-size';
 import { NOTIFY_CHANNELS, type NotifyChannel, type NotifyConfig } from '../notify/config';
@@ -44,12 +45,19 @@ export interface TemplateCatalogDeps {
   clock?: Clock;
 }
 
-/** Checks a category and channel against `notify.categories` (shared with the renderer). */
+/** The suffix of a digest template's category: `comments.digest` is the digest of `comments`. */
+export const DIGEST_TEMPLATE_SUFFIX = '.digest';
+
+/**
+ * Checks a category and channel against `notify.categories` (shared with the renderer). A digest
+ * template's category `<name>.digest` needs `<name>` configured with a digest for the channel.
+ */
 export function checkCategoryChannel(
   notify: Pick<NotifyConfig, 'categories'>,
   category: string,
   channel: string,
 ): NotifyChannel {
+  if (category.endsWith(DIGEST_TEMPLATE_SUFFIX)) return checkDigestChannel(notify, category, channel);
   const cat = notify.categories.find((c) => c.name === category);
   if (!cat) {
     const names = notify.categories.map((c) => c.name);
@@ -66,6 +74,39 @@ export function checkCategoryChannel(
   if (!cat.channels.includes(channel as NotifyChannel)) {
     throw new InvalidArgumentError(
       `the category ${category} does not use the ${channel} channel (it uses ${cat.channels.join(', ')})`,
+      'channel',
+    );
+  }
+  return channel as NotifyChannel;
+}
+
+/** A digest template's category and channel: `<name>` configured, digesting `channel`. */
+function checkDigestChannel(
+  notify: Pick<NotifyConfig, 'categories'>,
+  category: string,
+  channel: string,
+): NotifyChannel {
+  const name = category.slice(0, -DIGEST_TEMPLATE_SUFFIX.length);
+  const cat = notify.categories.find((c) => c.name === name);
+  if (!cat) {
+    const names = notify.categories.map((c) => c.name);
+    throw new InvalidArgumentError(
+      `unknown category ${JSON.stringify(cutText(name, 64))} (of the digest template ${cutText(category, 72)}): the configured categories are ${
+        names.length ? names.join(', ') : '(none: set notify.categories)'
+      }`,
+      'category',
+    );
+  }
+  const digested = Object.keys(cat.digest ?? {});
+  if (digested.length === 0) {
+    throw new InvalidArgumentError(
+      `the category ${name} has no digest (notify.categories[].digest)`,
+      'category',
+    );
+  }
+  if (!digested.includes(channel)) {
+    throw new InvalidArgumentError(
+      `the category ${name} does not digest ${cutText(channel, 16)} (its digests: ${digested.join(', ')})`,
       'channel',
     );
   }
