@@ -35,6 +35,8 @@ import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
 import { NotificationClient } from './notification/notification-client';
 import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metrics';
+import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
+import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from './migrations';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -48,11 +50,18 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The monitor's database, or undefined with `database.store_backend: memory`. */
+  readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
   pullMetrics?: PullMetricsBackend;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
+
+/** Every migration set of the monitor, in order: run at start and by `npm run migrate`. */
+export const MONITOR_MIGRATION_SETS: readonly MigrationSet[] = [
+  { migrations: monitorMigrations, tableName: MONITOR_MIGRATIONS_TABLE },
+];
 
 /** Parts a caller may supply instead of the ones built from the config (tests). */
 export interface MonitorAppParts {
@@ -92,6 +101,15 @@ async function assembleMonitorApp(
     errorTracking: config.error_tracking,
     environment: config.environment,
   });
+
+  // --- storage (issue 27, M1): the one database of the monitor, opened once, every migration run,
+  // handed to the areas; nothing is opened with `database.store_backend: memory`. ---
+  const storage =
+    config.database.store_backend === 'database'
+      ? await lifecycle.storage('database', () =>
+          openStorage(config.database, MONITOR_MIGRATION_SETS, logger),
+        )
+      : undefined;
 
   // The areas behind the RPCs. Each area section below builds its part, registers what must start
   // and stop with the lifecycle, and adds itself to `deps`.
@@ -149,17 +167,10 @@ async function assembleMonitorApp(
   // `backend_type: pull_metrics`: the monitor's registry (its own metrics and the ingested series) is
   // also served on the backend's own port, behind the same `metrics.auth_token` as `/metrics`, and
   // pushed to `push_gateway_url`. Process metrics are in the registry already when `/metrics` is on.
-  // `store_in_db` needs a database, which the monitor does not keep: the start fails saying so.
-  // (A root that keeps one runs `pullMetricsMigrations(metrics_table)` from shared/monitoring/migrations
-  // with its migration runner before the backend starts: shared/monitoring/README.md, "Backends".)
-  // The monitor keeps no database: `database` is accepted so older files still load, and not read.
-  if (config.database.url !== '') {
-    logger.warn(
-      { key: 'monitor.database.url' },
-      'monitor.database is not read: the monitor keeps no database (the section is accepted so older files still load)',
-    );
-  }
-
+  // `store_in_db` needs a database of the backend's own, which the monitor does not hand it: the
+  // start fails saying so. (A root that does runs `pullMetricsMigrations(metrics_table)` from
+  // shared/monitoring/migrations with its migration runner before the backend starts:
+  // shared/monitoring/README.md, "Backends".)
   let pullMetrics: PullMetricsBackend | undefined;
   if (config.backend_type === 'pull_metrics') {
     const backend = new PullMetricsBackend({
@@ -281,6 +292,7 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    storage,
     pullMetrics,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
