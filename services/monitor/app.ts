@@ -37,6 +37,10 @@ import { NotificationClient } from './notification/notification-client';
 import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metrics';
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from './migrations';
+import { MONITOR_JOBS_TABLE } from './migrations/20261128500000_monitor_state';
+import { DatabaseJobLease, InProcessJobLease, type JobLease } from '../../shared/storage/periodic-job';
+import { MemorySloStateStore } from './slo/store';
+import { DatabaseSloStateStore } from './slo/database-store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -110,6 +114,11 @@ async function assembleMonitorApp(
           openStorage(config.database, MONITOR_MIGRATION_SETS, logger),
         )
       : undefined;
+  // Each periodic job (an SLO evaluation, a target's probe round) runs once per interval across the
+  // replicas sharing the database, measured on the database's clock; in memory, in this process.
+  const jobLease: JobLease = storage
+    ? new DatabaseJobLease(storage.knex, { table: MONITOR_JOBS_TABLE, clock: 'database', logger })
+    : new InProcessJobLease();
 
   // The areas behind the RPCs. Each area section below builds its part, registers what must start
   // and stop with the lifecycle, and adds itself to `deps`.
@@ -208,12 +217,25 @@ async function assembleMonitorApp(
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
   const slo = await lifecycle.area(
     'slo',
-    new SloArea({ config: config.slo, alertDispatcher: alertHub, collector, logger }),
+    new SloArea({
+      config: config.slo,
+      alertDispatcher: alertHub,
+      collector,
+      logger,
+      // SLOs registered by RPC and their samples: in the database (they survive a restart and the
+      // replicas share them), or in memory.
+      store: storage ? new DatabaseSloStateStore(storage.knex) : new MemorySloStateStore(),
+    }),
   );
   lifecycle.worker(
     'slo-evaluator',
     new SloEvaluationWorker({
-      evaluate: () => slo.evaluate(true),
+      // Over every replica's samples; the purge of samples past their window goes with it.
+      evaluate: async () => {
+        await slo.evaluateNow(true);
+        await slo.purge();
+      },
+      lease: jobLease,
       intervalSeconds: config.slo.evaluation_interval_seconds,
       collector,
       logger,
@@ -259,7 +281,11 @@ async function assembleMonitorApp(
   // streams end when the server's shutdown begins.
   const statusSource: StatusSource = parts.statusSource ?? {
     targets: () => targets.states(),
-    slos: () => slo.statuses(),
+    slos: () => {
+      // The figures of the last refresh; the next read sees the other replicas' samples too.
+      slo.refreshSoon();
+      return slo.statuses();
+    },
     recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
     onAlert: (listener) => alertHub.subscribe(listener),

@@ -241,6 +241,22 @@ export class SLOMonitor {
   }
 
   /**
+   * Replaces the samples kept for `metric` with `valuesMs` (oldest first), each recorded `agesMs[i]`
+   * ms ago: for a monitor whose samples live in a store shared by replicas, loaded before it reads.
+   * Beyond `maxSamplesPerMetric` the newest are kept. Returns false, keeping nothing, when no
+   * registered SLO reads the metric. Values are trusted (the store kept only checked ones).
+   */
+  replaceSamples(metric: string, valuesMs: ArrayLike<number>, agesMs: ArrayLike<number>): boolean {
+    const ring = this.samples.get(metric);
+    if (!ring) return false;
+    ring.clear();
+    const now = this.clock.monotonic();
+    for (let i = Math.max(0, valuesMs.length - ring.capacity); i < valuesMs.length; i++)
+      ring.push(valuesMs[i]!, now - (agesMs[i] ?? 0));
+    return true;
+  }
+
+  /**
    * Records events of a ratio SLO: `good` of `total` succeeded. Returns false for an unregistered
    * name. Counts must be integers with 0 <= good <= total.
    */

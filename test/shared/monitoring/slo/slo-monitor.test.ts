@@ -121,6 +121,22 @@ describe('SLOMonitor', () => {
     ]);
   });
 
+  it("replaceSamples puts a store's samples in place of the kept ones, placed in time by their ages", () => {
+    const { m } = monitor({ maxSamplesPerMetric: 3 });
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 5);
+    // Oldest first: 1000 ms recorded 301 s ago (outside the 300 s window), then two inside it.
+    expect(m.replaceSamples('checkout.latency', [1000, 600, 700], [301_000, 2000, 0])).toBe(true);
+    expect(m.sampleCount('checkout.latency')).toBe(3);
+    const [status] = m.latencyStatuses();
+    expect(status).toMatchObject({ samples: 2, measuredMs: 700 });
+    // More than the ring holds: the newest are kept; a metric no SLO reads keeps nothing.
+    m.replaceSamples('checkout.latency', [1, 2, 3, 4], [3, 2, 1, 0]);
+    expect(m.latencyStatuses()[0]).toMatchObject({ samples: 3, measuredMs: 4 });
+    expect(m.replaceSamples('unread.metric', [1], [0])).toBe(false);
+    expect(m.sampleCount('unread.metric')).toBe(0);
+  });
+
   it('ignores samples older than the window', () => {
     const { m, clock } = monitor();
     m.register(new SLO(base));

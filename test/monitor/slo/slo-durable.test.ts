@@ -1,0 +1,137 @@
+/**
+ * SLOs registered by RPC and their samples are kept in the monitor's database (issue 27): they
+ * survive a restart, and monitors sharing one PostgreSQL answer for each other's writes. Config
+ * objectives stay config.
+ */
+import { Code, ConnectError } from '@connectrpc/connect';
+import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { createTestDatabase } from '../../support/database';
+import type { MonitorConfigInput } from '../../../services/monitor/config';
+import { SloArea } from '../../../services/monitor/slo/slo-area';
+import { MemorySloStateStore } from '../../../services/monitor/slo/store';
+import { loadMonitorConfig } from '../../../services/monitor/config';
+import { ManualClock } from '../../support/manual-clock';
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const running: RunningMonitorApp[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('mon_slo_durable');
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function start(overrides: MonitorConfigInput = {}): Promise<RunningMonitorApp> {
+  const m = await startMonitorApp({ ...overrides, database: { url: db.url, store_backend: 'database' } });
+  running.push(m);
+  return m;
+}
+
+async function stop(m: RunningMonitorApp): Promise<void> {
+  running.splice(running.indexOf(m), 1);
+  await m.close();
+}
+
+const slo = (name: string, metric: string) => ({
+  name,
+  metric,
+  percentile: 0.99,
+  thresholdMs: 250,
+  window: { seconds: 600n },
+  description: 'Zahlung 💳 결제 دفع',
+});
+
+describe('SLOs in the monitor database', () => {
+  it('an SLO registered by RPC and its samples survive a restart of the monitor', async () => {
+    const a = await start();
+    await a.monitorConnect.registerSlo({ slo: slo('restart-p99', 'restart.latency') });
+    expect(
+      (await a.monitorConnect.recordSloSamples({ metric: 'restart.latency', valuesMs: [100, 900] })).accepted,
+    ).toBe(2);
+    await stop(a);
+
+    const b = await start();
+    const listed = (await b.monitorConnect.listSlos({})).slos.find((s) => s.name === 'restart-p99');
+    expect(listed).toMatchObject({
+      metric: 'restart.latency',
+      thresholdMs: 250,
+      description: 'Zahlung 💳 결제 دفع',
+    });
+    const evaluated = await b.monitorConnect.evaluateSlos({ dispatch: false });
+    const result = evaluated.violations.find((r) => r.slo?.name === 'restart-p99');
+    expect(result).toMatchObject({ measuredValue: 900 });
+  });
+
+  it('monitors on one database answer for each other: register on one, record on the other, evaluate on the first', async () => {
+    const a = await start();
+    const b = await start();
+    await a.monitorConnect.registerSlo({ slo: slo('replica-p99', 'replica.latency') });
+    expect((await b.monitorConnect.listSlos({})).slos.map((s) => s.name)).toContain('replica-p99');
+    // b learns of the SLO from the database, so it keeps the samples.
+    expect(
+      (await b.monitorConnect.recordSloSamples({ metric: 'replica.latency', valuesMs: [1000] })).accepted,
+    ).toBe(1);
+    const result = (await a.monitorConnect.evaluateSlos({ dispatch: false })).violations.find(
+      (r) => r.slo?.name === 'replica-p99',
+    );
+    expect(result).toMatchObject({ measuredValue: 1000 });
+    // The name is taken for every replica.
+    const err = await b.monitorConnect
+      .registerSlo({ slo: slo('replica-p99', 'other') })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.AlreadyExists);
+  });
+
+  it('a config objective with the name of a stored SLO wins; the stored one is not listed twice', async () => {
+    const a = await start();
+    await a.monitorConnect.registerSlo({ slo: slo('shadowed-p99', 'shadowed.latency') });
+    await stop(a);
+    const b = await start({
+      slo: { objectives: [{ name: 'shadowed-p99', metric: 'shadowed.latency', threshold_ms: 4000 }] },
+    });
+    const listed = (await b.monitorConnect.listSlos({})).slos.filter((s) => s.name === 'shadowed-p99');
+    expect(listed).toHaveLength(1);
+    expect(listed[0]!.thresholdMs).toBe(4000);
+  });
+});
+
+describe('SloArea with a store', () => {
+  it('purges the stored samples past the longest window of the SLOs reading their metric', async () => {
+    const clock = new ManualClock();
+    const store = new MemorySloStateStore(clock);
+    const config = loadMonitorConfig({}, { env: {}, file: null }).slo;
+    const area = new SloArea({
+      config,
+      alertDispatcher: { sendAlert: async () => undefined, sendMetricAlert: async () => undefined },
+      clock,
+      store,
+    });
+    await area.start();
+    await area.registerSlo({
+      name: 'short',
+      metric: 'm',
+      percentile: 0.9,
+      thresholdMs: 10,
+      windowSeconds: 60,
+    });
+    await area.registerSlo({
+      name: 'long',
+      metric: 'm',
+      percentile: 0.9,
+      thresholdMs: 10,
+      windowSeconds: 120,
+    });
+    await area.record('m', [1]);
+    clock.advance(100_000);
+    await area.record('m', [2]);
+    // 100 s old: inside the longer window, so kept.
+    expect(await area.purge()).toBe(0);
+    clock.advance(30_000);
+    expect(await area.purge()).toBe(1);
+    expect(Array.from((await store.windowSamples('m', 3600, 10)).valuesMs)).toEqual([2]);
+  });
+});
