@@ -41,6 +41,7 @@ import { MONITOR_JOBS_TABLE } from './migrations/20261128500000_monitor_state';
 import { DatabaseJobLease, InProcessJobLease, type JobLease } from '../../shared/storage/periodic-job';
 import { MemorySloStateStore } from './slo/store';
 import { DatabaseSloStateStore } from './slo/database-store';
+import { DatabaseTargetStateStore } from './targets/store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -249,13 +250,16 @@ async function assembleMonitorApp(
     alerts: alertHub,
     collector,
     logger,
+    // Target state in the database (survives a restart; replicas probe once per interval between
+    // them and show what the prober found); in memory, this process probes every round.
+    ...(storage ? { store: new DatabaseTargetStateStore(storage.knex), lease: jobLease } : {}),
   });
   lifecycle.worker('targets', {
-    start: () => {
+    start: async () => {
       // The health checker is built below with the server; workers start before observability, so
       // the target checks are in place before readiness is first polled.
       targets.addHealthChecks(observability.checker);
-      targets.start();
+      await targets.start();
     },
     stop: () => targets.stop(),
   });
