@@ -11,6 +11,8 @@ import { SloArea } from '../../../services/monitor/slo/slo-area';
 import { MemorySloStateStore } from '../../../services/monitor/slo/store';
 import { loadMonitorConfig } from '../../../services/monitor/config';
 import { ManualClock } from '../../support/manual-clock';
+import { listen } from '../../shared/monitoring/helpers';
+import { waitFor } from '../../support/wait';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 const running: RunningMonitorApp[] = [];
@@ -96,6 +98,43 @@ describe('SLOs in the monitor database', () => {
     const listed = (await b.monitorConnect.listSlos({})).slos.filter((s) => s.name === 'shadowed-p99');
     expect(listed).toHaveLength(1);
     expect(listed[0]!.thresholdMs).toBe(4000);
+  });
+});
+
+describe('the SLO evaluator on two monitors sharing one database', () => {
+  it('runs once per interval between them: one alert per interval reaches the webhook, not two', async () => {
+    const posts: number[] = [];
+    const hook = await listen((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        posts.push(Date.now());
+        res.end();
+      });
+    });
+    try {
+      const config: MonitorConfigInput = {
+        // Every evaluation of a violated SLO sends (no suppression): one alert per evaluation.
+        slo: { evaluation_interval_seconds: 1, suppression_window_seconds: 0 },
+        alerts: {
+          channels: [
+            { name: 'hook', type: 'webhook', tiers: ['P0_PAGE'], webhook: { url: `${hook.url}/in` } },
+          ],
+        },
+      };
+      const a = await start(config);
+      await start(config);
+      await a.monitorConnect.registerSlo({ slo: { ...slo('lease-p99', 'lease.latency'), tier: 'P0_PAGE' } });
+      await a.monitorConnect.recordSloSamples({ metric: 'lease.latency', valuesMs: [5000] });
+      await waitFor(() => posts.length >= 4, 'four evaluations with an alert', 30_000);
+      // Each monitor evaluating on its own would send two alerts per interval, close together; under
+      // the lease consecutive evaluations are at least 0.9 s apart on the database's clock (half a
+      // second leaves room for a slow machine).
+      const gaps = posts.slice(1).map((t, i) => t - posts[i]!);
+      expect(Math.min(...gaps)).toBeGreaterThan(500);
+    } finally {
+      await Promise.all(running.splice(0).map((r) => r.close()));
+      await hook.close();
+    }
   });
 });
 
