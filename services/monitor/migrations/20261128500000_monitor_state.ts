@@ -30,6 +30,14 @@ export async function up(knex: Knex): Promise<void> {
   )`);
   await knex.raw('CREATE INDEX monitor_slo_samples_metric_time ON monitor_slo_samples (metric, recorded_at)');
   await knex.raw('CREATE INDEX monitor_slo_samples_metric_id ON monitor_slo_samples (metric, id)');
+  // The last alert per SLO suppression key (an SLO's name, or its name and rule), shared by the
+  // replicas so a violation is sent once per suppression window between them; `previous_sent_at` is
+  // what a failed send restores.
+  await knex.raw(`CREATE TABLE monitor_slo_alerts (
+    key text PRIMARY KEY,
+    last_sent_at timestamptz NOT NULL,
+    previous_sent_at timestamptz
+  )`);
   // The last known state of each watched target, by the target's configured name.
   await knex.raw(`CREATE TABLE monitor_target_states (
     name text PRIMARY KEY,
@@ -46,6 +54,12 @@ export async function up(knex: Knex): Promise<void> {
 
 /** Drops them. */
 export async function down(knex: Knex): Promise<void> {
-  for (const table of [MONITOR_JOBS_TABLE, 'monitor_target_states', 'monitor_slo_samples', 'monitor_slos'])
+  for (const table of [
+    MONITOR_JOBS_TABLE,
+    'monitor_target_states',
+    'monitor_slo_alerts',
+    'monitor_slo_samples',
+    'monitor_slos',
+  ])
     await knex.schema.dropTableIfExists(table);
 }

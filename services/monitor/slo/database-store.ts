@@ -18,6 +18,11 @@ function rows<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
+/** A suppression key as text PostgreSQL keeps (it holds no NUL; SLO names hold no control character). */
+function dbKey(key: string): string {
+  return key.replace(/\u0000/g, '\n');
+}
+
 /** SLOs and samples in the monitor's database. */
 export class DatabaseSloStateStore implements SloStateStore {
   private readonly clock: Clock | 'database';
@@ -87,6 +92,30 @@ export class DatabaseSloStateStore implements SloStateStore {
       valuesMs: Float64Array.from(list, (r) => Number(r.value_ms)),
       agesMs: Float64Array.from(list, (r) => Math.max(0, Number(r.age_ms))),
     };
+  }
+
+  async reserve(key: string, windowMs: number): Promise<boolean> {
+    const now = this.now();
+    const result = await this.knex.raw(
+      `INSERT INTO monitor_slo_alerts AS a (key, last_sent_at) VALUES (?, ?)
+       ON CONFLICT (key) DO UPDATE SET previous_sent_at = a.last_sent_at, last_sent_at = EXCLUDED.last_sent_at
+        WHERE a.last_sent_at <= EXCLUDED.last_sent_at - (? * interval '1 millisecond')
+       RETURNING key`,
+      [dbKey(key), now, windowMs],
+    );
+    return rows(result).length === 1;
+  }
+
+  async release(key: string): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx.raw('DELETE FROM monitor_slo_alerts WHERE key = ? AND previous_sent_at IS NULL', [
+        dbKey(key),
+      ]);
+      await trx.raw(
+        'UPDATE monitor_slo_alerts SET last_sent_at = previous_sent_at, previous_sent_at = NULL WHERE key = ?',
+        [dbKey(key)],
+      );
+    });
   }
 
   async purgeSamples(windows: ReadonlyMap<string, number>): Promise<number> {

@@ -236,6 +236,8 @@ export class SloArea {
       alertDispatcher: options.alertDispatcher,
       logger: this.logger,
       clock: options.clock,
+      // With a store, the last alert per SLO is kept there: replicas share the suppression window.
+      suppressionLedger: options.store,
     });
     const c = options.collector;
     // One series per SLO and gauge: bounded by max_slos, since SLOs are never removed.

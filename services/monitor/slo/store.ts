@@ -7,6 +7,7 @@
  */
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import type { SloDefinition } from './slo-area';
+import type { SLOSuppressionLedger } from '../../../shared/monitoring/slo/monitor';
 
 /** Samples of one metric as a store returns them: oldest first, each with its age in ms. */
 export interface StoredSamples {
@@ -14,8 +15,11 @@ export interface StoredSamples {
   agesMs: Float64Array;
 }
 
-/** The SLO area's durable state. Stores trust their input: validation belongs to the area. */
-export interface SloStateStore {
+/**
+ * The SLO area's durable state. Stores trust their input: validation belongs to the area. A store is
+ * also the suppression ledger of the area's SLOMonitor: the last alert per SLO, shared by replicas.
+ */
+export interface SloStateStore extends SLOSuppressionLedger {
   /** Keeps an SLO registered by RPC; false (nothing written) when its name is taken. */
   addSlo(def: SloDefinition): Promise<boolean>;
   /** Every kept SLO, by name. */
@@ -40,6 +44,7 @@ interface Sample {
 export class MemorySloStateStore implements SloStateStore {
   private readonly slos = new Map<string, SloDefinition>();
   private readonly samples = new Map<string, Sample[]>();
+  private readonly alerts = new Map<string, { last: number; previous: number | null }>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -69,6 +74,21 @@ export class MemorySloStateStore implements SloStateStore {
       valuesMs: Float64Array.from(inWindow, (s) => s.value),
       agesMs: Float64Array.from(inWindow, (s) => now - s.at),
     };
+  }
+
+  async reserve(key: string, windowMs: number): Promise<boolean> {
+    const now = this.clock.now();
+    const sent = this.alerts.get(key);
+    if (sent && now - sent.last < windowMs) return false;
+    this.alerts.set(key, { last: now, previous: sent?.last ?? null });
+    return true;
+  }
+
+  async release(key: string): Promise<void> {
+    const sent = this.alerts.get(key);
+    if (!sent) return;
+    if (sent.previous === null) this.alerts.delete(key);
+    else this.alerts.set(key, { last: sent.previous, previous: null });
   }
 
   async purgeSamples(windows: ReadonlyMap<string, number>): Promise<number> {

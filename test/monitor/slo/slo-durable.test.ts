@@ -88,6 +88,20 @@ describe('SLOs in the monitor database', () => {
     expect(ConnectError.from(err).code).toBe(Code.AlreadyExists);
   });
 
+  it("an alert sent by one replica suppresses the same SLO's alert on the other within the window", async () => {
+    const a = await start();
+    const b = await start();
+    await a.monitorConnect.registerSlo({ slo: slo('suppressed-p99', 'suppressed.latency') });
+    await a.monitorConnect.recordSloSamples({ metric: 'suppressed.latency', valuesMs: [2000] });
+    const outcome = async (m: RunningMonitorApp) =>
+      (await m.monitorConnect.evaluateSlos({ dispatch: true })).violations.find(
+        (v) => v.slo?.name === 'suppressed-p99',
+      )?.suppressed;
+    expect(await outcome(a)).toBe(false);
+    expect(await outcome(b)).toBe(true);
+    expect(await outcome(a)).toBe(true);
+  });
+
   it('a config objective with the name of a stored SLO wins; the stored one is not listed twice', async () => {
     const a = await start();
     await a.monitorConnect.registerSlo({ slo: slo('shadowed-p99', 'shadowed.latency') });

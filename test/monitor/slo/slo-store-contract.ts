@@ -92,6 +92,25 @@ export function describeSloStoreContract(
       expect((await h.store.windowSamples(dropped, 3600, 100)).valuesMs.length).toBe(0);
     });
 
+    it('reserves one alert per key and window, and a released reservation restores the one before', async () => {
+      const key = `${metricName('alert')}\u0000page`;
+      expect(await h.store.reserve(key, 60_000)).toBe(true);
+      expect(await h.store.reserve(key, 60_000)).toBe(false);
+      clock.advance(59_999);
+      expect(await h.store.reserve(key, 60_000)).toBe(false);
+      clock.advance(1);
+      expect(await h.store.reserve(key, 60_000)).toBe(true);
+      // That send failed: the one before (60 s ago) counts again, as a longer window shows.
+      await h.store.release(key);
+      expect(await h.store.reserve(key, 90_000)).toBe(false);
+      expect(await h.store.reserve(key, 60_000)).toBe(true);
+      // A first reservation given back leaves nothing: the next one is taken at once.
+      const fresh = metricName('fresh');
+      expect(await h.store.reserve(fresh, 60_000)).toBe(true);
+      await h.store.release(fresh);
+      expect(await h.store.reserve(fresh, 60_000)).toBe(true);
+    });
+
     it('an empty batch writes nothing', async () => {
       const metric = metricName('empty');
       await h.store.addSamples(metric, [], 100);

@@ -438,3 +438,44 @@ describe('SLOMonitor.evaluateAndDispatchWithOutcomes', () => {
     expect(dispatcher.alerts).toHaveLength(1);
   });
 });
+
+describe('SLOMonitor with a suppression ledger', () => {
+  /** A ledger shared by two monitors, as the monitor's database is by its replicas. */
+  class SharedLedger {
+    readonly sent = new Map<string, number>();
+    released: string[] = [];
+    constructor(private readonly clock: FakeClock) {}
+    async reserve(key: string, windowMs: number): Promise<boolean> {
+      const last = this.sent.get(key);
+      if (last !== undefined && this.clock.now() - last < windowMs) return false;
+      this.sent.set(key, this.clock.now());
+      return true;
+    }
+    async release(key: string): Promise<void> {
+      this.released.push(key);
+      this.sent.delete(key);
+    }
+  }
+
+  it('two monitors on one ledger send one alert per window between them; a failed send gives the reservation back', async () => {
+    const clock = new FakeClock();
+    const ledger = new SharedLedger(clock);
+    const a = new RecordingDispatcher();
+    const b = new RecordingDispatcher();
+    const ma = new SLOMonitor({ clock, alertDispatcher: a, suppressionLedger: ledger });
+    const mb = new SLOMonitor({ clock, alertDispatcher: b, suppressionLedger: ledger });
+    for (const m of [ma, mb]) {
+      m.register(new SLO(base));
+      m.recordSample('checkout.latency', 600);
+    }
+    expect((await ma.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect((await mb.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['suppressed']);
+    clock.advance(300_000);
+    b.fail = true;
+    expect((await mb.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['failed']);
+    expect(ledger.released).toEqual(['checkout-p99']);
+    expect((await ma.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect(a.alerts).toHaveLength(2);
+    expect(b.alerts).toHaveLength(0);
+  });
+});
