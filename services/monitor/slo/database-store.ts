@@ -20,7 +20,7 @@ function rows<T>(result: unknown): T[] {
 
 /** A suppression key as text PostgreSQL keeps (it holds no NUL; SLO names hold no control character). */
 function dbKey(key: string): string {
-  return key.replace(/\u0000/g, '\n');
+  return key.split(String.fromCharCode(0)).join('\n');
 }
 
 /** SLOs and samples in the monitor's database. */
