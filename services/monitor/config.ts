@@ -169,7 +169,7 @@ export const MonitorConfigSchema = z
     /**
      * The monitor's database (SLOs registered by RPC and their samples, target state, job leases):
      * PostgreSQL at `url`, else the embedded PGlite in `data_dir`; `store_backend: memory` keeps
-     * everything in process instead (tests, throwaway runs). See services/monitor/README.md.
+     * everything in process instead (tests, throwaway runs). See README.md, "The monitor service".
      */
     database: MonitorDatabaseConfigSchema,
     metrics: MetricsConfigSchema,

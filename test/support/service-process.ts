@@ -66,10 +66,16 @@ export async function startServiceProcess(
   const main = ensureBuilt(name);
   const prefix = `SVC_${name.toUpperCase()}__`;
   // The monitor runs its default store (PGlite) in a data directory of its own per process, removed
-  // when it exits, so test files running at once never share ./data/monitor. A test that restarts a
-  // monitor on the same data passes SVC_MONITOR__DATABASE__DATA_DIR itself.
+  // when it exits, so test files running at once in the checkout never share ./data/monitor. A test
+  // that restarts a monitor on the same data passes SVC_MONITOR__DATABASE__DATA_DIR itself; one that
+  // gives a working directory of its own gets the real default, ./data/monitor under it.
   let ownDataDir: string | undefined;
-  if (name === 'monitor' && !env[`${prefix}DATABASE__DATA_DIR`] && !env[`${prefix}DATABASE__URL`]) {
+  if (
+    name === 'monitor' &&
+    options.cwd === undefined &&
+    !env[`${prefix}DATABASE__DATA_DIR`] &&
+    !env[`${prefix}DATABASE__URL`]
+  ) {
     ownDataDir = mkdtempSync(join(tmpdir(), 'monitor-data-'));
     env = { [`${prefix}DATABASE__DATA_DIR`]: ownDataDir, ...env };
   }
