@@ -308,6 +308,11 @@ export class SloArea {
     return slo;
   }
 
+  /** Waits for a refresh the status page started, so none is left running when the pool closes. */
+  async stop(): Promise<void> {
+    await this.refreshing;
+  }
+
   /**
    * RegisterSlo: checks the definition, then keeps it in the store (so it survives a restart and
    * every replica sees it) and registers it here. A name taken here, in the config or by another
