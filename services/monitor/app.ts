@@ -1,5 +1,6 @@
 /**
- * Wiring of the monitor service (the composition root): builds its areas from the config and serves
+ * Wiring of the monitor service (the composition root): opens its database once (unless
+ * `database.store_backend` is `memory`) and runs its migrations, builds its areas from the config and serves
  * them on the two ports, in the shared ServiceLifecycle's start and stop order. Its areas each have
  * a folder (ingest/, traces/, targets/, web/; see their READMEs); rpc/ puts them behind
  * MonitorService. Used by main.ts and by tests that run the service in-process.
@@ -115,6 +116,13 @@ async function assembleMonitorApp(
           openStorage(config.database, MONITOR_MIGRATION_SETS, logger),
         )
       : undefined;
+  if (!storage && config.database.url !== '') {
+    // A URL that is not used must not look used (the password is never logged: the key only).
+    logger.warn(
+      { key: 'monitor.database.url', store_backend: 'memory' },
+      'monitor.database.url is set but database.store_backend is memory: the monitor keeps nothing in that database',
+    );
+  }
   // Each periodic job (an SLO evaluation, a target's probe round) runs once per interval across the
   // replicas sharing the database, measured on the database's clock; in memory, in this process.
   const jobLease: JobLease = storage

@@ -63,18 +63,22 @@ describe('the monitor database', () => {
     }
   });
 
-  it('with store_backend memory nothing is opened, even with a URL', async () => {
-    const m = await startMonitorApp({
-      database: { url: 'postgres://nobody@127.0.0.1:1/none', store_backend: 'memory' },
-    });
+  it('with store_backend memory nothing is opened, and a URL set anyway is named as unused, never with its password', async () => {
+    const { logger, lines } = capturingLogger();
+    const m = await startMonitorApp(
+      { database: { url: 'postgres://nobody:hunter2-secret@127.0.0.1:1/none', store_backend: 'memory' } },
+      logger,
+    );
     try {
       expect(m.app.storage).toBeUndefined();
+      expect(lines().some((l) => String(l.msg).includes('store_backend is memory'))).toBe(true);
+      expect(JSON.stringify(lines())).not.toContain('hunter2-secret');
     } finally {
       await m.close();
     }
   });
 
-  it('an unreachable database stops the start with an error, and nothing is left listening', async () => {
+  it('an unreachable database stops the start with an error', async () => {
     await expect(
       startMonitorApp({ database: { url: 'postgres://nobody@127.0.0.1:1/none', store_backend: 'database' } }),
     ).rejects.toThrow();
