@@ -61,3 +61,21 @@ export async function startMonitorApp(
     },
   };
 }
+
+/**
+ * Starts an in-process monitor that keeps its state in the PostgreSQL database at `url` (a test
+ * database: test/support/database.ts), as a replica: call it twice with one URL for two monitors
+ * sharing their state, job leases included. `overrides.database` may add keys (pool_max).
+ */
+export function startMonitorOnDatabase(
+  url: string,
+  overrides: MonitorConfigInput = {},
+  logger: Logger = silentLogger(),
+  parts: MonitorAppParts = {},
+): Promise<RunningMonitorApp> {
+  return startMonitorApp(
+    { ...overrides, database: { ...overrides.database, url, store_backend: 'database' } },
+    logger,
+    parts,
+  );
+}

@@ -4,7 +4,7 @@
  * objectives stay config.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
-import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { startMonitorOnDatabase, type RunningMonitorApp } from '../../support/monitor-app';
 import { createTestDatabase } from '../../support/database';
 import type { MonitorConfigInput } from '../../../services/monitor/config';
 import { SloArea } from '../../../services/monitor/slo/slo-area';
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 async function start(overrides: MonitorConfigInput = {}): Promise<RunningMonitorApp> {
-  const m = await startMonitorApp({ ...overrides, database: { url: db.url, store_backend: 'database' } });
+  const m = await startMonitorOnDatabase(db.url, overrides);
   running.push(m);
   return m;
 }

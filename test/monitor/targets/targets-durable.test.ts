@@ -3,7 +3,7 @@
  * with its last change; monitors on one PostgreSQL probe each target once per interval between them
  * and each shows what the prober found.
  */
-import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { startMonitorOnDatabase, type RunningMonitorApp } from '../../support/monitor-app';
 import { createTestDatabase } from '../../support/database';
 import { listen, type TestServer } from '../../shared/monitoring/helpers';
 import { waitFor } from '../../support/wait';
@@ -36,10 +36,7 @@ async function healthEndpoint(status: { code: number }): Promise<{ url: string; 
 }
 
 async function start(target: { name: string; http_url: string; interval_seconds: number }) {
-  const m = await startMonitorApp({
-    database: { url: db.url, store_backend: 'database' },
-    targets: [{ ...target, timeout_ms: 1000 }],
-  });
+  const m = await startMonitorOnDatabase(db.url, { targets: [{ ...target, timeout_ms: 1000 }] });
   running.push(m);
   return m;
 }
