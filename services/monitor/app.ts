@@ -1,5 +1,6 @@
 /**
- * Wiring of the monitor service (the composition root): builds its areas from the config and serves
+ * Wiring of the monitor service (the composition root): opens its database once (unless
+ * `database.store_backend` is `memory`) and runs its migrations, builds its areas from the config and serves
  * them on the two ports, in the shared ServiceLifecycle's start and stop order. Its areas each have
  * a folder (ingest/, traces/, targets/, web/; see their READMEs); rpc/ puts them behind
  * MonitorService. Used by main.ts and by tests that run the service in-process.
@@ -35,6 +36,13 @@ import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
 import { NotificationClient } from './notification/notification-client';
 import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metrics';
+import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
+import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from './migrations';
+import { MONITOR_JOBS_TABLE } from './migrations/20261128500000_monitor_state';
+import { DatabaseJobLease, InProcessJobLease, type JobLease } from '../../shared/storage/periodic-job';
+import { MemorySloStateStore } from './slo/store';
+import { DatabaseSloStateStore } from './slo/database-store';
+import { DatabaseTargetStateStore } from './targets/store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -48,11 +56,18 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The monitor's database, or undefined with `database.store_backend: memory`. */
+  readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
   pullMetrics?: PullMetricsBackend;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
+
+/** Every migration set of the monitor, in order: run at start and by `npm run migrate`. */
+export const MONITOR_MIGRATION_SETS: readonly MigrationSet[] = [
+  { migrations: monitorMigrations, tableName: MONITOR_MIGRATIONS_TABLE },
+];
 
 /** Parts a caller may supply instead of the ones built from the config (tests). */
 export interface MonitorAppParts {
@@ -92,6 +107,27 @@ async function assembleMonitorApp(
     errorTracking: config.error_tracking,
     environment: config.environment,
   });
+
+  // --- storage (issue 27, M1): the one database of the monitor, opened once, every migration run,
+  // handed to the areas; nothing is opened with `database.store_backend: memory`. ---
+  const storage =
+    config.database.store_backend === 'database'
+      ? await lifecycle.storage('database', () =>
+          openStorage(config.database, MONITOR_MIGRATION_SETS, logger),
+        )
+      : undefined;
+  if (!storage && config.database.url !== '') {
+    // A URL that is not used must not look used (the password is never logged: the key only).
+    logger.warn(
+      { key: 'monitor.database.url', store_backend: 'memory' },
+      'monitor.database.url is set but database.store_backend is memory: the monitor keeps nothing in that database',
+    );
+  }
+  // Each periodic job (an SLO evaluation, a target's probe round) runs once per interval across the
+  // replicas sharing the database, measured on the database's clock; in memory, in this process.
+  const jobLease: JobLease = storage
+    ? new DatabaseJobLease(storage.knex, { table: MONITOR_JOBS_TABLE, clock: 'database', logger })
+    : new InProcessJobLease();
 
   // The areas behind the RPCs. Each area section below builds its part, registers what must start
   // and stop with the lifecycle, and adds itself to `deps`.
@@ -149,17 +185,10 @@ async function assembleMonitorApp(
   // `backend_type: pull_metrics`: the monitor's registry (its own metrics and the ingested series) is
   // also served on the backend's own port, behind the same `metrics.auth_token` as `/metrics`, and
   // pushed to `push_gateway_url`. Process metrics are in the registry already when `/metrics` is on.
-  // `store_in_db` needs a database, which the monitor does not keep: the start fails saying so.
-  // (A root that keeps one runs `pullMetricsMigrations(metrics_table)` from shared/monitoring/migrations
-  // with its migration runner before the backend starts: shared/monitoring/README.md, "Backends".)
-  // The monitor keeps no database: `database` is accepted so older files still load, and not read.
-  if (config.database.url !== '') {
-    logger.warn(
-      { key: 'monitor.database.url' },
-      'monitor.database is not read: the monitor keeps no database (the section is accepted so older files still load)',
-    );
-  }
-
+  // `store_in_db` needs a database of the backend's own, which the monitor does not hand it: the
+  // start fails saying so. (A root that does runs `pullMetricsMigrations(metrics_table)` from
+  // shared/monitoring/migrations with its migration runner before the backend starts:
+  // shared/monitoring/README.md, "Backends".)
   let pullMetrics: PullMetricsBackend | undefined;
   if (config.backend_type === 'pull_metrics') {
     const backend = new PullMetricsBackend({
@@ -197,12 +226,25 @@ async function assembleMonitorApp(
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
   const slo = await lifecycle.area(
     'slo',
-    new SloArea({ config: config.slo, alertDispatcher: alertHub, collector, logger }),
+    new SloArea({
+      config: config.slo,
+      alertDispatcher: alertHub,
+      collector,
+      logger,
+      // SLOs registered by RPC and their samples: in the database (they survive a restart and the
+      // replicas share them), or in memory.
+      store: storage ? new DatabaseSloStateStore(storage.knex) : new MemorySloStateStore(),
+    }),
   );
   lifecycle.worker(
     'slo-evaluator',
     new SloEvaluationWorker({
-      evaluate: () => slo.evaluate(true),
+      // Over every replica's samples; the purge of samples past their window goes with it.
+      evaluate: async () => {
+        await slo.evaluateNow(true);
+        await slo.purge();
+      },
+      lease: jobLease,
       intervalSeconds: config.slo.evaluation_interval_seconds,
       collector,
       logger,
@@ -216,13 +258,16 @@ async function assembleMonitorApp(
     alerts: alertHub,
     collector,
     logger,
+    // Target state in the database (survives a restart; replicas probe once per interval between
+    // them and show what the prober found); in memory, this process probes every round.
+    ...(storage ? { store: new DatabaseTargetStateStore(storage.knex), lease: jobLease } : {}),
   });
   lifecycle.worker('targets', {
-    start: () => {
+    start: async () => {
       // The health checker is built below with the server; workers start before observability, so
       // the target checks are in place before readiness is first polled.
       targets.addHealthChecks(observability.checker);
-      targets.start();
+      await targets.start();
     },
     stop: () => targets.stop(),
   });
@@ -248,7 +293,11 @@ async function assembleMonitorApp(
   // streams end when the server's shutdown begins.
   const statusSource: StatusSource = parts.statusSource ?? {
     targets: () => targets.states(),
-    slos: () => slo.statuses(),
+    slos: () => {
+      // The figures of the last refresh; the next read sees the other replicas' samples too.
+      slo.refreshSoon();
+      return slo.statuses();
+    },
     recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
     onAlert: (listener) => alertHub.subscribe(listener),
@@ -281,6 +330,7 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    storage,
     pullMetrics,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),

@@ -1,8 +1,7 @@
 /**
  * The monitor service's configuration: `MonitorConfig` of spec/monitoring.md (metrics, tracing,
  * health, slo, alerts, error_tracking, opentelemetry, pull_metrics) plus what the running service needs
- * (server, log, watched targets; `database` is accepted so older files load, but not read: the
- * monitor keeps no database). Each area's section lives beside the area; this file composes them. Loaded by the shared loader from the `monitor:` section
+ * (server, log, watched targets, and the `database` it keeps its state in). Each area's section lives beside the area; this file composes them. Loaded by the shared loader from the `monitor:` section
  * of the application file and `SVC_MONITOR__*` variables. The spec's operations are
  * {@link validateForEnvironment} and {@link getBackendConfig}.
  */
@@ -137,6 +136,25 @@ export const PullMetricsConfigSchema = pullMetricsConfigSchema();
  */
 export const BACKEND_TYPES = ['noop', 'memory', 'pull_metrics', 'opentelemetry'] as const;
 
+/** Where the monitor keeps its state: `database` (default) or `memory`. */
+export const MONITOR_STORE_BACKENDS = ['database', 'memory'] as const;
+
+/**
+ * The `database` section: the shared connection keys (one home: shared/config) plus the one switch
+ * of every monitor store, `store_backend`.
+ */
+export const MonitorDatabaseConfigSchema = databaseSectionSchema('monitor')
+  .unwrap()
+  .extend({
+    /**
+     * `database` (PostgreSQL at `url`, else PGlite in `data_dir`: SLOs registered by RPC, their
+     * samples and target state survive a restart, and replicas share them) or `memory` (nothing is
+     * opened or kept: tests, throwaway runs).
+     */
+    store_backend: z.enum(MONITOR_STORE_BACKENDS).default('database'),
+  })
+  .prefault({});
+
 /** The whole monitor service configuration (`MonitorConfig`). */
 export const MonitorConfigSchema = z
   .strictObject({
@@ -148,8 +166,12 @@ export const MonitorConfigSchema = z
     debug: bool().default(false),
     server: serverSectionSchema({ grpcPort: 50052, httpPort: 8081, scopes: MONITOR_SCOPES }),
     log: logSectionSchema(),
-    /** Not read: the monitor keeps no database (accepted so older files load; a url is warned about). */
-    database: databaseSectionSchema('monitor'),
+    /**
+     * The monitor's database (SLOs registered by RPC and their samples, target state, job leases):
+     * PostgreSQL at `url`, else the embedded PGlite in `data_dir`; `store_backend: memory` keeps
+     * everything in process instead (tests, throwaway runs). See README.md, "The monitor service".
+     */
+    database: MonitorDatabaseConfigSchema,
     metrics: MetricsConfigSchema,
     tracing: TracingConfigSchema,
     health: HealthConfigSchema,
@@ -182,6 +204,8 @@ export type AlertsConfig = z.infer<typeof AlertsConfigSchema>;
 export type ErrorTrackingConfig = z.infer<typeof ErrorTrackingConfigSchema>;
 /** OpenTelemetry section. */
 export type OpenTelemetryConfig = z.infer<typeof OpenTelemetryConfigSchema>;
+/** Database section (with `store_backend`). */
+export type MonitorDatabaseConfig = z.infer<typeof MonitorDatabaseConfigSchema>;
 /** Pull-metrics section. */
 export type PullMetricsConfig = z.infer<typeof PullMetricsConfigSchema>;
 

@@ -56,6 +56,12 @@ export async function createJobTable(knex: Knex, table: string): Promise<void> {
 export interface DatabaseJobLeaseOptions {
   /** The bookkeeping table (columns `job`, `last_run_at`; see createJobTable). */
   table: string;
+  /**
+   * Whose clock measures the interval: `caller` (default) takes the `now` passed to runIfDue;
+   * `database` ignores it and uses the database's `now()`, so replicas whose clocks differ still
+   * run the job once per interval between them.
+   */
+  clock?: 'caller' | 'database';
   logger?: Logger;
 }
 
@@ -115,10 +121,14 @@ export class DatabaseJobLease implements JobLease {
     fn: () => Promise<void>,
   ): Promise<boolean> {
     const { table } = this.options;
-    const [row] = rows<{ last_run_at: Date | string }>(
-      await this.knex.raw('SELECT last_run_at FROM ?? WHERE job = ?', [table, job]),
+    const [row] = rows<{ last_run_at: Date | string | null; db_now: Date | string }>(
+      await this.knex.raw(
+        'SELECT now() AS db_now, (SELECT last_run_at FROM ?? WHERE job = ?) AS last_run_at',
+        [table, job],
+      ),
     );
-    if (row && now.getTime() - new Date(row.last_run_at).getTime() < minIntervalMs) return false;
+    if (this.options.clock === 'database') now = new Date(row!.db_now);
+    if (row?.last_run_at && now.getTime() - new Date(row.last_run_at).getTime() < minIntervalMs) return false;
     await fn();
     await this.knex.raw(
       `INSERT INTO ?? (job, last_run_at) VALUES (?, ?)

@@ -79,3 +79,20 @@ test(
   },
   2 * PGLITE_START_MS + 60_000,
 );
+
+test(
+  "the monitor on its defaults keeps its own embedded database in ./data/monitor, beside the notification service's",
+  async () => {
+    // Runs after the test above in the same working directory, as `npm start` runs both there.
+    const monitor = await startServiceProcess('monitor', {}, { cwd, startTimeoutMs: PGLITE_START_MS });
+    try {
+      expect(monitor.logs.join('\n')).toMatch(/opening embedded PGlite/);
+      expect(monitor.logs.join('\n')).toContain(join('data', 'monitor'));
+    } finally {
+      expect(await monitor.stop('SIGTERM')).toBe(0);
+    }
+    expect(existsSync(join(cwd, 'data', 'monitor', 'PG_VERSION'))).toBe(true);
+    expect(existsSync(join(cwd, 'data', 'notification', 'PG_VERSION'))).toBe(true);
+  },
+  PGLITE_START_MS + 60_000,
+);

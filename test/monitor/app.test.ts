@@ -19,6 +19,7 @@ async function start(overrides: Partial<MonitorConfigInput> = {}): Promise<Runni
   const config = loadMonitorConfig(
     {
       ...overrides,
+      database: { store_backend: 'memory', ...overrides.database },
       server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0, ...overrides.server },
     },
     { env: {}, file: null },

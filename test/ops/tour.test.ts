@@ -174,6 +174,7 @@ describe('the README tour, run as printed', () => {
     env.PEERS_SMTP_PORT = String(ports.get('1025'));
     env.PEERS_SMS_PORT = String(ports.get('4010'));
     env.SVC_NOTIFICATION__DATABASE__DATA_DIR = join(dir, 'data', 'notification');
+    env.SVC_MONITOR__DATABASE__DATA_DIR = join(dir, 'data', 'monitor');
     env.NODE_ENV = 'development';
   });
 

@@ -22,7 +22,8 @@ export interface RunningMonitorApp {
 
 /**
  * Starts the monitor on 127.0.0.1 with free ports, no drain delay, and config only from
- * `overrides` (no file, no environment); `parts` replace built parts (a test double of a StatusSource).
+ * `overrides` (no file, no environment), in memory unless `overrides.database.store_backend` says
+ * `database`; `parts` replace built parts (a test double of a StatusSource).
  */
 export async function startMonitorApp(
   overrides: MonitorConfigInput = {},
@@ -32,6 +33,9 @@ export async function startMonitorApp(
   const config = loadMonitorConfig(
     {
       ...overrides,
+      // In-process monitors keep their state in memory unless a test asks for the database (the
+      // process and e2e tests run the default, `database`).
+      database: { store_backend: 'memory', ...overrides.database },
       server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0, ...overrides.server },
     },
     { env: {}, file: null },
@@ -56,4 +60,22 @@ export async function startMonitorApp(
       await app.stop();
     },
   };
+}
+
+/**
+ * Starts an in-process monitor that keeps its state in the PostgreSQL database at `url` (a test
+ * database: test/support/database.ts), as a replica: call it twice with one URL for two monitors
+ * sharing their state, job leases included. `overrides.database` may add keys (pool_max).
+ */
+export function startMonitorOnDatabase(
+  url: string,
+  overrides: MonitorConfigInput = {},
+  logger: Logger = silentLogger(),
+  parts: MonitorAppParts = {},
+): Promise<RunningMonitorApp> {
+  return startMonitorApp(
+    { ...overrides, database: { ...overrides.database, url, store_backend: 'database' } },
+    logger,
+    parts,
+  );
 }

@@ -5,7 +5,8 @@
  * `npm run bench` build first; when run alone, this builds once if dist is missing.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,6 +65,20 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const main = ensureBuilt(name);
   const prefix = `SVC_${name.toUpperCase()}__`;
+  // The monitor runs its default store (PGlite) in a data directory of its own per process, removed
+  // when it exits, so test files running at once in the checkout never share ./data/monitor. A test
+  // that restarts a monitor on the same data passes SVC_MONITOR__DATABASE__DATA_DIR itself; one that
+  // gives a working directory of its own gets the real default, ./data/monitor under it.
+  let ownDataDir: string | undefined;
+  if (
+    name === 'monitor' &&
+    options.cwd === undefined &&
+    !env[`${prefix}DATABASE__DATA_DIR`] &&
+    !env[`${prefix}DATABASE__URL`]
+  ) {
+    ownDataDir = mkdtempSync(join(tmpdir(), 'monitor-data-'));
+    env = { [`${prefix}DATABASE__DATA_DIR`]: ownDataDir, ...env };
+  }
   const child = spawn(process.execPath, [main], {
     cwd: options.cwd ?? ROOT,
     env: {
@@ -79,7 +94,12 @@ export async function startServiceProcess(
   });
   options.onSpawn?.(child);
   const logs: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('close', (code) => {
+      if (ownDataDir) rmSync(ownDataDir, { recursive: true, force: true });
+      resolve(code);
+    }),
+  );
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     const done = await Promise.race([exited.then(() => true), sleep(graceMs, false, { ref: false })]);

@@ -4,9 +4,12 @@
  * migrations at the end.
  */
 import type { NamedMigration } from '../../../shared/storage/migrations';
+import * as monitorState from './20261128500000_monitor_state';
 
 /** Every monitor migration, oldest first. */
-export const monitorMigrations: readonly NamedMigration[] = [];
+export const monitorMigrations: readonly NamedMigration[] = [
+  { name: '20261128500000_monitor_state', ...monitorState },
+];
 
 /** The knex table that records which monitor migrations ran. */
 export const MONITOR_MIGRATIONS_TABLE = 'knex_migrations_monitor';

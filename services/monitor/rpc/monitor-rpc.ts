@@ -160,21 +160,21 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
 
   async registerSlo(req: RegisterSloRequest): Promise<RegisterSloResponse> {
     if (!req.slo) throw new InvalidArgumentError('slo is required', 'slo');
-    const slo = this.sloArea().register(sloDefinitionFromWire(req.slo));
+    const slo = await this.sloArea().registerSlo(sloDefinitionFromWire(req.slo));
     return create(RegisterSloResponseSchema, { slo: sloToWire(slo) });
   }
 
   async listSlos(): Promise<ListSlosResponse> {
-    return create(ListSlosResponseSchema, { slos: this.sloArea().list().map(sloToWire) });
+    return create(ListSlosResponseSchema, { slos: (await this.sloArea().listSlos()).map(sloToWire) });
   }
 
   async recordSloSamples(req: RecordSloSamplesRequest): Promise<RecordSloSamplesResponse> {
-    const accepted = this.sloArea().recordSamples(req.metric, req.valuesMs);
+    const accepted = await this.sloArea().record(req.metric, req.valuesMs);
     return create(RecordSloSamplesResponseSchema, { accepted });
   }
 
   async evaluateSlos(req: EvaluateSlosRequest): Promise<EvaluateSlosResponse> {
-    const results = await this.sloArea().evaluate(req.dispatch);
+    const results = await this.sloArea().evaluateNow(req.dispatch);
     return create(EvaluateSlosResponseSchema, {
       violations: results.map(({ violation: v, suppressed }) => ({
         slo: sloToWire(v.slo),

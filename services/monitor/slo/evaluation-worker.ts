@@ -6,13 +6,18 @@
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { Counter } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
-import { InProcessJobLease, PeriodicJob } from '../../../shared/storage/periodic-job';
+import { InProcessJobLease, type JobLease, PeriodicJob } from '../../../shared/storage/periodic-job';
 
 /** What SloEvaluationWorker runs and how often. */
 export interface SloEvaluationWorkerOptions {
   /** One evaluation with dispatch (SloArea.evaluate(true)). */
   evaluate: () => Promise<unknown>;
   intervalSeconds: number;
+  /**
+   * Who runs it per interval: a DatabaseJobLease (the database's clock) when replicas share the
+   * monitor's database, so each interval's evaluation runs once across them; this process by default.
+   */
+  lease?: JobLease;
   /** Where `slo_evaluation_failures_total` goes. */
   collector?: MetricsCollector;
   logger?: Logger;
@@ -35,8 +40,7 @@ export class SloEvaluationWorker {
     this.job = new PeriodicJob({
       name: 'slo-evaluation',
       intervalMs: options.intervalSeconds * 1000,
-      // SLO state lives in this process: each replica evaluates its own, so no shared lease.
-      lease: new InProcessJobLease(),
+      lease: options.lease ?? new InProcessJobLease(),
       logger: this.logger,
       run: () => this.runGuarded(),
     });

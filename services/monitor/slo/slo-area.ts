@@ -16,6 +16,8 @@ import { SLOMonitor } from '../../../shared/monitoring/slo/monitor';
 import { SLO, type SLOViolation } from '../../../shared/monitoring/slo/slo';
 import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
 import type { SLOConfig, SLO as SLOConfigEntry } from './config';
+import { DuplicateSLOError, SLOLimitExceededError } from '../../../shared/monitoring/errors';
+import type { SloStateStore } from './store';
 
 /** Longest string of each field a caller may send. */
 export const SLO_FIELD_LIMITS = Object.freeze({
@@ -95,6 +97,11 @@ export interface SloAreaOptions {
   collector?: MetricsCollector;
   logger?: Logger;
   clock?: Clock;
+  /**
+   * Where SLOs registered by RPC and their samples are kept (the monitor's database, or memory).
+   * Without one, the area keeps everything in its SLOMonitor only (the area's own tests).
+   */
+  store?: SloStateStore;
 }
 
 // Control characters would garble log lines and the status page; nothing legitimate needs them.
@@ -187,24 +194,50 @@ export function definitionFromConfig(entry: SLOConfigEntry): SloDefinition {
   };
 }
 
+/** The definition of a built SLO, defaults applied: what a store keeps. */
+export function definitionOf(slo: SLO): SloDefinition {
+  return {
+    name: slo.name,
+    metric: slo.metric,
+    percentile: slo.percentile,
+    thresholdMs: slo.thresholdMs,
+    windowSeconds: slo.windowSeconds,
+    burnRateThreshold: slo.burnRateThreshold,
+    description: slo.description,
+    tier: slo.tier,
+    owner: slo.owner,
+    ...(slo.runbookUrl ? { runbookUrl: slo.runbookUrl } : {}),
+  };
+}
+
 /** The SLO area: register, list, record, evaluate, and report. */
 export class SloArea {
   /** The library monitor holding the SLOs, samples and suppression state. */
   readonly monitor: SLOMonitor;
   private readonly config: SloAreaConfig;
   private readonly logger: Logger;
+  private readonly store: SloStateStore | undefined;
+  private readonly configNames: Set<string>;
+  /** Stored SLOs whose name a config objective has (warned about once each). */
+  private readonly shadowed = new Set<string>();
   private started = false;
+  private refreshing: Promise<void> | undefined;
+  private lastRefreshStart = 0;
   private readonly gauges:
     { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
 
   constructor(options: SloAreaOptions) {
     this.config = options.config;
+    this.store = options.store;
+    this.configNames = new Set(options.config.objectives.map((o) => o.name));
     this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
     this.monitor = new SLOMonitor({
       ...sloMonitorOptions(options.config),
       alertDispatcher: options.alertDispatcher,
       logger: this.logger,
       clock: options.clock,
+      // With a store, the last alert per SLO is kept there: replicas share the suppression window.
+      suppressionLedger: options.store,
     });
     const c = options.collector;
     // One series per SLO and gauge: bounded by max_slos, since SLOs are never removed.
@@ -240,8 +273,15 @@ export class SloArea {
    * Registers the SLOs of `slo.objectives`. An invalid objective (an unknown tier, say) throws, so
    * the service does not start with an SLO silently missing. Runs once.
    */
-  start(): void {
+  start(): Promise<void> | void {
     if (this.started) return;
+    this.registerObjectives();
+    // With a store, the SLOs registered by RPC (before a restart, or on another replica) and their
+    // recent samples are loaded before the ports open.
+    if (this.store) return this.refresh();
+  }
+
+  private registerObjectives(): void {
     this.config.objectives.forEach((entry, i) => {
       try {
         this.register(definitionFromConfig(entry));
@@ -266,6 +306,136 @@ export class SloArea {
     this.gauges?.burnRate.set(0, { slo: slo.name });
     this.gauges?.budget.set(1, { slo: slo.name });
     return slo;
+  }
+
+  /** Waits for a refresh the status page started, so none is left running when the pool closes. */
+  async stop(): Promise<void> {
+    await this.refreshing;
+  }
+
+  /**
+   * RegisterSlo: checks the definition, then keeps it in the store (so it survives a restart and
+   * every replica sees it) and registers it here. A name taken here, in the config or by another
+   * replica is DuplicateSLOError; beyond `slo.max_slos` SLOLimitExceededError.
+   */
+  async registerSlo(def: SloDefinition): Promise<SLO> {
+    if (!this.store) return this.register(def);
+    const slo = buildSlo(def);
+    await this.refreshDefinitions();
+    if (this.monitor.registeredSlos.has(slo.name) || this.monitor.registeredRatioSlos.has(slo.name))
+      throw new DuplicateSLOError(`SLO ${JSON.stringify(slo.name)} is already registered`);
+    if (this.monitor.registeredSlos.size + this.monitor.registeredRatioSlos.size >= this.config.max_slos)
+      throw new SLOLimitExceededError(`at most ${this.config.max_slos} SLOs may be registered`);
+    const stored = definitionOf(slo);
+    if (!(await this.store.addSlo(stored)))
+      throw new DuplicateSLOError(`SLO ${JSON.stringify(slo.name)} is already registered`);
+    return this.register(stored);
+  }
+
+  /** ListSlos: every SLO (config and stored, whichever replica registered it), by name. */
+  async listSlos(): Promise<SLO[]> {
+    await this.refreshDefinitions();
+    return this.list();
+  }
+
+  /**
+   * RecordSloSamples: `recordSamples`, and the kept samples go to the store (bounded there by
+   * `slo.max_samples_per_metric` and purged past the longest window of the SLOs that read them).
+   */
+  async record(metric: string, valuesMs: ArrayLike<number>): Promise<number> {
+    if (!this.store) return this.recordSamples(metric, valuesMs);
+    checkString('metric', 'metric', metric, true);
+    // An SLO registered on another replica may read it.
+    if (!this.readsMetric(metric)) await this.refreshDefinitions();
+    const accepted = this.recordSamples(metric, valuesMs);
+    if (accepted > 0) await this.store.addSamples(metric, valuesMs, this.config.max_samples_per_metric);
+    return accepted;
+  }
+
+  /** EvaluateSlos and the worker: `evaluate` over what the store holds now (every replica's samples). */
+  async evaluateNow(dispatch: boolean): Promise<SloEvaluationResult[]> {
+    await this.refresh();
+    return this.evaluate(dispatch);
+  }
+
+  /**
+   * Loads the stored SLOs not known here and the samples of every SLO's window from the store (no-op
+   * without one), then refreshes the gauges. The status page reads what the last refresh loaded.
+   */
+  async refresh(): Promise<void> {
+    if (!this.store) return;
+    await this.refreshDefinitions();
+    for (const [metric, windowSeconds] of this.windows()) {
+      const { valuesMs, agesMs } = await this.store.windowSamples(
+        metric,
+        windowSeconds,
+        this.config.max_samples_per_metric,
+      );
+      this.monitor.replaceSamples(metric, valuesMs, agesMs);
+    }
+    this.refreshGauges();
+  }
+
+  /**
+   * Starts a refresh unless one is running or one started within the last second: the status page
+   * reads `statuses()` synchronously and sees the other replicas' samples from its next read on.
+   */
+  refreshSoon(): void {
+    const now = Date.now();
+    if (!this.store || this.refreshing || now - this.lastRefreshStart < 1000) return;
+    this.lastRefreshStart = now;
+    this.refreshing = this.refresh()
+      .catch((err: unknown) => this.logger.warn({ err }, 'SLO refresh failed'))
+      .finally(() => (this.refreshing = undefined));
+  }
+
+  /** Deletes stored samples past the longest window of the SLOs reading their metric; returns how many. */
+  async purge(): Promise<number> {
+    if (!this.store) return 0;
+    await this.refreshDefinitions();
+    return this.store.purgeSamples(this.windows());
+  }
+
+  /** Each metric some SLO reads, with the longest window of those SLOs (seconds). */
+  private windows(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const slo of this.monitor.registeredSlos.values())
+      out.set(slo.metric, Math.max(out.get(slo.metric) ?? 0, slo.windowSeconds));
+    return out;
+  }
+
+  private readsMetric(metric: string): boolean {
+    for (const slo of this.monitor.registeredSlos.values()) if (slo.metric === metric) return true;
+    return false;
+  }
+
+  /**
+   * Registers here the stored SLOs not known yet. A stored SLO whose name a config objective has is
+   * not loaded: the config wins (warned once); the stored row is kept, unchanged.
+   */
+  private async refreshDefinitions(): Promise<void> {
+    if (!this.store) return;
+    for (const def of await this.store.listSlos()) {
+      if (this.monitor.registeredSlos.has(def.name)) {
+        if (this.configNames.has(def.name) && !this.shadowed.has(def.name)) {
+          this.shadowed.add(def.name);
+          this.logger.warn(
+            { slo: def.name },
+            'an SLO registered by RPC has the name of a config objective: the config objective is used',
+          );
+        }
+        continue;
+      }
+      try {
+        this.register(def);
+      } catch (err) {
+        // Over max_slos (lowered since it was stored), or a rule tightened since: skipped, said once.
+        if (!this.shadowed.has(def.name)) {
+          this.shadowed.add(def.name);
+          this.logger.warn({ err, slo: def.name }, 'a stored SLO could not be loaded');
+        }
+      }
+    }
   }
 
   /** Every SLO, by name. */

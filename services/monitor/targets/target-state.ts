@@ -23,7 +23,15 @@ export interface TargetState {
   consecutiveFailures: number;
   /** Error type or short reason only (e.g. "NOT_SERVING", "HTTP 503", "timeout"), never a stack. */
   lastError: string | null;
+  /** When `up` last changed (unknown to up or down, up to down, down to up); null before. */
+  lastChangeAt: Date | null;
 }
+
+/** What is kept of a target's state across restarts and replicas (the rest comes from its config). */
+export type StoredTargetState = Pick<
+  TargetState,
+  'up' | 'lastProbeAt' | 'lastLatencyMs' | 'consecutiveFailures' | 'lastError' | 'lastChangeAt'
+>;
 
 /** A change of a target's state: `down` (was up or unknown) or `recovered` (was down). */
 export type TargetTransition = 'down' | 'recovered';
@@ -40,13 +48,45 @@ export class TargetTracker {
       lastLatencyMs: null,
       consecutiveFailures: 0,
       lastError: null,
+      lastChangeAt: null,
     };
   }
 
   /** A copy of the current state. */
   snapshot(): TargetState {
     const s = this.state;
-    return { ...s, lastProbeAt: s.lastProbeAt ? new Date(s.lastProbeAt) : null };
+    return {
+      ...s,
+      lastProbeAt: s.lastProbeAt ? new Date(s.lastProbeAt) : null,
+      lastChangeAt: s.lastChangeAt ? new Date(s.lastChangeAt) : null,
+    };
+  }
+
+  /**
+   * Takes a kept state (from before a restart, or written by the replica that probed last) in place
+   * of the current one; the target's name and addresses stay those of its config. Returns whether
+   * anything changed.
+   */
+  restore(kept: StoredTargetState): boolean {
+    const s = this.state;
+    const same =
+      s.up === kept.up &&
+      s.consecutiveFailures === kept.consecutiveFailures &&
+      s.lastError === kept.lastError &&
+      s.lastLatencyMs === kept.lastLatencyMs &&
+      s.lastProbeAt?.getTime() === kept.lastProbeAt?.getTime() &&
+      s.lastChangeAt?.getTime() === kept.lastChangeAt?.getTime();
+    if (same) return false;
+    this.state = {
+      ...s,
+      up: kept.up,
+      lastProbeAt: kept.lastProbeAt ? new Date(kept.lastProbeAt) : null,
+      lastLatencyMs: kept.lastLatencyMs,
+      consecutiveFailures: kept.consecutiveFailures,
+      lastError: kept.lastError,
+      lastChangeAt: kept.lastChangeAt ? new Date(kept.lastChangeAt) : null,
+    };
+    return true;
   }
 
   /**
@@ -68,6 +108,7 @@ export class TargetTracker {
       consecutiveFailures: failures,
       // The last failure's reason stays visible after a recovery until the next failure replaces it.
       lastError: outcome.ok ? this.state.lastError : outcome.reason,
+      lastChangeAt: up !== was ? at : this.state.lastChangeAt,
     };
     if (up === false && was !== false) return 'down';
     if (up === true && was === false) return 'recovered';

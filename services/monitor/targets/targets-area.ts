@@ -22,6 +22,8 @@ import type { TargetConfig } from './config';
 import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
 import { TargetAlertQueue, targetAlert } from './target-alerts';
 import { type TargetState, type TargetTransition, TargetTracker } from './target-state';
+import type { TargetStateStore } from './store';
+import { InProcessJobLease, type JobLease } from '../../../shared/storage/periodic-job';
 
 /** Longest default probe timeout: a slow target is a failing one. */
 export const MAX_DEFAULT_TIMEOUT_MS = 5000;
@@ -43,6 +45,23 @@ export interface TargetsAreaOptions {
   /** The monitor's collector: `up` and `target_probe_duration_seconds` are created on it. */
   collector: MetricsCollector;
   logger: Logger;
+  /**
+   * Where each target's state is kept (the monitor's database): loaded at start and before each
+   * probe, saved after it, so a restart and the other replicas see it. Without one, in memory.
+   */
+  store?: TargetStateStore;
+  /**
+   * Who probes a target per interval (`probe:<name>`): a DatabaseJobLease on the database's clock
+   * when replicas share the store, so each round runs once across them; the others take the state
+   * the prober kept. Without one, every round runs here.
+   */
+  lease?: JobLease;
+}
+
+/** The store and lease of targets shared across restarts and replicas. */
+interface SharedTargetState {
+  store: TargetStateStore;
+  lease: JobLease;
 }
 
 /** The probe timeout of a target: `timeout_ms`, else its interval capped at {@link MAX_DEFAULT_TIMEOUT_MS}. */
@@ -71,6 +90,7 @@ class TargetWatcher {
     private readonly latency: Histogram,
     private readonly logger: Logger,
     private readonly onProbed: (state: TargetState, transition: TargetTransition | null) => void,
+    private readonly shared?: SharedTargetState,
   ) {
     this.intervalMs = target.interval_seconds * 1000;
     this.timeoutMs = probeTimeoutMs(target);
@@ -108,20 +128,49 @@ class TargetWatcher {
     this.timer.unref();
   }
 
+  /** Takes the kept state, if any, in place of this watcher's; tells the listeners when it changed. */
+  async adopt(notify: boolean): Promise<void> {
+    if (!this.shared) return;
+    const kept = await this.shared.store.load(this.target.name);
+    if (kept && this.tracker.restore(kept) && notify && !this.stopped)
+      this.onProbed(this.tracker.snapshot(), null);
+  }
+
   private async run(): Promise<void> {
     const started = performance.now();
     try {
-      const outcome = await this.probe();
-      const elapsedMs = performance.now() - started;
-      // A probe cut short by stop() says nothing about the target.
-      if (this.stopped) return;
-      const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
-      this.onProbed(this.tracker.snapshot(), transition);
+      if (!this.shared) await this.probeAndRecord();
+      else {
+        // One round per interval across the replicas (the database's clock); a replica whose turn it
+        // is not takes the state the prober kept, so its page and health checks show the same.
+        const ran = await this.shared.lease.runIfDue(
+          `probe:${this.target.name}`,
+          new Date(),
+          this.intervalMs * 0.9,
+          async () => {
+            await this.adopt(false);
+            await this.probeAndRecord();
+          },
+        );
+        if (!ran) await this.adopt(true);
+      }
     } catch (err) {
       // A bug here must not end the watching of this target for the life of the process.
       this.logger.error({ err, target: this.target.name }, 'target probe failed unexpectedly');
     }
     this.schedule(Math.max(0, this.intervalMs - (performance.now() - started)));
+  }
+
+  private async probeAndRecord(): Promise<void> {
+    const started = performance.now();
+    const outcome = await this.probe();
+    const elapsedMs = performance.now() - started;
+    // A probe cut short by stop() says nothing about the target.
+    if (this.stopped) return;
+    const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
+    const state = this.tracker.snapshot();
+    this.onProbed(state, transition);
+    await this.shared?.store.save(this.target.name, state);
   }
 
   /**
@@ -182,8 +231,10 @@ export class TargetsArea {
   private readonly up: Gauge;
   private readonly logger: Logger;
   private started = false;
+  private readonly hasStore: boolean;
 
   constructor(options: TargetsAreaOptions) {
+    this.hasStore = options.store !== undefined;
     this.logger = options.logger.child({ component: 'targets' });
     this.alerts = new TargetAlertQueue(options.alerts, this.logger);
     // Series are bounded by the configured targets: one `up` per target, one histogram per kind.
@@ -203,18 +254,34 @@ export class TargetsArea {
     for (const target of options.targets) {
       this.watchers.set(
         target.name,
-        new TargetWatcher(target, latency, this.logger, (state, transition) =>
-          this.probed(state, transition),
+        new TargetWatcher(
+          target,
+          latency,
+          this.logger,
+          (state, transition) => this.probed(state, transition),
+          options.store
+            ? { store: options.store, lease: options.lease ?? new InProcessJobLease() }
+            : undefined,
         ),
       );
     }
   }
 
-  /** Starts probing every target (the first probe at once). */
-  start(): void {
+  /**
+   * Starts probing every target (the first probe at once). With a store, each target's kept state is
+   * loaded first, so a target that was down before a restart is down from the first read on.
+   */
+  start(): Promise<void> | void {
     if (this.started) return;
     this.started = true;
-    for (const watcher of this.watchers.values()) watcher.start();
+    if (!this.hasStore) {
+      for (const watcher of this.watchers.values()) watcher.start();
+      return;
+    }
+    return (async () => {
+      await Promise.all([...this.watchers.values()].map((w) => w.adopt(true)));
+      for (const watcher of this.watchers.values()) watcher.start();
+    })();
   }
 
   /**

@@ -27,6 +27,8 @@ export interface TargetJson {
   last_latency_ms: number | null;
   consecutive_failures: number;
   last_error: string | null;
+  /** When the state last changed (unknown, up, down); null before. */
+  last_change_at: string | null;
 }
 
 /** One SLO on the page. */
@@ -79,6 +81,7 @@ export function toTargetJson(t: TargetState): TargetJson {
     last_latency_ms: finiteOrNull(t.lastLatencyMs),
     consecutive_failures: t.consecutiveFailures,
     last_error: t.lastError === null ? null : cut(t.lastError, MAX_CONTEXT_CHARS),
+    last_change_at: isoOrNull(t.lastChangeAt),
   };
 }
 

@@ -24,6 +24,22 @@ export interface SLOMonitorOptions {
   maxSlos?: number;
   clock?: Clock;
   logger?: Logger;
+  /**
+   * Where the last send per SLO is kept when several monitors (replicas) share the suppression
+   * window; default: in this monitor's memory.
+   */
+  suppressionLedger?: SLOSuppressionLedger;
+}
+
+/**
+ * The time of the last alert per suppression key (an SLO's name, or its name and rule), kept where
+ * several monitors see it (a database shared by replicas).
+ */
+export interface SLOSuppressionLedger {
+  /** Reserves a send of `key` unless one was reserved less than `windowMs` ago; true when reserved. */
+  reserve(key: string, windowMs: number): Promise<boolean>;
+  /** Gives back the reservation of a send that failed, so the next evaluation retries. */
+  release(key: string): Promise<void>;
 }
 
 /** Latency samples of one metric: a ring of values and their monotonic times, oldest overwritten. */
@@ -157,6 +173,7 @@ export class SLOMonitor {
   /** Monotonic time of the last dispatched alert per suppression key (SLO name, or name and rule). */
   private readonly lastSent = new Map<string, number>();
   private scratch = new Float64Array(0);
+  private readonly ledger: SLOSuppressionLedger | undefined;
 
   constructor(options: SLOMonitorOptions = {}) {
     this.maxSamples = options.maxSamplesPerMetric ?? 10_000;
@@ -170,6 +187,7 @@ export class SLOMonitor {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger();
     this.dispatcher = options.alertDispatcher ?? new LoggingAlertDispatcher(this.logger);
+    this.ledger = options.suppressionLedger;
   }
 
   /** Registered latency SLOs by name (spec: registered_slos). */
@@ -238,6 +256,22 @@ export class SLOMonitor {
     const at = this.clock.monotonic();
     for (let i = 0; i < valuesMs.length; i++) ring.push(valuesMs[i]!, at);
     return valuesMs.length;
+  }
+
+  /**
+   * Replaces the samples kept for `metric` with `valuesMs` (oldest first), each recorded `agesMs[i]`
+   * ms ago: for a monitor whose samples live in a store shared by replicas, loaded before it reads.
+   * Beyond `maxSamplesPerMetric` the newest are kept. Returns false, keeping nothing, when no
+   * registered SLO reads the metric. Values are trusted (the store kept only checked ones).
+   */
+  replaceSamples(metric: string, valuesMs: ArrayLike<number>, agesMs: ArrayLike<number>): boolean {
+    const ring = this.samples.get(metric);
+    if (!ring) return false;
+    ring.clear();
+    const now = this.clock.monotonic();
+    for (let i = Math.max(0, valuesMs.length - ring.capacity); i < valuesMs.length; i++)
+      ring.push(valuesMs[i]!, now - (agesMs[i] ?? 0));
+    return true;
   }
 
   /**
@@ -413,6 +447,36 @@ export class SLOMonitor {
     return out;
   }
 
+  /** dispatchUnlessSuppressed when a ledger shared with other monitors keeps the window. */
+  private async dispatchThroughLedger(
+    ledger: SLOSuppressionLedger,
+    key: string,
+    title: string,
+    message: string,
+    severity: string,
+    context: Record<string, unknown>,
+  ): Promise<SLODispatchOutcome> {
+    if (!(await ledger.reserve(key, this.suppressionMs))) return 'suppressed';
+    try {
+      await this.dispatcher.sendAlert(title, message, severity, context);
+      return 'sent';
+    } catch (err) {
+      await ledger
+        .release(key)
+        .catch((releaseErr: unknown) =>
+          this.logger.warn(
+            { slo: context.slo, err: releaseErr },
+            'SLO alert reservation could not be given back',
+          ),
+        );
+      this.logger.error(
+        { slo: context.slo, err: err instanceof Error ? err.message : String(err) },
+        'SLO alert dispatch failed',
+      );
+      return 'failed';
+    }
+  }
+
   private async dispatchUnlessSuppressed(
     key: string,
     title: string,
@@ -420,6 +484,7 @@ export class SLOMonitor {
     severity: string,
     context: Record<string, unknown>,
   ): Promise<SLODispatchOutcome> {
+    if (this.ledger) return this.dispatchThroughLedger(this.ledger, key, title, message, severity, context);
     const now = this.clock.monotonic();
     const last = this.lastSent.get(key);
     if (last !== undefined && now - last < this.suppressionMs) return 'suppressed';

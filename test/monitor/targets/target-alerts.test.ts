@@ -15,6 +15,7 @@ const DOWN_STATE: TargetState = {
   lastProbeAt: new Date(0),
   lastLatencyMs: 3,
   consecutiveFailures: 2,
+  lastChangeAt: null,
   lastError: 'UNAVAILABLE',
 };
 

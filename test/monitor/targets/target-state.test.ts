@@ -67,4 +67,31 @@ describe('TargetTracker', () => {
     s.lastProbeAt!.setTime(0);
     expect(t.snapshot()).toMatchObject({ up: true, lastProbeAt: new Date(1000) });
   });
+
+  it('records when up last changed: at the first known state, at down and at recovery, not on repeats', () => {
+    const t = tracker();
+    run(t, [OK, OK]);
+    expect(t.snapshot().lastChangeAt).toEqual(new Date(1_000));
+    run(t, [OK, FAIL, FAIL, FAIL]);
+    // The probes of run() are at 1 s, 2 s, ...: the second failure (at 3 s) made it down.
+    expect(t.snapshot()).toMatchObject({ up: false, lastChangeAt: new Date(3_000) });
+  });
+
+  it('restore takes a kept state in place of its own and goes on from it (failures in a row, no second "down")', () => {
+    const t = tracker();
+    const kept = {
+      up: false,
+      lastProbeAt: new Date(5_000),
+      lastLatencyMs: 7,
+      consecutiveFailures: 4,
+      lastError: 'HTTP 503',
+      lastChangeAt: new Date(2_000),
+    };
+    expect(t.restore(kept)).toBe(true);
+    expect(t.restore(kept)).toBe(false);
+    expect(t.snapshot()).toMatchObject({ name: 'api', grpcAddress: '127.0.0.1:1', ...kept });
+    expect(t.record(FAIL, new Date(6_000), 1)).toBeNull();
+    expect(t.snapshot()).toMatchObject({ consecutiveFailures: 5, lastChangeAt: new Date(2_000) });
+    expect(t.record(OK, new Date(7_000), 1)).toBe('recovered');
+  });
 });

@@ -133,6 +133,7 @@ describe('the status page routes', () => {
         last_latency_ms: 4.5,
         consecutive_failures: 0,
         last_error: null,
+        last_change_at: null,
       },
       expect.objectContaining({
         name: 'search',

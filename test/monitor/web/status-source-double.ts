@@ -23,6 +23,7 @@ export function target(name: string, extra: Partial<TargetState> = {}): TargetSt
     lastLatencyMs: null,
     consecutiveFailures: 0,
     lastError: null,
+    lastChangeAt: null,
     ...extra,
   };
 }

@@ -113,6 +113,7 @@ describe('one JSON error body on every gateway route of both services', () => {
         {
           server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 },
           health: { auth_token: 'health-secret' },
+          database: { store_backend: 'memory' },
         },
         { env: {}, file: null },
       ),

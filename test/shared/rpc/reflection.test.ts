@@ -29,7 +29,10 @@ let monitorGrpcPort: number;
 beforeAll(async () => {
   notification = await startNotificationApp();
   const config = loadMonitorConfig(
-    { server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 } },
+    {
+      server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 },
+      database: { store_backend: 'memory' },
+    },
     { env: {}, file: null },
   );
   monitor = await createMonitorApp(config, silentLogger());

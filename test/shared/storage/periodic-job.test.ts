@@ -93,6 +93,30 @@ describe('DatabaseJobLease on PostgreSQL', () => {
   });
 });
 
+describe('DatabaseJobLease on the database clock', () => {
+  it("when the replicas' clocks disagree, the interval is measured on the database's clock", async () => {
+    const a = new DatabaseJobLease(await pool(), { table: TABLE, clock: 'database' });
+    const b = new DatabaseJobLease(await pool(), { table: TABLE, clock: 'database' });
+    // a's clock is a year behind, b's a year ahead: with the database's clock neither matters.
+    expect(
+      await a.runIfDue('job.dbclock', new Date('2000-01-01T00:00:00Z'), 60_000, async () => undefined),
+    ).toBe(true);
+    expect(
+      await b.runIfDue('job.dbclock', new Date('2100-01-01T00:00:00Z'), 60_000, async () => undefined),
+    ).toBe(false);
+    const [row] = (
+      (await (
+        await pool()
+      ).raw(
+        `SELECT extract(epoch FROM (now() - last_run_at)) AS age FROM ${TABLE} WHERE job = 'job.dbclock'`,
+      )) as { rows: { age: number | string }[] }
+    ).rows;
+    // Recorded at the database's now, not at either replica's.
+    expect(Math.abs(Number(row!.age))).toBeLessThan(3600);
+    expect(await b.runIfDue('job.dbclock', new Date(), 1, async () => undefined)).toBe(true);
+  });
+});
+
 describe('PeriodicJob', () => {
   it('when stopped during a run, the run sees the stop flag and stop() waits only for its current batch', async () => {
     let batches = 0;

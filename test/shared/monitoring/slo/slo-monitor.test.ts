@@ -121,6 +121,22 @@ describe('SLOMonitor', () => {
     ]);
   });
 
+  it("replaceSamples puts a store's samples in place of the kept ones, placed in time by their ages", () => {
+    const { m } = monitor({ maxSamplesPerMetric: 3 });
+    m.register(new SLO(base));
+    m.recordSample('checkout.latency', 5);
+    // Oldest first: 1000 ms recorded 301 s ago (outside the 300 s window), then two inside it.
+    expect(m.replaceSamples('checkout.latency', [1000, 600, 700], [301_000, 2000, 0])).toBe(true);
+    expect(m.sampleCount('checkout.latency')).toBe(3);
+    const [status] = m.latencyStatuses();
+    expect(status).toMatchObject({ samples: 2, measuredMs: 700 });
+    // More than the ring holds: the newest are kept; a metric no SLO reads keeps nothing.
+    m.replaceSamples('checkout.latency', [1, 2, 3, 4], [3, 2, 1, 0]);
+    expect(m.latencyStatuses()[0]).toMatchObject({ samples: 3, measuredMs: 4 });
+    expect(m.replaceSamples('unread.metric', [1], [0])).toBe(false);
+    expect(m.sampleCount('unread.metric')).toBe(0);
+  });
+
   it('ignores samples older than the window', () => {
     const { m, clock } = monitor();
     m.register(new SLO(base));
@@ -420,5 +436,46 @@ describe('SLOMonitor.evaluateAndDispatchWithOutcomes', () => {
     ]);
     expect([a![0]!.outcome, b![0]!.outcome].sort()).toEqual(['sent', 'suppressed']);
     expect(dispatcher.alerts).toHaveLength(1);
+  });
+});
+
+describe('SLOMonitor with a suppression ledger', () => {
+  /** A ledger shared by two monitors, as the monitor's database is by its replicas. */
+  class SharedLedger {
+    readonly sent = new Map<string, number>();
+    released: string[] = [];
+    constructor(private readonly clock: FakeClock) {}
+    async reserve(key: string, windowMs: number): Promise<boolean> {
+      const last = this.sent.get(key);
+      if (last !== undefined && this.clock.now() - last < windowMs) return false;
+      this.sent.set(key, this.clock.now());
+      return true;
+    }
+    async release(key: string): Promise<void> {
+      this.released.push(key);
+      this.sent.delete(key);
+    }
+  }
+
+  it('two monitors on one ledger send one alert per window between them; a failed send gives the reservation back', async () => {
+    const clock = new FakeClock();
+    const ledger = new SharedLedger(clock);
+    const a = new RecordingDispatcher();
+    const b = new RecordingDispatcher();
+    const ma = new SLOMonitor({ clock, alertDispatcher: a, suppressionLedger: ledger });
+    const mb = new SLOMonitor({ clock, alertDispatcher: b, suppressionLedger: ledger });
+    for (const m of [ma, mb]) {
+      m.register(new SLO(base));
+      m.recordSample('checkout.latency', 600);
+    }
+    expect((await ma.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect((await mb.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['suppressed']);
+    clock.advance(300_000);
+    b.fail = true;
+    expect((await mb.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['failed']);
+    expect(ledger.released).toEqual(['checkout-p99']);
+    expect((await ma.evaluateAndDispatchWithOutcomes()).map((d) => d.outcome)).toEqual(['sent']);
+    expect(a.alerts).toHaveLength(2);
+    expect(b.alerts).toHaveLength(0);
   });
 });

@@ -1,0 +1,132 @@
+/**
+ * The SLO area's database store (PostgreSQL and PGlite through knex): SLOs registered by RPC in
+ * `monitor_slos`, samples in `monitor_slo_samples`. Time comes from the database (`now()`), so
+ * replicas whose clocks differ agree on windows; tests pass a Clock instead.
+ */
+import type { Knex } from 'knex';
+import type { Clock } from '../../../shared/runtime/clock';
+import type { SloDefinition } from './slo-area';
+import type { SloStateStore, StoredSamples } from './store';
+
+/** Options of DatabaseSloStateStore. */
+export interface DatabaseSloStateStoreOptions {
+  /** `database` (default): the database's `now()`; a Clock: its time (tests). */
+  clock?: Clock | 'database';
+}
+
+function rows<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/** A suppression key as text PostgreSQL keeps (it holds no NUL; SLO names hold no control character). */
+function dbKey(key: string): string {
+  return key.split(String.fromCharCode(0)).join('\n');
+}
+
+/** SLOs and samples in the monitor's database. */
+export class DatabaseSloStateStore implements SloStateStore {
+  private readonly clock: Clock | 'database';
+
+  constructor(
+    private readonly knex: Knex,
+    options: DatabaseSloStateStoreOptions = {},
+  ) {
+    this.clock = options.clock ?? 'database';
+  }
+
+  /** "Now" as SQL: the database's, or the test clock's as a parameter. */
+  private now(): Knex.Raw {
+    return this.clock === 'database'
+      ? this.knex.raw('now()')
+      : this.knex.raw('?::timestamptz', [new Date(this.clock.now()).toISOString()]);
+  }
+
+  async addSlo(def: SloDefinition): Promise<boolean> {
+    const result = await this.knex.raw(
+      `INSERT INTO monitor_slos (name, metric, definition) VALUES (?, ?, ?::jsonb)
+       ON CONFLICT (name) DO NOTHING RETURNING name`,
+      [def.name, def.metric, JSON.stringify(def)],
+    );
+    return rows(result).length === 1;
+  }
+
+  async listSlos(): Promise<SloDefinition[]> {
+    const result = await this.knex.raw('SELECT definition FROM monitor_slos ORDER BY name COLLATE "C"');
+    return rows<{ definition: SloDefinition | string }>(result).map((r) =>
+      typeof r.definition === 'string' ? (JSON.parse(r.definition) as SloDefinition) : r.definition,
+    );
+  }
+
+  async addSamples(metric: string, valuesMs: ArrayLike<number>, maxPerMetric: number): Promise<void> {
+    if (valuesMs.length === 0) return;
+    await this.knex.transaction(async (trx) => {
+      // One statement for the batch (at most 10,000 values), in order, so ids follow the values.
+      await trx.raw(
+        `INSERT INTO monitor_slo_samples (metric, value_ms, recorded_at)
+         SELECT ?, v.value::float8, ? FROM jsonb_array_elements_text(?::jsonb) WITH ORDINALITY AS v(value, n)
+          ORDER BY v.n`,
+        [metric, this.now(), JSON.stringify(Array.from(valuesMs))],
+      );
+      // The bound per metric: every sample older than the newest `maxPerMetric` goes.
+      await trx.raw(
+        `DELETE FROM monitor_slo_samples WHERE metric = ? AND id <= (
+           SELECT id FROM monitor_slo_samples WHERE metric = ? ORDER BY id DESC OFFSET ? LIMIT 1)`,
+        [metric, metric, maxPerMetric],
+      );
+    });
+  }
+
+  async windowSamples(metric: string, windowSeconds: number, limit: number): Promise<StoredSamples> {
+    const now = this.now();
+    const result = await this.knex.raw(
+      `SELECT value_ms, age_ms FROM (
+         SELECT id, value_ms, extract(epoch FROM (? - recorded_at)) * 1000 AS age_ms
+           FROM monitor_slo_samples
+          WHERE metric = ? AND recorded_at >= ? - (? * interval '1 second')
+          ORDER BY id DESC LIMIT ?) newest
+       ORDER BY id`,
+      [now, metric, now, windowSeconds, limit],
+    );
+    const list = rows<{ value_ms: number | string; age_ms: number | string }>(result);
+    return {
+      valuesMs: Float64Array.from(list, (r) => Number(r.value_ms)),
+      agesMs: Float64Array.from(list, (r) => Math.max(0, Number(r.age_ms))),
+    };
+  }
+
+  async reserve(key: string, windowMs: number): Promise<boolean> {
+    const now = this.now();
+    const result = await this.knex.raw(
+      `INSERT INTO monitor_slo_alerts AS a (key, last_sent_at) VALUES (?, ?)
+       ON CONFLICT (key) DO UPDATE SET previous_sent_at = a.last_sent_at, last_sent_at = EXCLUDED.last_sent_at
+        WHERE a.last_sent_at <= EXCLUDED.last_sent_at - (? * interval '1 millisecond')
+       RETURNING key`,
+      [dbKey(key), now, windowMs],
+    );
+    return rows(result).length === 1;
+  }
+
+  async release(key: string): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx.raw('DELETE FROM monitor_slo_alerts WHERE key = ? AND previous_sent_at IS NULL', [
+        dbKey(key),
+      ]);
+      await trx.raw(
+        'UPDATE monitor_slo_alerts SET last_sent_at = previous_sent_at, previous_sent_at = NULL WHERE key = ?',
+        [dbKey(key)],
+      );
+    });
+  }
+
+  async purgeSamples(windows: ReadonlyMap<string, number>): Promise<number> {
+    const list = [...windows].map(([metric, seconds]) => ({ metric, seconds }));
+    const result = await this.knex.raw(
+      `DELETE FROM monitor_slo_samples s
+        WHERE NOT EXISTS (
+          SELECT 1 FROM jsonb_to_recordset(?::jsonb) AS w(metric text, seconds float8)
+           WHERE w.metric = s.metric AND s.recorded_at >= ? - (w.seconds * interval '1 second'))`,
+      [JSON.stringify(list), this.now()],
+    );
+    return (result as { rowCount?: number; affectedRows?: number }).rowCount ?? 0;
+  }
+}
