@@ -67,7 +67,8 @@ import { NotifyService as NotifyServiceDesc } from '../../shared/gen/svc/notific
 import { NotifyRpc } from './rpc/notify-rpc';
 import { DatabaseNotificationStore } from './notify/database-store';
 import { InMemoryNotificationStore } from './notify/memory-store';
-import { Notifier } from './notify/notifier';
+import { Notifier, type NotifierOptions } from './notify/notifier';
+import { DueRunner } from './notify/schedule/due-runner';
 import { TopicFanOut } from './notify/topic-fan-out';
 import { NotificationRetention } from './notify/retention';
 import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
@@ -114,6 +115,8 @@ export interface NotificationApp {
   readonly notifier: Notifier;
   /** The topic fan-out runner of this process. */
   readonly topicFanOut: TopicFanOut;
+  /** The runner of the notify area's due work (scheduled notifications, held lines, due digests). */
+  readonly dueRunner: DueRunner;
   /** DeleteUser's erasers of the notify area and the delivery records (registered with the directory). */
   readonly userErasers: readonly ((userId: string) => Promise<void>)[];
   readonly auth: AdminAuth;
@@ -131,6 +134,10 @@ export interface NotificationAppOptions {
   notifyPorts?: NotifyPorts;
   /** The topic runner's lease and poll (tests of a restart shorten them). */
   topicFanOut?: { leaseMs?: number; pollMs?: number };
+  /** The due-work runner's lease and poll (tests shorten them). */
+  dueRunner?: { leaseMs?: number; pollMs?: number };
+  /** The time rules' ports (issue 26; tests give fakes): caps, digests, quiet hours. Absent: none. */
+  notifyTiming?: Pick<NotifierOptions, 'caps' | 'digests' | 'quietHoursEnd'>;
 }
 
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
@@ -370,6 +377,9 @@ export async function createNotificationApp(
       },
       deliveries,
       onTopicAccepted: () => topicFanOut.wake(),
+      // When to notify (issue 26): the time rules' ports. The lead wires the real ones here, one line
+      // each: caps (notify/caps/), digests (notify/digest/), quietHoursEnd (users/quiet-hours.ts).
+      ...options.notifyTiming,
       logger,
     });
     const topicFanOut = new TopicFanOut({
@@ -382,6 +392,15 @@ export async function createNotificationApp(
       logger,
     });
     lifecycle.worker('topic-fan-out', topicFanOut);
+    // The one runner of due work: scheduled notifications, held lines, due digests (notify/schedule/).
+    const dueRunner = new DueRunner({
+      store: notificationStore,
+      work: notifier,
+      ...(notifier.digests ? { digests: notifier.digests } : {}),
+      ...options.dueRunner,
+      logger,
+    });
+    lifecycle.worker('notify-due-runner', dueRunner);
     lifecycle.worker(
       'notify-retention',
       new NotificationRetention({
@@ -519,6 +538,7 @@ export async function createNotificationApp(
       users,
       notifier,
       topicFanOut,
+      dueRunner,
       userErasers,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),

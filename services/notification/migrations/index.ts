@@ -23,6 +23,7 @@ import * as preferences from './20261127000050_preferences';
 import * as templates from './20261127000100_templates';
 import * as notifications from './20261127000200_notifications';
 import * as deliveryUser from './20261127000300_delivery_user';
+import * as notifySchedule from './20261128000200_notify_schedule';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -46,6 +47,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261127000100_templates', ...templates },
   { name: '20261127000200_notifications', ...notifications },
   { name: '20261127000300_delivery_user', ...deliveryUser },
+  { name: '20261128000200_notify_schedule', ...notifySchedule },
 ];
 
 /** The knex table that records which notification migrations ran. */
