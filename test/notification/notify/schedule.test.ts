@@ -1,0 +1,352 @@
+/**
+ * When to notify (issue 26), the notify area's rules with a fake clock: scheduled and delayed sends,
+ * CancelNotification, the one runner of due work, and the fan-out's time rules (digest, quiet hours,
+ * caps) over the real Notifier, FanOut, in-memory store and runners. The ports of the parts built
+ * beside it (CapLedger, DigestBook, quietHoursEnd) and the send targets are the fakes of fakes.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { NotifyConfigSchema } from '../../../services/notification/notify/config';
+import { InMemoryNotificationStore } from '../../../services/notification/notify/memory-store';
+import { Notifier, type NotifyInput } from '../../../services/notification/notify/notifier';
+import { DueRunner } from '../../../services/notification/notify/schedule/due-runner';
+import { TopicFanOut } from '../../../services/notification/notify/topic-fan-out';
+import { isDomainError } from '../../../shared/errors';
+import { ManualClock } from '../../support/manual-clock';
+import {
+  FakeCapLedger,
+  FakeDigestBook,
+  FakeDirectory,
+  FakePreferences,
+  FakeRenderer,
+  fakeQuietHoursEnd,
+  fakeUnsubscribeHeaders,
+  RecordingTargets,
+} from './fakes';
+
+const MINUTE = 60_000;
+
+interface Setup {
+  clock: ManualClock;
+  store: InMemoryNotificationStore;
+  directory: FakeDirectory;
+  renderer: FakeRenderer;
+  targets: RecordingTargets;
+  caps: FakeCapLedger;
+  digests: FakeDigestBook;
+  notifier: Notifier;
+  runner: DueRunner;
+  topics: TopicFanOut;
+}
+
+function setup(
+  opts: { caps?: boolean; digests?: boolean; quiet?: boolean; categories?: unknown[] } = {},
+): Setup {
+  // 09:00 UTC on a Monday.
+  const clock = new ManualClock(new Date('2026-11-30T09:00:00.000Z'));
+  const store = new InMemoryNotificationStore(clock);
+  const directory = new FakeDirectory();
+  const renderer = new FakeRenderer();
+  renderer.set('comments', 'inbox', 'en', { title: 'Comment by {{ data.author }}', body: '{{ data.text }}' });
+  renderer.set('comments', 'inbox', 'es', {
+    title: 'Comentario de {{ data.author }}',
+    body: '{{ data.text }}',
+  });
+  renderer.set('comments', 'email', 'en', {
+    subject: 'Comment by {{ data.author }}',
+    text: '{{ data.text }}',
+  });
+  renderer.set('comments', 'sms', 'en', { text: '{{ data.author }}: {{ data.text }}' });
+  renderer.set('comments', 'push', 'en', { title: '{{ data.author }}', body: '{{ data.text }}' });
+  renderer.set('security', 'inbox', 'en', { title: 'Security', body: '{{ data.text }}' });
+  renderer.set('security', 'sms', 'en', { text: 'Security: {{ data.text }}' });
+  renderer.set('comments.digest', 'email', 'en', {
+    subject: '{{ data.count }} new comments',
+    text: '{% for e in data.events %}{{ e.author }}: {{ e.text }}\n{% endfor %}',
+  });
+  const targets = new RecordingTargets();
+  const caps = new FakeCapLedger();
+  const digests = new FakeDigestBook(clock);
+  const config = NotifyConfigSchema.parse({
+    max_schedule_ahead: '1d',
+    categories: opts.categories ?? [
+      { name: 'comments', channels: ['inbox', 'email', 'sms', 'push'] },
+      { name: 'security', channels: ['inbox', 'sms'], required: true },
+    ],
+  });
+  const notifier = new Notifier({
+    config,
+    store,
+    directory,
+    preferences: new FakePreferences(),
+    renderer,
+    unsubscribeHeaders: fakeUnsubscribeHeaders,
+    targets,
+    deliveries: { get: async (id: string) => ({ id, status: 'queued' }) as never },
+    clock,
+    ...(opts.caps ? { caps } : {}),
+    ...(opts.digests ? { digests } : {}),
+    ...(opts.quiet ? { quietHoursEnd: fakeQuietHoursEnd } : {}),
+  });
+  const runner = new DueRunner({ store, work: notifier, ...(opts.digests ? { digests } : {}) });
+  const topics = new TopicFanOut({
+    store,
+    directory,
+    fanOut: notifier.fanOut,
+    category: (name) => notifier.category(name),
+    pageSize: 10,
+    clock,
+  });
+  return { clock, store, directory, renderer, targets, caps, digests, notifier, runner, topics };
+}
+
+const data = { author: 'Zoë 😀', text: '你好 שלום' };
+
+function input(over: Partial<NotifyInput>): NotifyInput {
+  return {
+    userId: '',
+    topic: '',
+    category: 'comments',
+    data,
+    overrides: [],
+    priority: 'normal',
+    idempotencyKey: '',
+    ...over,
+  };
+}
+
+async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (isDomainError(err)) return { code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('expected the call to fail');
+}
+
+function addUser(
+  s: Setup,
+  over: Parameters<FakeDirectory['add']>[0] extends infer U ? Partial<U> : never = {},
+) {
+  return s.directory.add({
+    userId: `user-${randomUUID()}`,
+    emails: ['ana@example.com'],
+    phones: ['+15550100001'],
+    devices: [{ token: 'device-token-0123456789', platform: 'fcm', registeredAt: new Date() }],
+    ...over,
+  });
+}
+
+/** Runs the due runner until it finds nothing (a pass, as its loop does). */
+async function drain(s: Setup): Promise<void> {
+  while (await s.runner.runOnce()) {
+    // next batch
+  }
+}
+
+describe('scheduled and delayed Notify', () => {
+  it('a delayed notification is SCHEDULED with its send_at and sends nothing until due; then the runner fans it out once', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const { notification } = await s.notifier.notify(
+      input({ userId: user.userId, delayMs: 10 * MINUTE }),
+      'c',
+    );
+    expect(notification.status).toBe('scheduled');
+    expect(notification.sendAt).toEqual(new Date(s.clock.now() + 10 * MINUTE));
+    expect(notification.channels).toEqual([]);
+    await drain(s);
+    expect(s.targets.sent).toEqual([]);
+    s.clock.advance(10 * MINUTE - 1);
+    await drain(s);
+    expect(s.targets.sent).toEqual([]);
+    s.clock.advance(1);
+    await drain(s);
+    expect(s.targets.sent.map((x) => x.channel).sort()).toEqual(['email', 'inbox', 'push', 'sms']);
+    const after = await s.notifier.get(notification.id, 'c');
+    expect(after.status).toBe('fanned_out');
+    expect(after.sendAt).toEqual(notification.sendAt);
+    expect(after.channels.map((l) => l.channel)).toEqual(['inbox', 'email', 'sms', 'push']);
+    s.clock.advance(60 * MINUTE);
+    await drain(s);
+    expect(s.targets.sent).toHaveLength(4);
+  });
+
+  it('send_at in the future schedules; a send_at not in the future sends now (no send_at recorded)', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const at = new Date(s.clock.now() + 5 * MINUTE);
+    const later = await s.notifier.notify(input({ userId: user.userId, sendAt: at }), 'c');
+    expect(later.notification).toMatchObject({ status: 'scheduled', sendAt: at });
+    const now = await s.notifier.notify(input({ userId: user.userId, sendAt: new Date(s.clock.now()) }), 'c');
+    expect(now.notification.status).toBe('fanned_out');
+    expect(now.notification.sendAt).toBeNull();
+    expect(s.targets.of('inbox')).toHaveLength(1);
+  });
+
+  it('refuses both send_at and delay, a negative delay and a time beyond notify.max_schedule_ahead (INVALID_ARGUMENT), recording nothing', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const both = await refusal(
+      s.notifier.notify(
+        input({ userId: user.userId, sendAt: new Date(s.clock.now() + MINUTE), delayMs: MINUTE }),
+        'c',
+      ),
+    );
+    expect(both).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(both.message).toContain('at most one of send_at and delay');
+    expect(await refusal(s.notifier.notify(input({ userId: user.userId, delayMs: -1 }), 'c'))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    const far = await refusal(
+      s.notifier.notify(input({ userId: user.userId, delayMs: 24 * 60 * MINUTE + 1 }), 'c'),
+    );
+    expect(far).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(far.message).toContain('max_schedule_ahead');
+    // At the bound exactly: accepted.
+    const edge = await s.notifier.notify(input({ userId: user.userId, delayMs: 24 * 60 * MINUTE }), 'c');
+    expect(edge.notification.status).toBe('scheduled');
+    expect((await s.notifier.list(user.userId, 'c')).notifications).toHaveLength(1);
+  });
+
+  it('validates and renders strictly at call time: a missing variable refuses the call and nothing is recorded', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const missing = await refusal(
+      s.notifier.notify(input({ userId: user.userId, data: { author: 'x' }, delayMs: MINUTE }), 'c'),
+    );
+    expect(missing).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(missing.message).toContain('data.text');
+    expect((await s.notifier.list(user.userId, 'c')).notifications).toEqual([]);
+    expect(await refusal(s.notifier.notify(input({ userId: 'nobody', delayMs: MINUTE }), 'c'))).toMatchObject(
+      {
+        code: 'NOT_FOUND',
+      },
+    );
+  });
+
+  it('renders again when due, with the user as they are then (their locale and contact points)', async () => {
+    const s = setup();
+    const user = addUser(s, { locale: 'en' });
+    await s.notifier.notify(input({ userId: user.userId, delayMs: MINUTE }), 'c');
+    s.directory.add({ ...user, locale: 'es', phones: ['+15550100099'] });
+    s.clock.advance(MINUTE);
+    await drain(s);
+    expect(s.targets.of('inbox')[0]!.title).toBe('Comentario de Zoë 😀');
+    expect(s.targets.of('sms').map((x) => x.to)).toEqual(['+15550100099']);
+  });
+
+  it('a user deleted before the send time gets nothing; the notification ends with no lines', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId, delayMs: MINUTE }), 'c');
+    s.directory.users.delete(user.userId);
+    s.clock.advance(MINUTE);
+    await drain(s);
+    expect(s.targets.sent).toEqual([]);
+    expect(await s.notifier.get(notification.id, 'c')).toMatchObject({ status: 'fanned_out', channels: [] });
+  });
+
+  it('idempotency: the same key and schedule answers the same notification; another send_at or delay is ALREADY_EXISTS', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const key = `k-${randomUUID()}`;
+    const first = await s.notifier.notify(
+      input({ userId: user.userId, delayMs: MINUTE, idempotencyKey: key }),
+      'c',
+    );
+    const again = await s.notifier.notify(
+      input({ userId: user.userId, delayMs: MINUTE, idempotencyKey: key }),
+      'c',
+    );
+    expect(again).toMatchObject({ created: false });
+    expect(again.notification.id).toBe(first.notification.id);
+    expect(
+      await refusal(
+        s.notifier.notify(input({ userId: user.userId, delayMs: 2 * MINUTE, idempotencyKey: key }), 'c'),
+      ),
+    ).toMatchObject({ code: 'ALREADY_EXISTS' });
+    expect(
+      await refusal(s.notifier.notify(input({ userId: user.userId, idempotencyKey: key }), 'c')),
+    ).toMatchObject({ code: 'ALREADY_EXISTS' });
+  });
+
+  it('a scheduled topic notification starts its job only when due', async () => {
+    const s = setup();
+    const a = addUser(s);
+    const b = addUser(s);
+    s.directory.subscribe('launch', [a.userId, b.userId]);
+    const { notification } = await s.notifier.notify(input({ topic: 'launch', delayMs: 5 * MINUTE }), 'c');
+    expect(notification.status).toBe('scheduled');
+    expect(await s.topics.runOnce()).toBe(false);
+    expect(s.targets.sent).toEqual([]);
+    s.clock.advance(5 * MINUTE);
+    expect(await s.topics.runOnce()).toBe(true);
+    expect(
+      s.targets
+        .of('inbox')
+        .map((x) => x.userId)
+        .sort(),
+    ).toEqual([a.userId, b.userId].sort());
+    expect((await s.notifier.get(notification.id, 'c')).status).toBe('fanned_out');
+  });
+});
+
+describe('CancelNotification', () => {
+  it('a SCHEDULED notification becomes CANCELLED (1) and never fans out; again the same answer with 0; by idempotency key too', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const key = `k-${randomUUID()}`;
+    const { notification } = await s.notifier.notify(
+      input({ userId: user.userId, delayMs: MINUTE, idempotencyKey: key }),
+      'c',
+    );
+    const first = await s.notifier.cancel({ id: notification.id, idempotencyKey: '' }, 'c');
+    expect(first.cancelled).toBe(1);
+    expect(first.notification.status).toBe('cancelled');
+    s.clock.advance(2 * MINUTE);
+    await drain(s);
+    expect(s.targets.sent).toEqual([]);
+    const again = await s.notifier.cancel({ id: '', idempotencyKey: key }, 'c');
+    expect(again.cancelled).toBe(0);
+    expect(again.notification).toEqual(first.notification);
+  });
+
+  it('another caller’s notification is NOT_FOUND; neither or both of id and key is INVALID_ARGUMENT', async () => {
+    const s = setup();
+    const user = addUser(s);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId, delayMs: MINUTE }), 'c');
+    expect(
+      await refusal(s.notifier.cancel({ id: notification.id, idempotencyKey: '' }, 'other')),
+    ).toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(await refusal(s.notifier.cancel({ id: '', idempotencyKey: 'nope' }, 'c'))).toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(await refusal(s.notifier.cancel({ id: '', idempotencyKey: '' }, 'c'))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    expect(await refusal(s.notifier.cancel({ id: notification.id, idempotencyKey: 'k' }, 'c'))).toMatchObject(
+      {
+        code: 'INVALID_ARGUMENT',
+      },
+    );
+    expect(await refusal(s.notifier.cancel({ id: 'not-a-uuid', idempotencyKey: '' }, 'c'))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    expect((await s.notifier.get(notification.id, 'c')).status).toBe('scheduled');
+  });
+
+  it('a cancelled scheduled topic notification never starts its job', async () => {
+    const s = setup();
+    const a = addUser(s);
+    s.directory.subscribe('news', [a.userId]);
+    const { notification } = await s.notifier.notify(input({ topic: 'news', delayMs: MINUTE }), 'c');
+    expect((await s.notifier.cancel({ id: notification.id, idempotencyKey: '' }, 'c')).cancelled).toBe(1);
+    s.clock.advance(MINUTE);
+    expect(await s.topics.runOnce()).toBe(false);
+    expect(s.targets.sent).toEqual([]);
+    expect((await s.notifier.get(notification.id, 'c')).status).toBe('cancelled');
+  });
+});
