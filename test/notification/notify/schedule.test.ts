@@ -350,3 +350,304 @@ describe('CancelNotification', () => {
     expect((await s.notifier.get(notification.id, 'c')).status).toBe('cancelled');
   });
 });
+
+/** A user whose quiet hours cover 08:00-10:00 UTC (the fake rule reads windows within one UTC day). */
+function quietUser(s: Setup, holdEmail = false) {
+  return addUser(s, { quietHours: { windows: [{ days: [], start: '08:00', end: '10:00' }], holdEmail } });
+}
+
+describe('time rules: quiet hours', () => {
+  it('SMS and push are HELD until the window ends, the inbox and email go at once; the runner releases them then and clears the hold', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    const end = new Date('2026-11-30T10:00:00.000Z');
+    expect(notification.channels.map((l) => [l.channel, l.heldUntil ?? null, l.holdReason ?? null])).toEqual([
+      ['inbox', null, null],
+      ['email', null, null],
+      ['sms', end, 'quiet_hours'],
+      ['push', end, 'quiet_hours'],
+    ]);
+    expect(s.targets.sent.map((x) => x.channel).sort()).toEqual(['email', 'inbox']);
+    s.clock.advance(59 * MINUTE);
+    await drain(s);
+    expect(s.targets.of('sms')).toEqual([]);
+    s.clock.advance(MINUTE);
+    await drain(s);
+    expect(s.targets.of('sms')).toHaveLength(1);
+    expect(s.targets.of('push')).toHaveLength(1);
+    const after = await s.notifier.get(notification.id, 'c');
+    expect(after.channels.map((l) => [l.channel, l.heldUntil ?? null, l.messageId !== null])).toEqual([
+      ['inbox', null, true],
+      ['email', null, true],
+      ['sms', null, true],
+      ['push', null, true],
+    ]);
+    expect(after.channels[2]!.contact).not.toBe('');
+    // Released once: nothing more later.
+    s.clock.advance(24 * 60 * MINUTE);
+    await drain(s);
+    expect(s.targets.sent).toHaveLength(4);
+  });
+
+  it('email is held too when the user says so (holdEmail)', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s, true);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(notification.channels.find((l) => l.channel === 'email')).toMatchObject({
+      holdReason: 'quiet_hours',
+    });
+    expect(s.targets.of('email')).toEqual([]);
+  });
+
+  it('CRITICAL and a required category go at once inside quiet hours', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s);
+    await s.notifier.notify(input({ userId: user.userId, priority: 'critical' }), 'c');
+    expect(s.targets.of('sms')).toHaveLength(1);
+    await s.notifier.notify(input({ userId: user.userId, category: 'security' }), 'c');
+    expect(s.targets.of('sms')).toHaveLength(2);
+  });
+
+  it('a held line of a user deleted before the release sends nothing', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    s.directory.users.delete(user.userId);
+    s.clock.advance(60 * MINUTE);
+    await drain(s);
+    expect(s.targets.of('sms')).toEqual([]);
+    const after = await s.notifier.get(notification.id, 'c');
+    expect(after.channels.find((l) => l.channel === 'sms')).toMatchObject({
+      heldUntil: null,
+      error: 'user deleted',
+    });
+  });
+
+  it('a scheduled notification due inside quiet hours is held from its send time', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s);
+    s.clock.advance(-2 * 60 * MINUTE); // 07:00
+    await s.notifier.notify(input({ userId: user.userId, delayMs: 90 * MINUTE }), 'c');
+    s.clock.advance(90 * MINUTE); // 08:30: quiet
+    await drain(s);
+    expect(s.targets.sent.map((x) => x.channel).sort()).toEqual(['email', 'inbox']);
+    s.clock.advance(90 * MINUTE); // 10:00
+    await drain(s);
+    expect(s.targets.of('sms')).toHaveLength(1);
+  });
+
+  it('cancel takes held lines back (SKIP_REASON_CANCELLED), the sent ones keep their delivery, and nothing goes at the window’s end', async () => {
+    const s = setup({ quiet: true });
+    const user = quietUser(s);
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    const result = await s.notifier.cancel({ id: notification.id, idempotencyKey: '' }, 'c');
+    expect(result.cancelled).toBe(2);
+    expect(result.notification.channels.map((l) => [l.channel, l.skipped, l.messageId !== null])).toEqual([
+      ['inbox', null, true],
+      ['email', null, true],
+      ['sms', 'cancelled', false],
+      ['push', 'cancelled', false],
+    ]);
+    s.clock.advance(2 * 60 * MINUTE);
+    await drain(s);
+    expect(s.targets.of('sms')).toEqual([]);
+    expect((await s.notifier.cancel({ id: notification.id, idempotencyKey: '' }, 'c')).cancelled).toBe(0);
+  });
+});
+
+describe('time rules: caps', () => {
+  it('a throttling cap skips the line THROTTLED with the cap; the inbox still has the message', async () => {
+    const s = setup({ caps: true });
+    const user = addUser(s);
+    s.caps.limit('sms', 1, 'sms 1/1h', new Date(s.clock.now() + 60 * MINUTE));
+    await s.notifier.notify(input({ userId: user.userId }), 'c');
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(notification.channels.find((l) => l.channel === 'sms')).toMatchObject({
+      skipped: 'throttled',
+      throttledBy: 'sms 1/1h',
+      messageId: null,
+    });
+    expect(s.targets.of('sms')).toHaveLength(1);
+    expect(s.targets.of('inbox')).toHaveLength(2);
+  });
+
+  it('a deferring category holds the line until the next free slot (CAP_DEFERRED); the runner sends it then', async () => {
+    const s = setup({
+      caps: true,
+      categories: [{ name: 'comments', channels: ['inbox', 'email', 'sms', 'push'], on_cap: 'defer' }],
+    });
+    const user = addUser(s);
+    const free = new Date(s.clock.now() + 30 * MINUTE);
+    s.caps.limit('sms', 1, 'sms 1/1h', free);
+    await s.notifier.notify(input({ userId: user.userId }), 'c');
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(notification.channels.find((l) => l.channel === 'sms')).toMatchObject({
+      heldUntil: free,
+      holdReason: 'cap_deferred',
+    });
+    s.clock.advance(30 * MINUTE);
+    s.caps.free();
+    await drain(s);
+    expect(s.targets.of('sms')).toHaveLength(2);
+    const after = await s.notifier.get(notification.id, 'c');
+    expect(after.channels.find((l) => l.channel === 'sms')).toMatchObject({
+      heldUntil: null,
+      holdReason: null,
+    });
+  });
+
+  it('CRITICAL, required categories and the inbox never take from a cap', async () => {
+    const s = setup({ caps: true });
+    const user = addUser(s);
+    await s.notifier.notify(input({ userId: user.userId, priority: 'critical' }), 'c');
+    await s.notifier.notify(input({ userId: user.userId, category: 'security' }), 'c');
+    expect(s.caps.taken).toEqual([]);
+    await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(s.caps.taken.map((k) => k.split('/')[1]).sort()).toEqual(['email', 'push', 'sms']);
+  });
+
+  it('quiet hours come before caps: a held line takes no cap slot until it is released', async () => {
+    const s = setup({ caps: true, quiet: true });
+    const user = quietUser(s);
+    await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(s.caps.taken.map((k) => k.split('/')[1])).toEqual(['email']);
+    s.clock.advance(60 * MINUTE);
+    await drain(s);
+    expect(s.caps.taken.map((k) => k.split('/')[1]).sort()).toEqual(['email', 'push', 'sms']);
+  });
+});
+
+describe('time rules: digests', () => {
+  const digestCategories = [
+    {
+      name: 'comments',
+      channels: ['inbox', 'email', 'sms'],
+      digest: { email: { window: '15m', key: 'thread' } },
+    },
+  ];
+
+  it('digested lines show the digest; events of one key make one digest, rendered by the digest template with the events oldest first and their count, sent once; the inbox gets each', async () => {
+    const s = setup({ digests: true, categories: digestCategories });
+    const user = addUser(s);
+    const ids: string[] = [];
+    for (const [i, author] of ['Ana 😀', 'Ben 字', 'Dov ש'].entries()) {
+      const { notification } = await s.notifier.notify(
+        input({ userId: user.userId, data: { author, text: `t${i}`, thread: 7 } }),
+        'c',
+      );
+      ids.push(notification.id);
+      s.clock.advance(MINUTE);
+    }
+    const other = await s.notifier.notify(
+      input({ userId: user.userId, data: { author: 'Eve', text: 'x', thread: 'other' } }),
+      'c',
+    );
+    const first = await s.notifier.get(ids[0]!, 'c');
+    const line = first.channels.find((l) => l.channel === 'email')!;
+    expect(line).toMatchObject({ contact: '', messageId: null, skipped: null });
+    expect(line.digestId).toBeTruthy();
+    expect(other.notification.channels.find((l) => l.channel === 'email')!.digestId).not.toBe(line.digestId);
+    expect(s.targets.of('inbox')).toHaveLength(4);
+    expect(s.targets.of('sms')).toHaveLength(4);
+    expect(s.targets.of('email')).toEqual([]);
+    s.clock.advance(15 * MINUTE);
+    await drain(s);
+    const emails = s.targets.of('email');
+    expect(emails).toHaveLength(2);
+    const three = emails.find((e) => e.subject === '3 new comments')!;
+    expect(three.text).toBe('Ana 😀: t0\nBen 字: t1\nDov ש: t2\n');
+    expect(s.digests.digests.get(line.digestId!)).toMatchObject({ status: 'sent', messageId: three.id });
+    // GetNotification shows the digest's delivery on each digested line once it went.
+    for (const id of ids) {
+      const got = await s.notifier.get(id, 'c');
+      expect(got.channels.find((l) => l.channel === 'email')).toMatchObject({
+        digestId: line.digestId,
+        messageId: three.id,
+      });
+    }
+  });
+
+  it('a due digest inside quiet hours is deferred to the window’s end; a throttling cap finishes it with the error', async () => {
+    const s = setup({ digests: true, quiet: true, caps: true, categories: digestCategories });
+    const user = quietUser(s, true);
+    const { notification } = await s.notifier.notify(
+      input({ userId: user.userId, data: { ...data, thread: 1 } }),
+      'c',
+    );
+    const digestId = notification.channels.find((l) => l.channel === 'email')!.digestId!;
+    s.clock.advance(15 * MINUTE); // 09:15: quiet until 10:00
+    await drain(s);
+    expect(s.digests.digests.get(digestId)).toMatchObject({
+      status: 'open',
+      flushAt: new Date('2026-11-30T10:00:00.000Z'),
+    });
+    expect(s.targets.of('email')).toEqual([]);
+    s.caps.limit('email', 0, 'email 0/1h', new Date(s.clock.now() + 60 * MINUTE));
+    s.clock.advance(45 * MINUTE);
+    await drain(s);
+    expect(s.digests.digests.get(digestId)).toMatchObject({
+      status: 'sent',
+      messageId: null,
+      error: 'throttled by email 0/1h',
+    });
+    expect(s.targets.of('email')).toEqual([]);
+  });
+
+  it('no digest template for the locale chain: the digest finishes with an error, nothing sent', async () => {
+    const s = setup({ digests: true, categories: digestCategories });
+    s.renderer.templates.delete('comments.digest/email/en');
+    const user = addUser(s);
+    const { notification } = await s.notifier.notify(
+      input({ userId: user.userId, data: { ...data, thread: 1 } }),
+      'c',
+    );
+    const digestId = notification.channels.find((l) => l.channel === 'email')!.digestId!;
+    s.clock.advance(15 * MINUTE);
+    await drain(s);
+    expect(s.digests.digests.get(digestId)!.status).toBe('sent');
+    expect(s.digests.digests.get(digestId)!.error).toContain('no digest template');
+    expect(s.targets.of('email')).toEqual([]);
+  });
+
+  it('the digest key is the named data field (stringified), or the category when the field is absent; CRITICAL is never digested', async () => {
+    const s = setup({ digests: true, categories: digestCategories });
+    const user = addUser(s);
+    await s.notifier.notify(input({ userId: user.userId, data: { ...data, thread: { id: 'ת-1' } } }), 'c');
+    await s.notifier.notify(input({ userId: user.userId, data }), 'c');
+    expect([...s.digests.digests.values()].map((d) => d.key).sort()).toEqual(['comments', '{"id":"ת-1"}']);
+    await s.notifier.notify(
+      input({ userId: user.userId, data: { ...data, thread: 2 }, priority: 'critical' }),
+      'c',
+    );
+    expect(s.targets.of('email')).toHaveLength(1);
+  });
+
+  it('cancel takes a notification’s event out of its open digest and its line is CANCELLED; the digest then sends without it', async () => {
+    const s = setup({ digests: true, categories: digestCategories });
+    const user = addUser(s);
+    const keep = await s.notifier.notify(
+      input({ userId: user.userId, data: { author: 'A', text: 'keep', thread: 1 } }),
+      'c',
+    );
+    const drop = await s.notifier.notify(
+      input({ userId: user.userId, data: { author: 'B', text: 'drop', thread: 1 } }),
+      'c',
+    );
+    const result = await s.notifier.cancel({ id: drop.notification.id, idempotencyKey: '' }, 'c');
+    expect(result.cancelled).toBe(1);
+    expect(result.notification.channels.find((l) => l.channel === 'email')).toMatchObject({
+      skipped: 'cancelled',
+    });
+    s.clock.advance(15 * MINUTE);
+    await drain(s);
+    expect(s.targets.of('email').map((e) => e.subject)).toEqual(['1 new comments']);
+    expect(s.targets.of('email')[0]!.text).toBe('A: keep\n');
+    const kept = await s.notifier.get(keep.notification.id, 'c');
+    expect(kept.channels.find((l) => l.channel === 'email')!.messageId).toBe(s.targets.of('email')[0]!.id);
+    // Once the digest went, a cancel takes nothing back.
+    expect((await s.notifier.cancel({ id: keep.notification.id, idempotencyKey: '' }, 'c')).cancelled).toBe(
+      0,
+    );
+  });
+});
