@@ -651,3 +651,47 @@ describe('time rules: digests', () => {
     );
   });
 });
+
+describe('the due runner', () => {
+  it('stopped while working, it finishes what it holds (saved, lease given back) and takes nothing more', async () => {
+    const s = setup();
+    const user = addUser(s);
+    for (let i = 0; i < 3; i++) await s.notifier.notify(input({ userId: user.userId, delayMs: MINUTE }), 'c');
+    s.clock.advance(MINUTE);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const runner = new DueRunner({
+      store: s.store,
+      work: {
+        runDue: async (due, owner) => {
+          started++;
+          await gate;
+          await s.notifier.runDue(due, owner);
+        },
+        sendDigest: async () => undefined,
+      },
+      batch: 1,
+      concurrency: 1,
+      pollMs: 60_000,
+    });
+    runner.start();
+    await waitUntil(() => started === 1);
+    const stopped = runner.stop();
+    release();
+    await stopped;
+    expect(started).toBe(1);
+    const all = (await s.notifier.list(user.userId, 'c')).notifications;
+    expect(all.map((n) => n.status).sort()).toEqual(['fanned_out', 'scheduled', 'scheduled']);
+    // Nothing leased is left behind: another runner takes the other two at once.
+    await drain(s);
+    expect(
+      (await s.notifier.list(user.userId, 'c')).notifications.every((n) => n.status === 'fanned_out'),
+    ).toBe(true);
+  });
+});
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setImmediate(r));
+  if (!condition()) throw new Error('condition never held');
+}
