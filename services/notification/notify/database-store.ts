@@ -387,7 +387,7 @@ export class DatabaseNotificationStore implements NotificationStore {
   async cancel(
     id: string,
     digestIds: readonly string[],
-  ): Promise<{ record: NotificationRecord; cancelled: number } | null> {
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null> {
     const cancelled = await this.knex.transaction(async (trx) => {
       const [row] = rows<{ status: NotificationStatus; going: boolean }>(
         await trx.raw(
@@ -398,7 +398,7 @@ export class DatabaseNotificationStore implements NotificationStore {
       );
       if (!row) return null;
       // A runner holds it under a live lease: it is going, nothing is taken back.
-      if (row.going) return 0;
+      if (row.going) return 'going' as const;
       if (row.status === 'scheduled') {
         await trx.raw(
           `UPDATE notifications SET status = 'cancelled', due_at = NULL, request = NULL, updated_at = now()
@@ -425,7 +425,9 @@ export class DatabaseNotificationStore implements NotificationStore {
       return lines;
     });
     if (cancelled === null) return null;
-    return { record: (await this.get(id))!, cancelled };
+    const record = (await this.get(id))!;
+    if (cancelled === 'going') return { record, cancelled: 0, going: true };
+    return { record, cancelled, going: false };
   }
 
   async purgeBefore(before: Date, limit: number): Promise<number> {
@@ -434,7 +436,7 @@ export class DatabaseNotificationStore implements NotificationStore {
       await this.knex.raw(
         `DELETE FROM notifications WHERE id IN (
            SELECT id FROM notifications
-           WHERE created_at < ?
+           WHERE created_at < ? AND due_at IS NULL
              AND NOT (topic IS NOT NULL AND parent_id IS NULL AND status NOT IN ('fanned_out', 'cancelled'))
            ORDER BY created_at LIMIT ?)
          RETURNING id`,

@@ -223,13 +223,14 @@ export class InMemoryNotificationStore implements NotificationStore {
   async cancel(
     id: string,
     digestIds: readonly string[],
-  ): Promise<{ record: NotificationRecord; cancelled: number } | null> {
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null> {
     const r = this.records.get(id);
     if (!r) return null;
     const now = this.clock.now();
     const d = this.due.get(id);
     // A runner holding it under a live lease: it is going, nothing is taken back.
-    if (d && d.owner !== null && d.leaseExpiresAt > now) return { record: copy(r), cancelled: 0 };
+    if (d && d.owner !== null && d.leaseExpiresAt > now)
+      return { record: copy(r), cancelled: 0, going: true };
     let cancelled = 0;
     if (r.status === 'scheduled') {
       r.status = 'cancelled';
@@ -248,7 +249,7 @@ export class InMemoryNotificationStore implements NotificationStore {
       this.due.delete(id);
       r.updatedAt = new Date(now);
     }
-    return { record: copy(r), cancelled };
+    return { record: copy(r), cancelled, going: false };
   }
 
   async purgeBefore(before: Date, limit: number): Promise<number> {
@@ -256,6 +257,7 @@ export class InMemoryNotificationStore implements NotificationStore {
       .filter(
         (r) =>
           r.createdAt < before &&
+          !this.due.has(r.id) &&
           !(r.topic !== null && r.parentId === null && r.status !== 'fanned_out' && r.status !== 'cancelled'),
       )
       .sort((a, b) => -newerFirst(a, b))

@@ -356,18 +356,25 @@ export class Notifier {
     if (!found || found.scope !== scope) {
       throw new NotFoundError(`notification ${id || `with idempotency_key "${key.slice(0, 64)}"`} not found`);
     }
-    // Digested events are taken out of digests not yet taken; a digest already going keeps them.
-    const digestIds: string[] = [];
-    const waiting = found.channels.filter((l) => l.digestId && l.messageId === null && l.skipped === null);
-    if (waiting.length > 0 && this.options.digests) {
+    // First what the store holds (scheduled, held): after this, unless a runner holds it, nothing of
+    // it is due any more, so no runner can take it while the digested events are taken back.
+    const first = await this.options.store.cancel(found.id, []);
+    if (!first) throw new NotFoundError(`notification ${found.id} not found`);
+    let result = first;
+    const waiting = first.record.channels.filter(
+      (l) => l.digestId && l.messageId === null && l.skipped === null,
+    );
+    if (!first.going && waiting.length > 0 && this.options.digests) {
+      // Digested events are taken out of digests not yet taken; a digest already going keeps them.
       await this.options.digests.removeNotification(found.id);
+      const digestIds: string[] = [];
       for (const digestId of new Set(waiting.map((l) => l.digestId!))) {
         const state = await this.options.digests.get(digestId);
         if (!state || state.status === 'open' || state.status === 'cancelled') digestIds.push(digestId);
       }
+      const second = await this.options.store.cancel(found.id, digestIds);
+      if (second) result = { ...second, cancelled: first.cancelled + second.cancelled };
     }
-    const result = await this.options.store.cancel(found.id, digestIds);
-    if (!result) throw new NotFoundError(`notification ${found.id} not found`);
     if (result.cancelled > 0) {
       this.log.info({ notificationId: found.id, cancelled: result.cancelled }, 'notification cancelled');
     }

@@ -49,8 +49,8 @@ export interface NotificationStore {
   saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void>;
   /**
    * Retention: deletes up to `limit` notifications created before `before`, oldest first (their lines
-   * and topic members with them), except topic notifications whose fan-out has not finished; returns
-   * how many.
+   * and topic members with them), except topic notifications whose fan-out has not finished and
+   * notifications still due (scheduled, or with held lines); returns how many.
    */
   purgeBefore(before: Date, limit: number): Promise<number>;
   /** Deletes every notification of the user (DeleteUser); returns how many. */
@@ -77,12 +77,14 @@ export interface NotificationStore {
    * CancelNotification's part in the store, in one commit: unless a runner holds the notification
    * under a live lease (it is going), a scheduled notification becomes cancelled (counted 1, never
    * claimed afterwards), held lines become skipped `cancelled` (each counted), and so do the digested
-   * lines not yet sent of `digestIds`. Null when unknown.
+   * lines not yet sent of `digestIds`. `going`: a runner holds it (nothing was taken back). Null
+   * when unknown. Once it answered with `going` false, nothing of it is due any more (a runner can no
+   * longer take it).
    */
   cancel(
     id: string,
     digestIds: readonly string[],
-  ): Promise<{ record: NotificationRecord; cancelled: number } | null>;
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null>;
 
   // --- Topic jobs (notify/topic-fan-out.ts)
 

@@ -311,7 +311,7 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
         const n = scheduled(past());
         await store.create(n, request);
         const first = await store.cancel(n.id, []);
-        expect(first).toMatchObject({ cancelled: 1 });
+        expect(first).toMatchObject({ cancelled: 1, going: false });
         expect(first!.record.status).toBe('cancelled');
         expect(await claimMine(n.id, 'owner-1')).toBeNull();
         const again = await store.cancel(n.id, []);
@@ -325,7 +325,7 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
         await store.create(n, request);
         await claimMine(n.id, 'owner-1');
         const lost = await store.cancel(n.id, []);
-        expect(lost).toMatchObject({ cancelled: 0 });
+        expect(lost).toMatchObject({ cancelled: 0, going: true });
         expect(lost!.record.status).toBe('fanning_out');
         expect(await store.finishDue(n.id, 'owner-1', [])).toBe(true);
         // Held lines a runner is releasing are going too: the cancel leaves them to it.
@@ -382,6 +382,39 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
         expect(result!.record.channels[0]!.messageId).toBe(sent.messageId);
         expect(await claimMine(n.id, 'owner-1')).toBeNull();
         expect((await store.cancel(n.id, ['digest-1']))!.cancelled).toBe(0);
+      });
+
+      it('the retention keeps what is still due (scheduled, or with held lines) however old, and purges it once done or cancelled', async () => {
+        const longAgo = new Date('2020-01-01T00:00:00.000Z');
+        const cutoff = new Date('2021-01-01T00:00:00.000Z');
+        const waiting = newNotification({ status: 'scheduled', sendAt: later(), createdAt: longAgo });
+        await store.create(waiting, request);
+        const held = newNotification({ createdAt: longAgo });
+        await store.create(held);
+        await store.saveFanOut(
+          held.id,
+          [
+            {
+              channel: 'sms',
+              contact: '',
+              messageId: null,
+              skipped: null,
+              error: null,
+              locale: 'en',
+              heldUntil: later(),
+              holdReason: 'cap_deferred',
+            },
+          ],
+          request,
+        );
+        await store.purgeBefore(cutoff, 1000);
+        expect(await store.get(waiting.id)).not.toBeNull();
+        expect(await store.get(held.id)).not.toBeNull();
+        await store.cancel(waiting.id, []);
+        await store.cancel(held.id, []);
+        await store.purgeBefore(cutoff, 1000);
+        expect(await store.get(waiting.id)).toBeNull();
+        expect(await store.get(held.id)).toBeNull();
       });
 
       it('a scheduled topic notification’s job is not claimed before its send time; cancelled while scheduled, its job ends without being handed out', async () => {
