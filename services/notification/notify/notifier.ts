@@ -451,6 +451,13 @@ export class Notifier {
     if (!user) return finish(null, 'user deleted');
     const category = this.categories.get(digest.category);
     if (!category) return finish(null, 'the category is no longer configured');
+    // The user's choice as it is now (a required category reaches them whatever is stored).
+    if (
+      !category.required &&
+      !(await this.options.preferences.isEnabled(user.userId, category.name, digest.channel))
+    ) {
+      return finish(null, 'turned off by the user');
+    }
     const contacts = contactsOf(user, digest.channel);
     if (contacts.length === 0) return finish(null, 'no contact point');
     let rendered;
@@ -518,9 +525,10 @@ export class Notifier {
     const lines = await Promise.all(
       channels.map(async (line): Promise<ChannelLineView> => {
         if (withStatus && line.digestId && line.messageId === null && line.skipped === null) {
-          // A digested line shows the digest's delivery once the digest went.
+          // A digested line shows the digest's delivery once the digest went, or why nothing went.
           const state = await this.options.digests?.get(line.digestId);
           if (state?.messageId) line = { ...line, messageId: state.messageId };
+          else if (state?.status === 'sent' && state.error) line = { ...line, error: state.error };
         }
         if (!withStatus || line.channel === 'inbox' || line.messageId === null) {
           return { ...line, deliveryStatus: null };

@@ -30,6 +30,7 @@ interface Setup {
   store: InMemoryNotificationStore;
   directory: FakeDirectory;
   renderer: FakeRenderer;
+  preferences: FakePreferences;
   targets: RecordingTargets;
   caps: FakeCapLedger;
   digests: FakeDigestBook;
@@ -73,11 +74,12 @@ function setup(
       { name: 'security', channels: ['inbox', 'sms'], required: true },
     ],
   });
+  const preferences = new FakePreferences();
   const notifier = new Notifier({
     config,
     store,
     directory,
-    preferences: new FakePreferences(),
+    preferences,
     renderer,
     unsubscribeHeaders: fakeUnsubscribeHeaders,
     targets,
@@ -96,7 +98,7 @@ function setup(
     pageSize: 10,
     clock,
   });
-  return { clock, store, directory, renderer, targets, caps, digests, notifier, runner, topics };
+  return { clock, store, directory, renderer, preferences, targets, caps, digests, notifier, runner, topics };
 }
 
 const data = { author: 'Zoë 😀', text: '你好 שלום' };
@@ -590,6 +592,31 @@ describe('time rules: digests', () => {
       status: 'sent',
       messageId: null,
       error: 'throttled by email 0/1h',
+    });
+    expect(s.targets.of('email')).toEqual([]);
+    // GetNotification says why the digested line sent nothing.
+    const got = await s.notifier.get(notification.id, 'c');
+    expect(got.channels.find((l) => l.channel === 'email')).toMatchObject({
+      digestId,
+      messageId: null,
+      error: 'throttled by email 0/1h',
+    });
+  });
+
+  it('a due digest of a channel the user turned off since finishes with the reason, nothing sent', async () => {
+    const s = setup({ digests: true, categories: digestCategories });
+    const user = addUser(s);
+    const { notification } = await s.notifier.notify(
+      input({ userId: user.userId, data: { ...data, thread: 1 } }),
+      'c',
+    );
+    const digestId = notification.channels.find((l) => l.channel === 'email')!.digestId!;
+    s.preferences.turnOff(user.userId, 'comments', 'email');
+    s.clock.advance(15 * MINUTE);
+    await drain(s);
+    expect(s.digests.digests.get(digestId)).toMatchObject({
+      status: 'sent',
+      error: 'turned off by the user',
     });
     expect(s.targets.of('email')).toEqual([]);
   });
