@@ -378,7 +378,16 @@ export class FanOut {
           'fan-out time rules failed',
         );
       }
-      return [{ ...this.failed(plan, { value: '' }, message), contact: '' }];
+      return [
+        {
+          channel: plan.channel,
+          contact: '',
+          messageId: null,
+          skipped: null,
+          error: lineError(message),
+          locale: plan.locale,
+        },
+      ];
     }
     const target: SendTarget = {
       id: notification.id,

@@ -509,6 +509,23 @@ describe('time rules: caps', () => {
     expect(s.caps.taken.map((k) => k.split('/')[1]).sort()).toEqual(['email', 'push', 'sms']);
   });
 
+  it('a cap ledger failing is recorded on its line ("internal error"); the other channels go on', async () => {
+    const s = setup({ caps: true });
+    const user = addUser(s);
+    s.caps.take = async (_userId, channel) => {
+      if (channel === 'sms') throw new Error('ledger down');
+      return { taken: true };
+    };
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    expect(notification.channels.find((l) => l.channel === 'sms')).toMatchObject({
+      contact: '',
+      messageId: null,
+      skipped: null,
+      error: 'internal error',
+    });
+    expect(s.targets.sent.map((x) => x.channel).sort()).toEqual(['email', 'inbox', 'push']);
+  });
+
   it('quiet hours come before caps: a held line takes no cap slot until it is released', async () => {
     const s = setup({ caps: true, quiet: true });
     const user = quietUser(s);
