@@ -98,6 +98,9 @@ interface SendTarget {
   key(channel: NotifyChannel, contact: string): string;
 }
 
+/** Longest `throttled_by` of a line, in code points (the cap ledger names the cap: `sms 3/1h`). */
+export const MAX_THROTTLED_BY = 128;
+
 /** Longest digest key, in code points (a data field's value, stringified). */
 export const MAX_DIGEST_KEY = 256;
 
@@ -297,7 +300,13 @@ export class FanOut {
     }
     const wait = await this.waitFor(user, channel, category);
     if (wait === null) return null;
-    if ('throttledBy' in wait) return { ...base, skipped: 'throttled', throttledBy: wait.throttledBy };
+    if ('throttledBy' in wait) {
+      return {
+        ...base,
+        skipped: 'throttled',
+        throttledBy: cutText(wait.throttledBy, MAX_THROTTLED_BY, { unit: 'code_point', ellipsis: '…' }),
+      };
+    }
     return { ...base, heldUntil: wait.until, holdReason: wait.reason };
   }
 

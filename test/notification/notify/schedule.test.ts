@@ -11,6 +11,8 @@ import { Notifier, type NotifyInput } from '../../../services/notification/notif
 import { DueRunner } from '../../../services/notification/notify/schedule/due-runner';
 import { TopicFanOut } from '../../../services/notification/notify/topic-fan-out';
 import { isDomainError } from '../../../shared/errors';
+import { MAX_THROTTLED_BY } from '../../../services/notification/notify/fan-out';
+import { textLength, wellFormed } from '../../../shared/text/cut';
 import { ManualClock } from '../../support/manual-clock';
 import {
   FakeCapLedger,
@@ -488,6 +490,15 @@ describe('time rules: caps', () => {
       heldUntil: free,
       holdReason: 'cap_deferred',
     });
+    // Released at the slot but the cap is still full (another send took it): held again to the next.
+    const next = new Date(free.getTime() + 30 * MINUTE);
+    s.caps.limit('sms', 1, 'sms 1/1h', next);
+    s.clock.advance(30 * MINUTE);
+    await drain(s);
+    expect(s.targets.of('sms')).toHaveLength(1);
+    expect(
+      (await s.notifier.get(notification.id, 'c')).channels.find((l) => l.channel === 'sms'),
+    ).toMatchObject({ heldUntil: next, holdReason: 'cap_deferred' });
     s.clock.advance(30 * MINUTE);
     s.caps.free();
     await drain(s);
@@ -497,6 +508,16 @@ describe('time rules: caps', () => {
       heldUntil: null,
       holdReason: null,
     });
+  });
+
+  it('throttled_by is cut at MAX_THROTTLED_BY code points, never inside a surrogate pair', async () => {
+    const s = setup({ caps: true });
+    const user = addUser(s);
+    s.caps.limit('sms', 0, '😀字ש'.repeat(100), new Date(s.clock.now() + MINUTE));
+    const { notification } = await s.notifier.notify(input({ userId: user.userId }), 'c');
+    const by = notification.channels.find((l) => l.channel === 'sms')!.throttledBy!;
+    expect(textLength(by, 'code_point')).toBe(MAX_THROTTLED_BY);
+    expect(wellFormed(by)).toBe(by);
   });
 
   it('CRITICAL, required categories and the inbox never take from a cap', async () => {
