@@ -300,6 +300,8 @@ export class DatabaseNotificationStore implements NotificationStore {
 
   async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {
     await this.knex.transaction(async (trx) => {
+      // The notification row first, as cancel and finishDue take it: one lock order, no deadlock.
+      await trx.raw('SELECT id FROM notifications WHERE id = ? FOR UPDATE', [id]);
       await writeLines(trx, id, lines);
       const dueAt = earliestHold(lines);
       await trx.raw(
