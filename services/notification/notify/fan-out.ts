@@ -6,6 +6,11 @@
  * point, so a fan-out redone (a retried Notify, a topic page redone after a crash) never submits a
  * delivery twice. Channels are isolated: one channel's error is recorded on its line and the others
  * go on.
+ *
+ * The time rules (issue 26) come between the plan and the send, per channel line, for NORMAL
+ * priority and non-required categories, never for the inbox: digest (DigestBook.add: one line with
+ * the digest id), quiet hours (held until the window's end), caps (CapLedger.take: throttled, or held
+ * until the next free slot). A due digest is sent here too, keyed by its digest id.
  */
 import { createHash } from 'node:crypto';
 import { isDomainError } from '../../../shared/errors';
@@ -116,7 +121,10 @@ export function digestKey(field: string, data: Record<string, unknown>, category
 /** The idempotency key of one delivery of a digest (derived from the digest id; at most 90 characters). */
 export function digestDeliveryKey(digestId: string, channel: NotifyChannel, contact: string): string {
   const digest = createHash('sha256').update(contact).digest('hex').slice(0, 40);
-  return `digest:${digestId.slice(0, 36)}:${channel}:${digest}`;
+  // A UUID as it is; any longer id by its hash (never two digests on one key).
+  const id =
+    digestId.length <= 36 ? digestId : createHash('sha256').update(digestId).digest('hex').slice(0, 36);
+  return `digest:${id}:${channel}:${digest}`;
 }
 
 /** The contact points a user has for a channel. */

@@ -55,5 +55,12 @@ describe('digest bounds', () => {
     expect(digestDeliveryKey(id, 'email', 'a@example.com')).not.toBe(
       digestDeliveryKey(id, 'email', 'b@example.com'),
     );
+    // Ids longer than a UUID are hashed, never cut into one another.
+    const long = `${'d'.repeat(40)}-1`;
+    const other = `${'d'.repeat(40)}-2`;
+    expect(digestDeliveryKey(long, 'email', 'a@example.com').length).toBeLessThanOrEqual(96);
+    expect(digestDeliveryKey(long, 'email', 'a@example.com')).not.toBe(
+      digestDeliveryKey(other, 'email', 'a@example.com'),
+    );
   });
 });
