@@ -67,8 +67,11 @@ import { NotifyService as NotifyServiceDesc } from '../../shared/gen/svc/notific
 import { NotifyRpc } from './rpc/notify-rpc';
 import { DatabaseNotificationStore } from './notify/database-store';
 import { InMemoryNotificationStore } from './notify/memory-store';
-import { Notifier } from './notify/notifier';
 import { createCapLedger } from './notify/caps';
+import { createDigestBook } from './notify/digest';
+import { quietHoursEnd } from './users/quiet-hours';
+import { Notifier, type NotifierOptions } from './notify/notifier';
+import { DueRunner } from './notify/schedule/due-runner';
 import { TopicFanOut } from './notify/topic-fan-out';
 import { NotificationRetention } from './notify/retention';
 import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
@@ -115,6 +118,8 @@ export interface NotificationApp {
   readonly notifier: Notifier;
   /** The topic fan-out runner of this process. */
   readonly topicFanOut: TopicFanOut;
+  /** The runner of the notify area's due work (scheduled notifications, held lines, due digests). */
+  readonly dueRunner: DueRunner;
   /** DeleteUser's erasers of the notify area and the delivery records (registered with the directory). */
   readonly userErasers: readonly ((userId: string) => Promise<void>)[];
   readonly auth: AdminAuth;
@@ -132,6 +137,10 @@ export interface NotificationAppOptions {
   notifyPorts?: NotifyPorts;
   /** The topic runner's lease and poll (tests of a restart shorten them). */
   topicFanOut?: { leaseMs?: number; pollMs?: number };
+  /** The due-work runner's lease and poll (tests shorten them). */
+  dueRunner?: { leaseMs?: number; pollMs?: number };
+  /** The time rules' ports (issue 26; tests give fakes): caps, digests, quiet hours. Absent: none. */
+  notifyTiming?: Pick<NotifierOptions, 'caps' | 'digests' | 'quietHoursEnd'>;
 }
 
 /** Every migration set of the service, in order: run at start and by `npm run migrate`. */
@@ -354,6 +363,12 @@ export async function createNotificationApp(
       logger,
     );
     users.onUserDeleted((userId) => capLedger.eraseUser(userId));
+    // Digests (issue 26): open digests per user, category, channel and key, beside the notifications.
+    const digestBook = createDigestBook(
+      config,
+      config.delivery.store_backend === 'database' ? storage : undefined,
+    );
+    users.onUserDeleted((userId) => digestBook.eraseUser(userId));
     // --- end caps
 
     // --- notify (issue 25): Notify, its notifications (in the delivery records' store backend) and
@@ -383,6 +398,11 @@ export async function createNotificationApp(
       },
       deliveries,
       onTopicAccepted: () => topicFanOut.wake(),
+      // When to notify (issue 26): caps, digests and quiet hours (tests may hand in their own).
+      caps: capLedger,
+      digests: digestBook,
+      quietHoursEnd,
+      ...options.notifyTiming,
       logger,
     });
     const topicFanOut = new TopicFanOut({
@@ -395,10 +415,20 @@ export async function createNotificationApp(
       logger,
     });
     lifecycle.worker('topic-fan-out', topicFanOut);
+    // The one runner of due work: scheduled notifications, held lines, due digests (notify/schedule/).
+    const dueRunner = new DueRunner({
+      store: notificationStore,
+      work: notifier,
+      ...(notifier.digests ? { digests: notifier.digests } : {}),
+      ...options.dueRunner,
+      logger,
+    });
+    lifecycle.worker('notify-due-runner', dueRunner);
     lifecycle.worker(
       'notify-retention',
       new NotificationRetention({
         store: notificationStore,
+        digests: digestBook,
         retentionDays: config.notify.retention_days,
         lease:
           config.delivery.store_backend === 'database'
@@ -532,6 +562,7 @@ export async function createNotificationApp(
       users,
       notifier,
       topicFanOut,
+      dueRunner,
       userErasers,
       start: () => lifecycle.start(),
       stop: () => lifecycle.stop(),

@@ -5,6 +5,10 @@
  * Twilio-style API have accepted every message; rounds alternate (target >= 0.8). (2) A topic of
  * 10,000 users (inbox only): notifications per second from the Notify call until GetNotification says
  * FANNED_OUT, against 10,000 inbox sends through the same InboxService in-process (reported).
+ * (3) Scheduling (issue 26): 10,000 notifications (inbox only) scheduled for the same second, the
+ * time from that second until every one went out (the due runner as configured: polling every
+ * second, claims of 100), against 10,000 immediate Notify calls in the same run (both in-process,
+ * 32 in flight; reported, ratio printed).
  *
  * Everything is the real service: the user directory, the preference book and the template renderer
  * (memory stores), users and topic members upserted through the directory, templates through
@@ -141,6 +145,43 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
     );
     const inboxRate = TOPIC_SIZE / ((performance.now() - inboxStarted) / 1000);
 
+    // Scheduling: immediate Notify calls first (their rate sizes the lead time of the scheduled ones).
+    const notifyOne = (userId: string, extra: { sendAt?: Date } = {}) =>
+      app.notifier.notify(
+        {
+          userId,
+          topic: '',
+          category: 'news',
+          data: { week: '49' },
+          overrides: [],
+          priority: 'normal',
+          idempotencyKey: '',
+          ...extra,
+        },
+        'bench',
+      );
+    const immediateStarted = performance.now();
+    await run(TOPIC_SIZE, (i) => notifyOne(members[i]!));
+    const immediateSeconds = (performance.now() - immediateStarted) / 1000;
+    const immediateRate = TOPIC_SIZE / immediateSeconds;
+    // All due in the same second, far enough ahead that every call is recorded before it.
+    const dueAt = new Date(Math.ceil((Date.now() + 2000 + 2 * immediateSeconds * 1000) / 1000) * 1000);
+    const pending = new Set<string>();
+    await run(TOPIC_SIZE, async (i) => {
+      const { notification } = await notifyOne(members[i]!, { sendAt: dueAt });
+      if (notification.status !== 'scheduled') throw new Error('scheduled too late for the bench');
+      pending.add(notification.id);
+    });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt.getTime() - Date.now())));
+    const scheduledStarted = performance.now();
+    while (pending.size > 0) {
+      for (const id of [...pending]) {
+        if ((await app.notifier.get(id, 'bench')).status === 'fanned_out') pending.delete(id);
+      }
+      if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const scheduledRate = TOPIC_SIZE / ((performance.now() - scheduledStarted) / 1000);
+
     return [
       {
         name: 'Notify (inbox + email + SMS, one user, 32 in flight, memory) vs inbox Send + SendEmail + SendSms made directly',
@@ -153,6 +194,14 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
         value: topicRate,
         baseline: inboxRate,
         ratio: topicRate / inboxRate,
+        target: 'reported',
+        unit: 'notifications/s',
+      },
+      {
+        name: `${TOPIC_SIZE} notifications due in the same second (inbox, memory, the due runner polling every second) vs ${TOPIC_SIZE} immediate Notify calls, in-process`,
+        value: scheduledRate,
+        baseline: immediateRate,
+        ratio: scheduledRate / immediateRate,
         target: 'reported',
         unit: 'notifications/s',
       },

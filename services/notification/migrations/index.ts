@@ -25,6 +25,7 @@ import * as notifications from './20261127000200_notifications';
 import * as deliveryUser from './20261127000300_delivery_user';
 import * as userQuietHours from './20261128000000_user_quiet_hours';
 import * as notifyCaps from './20261128000100_notify_caps';
+import * as notifySchedule from './20261128000200_notify_schedule';
 import * as notifyDigests from './20261128000300_notify_digests';
 
 /** Every notification migration, oldest first. */
@@ -51,6 +52,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261127000300_delivery_user', ...deliveryUser },
   { name: '20261128000000_user_quiet_hours', ...userQuietHours },
   { name: '20261128000100_notify_caps', ...notifyCaps },
+  { name: '20261128000200_notify_schedule', ...notifySchedule },
   { name: '20261128000300_notify_digests', ...notifyDigests },
 ];
 

@@ -9,6 +9,8 @@ import { toNumber } from '../../../shared/storage/database';
 import type { NewChild, NotificationPage, NotificationStore } from './store';
 import type {
   ChannelLine,
+  DueNotification,
+  HoldReason,
   NewNotification,
   NotificationPageKey,
   NotificationRecord,
@@ -33,6 +35,7 @@ interface NotificationRow {
   status: NotificationStatus;
   users_total: string | number;
   users_done: string | number;
+  send_at: Date | string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -46,6 +49,10 @@ interface LineRow {
   skip_reason: SkipReason | null;
   error: string | null;
   locale: string;
+  held_until: Date | string | null;
+  hold_reason: HoldReason | null;
+  throttled_by: string | null;
+  digest_id: string | null;
 }
 
 interface JobRow {
@@ -78,6 +85,7 @@ function toRecord(row: NotificationRow, lines: ChannelLine[] = []): Notification
     status: row.status,
     usersTotal: toNumber(row.users_total),
     usersDone: toNumber(row.users_done),
+    sendAt: row.send_at === null || row.send_at === undefined ? null : toDate(row.send_at),
     channels: lines,
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
@@ -92,7 +100,58 @@ function toLine(row: LineRow): ChannelLine {
     skipped: row.skip_reason,
     error: row.error,
     locale: row.locale,
+    heldUntil: row.held_until === null ? null : toDate(row.held_until),
+    holdReason: row.hold_reason,
+    throttledBy: row.throttled_by,
+    digestId: row.digest_id,
   };
+}
+
+function parseRequest(value: TopicRequest | string | null): TopicRequest {
+  const request = typeof value === 'string' ? (JSON.parse(value) as TopicRequest) : value;
+  return request ?? { data: {}, overrides: [] };
+}
+
+/** Replaces a notification's lines inside `trx`. */
+async function writeLines(trx: Knex.Transaction, id: string, lines: readonly ChannelLine[]): Promise<void> {
+  await trx.raw('DELETE FROM notification_channels WHERE notification_id = ?', [id]);
+  if (lines.length === 0) return;
+  await trx.raw(
+    `INSERT INTO notification_channels (notification_id, position, channel, contact, message_id,
+       skip_reason, error, locale, held_until, hold_reason, throttled_by, digest_id)
+     SELECT ?::uuid, l.position, l.channel, l.contact, l.message_id, l.skip_reason, l.error, l.locale,
+       l.held_until, l.hold_reason, l.throttled_by, l.digest_id
+     FROM jsonb_to_recordset(?::jsonb) AS l(position int, channel text, contact text, message_id text,
+       skip_reason text, error text, locale text, held_until timestamptz, hold_reason text,
+       throttled_by text, digest_id text)`,
+    [
+      id,
+      JSON.stringify(
+        lines.map((l, position) => ({
+          position,
+          channel: l.channel,
+          contact: l.contact,
+          message_id: l.messageId,
+          skip_reason: l.skipped,
+          error: l.error,
+          locale: l.locale,
+          held_until: l.heldUntil ? l.heldUntil.toISOString() : null,
+          hold_reason: l.holdReason ?? null,
+          throttled_by: l.throttledBy ?? null,
+          digest_id: l.digestId ?? null,
+        })),
+      ),
+    ],
+  );
+}
+
+/** The earliest held line's release (ISO), or null. */
+function earliestHold(lines: readonly ChannelLine[]): string | null {
+  let min: number | null = null;
+  for (const l of lines) {
+    if (l.heldUntil) min = min === null ? l.heldUntil.getTime() : Math.min(min, l.heldUntil.getTime());
+  }
+  return min === null ? null : new Date(min).toISOString();
 }
 
 /** The row of a new notification, as jsonb_to_recordset reads it. */
@@ -108,17 +167,18 @@ function rowOf(n: NewNotification) {
     idempotency_key: n.idempotencyKey,
     request_hash: n.requestHash,
     status: n.status,
+    send_at: n.sendAt ? n.sendAt.toISOString() : null,
     created_at: n.createdAt.toISOString(),
   };
 }
 
 const INSERT_ROWS = `INSERT INTO notifications (id, scope, user_id, topic, parent_id, category, priority,
-    idempotency_key, request_hash, status, created_at, updated_at)
+    idempotency_key, request_hash, status, send_at, created_at, updated_at)
   SELECT r.id, r.scope, r.user_id, r.topic, r.parent_id, r.category, r.priority, r.idempotency_key,
-    r.request_hash, r.status, r.created_at, r.created_at
+    r.request_hash, r.status, r.send_at, r.created_at, r.created_at
   FROM jsonb_to_recordset(?::jsonb) AS r(id uuid, scope text, user_id text, topic text, parent_id uuid,
     category text, priority text, idempotency_key text, request_hash text, status text,
-    created_at timestamptz)
+    send_at timestamptz, created_at timestamptz)
   ON CONFLICT DO NOTHING`;
 
 /** The NotificationStore on PostgreSQL or PGlite. */
@@ -137,9 +197,20 @@ export class DatabaseNotificationStore implements NotificationStore {
       if (inserted.length === 0) return false;
       if (isTopic) {
         await trx.raw(
-          'INSERT INTO notification_topic_jobs (notification_id, topic, request) VALUES (?, ?, ?::jsonb)',
-          [n.id, n.topic, JSON.stringify(request ?? { data: {}, overrides: [] })],
+          `INSERT INTO notification_topic_jobs (notification_id, topic, request, not_before)
+           VALUES (?, ?, ?::jsonb, ?)`,
+          [
+            n.id,
+            n.topic,
+            JSON.stringify(request ?? { data: {}, overrides: [] }),
+            n.sendAt ? n.sendAt.toISOString() : null,
+          ],
         );
+      } else if (n.status === 'scheduled' && n.sendAt) {
+        await trx.raw('UPDATE notifications SET due_at = send_at, request = ?::jsonb WHERE id = ?', [
+          JSON.stringify(request ?? { data: {}, overrides: [] }),
+          n.id,
+        ]);
       }
       return true;
     });
@@ -227,34 +298,138 @@ export class DatabaseNotificationStore implements NotificationStore {
     };
   }
 
-  async saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void> {
+  async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {
     await this.knex.transaction(async (trx) => {
-      await trx.raw('DELETE FROM notification_channels WHERE notification_id = ?', [id]);
-      if (lines.length > 0) {
+      // The notification row first, as cancel and finishDue take it: one lock order, no deadlock.
+      await trx.raw('SELECT id FROM notifications WHERE id = ? FOR UPDATE', [id]);
+      await writeLines(trx, id, lines);
+      const dueAt = earliestHold(lines);
+      await trx.raw(
+        `UPDATE notifications SET status = 'fanned_out', updated_at = now(), due_at = ?,
+           request = ?::jsonb, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ?`,
+        [dueAt, dueAt ? JSON.stringify(request ?? { data: {}, overrides: [] }) : null, id],
+      );
+    });
+  }
+
+  async claimDue(owner: string, leaseMs: number, limit: number): Promise<DueNotification[]> {
+    // One statement: the row is locked and its state checked as it is taken, so a cancel committed
+    // first is seen (status cancelled, due_at NULL: not taken), and a cancel after finds the lease.
+    const claimed = rows<NotificationRow & { request: TopicRequest | string | null; was: string }>(
+      await this.knex.raw(
+        `WITH due AS (
+           SELECT id, status AS was FROM notifications
+           WHERE due_at IS NOT NULL AND due_at <= now()
+             AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+           ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED)
+         UPDATE notifications n SET lease_owner = ?,
+           lease_expires_at = now() + (? * interval '1 millisecond'),
+           status = CASE WHEN n.status = 'fanned_out' THEN n.status ELSE 'fanning_out' END,
+           updated_at = now()
+         FROM due WHERE n.id = due.id
+         RETURNING n.*, due.was`,
+        [limit, owner, leaseMs],
+      ),
+    );
+    if (claimed.length === 0) return [];
+    const lines = rows<LineRow>(
+      await this.knex.raw(
+        `SELECT * FROM notification_channels WHERE notification_id IN (${claimed.map(() => '?').join(', ')})
+         ORDER BY notification_id, position`,
+        claimed.map((r) => r.id),
+      ),
+    );
+    const byId = new Map<string, ChannelLine[]>();
+    for (const l of lines) {
+      let list = byId.get(l.notification_id);
+      if (!list) byId.set(l.notification_id, (list = []));
+      list.push(toLine(l));
+    }
+    return claimed
+      .map((row) => ({
+        kind: row.was === 'fanned_out' ? ('release' as const) : ('send' as const),
+        notification: toRecord(row, byId.get(row.id) ?? []),
+        request: parseRequest(row.request),
+      }))
+      .sort((a, b) => (a.notification.id < b.notification.id ? -1 : 1));
+  }
+
+  async finishDue(id: string, owner: string, lines: readonly ChannelLine[]): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const held = rows<{ request: TopicRequest | string | null }>(
         await trx.raw(
-          `INSERT INTO notification_channels (notification_id, position, channel, contact, message_id,
-             skip_reason, error, locale)
-           SELECT ?::uuid, l.position, l.channel, l.contact, l.message_id, l.skip_reason, l.error, l.locale
-           FROM jsonb_to_recordset(?::jsonb) AS l(position int, channel text, contact text, message_id text,
-             skip_reason text, error text, locale text)`,
-          [
-            id,
-            JSON.stringify(
-              lines.map((l, position) => ({
-                position,
-                channel: l.channel,
-                contact: l.contact,
-                message_id: l.messageId,
-                skip_reason: l.skipped,
-                error: l.error,
-                locale: l.locale,
-              })),
-            ),
-          ],
+          `SELECT request FROM notifications
+           WHERE id = ? AND lease_owner = ? AND lease_expires_at > now() FOR UPDATE`,
+          [id, owner],
+        ),
+      );
+      if (held.length !== 1) return false;
+      await writeLines(trx, id, lines);
+      const dueAt = earliestHold(lines);
+      await trx.raw(
+        `UPDATE notifications SET status = 'fanned_out', updated_at = now(), due_at = ?,
+           request = CASE WHEN ?::timestamptz IS NULL THEN NULL ELSE request END,
+           lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ?`,
+        [dueAt, dueAt, id],
+      );
+      return true;
+    });
+  }
+
+  async releaseDue(id: string, owner: string): Promise<void> {
+    await this.knex.raw(
+      `UPDATE notifications SET lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = ? AND lease_owner = ?`,
+      [id, owner],
+    );
+  }
+
+  async cancel(
+    id: string,
+    digestIds: readonly string[],
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null> {
+    const cancelled = await this.knex.transaction(async (trx) => {
+      const [row] = rows<{ status: NotificationStatus; going: boolean }>(
+        await trx.raw(
+          `SELECT status, (lease_owner IS NOT NULL AND lease_expires_at > now()) AS going
+           FROM notifications WHERE id = ? FOR UPDATE`,
+          [id],
+        ),
+      );
+      if (!row) return null;
+      // A runner holds it under a live lease: it is going, nothing is taken back.
+      if (row.going) return 'going' as const;
+      if (row.status === 'scheduled') {
+        await trx.raw(
+          `UPDATE notifications SET status = 'cancelled', due_at = NULL, request = NULL, updated_at = now()
+           WHERE id = ?`,
+          [id],
+        );
+        return 1;
+      }
+      const lines = rows(
+        await trx.raw(
+          `UPDATE notification_channels SET skip_reason = 'cancelled', held_until = NULL, hold_reason = NULL
+           WHERE notification_id = ? AND (held_until IS NOT NULL
+             OR (digest_id = ANY(?::text[]) AND message_id IS NULL AND skip_reason IS NULL))
+           RETURNING position`,
+          [id, [...digestIds]],
+        ),
+      ).length;
+      if (lines > 0) {
+        await trx.raw(
+          'UPDATE notifications SET due_at = NULL, request = NULL, updated_at = now() WHERE id = ?',
+          [id],
         );
       }
-      await trx.raw(`UPDATE notifications SET status = 'fanned_out', updated_at = now() WHERE id = ?`, [id]);
+      return lines;
     });
+    if (cancelled === null) return null;
+    const record = (await this.get(id))!;
+    if (cancelled === 'going') return { record, cancelled: 0, going: true };
+    return { record, cancelled, going: false };
   }
 
   async purgeBefore(before: Date, limit: number): Promise<number> {
@@ -263,7 +438,8 @@ export class DatabaseNotificationStore implements NotificationStore {
       await this.knex.raw(
         `DELETE FROM notifications WHERE id IN (
            SELECT id FROM notifications
-           WHERE created_at < ? AND NOT (topic IS NOT NULL AND parent_id IS NULL AND status <> 'fanned_out')
+           WHERE created_at < ? AND due_at IS NULL
+             AND NOT (topic IS NOT NULL AND parent_id IS NULL AND status NOT IN ('fanned_out', 'cancelled'))
            ORDER BY created_at LIMIT ?)
          RETURNING id`,
         [before.toISOString(), limit],
@@ -278,36 +454,49 @@ export class DatabaseNotificationStore implements NotificationStore {
   }
 
   async claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null> {
-    return this.knex.transaction(async (trx) => {
-      const [job] = rows<JobRow>(
-        await trx.raw(
-          `UPDATE notification_topic_jobs SET lease_owner = ?,
-             lease_expires_at = now() + (? * interval '1 millisecond')
-           WHERE notification_id = (
-             SELECT notification_id FROM notification_topic_jobs
-             WHERE finished_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-             ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING notification_id, topic, request, cursor, counted`,
-          [owner, leaseMs],
-        ),
-      );
-      if (!job) return null;
-      const [row] = rows<NotificationRow>(
-        await trx.raw(
-          `UPDATE notifications SET status = 'fanning_out', updated_at = now() WHERE id = ? RETURNING *`,
-          [job.notification_id],
-        ),
-      );
-      const request =
-        typeof job.request === 'string' ? (JSON.parse(job.request) as TopicRequest) : job.request;
-      return {
-        notification: toRecord(row!),
-        topic: job.topic,
-        request: request ?? { data: {}, overrides: [] },
-        cursor: job.cursor,
-        counted: job.counted,
-      };
-    });
+    // A job whose notification was cancelled while scheduled is finished and the next one tried.
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const claimed = await this.knex.transaction(async (trx) => {
+        const [job] = rows<JobRow>(
+          await trx.raw(
+            `UPDATE notification_topic_jobs SET lease_owner = ?,
+               lease_expires_at = now() + (? * interval '1 millisecond')
+             WHERE notification_id = (
+               SELECT notification_id FROM notification_topic_jobs
+               WHERE finished_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+                 AND (not_before IS NULL OR not_before <= now())
+               ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING notification_id, topic, request, cursor, counted`,
+            [owner, leaseMs],
+          ),
+        );
+        if (!job) return null;
+        const [row] = rows<NotificationRow>(
+          await trx.raw(
+            `UPDATE notifications SET status = 'fanning_out', updated_at = now()
+             WHERE id = ? AND status <> 'cancelled' RETURNING *`,
+            [job.notification_id],
+          ),
+        );
+        if (!row) {
+          await trx.raw(
+            `UPDATE notification_topic_jobs SET finished_at = now(), request = NULL, lease_owner = NULL,
+               lease_expires_at = NULL WHERE notification_id = ?`,
+            [job.notification_id],
+          );
+          return 'cancelled' as const;
+        }
+        return {
+          notification: toRecord(row),
+          topic: job.topic,
+          request: parseRequest(job.request),
+          cursor: job.cursor,
+          counted: job.counted,
+        };
+      });
+      if (claimed !== 'cancelled') return claimed;
+    }
+    return null;
   }
 
   /** `WHERE` of a job `owner` holds the live lease of. */

@@ -6,6 +6,11 @@
  * point, so a fan-out redone (a retried Notify, a topic page redone after a crash) never submits a
  * delivery twice. Channels are isolated: one channel's error is recorded on its line and the others
  * go on.
+ *
+ * The time rules (issue 26) come between the plan and the send, per channel line, for NORMAL
+ * priority and non-required categories, never for the inbox: digest (DigestBook.add: one line with
+ * the digest id), quiet hours (held until the window's end), caps (CapLedger.take: throttled, or held
+ * until the next free slot). A due digest is sent here too, keyed by its digest id.
  */
 import { createHash } from 'node:crypto';
 import { isDomainError } from '../../../shared/errors';
@@ -20,8 +25,10 @@ import type { DeliveryView } from '../delivery/types';
 import type { InboxService } from '../inbox/inbox-service';
 import type { PreferenceBook } from '../users/preferences/types';
 import type { RenderedContent, TemplateRenderer } from '../templates/types';
-import type { User } from '../users/types';
+import { NO_QUIET_HOURS, type QuietHoursEnd, type User } from '../users/types';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import type { CategoryConfig, NotifyChannel } from './config';
+import type { CapLedger, DigestBook, DueDigest, TimedChannel } from './timing';
 import type { ChannelLine, ChannelOverride, NotificationRecord, SkipReason } from './types';
 
 /** Where a fan-out sends: the inbox and the three delivery channels' senders. */
@@ -77,10 +84,51 @@ export interface FanOutOptions {
   /** `notify.categories`. */
   categories: readonly CategoryConfig[];
   logger: Logger;
+  /** The frequency caps (`notify.caps`); absent: no caps. */
+  caps?: CapLedger;
+  /** The open digests; absent: no digests (each message goes on its own). */
+  digests?: DigestBook;
+  /** The users area's quiet-hours rule; absent: no quiet hours. */
+  quietHoursEnd?: QuietHoursEnd;
+  /** What "now" is for quiet hours. */
+  clock?: Clock;
+}
+
+/** What a delivery of the fan-out is sent for: a notification, or a digest (its id keys its deliveries). */
+interface SendTarget {
+  id: string;
+  scope: string;
+  category: string;
+  /** The delivery's idempotency key for a contact point. */
+  key(channel: NotifyChannel, contact: string): string;
+}
+
+/** Longest `throttled_by` of a line, in code points (the cap ledger names the cap: `sms 3/1h`). */
+export const MAX_THROTTLED_BY = 128;
+
+/** Longest digest key, in code points (a data field's value, stringified). */
+export const MAX_DIGEST_KEY = 256;
+
+/** The digest key of an event: the data field named by `field`, stringified, or the category. */
+export function digestKey(field: string, data: Record<string, unknown>, category: string): string {
+  if (field === '') return category;
+  const value = data[field];
+  if (value === undefined || value === null) return category;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return cutText(text, MAX_DIGEST_KEY, { unit: 'code_point' });
+}
+
+/** The idempotency key of one delivery of a digest (derived from the digest id; at most 90 characters). */
+export function digestDeliveryKey(digestId: string, channel: NotifyChannel, contact: string): string {
+  const digest = createHash('sha256').update(contact).digest('hex').slice(0, 40);
+  // A UUID as it is; any longer id by its hash (never two digests on one key).
+  const id =
+    digestId.length <= 36 ? digestId : createHash('sha256').update(digestId).digest('hex').slice(0, 36);
+  return `digest:${id}:${channel}:${digest}`;
 }
 
 /** The contact points a user has for a channel. */
-function contactsOf(user: User, channel: NotifyChannel): Contact[] {
+export function contactsOf(user: User, channel: NotifyChannel): Contact[] {
   switch (channel) {
     case 'inbox':
       return [{ value: '' }];
@@ -127,7 +175,11 @@ export function lineError(message: string): string {
 
 /** One user's fan-out. */
 export class FanOut {
-  constructor(private readonly options: FanOutOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: FanOutOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * Decides and renders every channel of `category` for `user`. Strict (`onRenderError` 'throw'): a
@@ -203,15 +255,121 @@ export class FanOut {
     notification: NotificationRecord,
     user: User,
     plans: readonly PlannedChannel[],
+    data: Record<string, unknown>,
+    options: { fromQuietHours?: boolean } = {},
   ): Promise<ChannelLine[]> {
-    const lines = await Promise.all(plans.map((plan) => this.sendChannel(notification, user, plan)));
+    const lines = await Promise.all(
+      plans.map((plan) => this.sendChannel(notification, user, plan, data, options.fromQuietHours === true)),
+    );
     return lines.flat();
+  }
+
+  private category(name: string): CategoryConfig | undefined {
+    return this.options.categories.find((c) => c.name === name);
+  }
+
+  /**
+   * The time rules of one channel line (NORMAL priority, non-required category, never the inbox), in
+   * order: a. digest, b. quiet hours, c. caps. A line when the message does not go now; null: send it.
+   */
+  private async timeRules(
+    notification: NotificationRecord,
+    user: User,
+    plan: PlannedChannel,
+    data: Record<string, unknown>,
+    fromQuietHours: boolean,
+  ): Promise<ChannelLine | null> {
+    const category = this.category(notification.category);
+    if (plan.channel === 'inbox' || notification.priority !== 'normal' || !category || category.required) {
+      return null;
+    }
+    const channel: TimedChannel = plan.channel;
+    const base: ChannelLine = {
+      channel,
+      contact: '',
+      messageId: null,
+      skipped: null,
+      error: null,
+      locale: plan.locale,
+    };
+    const digest = category.digest?.[channel];
+    if (!fromQuietHours && digest && this.options.digests) {
+      const { digestId } = await this.options.digests.add({
+        scope: notification.scope,
+        userId: user.userId,
+        category: category.name,
+        channel,
+        key: digestKey(digest.key, data, category.name),
+        notificationId: notification.id,
+        occurredAt: notification.createdAt,
+        data,
+      });
+      return { ...base, digestId };
+    }
+    const wait = await this.waitFor(user, channel, category);
+    if (wait === null) return null;
+    if ('throttledBy' in wait) {
+      return {
+        ...base,
+        skipped: 'throttled',
+        throttledBy: cutText(wait.throttledBy, MAX_THROTTLED_BY, { unit: 'code_point', ellipsis: '…' }),
+      };
+    }
+    return { ...base, heldUntil: wait.until, holdReason: wait.reason };
+  }
+
+  /**
+   * Rules b and c for one message of `channel` to `user` (a line, or a digest): null when it goes
+   * now (a cap slot taken); otherwise until when it waits, or the cap that throttles it.
+   */
+  async waitFor(
+    user: User,
+    channel: TimedChannel,
+    category: CategoryConfig,
+  ): Promise<null | { until: Date; reason: 'quiet_hours' | 'cap_deferred' } | { throttledBy: string }> {
+    const quiet = user.quietHours ?? NO_QUIET_HOURS;
+    if (this.options.quietHoursEnd && (channel !== 'email' || quiet.holdEmail)) {
+      const end = this.options.quietHoursEnd(quiet, user.timeZone, new Date(this.clock.now()));
+      if (end) return { until: end, reason: 'quiet_hours' };
+    }
+    if (this.options.caps) {
+      const decision = await this.options.caps.take(user.userId, channel);
+      if (!decision.taken) {
+        if (category.on_cap === 'defer') return { until: decision.nextFreeAt, reason: 'cap_deferred' };
+        return { throttledBy: decision.cap };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Sends a due digest's rendered message to each of the user's contact points of its channel
+   * (each delivery keyed by the digest id: sent once whatever happens); the first delivery id, or
+   * the error when none went.
+   */
+  async sendDigest(
+    digest: DueDigest,
+    user: User,
+    plan: PlannedChannel,
+  ): Promise<{ messageId: string | null; error: string | null }> {
+    const target: SendTarget = {
+      id: digest.id,
+      scope: digest.scope,
+      category: digest.category,
+      key: (channel, contact) => digestDeliveryKey(digest.id, channel, contact),
+    };
+    const lines = await this.deliverPlan(target, user, plan);
+    const sent = lines.find((l) => l.messageId !== null);
+    if (sent) return { messageId: sent.messageId, error: null };
+    return { messageId: null, error: lines.find((l) => l.error)?.error ?? 'nothing was sent' };
   }
 
   private async sendChannel(
     notification: NotificationRecord,
     user: User,
     plan: PlannedChannel,
+    data: Record<string, unknown>,
+    fromQuietHours: boolean,
   ): Promise<ChannelLine[]> {
     if (plan.skipped || !plan.content) {
       return [
@@ -225,24 +383,58 @@ export class FanOut {
         },
       ];
     }
+    try {
+      const timed = await this.timeRules(notification, user, plan, data, fromQuietHours);
+      if (timed) return [timed];
+    } catch (err) {
+      // A cap ledger or digest book failing: the line says so; the other channels go on.
+      const message = isDomainError(err) ? err.message : 'internal error';
+      if (!isDomainError(err)) {
+        this.options.logger.error(
+          { err, notificationId: notification.id, channel: plan.channel },
+          'fan-out time rules failed',
+        );
+      }
+      return [
+        {
+          channel: plan.channel,
+          contact: '',
+          messageId: null,
+          skipped: null,
+          error: lineError(message),
+          locale: plan.locale,
+        },
+      ];
+    }
+    const target: SendTarget = {
+      id: notification.id,
+      scope: notification.scope,
+      category: notification.category,
+      key: (channel, contact) => fanOutKey(notification.id, channel, contact),
+    };
+    return this.deliverPlan(target, user, plan);
+  }
+
+  /** Sends a rendered channel to each of its contact points (each isolated). */
+  private async deliverPlan(target: SendTarget, user: User, plan: PlannedChannel): Promise<ChannelLine[]> {
     let headers: Record<string, string> = {};
-    if (plan.channel === 'email' && !this.isRequired(notification)) {
+    if (plan.channel === 'email' && !this.isRequired(target.category)) {
       try {
-        headers = await this.options.unsubscribeHeaders(user.userId, notification.category);
+        headers = await this.options.unsubscribeHeaders(user.userId, target.category);
       } catch (err) {
-        this.options.logger.error({ err, notificationId: notification.id }, 'unsubscribe headers failed');
+        this.options.logger.error({ err, notificationId: target.id }, 'unsubscribe headers failed');
         return plan.contacts.map((c) => this.failed(plan, c, 'the unsubscribe link could not be made'));
       }
     }
     return Promise.all(
       plan.contacts.map(async (contact): Promise<ChannelLine> => {
         try {
-          return await this.sendOne(notification, user, plan, contact, headers);
+          return await this.sendOne(target, user, plan, contact, headers);
         } catch (err) {
           const message = isDomainError(err) ? err.message : 'internal error';
           if (!isDomainError(err)) {
             this.options.logger.error(
-              { err, notificationId: notification.id, channel: plan.channel },
+              { err, notificationId: target.id, channel: plan.channel },
               'fan-out channel failed',
             );
           }
@@ -253,8 +445,8 @@ export class FanOut {
   }
 
   /** A required category's emails carry no unsubscribe link (it cannot be turned off). */
-  private isRequired(notification: NotificationRecord): boolean {
-    return this.options.categories.find((c) => c.name === notification.category)?.required === true;
+  private isRequired(category: string): boolean {
+    return this.category(category)?.required === true;
   }
 
   private failed(plan: PlannedChannel, contact: Contact, error: string): ChannelLine {
@@ -273,7 +465,7 @@ export class FanOut {
   }
 
   private async sendOne(
-    notification: NotificationRecord,
+    notification: SendTarget,
     user: User,
     plan: PlannedChannel,
     contact: Contact,
@@ -292,7 +484,7 @@ export class FanOut {
       };
     };
     const scope = notification.scope;
-    const idempotencyKey = fanOutKey(notification.id, plan.channel, contact.value);
+    const idempotencyKey = notification.key(plan.channel, contact.value);
     const backend = plan.backend || undefined;
     switch (plan.channel) {
       case 'inbox': {

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import type { NewChild, NotificationPage, NotificationStore } from './store';
 import type {
   ChannelLine,
+  DueNotification,
   NewNotification,
   NotificationPageKey,
   NotificationRecord,
@@ -23,10 +24,40 @@ interface MemoryJob {
   leaseExpiresAt: number;
   finished: boolean;
   seq: number;
+  /** Not claimed before (a scheduled topic notification's send time). */
+  notBefore: number;
+}
+
+/** A user notification's due work: when, what it needs, who holds it. */
+interface MemoryDue {
+  dueAt: number;
+  request: TopicRequest;
+  owner: string | null;
+  leaseExpiresAt: number;
+}
+
+/** The earliest held line's release, or null. */
+function earliestHold(lines: readonly ChannelLine[]): number | null {
+  let min: number | null = null;
+  for (const l of lines) {
+    if (l.heldUntil) min = min === null ? l.heldUntil.getTime() : Math.min(min, l.heldUntil.getTime());
+  }
+  return min;
 }
 
 function copy(r: NotificationRecord): NotificationRecord {
   return { ...r, channels: r.channels.map((l) => ({ ...l })) };
+}
+
+/** A line as stored (every optional field present), as the database store returns it. */
+function fullLine(l: ChannelLine): ChannelLine {
+  return {
+    ...l,
+    heldUntil: l.heldUntil ?? null,
+    holdReason: l.holdReason ?? null,
+    throttledBy: l.throttledBy ?? null,
+    digestId: l.digestId ?? null,
+  };
 }
 
 /** Newest first by (createdAt, id), as the database orders. */
@@ -44,6 +75,8 @@ export class InMemoryNotificationStore implements NotificationStore {
   /** `${parentId}\n${userId}` -> id. */
   private readonly children = new Map<string, string>();
   private readonly jobs = new Map<string, MemoryJob>();
+  /** Notification id -> its due work (scheduled, or held lines). */
+  private readonly due = new Map<string, MemoryDue>();
   private seq = 0;
 
   constructor(private readonly clock: Clock = systemClock) {}
@@ -69,6 +102,7 @@ export class InMemoryNotificationStore implements NotificationStore {
     }
     const record: NotificationRecord = {
       ...n,
+      sendAt: n.sendAt ?? null,
       channels: [],
       usersTotal: 0,
       usersDone: 0,
@@ -88,6 +122,14 @@ export class InMemoryNotificationStore implements NotificationStore {
         leaseExpiresAt: 0,
         finished: false,
         seq: ++this.seq,
+        notBefore: n.sendAt?.getTime() ?? 0,
+      });
+    } else if (n.status === 'scheduled' && n.sendAt) {
+      this.due.set(n.id, {
+        dueAt: n.sendAt.getTime(),
+        request: structuredClone(request ?? { data: {}, overrides: [] }),
+        owner: null,
+        leaseExpiresAt: 0,
       });
     }
     return { record: copy(record), created: true };
@@ -125,19 +167,98 @@ export class InMemoryNotificationStore implements NotificationStore {
     };
   }
 
-  async saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void> {
+  async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {
     const r = this.records.get(id);
     if (!r) return;
-    r.channels = lines.map((l) => ({ ...l }));
+    this.writeLines(r, lines, request ?? { data: {}, overrides: [] });
+  }
+
+  /** Lines saved, fanned out; due at the earliest held line (the request kept), or done. */
+  private writeLines(r: NotificationRecord, lines: readonly ChannelLine[], request: TopicRequest): void {
+    r.channels = lines.map(fullLine);
     r.status = 'fanned_out';
     r.updatedAt = new Date(this.clock.now());
+    const dueAt = earliestHold(lines);
+    if (dueAt === null) this.due.delete(r.id);
+    else this.due.set(r.id, { dueAt, request: structuredClone(request), owner: null, leaseExpiresAt: 0 });
+  }
+
+  async claimDue(owner: string, leaseMs: number, limit: number): Promise<DueNotification[]> {
+    const now = this.clock.now();
+    const ready = [...this.due.entries()]
+      .filter(([, d]) => d.dueAt <= now && (d.owner === null || d.leaseExpiresAt <= now))
+      .sort((a, b) => a[1].dueAt - b[1].dueAt)
+      .slice(0, limit);
+    return ready.map(([id, d]) => {
+      d.owner = owner;
+      d.leaseExpiresAt = now + leaseMs;
+      const record = this.records.get(id)!;
+      const kind = record.status === 'fanned_out' ? 'release' : 'send';
+      if (kind === 'send') record.status = 'fanning_out';
+      record.updatedAt = new Date(now);
+      return { kind, notification: copy(record), request: structuredClone(d.request) };
+    });
+  }
+
+  /** The due work when `owner` holds its live lease. */
+  private heldDue(id: string, owner: string): MemoryDue | undefined {
+    const d = this.due.get(id);
+    if (!d || d.owner !== owner || d.leaseExpiresAt <= this.clock.now()) return undefined;
+    return d;
+  }
+
+  async finishDue(id: string, owner: string, lines: readonly ChannelLine[]): Promise<boolean> {
+    const d = this.heldDue(id, owner);
+    const r = this.records.get(id);
+    if (!d || !r) return false;
+    this.writeLines(r, lines, d.request);
+    return true;
+  }
+
+  async releaseDue(id: string, owner: string): Promise<void> {
+    const d = this.heldDue(id, owner);
+    if (d) d.owner = null;
+  }
+
+  async cancel(
+    id: string,
+    digestIds: readonly string[],
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null> {
+    const r = this.records.get(id);
+    if (!r) return null;
+    const now = this.clock.now();
+    const d = this.due.get(id);
+    // A runner holding it under a live lease: it is going, nothing is taken back.
+    if (d && d.owner !== null && d.leaseExpiresAt > now)
+      return { record: copy(r), cancelled: 0, going: true };
+    let cancelled = 0;
+    if (r.status === 'scheduled') {
+      r.status = 'cancelled';
+      cancelled = 1;
+    } else {
+      r.channels = r.channels.map((l) => {
+        const held = !!l.heldUntil;
+        const digested =
+          !!l.digestId && digestIds.includes(l.digestId) && l.messageId === null && l.skipped === null;
+        if (!held && !digested) return l;
+        cancelled++;
+        return { ...l, skipped: 'cancelled', heldUntil: null, holdReason: null };
+      });
+    }
+    if (cancelled > 0) {
+      this.due.delete(id);
+      r.updatedAt = new Date(now);
+    }
+    return { record: copy(r), cancelled, going: false };
   }
 
   async purgeBefore(before: Date, limit: number): Promise<number> {
     const old = [...this.records.values()]
       .filter(
         (r) =>
-          r.createdAt < before && !(r.topic !== null && r.parentId === null && r.status !== 'fanned_out'),
+          r.createdAt < before &&
+          !this.due.has(r.id) &&
+          !(r.topic !== null && r.parentId === null && r.status !== 'fanned_out' && r.status !== 'cancelled'),
       )
       .sort((a, b) => -newerFirst(a, b))
       .slice(0, limit);
@@ -152,6 +273,7 @@ export class InMemoryNotificationStore implements NotificationStore {
   private remove(r: NotificationRecord): void {
     this.records.delete(r.id);
     this.jobs.delete(r.id);
+    this.due.delete(r.id);
     if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
     if (r.parentId !== null && r.userId !== null) this.children.delete(`${r.parentId}\n${r.userId}`);
   }
@@ -161,6 +283,7 @@ export class InMemoryNotificationStore implements NotificationStore {
     for (const r of [...this.records.values()]) {
       if (r.userId !== userId) continue;
       this.records.delete(r.id);
+      this.due.delete(r.id);
       if (r.idempotencyKey !== null) this.keys.delete(`${r.scope}\n${r.idempotencyKey}`);
       if (r.parentId !== null) this.children.delete(`${r.parentId}\n${userId}`);
       n++;
@@ -170,9 +293,16 @@ export class InMemoryNotificationStore implements NotificationStore {
 
   async claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null> {
     const now = this.clock.now();
-    const job = [...this.jobs.values()]
-      .filter((j) => !j.finished && (j.owner === null || j.leaseExpiresAt <= now))
-      .sort((a, b) => a.seq - b.seq)[0];
+    const ready = [...this.jobs.values()]
+      .filter((j) => !j.finished && j.notBefore <= now && (j.owner === null || j.leaseExpiresAt <= now))
+      .sort((a, b) => a.seq - b.seq);
+    const job = ready.find((j) => {
+      if (this.records.get(j.id)!.status !== 'cancelled') return true;
+      // Cancelled while scheduled: the job ends without a page.
+      j.finished = true;
+      j.request = null;
+      return false;
+    });
     if (!job) return null;
     job.owner = owner;
     job.leaseExpiresAt = now + leaseMs;

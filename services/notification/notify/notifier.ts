@@ -12,6 +12,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import { isUuid, newId } from '../../../shared/runtime/ids';
+import { isDomainError } from '../../../shared/errors';
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import { canonicalJson } from '../delivery/content-hash';
@@ -19,9 +20,17 @@ import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
 import type { User, UserDirectory } from '../users/types';
 import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyConfig } from './config';
-import { FanOut, type FanOutOptions } from './fan-out';
+import { contactsOf, FanOut, type FanOutOptions, lineError, templateUser } from './fan-out';
 import type { NotificationStore } from './store';
-import type { ChannelLine, ChannelOverride, NotificationRecord, NotifyPriority, TopicRequest } from './types';
+import type { DigestBook, DueDigest } from './timing';
+import type {
+  ChannelLine,
+  ChannelOverride,
+  DueNotification,
+  NotificationRecord,
+  NotifyPriority,
+  TopicRequest,
+} from './types';
 
 /** One Notify call, as the domain sees it ('' for unset strings). */
 export interface NotifyInput {
@@ -32,6 +41,17 @@ export interface NotifyInput {
   overrides: ChannelOverride[];
   priority: NotifyPriority;
   idempotencyKey: string;
+  /** When to send (at most one of `sendAt` and `delayMs`); a time not in the future sends now. */
+  sendAt?: Date | null;
+  /** How long to wait before sending (milliseconds, not negative). */
+  delayMs?: number | null;
+}
+
+/** The answer of CancelNotification. */
+export interface CancelResult {
+  notification: NotificationView;
+  /** Lines (or the whole scheduled notification, as 1) this call cancelled. */
+  cancelled: number;
 }
 
 /** A fan-out line with its delivery's current status (email, SMS, push; null otherwise). */
@@ -50,7 +70,7 @@ export interface NotificationListPage {
 }
 
 /** What the Notifier reads. */
-export interface NotifierOptions extends Omit<FanOutOptions, 'categories' | 'logger'> {
+export interface NotifierOptions extends Omit<FanOutOptions, 'categories' | 'logger' | 'clock'> {
   config: NotifyConfig;
   store: NotificationStore;
   directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
@@ -94,7 +114,47 @@ export class Notifier {
     this.clock = options.clock ?? systemClock;
     this.log = (options.logger ?? silentLogger()).child({ component: 'notify' });
     this.categories = new Map(options.config.categories.map((c) => [c.name, c]));
-    this.fanOut = new FanOut({ ...options, categories: options.config.categories, logger: this.log });
+    this.fanOut = new FanOut({
+      ...options,
+      categories: options.config.categories,
+      logger: this.log,
+      clock: this.clock,
+    });
+  }
+
+  /** The digests (absent: no digests). */
+  get digests(): DigestBook | undefined {
+    return this.options.digests;
+  }
+
+  /**
+   * When a call is due: null for now (no time given, or one not in the future); InvalidArgumentError
+   * for both, a negative delay or beyond `notify.max_schedule_ahead`.
+   */
+  private dueTime(input: NotifyInput): Date | null {
+    const { sendAt, delayMs } = input;
+    const hasAt = sendAt !== undefined && sendAt !== null;
+    const hasDelay = delayMs !== undefined && delayMs !== null;
+    if (hasAt && hasDelay) {
+      throw new InvalidArgumentError('at most one of send_at and delay', 'delay');
+    }
+    if (!hasAt && !hasDelay) return null;
+    const now = this.clock.now();
+    if (hasDelay && (!Number.isFinite(delayMs) || delayMs < 0)) {
+      throw new InvalidArgumentError('delay must not be negative', 'delay');
+    }
+    if (hasAt && Number.isNaN(sendAt.getTime())) {
+      throw new InvalidArgumentError('send_at is not a valid time', 'send_at');
+    }
+    const at = hasAt ? sendAt.getTime() : now + delayMs!;
+    const maxMs = this.options.config.max_schedule_ahead * 1000;
+    if (at - now > maxMs) {
+      throw new InvalidArgumentError(
+        `${hasAt ? 'send_at' : 'delay'} is more than notify.max_schedule_ahead (${this.options.config.max_schedule_ahead} s) ahead`,
+        hasAt ? 'send_at' : 'delay',
+      );
+    }
+    return at > now ? new Date(at) : null;
   }
 
   /** The category named, or InvalidArgumentError listing the configured ones. */
@@ -133,9 +193,23 @@ export class Notifier {
     if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) {
       throw new InvalidArgumentError(`data is larger than ${MAX_DATA_BYTES} bytes`, 'data');
     }
+    const dueAt = this.dueTime(input);
+    // send_at / delay are part of the request (only when given: earlier hashes stay the same).
+    const timing = {
+      ...(input.sendAt ? { sendAt: input.sendAt.toISOString() } : {}),
+      ...(input.delayMs !== undefined && input.delayMs !== null ? { delayMs: input.delayMs } : {}),
+    };
     const requestHash = createHash('sha256')
       .update(
-        canonicalJson({ userId, topic, category: category.name, data, overrides, priority: input.priority }),
+        canonicalJson({
+          userId,
+          topic,
+          category: category.name,
+          data,
+          overrides,
+          priority: input.priority,
+          ...timing,
+        }),
       )
       .digest('hex');
 
@@ -150,7 +224,8 @@ export class Notifier {
       priority: input.priority,
       idempotencyKey: key || null,
       requestHash,
-      status: 'accepted' as const,
+      status: dueAt ? ('scheduled' as const) : ('accepted' as const),
+      sendAt: dueAt,
       parentId: null,
       createdAt: new Date(this.clock.now()),
     };
@@ -159,12 +234,22 @@ export class Notifier {
       const { record, created } = await this.options.store.create({ ...base, userId: null, topic }, request);
       if (!created) return this.replay(record, requestHash, data, overrides);
       this.log.info({ notificationId: record.id, category: category.name }, 'topic notification accepted');
-      this.options.onTopicAccepted?.();
+      if (!dueAt) this.options.onTopicAccepted?.();
       return { notification: await this.view(record), created: true };
     }
     const user = await this.options.directory.getUser(userId);
     // Render first: a missing variable refuses the call before anything is recorded or sent.
     const plans = await this.fanOut.plan(user, category, data, overrides, 'throw');
+    if (dueAt) {
+      // Scheduled: validated and rendered now; rendered again when due (the user as they are then).
+      const { record, created } = await this.options.store.create(
+        { ...base, userId: user.userId, topic: null },
+        { data, overrides },
+      );
+      if (!created) return this.replay(record, requestHash, data, overrides);
+      this.log.info({ notificationId: record.id, sendAt: dueAt.toISOString() }, 'notification scheduled');
+      return { notification: await this.view(record), created: true };
+    }
     const { record, created } = await this.options.store.create({
       ...base,
       userId: user.userId,
@@ -172,7 +257,9 @@ export class Notifier {
     });
     if (!created) return this.replay(record, requestHash, data, overrides);
     return {
-      notification: await this.view(await this.deliver(record, user, () => Promise.resolve(plans))),
+      notification: await this.view(
+        await this.deliver(record, user, { data, overrides }, () => Promise.resolve(plans)),
+      ),
       created: true,
     };
   }
@@ -194,7 +281,7 @@ export class Notifier {
     if (existing.status === 'accepted' && existing.userId !== null && existing.topic === null) {
       const user = await this.options.directory.getUser(existing.userId);
       const category = this.category(existing.category);
-      const resumed = await this.deliver(existing, user, () =>
+      const resumed = await this.deliver(existing, user, { data, overrides }, () =>
         this.fanOut.plan(user, category, data, overrides, 'throw'),
       );
       return { notification: await this.view(resumed), created: false };
@@ -206,13 +293,14 @@ export class Notifier {
   private async deliver(
     record: NotificationRecord,
     user: User,
+    request: TopicRequest,
     plan: () => ReturnType<FanOut['plan']>,
   ): Promise<NotificationRecord> {
     if (this.inFlight.has(record.id)) return record;
     this.inFlight.add(record.id);
     try {
-      const lines = await this.fanOut.send(record, user, await plan());
-      await this.options.store.saveFanOut(record.id, lines);
+      const lines = await this.fanOut.send(record, user, await plan(), request.data);
+      await this.options.store.saveFanOut(record.id, lines, request);
       this.log.debug({ notificationId: record.id, lines: lines.length }, 'notification fanned out');
       return { ...record, channels: lines, status: 'fanned_out' };
     } finally {
@@ -248,6 +336,161 @@ export class Notifier {
     });
   }
 
+  /**
+   * CancelNotification: by id or by the caller's idempotency key (exactly one). A scheduled
+   * notification is cancelled (never fans out); held lines and lines waiting in an open digest
+   * become skipped `cancelled`; lines sent keep their delivery. Again: the same answer, 0 cancelled.
+   * Another caller's or unknown: NotFoundError.
+   */
+  async cancel(ref: { id: string; idempotencyKey: string }, scope: string): Promise<CancelResult> {
+    const id = ref.id.toLowerCase();
+    const key = checkId(ref.idempotencyKey, 'idempotency_key', MAX_IDEMPOTENCY_KEY_LENGTH);
+    if ((id === '') === (key === '')) {
+      throw new InvalidArgumentError(
+        'exactly one of id and idempotency_key is required',
+        id ? 'idempotency_key' : 'id',
+      );
+    }
+    if (id && !isUuid(id)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    const found = id ? await this.options.store.get(id) : await this.options.store.findByKey(scope, key);
+    if (!found || found.scope !== scope) {
+      throw new NotFoundError(`notification ${id || `with idempotency_key "${key.slice(0, 64)}"`} not found`);
+    }
+    // First what the store holds (scheduled, held): after this, unless a runner holds it, nothing of
+    // it is due any more, so no runner can take it while the digested events are taken back.
+    const first = await this.options.store.cancel(found.id, []);
+    if (!first) throw new NotFoundError(`notification ${found.id} not found`);
+    let result = first;
+    const waiting = first.record.channels.filter(
+      (l) => l.digestId && l.messageId === null && l.skipped === null,
+    );
+    if (!first.going && waiting.length > 0 && this.options.digests) {
+      // Digested events are taken out of digests not yet taken; a digest already going keeps them.
+      await this.options.digests.removeNotification(found.id);
+      const digestIds: string[] = [];
+      for (const digestId of new Set(waiting.map((l) => l.digestId!))) {
+        const state = await this.options.digests.get(digestId);
+        if (!state || state.status === 'open' || state.status === 'cancelled') digestIds.push(digestId);
+      }
+      const second = await this.options.store.cancel(found.id, digestIds);
+      if (second) result = { ...second, cancelled: first.cancelled + second.cancelled };
+    }
+    if (result.cancelled > 0) {
+      this.log.info({ notificationId: found.id, cancelled: result.cancelled }, 'notification cancelled');
+    }
+    return { notification: await this.view(result.record, true), cancelled: result.cancelled };
+  }
+
+  /**
+   * The runner's work on one due notification it holds: a scheduled one fans out now (the user and
+   * templates as they are now; a user deleted since gets nothing); held lines whose time came are
+   * released: the rules from quiet hours on applied again, then sent. The lines are saved under the
+   * lease (lost: nothing saved, another runner redoes it; the delivery keys make that safe).
+   */
+  async runDue(due: DueNotification, owner: string): Promise<void> {
+    const { store, directory } = this.options;
+    const record = due.notification;
+    const user = record.userId === null ? undefined : await directory.findUser(record.userId);
+    const category = this.categories.get(record.category);
+    if (due.kind === 'send') {
+      if (!user || !category) {
+        if (!category) this.log.warn({ notificationId: record.id }, 'scheduled notification: category gone');
+        await store.finishDue(record.id, owner, []);
+        return;
+      }
+      const plans = await this.fanOut.plan(user, category, due.request.data, due.request.overrides, 'record');
+      const lines = await this.fanOut.send(record, user, plans, due.request.data);
+      await store.finishDue(record.id, owner, lines);
+      return;
+    }
+    // Release: the held lines whose time came (at least the earliest, which made it due).
+    const held = record.channels.filter((l) => l.heldUntil);
+    const earliest = Math.min(...held.map((l) => l.heldUntil!.getTime()));
+    const upTo = Math.max(this.clock.now(), earliest);
+    const released = new Set(held.filter((l) => l.heldUntil!.getTime() <= upTo).map((l) => l.channel));
+    let fresh: ChannelLine[];
+    if (!user || !category) {
+      fresh = [...released].map((channel) => ({
+        channel,
+        contact: '',
+        messageId: null,
+        skipped: null,
+        error: user ? 'the category is no longer configured' : 'user deleted',
+        locale: '',
+      }));
+    } else {
+      const only = { ...category, channels: category.channels.filter((c) => released.has(c)) };
+      const plans = await this.fanOut.plan(user, only, due.request.data, due.request.overrides, 'record');
+      fresh = await this.fanOut.send(record, user, plans, due.request.data, { fromQuietHours: true });
+    }
+    const lines: ChannelLine[] = [];
+    for (const line of record.channels) {
+      if (line.heldUntil && released.has(line.channel)) {
+        lines.push(...fresh.filter((l) => l.channel === line.channel));
+      } else {
+        lines.push(line);
+      }
+    }
+    await store.finishDue(record.id, owner, lines);
+  }
+
+  /**
+   * The runner's work on one due digest it holds: the user read again, the category's digest
+   * template rendered (`<name>.digest`: `data.events`, oldest first, and `data.count`), quiet hours
+   * and caps applied to it as one message (held: deferred; throttled: finished with the error), then
+   * sent once and finished with its delivery id. Nothing is lost silently: every end is logged.
+   */
+  async sendDigest(digest: DueDigest, owner: string): Promise<void> {
+    const book = this.options.digests;
+    if (!book) return;
+    const finish = async (messageId: string | null, error: string | null) => {
+      if (error) this.log.warn({ digestId: digest.id, error }, 'digest finished without a send');
+      await book.finish(digest.id, owner, messageId, error === null ? null : lineError(error));
+    };
+    const user = await this.options.directory.findUser(digest.userId);
+    if (!user) return finish(null, 'user deleted');
+    const category = this.categories.get(digest.category);
+    if (!category) return finish(null, 'the category is no longer configured');
+    // The user's choice as it is now (a required category reaches them whatever is stored).
+    if (
+      !category.required &&
+      !(await this.options.preferences.isEnabled(user.userId, category.name, digest.channel))
+    ) {
+      return finish(null, 'turned off by the user');
+    }
+    const contacts = contactsOf(user, digest.channel);
+    if (contacts.length === 0) return finish(null, 'no contact point');
+    let rendered;
+    try {
+      rendered = await this.options.renderer.render({
+        category: `${digest.category}.digest`,
+        channel: digest.channel,
+        locale: user.locale,
+        timeZone: user.timeZone,
+        data: { events: digest.events.map((e) => e.data), count: digest.events.length },
+        user: templateUser(user),
+      });
+    } catch (err) {
+      if (!isDomainError(err)) throw err;
+      return finish(null, err.message);
+    }
+    if (!rendered) return finish(null, `no digest template (${digest.category}.digest, ${digest.channel})`);
+    const wait = await this.fanOut.waitFor(user, digest.channel, category);
+    if (wait && 'until' in wait) {
+      await book.defer(digest.id, owner, wait.until);
+      return;
+    }
+    if (wait) return finish(null, `throttled by ${wait.throttledBy}`);
+    const sent = await this.fanOut.sendDigest(digest, user, {
+      channel: digest.channel,
+      locale: rendered.locale,
+      content: rendered.content,
+      contacts,
+      backend: '',
+    });
+    await finish(sent.messageId, sent.error);
+  }
+
   /** One notification of the caller; NotFoundError when unknown or another caller's. */
   async get(id: string, scope: string): Promise<NotificationView> {
     const normalised = id.toLowerCase();
@@ -281,6 +524,12 @@ export class Notifier {
     const { requestHash, channels, ...rest } = record;
     const lines = await Promise.all(
       channels.map(async (line): Promise<ChannelLineView> => {
+        if (withStatus && line.digestId && line.messageId === null && line.skipped === null) {
+          // A digested line shows the digest's delivery once the digest went, or why nothing went.
+          const state = await this.options.digests?.get(line.digestId);
+          if (state?.messageId) line = { ...line, messageId: state.messageId };
+          else if (state?.status === 'sent' && state.error) line = { ...line, error: state.error };
+        }
         if (!withStatus || line.channel === 'inbox' || line.messageId === null) {
           return { ...line, deliveryStatus: null };
         }

@@ -8,6 +8,7 @@ import { silentLogger } from '../../../shared/logging/logger';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
 import { type JobLease, PeriodicJob } from '../../../shared/storage/periodic-job';
 import type { NotificationStore } from './store';
+import type { DigestStore } from './digest/store';
 
 /** The purge's job name (its lock key and bookkeeping row). */
 export const NOTIFY_PURGE_JOB = 'notify.purge';
@@ -21,6 +22,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Options of NotificationRetention. */
 export interface NotificationRetentionOptions {
   store: NotificationStore;
+  /**
+   * Sent and cancelled digests keep their events (so a fan-out redone never digests a notification
+   * twice); they go with the same retention as the notifications they came from.
+   */
+  digests?: Pick<DigestStore, 'purgeFinished'>;
   retentionDays: number;
   lease: JobLease;
   intervalMs?: number;
@@ -57,6 +63,13 @@ export class NotificationRetention {
       if (n < NOTIFY_PURGE_BATCH || signal?.aborted) break;
     }
     if (total > 0) this.log.info({ deleted: total }, 'notifications past retention deleted');
+    let digests = 0;
+    while (this.options.digests && !signal?.aborted) {
+      const n = await this.options.digests.purgeFinished(before, NOTIFY_PURGE_BATCH);
+      digests += n;
+      if (n < NOTIFY_PURGE_BATCH) break;
+    }
+    if (digests > 0) this.log.info({ deleted: digests }, 'finished digests past retention deleted');
     return total;
   }
 

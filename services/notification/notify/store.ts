@@ -6,6 +6,7 @@
  */
 import type {
   ChannelLine,
+  DueNotification,
   NewNotification,
   NotificationPageKey,
   NotificationRecord,
@@ -28,7 +29,9 @@ export interface NotificationStore {
   /**
    * Records a notification (status as given, no lines). When `(scope, idempotencyKey)` is taken,
    * records nothing and returns the existing one with `created: false`. A topic notification
-   * (`topic` set, no parent) gets its job row, with `request`, in the same commit.
+   * (`topic` set, no parent) gets its job row, with `request`, in the same commit (with `sendAt`: the
+   * job is not claimed before then). A scheduled user notification (status `scheduled`, `sendAt`)
+   * keeps `request` and is due at `sendAt` (`claimDue`).
    */
   create(
     n: NewNotification,
@@ -39,22 +42,56 @@ export interface NotificationStore {
   get(id: string): Promise<NotificationRecord | null>;
   /** `userId`'s notifications of `scope`, newest first, after `after`. */
   list(scope: string, userId: string, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
-  /** Replaces the lines of a notification and marks it fanned out. */
-  saveFanOut(id: string, lines: readonly ChannelLine[]): Promise<void>;
+  /**
+   * Replaces the lines of a notification and marks it fanned out. When a line is held
+   * (`heldUntil`), `request` is kept and the notification is due at the earliest `heldUntil`.
+   */
+  saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void>;
   /**
    * Retention: deletes up to `limit` notifications created before `before`, oldest first (their lines
-   * and topic members with them), except topic notifications whose fan-out has not finished; returns
-   * how many.
+   * and topic members with them), except topic notifications whose fan-out has not finished and
+   * notifications still due (scheduled, or with held lines); returns how many.
    */
   purgeBefore(before: Date, limit: number): Promise<number>;
   /** Deletes every notification of the user (DeleteUser); returns how many. */
   eraseUser(userId: string): Promise<number>;
 
+  // --- Due work (notify/schedule/): scheduled user notifications and held lines
+
+  /**
+   * Leases up to `limit` user notifications whose due time passed (the store's clock) and whose
+   * lease is free or expired, earliest first, to `owner` for `leaseMs`: a scheduled one becomes
+   * fanning out (kind `send`, in the same statement that checks it is still scheduled, so a cancel
+   * either came first or finds it going); a fanned-out one with held lines is kind `release`.
+   */
+  claimDue(owner: string, leaseMs: number, limit: number): Promise<DueNotification[]>;
+  /**
+   * Saves the lines of due work `owner` holds (replacing all lines), marks it fanned out and gives the
+   * lease up; still due at the earliest held line, if any (the request kept), else done (the request
+   * dropped). False (nothing written) when the lease was lost.
+   */
+  finishDue(id: string, owner: string, lines: readonly ChannelLine[]): Promise<boolean>;
+  /** Gives `owner`'s lease of due work up (a stopping runner). */
+  releaseDue(id: string, owner: string): Promise<void>;
+  /**
+   * CancelNotification's part in the store, in one commit: unless a runner holds the notification
+   * under a live lease (it is going), a scheduled notification becomes cancelled (counted 1, never
+   * claimed afterwards), held lines become skipped `cancelled` (each counted), and so do the digested
+   * lines not yet sent of `digestIds`. `going`: a runner holds it (nothing was taken back). Null
+   * when unknown. Once it answered with `going` false, nothing of it is due any more (a runner can no
+   * longer take it).
+   */
+  cancel(
+    id: string,
+    digestIds: readonly string[],
+  ): Promise<{ record: NotificationRecord; cancelled: number; going: boolean } | null>;
+
   // --- Topic jobs (notify/topic-fan-out.ts)
 
   /**
-   * Leases the oldest unfinished job whose lease is free or expired to `owner` for `leaseMs`, and
-   * marks its notification fanning out; null when there is none.
+   * Leases the oldest unfinished job whose lease is free or expired (and whose `sendAt`, if any,
+   * passed) to `owner` for `leaseMs`, and marks its notification fanning out; null when there is none.
+   * A job whose notification was cancelled is finished instead, never returned.
    */
   claimTopicJob(owner: string, leaseMs: number): Promise<TopicJob | null>;
   /** Extends `owner`'s lease; false when it was lost. */

@@ -12,13 +12,14 @@
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
-import { type Clock, systemClock, systemTimers, type Timers } from '../../../shared/runtime/clock';
+import { type Clock, systemClock, type Timers } from '../../../shared/runtime/clock';
 import { newId } from '../../../shared/runtime/ids';
 import type { UserDirectory } from '../users/types';
 import type { FanOut } from './fan-out';
 import type { CategoryConfig } from './config';
 import type { NewChild, NotificationStore } from './store';
 import type { NotificationRecord, TopicJob } from './types';
+import { LeaseLoop } from './schedule/lease-loop';
 
 /** The cursor of a job whose pages are all done (never a directory token: `$` is not base64url). */
 export const TOPIC_CURSOR_END = '$end';
@@ -48,75 +49,43 @@ export interface TopicFanOutOptions {
 export class TopicFanOut {
   private readonly owner: string;
   private readonly leaseMs: number;
-  private readonly pollMs: number;
   private readonly concurrency: number;
   private readonly clock: Clock;
-  private readonly timers: Timers;
   private readonly log: Logger;
-  private running = false;
-  private stopping = false;
-  private timer: unknown;
-  private pass: Promise<void> | undefined;
-  private again = false;
+  private readonly loop: LeaseLoop;
 
   constructor(private readonly options: TopicFanOutOptions) {
     this.owner = options.owner ?? `topic-${newId()}`;
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.pollMs = options.pollMs ?? 1000;
     this.concurrency = options.concurrency ?? 16;
     this.clock = options.clock ?? systemClock;
-    this.timers = options.timers ?? systemTimers;
     this.log = (options.logger ?? silentLogger()).child({ component: 'topic-fan-out' });
+    this.loop = new LeaseLoop({
+      step: () => this.runOnce(),
+      pollMs: options.pollMs ?? 1000,
+      ...(options.timers ? { timers: options.timers } : {}),
+      logger: this.log,
+      name: 'topic fan-out',
+    });
+  }
+
+  private get stopping(): boolean {
+    return this.loop.stopping;
   }
 
   /** Starts polling for jobs (jobs an earlier process left resume now). */
   start(): void {
-    this.running = true;
-    this.stopping = false;
-    this.wake();
+    this.loop.start();
   }
 
   /** Runs a pass now (a topic notification was just accepted). */
   wake(): void {
-    if (!this.running) return;
-    if (this.pass) {
-      this.again = true;
-      return;
-    }
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-    this.pass = this.runPass().finally(() => {
-      this.pass = undefined;
-      if (!this.running) return;
-      if (this.again) {
-        this.again = false;
-        this.wake();
-      } else {
-        this.timer = this.timers.setTimeout(() => {
-          this.timer = undefined;
-          this.wake();
-        }, this.pollMs);
-      }
-    });
+    this.loop.wake();
   }
 
   /** Stops after the member in hand; the job's lease is given up, so another process resumes it. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.stopping = true;
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.pass;
-  }
-
-  private async runPass(): Promise<void> {
-    try {
-      while (this.running && (await this.runOnce())) {
-        // one job after another while there are any
-      }
-    } catch (err) {
-      this.log.error({ err }, 'topic fan-out pass failed; retried at the next poll');
-    }
+    await this.loop.stop();
   }
 
   /** Claims one job and works it until done, lost or stopped; false when there was none. */
@@ -219,6 +188,8 @@ export class TopicFanOut {
       return;
     }
     const plans = await fanOut.plan(user, category, job.request.data, job.request.overrides, 'record');
-    await store.saveFanOut(member.id, await fanOut.send(member, user, plans));
+    const lines = await fanOut.send(member, user, plans, job.request.data);
+    // A held line keeps the request on the member until it is released.
+    await store.saveFanOut(member.id, lines, job.request);
   }
 }

@@ -7,7 +7,7 @@ import type { NotifyChannel } from './config';
 import type { TemplateContent } from '../templates/types';
 
 /** Where a notification's fan-out stands. */
-export type NotificationStatus = 'accepted' | 'fanning_out' | 'fanned_out';
+export type NotificationStatus = 'accepted' | 'fanning_out' | 'fanned_out' | 'scheduled' | 'cancelled';
 
 /** NORMAL unless the caller says CRITICAL. */
 export type NotifyPriority = 'normal' | 'critical';
@@ -21,9 +21,14 @@ export const SKIP_REASONS = [
   'channel_not_configured',
   'suppressed',
   'render_failed',
+  'throttled',
+  'cancelled',
 ] as const;
 /** One skip reason. */
 export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/** Why a line waits (`heldUntil`). */
+export type HoldReason = 'quiet_hours' | 'cap_deferred';
 
 /** One line of a fan-out: one channel and contact point. */
 export interface ChannelLine {
@@ -38,6 +43,13 @@ export interface ChannelLine {
   error: string | null;
   /** The locale of the template used ('' when none was rendered). */
   locale: string;
+  /** A held line (one per channel, contact ''): when the runner releases it; null otherwise. */
+  heldUntil?: Date | null;
+  holdReason?: HoldReason | null;
+  /** Skipped `throttled`: the cap that stopped it (`sms 3/1h`). */
+  throttledBy?: string | null;
+  /** The line went into this digest (one per channel, contact ''). */
+  digestId?: string | null;
 }
 
 /** One notification. */
@@ -57,6 +69,8 @@ export interface NotificationRecord {
   /** sha256 of the request's canonical JSON: the same key with another request is ALREADY_EXISTS. */
   requestHash: string;
   status: NotificationStatus;
+  /** When a scheduled notification fans out (kept after it did); null when sent at once. */
+  sendAt: Date | null;
   /** Topic notifications: subscribers counted when the fan-out started, and users done. */
   usersTotal: number;
   usersDone: number;
@@ -67,7 +81,13 @@ export interface NotificationRecord {
 }
 
 /** A notification to record. */
-export type NewNotification = Omit<NotificationRecord, 'channels' | 'usersTotal' | 'usersDone' | 'updatedAt'>;
+export type NewNotification = Omit<
+  NotificationRecord,
+  'channels' | 'usersTotal' | 'usersDone' | 'updatedAt' | 'sendAt'
+> & {
+  /** Set with status `scheduled`: the notification is due then (its request is kept until it goes). */
+  sendAt?: Date | null;
+};
 
 /** One channel's override of a Notify call. */
 export interface ChannelOverride {
@@ -94,6 +114,15 @@ export interface TopicJob {
   cursor: string | null;
   /** The subscribers were counted (users_total set). */
   counted: boolean;
+}
+
+/** A user notification's due work, as the runner holds it under its lease (notify/schedule/). */
+export interface DueNotification {
+  /** `send`: a scheduled notification now due (status fanning_out); `release`: held lines now due. */
+  kind: 'send' | 'release';
+  notification: NotificationRecord;
+  /** The request kept until nothing of the notification waits any more. */
+  request: TopicRequest;
 }
 
 /** Position in a user's newest-first listing. */

@@ -1,16 +1,17 @@
-import { Code, ConnectError } from '@connectrpc/connect';
 /**
  * The NotifyService RPCs (gRPC and Connect): translate wire messages to the Notifier (../notify) and
  * back. No business rules here: validation, idempotency and the fan-out live in the domain.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate, type Duration, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { InvalidArgumentError } from '../../../shared/errors';
 import { callerKey } from '../../../shared/rpc/context';
 import {
+  type CancelNotificationRequest,
   type ChannelOverride as WireOverride,
   type GetNotificationRequest,
+  HoldReason as WireHold,
   type ListNotificationsRequest,
   NotificationStatus as WireStatus,
   type NotificationSchema,
@@ -25,7 +26,13 @@ import {
 } from '../../../shared/gen/svc/notification/v1/templates_pb';
 import type { NotifyChannel } from '../notify/config';
 import type { Notifier, NotificationView } from '../notify/notifier';
-import type { ChannelOverride, NotificationStatus, NotifyPriority, SkipReason } from '../notify/types';
+import type {
+  ChannelOverride,
+  HoldReason,
+  NotificationStatus,
+  NotifyPriority,
+  SkipReason,
+} from '../notify/types';
 import type { TemplateContent } from '../templates/types';
 import { toWireStatus } from './notification-rpc';
 
@@ -41,6 +48,13 @@ const STATUS_TO_WIRE: Record<NotificationStatus, WireStatus> = {
   accepted: WireStatus.ACCEPTED,
   fanning_out: WireStatus.FANNING_OUT,
   fanned_out: WireStatus.FANNED_OUT,
+  scheduled: WireStatus.SCHEDULED,
+  cancelled: WireStatus.CANCELLED,
+};
+
+const HOLD_TO_WIRE: Record<HoldReason, WireHold> = {
+  quiet_hours: WireHold.QUIET_HOURS,
+  cap_deferred: WireHold.CAP_DEFERRED,
 };
 
 const PRIORITY_TO_WIRE: Record<NotifyPriority, WirePriority> = {
@@ -56,7 +70,29 @@ const SKIP_TO_WIRE: Record<SkipReason, WireSkip> = {
   channel_not_configured: WireSkip.CHANNEL_NOT_CONFIGURED,
   suppressed: WireSkip.SUPPRESSED,
   render_failed: WireSkip.RENDER_FAILED,
+  throttled: WireSkip.THROTTLED,
+  cancelled: WireSkip.CANCELLED,
 };
+
+/** Largest `delay` the wire may carry before the domain's own bound (keeps the arithmetic exact). */
+const MAX_WIRE_SECONDS = 10n ** 11n;
+
+function fromWireSendAt(t: Timestamp | undefined): Date | null {
+  if (!t) return null;
+  if (t.seconds > MAX_WIRE_SECONDS || t.seconds < -MAX_WIRE_SECONDS || t.nanos < 0 || t.nanos > 999_999_999) {
+    throw new InvalidArgumentError('send_at is not a valid time', 'send_at');
+  }
+  return timestampDate(t);
+}
+
+function fromWireDelay(d: Duration | undefined): number | null {
+  if (!d) return null;
+  if (d.seconds < 0n || d.nanos < 0) throw new InvalidArgumentError('delay must not be negative', 'delay');
+  if (d.seconds > MAX_WIRE_SECONDS || d.nanos > 999_999_999) {
+    throw new InvalidArgumentError('delay is too long', 'delay');
+  }
+  return Number(d.seconds) * 1000 + Math.floor(d.nanos / 1_000_000);
+}
 
 function fromWirePriority(value: WirePriority): NotifyPriority {
   switch (value) {
@@ -111,6 +147,10 @@ export function toWireNotification(n: NotificationView): MessageInitShape<typeof
       skipped: l.skipped ? SKIP_TO_WIRE[l.skipped] : WireSkip.UNSPECIFIED,
       error: l.error ?? '',
       locale: l.locale,
+      heldUntil: l.heldUntil ? timestampFromDate(l.heldUntil) : undefined,
+      holdReason: l.holdReason ? HOLD_TO_WIRE[l.holdReason] : WireHold.UNSPECIFIED,
+      throttledBy: l.throttledBy ?? '',
+      digestId: l.digestId ?? '',
     })),
     progress:
       n.topic !== null && n.parentId === null
@@ -119,10 +159,11 @@ export function toWireNotification(n: NotificationView): MessageInitShape<typeof
     parentId: n.parentId ?? '',
     createdAt: timestampFromDate(n.createdAt),
     updatedAt: timestampFromDate(n.updatedAt),
+    sendAt: n.sendAt ? timestampFromDate(n.sendAt) : undefined,
   };
 }
 
-/** NotifyService: Notify, GetNotification, ListNotifications. */
+/** NotifyService: Notify, GetNotification, ListNotifications, CancelNotification. */
 export class NotifyRpc implements ServiceImpl<typeof NotifyService> {
   constructor(private readonly notifier: Notifier) {}
 
@@ -136,6 +177,8 @@ export class NotifyRpc implements ServiceImpl<typeof NotifyService> {
         overrides: req.overrides.map(fromWireOverride),
         priority: fromWirePriority(req.priority),
         idempotencyKey: req.idempotencyKey,
+        sendAt: fromWireSendAt(req.sendAt),
+        delayMs: fromWireDelay(req.delay),
       },
       ctx.values.get(callerKey),
     );
@@ -154,8 +197,11 @@ export class NotifyRpc implements ServiceImpl<typeof NotifyService> {
     };
   }
 
-  // Contract placeholder (issue 26): the scheduling helper implements it.
-  cancelNotification(): never {
-    throw new ConnectError('CancelNotification is not implemented yet', Code.Unimplemented);
+  async cancelNotification(req: CancelNotificationRequest, ctx: HandlerContext) {
+    const { notification, cancelled } = await this.notifier.cancel(
+      { id: req.id, idempotencyKey: req.idempotencyKey },
+      ctx.values.get(callerKey),
+    );
+    return { notification: toWireNotification(notification), cancelled };
   }
 }

@@ -32,4 +32,30 @@ describe('NotificationRetention', () => {
     expect(await store.get(ids[0]!)).toBeNull();
     expect(await store.get(young.record.id)).not.toBeNull();
   });
+
+  it('purges finished digests with the same cutoff, a batch at a time, until a batch comes back short', async () => {
+    const day = 24 * 60 * 60 * 1000;
+    const now = Date.parse('2026-11-27T00:00:00.000Z');
+    const calls: { before: number; limit: number }[] = [];
+    // Two full batches, then a short one: three calls, all with the 30-day cutoff.
+    const answers = [NOTIFY_PURGE_BATCH, NOTIFY_PURGE_BATCH, 7];
+    const retention = new NotificationRetention({
+      store: new InMemoryNotificationStore(),
+      digests: {
+        purgeFinished: async (before, limit) => {
+          calls.push({ before: before.getTime(), limit });
+          return answers.shift() ?? 0;
+        },
+      },
+      retentionDays: 30,
+      lease: new InProcessJobLease(),
+      clock: { now: () => now, monotonic: () => 0 },
+    });
+    await retention.purge();
+    expect(calls).toEqual([
+      { before: now - 30 * day, limit: NOTIFY_PURGE_BATCH },
+      { before: now - 30 * day, limit: NOTIFY_PURGE_BATCH },
+      { before: now - 30 * day, limit: NOTIFY_PURGE_BATCH },
+    ]);
+  });
 });

@@ -175,6 +175,277 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
       expect(await store.get(member.id)).toBeNull();
     });
 
+    describe('due work (scheduled notifications, held lines) and cancel', () => {
+      const past = () => new Date(Date.now() - 1000);
+      const later = () => new Date(Date.now() + 3_600_000);
+      const request = { data: { text: 'שלום 😀 你好' }, overrides: [] };
+
+      /** Claims every due item as `owner` and returns the one of `id` (the others stay leased). */
+      async function claimMine(id: string, owner: string, leaseMs = 60_000) {
+        const all = await store.claimDue(owner, leaseMs, 1000);
+        return all.find((d) => d.notification.id === id) ?? null;
+      }
+
+      function scheduled(sendAt: Date) {
+        return newNotification({ status: 'scheduled', sendAt });
+      }
+
+      it('a scheduled notification keeps its send time and request, is not claimed before it is due, and once due is claimed by one owner as fanning out', async () => {
+        const early = scheduled(later());
+        await store.create(early, request);
+        expect(await store.get(early.id)).toMatchObject({ status: 'scheduled', sendAt: early.sendAt });
+        expect(await claimMine(early.id, 'owner-1')).toBeNull();
+        const due = scheduled(past());
+        await store.create(due, request);
+        const claimed = await claimMine(due.id, 'owner-1');
+        expect(claimed).toMatchObject({ kind: 'send', request });
+        expect(claimed!.notification.status).toBe('fanning_out');
+        expect(claimed!.notification.sendAt).toEqual(due.sendAt);
+        expect(await claimMine(due.id, 'owner-2')).toBeNull();
+        const line: ChannelLine = {
+          channel: 'inbox',
+          contact: '',
+          messageId: randomUUID(),
+          skipped: null,
+          error: null,
+          locale: 'he',
+        };
+        expect(await store.finishDue(due.id, 'owner-2', [line])).toBe(false);
+        expect(await store.finishDue(due.id, 'owner-1', [line])).toBe(true);
+        expect(await store.get(due.id)).toMatchObject({ status: 'fanned_out', channels: [line] });
+        // Done: never due again.
+        expect(await claimMine(due.id, 'owner-3')).toBeNull();
+      });
+
+      it('an expired lease of due work is claimed again by another owner; the first can no longer save', async () => {
+        const due = scheduled(past());
+        await store.create(due, request);
+        expect(await claimMine(due.id, 'owner-1', 1)).not.toBeNull();
+        await sleep(30);
+        const again = await claimMine(due.id, 'owner-2');
+        expect(again).toMatchObject({ kind: 'send' });
+        expect(await store.finishDue(due.id, 'owner-1', [])).toBe(false);
+        expect(await store.finishDue(due.id, 'owner-2', [])).toBe(true);
+      });
+
+      it('a stopping owner gives its lease up and another owner takes the work at once', async () => {
+        const due = scheduled(past());
+        await store.create(due, request);
+        await claimMine(due.id, 'owner-1');
+        await store.releaseDue(due.id, 'owner-1');
+        expect(await claimMine(due.id, 'owner-2')).toMatchObject({ kind: 'send' });
+        expect(await store.finishDue(due.id, 'owner-2', [])).toBe(true);
+      });
+
+      it('held, throttled and digested lines keep their fields; held lines make the notification due at the earliest hold, with its request, and once released it is done', async () => {
+        const n = newNotification();
+        await store.create(n);
+        const heldUntil = past();
+        const lines: ChannelLine[] = [
+          {
+            channel: 'inbox',
+            contact: '',
+            messageId: randomUUID(),
+            skipped: null,
+            error: null,
+            locale: 'en',
+          },
+          {
+            channel: 'sms',
+            contact: '',
+            messageId: null,
+            skipped: null,
+            error: null,
+            locale: 'en',
+            heldUntil,
+            holdReason: 'quiet_hours',
+            throttledBy: null,
+            digestId: null,
+          },
+          {
+            channel: 'push',
+            contact: '',
+            messageId: null,
+            skipped: null,
+            error: null,
+            locale: 'en',
+            heldUntil: later(),
+            holdReason: 'cap_deferred',
+            throttledBy: null,
+            digestId: null,
+          },
+          {
+            channel: 'email',
+            contact: '',
+            messageId: null,
+            skipped: 'throttled',
+            error: null,
+            locale: 'en',
+            heldUntil: null,
+            holdReason: null,
+            throttledBy: 'email 3/1h',
+            digestId: null,
+          },
+        ];
+        await store.saveFanOut(n.id, lines, request);
+        expect(await store.get(n.id)).toMatchObject({ status: 'fanned_out', channels: lines });
+        const due = await claimMine(n.id, 'owner-1');
+        expect(due).toMatchObject({ kind: 'release', request });
+        expect(due!.notification.status).toBe('fanned_out');
+        expect(due!.notification.channels).toMatchObject(lines);
+        // The SMS line released and sent; the push line still held (later): due again then, not now.
+        const released = lines.map((l) =>
+          l.channel === 'sms' ? { ...l, heldUntil: null, holdReason: null, messageId: randomUUID() } : l,
+        );
+        expect(await store.finishDue(n.id, 'owner-1', released)).toBe(true);
+        expect(await claimMine(n.id, 'owner-2')).toBeNull();
+        expect((await store.get(n.id))!.channels[1]).toMatchObject({ heldUntil: null, holdReason: null });
+        // A saved fan-out without held lines is not due at all.
+        const plain = newNotification();
+        await store.create(plain);
+        await store.saveFanOut(plain.id, [lines[0]!], request);
+        expect(await claimMine(plain.id, 'owner-3')).toBeNull();
+      });
+
+      it('cancel: a scheduled notification becomes cancelled (1) and is never claimed; again 0; an unknown id is null', async () => {
+        const n = scheduled(past());
+        await store.create(n, request);
+        const first = await store.cancel(n.id, []);
+        expect(first).toMatchObject({ cancelled: 1, going: false });
+        expect(first!.record.status).toBe('cancelled');
+        expect(await claimMine(n.id, 'owner-1')).toBeNull();
+        const again = await store.cancel(n.id, []);
+        expect(again).toMatchObject({ cancelled: 0 });
+        expect(again!.record.status).toBe('cancelled');
+        expect(await store.cancel(randomUUID(), [])).toBeNull();
+      });
+
+      it('cancel loses to a runner that already claimed it: nothing cancelled, it is going', async () => {
+        const n = scheduled(past());
+        await store.create(n, request);
+        await claimMine(n.id, 'owner-1');
+        const lost = await store.cancel(n.id, []);
+        expect(lost).toMatchObject({ cancelled: 0, going: true });
+        expect(lost!.record.status).toBe('fanning_out');
+        expect(await store.finishDue(n.id, 'owner-1', [])).toBe(true);
+        // Held lines a runner is releasing are going too: the cancel leaves them to it.
+        const held = newNotification();
+        await store.create(held);
+        const line: ChannelLine = {
+          channel: 'sms',
+          contact: '',
+          messageId: null,
+          skipped: null,
+          error: null,
+          locale: 'en',
+          heldUntil: past(),
+          holdReason: 'quiet_hours',
+        };
+        await store.saveFanOut(held.id, [line], request);
+        expect(await claimMine(held.id, 'owner-1')).toMatchObject({ kind: 'release' });
+        const going = await store.cancel(held.id, []);
+        expect(going!.cancelled).toBe(0);
+        expect(going!.record.channels[0]).toMatchObject({ skipped: null, holdReason: 'quiet_hours' });
+        expect(await store.finishDue(held.id, 'owner-1', [])).toBe(true);
+      });
+
+      it('cancel: held lines and the given digests’ unsent lines become skipped cancelled, sent lines stay, and it is no longer due', async () => {
+        const n = newNotification();
+        await store.create(n);
+        const sent: ChannelLine = {
+          channel: 'inbox',
+          contact: '',
+          messageId: randomUUID(),
+          skipped: null,
+          error: null,
+          locale: 'en',
+        };
+        const base = { contact: '', messageId: null, skipped: null, error: null, locale: 'en' };
+        await store.saveFanOut(
+          n.id,
+          [
+            sent,
+            { ...base, channel: 'sms', heldUntil: past(), holdReason: 'quiet_hours' },
+            { ...base, channel: 'email', digestId: 'digest-1' },
+            { ...base, channel: 'push', digestId: 'digest-2' },
+          ],
+          request,
+        );
+        const result = await store.cancel(n.id, ['digest-1']);
+        expect(result!.cancelled).toBe(2);
+        expect(result!.record.channels.map((l) => [l.channel, l.skipped, l.heldUntil ?? null])).toEqual([
+          ['inbox', null, null],
+          ['sms', 'cancelled', null],
+          ['email', 'cancelled', null],
+          ['push', null, null],
+        ]);
+        expect(result!.record.channels[0]!.messageId).toBe(sent.messageId);
+        expect(await claimMine(n.id, 'owner-1')).toBeNull();
+        expect((await store.cancel(n.id, ['digest-1']))!.cancelled).toBe(0);
+      });
+
+      it('the retention keeps what is still due (scheduled, or with held lines) however old, and purges it once done or cancelled', async () => {
+        const longAgo = new Date('2020-01-01T00:00:00.000Z');
+        const cutoff = new Date('2021-01-01T00:00:00.000Z');
+        const waiting = newNotification({ status: 'scheduled', sendAt: later(), createdAt: longAgo });
+        await store.create(waiting, request);
+        const held = newNotification({ createdAt: longAgo });
+        await store.create(held);
+        await store.saveFanOut(
+          held.id,
+          [
+            {
+              channel: 'sms',
+              contact: '',
+              messageId: null,
+              skipped: null,
+              error: null,
+              locale: 'en',
+              heldUntil: later(),
+              holdReason: 'cap_deferred',
+            },
+          ],
+          request,
+        );
+        await store.purgeBefore(cutoff, 1000);
+        expect(await store.get(waiting.id)).not.toBeNull();
+        expect(await store.get(held.id)).not.toBeNull();
+        await store.cancel(waiting.id, []);
+        await store.cancel(held.id, []);
+        await store.purgeBefore(cutoff, 1000);
+        expect(await store.get(waiting.id)).toBeNull();
+        expect(await store.get(held.id)).toBeNull();
+      });
+
+      it('a scheduled topic notification’s job is not claimed before its send time; cancelled while scheduled, its job ends without being handed out', async () => {
+        const drain = async (owner: string) => {
+          const seen: string[] = [];
+          for (let job = await store.claimTopicJob(owner, 60_000); job;) {
+            seen.push(job.notification.id);
+            await store.finishTopicJob(job.notification.id, owner);
+            job = await store.claimTopicJob(owner, 60_000);
+          }
+          return seen;
+        };
+        await drain('drainer');
+        const early = newNotification({ userId: null, topic: 'later', status: 'scheduled', sendAt: later() });
+        await store.create(early, request);
+        const cancelled = newNotification({
+          userId: null,
+          topic: 'cancelled',
+          status: 'scheduled',
+          sendAt: past(),
+        });
+        await store.create(cancelled, request);
+        expect((await store.cancel(cancelled.id, []))!.cancelled).toBe(1);
+        const due = newNotification({ userId: null, topic: 'due', status: 'scheduled', sendAt: past() });
+        await store.create(due, request);
+        expect(await drain('owner-1')).toEqual([due.id]);
+        expect((await store.get(cancelled.id))!.status).toBe('cancelled');
+        expect((await store.get(early.id))!.status).toBe('scheduled');
+      });
+    });
+
     describe('topic jobs', () => {
       // Jobs are claimed oldest first across the store: each test drains what it created.
       async function claimOwn(id: string, owner: string, leaseMs = 60_000) {

@@ -7,6 +7,7 @@ import { createClient, type Client } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import type { NotificationConfigInput } from '../../../services/notification/config';
+import type { NotificationAppOptions } from '../../../services/notification/app';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from '../channels/sms/twilio-peer';
 import {
   smtpMailerConfig,
@@ -41,6 +42,8 @@ export async function startNotifyHarness(
     peers?: boolean;
     directory?: FakeDirectory;
     topicFanOut?: { leaseMs?: number; pollMs?: number };
+    dueRunner?: { leaseMs?: number; pollMs?: number };
+    notifyTiming?: NotificationAppOptions['notifyTiming'];
   } = {},
 ): Promise<NotifyHarness> {
   const peers = opts.peers ?? true;
@@ -65,6 +68,8 @@ export async function startNotifyHarness(
     {
       notifyPorts: { directory, preferences, renderer, unsubscribeHeaders: fakeUnsubscribeHeaders },
       ...(opts.topicFanOut ? { topicFanOut: opts.topicFanOut } : {}),
+      ...(opts.dueRunner ? { dueRunner: opts.dueRunner } : {}),
+      ...(opts.notifyTiming ? { notifyTiming: opts.notifyTiming } : {}),
     },
   );
   const notify = createClient(

@@ -55,7 +55,7 @@ import {
   NOTIFY_METHOD_SCOPES,
 } from '../../../services/notification/rpc/scopes';
 import { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
-import { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
+import { NotificationStatus, NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
   MONITOR_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
@@ -611,6 +611,38 @@ const PROBES: Record<string, Probe> = {
       ? ["ListNotifications: B sees A's"]
       : [];
     return { attempts: 1, leaks };
+  },
+  // CancelNotification acts on the caller's own notifications only: B cancelling A's (by id, or by
+  // A's idempotency key) is NOT_FOUND and A's stays as it was.
+  'NotifyService.CancelNotification': async (ctx) => {
+    const key = `iso-cancel-${Date.now()}`;
+    const n = (
+      await call<{ notification: { id: string } }>(
+        ctx.notify,
+        NotifyService,
+        'Notify',
+        { topic: 'iso-topic', category: ISO_CATEGORY, idempotencyKey: key, delay: { seconds: 3600n } },
+        ctx.a,
+      )
+    ).notification;
+    const byId = await codeOf(call(ctx.notify, NotifyService, 'CancelNotification', { id: n.id }, ctx.b));
+    const byKey = await codeOf(
+      call(ctx.notify, NotifyService, 'CancelNotification', { idempotencyKey: key }, ctx.b),
+    );
+    const after = await call<{ notification: { status: number } }>(
+      ctx.notify,
+      NotifyService,
+      'GetNotification',
+      { id: n.id },
+      ctx.a,
+    );
+    const leaks: string[] = [];
+    if (byId !== grpc.status.NOT_FOUND) leaks.push(`CancelNotification: B reached A's by id (${byId})`);
+    if (byKey !== grpc.status.NOT_FOUND) leaks.push(`CancelNotification: B reached A's by key (${byKey})`);
+    if (after.notification.status !== NotificationStatus.SCHEDULED) {
+      leaks.push(`CancelNotification: A's changed (${after.notification.status})`);
+    }
+    return { attempts: 2, leaks };
   },
   // Idempotency keys are per caller: B's call with A's key makes its own notification.
   'NotifyService.Notify': async (ctx) => {
