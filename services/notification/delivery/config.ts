@@ -6,12 +6,19 @@
 import { z } from 'zod';
 
 import { itemName, nonNegativeInt, positiveInt } from '../../../shared/config';
+import { CHANNELS, type Channel } from './driver';
 
 /** How a channel routes deliveries over its backends. */
 export const ROUTING_MODE = z.enum(['primary', 'fallback', 'round_robin']);
 
 /** A channel's routing mode. */
 export type RoutingMode = z.infer<typeof ROUTING_MODE>;
+
+/** One routing key per channel of CHANNELS, each `primary` unless set. */
+const routingShape = Object.fromEntries(CHANNELS.map((c) => [c, ROUTING_MODE.default('primary')])) as Record<
+  Channel,
+  z.ZodDefault<typeof ROUTING_MODE>
+>;
 
 /** The delivery section of the notification config. */
 export const DeliveryConfigSchema = z
@@ -61,13 +68,7 @@ export const DeliveryConfigSchema = z
      * `primary` (all to the first), `fallback` (the next backend on a retryable failure or an open
      * circuit) or `round_robin` (new deliveries in turn). A request naming a backend uses only it.
      */
-    routing: z
-      .strictObject({
-        email: ROUTING_MODE.default('primary'),
-        sms: ROUTING_MODE.default('primary'),
-        push: ROUTING_MODE.default('primary'),
-      })
-      .prefault({}),
+    routing: z.strictObject(routingShape).prefault({}),
     /** One circuit breaker per backend, per process (delivery/README.md). */
     circuit_breaker: z
       .strictObject({

@@ -8,8 +8,16 @@
 
 import type { SuppressionReason } from './suppression';
 
-/** Delivery channels. */
-export type Channel = 'email' | 'sms' | 'push';
+/**
+ * The delivery channels: the one list. Everything else that names channels derives from it (the
+ * type below, validation, the routing section, Notify's channels, caps and digests, the wire maps
+ * in rpc/channel-wire.ts), so a new channel is one entry here, its folder under channels/, its config
+ * section and its registry in app.ts (plus its value in the proto enums, a wire change by nature).
+ */
+export const CHANNELS = ['email', 'sms', 'push'] as const;
+
+/** One delivery channel. */
+export type Channel = (typeof CHANNELS)[number];
 
 /**
  * Where a delivery stands. A status only moves forward:

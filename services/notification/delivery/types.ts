@@ -2,13 +2,13 @@
  * The delivery record and the shapes the pipeline, its stores and the RPC layer share. No wire
  * types here: `rpc/` translates these to protobuf messages.
  */
-import type { Channel, DeliveryStatus, FailureKind, OutcomeClass } from './driver';
+import { CHANNELS, type Channel, type DeliveryStatus, type FailureKind, type OutcomeClass } from './driver';
 import type { DeliveryReceipt } from './receipt';
 
 export type { Channel, DeliveryStatus, FailureKind, OutcomeClass };
 
-/** Every channel, for validation. */
-export const CHANNELS: readonly Channel[] = ['email', 'sms', 'push'];
+/** Every channel, for validation (defined once, in driver.ts). */
+export { CHANNELS };
 
 /** Every status, in the order a delivery moves through them. */
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = [

@@ -27,6 +27,7 @@ import * as userQuietHours from './20261128000000_user_quiet_hours';
 import * as notifyCaps from './20261128000100_notify_caps';
 import * as notifySchedule from './20261128000200_notify_schedule';
 import * as notifyDigests from './20261128000300_notify_digests';
+import * as channelChecks from './20261128000900_channel_checks';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -54,6 +55,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261128000100_notify_caps', ...notifyCaps },
   { name: '20261128000200_notify_schedule', ...notifySchedule },
   { name: '20261128000300_notify_digests', ...notifyDigests },
+  { name: '20261128000900_channel_checks', ...channelChecks },
 ];
 
 /** The knex table that records which notification migrations ran. */

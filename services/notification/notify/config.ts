@@ -7,9 +7,10 @@
 import { z } from 'zod';
 
 import { duration, positiveInt, uniqueNames } from '../../../shared/config';
+import { CHANNELS } from '../delivery/driver';
 
 /** The channels a category can use: the inbox and the three delivery channels. */
-export const NOTIFY_CHANNELS = ['inbox', 'email', 'sms', 'push'] as const;
+export const NOTIFY_CHANNELS = ['inbox', ...CHANNELS] as const;
 /** One channel of a category. */
 export type NotifyChannel = (typeof NOTIFY_CHANNELS)[number];
 
@@ -18,7 +19,7 @@ const categoryName = z
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'a category name is 1-64 of a-z, 0-9, ".", "_", "-"');
 
 /** The delivery channels a cap or a digest applies to. */
-const TIMED_CHANNELS = ['email', 'sms', 'push'] as const;
+const TIMED_CHANNELS = CHANNELS;
 
 const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a local time "HH:MM" (00:00-23:59)');
 

@@ -9,7 +9,6 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   AttemptOutcome,
-  Channel as WireChannel,
   DeliveryFailure as WireFailure,
   DeliveryStatus as WireStatus,
   DeliveryEventType as WireEventType,
@@ -37,6 +36,7 @@ import { callerKey } from '../../../shared/rpc/context';
 import type { EmailSender } from '../channels/email/email-sender';
 import type { SmsSender } from '../channels/sms/sms-sender';
 import type { PushPayload, PushSender } from '../channels/push';
+import { DELIVERY_CHANNEL_WIRE } from './channel-wire';
 import type {
   Channel,
   DeliveryEventFilter,
@@ -54,11 +54,7 @@ import type {
   ReceiptEffect,
 } from '../delivery';
 
-const CHANNEL_TO_WIRE: Record<Channel, WireChannel> = {
-  email: WireChannel.EMAIL,
-  sms: WireChannel.SMS,
-  push: WireChannel.PUSH,
-};
+const CHANNEL_TO_WIRE = DELIVERY_CHANNEL_WIRE.toWire;
 
 const STATUS_TO_WIRE: Record<DeliveryStatus, WireStatus> = {
   pending: WireStatus.PENDING,
@@ -112,7 +108,7 @@ const REASON_TO_WIRE: Record<SuppressionReason, WireReason> = {
 function reverse<D extends string, W extends number>(table: Record<D, W>): Map<W, D> {
   return new Map(Object.entries(table).map(([d, w]) => [w as W, d as D]));
 }
-const WIRE_TO_CHANNEL = reverse(CHANNEL_TO_WIRE);
+const WIRE_TO_CHANNEL = DELIVERY_CHANNEL_WIRE.fromWire;
 const WIRE_TO_STATUS = reverse(STATUS_TO_WIRE);
 const WIRE_TO_FAILURE = reverse(FAILURE_TO_WIRE);
 const WIRE_TO_REASON = reverse(REASON_TO_WIRE);
@@ -224,7 +220,7 @@ function boundedList<T>(values: readonly T[], field: string): readonly T[] {
 }
 
 /** A repeated wire enum filter: unspecified or unknown values are bad input naming the field. */
-function enumListFilter<D>(values: readonly number[], known: Map<number, D>, field: string): D[] {
+function enumListFilter<D>(values: readonly number[], known: ReadonlyMap<number, D>, field: string): D[] {
   return boundedList(values, field).map((v) => {
     const mapped = v === 0 ? undefined : known.get(v);
     if (mapped === undefined) throw new InvalidArgumentError(`${field}: unknown value ${v}`, field);
@@ -240,7 +236,7 @@ function requiredChannel(value: number): Channel {
 }
 
 /** A wire enum filter: unspecified means any; a value we do not know is bad input naming the field. */
-function enumFilter<D>(value: number, known: Map<number, D>, field: string): D | undefined {
+function enumFilter<D>(value: number, known: ReadonlyMap<number, D>, field: string): D | undefined {
   if (value === 0) return undefined;
   const mapped = known.get(value);
   if (mapped === undefined) throw new InvalidArgumentError(`${field}: unknown value ${value}`, field);

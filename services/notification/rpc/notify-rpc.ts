@@ -24,7 +24,6 @@ import {
   TemplateChannel as WireChannel,
   type TemplateContent as WireContent,
 } from '../../../shared/gen/svc/notification/v1/templates_pb';
-import type { NotifyChannel } from '../notify/config';
 import type { Notifier, NotificationView } from '../notify/notifier';
 import type {
   ChannelOverride,
@@ -35,14 +34,10 @@ import type {
 } from '../notify/types';
 import type { TemplateContent } from '../templates/types';
 import { toWireStatus } from './notification-rpc';
+import { TEMPLATE_CHANNEL_WIRE } from './channel-wire';
 
-const CHANNEL_TO_WIRE: Record<NotifyChannel, WireChannel> = {
-  inbox: WireChannel.INBOX,
-  email: WireChannel.EMAIL,
-  sms: WireChannel.SMS,
-  push: WireChannel.PUSH,
-};
-const WIRE_TO_CHANNEL = new Map(Object.entries(CHANNEL_TO_WIRE).map(([d, w]) => [w, d as NotifyChannel]));
+const CHANNEL_TO_WIRE = TEMPLATE_CHANNEL_WIRE.toWire;
+const WIRE_TO_CHANNEL = TEMPLATE_CHANNEL_WIRE.fromWire;
 
 const STATUS_TO_WIRE: Record<NotificationStatus, WireStatus> = {
   accepted: WireStatus.ACCEPTED,

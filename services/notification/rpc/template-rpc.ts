@@ -7,7 +7,7 @@ import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { InvalidArgumentError } from '../../../shared/errors';
 import {
-  TemplateChannel,
+  type TemplateChannel,
   type TemplateContent as WireContent,
   type TemplateSchema,
   type TemplateService as TemplateServiceDesc,
@@ -15,22 +15,12 @@ import {
 import type { NotifyChannel } from '../notify/config';
 import type { Template, TemplateCatalog, TemplateContent, TemplateRendering } from '../templates';
 import { wireTimestamp } from './inbox-rpc';
+import { TEMPLATE_CHANNEL_WIRE } from './channel-wire';
 
-const TO_DOMAIN: Partial<Record<TemplateChannel, NotifyChannel>> = {
-  [TemplateChannel.INBOX]: 'inbox',
-  [TemplateChannel.EMAIL]: 'email',
-  [TemplateChannel.SMS]: 'sms',
-  [TemplateChannel.PUSH]: 'push',
-};
-const TO_WIRE: Record<NotifyChannel, TemplateChannel> = {
-  inbox: TemplateChannel.INBOX,
-  email: TemplateChannel.EMAIL,
-  sms: TemplateChannel.SMS,
-  push: TemplateChannel.PUSH,
-};
+const TO_WIRE = TEMPLATE_CHANNEL_WIRE.toWire;
 
 function channelOf(channel: TemplateChannel): NotifyChannel {
-  const found = TO_DOMAIN[channel];
+  const found = TEMPLATE_CHANNEL_WIRE.fromWire.get(channel);
   if (!found) throw new InvalidArgumentError('channel must be INBOX, EMAIL, SMS or PUSH', 'channel');
   return found;
 }

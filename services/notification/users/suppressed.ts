@@ -2,10 +2,11 @@
  * Which of a user's contact points are on the suppression list, and why (GetUser's `suppressed`):
  * a hard bounce, a STOP or a dead token keeps a channel silent, and the user's view says so.
  */
+import type { Channel } from '../delivery/driver';
 import type { User } from './types';
 
-/** The channels a contact point belongs to. */
-export type ContactChannel = 'email' | 'sms' | 'push';
+/** The channels a contact point belongs to: the delivery channels. */
+export type ContactChannel = Channel;
 
 /** One of a user's contact points found on the suppression list. */
 export interface SuppressedContact {

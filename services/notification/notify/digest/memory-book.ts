@@ -6,6 +6,7 @@
  */
 import { type Clock, systemClock } from '../../../../shared/runtime/clock';
 import { newId } from '../../../../shared/runtime/ids';
+import { CHANNELS } from '../../delivery/driver';
 import type { CategoryConfig } from '../config';
 import type { DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
 import type { DigestStore } from './store';
@@ -215,7 +216,7 @@ export class InMemoryDigestBook implements DigestStore {
 
   async removeNotification(notificationId: string): Promise<number> {
     let removed = 0;
-    for (const channel of ['email', 'sms', 'push']) {
+    for (const channel of CHANNELS) {
       const id = this.events.get(eventId(notificationId, channel));
       const d = id === undefined ? undefined : this.digests.get(id);
       if (!d || d.status !== 'open') continue;
