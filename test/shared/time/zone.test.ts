@@ -87,42 +87,32 @@ describe('offsetAt', () => {
 });
 
 describe('wallTime', () => {
-  it('gives the civil date, the time, the minute of the day and the ISO weekday of the zone', () => {
-    // Sunday 2026-11-29 21:30:15.5 UTC is Monday 08:30:15 in Sydney (UTC+11).
-    expect(wallTime('Australia/Sydney', t('2026-11-29T21:30:15.500Z'))).toEqual({
-      year: 2026,
-      month: 11,
-      day: 30,
-      hour: 8,
-      minute: 30,
-      second: 15,
-      minuteOfDay: 510,
-      isoWeekday: 1,
-    });
-    // Midnight UTC on New Year's Day is 05:30 in Kolkata; 19:00 the day before in New York (Wednesday).
-    expect(wallTime('Asia/Kolkata', t('2026-01-01T00:00:00Z'))).toMatchObject({
-      year: 2026,
-      month: 1,
-      day: 1,
-      minuteOfDay: 330,
-      isoWeekday: 4,
-    });
-    expect(wallTime('America/New_York', t('2026-01-01T00:00:00Z'))).toMatchObject({
-      year: 2025,
-      month: 12,
-      day: 31,
-      hour: 19,
-      isoWeekday: 3,
-    });
+  const wall = (year: number, month: number, day: number, hour: number, minute: number, second: number) => ({
+    year,
+    month,
+    day,
+    hour,
+    minute,
+    second,
   });
 
-  it('reads midnight as hour 0 and Sunday as ISO day 7', () => {
-    expect(wallTime('Europe/Madrid', t('2026-11-28T23:00:00Z'))).toMatchObject({
-      day: 29,
-      hour: 0,
-      minuteOfDay: 0,
-      isoWeekday: 7,
-    });
+  it.each([
+    // zone, instant, its civil date and time there, minute of the day, ISO weekday
+    // Sunday 21:30:15.5 UTC is Monday 08:30:15 in Sydney (UTC+11).
+    ['Australia/Sydney', '2026-11-29T21:30:15.500Z', wall(2026, 11, 30, 8, 30, 15), 510, 1],
+    // Midnight UTC on New Year's Day (a Thursday) is 05:30 in Kolkata, and 19:00 on Wednesday in New York.
+    ['Asia/Kolkata', '2026-01-01T00:00:00Z', wall(2026, 1, 1, 5, 30, 0), 330, 4],
+    ['America/New_York', '2026-01-01T00:00:00Z', wall(2025, 12, 31, 19, 0, 0), 1140, 3],
+    // Local midnight is hour 0; Sunday is ISO day 7.
+    ['Europe/Madrid', '2026-11-28T23:00:00Z', wall(2026, 11, 29, 0, 0, 0), 0, 7],
+  ])(
+    '%s at %s: the civil date and time, the minute of the day and the ISO weekday',
+    (zone, at, civil, minuteOfDay, isoDay) => {
+      expect(wallTime(zone, t(at))).toEqual({ ...civil, minuteOfDay, isoWeekday: isoDay });
+    },
+  );
+
+  it('the ISO weekday of a wall time: Sunday 7, Monday 1', () => {
     expect(isoWeekday(Date.UTC(2026, 10, 29))).toBe(7);
     expect(isoWeekday(Date.UTC(2026, 10, 30))).toBe(1);
   });
