@@ -2,9 +2,9 @@
  * Quiet hours (issue 26): the input rule of a user's windows (`normaliseQuietHours`) and
  * `quietHoursEnd`, the instant the quiet period covering an instant ends in the user's zone.
  *
- * Pure and Temporal-free: local wall time is read with `Intl.DateTimeFormat` (the zone data of the
- * runtime's ICU), and a local time is turned back into an instant with the zone's offsets around
- * the instant asked about. The rules (see README.md, "Quiet hours"):
+ * Pure: the zone arithmetic (local wall time, and a local time back to an instant with the zone's
+ * offsets around the instant asked about, cached per zone) is `shared/time/zone.ts`. The rules (see
+ * README.md, "Quiet hours"):
  * - a window starts on its listed ISO days (1 Monday ... 7 Sunday, of the local start date; empty:
  *   every day) at `start`, and ends at `end` the same day, or the next day when `end` is before
  *   `start` (an overnight window);
@@ -16,6 +16,7 @@
  *   (validation already refuses windows that cover the whole week).
  */
 import { InvalidArgumentError } from '../../../shared/errors';
+import { isoWeekday, parseClockTime, zoneOffsets } from '../../../shared/time/zone';
 import { MAX_QUIET_WINDOWS, type QuietHours, type QuietHoursEnd, type QuietWindow } from './types';
 
 const MINUTE = 60_000;
@@ -26,13 +27,12 @@ const WEEK_MINUTES = 7 * 24 * 60;
 /** The longest a quiet period holds anything, counted from the instant asked about (8 days). */
 export const MAX_QUIET_PERIOD_MS = 8 * DAY;
 
-const LOCAL_TIME = /^([01]\d|2[0-3]):([0-5]\d)$/;
-
 /** "HH:MM" to minutes after local midnight (the format is checked by validation). */
 function minutesOf(hhmm: string): number {
-  const m = LOCAL_TIME.exec(hhmm);
-  if (!m) throw new InvalidArgumentError(`not a local time "HH:MM": ${JSON.stringify(hhmm)}`);
-  return Number(m[1]) * 60 + Number(m[2]);
+  const minutes = parseClockTime(hhmm);
+  if (minutes === undefined)
+    throw new InvalidArgumentError(`not a local time "HH:MM": ${JSON.stringify(hhmm)}`);
+  return minutes;
 }
 
 /** Window length in minutes: `end` after `start` the same day, else the next day. */
@@ -82,7 +82,7 @@ export function normaliseQuietHours(input: QuietHours | undefined): QuietHours {
     });
     for (const key of ['start', 'end'] as const) {
       const value: unknown = w?.[key];
-      if (typeof value !== 'string' || !LOCAL_TIME.test(value)) {
+      if (typeof value !== 'string' || parseClockTime(value) === undefined) {
         throw new InvalidArgumentError(
           `${field}.${key} must be a local time "HH:MM" from 00:00 to 23:59`,
           `${field}.${key}`,
@@ -120,126 +120,6 @@ function coversWholeWeek(windows: readonly QuietWindow[]): boolean {
   return covered.every((c) => c === 1);
 }
 
-// --- zone arithmetic -------------------------------------------------------------------------------
-
-const formats = new Map<string, Intl.DateTimeFormat>();
-/** Bound of the formatter cache (one per zone; there are about 600 zones). */
-const MAX_FORMATS = 1_000;
-
-function formatOf(timeZone: string): Intl.DateTimeFormat {
-  let format = formats.get(timeZone);
-  if (!format) {
-    try {
-      format = new Intl.DateTimeFormat('en-US', {
-        timeZone,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: 'numeric',
-        day: 'numeric',
-        hour: 'numeric',
-        minute: 'numeric',
-        second: 'numeric',
-      });
-    } catch {
-      throw new InvalidArgumentError(
-        `time_zone must be an IANA time zone such as Europe/Madrid: ${JSON.stringify(timeZone)}`,
-        'time_zone',
-      );
-    }
-    if (formats.size >= MAX_FORMATS) formats.clear();
-    formats.set(timeZone, format);
-  }
-  return format;
-}
-
-/** The zone's offset (local wall time minus UTC, ms) at instant `t`. */
-function offsetAt(format: Intl.DateTimeFormat, t: number): number {
-  const parts: Record<string, number> = {};
-  for (const p of format.formatToParts(new Date(t))) {
-    if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  }
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-  // The parts have whole seconds: compare with the instant cut to its second.
-  return wall - (t - (((t % 1000) + 1000) % 1000));
-}
-
-/** The offsets of a zone over a span: `offset` holds from `from` until the next segment's `from`. */
-interface Segment {
-  from: number;
-  offset: number;
-}
-
-/**
- * The zone's offset segments over [from, to]: sampled every 6 hours (no zone changes its offset
- * twice within 6 hours), each change found to the millisecond by bisection.
- */
-function segmentsOf(format: Intl.DateTimeFormat, from: number, to: number): Segment[] {
-  const step = 6 * HOUR;
-  const segments: Segment[] = [{ from: -Infinity, offset: offsetAt(format, from) }];
-  let prevT = from;
-  let prev = segments[0]!.offset;
-  for (let t = from + step; prevT < to; t += step) {
-    const offset = offsetAt(format, t);
-    if (offset !== prev) {
-      // Bisect (prevT, t] for the first instant with the new offset.
-      let lo = prevT;
-      let hi = t;
-      while (hi - lo > 1) {
-        const mid = lo + Math.floor((hi - lo) / 2);
-        if (offsetAt(format, mid) === prev) lo = mid;
-        else hi = mid;
-      }
-      segments.push({ from: hi, offset });
-      prev = offset;
-    }
-    prevT = t;
-  }
-  return segments;
-}
-
-/** Each zone's offsets over a span, computed once and reused while a call's span fits in it. */
-const spans = new Map<string, { from: number; to: number; segments: Segment[] }>();
-/** How far past a call's span the cached span reaches (a zone's offsets are read again every ~2 months). */
-const SPAN_MARGIN = 30 * DAY;
-
-function cachedSegmentsOf(timeZone: string, from: number, to: number): Segment[] {
-  const cached = spans.get(timeZone);
-  if (cached && cached.from <= from && to <= cached.to) return cached.segments;
-  const span = { from: from - SPAN_MARGIN, to: to + SPAN_MARGIN, segments: [] as Segment[] };
-  span.segments = segmentsOf(formatOf(timeZone), span.from, span.to);
-  if (spans.size >= MAX_FORMATS) spans.clear();
-  spans.set(timeZone, span);
-  return span.segments;
-}
-
-/** The instant of local wall time `wall` (ms, as if UTC): gap -> first instant after it; repeat -> first. */
-function instantOf(segments: readonly Segment[], wall: number): number {
-  let first = Infinity;
-  for (let i = 0; i < segments.length; i++) {
-    const t = wall - segments[i]!.offset;
-    const until = segments[i + 1]?.from ?? Infinity;
-    if (t >= segments[i]!.from && t < until && t < first) first = t;
-  }
-  if (first !== Infinity) return first;
-  // In a gap: the change whose wall time jumps over `wall`.
-  for (let i = 1; i < segments.length; i++) {
-    const at = segments[i]!.from;
-    if (at + segments[i - 1]!.offset <= wall && wall < at + segments[i]!.offset) return at;
-  }
-  throw new Error('local time outside the computed span');
-}
-
-function offsetIn(segments: readonly Segment[], t: number): number {
-  let offset = segments[0]!.offset;
-  for (const s of segments) if (s.from <= t) offset = s.offset;
-  return offset;
-}
-
-/** ISO day of the week (1 Monday ... 7 Sunday) of a local midnight (wall ms). */
-function isoDay(wallMidnight: number): number {
-  return new Date(wallMidnight).getUTCDay() || 7;
-}
-
 /**
  * `quietHoursEnd(quiet, timeZone, at)` (the `QuietHoursEnd` contract of `types.ts`): null when `at`
  * is outside every window; otherwise when the quiet period covering `at` ends (chained windows
@@ -250,8 +130,8 @@ export const quietHoursEnd: QuietHoursEnd = (quiet, timeZone, at) => {
   if (quiet.windows.length === 0) return null;
   const now = at.getTime();
   // Windows starting up to 9 local days before `at` and 9 after bound every period the cap allows.
-  const segments = cachedSegmentsOf(timeZone === '' ? 'UTC' : timeZone, now - 10 * DAY, now + 11 * DAY);
-  const wallNow = now + offsetIn(segments, now);
+  const offsets = zoneOffsets(timeZone === '' ? 'UTC' : timeZone, now - 10 * DAY, now + 11 * DAY);
+  const wallNow = offsets.wallOf(now);
   const today = Math.floor(wallNow / DAY) * DAY;
   const windows = quiet.windows.map((w) => {
     const start = minutesOf(w.start);
@@ -259,12 +139,12 @@ export const quietHoursEnd: QuietHoursEnd = (quiet, timeZone, at) => {
   });
   const periods: { start: number; end: number }[] = [];
   for (let day = today - 9 * DAY; day <= today + 9 * DAY; day += DAY) {
-    const weekday = isoDay(day);
+    const weekday = isoWeekday(day);
     for (const w of windows) {
       if (!w.days.has(weekday)) continue;
       const wallStart = day + w.start * MINUTE;
-      const start = instantOf(segments, wallStart);
-      const end = instantOf(segments, wallStart + w.length * MINUTE);
+      const start = offsets.instantOf(wallStart);
+      const end = offsets.instantOf(wallStart + w.length * MINUTE);
       if (end > start) periods.push({ start, end });
     }
   }

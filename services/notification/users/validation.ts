@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from '../../../shared/errors';
 import { textLength } from '../../../shared/text/cut';
+import { resolveTimeZone } from '../../../shared/time/zone';
 import { parseMailbox } from '../channels/email/mailable';
 import { normaliseRecipient } from '../delivery/suppression';
 import type { UsersConfig } from './config';
@@ -112,11 +113,9 @@ export function canonicalTimeZone(timeZone: unknown): string {
   const bad = () =>
     new InvalidArgumentError('time_zone must be an IANA time zone such as Europe/Madrid', 'time_zone');
   if (typeof timeZone !== 'string' || timeZone.length > MAX_TIME_ZONE_LENGTH) throw bad();
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
-  } catch {
-    throw bad();
-  }
+  const canonical = resolveTimeZone(timeZone);
+  if (canonical === undefined) throw bad();
+  return canonical;
 }
 
 /** A JSON object of at most `maxBytes` UTF-8 bytes that PostgreSQL's jsonb can hold. */

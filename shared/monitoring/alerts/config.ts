@@ -19,14 +19,8 @@ import {
 } from './channels';
 import { severityRank } from './dispatcher';
 import { TierAwareDispatcher } from './tier-dispatcher';
-import {
-  ALERT_TIERS,
-  type AlertTier,
-  BusinessHours,
-  isValidTimeZone,
-  parseClockTime,
-  WEEKDAYS,
-} from './tiers';
+import { isValidTimeZone, parseClockTime } from '../../time/zone';
+import { ALERT_TIERS, type AlertTier, BusinessHours, WEEKDAYS } from './tiers';
 
 function positiveDuration() {
   return duration().refine((s) => s > 0, { error: 'expected a duration greater than 0' });

@@ -3,6 +3,7 @@
  * P1_BUSINESS_HOURS during the team's working hours, P2_DIGEST in a periodic summary.
  */
 import { InvalidArgumentError } from '../../errors';
+import { isValidTimeZone, parseClockTime, wallTime } from '../../time/zone';
 
 /** Alert routing tiers. */
 export const AlertTier = {
@@ -43,31 +44,13 @@ export interface BusinessHoursSpec {
   close: string;
 }
 
-/** Minutes after midnight of `HH:MM`, or undefined when malformed. */
-export function parseClockTime(value: string): number | undefined {
-  const m = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(value);
-  return m ? Number(m[1]) * 60 + Number(m[2]) : undefined;
-}
-
-/** True when `timeZone` is a time zone this runtime's Intl knows. */
-export function isValidTimeZone(timeZone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const MINUTE = 60_000;
-const DAY_INDEX: Record<string, number> = { Mon: 0, Tue: 1, Wed: 2, Thu: 3, Fri: 4, Sat: 5, Sun: 6 };
 
 /**
- * Business hours evaluated with Intl in the configured time zone, so daylight-saving changes are the
- * runtime's time-zone data, not our arithmetic.
+ * Business hours evaluated in the configured time zone through `shared/time/zone` (Intl), so
+ * daylight-saving changes are the runtime's time-zone data, not our arithmetic.
  */
 export class BusinessHours {
-  private readonly format: Intl.DateTimeFormat;
   private readonly openDays: boolean[];
   private readonly openMinute: number;
   private readonly closeMinute: number;
@@ -84,30 +67,13 @@ export class BusinessHours {
     this.openMinute = open;
     this.closeMinute = close;
     this.openDays = WEEKDAYS.map((d) => spec.days.includes(d));
-    this.format = new Intl.DateTimeFormat('en-US', {
-      timeZone: spec.time_zone,
-      weekday: 'short',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    });
   }
 
   /** Local weekday (0 = Monday), minute of the day and milliseconds into that minute at `epochMs`. */
   private local(epochMs: number): { day: number; minute: number; intoMinuteMs: number } {
-    let day = 0;
-    let hour = 0;
-    let minute = 0;
-    let second = 0;
-    for (const part of this.format.formatToParts(epochMs)) {
-      if (part.type === 'weekday') day = DAY_INDEX[part.value] ?? 0;
-      else if (part.type === 'hour') hour = Number(part.value);
-      else if (part.type === 'minute') minute = Number(part.value);
-      else if (part.type === 'second') second = Number(part.value);
-    }
+    const wall = wallTime(this.spec.time_zone, epochMs);
     const ms = ((epochMs % 1000) + 1000) % 1000;
-    return { day, minute: hour * 60 + minute, intoMinuteMs: second * 1000 + ms };
+    return { day: wall.isoWeekday - 1, minute: wall.minuteOfDay, intoMinuteMs: wall.second * 1000 + ms };
   }
 
   /** True when `epochMs` falls within business hours. */

@@ -4,10 +4,10 @@
  */
 import {
   type AcceptingDigest,
-  localInstant,
   placeEvent,
   windowOf,
 } from '../../../../services/notification/notify/digest/window';
+import { localInstant } from '../../../../shared/time/zone';
 
 const at = (iso: string) => new Date(iso);
 const rolling = { window: 15 * 60 };
