@@ -7,6 +7,7 @@
 import { z } from 'zod';
 
 import { duration, positiveInt, uniqueNames } from '../../../shared/config';
+import { parseClockTime } from '../../../shared/time/zone';
 import { CHANNELS } from '../delivery/driver';
 
 /** The channels a category can use: the inbox and the three delivery channels. */
@@ -21,7 +22,9 @@ const categoryName = z
 /** The delivery channels a cap or a digest applies to. */
 const TIMED_CHANNELS = CHANNELS;
 
-const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a local time "HH:MM" (00:00-23:59)');
+const localTime = z
+  .string()
+  .refine((t) => parseClockTime(t) !== undefined, 'a local time "HH:MM" (00:00-23:59)');
 
 /**
  * One channel's digest of a category (issue 26): events inside the window are coalesced into one

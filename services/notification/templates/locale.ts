@@ -3,6 +3,7 @@
  * fallback chain `es-MX` -> `es` -> the default locale, and the IANA zone check.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
+import { resolveTimeZone } from '../../../shared/time/zone';
 
 /** Longest locale tag accepted (BCP 47 tags in use are far shorter). */
 export const MAX_LOCALE_LENGTH = 64;
@@ -49,21 +50,13 @@ export function fallbackChain(locale: string, defaultLocale: string): string[] {
   return chain;
 }
 
-const zones = new Map<string, string>();
-
 /** The IANA zone to format dates in ('' = UTC); InvalidArgumentError when Intl does not know it. */
 export function checkTimeZone(zone: string, field = 'time_zone'): string {
   if (zone === '') return 'UTC';
-  const known = zones.get(zone);
-  if (known) return known;
-  let resolved: string;
-  try {
-    if (zone.length > 64) throw new RangeError('too long');
-    resolved = new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
-  } catch {
+  // The one zone check (shared/time/zone.ts: its formatter cache is bounded).
+  const resolved = zone.length > 64 ? undefined : resolveTimeZone(zone);
+  if (resolved === undefined) {
     throw new InvalidArgumentError(`${field} is not an IANA time zone (like Europe/Madrid)`, field);
   }
-  if (zones.size >= MAX_CACHED) zones.clear();
-  zones.set(zone, resolved);
   return resolved;
 }
