@@ -36,6 +36,8 @@ import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
+import { AlertLifecycle, type AlertLifecycleOptions } from './lifecycle';
+import { InMemoryAlertStore } from './memory-store';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
@@ -79,6 +81,11 @@ export interface AlertHubOptions {
   /** The clock whose wall time stamps alerts (tests inject one). */
   clock?: Clock;
   logger?: Logger;
+  /**
+   * The lifecycle's store and rules (dedup keys, silences, inhibition, grouping: lifecycle.ts);
+   * default: an in-memory store, no rules, every alert notified on its own.
+   */
+  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger'>;
 }
 
 /** One alert to raise, already in the hub's terms. */
@@ -93,6 +100,8 @@ export interface RaiseInput {
   /** Name of the alert rule; the title when unset. */
   alertName?: string;
   metric?: { name: string; currentValue: number; threshold: number };
+  /** PagerDuty's dedup key: a trigger with the key of an open alert updates it. */
+  dedupKey?: string;
 }
 
 /** Options of a watch. */
@@ -239,6 +248,8 @@ export class AlertHub implements AlertDispatcherProtocol {
   private readonly now: () => number;
   private readonly logger: Logger;
   private stopped = false;
+  /** Dedup keys, states, timeline, silences, inhibition, grouping (lifecycle.ts). */
+  readonly lifecycle: AlertLifecycle;
 
   constructor(private readonly options: AlertHubOptions) {
     this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
@@ -266,6 +277,13 @@ export class AlertHub implements AlertDispatcherProtocol {
       },
     });
     this.live.start();
+    this.lifecycle = new AlertLifecycle({
+      store: new InMemoryAlertStore({ clock }),
+      ...options.lifecycle,
+      clock,
+      logger: options.logger,
+      deliver: (alert) => this.route(recordOf(alert)),
+    });
   }
 
   /**
@@ -284,6 +302,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       false,
     );
     const context = stringContext(input.context);
+    const dedupKey = AlertLifecycle.checkDedupKey(input.dedupKey);
     if (this.pending.size >= this.maxPendingDispatches)
       throw new ResourceExhaustedError(
         `${this.pending.size} alerts are still on their way to the channels; retry later`,
@@ -299,9 +318,17 @@ export class AlertHub implements AlertDispatcherProtocol {
       context,
       sourceService: source.trim() || this.options.defaultSource,
       firedAt,
+      ...(dedupKey ? { dedupKey } : {}),
     };
-    this.log.append(ALERT_LOG, alert);
-    this.tellListeners(alert);
+    const triggered = await this.lifecycle.trigger(alert, dedupKey);
+    // A trigger with the key of an open alert updates that alert: watchers see it under its id.
+    const kept: Alert = { ...triggered.entry.alert, state: triggered.entry.state };
+    this.log.append(ALERT_LOG, kept);
+    this.tellListeners(kept);
+    if (!triggered.notifyNow) {
+      await this.live.flushed(ALERT_LOG);
+      return kept;
+    }
     const record: AlertRecord = {
       kind: input.kind === 'metric' ? 'metric' : 'alert',
       title,
@@ -315,11 +342,19 @@ export class AlertHub implements AlertDispatcherProtocol {
       id: alert.id,
       sourceService: alert.sourceService,
     };
-    ALERTS.set(record, alert);
+    ALERTS.set(record, kept);
     this.route(record);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
-    return alert;
+    return kept;
+  }
+
+  /**
+   * The source's own resolution (an SLO back within budget, a target up again): resolves the open
+   * alert of `dedupKey`, if any, and sends its one resolved notification.
+   */
+  async resolve(dedupKey: string, by = 'source'): Promise<void> {
+    await this.lifecycle.resolveByKey(dedupKey, by);
   }
 
   /** Alerts handed to the channels and not yet through. */
@@ -349,6 +384,7 @@ export class AlertHub implements AlertDispatcherProtocol {
   ): Promise<void> {
     const slo = typeof context?.slo === 'string' && context.slo !== '' ? context.slo : undefined;
     await this.raise({
+      dedupKey: typeof context?.dedup_key === 'string' ? context.dedup_key : undefined,
       kind: slo ? 'slo' : 'generic',
       title,
       message,
@@ -487,6 +523,23 @@ export class AlertHub implements AlertDispatcherProtocol {
     await this.settled();
     await this.options.router.shutdown();
   }
+}
+
+/** The record a notification made by the lifecycle (resolved, group, unmuted) is routed as. */
+function recordOf(alert: Alert): AlertRecord {
+  const record: AlertRecord = {
+    kind: alert.kind === 'metric' ? 'metric' : 'alert',
+    title: alert.title,
+    message: alert.message,
+    severity: alert.severity,
+    context: alert.context,
+    tier: resolveTier(alert.context.tier),
+    raisedAt: alert.firedAt,
+    id: alert.id,
+    sourceService: alert.sourceService,
+  };
+  ALERTS.set(record, alert);
+  return record;
 }
 
 async function* toAlertFrames(

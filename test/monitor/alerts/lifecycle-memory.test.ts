@@ -1,0 +1,42 @@
+/** The alert lifecycle contract on the in-memory store, and the memory store's bounds at the bound. */
+import { InMemoryAlertStore } from '../../../services/monitor/alerts/memory-store';
+import { describeLifecycleContract } from './lifecycle-contract';
+
+describeLifecycleContract('the memory store', async () => ({
+  store: (clock) => new InMemoryAlertStore({ clock }),
+  close: async () => undefined,
+}));
+
+describe('InMemoryAlertStore bounds', () => {
+  const alert = (i: number) => ({
+    id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    alertName: 'a',
+    kind: 'generic' as const,
+    title: 'a',
+    message: '',
+    severity: 'high',
+    context: {},
+    sourceService: 's',
+    firedAt: i,
+  });
+
+  it('keeps at most maxAlerts: a resolved alert leaves first, else the oldest', async () => {
+    const store = new InMemoryAlertStore({ maxAlerts: 3 });
+    for (let i = 1; i <= 3; i++) await store.trigger(alert(i), `k${i}`, {});
+    await store.resolve(alert(2).id, 'x', 5);
+    await store.trigger(alert(4), 'k4', {});
+    expect(store.size).toBe(3);
+    expect(await store.get(alert(2).id)).toBeUndefined();
+    await store.trigger(alert(5), 'k5', {});
+    expect(await store.get(alert(1).id)).toBeUndefined();
+    expect(store.size).toBe(3);
+  });
+
+  it('keeps the newest maxTimeline entries of an alert', async () => {
+    const store = new InMemoryAlertStore({ maxTimeline: 2 });
+    await store.trigger(alert(1), 'k', {});
+    for (let i = 0; i < 3; i++)
+      await store.addTimeline(alert(1).id, { at: i, kind: 'updated', actor: '', detail: `${i}` });
+    expect((await store.timeline(alert(1).id, 10)).map((t) => t.detail)).toEqual(['1', '2']);
+  });
+});
