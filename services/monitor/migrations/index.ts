@@ -4,9 +4,10 @@
  * migrations at the end.
  */
 import type { NamedMigration } from '../../../shared/storage/migrations';
+import * as alerts from './20261128600000_alerts';
 
 /** Every monitor migration, oldest first. */
-export const monitorMigrations: readonly NamedMigration[] = [];
+export const monitorMigrations: readonly NamedMigration[] = [{ name: '20261128600000_alerts', ...alerts }];
 
 /** The knex table that records which monitor migrations ran. */
 export const MONITOR_MIGRATIONS_TABLE = 'knex_migrations_monitor';

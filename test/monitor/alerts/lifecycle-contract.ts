@@ -24,6 +24,8 @@ class RecordingRouter implements AlertRouter {
 export interface LifecycleBackend {
   /** A store over the backend (a fresh one or a shared one: tests use unique keys and labels). */
   store(clock: ManualClock): AlertStore;
+  /** Empties the backend between tests (time rules read every open alert and silence). */
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,9 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
     });
     afterAll(async () => {
       await backend?.close();
+    });
+    beforeEach(async () => {
+      await backend.reset();
     });
 
     function make(lifecycle: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'store'> = {}) {

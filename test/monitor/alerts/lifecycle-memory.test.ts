@@ -4,6 +4,7 @@ import { describeLifecycleContract } from './lifecycle-contract';
 
 describeLifecycleContract('the memory store', async () => ({
   store: (clock) => new InMemoryAlertStore({ clock }),
+  reset: async () => undefined,
   close: async () => undefined,
 }));
 
