@@ -29,12 +29,18 @@ import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
 import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
 import { applyOtlpMetrics } from './otlp/otlp-metrics';
-import { MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
+import { ALERT_METHOD_SCOPES, MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
+import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
+import { AlertServiceRpc } from './rpc/alert-service-rpc';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
 import { NotificationClient } from './notification/notification-client';
 import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metrics';
+import type { Knex } from 'knex';
+import type { AlertStore } from './alerts/store';
+import { DatabaseAlertStore } from './alerts/database-store';
+import { InMemoryAlertStore } from './alerts/memory-store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -177,6 +183,15 @@ async function assembleMonitorApp(
   const otlpMetrics: OtlpMetricsSink = { exportMetrics: (req) => applyOtlpMetrics(metricStore, req) };
   const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
 
+  // --- M2 alert lifecycle store (AlertService): one block the lead connects to M1's storage at merge.
+  // With the monitor's database open, `alertKnex` is its knex and the lifecycle (alerts, timeline,
+  // silences, the notification log) lives there; until then it is kept in memory.
+  const alertKnex = undefined as Knex | undefined;
+  const alertStore: AlertStore = alertKnex
+    ? new DatabaseAlertStore(alertKnex)
+    : new InMemoryAlertStore({ maxAlerts: config.alerts.max_alerts_kept });
+  // --- end of the M2 alert lifecycle store ---
+
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
   // `alertHub` is the one AlertDispatcherProtocol of the monitor: the slo and targets areas raise
   // through it, the status page reads `alertHub.recent()` / `alertHub.subscribe()`.
@@ -189,9 +204,12 @@ async function assembleMonitorApp(
       serviceName: config.name,
       webhookBodies: alertWebhookBodies,
       notifier: (settings) => new NotificationClient(settings),
+      store: alertStore,
     }),
   );
   const alertHub = alerts.hub;
+  // M2: the lifecycle's time rules (silences ending, group notifications, reminders).
+  lifecycle.worker('alert-lifecycle', alerts.ticker);
   deps.alerts = { hub: alertHub, exceptions: alerts.exceptions };
 
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
@@ -236,6 +254,10 @@ async function assembleMonitorApp(
     onUnexpectedError: monitoring.onUnexpectedError,
     services: [
       registration(MonitorService, new MonitorRpc(deps), { scopes: MONITOR_METHOD_SCOPES }),
+      // M2 alert lifecycle: AlertService over the hub's lifecycle.
+      registration(AlertService, new AlertServiceRpc(() => alertHub.lifecycle), {
+        scopes: ALERT_METHOD_SCOPES,
+      }),
       ...otlpRegistrations(otlp),
     ],
   });

@@ -292,6 +292,14 @@ export class AlertHub implements AlertDispatcherProtocol {
    * waits for that). ResourceExhaustedError when `maxPendingDispatches` alerts are still on their way.
    */
   async raise(input: RaiseInput): Promise<Alert> {
+    return (await this.trigger(input)).alert;
+  }
+
+  /**
+   * `raise`, telling also whether the trigger opened a new alert (false: it updated the open alert of
+   * its dedup key, whose id the alert carries).
+   */
+  async trigger(input: RaiseInput): Promise<{ alert: Alert; opened: boolean }> {
     const title = checkText(input.title, 'title', ALERT_LIMITS.titleChars, true);
     const message = checkText(input.message ?? '', 'message', ALERT_LIMITS.messageChars, false);
     const severity = checkText(input.severity, 'severity', ALERT_LIMITS.severityChars, true).trim();
@@ -327,7 +335,7 @@ export class AlertHub implements AlertDispatcherProtocol {
     this.tellListeners(kept);
     if (!triggered.notifyNow) {
       await this.live.flushed(ALERT_LOG);
-      return kept;
+      return { alert: kept, opened: triggered.opened };
     }
     const record: AlertRecord = {
       kind: input.kind === 'metric' ? 'metric' : 'alert',
@@ -346,7 +354,7 @@ export class AlertHub implements AlertDispatcherProtocol {
     this.route(record);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
-    return kept;
+    return { alert: kept, opened: triggered.opened };
   }
 
   /**

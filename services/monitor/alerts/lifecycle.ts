@@ -98,6 +98,8 @@ export interface ReminderSettings {
 
 /** A reminder to send to a silence's creator. */
 export interface SilenceReminder {
+  /** `<silence id>:<expiring|long_hidden>`: the same reminder is sent once (an idempotency key). */
+  key: string;
   to: string;
   subject: string;
   text: string;
@@ -470,6 +472,7 @@ export class AlertLifecycle {
       ) {
         if (await this.store.markReminded(s.id, 'expiring'))
           await this.sendReminder(send, {
+            key: `${s.id}:expiring`,
             to: s.createdBy,
             subject: `Silence ${s.id} ends at ${new Date(s.endsAt).toISOString()}`,
             text: `Your silence (${s.comment}) ends at ${new Date(s.endsAt).toISOString()}. Extend it if the work is not done.`,
@@ -481,6 +484,7 @@ export class AlertLifecycle {
         );
         if (hidden.length > 0 && (await this.store.markReminded(s.id, 'long_hidden')))
           await this.sendReminder(send, {
+            key: `${s.id}:long_hidden`,
             to: s.createdBy,
             subject: `Silence ${s.id} has hidden ${hidden.length} firing alert(s) for long`,
             text: `Your silence (${s.comment}) hides alerts that are still firing:\n${hidden
