@@ -215,7 +215,14 @@ async function assembleMonitorApp(
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
   const slo = await lifecycle.area(
     'slo',
-    new SloArea({ config: config.slo, alertDispatcher: alertHub, collector, logger }),
+    new SloArea({
+      config: config.slo,
+      alertDispatcher: alertHub,
+      collector,
+      logger,
+      // M2: an SLO back within budget resolves its alert.
+      resolve: (key) => alertHub.resolve(key, 'slo'),
+    }),
   );
   lifecycle.worker(
     'slo-evaluator',
@@ -232,6 +239,8 @@ async function assembleMonitorApp(
   const targets = new TargetsArea({
     targets: config.targets,
     alerts: alertHub,
+    // M2: a target up again resolves its "down" alert.
+    resolve: (key, context) => alertHub.resolve(key, 'targets', context),
     collector,
     logger,
   });

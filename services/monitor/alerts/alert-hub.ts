@@ -361,8 +361,8 @@ export class AlertHub implements AlertDispatcherProtocol {
    * The source's own resolution (an SLO back within budget, a target up again): resolves the open
    * alert of `dedupKey`, if any, and sends its one resolved notification.
    */
-  async resolve(dedupKey: string, by = 'source'): Promise<void> {
-    await this.lifecycle.resolveByKey(dedupKey, by);
+  async resolve(dedupKey: string, by = 'source', context?: Record<string, string>): Promise<void> {
+    await this.lifecycle.resolveByKey(dedupKey, by, context);
   }
 
   /** Alerts handed to the channels and not yet through. */
@@ -391,8 +391,12 @@ export class AlertHub implements AlertDispatcherProtocol {
     context?: AlertContext | null,
   ): Promise<void> {
     const slo = typeof context?.slo === 'string' && context.slo !== '' ? context.slo : undefined;
+    // An SLO's violations are one alert while it burns (key `slo:<name>`), resolved when it is back
+    // within budget (SloArea calls `resolve`); other sources may name their key in `dedup_key`.
+    const dedupKey =
+      typeof context?.dedup_key === 'string' ? context.dedup_key : slo ? `slo:${slo}` : undefined;
     await this.raise({
-      dedupKey: typeof context?.dedup_key === 'string' ? context.dedup_key : undefined,
+      dedupKey,
       kind: slo ? 'slo' : 'generic',
       title,
       message,

@@ -544,12 +544,24 @@ export class AlertLifecycle {
   }
 
   /** The source's own resolution: resolves the open alert of `dedupKey`, if any. */
-  async resolveByKey(dedupKey: string, by: string): Promise<AlertEntry | undefined> {
+  async resolveByKey(
+    dedupKey: string,
+    by: string,
+    context?: Record<string, string>,
+  ): Promise<AlertEntry | undefined> {
     const entry = await this.store.openByKey(dedupKey);
-    return entry ? this.close(entry, by) : undefined;
+    return entry ? this.close(entry, by, context) : undefined;
   }
 
-  private async close(entry: AlertEntry, who: string): Promise<AlertEntry | undefined> {
+  /**
+   * Resolves and, when the firing notification went out, sends the resolved one; `context` entries
+   * (the source's own words, e.g. a target's `state: recovered`) go on that notification only.
+   */
+  private async close(
+    entry: AlertEntry,
+    who: string,
+    context: Record<string, string> = {},
+  ): Promise<AlertEntry | undefined> {
     const now = this.now();
     const resolved = await this.store.resolve(entry.alert.id, who, now);
     if (!resolved) return undefined;
@@ -559,7 +571,7 @@ export class AlertLifecycle {
         ...resolved.alert,
         state: 'resolved',
         firedAt: now,
-        context: { ...resolved.alert.context, alert_state: 'resolved' },
+        context: { ...resolved.alert.context, ...context, alert_state: 'resolved' },
       });
     return resolved;
   }

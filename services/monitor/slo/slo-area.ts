@@ -95,6 +95,11 @@ export interface SloAreaOptions {
   collector?: MetricsCollector;
   logger?: Logger;
   clock?: Clock;
+  /**
+   * Resolves the open alert of a dedup key (the AlertHub's `resolve`): called with `slo:<name>` when
+   * an SLO whose violation was dispatched is back within budget.
+   */
+  resolve?: (dedupKey: string) => Promise<void>;
 }
 
 // Control characters would garble log lines and the status page; nothing legitimate needs them.
@@ -194,11 +199,15 @@ export class SloArea {
   private readonly config: SloAreaConfig;
   private readonly logger: Logger;
   private started = false;
+  /** SLOs violated at the last dispatching evaluation (their alert is open until they recover). */
+  private burning = new Set<string>();
+  private readonly resolve?: (dedupKey: string) => Promise<void>;
   private readonly gauges:
     { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
 
   constructor(options: SloAreaOptions) {
     this.config = options.config;
+    this.resolve = options.resolve;
     this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
     this.monitor = new SLOMonitor({
       ...sloMonitorOptions(options.config),
@@ -292,12 +301,27 @@ export class SloArea {
       const outcomes = await this.monitor.evaluateAndDispatchWithOutcomes();
       for (const o of outcomes) this.gauges?.alerts.increment(1, { outcome: o.outcome });
       results = outcomes.map((o) => ({ violation: o.violation, suppressed: o.outcome === 'suppressed' }));
+      await this.resolveRecovered(new Set(results.map((r) => r.violation.slo.name)));
     } else {
       results = this.monitor.evaluate().map((violation) => ({ violation, suppressed: false }));
     }
     this.gauges?.evaluations.increment();
     this.refreshGauges();
     return results;
+  }
+
+  /** Resolves the alert of each SLO that burned at the last dispatching evaluation and no longer does. */
+  private async resolveRecovered(now: Set<string>): Promise<void> {
+    const recovered = [...this.burning].filter((name) => !now.has(name));
+    this.burning = now;
+    if (!this.resolve) return;
+    for (const name of recovered) {
+      try {
+        await this.resolve(`slo:${name}`);
+      } catch (err) {
+        this.logger.warn({ err, slo: name }, 'could not resolve the alert of a recovered SLO');
+      }
+    }
   }
 
   /** The state of every SLO now, by name; also refreshes the per-SLO gauges. */

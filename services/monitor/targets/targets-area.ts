@@ -40,6 +40,8 @@ export interface TargetsAreaOptions {
   targets: readonly TargetConfig[];
   /** Where "down" and "recovered" alerts go. */
   alerts: AlertDispatcherProtocol;
+  /** Resolves the "down" alert when the target recovers (the AlertHub's `resolve`); see target-alerts.ts. */
+  resolve?: (dedupKey: string, context: Record<string, string>) => Promise<void>;
   /** The monitor's collector: `up` and `target_probe_duration_seconds` are created on it. */
   collector: MetricsCollector;
   logger: Logger;
@@ -185,7 +187,7 @@ export class TargetsArea {
 
   constructor(options: TargetsAreaOptions) {
     this.logger = options.logger.child({ component: 'targets' });
-    this.alerts = new TargetAlertQueue(options.alerts, this.logger);
+    this.alerts = new TargetAlertQueue(options.alerts, this.logger, undefined, options.resolve);
     // Series are bounded by the configured targets: one `up` per target, one histogram per kind.
     this.up = options.collector.createGauge(
       'up',

@@ -1,0 +1,96 @@
+/**
+ * The sources' own resolution through the monitor running in-process: an SLO back within budget and
+ * a watched target up again resolve their open alert (one resolved notification, in the log channel
+ * here), instead of leaving it open.
+ */
+import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { unary } from '../../support/grpc-clients';
+import { captureLogger } from '../../shared/monitoring/helpers';
+import { waitFor } from '../../support/wait';
+import { startHealthServer, type HealthServer } from '../targets/health-server';
+
+async function until(probe: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const running: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) await r.close();
+});
+
+describe('a source resolves its own alert', () => {
+  it('an SLO back within budget resolves the alert its violation opened (one alert for repeated violations)', async () => {
+    const m: RunningMonitorApp = await startMonitorApp({ slo: { suppression_window_seconds: 0 } });
+    running.push(m);
+    const slo = {
+      name: 'checkout-p99',
+      metric: 'checkout.latency',
+      percentile: 0.99,
+      thresholdMs: 300,
+      window: { seconds: 60n },
+    };
+    await unary(m.monitorGrpc, 'RegisterSlo', { slo });
+    await unary(m.monitorGrpc, 'RecordSloSamples', { metric: 'checkout.latency', valuesMs: [900] });
+    await unary(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
+    await unary(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
+    const lc = m.app.alerts.hub.lifecycle;
+    const open = await lc.list(
+      { matchers: [{ name: 'alertname', op: '=', value: 'checkout-p99' }] },
+      undefined,
+      10,
+    );
+    expect(open).toHaveLength(1);
+    expect(open[0]).toMatchObject({ state: 'triggered', dedupKey: 'slo:checkout-p99', count: 2 });
+    await unary(m.monitorGrpc, 'RecordSloSamples', {
+      metric: 'checkout.latency',
+      valuesMs: Array(400).fill(10),
+    });
+    await unary(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
+    const after = await lc.get(open[0]!.alert.id);
+    expect(after.entry).toMatchObject({ state: 'resolved', resolvedBy: 'slo' });
+    expect(after.timeline.filter((t) => t.kind === 'notified').map((t) => t.detail)).toEqual([
+      'firing',
+      'resolved',
+    ]);
+  });
+
+  it('a target up again resolves its "down" alert with one resolved notification saying it recovered', async () => {
+    const target: HealthServer = await startHealthServer();
+    running.push({ close: async () => target.stop() });
+    const captured = captureLogger();
+    const m = await startMonitorApp(
+      {
+        targets: [
+          { name: 'notification', grpc_address: target.address, interval_seconds: 0.1, timeout_ms: 5000 },
+        ],
+      },
+      captured.logger,
+    );
+    running.push(m);
+    const lc = m.app.alerts.hub.lifecycle;
+    const mine = { matchers: [{ name: 'target', op: '=' as const, value: 'notification' }] };
+    await waitFor(() => m.app.targets.states()[0]?.up === true, 'the target up');
+    target.setStatus('NOT_SERVING');
+    await until(
+      async () => (await lc.list({ ...mine, states: ['triggered'] }, undefined, 5)).length === 1,
+      'the down alert',
+    );
+    target.setStatus('SERVING');
+    await until(
+      async () => (await lc.list({ ...mine, states: ['resolved'] }, undefined, 5)).length === 1,
+      'the resolution',
+    );
+    const all = await lc.list(mine, undefined, 5);
+    expect(all).toHaveLength(1);
+    expect(all[0]).toMatchObject({ dedupKey: 'target:notification', resolvedBy: 'targets' });
+    await m.app.alerts.hub.settled();
+    const logged = captured.lines
+      .filter((l) => l.event === 'alert' && (l.context as Record<string, unknown>)?.target === 'notification')
+      .map((l) => (l.context as Record<string, unknown>).state);
+    expect(logged).toEqual(['down', 'recovered']);
+  });
+});
