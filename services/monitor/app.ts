@@ -240,7 +240,7 @@ async function assembleMonitorApp(
     targets: config.targets,
     alerts: alertHub,
     // M2: a target up again resolves its "down" alert.
-    resolve: (key, context) => alertHub.resolve(key, 'targets', context),
+    resolve: (key, recovered) => alertHub.resolve(key, 'targets', recovered),
     collector,
     logger,
   });
@@ -290,6 +290,8 @@ async function assembleMonitorApp(
     tokens: [...config.web.api_tokens, ...tokensWithScope(config.server.api_tokens, STATUS_PAGE_SCOPE)],
     logger,
     shutdownSignal: server.shutdownSignal,
+    // M2: alerts grouped with their timeline, acknowledge, resolve and silences from the page.
+    alerts: { lifecycle: alertHub.lifecycle, writeScope: ALERT_METHOD_SCOPES.acknowledgeAlert },
   });
   server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
   lifecycle.worker('status-page', statusPage);

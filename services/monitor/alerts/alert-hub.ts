@@ -36,7 +36,7 @@ import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
-import { AlertLifecycle, type AlertLifecycleOptions } from './lifecycle';
+import { AlertLifecycle, type AlertLifecycleOptions, type ResolutionNotice } from './lifecycle';
 import { InMemoryAlertStore } from './memory-store';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
@@ -85,7 +85,7 @@ export interface AlertHubOptions {
    * The lifecycle's store and rules (dedup keys, silences, inhibition, grouping: lifecycle.ts);
    * default: an in-memory store, no rules, every alert notified on its own.
    */
-  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger'>;
+  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'onResolved'>;
 }
 
 /** One alert to raise, already in the hub's terms. */
@@ -283,6 +283,11 @@ export class AlertHub implements AlertDispatcherProtocol {
       clock,
       logger: options.logger,
       deliver: (alert) => this.route(recordOf(alert)),
+      // A resolution is news on the stream: watchers and the page see the alert again, resolved.
+      onResolved: (alert) => {
+        this.log.append(ALERT_LOG, alert);
+        this.tellListeners(alert);
+      },
     });
   }
 
@@ -361,8 +366,16 @@ export class AlertHub implements AlertDispatcherProtocol {
    * The source's own resolution (an SLO back within budget, a target up again): resolves the open
    * alert of `dedupKey`, if any, and sends its one resolved notification.
    */
-  async resolve(dedupKey: string, by = 'source', context?: Record<string, string>): Promise<void> {
-    await this.lifecycle.resolveByKey(dedupKey, by, context);
+  async resolve(
+    dedupKey: string,
+    by = 'source',
+    notice?: Omit<ResolutionNotice, 'context'> & { context?: AlertContext | null },
+  ): Promise<void> {
+    await this.lifecycle.resolveByKey(
+      dedupKey,
+      by,
+      notice && { ...notice, context: stringContext(notice.context) },
+    );
   }
 
   /** Alerts handed to the channels and not yet through. */

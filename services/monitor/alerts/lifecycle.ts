@@ -110,6 +110,8 @@ export interface AlertLifecycleOptions {
   store: AlertStore;
   /** Hands one notification (an alert, a resolved alert, a group summary) to the channels. */
   deliver: (alert: Alert) => void;
+  /** Told every resolution (the resolved alert, same id), notified or not: watchers, the page. */
+  onResolved?: (alert: Alert) => void;
   /** Sends a reminder to a silence's creator (email when the creator is an address). */
   remind?: (reminder: SilenceReminder) => Promise<void>;
   clock?: Clock;
@@ -147,6 +149,14 @@ interface Group {
 
 /** The receiver of notifications in the log: the configured channels, behind the hub's router. */
 export const CHANNELS_RECEIVER = 'channels';
+
+/** How a source words its own resolution (on the resolved alert only). */
+export interface ResolutionNotice {
+  title?: string;
+  message?: string;
+  severity?: string;
+  context?: Record<string, string>;
+}
 
 /** A new silence. */
 export interface SilenceInput {
@@ -547,32 +557,38 @@ export class AlertLifecycle {
   async resolveByKey(
     dedupKey: string,
     by: string,
-    context?: Record<string, string>,
+    notice?: ResolutionNotice,
   ): Promise<AlertEntry | undefined> {
     const entry = await this.store.openByKey(dedupKey);
-    return entry ? this.close(entry, by, context) : undefined;
+    return entry ? this.close(entry, by, notice) : undefined;
   }
 
   /**
-   * Resolves and, when the firing notification went out, sends the resolved one; `context` entries
-   * (the source's own words, e.g. a target's `state: recovered`) go on that notification only.
+   * Resolves; the resolution (the alert, same id, `state: resolved`) is announced to `onResolved`
+   * (watchers, the status page) and, when the firing notification went out, sent to the channels
+   * once. `notice` (the source's own words, e.g. a target's "recovered" title and `state: recovered`)
+   * goes on that resolved alert only; what is stored stays the firing alert.
    */
   private async close(
     entry: AlertEntry,
     who: string,
-    context: Record<string, string> = {},
+    notice: ResolutionNotice = {},
   ): Promise<AlertEntry | undefined> {
     const now = this.now();
     const resolved = await this.store.resolve(entry.alert.id, who, now);
     if (!resolved) return undefined;
     await this.store.addTimeline(entry.alert.id, { at: now, kind: 'resolved', actor: who, detail: '' });
-    if (resolved.notified && (await this.claimAlert(resolved, 'resolved')))
-      this.options.deliver({
-        ...resolved.alert,
-        state: 'resolved',
-        firedAt: now,
-        context: { ...resolved.alert.context, ...context, alert_state: 'resolved' },
-      });
+    const alert: Alert = {
+      ...resolved.alert,
+      ...(notice.title ? { title: notice.title } : {}),
+      ...(notice.message ? { message: notice.message } : {}),
+      ...(notice.severity ? { severity: notice.severity } : {}),
+      state: 'resolved',
+      firedAt: now,
+      context: { ...resolved.alert.context, ...notice.context, alert_state: 'resolved' },
+    };
+    this.options.onResolved?.(alert);
+    if (resolved.notified && (await this.claimAlert(resolved, 'resolved'))) this.options.deliver(alert);
     return resolved;
   }
 

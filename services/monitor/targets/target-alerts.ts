@@ -77,10 +77,10 @@ export class TargetAlertQueue {
     private readonly maxPending = MAX_PENDING_TARGET_ALERTS,
     /**
      * Resolves the open alert of a key (the AlertHub's `resolve`). When set, a recovery resolves the
-     * "down" alert (one resolved notification, carrying `state: recovered`) instead of raising an
-     * alert of its own.
+     * "down" alert (one resolved notification, worded as the "recovered" alert) instead of raising
+     * an alert of its own.
      */
-    private readonly resolve?: (dedupKey: string, context: Record<string, string>) => Promise<void>,
+    private readonly resolve?: (dedupKey: string, recovered: TargetAlert) => Promise<void>,
   ) {}
 
   /** Alerts handed in and not yet dispatched (or failed). */
@@ -107,7 +107,7 @@ export class TargetAlertQueue {
     this.tail = this.tail
       .then(() =>
         alert.resolves && this.resolve
-          ? this.resolve(alert.resolves, { state: 'recovered', consecutive_failures: '0' })
+          ? this.resolve(alert.resolves, alert)
           : this.dispatcher.sendAlert(alert.title, alert.message, alert.severity, alert.context),
       )
       .catch((err: unknown) =>

@@ -20,7 +20,7 @@ import {
 import type { Gauge, Histogram } from '../../../shared/monitoring/instruments';
 import type { TargetConfig } from './config';
 import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
-import { TargetAlertQueue, targetAlert } from './target-alerts';
+import { type TargetAlert, TargetAlertQueue, targetAlert } from './target-alerts';
 import { type TargetState, type TargetTransition, TargetTracker } from './target-state';
 
 /** Longest default probe timeout: a slow target is a failing one. */
@@ -41,7 +41,7 @@ export interface TargetsAreaOptions {
   /** Where "down" and "recovered" alerts go. */
   alerts: AlertDispatcherProtocol;
   /** Resolves the "down" alert when the target recovers (the AlertHub's `resolve`); see target-alerts.ts. */
-  resolve?: (dedupKey: string, context: Record<string, string>) => Promise<void>;
+  resolve?: (dedupKey: string, recovered: TargetAlert) => Promise<void>;
   /** The monitor's collector: `up` and `target_probe_duration_seconds` are created on it. */
   collector: MetricsCollector;
   logger: Logger;
