@@ -272,6 +272,33 @@ export class DatabaseAlertStore implements AlertStore {
     return r.map(toEntry);
   }
 
+  async openMatching(
+    alertname: string | undefined,
+    equal: Record<string, string>,
+    limit: number,
+  ): Promise<AlertEntry[]> {
+    // Non-empty pairs narrow in SQL; an absent label equals '' (checked here, as the lifecycle does).
+    const contains: Record<string, string> = Object.fromEntries(
+      Object.entries(equal).filter(([, v]) => v !== ''),
+    );
+    if (alertname !== undefined && alertname !== '') contains.alertname = alertname;
+    const r = rows<AlertRow>(
+      await this.knex.raw(
+        `SELECT * FROM monitor_alerts WHERE state <> 'resolved' AND labels @> ?::jsonb
+          ORDER BY fired_at DESC, id DESC LIMIT ?`,
+        [JSON.stringify(contains), limit * 4],
+      ),
+    );
+    return r
+      .map(toEntry)
+      .filter(
+        (e) =>
+          (alertname === undefined || (e.labels.alertname ?? '') === alertname) &&
+          Object.entries(equal).every(([k, v]) => (e.labels[k] ?? '') === v),
+      )
+      .slice(0, limit);
+  }
+
   async createSilence(s: Silence): Promise<void> {
     await this.knex.raw(
       `INSERT INTO monitor_silences (id, matchers, starts_at, ends_at, created_by, comment, recurrence,

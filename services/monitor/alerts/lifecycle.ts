@@ -69,6 +69,8 @@ export const LIFECYCLE_LIMITS = {
   groupListed: 50,
   /** Open alerts read when muting and grouping are evaluated. */
   openScan: 10_000,
+  /** Candidate sources read per inhibition rule when an alert opens. */
+  inhibitionCandidates: 100,
   /** Active silences evaluated per trigger. */
   activeSilences: 1000,
 } as const;
@@ -135,6 +137,8 @@ export interface TriggerResult {
 }
 
 interface CompiledRule {
+  /** The value of the rule's `alertname=` source matcher, when it has one (an index for the store). */
+  sourceName?: string;
   source: CompiledMatcher[];
   target: CompiledMatcher[];
   equal: string[];
@@ -217,6 +221,7 @@ export class AlertLifecycle {
     this.clock = options.clock ?? systemClock;
     this.owner = options.owner ?? newId();
     this.rules = (options.inhibitRules ?? []).map((r, i) => ({
+      sourceName: r.sourceMatchers.find((m) => m.name === 'alertname' && m.op === '=')?.value,
       source: compileMatchers(r.sourceMatchers, `inhibit_rules[${i}].source_matchers`),
       target: compileMatchers(r.targetMatchers, `inhibit_rules[${i}].target_matchers`),
       equal: [...r.equal],
@@ -335,16 +340,20 @@ export class AlertLifecycle {
 
   private async inhibitor(entry: AlertEntry, open?: AlertEntry[]): Promise<string> {
     const rules = this.rules.filter((r) => matchesAll(r.target, entry.labels));
-    if (rules.length === 0) return '';
-    const firing = open ?? (await this.store.open(LIFECYCLE_LIMITS.openScan));
-    for (const source of firing) {
-      if (source.alert.id === entry.alert.id || source.state === 'resolved') continue;
-      for (const r of rules)
+    for (const r of rules) {
+      const equal = Object.fromEntries(r.equal.map((l) => [l, entry.labels[l] ?? '']));
+      // With the open alerts at hand (tick), they are searched; else the store looks the sources up
+      // by name (a rule's `alertname=` source matcher) and the equal labels.
+      const candidates =
+        open ?? (await this.store.openMatching(r.sourceName, equal, LIFECYCLE_LIMITS.inhibitionCandidates));
+      for (const source of candidates) {
+        if (source.alert.id === entry.alert.id || source.state === 'resolved') continue;
         if (
           matchesAll(r.source, source.labels) &&
           r.equal.every((l) => (source.labels[l] ?? '') === (entry.labels[l] ?? ''))
         )
           return source.alert.id;
+      }
     }
     return '';
   }

@@ -54,6 +54,10 @@ export class InMemoryAlertStore implements AlertStore {
   private readonly alerts = new Map<string, AlertEntry>();
   private readonly timelines = new Map<string, TimelineEntry[]>();
   private readonly openKeys = new Map<string, string>();
+  /** Open alert ids by `alertname` (inhibition looks its sources up by name). */
+  private readonly openByName = new Map<string, Set<string>>();
+  /** Resolved alert ids, oldest first: the first to leave at the bound. */
+  private readonly resolvedIds = new Set<string>();
   private readonly silences = new Map<string, Silence>();
   private readonly log = new Map<string, LogRow>();
   private readonly bounds: typeof MEMORY_STORE_DEFAULTS;
@@ -101,22 +105,33 @@ export class InMemoryAlertStore implements AlertStore {
     this.evict();
     this.alerts.set(alert.id, entry);
     this.openKeys.set(dedupKey, alert.id);
+    this.indexOpen(entry);
     return { entry: copy(entry), opened: true };
+  }
+
+  private indexOpen(e: AlertEntry): void {
+    const name = e.labels.alertname ?? '';
+    let ids = this.openByName.get(name);
+    if (!ids) this.openByName.set(name, (ids = new Set()));
+    ids.add(e.alert.id);
+  }
+
+  private unindexOpen(e: AlertEntry): void {
+    const name = e.labels.alertname ?? '';
+    const ids = this.openByName.get(name);
+    ids?.delete(e.alert.id);
+    if (ids?.size === 0) this.openByName.delete(name);
   }
 
   private evict(): void {
     if (this.alerts.size < this.bounds.maxAlerts) return;
-    let victim: string | undefined;
-    for (const [id, e] of this.alerts) {
-      if (e.state === 'resolved') {
-        victim = id;
-        break;
-      }
-    }
-    victim ??= this.alerts.keys().next().value;
+    const victim: string | undefined =
+      this.resolvedIds.values().next().value ?? this.alerts.keys().next().value;
     if (victim === undefined) return;
     const e = this.alerts.get(victim)!;
     if (this.openKeys.get(e.dedupKey) === victim) this.openKeys.delete(e.dedupKey);
+    if (e.state !== 'resolved') this.unindexOpen(e);
+    this.resolvedIds.delete(victim);
     this.alerts.delete(victim);
     this.timelines.delete(victim);
   }
@@ -143,9 +158,11 @@ export class InMemoryAlertStore implements AlertStore {
   async resolve(id: string, by: string, at: number): Promise<AlertEntry | undefined> {
     const e = this.alerts.get(id);
     if (!e || e.state === 'resolved') return undefined;
+    this.unindexOpen(e);
     e.state = 'resolved';
     e.resolvedBy = by;
     e.resolvedAt = at;
+    this.resolvedIds.add(id);
     if (this.openKeys.get(e.dedupKey) === id) this.openKeys.delete(e.dedupKey);
     return copy(e);
   }
@@ -189,6 +206,26 @@ export class InMemoryAlertStore implements AlertStore {
     return copy(rows.slice(0, limit));
   }
 
+  async openMatching(
+    alertname: string | undefined,
+    equal: Record<string, string>,
+    limit: number,
+  ): Promise<AlertEntry[]> {
+    const ids =
+      alertname === undefined
+        ? [...this.openByName.values()].flatMap((s) => [...s])
+        : [...(this.openByName.get(alertname) ?? [])];
+    const pairs = Object.entries(equal);
+    const out: AlertEntry[] = [];
+    for (const id of ids) {
+      const e = this.alerts.get(id);
+      if (!e || e.state === 'resolved') continue;
+      if (pairs.every(([k, v]) => (e.labels[k] ?? '') === v)) out.push(e);
+      if (out.length >= limit) break;
+    }
+    return copy(out);
+  }
+
   async open(limit: number): Promise<AlertEntry[]> {
     return this.list({ states: ['triggered', 'acknowledged'] }, undefined, limit);
   }
@@ -214,12 +251,15 @@ export class InMemoryAlertStore implements AlertStore {
   }
 
   async activeSilences(now: number, limit: number): Promise<Silence[]> {
-    return copy(
-      [...this.silences.values()]
-        .filter((s) => s.expiredAt === 0 && s.endsAt > now)
-        .sort((a, b) => b.createdAt - a.createdAt)
-        .slice(0, limit),
-    );
+    // Read on every trigger: shallow copies (callers never change a silence; the store replaces
+    // what it changes), newest first (insertion order reversed).
+    const out: Silence[] = [];
+    const all = [...this.silences.values()];
+    for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
+      const s = all[i]!;
+      if (s.expiredAt === 0 && s.endsAt > now) out.push({ ...s, reminded: [...s.reminded] });
+    }
+    return out;
   }
 
   async listSilences(after: AlertCursor | undefined, limit: number): Promise<Silence[]> {

@@ -129,6 +129,15 @@ export interface AlertStore {
   list(filter: AlertFilter, after: AlertCursor | undefined, limit: number): Promise<AlertEntry[]>;
   /** Open alerts (triggered or acknowledged), at most `limit`, newest first. */
   open(limit: number): Promise<AlertEntry[]>;
+  /**
+   * Open alerts whose labels hold every `equal` pair (and named `alertname` when given), at most
+   * `limit`, in no particular order: the candidate sources of an inhibition rule.
+   */
+  openMatching(
+    alertname: string | undefined,
+    equal: Record<string, string>,
+    limit: number,
+  ): Promise<AlertEntry[]>;
 
   createSilence(silence: Silence): Promise<void>;
   getSilence(id: string): Promise<Silence | undefined>;
