@@ -24,6 +24,7 @@ import { runPushBench } from './push.bench';
 import { runMonitorIngestBench } from './monitor-ingest.bench';
 import { runTemplatesBench } from './templates.bench';
 import { runNotifyBench } from './notify.bench';
+import { runAlertsBench } from './alerts.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -109,6 +110,8 @@ const suites: Suite[] = [
   { name: 'notify-templates', run: () => runTemplatesBench() },
   // Notify to one user (inbox, email, SMS) against the three calls made directly; a topic of 10,000.
   { name: 'notify', run: () => runNotifyBench() },
+  // SendAlert triggers/s with grouping, 100 silences and 20 inhibition rules against none (issue 27).
+  { name: 'alerts', run: () => runAlertsBench() },
 ];
 
 function fmt(n: number): string {

@@ -71,6 +71,8 @@ export const LIFECYCLE_LIMITS = {
   openScan: 10_000,
   /** Candidate sources read per inhibition rule when an alert opens. */
   inhibitionCandidates: 100,
+  /** Open targets a new inhibiting alert mutes at once, per rule. */
+  inhibitedTargets: 1000,
   /** Active silences evaluated per trigger. */
   activeSilences: 1000,
 } as const;
@@ -268,6 +270,7 @@ export class AlertLifecycle {
       detail: alert.title,
     });
     const muted = await this.applyMute(entry);
+    await this.inhibitTargetsOf(entry);
     if (muted) return { entry, opened, notifyNow: false };
     if (this.grouping) {
       this.joinGroup(entry);
@@ -294,13 +297,26 @@ export class AlertLifecycle {
   }
 
   /** Recomputes what mutes an open alert, records a change; true when it is muted now. */
-  private async applyMute(entry: AlertEntry, silences?: Silence[], open?: AlertEntry[]): Promise<boolean> {
+  /**
+   * Recomputes what mutes an open alert and records a change; true when it is muted now. With
+   * `inhibition` `keep`, only silences are evaluated and a current inhibition stays (the periodic
+   * pass over unmuted alerts: inhibition of those is applied when their source opens).
+   */
+  private async applyMute(
+    entry: AlertEntry,
+    silences?: Silence[],
+    inhibition: 'check' | 'keep' = 'check',
+  ): Promise<boolean> {
     const now = this.now();
     const silence = (silences ?? (await this.activeSilences(now))).find((s) =>
       this.silenceMatches(s, entry, now),
     );
     const silencedBy = silence?.id ?? '';
-    const inhibitedBy = silencedBy ? '' : await this.inhibitor(entry, open);
+    const inhibitedBy = silencedBy
+      ? ''
+      : inhibition === 'check'
+        ? await this.inhibitor(entry)
+        : entry.inhibitedBy;
     if (silencedBy !== entry.silencedBy || inhibitedBy !== entry.inhibitedBy) {
       await this.store.setMute(entry.alert.id, { silencedBy, inhibitedBy });
       const kind = silencedBy ? 'silenced' : inhibitedBy ? 'inhibited' : 'unmuted';
@@ -338,14 +354,17 @@ export class AlertLifecycle {
     return matchesAll(matchers, entry.labels);
   }
 
-  private async inhibitor(entry: AlertEntry, open?: AlertEntry[]): Promise<string> {
+  private async inhibitor(entry: AlertEntry): Promise<string> {
     const rules = this.rules.filter((r) => matchesAll(r.target, entry.labels));
     for (const r of rules) {
       const equal = Object.fromEntries(r.equal.map((l) => [l, entry.labels[l] ?? '']));
-      // With the open alerts at hand (tick), they are searched; else the store looks the sources up
-      // by name (a rule's `alertname=` source matcher) and the equal labels.
-      const candidates =
-        open ?? (await this.store.openMatching(r.sourceName, equal, LIFECYCLE_LIMITS.inhibitionCandidates));
+      // The store looks the sources up by name (a rule's `alertname=` source matcher) and the equal
+      // labels, so a trigger never reads every open alert.
+      const candidates = await this.store.openMatching(
+        r.sourceName,
+        equal,
+        LIFECYCLE_LIMITS.inhibitionCandidates,
+      );
       for (const source of candidates) {
         if (source.alert.id === entry.alert.id || source.state === 'resolved') continue;
         if (
@@ -356,6 +375,28 @@ export class AlertLifecycle {
       }
     }
     return '';
+  }
+
+  /**
+   * A new alert that is the source of a rule mutes the open targets sharing its `equal` labels
+   * (recorded in their timelines); they are notified again when it resolves (tick).
+   */
+  private async inhibitTargetsOf(source: AlertEntry): Promise<void> {
+    const rules = this.rules.filter((r) => matchesAll(r.source, source.labels));
+    if (rules.length === 0) return;
+    const silences = await this.activeSilences(this.now());
+    for (const r of rules) {
+      const equal = Object.fromEntries(r.equal.map((l) => [l, source.labels[l] ?? '']));
+      const targets = await this.store.openMatching(undefined, equal, LIFECYCLE_LIMITS.inhibitedTargets);
+      for (const t of targets)
+        if (
+          t.alert.id !== source.alert.id &&
+          !t.silencedBy &&
+          !t.inhibitedBy &&
+          matchesAll(r.target, t.labels)
+        )
+          await this.applyMute(t, silences, 'check');
+    }
   }
 
   private groupKey(labels: Record<string, string>): { key: string; labels: Record<string, string> } {
@@ -396,7 +437,7 @@ export class AlertLifecycle {
     for (const entry of open) {
       if (entry.state === 'resolved') continue;
       const was = entry.silencedBy !== '' || entry.inhibitedBy !== '';
-      const muted = await this.applyMute(entry, silences, open);
+      const muted = await this.applyMute(entry, silences, was ? 'check' : 'keep');
       if (was && !muted && entry.state === 'triggered') {
         if (this.grouping) this.joinGroup(entry);
         else if (await this.claimAlert(entry, 'firing')) this.options.deliver(entry.alert);
@@ -643,7 +684,7 @@ export class AlertLifecycle {
     };
     await this.store.createSilence(silence);
     const open = await this.store.open(LIFECYCLE_LIMITS.openScan);
-    for (const entry of open) await this.applyMute(entry, [silence, ...active], open);
+    for (const entry of open) await this.applyMute(entry, [silence, ...active], 'keep');
     return silence;
   }
 

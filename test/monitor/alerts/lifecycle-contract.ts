@@ -394,6 +394,22 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         await hub.settled();
         expect(router.records.map((r) => r.id)).toEqual([source.id, other.id, source.id, target.id]);
       });
+
+      it('a source that fires after its target mutes the open target at once (recorded) and unmutes it when it resolves', async () => {
+        const { lc, trigger, router, hub } = make({ inhibitRules: rules });
+        const host = `h-${tag()}`;
+        const target = await trigger('DiskSlow', { severity: 'warning', context: { host } });
+        const source = await trigger('NodeDown', { severity: 'critical', context: { host } });
+        await hub.settled();
+        expect((await lc.get(target.id)).entry.inhibitedBy).toBe(source.id);
+        await lc.resolve(source.id, 'ann');
+        await lc.tick();
+        await hub.settled();
+        const kinds = (await lc.get(target.id)).timeline.map((t) => t.kind);
+        // It was notified before its source fired: unmuted, it is not sent a second time.
+        expect(kinds).toEqual(['triggered', 'notified', 'inhibited', 'unmuted']);
+        expect(router.records.filter((r) => r.id === target.id)).toHaveLength(1);
+      });
     });
 
     describe('grouping', () => {
