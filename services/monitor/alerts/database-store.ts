@@ -106,7 +106,8 @@ export class DatabaseAlertStore implements AlertStore {
         await this.knex.raw(
           `UPDATE monitor_alerts
               SET count = count + 1, last_seen_at = ?, severity = ?, labels = ?::jsonb,
-                  alert = alert || jsonb_build_object('title', ?::text, 'message', ?::text, 'severity', ?::text)
+                  alert = alert || jsonb_build_object('title', ?::text, 'message', ?::text, 'severity', ?::text,
+                                                      'context', ?::jsonb)
             WHERE dedup_key = ? AND state <> 'resolved'
         RETURNING *`,
           [
@@ -116,6 +117,7 @@ export class DatabaseAlertStore implements AlertStore {
             alert.title,
             alert.message,
             alert.severity,
+            JSON.stringify(alert.context),
             dedupKey,
           ],
         ),

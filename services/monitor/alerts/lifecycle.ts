@@ -149,7 +149,8 @@ interface CompiledRule {
 interface Group {
   labels: Record<string, string>;
   nextFlushAt: number;
-  lastHash: string;
+  /** The firing alerts of the last notification: a new one among the members makes the next. */
+  lastIds: Set<string>;
   lastSentAt: number;
 }
 
@@ -411,7 +412,7 @@ export class AlertLifecycle {
       this.groups.set(key, {
         labels,
         nextFlushAt: this.now() + this.grouping!.groupWaitMs,
-        lastHash: '',
+        lastIds: new Set(),
         lastSentAt: 0,
       });
   }
@@ -463,13 +464,15 @@ export class AlertLifecycle {
     }
     const ids = members.map((m) => m.alert.id).sort();
     const contentHash = hash(ids.join(','));
-    const changed = contentHash !== group.lastHash;
+    // Changed: an alert not in the last notification (one acknowledged, silenced or resolved since
+    // leaves without a new notification).
+    const changed = ids.some((id) => !group.lastIds.has(id));
     if (!changed && now - group.lastSentAt < g.repeatIntervalMs) return;
     // The step: the firing set and the repeat period; two replicas flushing the same group at the
     // same time compute the same step, and the notification log lets one of them send.
     const step = `${contentHash}@${Math.floor(now / Math.max(1, g.repeatIntervalMs))}`;
     const nkey: NotificationKey = { groupKey: key, receiver: CHANNELS_RECEIVER, step };
-    group.lastHash = contentHash;
+    group.lastIds = new Set(ids);
     group.lastSentAt = now;
     if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) return;
     try {

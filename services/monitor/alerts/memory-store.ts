@@ -84,7 +84,13 @@ export class InMemoryAlertStore implements AlertStore {
     if (open && open.state !== 'resolved') {
       open.count += 1;
       open.lastSeenAt = alert.firedAt;
-      open.alert = { ...open.alert, title: alert.title, message: alert.message, severity: alert.severity };
+      open.alert = {
+        ...open.alert,
+        title: alert.title,
+        message: alert.message,
+        severity: alert.severity,
+        context: { ...alert.context },
+      };
       open.labels = { ...labels };
       return { entry: copy(open), opened: false };
     }

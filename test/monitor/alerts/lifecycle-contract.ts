@@ -90,6 +90,7 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
           message: '97% 🔥',
           severity: 'critical',
           dedupKey: key,
+          context: { mount: '/var' },
         });
         await hub.settled();
         expect(second.id).toBe(first.id);
@@ -97,6 +98,9 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(entry).toMatchObject({ state: 'triggered', count: 2, dedupKey: key, lastSeenAt: clock.now() });
         expect(entry.alert.message).toBe('97% 🔥');
         expect(entry.alert.severity).toBe('critical');
+        // The latest trigger's context, and the labels made of it.
+        expect(entry.alert.context).toEqual({ mount: '/var' });
+        expect(entry.labels.mount).toBe('/var');
         expect(router.records).toHaveLength(1);
         expect(timeline.map((t) => t.kind)).toEqual(['triggered', 'notified', 'updated']);
       });
@@ -457,6 +461,20 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         await lc.tick();
         await hub.settled();
         expect(router.records).toHaveLength(2);
+      });
+
+      it('acknowledging part of a notified group sends nothing new at the next group_interval', async () => {
+        const { lc, trigger, router, hub, clock } = make({ grouping });
+        const cluster = `c-${tag()}`;
+        const a = await trigger('a', { context: { cluster } });
+        await trigger('b', { context: { cluster } });
+        clock.advance(30_000);
+        await lc.tick();
+        await lc.acknowledge(a.id, 'ann');
+        clock.advance(5 * MIN);
+        await lc.tick();
+        await hub.settled();
+        expect(router.records).toHaveLength(1);
       });
 
       it('repeats an unchanged group after repeat_interval', async () => {
