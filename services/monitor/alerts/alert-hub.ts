@@ -560,7 +560,9 @@ function recordOf(alert: Alert): AlertRecord {
     context: alert.context,
     tier: resolveTier(alert.context.tier),
     raisedAt: alert.firedAt,
-    id: alert.id,
+    // A resolved notification is its own message for channels that key messages by the record id
+    // (the notification channel's idempotency key): else it would pass for a retry of the firing one.
+    id: alert.state === 'resolved' ? `${alert.id}:resolved` : alert.id,
     sourceService: alert.sourceService,
   };
   ALERTS.set(record, alert);
