@@ -191,6 +191,8 @@ export function silenceActive(s: Silence, now: number, window?: BusinessHours): 
 }
 
 function weeklyWindow(w: WeeklyWindow): BusinessHours {
+  if (w.days.length > WEEKDAYS.length)
+    throw new InvalidArgumentError(`recurrence.days lists more than ${WEEKDAYS.length} days`, 'recurrence');
   for (const d of w.days)
     if (!WEEKDAYS.includes(d as Weekday))
       throw new InvalidArgumentError(`recurrence.days: unknown day ${JSON.stringify(d)}`, 'recurrence');

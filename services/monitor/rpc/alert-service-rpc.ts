@@ -45,6 +45,8 @@ export const ALERT_PAGE_SIZES = { default: 50, max: 500 } as const;
 
 /** Most severities one ListAlerts filter lists. */
 const MAX_SEVERITIES = 16;
+/** Most states one ListAlerts filter lists (three exist; repeats are allowed up to this). */
+const MAX_STATES = 8;
 
 const OPS: Partial<Record<MatchOperator, MatchOp>> = {
   [MatchOperator.EQUAL]: '=',
@@ -159,6 +161,8 @@ export class AlertServiceRpc implements ServiceImpl<typeof AlertService> {
     const size = pageSize(req.pageSize, ALERT_PAGE_SIZES);
     if (req.severities.length > MAX_SEVERITIES)
       throw new InvalidArgumentError(`severities lists more than ${MAX_SEVERITIES} values`, 'severities');
+    if (req.states.length > MAX_STATES)
+      throw new InvalidArgumentError(`states lists more than ${MAX_STATES} values`, 'states');
     const states = req.states.map((s) => {
       const state = STATES[s];
       if (!state) throw new InvalidArgumentError('states: unknown state', 'states');

@@ -243,6 +243,24 @@ describe('AlertService', () => {
       ],
       [alerts.listAlerts({ pageToken: 'garbage' }), Code.InvalidArgument],
       [alerts.listAlerts({ pageSize: -1 }), Code.InvalidArgument],
+      // Every list has a bound, checked before it is used.
+      [alerts.listAlerts({ states: Array(9).fill(AlertState.TRIGGERED) }), Code.InvalidArgument],
+      [alerts.listAlerts({ severities: Array(17).fill('high') }), Code.InvalidArgument],
+      [
+        alerts.listAlerts({
+          matchers: Array(17).fill({ name: 'a', operator: MatchOperator.EQUAL, value: 'b' }),
+        }),
+        Code.InvalidArgument,
+      ],
+      [
+        alerts.createSilence({
+          matchers: [{ name: 'a', operator: MatchOperator.EQUAL, value: 'b' }],
+          createdBy: 'x',
+          endsAt: timestampFromMs(Date.now() + 60_000),
+          recurrence: { days: Array(8).fill('mon'), start: '01:00', end: '02:00', timeZone: 'UTC' },
+        }),
+        Code.InvalidArgument,
+      ],
     ];
     for (const [call, code] of cases) expect((await connectError(call)).code).toBe(code);
     const long = await grpcError(
