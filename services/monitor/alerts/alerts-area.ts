@@ -112,6 +112,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
       },
       remind,
       maxActiveSilences: config.silences.max_active,
+      retentionMs: config.retention_days * 86_400_000,
     },
   });
   const timers = deps.timers ?? systemTimers;

@@ -116,6 +116,8 @@ function lifecycleShape() {
       .prefault({}),
     /** Alerts the in-memory store keeps (the oldest resolved leave first). */
     max_alerts_kept: positiveInt().max(1_000_000, { error: 'expected at most 1000000' }).default(10_000),
+    /** Days resolved alerts, ended silences and notification-log rows are kept in the database. */
+    retention_days: positiveInt().max(3650, { error: 'expected at most 3650 days' }).default(30),
     /** How often the time rules run (silences ending, group notifications, reminders). */
     lifecycle_interval_seconds: duration().default(1),
   };

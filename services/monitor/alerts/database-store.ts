@@ -405,12 +405,21 @@ export class DatabaseAlertStore implements AlertStore {
     );
   }
 
-  /** Deletes notification-log rows older than `olderThanMs` (the database's clock); returns how many. */
-  async purgeNotificationLog(olderThanMs: number): Promise<number> {
-    const r = await this.knex.raw(
-      `DELETE FROM monitor_notification_log WHERE created_at < now() - (? * interval '1 millisecond')`,
-      [olderThanMs],
+  async purge(before: number): Promise<number> {
+    const count = (r: unknown) => toNumber((r as { rowCount?: number }).rowCount ?? 0);
+    let n = 0;
+    n += count(
+      await this.knex.raw(`DELETE FROM monitor_alerts WHERE state = 'resolved' AND resolved_at < ?`, [
+        before,
+      ]),
     );
-    return toNumber((r as { rowCount?: number; affectedRows?: number }).rowCount ?? 0);
+    n += count(await this.knex.raw('DELETE FROM monitor_silences WHERE ends_at < ?', [before]));
+    n += count(
+      await this.knex.raw(
+        'DELETE FROM monitor_notification_log WHERE created_at < to_timestamp(? / 1000.0)',
+        [before],
+      ),
+    );
+    return n;
   }
 }

@@ -126,6 +126,8 @@ export interface AlertLifecycleOptions {
   reminders?: ReminderSettings;
   /** How long a claim in the notification log is held before another replica may retry it. */
   claimLeaseMs?: number;
+  /** Resolved alerts, ended silences and notification-log rows older than this are purged (hourly). */
+  retentionMs?: number;
   maxActiveSilences?: number;
   logger?: Logger;
 }
@@ -220,6 +222,7 @@ export class AlertLifecycle {
   private readonly compiled = new Map<string, CompiledMatcher[]>();
   private readonly logger: Logger;
   private readonly claimLeaseMs: number;
+  private lastPurge = 0;
 
   constructor(private readonly options: AlertLifecycleOptions) {
     this.store = options.store;
@@ -454,6 +457,17 @@ export class AlertLifecycle {
       }
     }
     await this.remind(now, silences, open);
+    await this.purgeOld(now);
+  }
+
+  /** Retention, at most hourly (every replica may run it: deleting twice is harmless). */
+  private async purgeOld(now: number): Promise<void> {
+    const retention = this.options.retentionMs;
+    if (!retention || now - this.lastPurge < 3_600_000) return;
+    this.lastPurge = now;
+    const purged = await this.store.purge(now - retention);
+    if (purged > 0)
+      this.logger.info({ purged }, 'old resolved alerts, ended silences and notification-log rows purged');
   }
 
   private async flushGroup(key: string, group: Group, open: AlertEntry[], now: number): Promise<void> {

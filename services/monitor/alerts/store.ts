@@ -160,4 +160,10 @@ export interface AlertStore {
   completeNotification(key: NotificationKey, owner: string): Promise<void>;
   /** Gives a claim back after a failed send, so the next attempt may claim it at once. */
   releaseNotification(key: NotificationKey, owner: string): Promise<void>;
+  /**
+   * Retention: deletes alerts resolved before `before` (with their timeline), silences that ended
+   * before it, and notification-log rows written before it (alert times are the monitor's clock, the
+   * log's the database's: `before` is read as the same instant). Returns how many rows went.
+   */
+  purge(before: number): Promise<number>;
 }

@@ -108,6 +108,41 @@ describe('two monitors on one PostgreSQL', () => {
     expect(entry?.count).toBe(30);
   });
 
+  it('retention: an old resolved alert, an ended silence and old log rows go at the hourly tick; open alerts stay', async () => {
+    const clock = new ManualClock(new Date());
+    const router = new RecordingRouter();
+    const hub = new AlertHub({
+      router,
+      recentSize: 10,
+      maxWatchers: 1,
+      watchBufferSize: 16,
+      defaultSource: 'monitor',
+      clock,
+      lifecycle: { store: new DatabaseAlertStore(a), retentionMs: 30 * 86_400_000 },
+    });
+    const lc = hub.lifecycle;
+    const old = await hub.raise({ kind: 'generic', title: 'old', severity: 'high' });
+    const open = await hub.raise({ kind: 'generic', title: 'still firing', severity: 'high' });
+    await lc.resolve(old.id, 'ann');
+    await lc.createSilence({
+      matchers: [{ name: 'a', op: '=', value: 'b' }],
+      startsAt: 0,
+      endsAt: clock.now() + 60_000,
+      createdBy: 'ann',
+      comment: '',
+    });
+    await lc.tick();
+    expect((await lc.get(old.id)).entry.state).toBe('resolved');
+    clock.advance(31 * 86_400_000);
+    await lc.tick();
+    await expect(lc.get(old.id)).rejects.toThrow(/not found/);
+    expect((await lc.get(open.id)).entry.state).toBe('triggered');
+    expect(await lc.listSilences(undefined, 10)).toEqual([]);
+    const log = await a.raw('SELECT count(*)::int AS n FROM monitor_notification_log');
+    expect((log as { rows: { n: number }[] }).rows[0]!.n).toBe(0);
+    await hub.settled();
+  });
+
   it('50 claims of one notification from two pools: exactly one wins', async () => {
     const s1 = new DatabaseAlertStore(a);
     const s2 = new DatabaseAlertStore(b);
