@@ -21,6 +21,9 @@ import { parseMatcher } from './matchers';
 import { InMemoryAlertStore } from './memory-store';
 import type { AlertStore } from './store';
 import type { SilenceReminder } from './lifecycle';
+import type { Alert } from './alert';
+import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
+import { severityRank } from '../../../shared/monitoring/alerts/dispatcher';
 
 /** What the area needs from the composition root. */
 export interface AlertsAreaDeps {
@@ -112,6 +115,7 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
       },
       remind,
       maxActiveSilences: config.silences.max_active,
+      receivers: (alert) => receiversOf(config, alert),
       retentionMs: config.retention_days * 86_400_000,
     },
   });
@@ -190,4 +194,25 @@ function silenceReminders(
     }
     logger.warn({ event: 'silence_reminder', reminder: reminder.key }, reminder.subject);
   };
+}
+
+/**
+ * The channels an alert's notification reaches (its tier and severity against each channel's `tiers`
+ * and `min_severity`, the dispatcher's rule), named for the timeline: `hook (webhook)`,
+ * `ops (notification: 2 email, 1 sms)`; with no channel configured, the service log.
+ */
+function receiversOf(config: MonitorAlertsConfig, alert: Alert): string[] {
+  if (config.channels.length === 0) return ['service log'];
+  const tier = resolveTier(alert.context.tier);
+  return config.channels
+    .filter(
+      (c) =>
+        (c.tiers.length === 0 || c.tiers.includes(tier)) &&
+        severityRank(alert.severity) >= severityRank(c.min_severity),
+    )
+    .map((c) =>
+      c.type === 'notification'
+        ? `${c.name} (notification: ${c.notification.email_to.length} email, ${c.notification.sms_to.length} sms)`
+        : `${c.name} (${c.type})`,
+    );
 }

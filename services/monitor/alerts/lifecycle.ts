@@ -24,7 +24,7 @@ import { cutText } from '../../../shared/text/cut';
 
 /** Cut on code points (an alert's bounds count characters). */
 const cutCodePoints = (s: string, max: number) => cutText(s, max, { unit: 'code_point', ellipsis: '…' });
-import { BusinessHours, WEEKDAYS, type Weekday } from '../../../shared/monitoring/alerts/tiers';
+import { BusinessHours, WEEKDAYS, type Weekday, resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import type { Alert } from './alert';
 import {
   type CompiledMatcher,
@@ -114,6 +114,11 @@ export interface AlertLifecycleOptions {
   store: AlertStore;
   /** Hands one notification (an alert, a resolved alert, a group summary) to the channels. */
   deliver: (alert: Alert) => void;
+  /**
+   * The channels a notification of an alert reaches, as `name (type...)` (the area knows them from
+   * the config: tiers and minimum severity); the timeline records them.
+   */
+  receivers?: (alert: Alert) => string[];
   /** Told every resolution (the resolved alert, same id), notified or not: watchers, the page. */
   onResolved?: (alert: Alert) => void;
   /** Sends a reminder to a silence's creator (email when the creator is an address). */
@@ -296,8 +301,8 @@ export class AlertLifecycle {
     await this.store.addTimeline(entry.alert.id, {
       at: this.now(),
       kind: 'notified',
-      actor: CHANNELS_RECEIVER,
-      detail: step,
+      actor: this.receiversOf(entry.alert),
+      detail: `${step}, tier ${resolveTier(entry.alert.context.tier)}`,
     });
     return true;
   }
@@ -491,8 +496,9 @@ export class AlertLifecycle {
     group.lastIds = new Set(ids);
     group.lastSentAt = now;
     if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) return;
+    const summary = this.groupAlert(group.labels, members, now);
     try {
-      this.options.deliver(this.groupAlert(group.labels, members, now));
+      this.options.deliver(summary);
       await this.store.completeNotification(nkey, this.owner);
     } catch (err) {
       await this.store.releaseNotification(nkey, this.owner);
@@ -503,7 +509,7 @@ export class AlertLifecycle {
       await this.store.addTimeline(m.alert.id, {
         at: now,
         kind: 'notified',
-        actor: CHANNELS_RECEIVER,
+        actor: this.receiversOf(summary),
         detail: `group ${cutCodePoints(key, 200)}`,
       });
     }
@@ -734,6 +740,12 @@ export class AlertLifecycle {
     const now = this.now();
     if (s.expiredAt > 0 || now >= s.endsAt) return 'expired';
     return now < s.startsAt ? 'pending' : 'active';
+  }
+
+  /** Whom a notification of `alert` reaches, for the timeline ("notified whom and how"). */
+  private receiversOf(alert: Alert): string {
+    const names = this.options.receivers?.(alert) ?? [];
+    return cutCodePoints(names.length > 0 ? names.join(', ') : CHANNELS_RECEIVER, 256);
   }
 
   /** Open groups (this replica's timers), for tests and the status page. */

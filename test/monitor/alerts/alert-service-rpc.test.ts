@@ -97,6 +97,8 @@ describe('AlertService', () => {
       TimelineEventKind.NOTIFIED,
       TimelineEventKind.UPDATED,
     ]);
+    // Notified whom and how: the channels its tier and severity reach.
+    expect(got.alert!.timeline[1]).toMatchObject({ actor: 'hook (webhook)', detail: 'firing, tier P0_PAGE' });
 
     const acked = await unary<{ alert: { state: AlertState; acknowledgedBy: string } }>(
       alertsGrpc,

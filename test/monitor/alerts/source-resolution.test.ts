@@ -52,9 +52,10 @@ describe('a source resolves its own alert', () => {
     await unary(m.monitorGrpc, 'EvaluateSlos', { dispatch: true });
     const after = await lc.get(open[0]!.alert.id);
     expect(after.entry).toMatchObject({ state: 'resolved', resolvedBy: 'slo' });
-    expect(after.timeline.filter((t) => t.kind === 'notified').map((t) => t.detail)).toEqual([
-      'firing',
-      'resolved',
+    // No channel configured: the service log, tier of the SLO (P1 by default).
+    expect(after.timeline.filter((t) => t.kind === 'notified').map((t) => [t.actor, t.detail])).toEqual([
+      ['service log', 'firing, tier P1_BUSINESS_HOURS'],
+      ['service log', 'resolved, tier P1_BUSINESS_HOURS'],
     ]);
   });
 
