@@ -96,8 +96,8 @@ export interface SloAreaOptions {
   logger?: Logger;
   clock?: Clock;
   /**
-   * Resolves the open alert of a dedup key (the AlertHub's `resolve`): called with `slo:<name>` when
-   * an SLO whose violation was dispatched is back within budget.
+   * Resolves the open alert of a dedup key (the AlertHub's `resolve`): called with `slo:<name>` for
+   * every SLO within budget at a dispatching evaluation (a no-op where no alert is open).
    */
   resolve?: (dedupKey: string) => Promise<void>;
 }
@@ -199,8 +199,6 @@ export class SloArea {
   private readonly config: SloAreaConfig;
   private readonly logger: Logger;
   private started = false;
-  /** SLOs violated at the last dispatching evaluation (their alert is open until they recover). */
-  private burning = new Set<string>();
   private readonly resolve?: (dedupKey: string) => Promise<void>;
   private readonly gauges:
     { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
@@ -310,16 +308,19 @@ export class SloArea {
     return results;
   }
 
-  /** Resolves the alert of each SLO that burned at the last dispatching evaluation and no longer does. */
-  private async resolveRecovered(now: Set<string>): Promise<void> {
-    const recovered = [...this.burning].filter((name) => !now.has(name));
-    this.burning = now;
+  /**
+   * Resolves the alert of every SLO not violated at this dispatching evaluation (`slo:<name>`; a
+   * no-op where none is open). Asked of every SLO rather than remembered, so a restart or another
+   * replica's evaluation still closes an alert opened before.
+   */
+  private async resolveRecovered(violated: Set<string>): Promise<void> {
     if (!this.resolve) return;
-    for (const name of recovered) {
+    for (const slo of this.list()) {
+      if (violated.has(slo.name)) continue;
       try {
-        await this.resolve(`slo:${name}`);
+        await this.resolve(`slo:${slo.name}`);
       } catch (err) {
-        this.logger.warn({ err, slo: name }, 'could not resolve the alert of a recovered SLO');
+        this.logger.warn({ err, slo: slo.name }, 'could not resolve the alert of a recovered SLO');
       }
     }
   }

@@ -4,6 +4,9 @@
  * here), instead of leaving it open.
  */
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { AlertHub } from '../../../services/monitor/alerts/alert-hub';
+import { loadMonitorConfig } from '../../../services/monitor/config';
+import { SloArea } from '../../../services/monitor/slo/slo-area';
 import { unary } from '../../support/grpc-clients';
 import { captureLogger } from '../../shared/monitoring/helpers';
 import { waitFor } from '../../support/wait';
@@ -57,6 +60,39 @@ describe('a source resolves its own alert', () => {
       ['service log', 'firing, tier P1_BUSINESS_HOURS'],
       ['service log', 'resolved, tier P1_BUSINESS_HOURS'],
     ]);
+  });
+
+  it('an SLO area that never saw the violation (a restart, another replica) still resolves the open alert when the SLO is within budget', async () => {
+    const config = loadMonitorConfig({}, { env: {}, file: null });
+    const hub = new AlertHub({
+      router: { dispatch: async () => undefined, shutdown: async () => undefined },
+      recentSize: 10,
+      maxWatchers: 1,
+      watchBufferSize: 8,
+      defaultSource: 'monitor',
+    });
+    // Raised by the SLO before the restart: the key the hub gives SLO alerts.
+    await hub.sendAlert('SLO violation: checkout-p99', 'too slow', 'high', { slo: 'checkout-p99' });
+    const area = new SloArea({
+      config: config.slo,
+      alertDispatcher: hub,
+      resolve: (key) => hub.resolve(key, 'slo'),
+    });
+    area.register({
+      name: 'checkout-p99',
+      metric: 'checkout.latency',
+      percentile: 0.99,
+      thresholdMs: 300,
+      windowSeconds: 60,
+    });
+    area.recordSamples('checkout.latency', Array(200).fill(10));
+    await area.evaluate(true);
+    const [entry] = await hub.lifecycle.list(
+      { matchers: [{ name: 'slo', op: '=', value: 'checkout-p99' }] },
+      undefined,
+      5,
+    );
+    expect(entry).toMatchObject({ state: 'resolved', resolvedBy: 'slo', dedupKey: 'slo:checkout-p99' });
   });
 
   it('a target up again resolves its "down" alert with one resolved notification saying it recovered', async () => {
