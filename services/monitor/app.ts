@@ -30,7 +30,9 @@ import { otlpRegistrations } from './otlp/otlp-rpc';
 import { otlpHttpRoutes } from './otlp/otlp-http';
 import { appendToRegistry, MetricIngestStore } from './ingest/metric-store';
 import { applyOtlpMetrics } from './otlp/otlp-metrics';
-import { MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
+import { ALERT_METHOD_SCOPES, MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
+import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
+import { AlertServiceRpc } from './rpc/alert-service-rpc';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
@@ -43,6 +45,9 @@ import { DatabaseJobLease, InProcessJobLease, type JobLease } from '../../shared
 import { MemorySloStateStore } from './slo/store';
 import { DatabaseSloStateStore } from './slo/database-store';
 import { DatabaseTargetStateStore } from './targets/store';
+import type { AlertStore } from './alerts/store';
+import { DatabaseAlertStore } from './alerts/database-store';
+import { InMemoryAlertStore } from './alerts/memory-store';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -206,6 +211,12 @@ async function assembleMonitorApp(
   const otlpMetrics: OtlpMetricsSink = { exportMetrics: (req) => applyOtlpMetrics(metricStore, req) };
   const otlp = new OtlpReceiver(deps.traces, otlpMetrics, collector, logger);
 
+  // The alert lifecycle (alerts, timelines, silences, the notification log): in the monitor's
+  // database (restarts keep it, replicas share it and send each notification once), or in memory.
+  const alertStore: AlertStore = storage
+    ? new DatabaseAlertStore(storage.knex)
+    : new InMemoryAlertStore({ maxAlerts: config.alerts.max_alerts_kept });
+
   // --- alerts (SendAlert, SendMetricAlert, WatchAlerts, CaptureException) ---
   // `alertHub` is the one AlertDispatcherProtocol of the monitor: the slo and targets areas raise
   // through it, the status page reads `alertHub.recent()` / `alertHub.subscribe()`.
@@ -218,9 +229,12 @@ async function assembleMonitorApp(
       serviceName: config.name,
       webhookBodies: alertWebhookBodies,
       notifier: (settings) => new NotificationClient(settings),
+      store: alertStore,
     }),
   );
   const alertHub = alerts.hub;
+  // M2: the lifecycle's time rules (silences ending, group notifications, reminders).
+  lifecycle.worker('alert-lifecycle', alerts.ticker);
   deps.alerts = { hub: alertHub, exceptions: alerts.exceptions };
 
   // --- slo (RegisterSlo, ListSlos, RecordSloSamples, EvaluateSlos) ---
@@ -234,6 +248,8 @@ async function assembleMonitorApp(
       // SLOs registered by RPC and their samples: in the database (they survive a restart and the
       // replicas share them), or in memory.
       store: storage ? new DatabaseSloStateStore(storage.knex) : new MemorySloStateStore(),
+      // M2: an SLO back within budget resolves its alert.
+      resolve: (key) => alertHub.resolve(key, 'slo'),
     }),
   );
   lifecycle.worker(
@@ -256,6 +272,8 @@ async function assembleMonitorApp(
   const targets = new TargetsArea({
     targets: config.targets,
     alerts: alertHub,
+    // M2: a target up again resolves its "down" alert.
+    resolve: (key, recovered) => alertHub.resolve(key, 'targets', recovered),
     collector,
     logger,
     // Target state in the database (survives a restart; replicas probe once per interval between
@@ -281,6 +299,10 @@ async function assembleMonitorApp(
     onUnexpectedError: monitoring.onUnexpectedError,
     services: [
       registration(MonitorService, new MonitorRpc(deps), { scopes: MONITOR_METHOD_SCOPES }),
+      // M2 alert lifecycle: AlertService over the hub's lifecycle.
+      registration(AlertService, new AlertServiceRpc(() => alertHub.lifecycle), {
+        scopes: ALERT_METHOD_SCOPES,
+      }),
       ...otlpRegistrations(otlp),
     ],
   });
@@ -308,6 +330,8 @@ async function assembleMonitorApp(
     tokens: [...config.web.api_tokens, ...tokensWithScope(config.server.api_tokens, STATUS_PAGE_SCOPE)],
     logger,
     shutdownSignal: server.shutdownSignal,
+    // M2: alerts grouped with their timeline, acknowledge, resolve and silences from the page.
+    alerts: { lifecycle: alertHub.lifecycle, writeScope: ALERT_METHOD_SCOPES.acknowledgeAlert },
   });
   server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
   lifecycle.worker('status-page', statusPage);

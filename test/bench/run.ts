@@ -25,6 +25,7 @@ import { runMonitorIngestBench } from './monitor-ingest.bench';
 import { runTemplatesBench } from './templates.bench';
 import { runNotifyBench } from './notify.bench';
 import { runDigestBench } from './digest.bench';
+import { runAlertsBench } from './alerts.bench';
 import type { BenchRow } from './measure';
 
 type Suite = { name: string; run: () => Promise<BenchRow[]> };
@@ -124,6 +125,8 @@ const suites: Suite[] = [
       }
     },
   },
+  // SendAlert triggers/s with grouping, 100 silences and 20 inhibition rules against none (issue 27).
+  { name: 'alerts', run: () => runAlertsBench() },
 ];
 
 function fmt(n: number): string {

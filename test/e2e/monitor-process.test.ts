@@ -52,8 +52,9 @@ describe('the started monitor process, configured from the environment', () => {
   const scrape = async (): Promise<string> =>
     (await fetch(`http://127.0.0.1:${proc.httpPort}/metrics`)).text();
   // Alerts at the webhook, one per alert id: a retried attempt (max_attempts 3) may repeat one.
+  // One per alert and state (a retried POST repeats one): a resolution is the same alert, RESOLVED.
   const hookAlerts = (pred: (a: Alert) => boolean): Alert[] => [
-    ...new Map(hook.alerts.filter(pred).map((a) => [a.id, a] as const)).values(),
+    ...new Map(hook.alerts.filter(pred).map((a) => [`${a.id}/${String(a.state)}`, a] as const)).values(),
   ];
 
   beforeAll(async () => {

@@ -10,6 +10,7 @@ import type { DescMethod, DescService } from '@bufbuild/protobuf';
 import { MetricsService } from '../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import { TraceService } from '../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
+import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
@@ -26,7 +27,12 @@ export const NOTIFICATION_SERVICES: readonly DescService[] = [
 ];
 
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */
-export const MONITOR_SERVICES: readonly DescService[] = [MonitorService, TraceService, MetricsService];
+export const MONITOR_SERVICES: readonly DescService[] = [
+  MonitorService,
+  AlertService,
+  TraceService,
+  MetricsService,
+];
 
 /**
  * The standard services every process serves besides its own: health (open, for probes) and

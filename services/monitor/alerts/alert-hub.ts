@@ -36,6 +36,8 @@ import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
+import { AlertLifecycle, type AlertLifecycleOptions, type ResolutionNotice } from './lifecycle';
+import { InMemoryAlertStore } from './memory-store';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 
 /** Bounds of what one alert may carry (checked before anything is kept or sent). */
@@ -79,6 +81,11 @@ export interface AlertHubOptions {
   /** The clock whose wall time stamps alerts (tests inject one). */
   clock?: Clock;
   logger?: Logger;
+  /**
+   * The lifecycle's store and rules (dedup keys, silences, inhibition, grouping: lifecycle.ts);
+   * default: an in-memory store, no rules, every alert notified on its own.
+   */
+  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'onResolved'>;
 }
 
 /** One alert to raise, already in the hub's terms. */
@@ -93,6 +100,8 @@ export interface RaiseInput {
   /** Name of the alert rule; the title when unset. */
   alertName?: string;
   metric?: { name: string; currentValue: number; threshold: number };
+  /** PagerDuty's dedup key: a trigger with the key of an open alert updates it. */
+  dedupKey?: string;
 }
 
 /** Options of a watch. */
@@ -239,6 +248,8 @@ export class AlertHub implements AlertDispatcherProtocol {
   private readonly now: () => number;
   private readonly logger: Logger;
   private stopped = false;
+  /** Dedup keys, states, timeline, silences, inhibition, grouping (lifecycle.ts). */
+  readonly lifecycle: AlertLifecycle;
 
   constructor(private readonly options: AlertHubOptions) {
     this.maxListeners = options.maxListeners ?? DEFAULT_MAX_LISTENERS;
@@ -266,6 +277,18 @@ export class AlertHub implements AlertDispatcherProtocol {
       },
     });
     this.live.start();
+    this.lifecycle = new AlertLifecycle({
+      store: new InMemoryAlertStore({ clock }),
+      ...options.lifecycle,
+      clock,
+      logger: options.logger,
+      deliver: (alert) => this.route(recordOf(alert)),
+      // A resolution is news on the stream: watchers and the page see the alert again, resolved.
+      onResolved: (alert) => {
+        this.log.append(ALERT_LOG, alert);
+        this.tellListeners(alert);
+      },
+    });
   }
 
   /**
@@ -274,6 +297,14 @@ export class AlertHub implements AlertDispatcherProtocol {
    * waits for that). ResourceExhaustedError when `maxPendingDispatches` alerts are still on their way.
    */
   async raise(input: RaiseInput): Promise<Alert> {
+    return (await this.trigger(input)).alert;
+  }
+
+  /**
+   * `raise`, telling also whether the trigger opened a new alert (false: it updated the open alert of
+   * its dedup key, whose id the alert carries).
+   */
+  async trigger(input: RaiseInput): Promise<{ alert: Alert; opened: boolean }> {
     const title = checkText(input.title, 'title', ALERT_LIMITS.titleChars, true);
     const message = checkText(input.message ?? '', 'message', ALERT_LIMITS.messageChars, false);
     const severity = checkText(input.severity, 'severity', ALERT_LIMITS.severityChars, true).trim();
@@ -284,6 +315,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       false,
     );
     const context = stringContext(input.context);
+    const dedupKey = AlertLifecycle.checkDedupKey(input.dedupKey);
     if (this.pending.size >= this.maxPendingDispatches)
       throw new ResourceExhaustedError(
         `${this.pending.size} alerts are still on their way to the channels; retry later`,
@@ -299,9 +331,17 @@ export class AlertHub implements AlertDispatcherProtocol {
       context,
       sourceService: source.trim() || this.options.defaultSource,
       firedAt,
+      ...(dedupKey ? { dedupKey } : {}),
     };
-    this.log.append(ALERT_LOG, alert);
-    this.tellListeners(alert);
+    const triggered = await this.lifecycle.trigger(alert, dedupKey);
+    // A trigger with the key of an open alert updates that alert: watchers see it under its id.
+    const kept: Alert = { ...triggered.entry.alert, state: triggered.entry.state };
+    this.log.append(ALERT_LOG, kept);
+    this.tellListeners(kept);
+    if (!triggered.notifyNow) {
+      await this.live.flushed(ALERT_LOG);
+      return { alert: kept, opened: triggered.opened };
+    }
     const record: AlertRecord = {
       kind: input.kind === 'metric' ? 'metric' : 'alert',
       title,
@@ -315,11 +355,27 @@ export class AlertHub implements AlertDispatcherProtocol {
       id: alert.id,
       sourceService: alert.sourceService,
     };
-    ALERTS.set(record, alert);
+    ALERTS.set(record, kept);
     this.route(record);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
-    return alert;
+    return { alert: kept, opened: triggered.opened };
+  }
+
+  /**
+   * The source's own resolution (an SLO back within budget, a target up again): resolves the open
+   * alert of `dedupKey`, if any, and sends its one resolved notification.
+   */
+  async resolve(
+    dedupKey: string,
+    by = 'source',
+    notice?: Omit<ResolutionNotice, 'context'> & { context?: AlertContext | null },
+  ): Promise<void> {
+    await this.lifecycle.resolveByKey(
+      dedupKey,
+      by,
+      notice && { ...notice, context: stringContext(notice.context) },
+    );
   }
 
   /** Alerts handed to the channels and not yet through. */
@@ -348,7 +404,12 @@ export class AlertHub implements AlertDispatcherProtocol {
     context?: AlertContext | null,
   ): Promise<void> {
     const slo = typeof context?.slo === 'string' && context.slo !== '' ? context.slo : undefined;
+    // An SLO's violations are one alert while it burns (key `slo:<name>`), resolved when it is back
+    // within budget (SloArea calls `resolve`); other sources may name their key in `dedup_key`.
+    const dedupKey =
+      typeof context?.dedup_key === 'string' ? context.dedup_key : slo ? `slo:${slo}` : undefined;
     await this.raise({
+      dedupKey,
       kind: slo ? 'slo' : 'generic',
       title,
       message,
@@ -487,6 +548,25 @@ export class AlertHub implements AlertDispatcherProtocol {
     await this.settled();
     await this.options.router.shutdown();
   }
+}
+
+/** The record a notification made by the lifecycle (resolved, group, unmuted) is routed as. */
+function recordOf(alert: Alert): AlertRecord {
+  const record: AlertRecord = {
+    kind: alert.kind === 'metric' ? 'metric' : 'alert',
+    title: alert.title,
+    message: alert.message,
+    severity: alert.severity,
+    context: alert.context,
+    tier: resolveTier(alert.context.tier),
+    raisedAt: alert.firedAt,
+    // A resolved notification is its own message for channels that key messages by the record id
+    // (the notification channel's idempotency key): else it would pass for a retry of the firing one.
+    id: alert.state === 'resolved' ? `${alert.id}:resolved` : alert.id,
+    sourceService: alert.sourceService,
+  };
+  ALERTS.set(record, alert);
+  return record;
 }
 
 async function* toAlertFrames(

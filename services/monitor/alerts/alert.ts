@@ -23,4 +23,11 @@ export interface Alert {
   sourceService: string;
   /** When it fired, in milliseconds since the epoch. */
   firedAt: number;
+  /**
+   * Its lifecycle state when it was sent or read (lifecycle.ts): absent on a raised alert (firing);
+   * `resolved` on the one resolved notification.
+   */
+  state?: 'triggered' | 'acknowledged' | 'resolved';
+  /** Its dedup key, when the caller gave one. */
+  dedupKey?: string;
 }

@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 
-import { e164, emailAddress, hostPort, itemName, positiveInt } from '../../../shared/config';
+import { duration, e164, emailAddress, hostPort, itemName, positiveInt } from '../../../shared/config';
+import { parseMatcher, compileMatcher } from './matchers';
 import { alertChannelCommonShape, alertsConfigSchema } from '../../../shared/monitoring/alerts/config';
 
 /** Most recipients of one kind in a notification channel. */
@@ -48,6 +49,80 @@ export function notificationChannelConfigSchema() {
   });
 }
 
+/** A matcher in Alertmanager's text form (`name="value"`, `name=~"re"`), checked when the config loads. */
+function matcherText() {
+  return z.string().superRefine((text, ctx) => {
+    try {
+      compileMatcher(parseMatcher(text, 'matcher'), 'matcher');
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+}
+
+/** Most inhibition rules. */
+export const MAX_INHIBIT_RULES = 100;
+
+/** The alert lifecycle's keys (lifecycle.ts; README "Lifecycle"). */
+function lifecycleShape() {
+  return {
+    /**
+     * Grouping (Alertmanager's semantics), one for every channel: alerts sharing the values of
+     * `group_by` make one notification listing them. Empty `group_by`: no grouping, each alert is
+     * notified on its own at once.
+     */
+    grouping: z
+      .strictObject({
+        /** Labels that make a group (context keys, `alertname`, `severity`, `source_service`). */
+        group_by: z
+          .array(z.string().min(1).max(64))
+          .max(16)
+          .default(() => []),
+        /** How long a new group waits for more alerts before its first notification. */
+        group_wait_seconds: duration().default(30),
+        /** How long a group waits before notifying alerts added since its last notification. */
+        group_interval_seconds: duration().default(300),
+        /** How long before an unchanged group's notification is sent again (acknowledged alerts never). */
+        repeat_interval_seconds: duration().default(14_400),
+      })
+      .prefault({}),
+    /**
+     * Inhibition rules: a firing alert matching `source_matchers` mutes alerts matching
+     * `target_matchers` whose `equal` labels have the same values (never itself).
+     */
+    inhibit_rules: z
+      .array(
+        z.strictObject({
+          source_matchers: z.array(matcherText()).min(1).max(16),
+          target_matchers: z.array(matcherText()).min(1).max(16),
+          equal: z
+            .array(z.string().min(1).max(64))
+            .max(16)
+            .default(() => []),
+        }),
+      )
+      .max(MAX_INHIBIT_RULES, { error: `expected at most ${MAX_INHIBIT_RULES} rules` })
+      .default(() => []),
+    /** Silences: bounds and reminders to their creator. */
+    silences: z
+      .strictObject({
+        /** Active (not ended) silences at once; beyond: RESOURCE_EXHAUSTED. */
+        max_active: positiveInt().max(10_000, { error: 'expected at most 10000' }).default(1000),
+        /** Remind the creator this long before a silence ends (0: never). */
+        reminder_lead_seconds: duration().default(3600),
+        /** Remind the creator when a silence has hidden a firing alert this long (0: never). */
+        long_hidden_seconds: duration().default(86_400),
+      })
+      .prefault({}),
+    /** Alerts the in-memory store keeps (the oldest resolved leave first). */
+    max_alerts_kept: positiveInt().max(1_000_000, { error: 'expected at most 1000000' }).default(10_000),
+    /** Days resolved alerts, ended silences and notification-log rows are kept in the database. */
+    retention_days: positiveInt().max(3650, { error: 'expected at most 3650 days' }).default(30),
+    /** How often the time rules run (silences ending, group notifications, reminders). */
+    lifecycle_interval_seconds: duration().default(1),
+  };
+}
+
 /** The monitor's `alerts` section. */
 export function monitorAlertsConfigSchema() {
   return alertsConfigSchema([notificationChannelConfigSchema()], {
@@ -64,6 +139,7 @@ export function monitorAlertsConfigSchema() {
     max_pending_dispatches: positiveInt().max(100_000, { error: 'expected at most 100000' }).default(1000),
     /** Distinct (service, type) pairs CaptureException counts on their own; the rest count as `other`. */
     max_exception_series: positiveInt().max(100_000, { error: 'expected at most 100000' }).default(500),
+    ...lifecycleShape(),
   });
 }
 

@@ -5,10 +5,12 @@
  */
 import type { NamedMigration } from '../../../shared/storage/migrations';
 import * as monitorState from './20261128500000_monitor_state';
+import * as alerts from './20261128600000_alerts';
 
 /** Every monitor migration, oldest first. */
 export const monitorMigrations: readonly NamedMigration[] = [
   { name: '20261128500000_monitor_state', ...monitorState },
+  { name: '20261128600000_alerts', ...alerts },
 ];
 
 /** The knex table that records which monitor migrations ran. */

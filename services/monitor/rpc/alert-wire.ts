@@ -9,15 +9,24 @@ import {
   type Alert as WireAlert,
   AlertKind as WireAlertKind,
   AlertSchema,
+  AlertState as WireAlertState,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import type { AlertBatch } from '../../../shared/monitoring/alerts/channels';
 import type { Alert, AlertKind } from '../alerts/alert';
+import type { AlertState } from '../alerts/store';
 import { alertOf } from '../alerts/alert-hub';
 
 const WIRE_KIND: Record<AlertKind, WireAlertKind> = {
   generic: WireAlertKind.GENERIC,
   metric: WireAlertKind.METRIC,
   slo: WireAlertKind.SLO,
+};
+
+/** The lifecycle states on the wire. */
+export const WIRE_ALERT_STATE: Record<AlertState, WireAlertState> = {
+  triggered: WireAlertState.TRIGGERED,
+  acknowledged: WireAlertState.ACKNOWLEDGED,
+  resolved: WireAlertState.RESOLVED,
 };
 
 /** The wire message of an alert. */
@@ -32,6 +41,8 @@ export function alertToWire(alert: Alert): WireAlert {
     context: alert.context,
     sourceService: alert.sourceService,
     firedAt: timestampFromMs(alert.firedAt),
+    state: WIRE_ALERT_STATE[alert.state ?? 'triggered'],
+    dedupKey: alert.dedupKey ?? '',
   });
 }
 

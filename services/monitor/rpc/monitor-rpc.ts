@@ -212,15 +212,16 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
   }
 
   async sendAlert(req: SendAlertRequest): Promise<SendAlertResponse> {
-    const alert = await this.alerts.hub.raise({
+    const { alert, opened } = await this.alerts.hub.trigger({
       kind: 'generic',
       title: req.title,
       message: req.message,
       severity: req.severity,
       context: req.context,
       sourceService: req.sourceService,
+      dedupKey: req.dedupKey,
     });
-    return create(SendAlertResponseSchema, { alertId: alert.id });
+    return create(SendAlertResponseSchema, { alertId: alert.id, opened });
   }
 
   async sendMetricAlert(req: SendMetricAlertRequest): Promise<SendMetricAlertResponse> {

@@ -8,6 +8,7 @@
 import type { MetricsService } from '../../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import type { TraceService } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import type { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
 import type { MethodScopes } from '../../../shared/rpc/access';
 
 /** Every scope a monitor API token may hold (`*`: all of them). */
@@ -16,10 +17,11 @@ export const MONITOR_SCOPES = ['monitor:ingest', 'monitor:alerts', 'monitor:read
 /** One scope of the monitor. */
 export type MonitorScope = (typeof MONITOR_SCOPES)[number];
 
-type Table<S extends typeof MonitorService | typeof TraceService | typeof MetricsService> =
-  MethodScopes<S> & {
-    readonly [K in keyof S['method']]: MonitorScope;
-  };
+type Table<
+  S extends typeof MonitorService | typeof AlertService | typeof TraceService | typeof MetricsService,
+> = MethodScopes<S> & {
+  readonly [K in keyof S['method']]: MonitorScope;
+};
 
 /**
  * MonitorService. `monitor:ingest`: what a watched service pushes (metrics, spans, its SLOs and
@@ -40,6 +42,20 @@ export const MONITOR_METHOD_SCOPES: Table<typeof MonitorService> = {
   watchAlerts: 'monitor:read',
   captureException: 'monitor:ingest',
   checkHealth: 'monitor:read',
+};
+
+/**
+ * AlertService (the alert lifecycle): `monitor:read` lists and reads alerts and silences;
+ * `monitor:alerts` acknowledges, resolves, silences and expires silences.
+ */
+export const ALERT_METHOD_SCOPES: Table<typeof AlertService> = {
+  acknowledgeAlert: 'monitor:alerts',
+  resolveAlert: 'monitor:alerts',
+  listAlerts: 'monitor:read',
+  getAlert: 'monitor:read',
+  createSilence: 'monitor:alerts',
+  listSilences: 'monitor:read',
+  expireSilence: 'monitor:alerts',
 };
 
 /** OTLP trace export (gRPC, Connect and OTLP/HTTP alike). */

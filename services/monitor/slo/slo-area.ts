@@ -102,6 +102,11 @@ export interface SloAreaOptions {
    * Without one, the area keeps everything in its SLOMonitor only (the area's own tests).
    */
   store?: SloStateStore;
+  /**
+   * Resolves the open alert of a dedup key (the AlertHub's `resolve`): called with `slo:<name>` for
+   * every SLO within budget at a dispatching evaluation (a no-op where no alert is open).
+   */
+  resolve?: (dedupKey: string) => Promise<void>;
 }
 
 // Control characters would garble log lines and the status page; nothing legitimate needs them.
@@ -223,6 +228,7 @@ export class SloArea {
   private started = false;
   private refreshing: Promise<void> | undefined;
   private lastRefreshStart = 0;
+  private readonly resolve?: (dedupKey: string) => Promise<void>;
   private readonly gauges:
     { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
 
@@ -230,6 +236,7 @@ export class SloArea {
     this.config = options.config;
     this.store = options.store;
     this.configNames = new Set(options.config.objectives.map((o) => o.name));
+    this.resolve = options.resolve;
     this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
     this.monitor = new SLOMonitor({
       ...sloMonitorOptions(options.config),
@@ -462,12 +469,30 @@ export class SloArea {
       const outcomes = await this.monitor.evaluateAndDispatchWithOutcomes();
       for (const o of outcomes) this.gauges?.alerts.increment(1, { outcome: o.outcome });
       results = outcomes.map((o) => ({ violation: o.violation, suppressed: o.outcome === 'suppressed' }));
+      await this.resolveRecovered(new Set(results.map((r) => r.violation.slo.name)));
     } else {
       results = this.monitor.evaluate().map((violation) => ({ violation, suppressed: false }));
     }
     this.gauges?.evaluations.increment();
     this.refreshGauges();
     return results;
+  }
+
+  /**
+   * Resolves the alert of every SLO not violated at this dispatching evaluation (`slo:<name>`; a
+   * no-op where none is open). Asked of every SLO rather than remembered, so a restart or another
+   * replica's evaluation still closes an alert opened before.
+   */
+  private async resolveRecovered(violated: Set<string>): Promise<void> {
+    if (!this.resolve) return;
+    for (const slo of this.list()) {
+      if (violated.has(slo.name)) continue;
+      try {
+        await this.resolve(`slo:${slo.name}`);
+      } catch (err) {
+        this.logger.warn({ err, slo: slo.name }, 'could not resolve the alert of a recovered SLO');
+      }
+    }
   }
 
   /** The state of every SLO now, by name; also refreshes the per-SLO gauges. */

@@ -27,6 +27,13 @@ export interface TargetAlert {
   message: string;
   severity: string;
   context: AlertContext;
+  /** On a recovery: the dedup key of the "down" alert it resolves (`target:<name>`). */
+  resolves?: string;
+}
+
+/** The dedup key of a target's "down" alert. */
+export function targetDedupKey(name: string): string {
+  return `target:${name}`;
 }
 
 /** The alert for `transition` of the target now in `state`. */
@@ -46,7 +53,7 @@ export function targetAlert(transition: TargetTransition, state: TargetState): T
       title: `target ${state.name} is down`,
       message: `${state.name} (${address}) failed ${state.consecutiveFailures} probes in a row: ${state.lastError ?? 'unknown'}`,
       severity: DOWN_SEVERITY,
-      context,
+      context: { ...context, dedup_key: targetDedupKey(state.name) },
     };
   }
   return {
@@ -54,6 +61,7 @@ export function targetAlert(transition: TargetTransition, state: TargetState): T
     message: `${state.name} (${address}) answers its health probe again`,
     severity: RECOVERED_SEVERITY,
     context,
+    resolves: targetDedupKey(state.name),
   };
 }
 
@@ -67,6 +75,12 @@ export class TargetAlertQueue {
     private readonly dispatcher: AlertDispatcherProtocol,
     private readonly logger: Logger,
     private readonly maxPending = MAX_PENDING_TARGET_ALERTS,
+    /**
+     * Resolves the open alert of a key (the AlertHub's `resolve`). When set, a recovery resolves the
+     * "down" alert (one resolved notification, worded as the "recovered" alert) instead of raising
+     * an alert of its own.
+     */
+    private readonly resolve?: (dedupKey: string, recovered: TargetAlert) => Promise<void>,
   ) {}
 
   /** Alerts handed in and not yet dispatched (or failed). */
@@ -91,7 +105,11 @@ export class TargetAlertQueue {
     }
     this.pending++;
     this.tail = this.tail
-      .then(() => this.dispatcher.sendAlert(alert.title, alert.message, alert.severity, alert.context))
+      .then(() =>
+        alert.resolves && this.resolve
+          ? this.resolve(alert.resolves, alert)
+          : this.dispatcher.sendAlert(alert.title, alert.message, alert.severity, alert.context),
+      )
       .catch((err: unknown) =>
         this.logger.error({ err, alert: alert.title }, 'target alert could not be dispatched'),
       )

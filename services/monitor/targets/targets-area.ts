@@ -20,7 +20,7 @@ import {
 import type { Gauge, Histogram } from '../../../shared/monitoring/instruments';
 import type { TargetConfig } from './config';
 import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
-import { TargetAlertQueue, targetAlert } from './target-alerts';
+import { type TargetAlert, TargetAlertQueue, targetAlert } from './target-alerts';
 import { type TargetState, type TargetTransition, TargetTracker } from './target-state';
 import type { TargetStateStore } from './store';
 import { InProcessJobLease, type JobLease } from '../../../shared/storage/periodic-job';
@@ -42,6 +42,8 @@ export interface TargetsAreaOptions {
   targets: readonly TargetConfig[];
   /** Where "down" and "recovered" alerts go. */
   alerts: AlertDispatcherProtocol;
+  /** Resolves the "down" alert when the target recovers (the AlertHub's `resolve`); see target-alerts.ts. */
+  resolve?: (dedupKey: string, recovered: TargetAlert) => Promise<void>;
   /** The monitor's collector: `up` and `target_probe_duration_seconds` are created on it. */
   collector: MetricsCollector;
   logger: Logger;
@@ -236,7 +238,7 @@ export class TargetsArea {
   constructor(options: TargetsAreaOptions) {
     this.hasStore = options.store !== undefined;
     this.logger = options.logger.child({ component: 'targets' });
-    this.alerts = new TargetAlertQueue(options.alerts, this.logger);
+    this.alerts = new TargetAlertQueue(options.alerts, this.logger, undefined, options.resolve);
     // Series are bounded by the configured targets: one `up` per target, one histogram per kind.
     this.up = options.collector.createGauge(
       'up',

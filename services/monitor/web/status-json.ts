@@ -57,6 +57,8 @@ export interface AlertJson {
   context: Record<string, string>;
   source_service: string;
   fired_at: string | null;
+  /** Lifecycle state (issue 27): `triggered` when raised, `resolved` on its resolution. */
+  state: 'triggered' | 'acknowledged' | 'resolved';
 }
 
 /** Body of `GET /status.json` and `data:` of the `snapshot` event. */
@@ -117,6 +119,7 @@ export function toAlertJson(a: Alert): AlertJson {
     context,
     source_service: cut(a.sourceService, MAX_CONTEXT_CHARS),
     fired_at: isoOrNull(new Date(a.firedAt)),
+    state: a.state ?? 'triggered',
   };
 }
 

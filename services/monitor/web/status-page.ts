@@ -26,6 +26,8 @@ import type { Logger } from '../../../shared/logging/logger';
 import { SSE_HEADERS } from '../../../shared/streams/sse';
 import { StatusFeed } from './status-feed';
 import type { StatusSource } from './status-source';
+import type { AlertLifecycle } from '../alerts/lifecycle';
+import { alertRoutes } from './alert-routes';
 
 /** Every data path and asset of the page starts with this (the route table adds the headers under it). */
 export const STATUS_PATH_PREFIX = '/status';
@@ -61,6 +63,11 @@ export interface StatusPageDeps {
   logger: Logger;
   /** Aborted when the server begins to shut down: open streams end. */
   shutdownSignal?: AbortSignal;
+  /**
+   * The alert lifecycle (issue 27): alerts grouped with their timeline, acknowledge, resolve and
+   * silences from the page (alert-routes.ts); changes need a server token with `writeScope`.
+   */
+  alerts?: { lifecycle: AlertLifecycle; writeScope: string };
 }
 
 const STREAM_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, ...SSE_HEADERS };
@@ -72,8 +79,10 @@ export class StatusPage {
   private readonly assets: ReadonlyMap<string, StaticAsset>;
   private readonly matchToken: ((given: string) => number) | undefined;
   private readonly logger: Logger;
+  private readonly alerts?: StatusPageDeps['alerts'];
 
   constructor(deps: StatusPageDeps) {
+    this.alerts = deps.alerts;
     const s = deps.settings;
     this.logger = deps.logger.child({ component: 'status-page' });
     this.feed = new StatusFeed({
@@ -104,6 +113,14 @@ export class StatusPage {
         if (this.authorized(req, res)) sendJson(res, 200, this.feed.snapshot(), { ...SECURITY_HEADERS });
       }),
       this.route(['GET'], STATUS_EVENTS_PATH, (req, res) => this.stream(req, res)),
+      ...(this.alerts
+        ? alertRoutes({
+            lifecycle: this.alerts.lifecycle,
+            writeScope: this.alerts.writeScope,
+            authorizeRead: (req, res) => this.authorized(req, res),
+            logger: this.logger,
+          })
+        : []),
     ];
   }
 

@@ -91,6 +91,8 @@ describe('alertWebhookBodies', () => {
         severity: 'warning',
         sourceService: 'monitor',
         firedAt: '2026-11-26T09:30:15.250Z',
+        // The lifecycle state (issue 27): a raised alert is TRIGGERED, the resolved notification RESOLVED.
+        state: 'ALERT_STATE_TRIGGERED',
       },
       {
         id: b.id,
@@ -102,6 +104,8 @@ describe('alertWebhookBodies', () => {
         context: { n: '3' },
         sourceService: 'monitor',
         firedAt: '2026-11-26T09:30:15.250Z',
+        // The lifecycle state (issue 27): a raised alert is TRIGGERED, the resolved notification RESOLVED.
+        state: 'ALERT_STATE_TRIGGERED',
       },
     ]);
   });

@@ -73,6 +73,8 @@ describe('target alerts', () => {
       http_url: 'http://127.0.0.1:8080/health',
       consecutive_failures: 2,
       last_error: 'UNAVAILABLE',
+      // The alert lifecycle's key: the recovery resolves this alert (issue 27).
+      dedup_key: 'target:notification',
     });
   });
 

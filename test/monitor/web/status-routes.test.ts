@@ -175,6 +175,7 @@ describe('the status page routes', () => {
         context: { host: 'db-1' },
         source_service: 'checkout',
         fired_at: '2026-11-20T10:01:00.000Z',
+        state: 'triggered',
       },
     ]);
   });

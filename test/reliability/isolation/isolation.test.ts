@@ -30,6 +30,7 @@ import { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import { DevicePlatform, UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
 import { AdminGateway } from '../../../services/notification/admin/gateway';
 import type { AdminAuth } from '../../../services/notification/admin/auth';
 import type { InboxServiceContract } from '../../../services/notification/inbox/types';
@@ -58,6 +59,7 @@ import { TemplateService } from '../../../shared/gen/svc/notification/v1/templat
 import { NotificationStatus, NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
   MONITOR_METHOD_SCOPES,
+  ALERT_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
   OTLP_TRACE_METHOD_SCOPES,
 } from '../../../services/monitor/rpc/scopes';
@@ -281,6 +283,7 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [TemplateService.typeName]: TEMPLATE_METHOD_SCOPES,
   [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
+  [AlertService.typeName]: ALERT_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
 };

@@ -1,4 +1,4 @@
-/* global PageKit, document, sessionStorage, fetch, TextDecoderStream */
+/* global PageKit, document, sessionStorage, fetch, TextDecoderStream, setTimeout */
 // The monitor's status page. No build step, no dependencies: served as is by StatusPage.
 //
 // Everything comes from one stream, /status/events: a `snapshot` event with the whole state (on
@@ -30,7 +30,20 @@
     alerts: $('alerts'),
     alertsEmpty: $('alerts-empty'),
     alertsSummary: $('alerts-summary'),
+    groups: $('groups'),
+    groupsEmpty: $('groups-empty'),
+    groupsSummary: $('groups-summary'),
+    actor: $('actor'),
+    silenceForm: $('silence-form'),
+    silenceMatchers: $('silence-matchers'),
+    silenceHours: $('silence-hours'),
+    silenceComment: $('silence-comment'),
+    silences: $('silences'),
+    silencesBody: $('silences-body'),
+    silencesEmpty: $('silences-empty'),
+    silencesSummary: $('silences-summary'),
   };
+  const ACTOR_KEY = 'svc.monitor.actor';
 
   const state = { token: null, alertIds: new Set(), alertLimit: MAX_ALERTS, stopped: false };
 
@@ -152,9 +165,13 @@
   }
 
   function addAlert(alert) {
-    if (state.alertIds.has(alert.id)) return;
+    // The same alert again (another trigger of its dedup key, or its resolution): shown anew on top.
+    if (state.alertIds.has(alert.id)) {
+      for (const old of ui.alerts.children) if (old.dataset.id === alert.id) old.remove();
+    }
     state.alertIds.add(alert.id);
     const li = renderAlert(alert);
+    if (alert.state) li.dataset.state = alert.state;
     li.classList.add('fresh');
     ui.alerts.prepend(li);
     // The page keeps as many alerts as a snapshot holds: the oldest go.
@@ -166,6 +183,229 @@
     updateAlertsSummary();
   }
 
+  // --- the alert lifecycle: groups, timeline, acknowledge, resolve, silences (/status/alerts...) ---
+
+  const lifecycle = { timer: null, open: new Set() };
+
+  function authHeaders(extra) {
+    const headers = Object.assign({}, extra);
+    if (state.token) headers.Authorization = 'Bearer ' + state.token;
+    return headers;
+  }
+
+  async function api(method, path, body) {
+    const response = await fetch(path, {
+      method,
+      headers: authHeaders(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    const data = await response.json().catch(() => null);
+    if (!response.ok) {
+      const message = data && data.error ? data.error.message : 'HTTP ' + response.status;
+      throw new Error(
+        response.status === 401 || response.status === 403 ? 'Not allowed: ' + message : message,
+      );
+    }
+    return data;
+  }
+
+  function actor() {
+    const who = ui.actor.value.trim();
+    if (!who) {
+      showNotice('Say who you are in "Acting as" first.');
+      ui.actor.focus();
+      return null;
+    }
+    sessionStorage.setItem(ACTOR_KEY, who);
+    return who;
+  }
+
+  async function act(run) {
+    try {
+      await run();
+      showNotice('');
+    } catch (err) {
+      showNotice(String(err && err.message ? err.message : err));
+    }
+    await loadLifecycle();
+  }
+
+  function button(label, className, onClick) {
+    const b = el('button', className, label);
+    b.type = 'button';
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  function renderTimeline(li, data) {
+    const list = el('ol', 'timeline');
+    for (const t of data.timeline) {
+      const item = el(
+        'li',
+        '',
+        formatTime(t.at) +
+          ' · ' +
+          t.kind +
+          (t.actor ? ' · ' + t.actor : '') +
+          (t.detail ? ' · ' + t.detail : ''),
+      );
+      item.dataset.kind = t.kind;
+      list.append(item);
+    }
+    const old = li.querySelector('.timeline');
+    if (old) old.replaceWith(list);
+    else li.append(list);
+  }
+
+  async function toggleTimeline(li, id) {
+    if (lifecycle.open.has(id)) {
+      lifecycle.open.delete(id);
+      const old = li.querySelector('.timeline');
+      if (old) old.remove();
+      return;
+    }
+    lifecycle.open.add(id);
+    try {
+      renderTimeline(li, await api('GET', '/status/alerts/' + encodeURIComponent(id)));
+    } catch (err) {
+      showNotice(String(err.message || err));
+    }
+  }
+
+  function renderLifecycleAlert(a) {
+    const li = el('li', 'lc-alert');
+    li.dataset.id = a.id;
+    li.dataset.state = a.state;
+    const head = el('div', 'head');
+    const badge = el('span', 'state', a.silenced_by ? 'silenced' : a.inhibited_by ? 'inhibited' : a.state);
+    badge.dataset.state = a.silenced_by ? 'silenced' : a.inhibited_by ? 'inhibited' : a.state;
+    const severity = el('span', 'severity', a.severity || 'unknown');
+    severity.dataset.level = String(a.severity || '').toLowerCase();
+    head.append(badge, severity, el('p', 'title', a.title));
+    li.append(head);
+    if (a.message) li.append(el('p', 'message', a.message));
+    const meta = [a.source_service, 'x' + a.count, 'fired ' + formatTime(a.fired_at)];
+    if (a.acknowledged_by) meta.push('acknowledged by ' + a.acknowledged_by);
+    if (a.resolved_by) meta.push('resolved by ' + a.resolved_by);
+    li.append(el('p', 'meta', meta.join(' · ')));
+    const actions = el('div', 'actions');
+    if (a.state === 'triggered')
+      actions.append(
+        button('Acknowledge', 'ack', () => {
+          const by = actor();
+          if (by)
+            act(() => api('POST', '/status/alerts/' + encodeURIComponent(a.id) + '/acknowledge', { by }));
+        }),
+      );
+    if (a.state !== 'resolved')
+      actions.append(
+        button('Resolve', 'resolve', () => {
+          const by = actor();
+          if (by) act(() => api('POST', '/status/alerts/' + encodeURIComponent(a.id) + '/resolve', { by }));
+        }),
+      );
+    actions.append(button('Timeline', 'show-timeline', () => toggleTimeline(li, a.id)));
+    li.append(actions);
+    if (lifecycle.open.has(a.id))
+      api('GET', '/status/alerts/' + encodeURIComponent(a.id))
+        .then((d) => renderTimeline(li, d))
+        .catch(() => undefined);
+    return li;
+  }
+
+  function renderGroups(groups) {
+    const nodes = groups.map((g) => {
+      const box = el('div', 'group');
+      box.dataset.group = g.name;
+      const h = el('h3', '', g.name);
+      h.append(el('span', 'count', ' ' + g.open + ' open of ' + g.alerts.length));
+      const list = el('ul', 'list');
+      list.append(...g.alerts.map(renderLifecycleAlert));
+      box.append(h, list);
+      return box;
+    });
+    ui.groups.replaceChildren(...nodes);
+    ui.groupsEmpty.hidden = groups.length > 0;
+    const open = groups.reduce((n, g) => n + g.open, 0);
+    ui.groupsSummary.textContent = groups.length === 0 ? '' : open + ' open';
+  }
+
+  function renderSilences(silences) {
+    const rows = silences.map((s) => {
+      const tr = el('tr');
+      tr.dataset.silence = s.id;
+      tr.dataset.state = s.state;
+      const badge = el('span', 'state', s.state);
+      badge.dataset.state = s.state;
+      const stateCell = el('td');
+      stateCell.append(badge);
+      const actions = el('td');
+      if (s.state !== 'expired')
+        actions.append(
+          button('Expire', 'expire', () =>
+            act(() => api('POST', '/status/silences/' + encodeURIComponent(s.id) + '/expire')),
+          ),
+        );
+      tr.append(
+        el('td', 'matchers', s.matchers.join(', ')),
+        stateCell,
+        el('td', '', formatTime(s.ends_at)),
+        el('td', '', s.created_by),
+        el('td', 'comment', s.comment || '—'),
+        actions,
+      );
+      return tr;
+    });
+    ui.silencesBody.replaceChildren(...rows);
+    ui.silences.hidden = silences.length === 0;
+    ui.silencesEmpty.hidden = silences.length > 0;
+    const active = silences.filter((s) => s.state === 'active').length;
+    ui.silencesSummary.textContent = silences.length === 0 ? '' : active + ' active';
+  }
+
+  async function loadLifecycle() {
+    try {
+      const data = await api('GET', '/status/alerts.json');
+      renderGroups(data.groups);
+      renderSilences(data.silences);
+    } catch (err) {
+      showNotice(String(err.message || err));
+    }
+  }
+
+  function scheduleLifecycle() {
+    if (lifecycle.timer) return;
+    lifecycle.timer = setTimeout(() => {
+      lifecycle.timer = null;
+      loadLifecycle();
+    }, 200);
+  }
+
+  ui.actor.value = sessionStorage.getItem(ACTOR_KEY) || '';
+  ui.silenceForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const by = actor();
+    if (!by) return;
+    const matchers = ui.silenceMatchers.value
+      .split('\n')
+      .map((m) => m.trim())
+      .filter(Boolean);
+    const hours = Number(ui.silenceHours.value);
+    const endsAt = new Date(Date.now() + hours * 3600 * 1000).toISOString();
+    act(async () => {
+      await api('POST', '/status/silences', {
+        matchers,
+        ends_at: endsAt,
+        created_by: by,
+        comment: ui.silenceComment.value,
+      });
+      ui.silenceMatchers.value = '';
+      ui.silenceComment.value = '';
+    });
+  });
+
   function onEvent(type, data) {
     switch (type) {
       case 'snapshot':
@@ -175,6 +415,7 @@
         renderAlerts(data.alerts);
         setLive(true);
         showNotice('');
+        scheduleLifecycle();
         break;
       case 'targets':
         renderTargets(data.targets);
@@ -184,6 +425,7 @@
         break;
       case 'alert':
         addAlert(data.alert);
+        scheduleLifecycle();
         break;
       default:
         break;

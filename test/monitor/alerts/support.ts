@@ -1,0 +1,9 @@
+/** Helpers of the alert lifecycle's database tests. */
+import type { Knex } from 'knex';
+
+/** Empties the lifecycle's tables (between contract tests: time rules read every open alert). */
+export async function truncateAlertTables(knex: Knex): Promise<void> {
+  await knex.raw(
+    'TRUNCATE monitor_alert_timeline, monitor_alerts, monitor_silences, monitor_notification_log',
+  );
+}
