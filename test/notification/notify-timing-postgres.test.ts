@@ -1,0 +1,202 @@
+/**
+ * "When to notify" (issue 26) across two replicas: two in-process notification services on one
+ * PostgreSQL database (every store in the database), real templates, an SMTP peer and the Twilio
+ * stand-in, driven only through the public RPCs. Digests, caps and scheduled work are shared through
+ * the database: 200 events sent half to each replica make one digest email; a cap of 3 SMS holds
+ * across both; a notification scheduled on a replica stopped before it was due is sent once by the
+ * other.
+ */
+import { createClient, type Client } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+
+import { DeliveryStatus } from '../../shared/gen/svc/notification/v1/notification_pb';
+import {
+  NotificationStatus,
+  NotifyService,
+  SkipReason,
+  type Notification,
+} from '../../shared/gen/svc/notification/v1/notify_pb';
+import { TemplateChannel, TemplateService } from '../../shared/gen/svc/notification/v1/templates_pb';
+import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
+import { createTestDatabase } from '../support/database';
+import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer';
+import {
+  FAST_DELIVERY,
+  smtpMailerConfig,
+  startNotificationApp,
+  type RunningNotificationApp,
+} from '../support/notification-app';
+import { until, waitFor } from '../support/wait';
+import { gatewayConfig, startTwilioPeer, type TwilioPeer } from './channels/sms/twilio-peer';
+
+interface Replica {
+  running: RunningNotificationApp;
+  users: Client<typeof UserService>;
+  templates: Client<typeof TemplateService>;
+  notify: Client<typeof NotifyService>;
+  closed: boolean;
+}
+
+let db: { url: string; drop(): Promise<void> };
+let smtp: SmtpPeer;
+let twilio: TwilioPeer;
+let a: Replica;
+let b: Replica;
+
+async function startReplica(): Promise<Replica> {
+  const running = await startNotificationApp(
+    {
+      database: { url: db.url },
+      inbox: { store_backend: 'database' },
+      delivery: { ...FAST_DELIVERY, store_backend: 'database' },
+      mailer: smtpMailerConfig(smtp.port),
+      sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
+      notify: {
+        default_locale: 'en',
+        categories: [
+          { name: 'news', channels: ['inbox', 'email', 'sms'] },
+          // A digest that goes when its 200th event arrives (the window is only a bound).
+          {
+            name: 'comments',
+            channels: ['inbox', 'email'],
+            digest: { email: { window: 600, key: 'thread_id', max_count: 200 } },
+          },
+        ],
+        caps: [{ channel: 'sms', limit: 3, per: '1h' }],
+      },
+    } as never,
+    { dueRunner: { pollMs: 100 } },
+  );
+  const transport = createConnectTransport({ baseUrl: running.baseUrl, httpVersion: '1.1' });
+  return {
+    running,
+    users: createClient(UserService, transport),
+    templates: createClient(TemplateService, transport),
+    notify: createClient(NotifyService, transport),
+    closed: false,
+  };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('notifytiming');
+  smtp = await startSmtpPeer();
+  twilio = await startTwilioPeer();
+  a = await startReplica();
+  const put = (category: string, channel: TemplateChannel, content: Record<string, string>) =>
+    a.templates.upsertTemplate({ category, channel, locale: 'en', content });
+  await put('news', TemplateChannel.INBOX, { title: 'news', body: '{{ data.text }}' });
+  await put('news', TemplateChannel.EMAIL, {
+    subject: 'news: {{ data.text }}',
+    html: '<p>{{ data.text }}</p>',
+  });
+  await put('news', TemplateChannel.SMS, { text: 'news: {{ data.text }}' });
+  await put('comments', TemplateChannel.INBOX, { title: '{{ data.author }}', body: '{{ data.text }}' });
+  await put('comments', TemplateChannel.EMAIL, {
+    subject: '{{ data.author }}',
+    html: '<p>{{ data.text }}</p>',
+  });
+  await put('comments.digest', TemplateChannel.EMAIL, {
+    subject: '{{ data.count | plural: "one: # new comment", "other: # new comments" }}',
+    html: '<ol>{% for e in data.events %}<li>{{ e.author }}: {{ e.text }}</li>{% endfor %}</ol>',
+  });
+  b = await startReplica();
+}, 120_000);
+
+afterAll(async () => {
+  for (const r of [a, b]) if (r && !r.closed) await r.running.close().catch(() => undefined);
+  await smtp?.stop();
+  await twilio?.close();
+  await db?.drop();
+});
+
+const mailsTo = (address: string) => smtp.received.filter((m) => m.recipients.includes(address));
+
+test('200 events of one thread sent half to each replica at once make exactly ONE digest email of 200', async () => {
+  await a.users.upsertUser({ userId: 'many', emails: ['many@example.com'] });
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) =>
+      (i % 2 === 0 ? a : b).notify.notify({
+        userId: 'many',
+        category: 'comments',
+        data: { thread_id: 'T', author: `u${i}`, text: `مرحبا ${i} 😀` },
+      }),
+    ),
+  );
+  const digestIds = new Set(
+    results.map((r) => r.notification!.channels.find((c) => c.channel === TemplateChannel.EMAIL)!.digestId),
+  );
+  expect(digestIds.size).toBe(1);
+  expect([...digestIds][0]).not.toBe('');
+  await waitFor(() => mailsTo('many@example.com').length >= 1, 'the digest email', 30_000);
+  // Every line shows the digest's delivery once it went; by then a second digest email would be there too.
+  const first = results[0]!.notification!.id;
+  await until(
+    async () =>
+      (await b.notify.getNotification({ id: first })).notification!.channels.find(
+        (c) => c.channel === TemplateChannel.EMAIL,
+      )!.deliveryStatus === DeliveryStatus.SENT,
+    'the digest delivery SENT',
+    30_000,
+  );
+  const mails = mailsTo('many@example.com');
+  expect(mails).toHaveLength(1);
+  expect(mails[0]!.parsed.subject).toBe('200 new comments');
+  const html = String(mails[0]!.parsed.html);
+  expect(html.match(/<li>/g)).toHaveLength(200);
+  for (const i of [0, 1, 99, 199]) expect(html).toContain(`u${i}: مرحبا ${i} 😀`);
+}, 120_000);
+
+test('caps shared: sms 3/1h with 10 concurrent Notify calls across both replicas sends exactly 3 SMS', async () => {
+  await a.users.upsertUser({ userId: 'capped', phones: ['+34611000001'] });
+  const results = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      (i % 2 === 0 ? a : b).notify.notify({ userId: 'capped', category: 'news', data: { text: `n${i}` } }),
+    ),
+  );
+  const sms = results.map((r) => r.notification!.channels.find((c) => c.channel === TemplateChannel.SMS)!);
+  const passed = sms.filter((l) => l.skipped === SkipReason.UNSPECIFIED);
+  const throttled = sms.filter((l) => l.skipped === SkipReason.THROTTLED);
+  expect(passed).toHaveLength(3);
+  expect(throttled).toHaveLength(7);
+  expect(throttled.every((l) => l.throttledBy === 'sms 3/1h')).toBe(true);
+  const toUser = () => twilio.requests.filter((r) => r.form.To === '+34611000001');
+  await waitFor(() => toUser().length >= 3, 'the three SMS at the stand-in', 30_000);
+  await until(
+    async () =>
+      (
+        await Promise.all(passed.map((l) => a.running.notificationConnect.getDelivery({ id: l.messageId })))
+      ).every((d) => d.delivery!.status === DeliveryStatus.SENT),
+    'the three SMS deliveries SENT',
+    30_000,
+  );
+  expect(toUser()).toHaveLength(3);
+}, 120_000);
+
+test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly once', async () => {
+  await a.users.upsertUser({ userId: 'sched', emails: ['sched@example.com'] });
+  const { notification } = await a.notify.notify({
+    userId: 'sched',
+    category: 'news',
+    data: { text: 'from A, sent by B ✉️' },
+    delay: { seconds: 2n, nanos: 0 },
+  });
+  expect(notification!.status).toBe(NotificationStatus.SCHEDULED);
+  await a.running.close();
+  a.closed = true;
+
+  let got: Notification | undefined;
+  await until(
+    async () => {
+      got = (await b.notify.getNotification({ id: notification!.id })).notification!;
+      return (
+        got.status === NotificationStatus.FANNED_OUT &&
+        got.channels.find((c) => c.channel === TemplateChannel.EMAIL)?.deliveryStatus === DeliveryStatus.SENT
+      );
+    },
+    'the scheduled email SENT by B',
+    30_000,
+  );
+  await waitFor(() => mailsTo('sched@example.com').length >= 1, 'the email at the SMTP peer', 10_000);
+  expect(mailsTo('sched@example.com').map((m) => m.parsed.subject)).toEqual(['news: from A, sent by B ✉️']);
+  expect(got!.channels.filter((c) => c.channel === TemplateChannel.EMAIL)).toHaveLength(1);
+}, 120_000);
