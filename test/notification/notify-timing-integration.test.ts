@@ -477,3 +477,78 @@ describe('DeleteUser after all of that', () => {
     expect(newDigest).not.toBe(oldDigest);
   });
 });
+
+describe('a daily digest at a local time', () => {
+  let d: RunningNotificationApp;
+  // A daily_at one or two minutes ahead in Tokyo (UTC+9, no DST): read as UTC it would be 9 hours off.
+  const soon = new Date(Date.now() + (new Date().getUTCSeconds() < 45 ? 60_000 : 120_000));
+  const dailyAt = localHm(soon, 'Asia/Tokyo');
+
+  beforeAll(async () => {
+    d = await startNotificationApp(
+      {
+        mailer: smtpMailerConfig(smtp.port),
+        delivery: FAST_DELIVERY,
+        notify: {
+          default_locale: 'en',
+          categories: [
+            { name: 'daily', channels: ['inbox', 'email'], digest: { email: { daily_at: dailyAt } } },
+          ],
+        },
+      } as never,
+      { dueRunner: { pollMs: 100 } },
+    );
+    const t = createClient(
+      TemplateService,
+      createConnectTransport({ baseUrl: d.baseUrl, httpVersion: '1.1' }),
+    );
+    await t.upsertTemplate({
+      category: 'daily',
+      channel: TemplateChannel.INBOX,
+      locale: 'en',
+      content: { title: 'daily', body: '{{ data.text }}' },
+    });
+    await t.upsertTemplate({
+      category: 'daily',
+      channel: TemplateChannel.EMAIL,
+      locale: 'en',
+      content: { subject: 'daily', html: '<p>{{ data.text }}</p>' },
+    });
+    await t.upsertTemplate({
+      category: 'daily.digest',
+      channel: TemplateChannel.EMAIL,
+      locale: 'en',
+      content: {
+        subject: 'Your day: {{ data.count }}',
+        html: '<ul>{% for e in data.events %}<li>{{ e.text }}</li>{% endfor %}</ul>',
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await d?.close();
+  });
+
+  test("the digest goes at daily_at in the user's time zone, not in UTC", async () => {
+    const transport = createConnectTransport({ baseUrl: d.baseUrl, httpVersion: '1.1' });
+    await createClient(UserService, transport).upsertUser({
+      userId: 'tokyo',
+      emails: ['tokyo@example.com'],
+      timeZone: 'Asia/Tokyo',
+    });
+    const { notification } = await createClient(NotifyService, transport).notify({
+      userId: 'tokyo',
+      category: 'daily',
+      data: { text: 'おはよう 🌅' },
+    });
+    expect(line(notification, TemplateChannel.EMAIL).digestId).not.toBe('');
+    await waitFor(
+      () => mailsTo('tokyo@example.com').length > 0,
+      `the daily digest at ${dailyAt} Tokyo time`,
+      150_000,
+    );
+    const mail = mailsTo('tokyo@example.com')[0]!;
+    expect(mail.parsed.subject).toBe('Your day: 1');
+    expect(String(mail.parsed.text)).toContain('おはよう 🌅');
+  }, 180_000);
+});
