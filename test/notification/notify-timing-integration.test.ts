@@ -11,6 +11,7 @@ import { createConnectTransport } from '@connectrpc/connect-node';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
+import { DeliveryStatus } from '../../shared/gen/svc/notification/v1/notification_pb';
 import {
   HoldReason,
   NotificationStatus,
@@ -551,4 +552,72 @@ describe('a daily digest at a local time', () => {
     expect(mail.parsed.subject).toBe('Your day: 1');
     expect(String(mail.parsed.text)).toContain('おはよう 🌅');
   }, 180_000);
+});
+
+describe('held lines released by the runner (a short cap, the real ledger)', () => {
+  let d: RunningNotificationApp;
+  let dNotify: Client<typeof NotifyService>;
+  let dUsers: Client<typeof UserService>;
+
+  beforeAll(async () => {
+    d = await startNotificationApp(
+      {
+        sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
+        delivery: FAST_DELIVERY,
+        notify: {
+          default_locale: 'en',
+          categories: [{ name: 'ping', channels: ['inbox', 'sms'], on_cap: 'defer' }],
+          caps: [{ channel: 'sms', limit: 1, per: '2s' }],
+        },
+      } as never,
+      { dueRunner: { pollMs: 100 } },
+    );
+    const transport = createConnectTransport({ baseUrl: d.baseUrl, httpVersion: '1.1' });
+    dNotify = createClient(NotifyService, transport);
+    dUsers = createClient(UserService, transport);
+    const t = createClient(TemplateService, transport);
+    await t.upsertTemplate({
+      category: 'ping',
+      channel: TemplateChannel.INBOX,
+      locale: 'en',
+      content: { title: 'ping', body: '{{ data.text }}' },
+    });
+    await t.upsertTemplate({
+      category: 'ping',
+      channel: TemplateChannel.SMS,
+      locale: 'en',
+      content: { text: 'ping {{ data.text }}' },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await d?.close();
+  });
+
+  test('three deferred by a cap of 1 per 2 s all go, once each, as slots free', async () => {
+    await dUsers.upsertUser({ userId: 'slow', phones: ['+34600000077'] });
+    const made: Notification[] = [];
+    for (const text of ['1 😀', '2 你好', '3 שלום']) {
+      made.push((await dNotify.notify({ userId: 'slow', category: 'ping', data: { text } })).notification!);
+    }
+    expect(line(made[0], TemplateChannel.SMS).messageId).not.toBe('');
+    for (const m of made.slice(1)) {
+      expect(line(m, TemplateChannel.SMS).holdReason).toBe(HoldReason.CAP_DEFERRED);
+    }
+    const sent = async () =>
+      (await Promise.all(made.map((m) => dNotify.getNotification({ id: m.id })))).map((r) =>
+        line(r.notification, TemplateChannel.SMS),
+      );
+    await until(
+      async () => (await sent()).every((l) => l.messageId !== '' && l.deliveryStatus === DeliveryStatus.SENT),
+      'the three SMS lines sent',
+      20_000,
+    );
+    const lines = await sent();
+    expect(lines.every((l) => l.heldUntil === undefined && l.holdReason === HoldReason.UNSPECIFIED)).toBe(
+      true,
+    );
+    expect(new Set(lines.map((l) => l.messageId)).size).toBe(3);
+    expect(smsTo('+34600000077').sort()).toEqual(['ping 1 😀', 'ping 2 你好', 'ping 3 שלום']);
+  }, 60_000);
 });
