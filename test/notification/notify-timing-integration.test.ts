@@ -621,3 +621,111 @@ describe('held lines released by the runner (a short cap, the real ledger)', () 
     expect(smsTo('+34600000077').sort()).toEqual(['ping 1 😀', 'ping 2 你好', 'ping 3 שלום']);
   }, 60_000);
 });
+
+describe('the time rules meet scheduling, topics and cancel', () => {
+  const now = new Date();
+  const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
+  const start = localHm(new Date(minute.getTime() - 60 * 60_000), 'America/New_York');
+  const end = localHm(new Date(minute.getTime() + 60 * 60_000), 'America/New_York');
+
+  beforeAll(async () => {
+    await users.upsertUser({
+      userId: 'night-owl',
+      emails: ['owl@example.com'],
+      phones: ['+12125550100'],
+      timeZone: 'America/New_York',
+      quietHours: { windows: [{ start, end }], holdEmail: false },
+    });
+    await users.upsertUser({ userId: 'reader2', emails: ['reader2@example.com'] });
+  });
+
+  test('a scheduled notification that comes due inside quiet hours holds its SMS then', async () => {
+    const { notification } = await notify.notify({
+      userId: 'night-owl',
+      category: 'news',
+      data: { text: 'scheduled in the night' },
+      delay: { seconds: 1n, nanos: 0 },
+    });
+    expect(notification!.status).toBe(NotificationStatus.SCHEDULED);
+    let got: Notification | undefined;
+    await until(
+      async () => (got = await get(notification!.id)).status === NotificationStatus.FANNED_OUT,
+      'the scheduled notification FANNED_OUT',
+      10_000,
+    );
+    const sms = line(got, TemplateChannel.SMS);
+    expect(sms.holdReason).toBe(HoldReason.QUIET_HOURS);
+    expect(sms.heldUntil).toBeDefined();
+    expect(timestampDate(sms.heldUntil!).getTime()).toBeGreaterThan(Date.now() + 59 * 60_000 - 120_000);
+    expect(line(got, TemplateChannel.EMAIL).messageId).not.toBe('');
+    expect(smsTo('+12125550100')).toEqual([]);
+  });
+
+  test("a topic member inside quiet hours has its SMS held like a user's own notification", async () => {
+    await users.subscribeTopic({ topic: 'night-news', userIds: ['night-owl'] });
+    const { notification } = await notify.notify({
+      topic: 'night-news',
+      category: 'news',
+      data: { text: 'to the topic' },
+    });
+    let member: Notification | undefined;
+    await until(
+      async () => {
+        const page = await notify.listNotifications({ userId: 'night-owl' });
+        const found = page.notifications.find((x) => x.parentId === notification!.id);
+        if (!found) return false;
+        member = await get(found.id);
+        return member.status === NotificationStatus.FANNED_OUT;
+      },
+      "the member's notification",
+      10_000,
+    );
+    expect(line(member, TemplateChannel.SMS).holdReason).toBe(HoldReason.QUIET_HOURS);
+    expect(smsTo('+12125550100')).toEqual([]);
+  });
+
+  test('cancelling an event of an open digest takes it out: the digest goes without it', async () => {
+    const keep = (
+      await notify.notify({
+        userId: 'reader2',
+        category: 'comments',
+        data: { thread_id: 'C', author: 'keep', text: 'stays ✅' },
+      })
+    ).notification!;
+    const drop = (
+      await notify.notify({
+        userId: 'reader2',
+        category: 'comments',
+        data: { thread_id: 'C', author: 'drop', text: 'goes ❌' },
+      })
+    ).notification!;
+    expect(line(drop, TemplateChannel.EMAIL).digestId).toBe(line(keep, TemplateChannel.EMAIL).digestId);
+    const res = await notify.cancelNotification({ id: drop.id });
+    expect(res.cancelled).toBe(1);
+    expect(line(res.notification, TemplateChannel.EMAIL).skipped).toBe(SkipReason.CANCELLED);
+    await waitFor(() => mailsTo('reader2@example.com').length > 0, 'the digest email', 15_000);
+    const mail = mailsTo('reader2@example.com')[0]!;
+    expect(mail.parsed.subject).toBe('comments 1 new comment');
+    expect(String(mail.parsed.text)).toContain('keep: stays ✅');
+    expect(String(mail.parsed.text)).not.toContain('goes ❌');
+    await until(
+      async () => line(await get(keep.id), TemplateChannel.EMAIL).messageId !== '',
+      "the kept event's line shows the digest's delivery",
+      10_000,
+    );
+    expect(line(await get(drop.id), TemplateChannel.EMAIL).messageId).toBe('');
+  });
+
+  test("cancelling a digest's only event cancels the digest: the next event opens another", async () => {
+    const only = (
+      await notify.notify({ userId: 'reader2', category: 'reviews', data: { author: 'solo', text: 'alone' } })
+    ).notification!;
+    const digestId = line(only, TemplateChannel.EMAIL).digestId;
+    expect((await notify.cancelNotification({ id: only.id })).cancelled).toBe(1);
+    const next = (
+      await notify.notify({ userId: 'reader2', category: 'reviews', data: { author: 'next', text: 'after' } })
+    ).notification!;
+    expect(line(next, TemplateChannel.EMAIL).digestId).not.toBe('');
+    expect(line(next, TemplateChannel.EMAIL).digestId).not.toBe(digestId);
+  });
+});
