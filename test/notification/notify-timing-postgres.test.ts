@@ -6,11 +6,13 @@
  * across both; a notification scheduled on a replica stopped before it was due is sent once by the
  * other.
  */
-import { createClient, type Client } from '@connectrpc/connect';
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { createConnectTransport } from '@connectrpc/connect-node';
 
 import { DeliveryStatus } from '../../shared/gen/svc/notification/v1/notification_pb';
 import {
+  HoldReason,
   NotificationStatus,
   NotifyService,
   SkipReason,
@@ -171,6 +173,76 @@ test('caps shared: sms 3/1h with 10 concurrent Notify calls across both replicas
   );
   expect(toUser()).toHaveLength(3);
 }, 120_000);
+
+test('quiet hours stored by one replica hold the SMS on the other; the email goes', async () => {
+  const minute = Math.floor(Date.now() / 60_000) * 60_000;
+  const hm = (t: number) =>
+    new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Asia/Tokyo',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(new Date(t));
+  await a.users.upsertUser({
+    userId: 'quiet',
+    emails: ['quiet@example.com'],
+    phones: ['+81300000009'],
+    timeZone: 'Asia/Tokyo',
+    quietHours: { windows: [{ start: hm(minute - 3600_000), end: hm(minute + 3600_000) }], holdEmail: false },
+  });
+  const { notification } = await b.notify.notify({
+    userId: 'quiet',
+    category: 'news',
+    data: { text: '静か 🌙' },
+  });
+  const sms = notification!.channels.find((c) => c.channel === TemplateChannel.SMS)!;
+  expect(sms.holdReason).toBe(HoldReason.QUIET_HOURS);
+  expect(timestampDate(sms.heldUntil!).getTime()).toBe(minute + 3600_000);
+  await waitFor(() => mailsTo('quiet@example.com').length > 0, 'the email', 30_000);
+  const read = (await a.notify.getNotification({ id: notification!.id })).notification!;
+  expect(
+    timestampDate(read.channels.find((c) => c.channel === TemplateChannel.SMS)!.heldUntil!).getTime(),
+  ).toBe(minute + 3600_000);
+  expect(twilio.requests.filter((r) => r.form.To === '+81300000009')).toHaveLength(0);
+}, 60_000);
+
+test('DeleteUser on one replica: the other neither counts the old caps nor joins the old digest', async () => {
+  await a.users.upsertUser({ userId: 'erased', emails: ['erased@example.com'], phones: ['+34611000009'] });
+  const sms = async (r: Replica) =>
+    (
+      await r.notify.notify({ userId: 'erased', category: 'news', data: { text: 'x' } })
+    ).notification!.channels.find((c) => c.channel === TemplateChannel.SMS)!;
+  for (let i = 0; i < 3; i++) expect((await sms(i % 2 ? a : b)).skipped).toBe(SkipReason.UNSPECIFIED);
+  expect((await sms(a)).skipped).toBe(SkipReason.THROTTLED);
+  const digested = (
+    await b.notify.notify({
+      userId: 'erased',
+      category: 'comments',
+      data: { thread_id: 'E', author: 'e', text: 'old' },
+    })
+  ).notification!;
+  const oldDigest = digested.channels.find((c) => c.channel === TemplateChannel.EMAIL)!.digestId;
+  expect(oldDigest).not.toBe('');
+
+  await b.users.deleteUser({ userId: 'erased' });
+  const gone = await a.notify
+    .getNotification({ id: digested.id })
+    .catch((e: unknown) => ConnectError.from(e));
+  expect(gone instanceof ConnectError ? gone.code : 'present').toBe(Code.NotFound);
+
+  await b.users.upsertUser({ userId: 'erased', emails: ['erased@example.com'], phones: ['+34611000009'] });
+  expect((await sms(a)).skipped).toBe(SkipReason.UNSPECIFIED);
+  const again = (
+    await a.notify.notify({
+      userId: 'erased',
+      category: 'comments',
+      data: { thread_id: 'E', author: 'e', text: 'new' },
+    })
+  ).notification!;
+  const newDigest = again.channels.find((c) => c.channel === TemplateChannel.EMAIL)!.digestId;
+  expect(newDigest).not.toBe('');
+  expect(newDigest).not.toBe(oldDigest);
+}, 60_000);
 
 test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly once', async () => {
   await a.users.upsertUser({ userId: 'sched', emails: ['sched@example.com'] });
