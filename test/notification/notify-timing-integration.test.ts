@@ -32,9 +32,11 @@ import {
 } from '../support/notification-app';
 import { until, waitFor } from '../support/wait';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from './channels/sms/twilio-peer';
+import { ecKeys, startApnsPeer, type ApnsPeer } from './channels/push/push-peers';
+import { DevicePlatform } from '../../shared/gen/svc/notification/v1/users_pb';
 
 const CATEGORIES = [
-  { name: 'news', channels: ['inbox', 'email', 'sms'] },
+  { name: 'news', channels: ['inbox', 'email', 'sms', 'push'] },
   { name: 'alerts', channels: ['inbox', 'sms'], on_cap: 'defer' },
   { name: 'security', channels: ['inbox', 'email', 'sms'], required: true },
   // A 2-second email digest per thread.
@@ -45,6 +47,9 @@ const CATEGORIES = [
 
 let smtp: SmtpPeer;
 let twilio: TwilioPeer;
+let apns: ApnsPeer;
+const APNS_KEYS = ecKeys();
+const APNS = { keyId: 'KEY1234567', teamId: 'TEAM123456', topic: 'com.example.app' };
 let n: RunningNotificationApp;
 let users: Client<typeof UserService>;
 let templates: Client<typeof TemplateService>;
@@ -54,10 +59,24 @@ let inbox: Client<typeof InboxService>;
 beforeAll(async () => {
   smtp = await startSmtpPeer();
   twilio = await startTwilioPeer();
+  apns = await startApnsPeer({ publicKey: APNS_KEYS.publicKey, ...APNS });
   n = await startNotificationApp(
     {
       mailer: smtpMailerConfig(smtp.port),
       sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
+      push_backends: [
+        {
+          name: 'apns',
+          driver: 'push_driver_b',
+          push_driver_b: {
+            key_id: APNS.keyId,
+            team_id: APNS.teamId,
+            private_key: APNS_KEYS.privatePem,
+            topic: APNS.topic,
+            base_url: apns.baseUrl,
+          },
+        },
+      ],
       delivery: FAST_DELIVERY,
       notify: {
         default_locale: 'en',
@@ -83,6 +102,7 @@ beforeAll(async () => {
     });
     await put(category, TemplateChannel.SMS, { text: `${category}: {{ data.text }}` });
   }
+  await put('news', TemplateChannel.PUSH, { title: 'news', body: '{{ data.text }}' });
   for (const category of ['news', 'security']) {
     await put(category, TemplateChannel.EMAIL, {
       subject: `${category}: {{ data.text }}`,
@@ -106,6 +126,7 @@ afterAll(async () => {
   await n?.close();
   await smtp?.stop();
   await twilio?.close();
+  await apns?.close();
 });
 
 async function codeOf(p: Promise<unknown>): Promise<ConnectError> {
@@ -150,6 +171,8 @@ describe('quiet hours', () => {
   const start = localHm(new Date(minute.getTime() - 60 * 60_000), 'Asia/Tokyo');
   const end = localHm(new Date(minute.getTime() + 60 * 60_000), 'Asia/Tokyo');
   const releaseAt = minute.getTime() + 60 * 60_000;
+  const QUIET_TOKEN = 'a'.repeat(64);
+  const pushesTo = (token: string) => apns.requests.filter((r) => r.token === token);
 
   beforeAll(async () => {
     await users.upsertUser({
@@ -159,18 +182,21 @@ describe('quiet hours', () => {
       timeZone: 'Asia/Tokyo',
       quietHours: { windows: [{ start, end }], holdEmail: false },
     });
+    await users.registerDevice({ userId: 'quiet', token: QUIET_TOKEN, platform: DevicePlatform.APNS });
   });
 
-  test('NORMAL SMS is held until the window ends, email and the inbox go at once', async () => {
+  test('NORMAL SMS and push are held until the window ends, email and the inbox go at once', async () => {
     const { notification } = await notify.notify({
       userId: 'quiet',
       category: 'news',
       data: { text: 'quiet 🌙 静か' },
     });
-    const sms = line(notification, TemplateChannel.SMS);
-    expect(sms.holdReason).toBe(HoldReason.QUIET_HOURS);
-    expect(sms.heldUntil && timestampDate(sms.heldUntil).getTime()).toBe(releaseAt);
-    expect(sms.messageId).toBe('');
+    for (const channel of [TemplateChannel.SMS, TemplateChannel.PUSH]) {
+      const held = line(notification, channel);
+      expect(held.holdReason).toBe(HoldReason.QUIET_HOURS);
+      expect(held.heldUntil && timestampDate(held.heldUntil).getTime()).toBe(releaseAt);
+      expect(held.messageId).toBe('');
+    }
     const email = line(notification, TemplateChannel.EMAIL);
     expect(email.holdReason).toBe(HoldReason.UNSPECIFIED);
     expect(email.messageId).not.toBe('');
@@ -183,6 +209,7 @@ describe('quiet hours', () => {
     expect(again.holdReason).toBe(HoldReason.QUIET_HOURS);
     expect(timestampDate(again.heldUntil!).getTime()).toBe(releaseAt);
     expect(smsTo('+81300000001')).toEqual([]);
+    expect(pushesTo(QUIET_TOKEN)).toEqual([]);
   });
 
   test('CRITICAL and a required category go at once', async () => {
@@ -194,6 +221,8 @@ describe('quiet hours', () => {
     });
     expect(line(critical.notification, TemplateChannel.SMS).holdReason).toBe(HoldReason.UNSPECIFIED);
     expect(line(critical.notification, TemplateChannel.SMS).messageId).not.toBe('');
+    expect(line(critical.notification, TemplateChannel.PUSH).holdReason).toBe(HoldReason.UNSPECIFIED);
+    await waitFor(() => pushesTo(QUIET_TOKEN).length === 1, 'the CRITICAL push at the APNs peer', 10_000);
     const required = await notify.notify({
       userId: 'quiet',
       category: 'security',
@@ -236,12 +265,19 @@ describe('quiet hours', () => {
     });
     expect(line(notification, TemplateChannel.SMS).holdReason).toBe(HoldReason.QUIET_HOURS);
     const res = await notify.cancelNotification({ id: notification!.id });
-    expect(res.cancelled).toBe(1);
-    const sms = line(res.notification, TemplateChannel.SMS);
-    expect(sms.skipped).toBe(SkipReason.CANCELLED);
-    expect(sms.heldUntil).toBeUndefined();
-    expect(line(await get(notification!.id), TemplateChannel.SMS).skipped).toBe(SkipReason.CANCELLED);
+    // The two held lines (SMS and push); the email went.
+    expect(res.cancelled).toBe(2);
+    const after = await get(notification!.id);
+    for (const channel of [TemplateChannel.SMS, TemplateChannel.PUSH]) {
+      expect(line(res.notification, channel).skipped).toBe(SkipReason.CANCELLED);
+      expect(line(res.notification, channel).heldUntil).toBeUndefined();
+      expect(line(after, channel).skipped).toBe(SkipReason.CANCELLED);
+    }
+    expect(line(after, TemplateChannel.EMAIL).messageId).not.toBe('');
     expect(smsTo('+81300000001')).not.toContain('news: cancel me');
+    expect(pushesTo(QUIET_TOKEN).map((r) => JSON.stringify(r.body))).not.toContainEqual(
+      expect.stringContaining('cancel me'),
+    );
   });
 });
 
