@@ -41,6 +41,8 @@ const CATEGORIES = [
   { name: 'security', channels: ['inbox', 'email', 'sms'], required: true },
   // A 2-second email digest per thread.
   { name: 'comments', channels: ['inbox', 'email'], digest: { email: { window: 2, key: 'thread_id' } } },
+  // A 1-second SMS digest (meets the SMS cap).
+  { name: 'chat', channels: ['inbox', 'sms'], digest: { sms: { window: 1 } } },
   // An hour-long email digest (stays open while a test runs).
   { name: 'reviews', channels: ['inbox', 'email'], digest: { email: { window: 3600 } } },
 ];
@@ -102,6 +104,9 @@ beforeAll(async () => {
     });
     await put(category, TemplateChannel.SMS, { text: `${category}: {{ data.text }}` });
   }
+  await put('chat', TemplateChannel.INBOX, { title: 'chat', body: '{{ data.text }}' });
+  await put('chat', TemplateChannel.SMS, { text: '{{ data.text }}' });
+  await put('chat.digest', TemplateChannel.SMS, { text: '{{ data.count }} chats' });
   await put('news', TemplateChannel.PUSH, { title: 'news', body: '{{ data.text }}' });
   for (const category of ['news', 'security']) {
     await put(category, TemplateChannel.EMAIL, {
@@ -763,5 +768,70 @@ describe('the time rules meet scheduling, topics and cancel', () => {
     ).notification!;
     expect(line(next, TemplateChannel.EMAIL).digestId).not.toBe('');
     expect(line(next, TemplateChannel.EMAIL).digestId).not.toBe(digestId);
+  });
+});
+
+describe('more meetings of the real parts', () => {
+  test('a due SMS digest over a full cap ends throttled, and its lines say so', async () => {
+    await users.upsertUser({ userId: 'chatty', phones: ['+34600000055'] });
+    for (const text of ['c1', 'c2'])
+      await notify.notify({ userId: 'chatty', category: 'news', data: { text } });
+    const { notification } = await notify.notify({
+      userId: 'chatty',
+      category: 'chat',
+      data: { text: 'hi 👋' },
+    });
+    expect(line(notification, TemplateChannel.SMS).digestId).not.toBe('');
+    await until(
+      async () => line(await get(notification!.id), TemplateChannel.SMS).error !== '',
+      'the digest finished',
+      15_000,
+    );
+    expect(line(await get(notification!.id), TemplateChannel.SMS).error).toContain('sms 2/1h');
+    await waitFor(() => smsTo('+34600000055').length >= 2, 'the two news SMS', 10_000);
+    expect(smsTo('+34600000055').sort()).toEqual(['news: c1', 'news: c2']);
+  });
+
+  test('quiet hours of a user without a time zone are read in UTC', async () => {
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    await users.upsertUser({
+      userId: 'utc',
+      phones: ['+34600000066'],
+      quietHours: {
+        windows: [
+          {
+            start: localHm(new Date(minute - 3600_000), 'UTC'),
+            end: localHm(new Date(minute + 3600_000), 'UTC'),
+          },
+        ],
+      },
+    });
+    const { notification } = await notify.notify({ userId: 'utc', category: 'news', data: { text: 'utc' } });
+    const sms = line(notification, TemplateChannel.SMS);
+    expect(sms.holdReason).toBe(HoldReason.QUIET_HOURS);
+    expect(timestampDate(sms.heldUntil!).getTime()).toBe(minute + 3600_000);
+  });
+
+  test('cancelling an event whose digest already went cancels nothing; its line keeps the delivery', async () => {
+    await users.upsertUser({ userId: 'late-cancel', emails: ['late-cancel@example.com'] });
+    const { notification } = await notify.notify({
+      userId: 'late-cancel',
+      category: 'comments',
+      data: { thread_id: 'L', author: 'l', text: 'gone already' },
+    });
+    await until(
+      async () => line(await get(notification!.id), TemplateChannel.EMAIL).messageId !== '',
+      'the digest sent',
+      15_000,
+    );
+    const res = await notify.cancelNotification({ id: notification!.id });
+    expect(res.cancelled).toBe(0);
+    expect(line(res.notification, TemplateChannel.EMAIL).skipped).toBe(SkipReason.UNSPECIFIED);
+    expect(line(await get(notification!.id), TemplateChannel.EMAIL).messageId).not.toBe('');
+    // The digest's delivery was queued before the cancel: it goes.
+    await waitFor(() => mailsTo('late-cancel@example.com').length > 0, 'the digest email', 10_000);
+    expect(mailsTo('late-cancel@example.com').map((m) => m.parsed.subject)).toEqual([
+      'comments 1 new comment',
+    ]);
   });
 });
