@@ -146,6 +146,27 @@ test('200 events of one thread sent half to each replica at once make exactly ON
   const html = String(mails[0]!.parsed.html);
   expect(html.match(/<li>/g)).toHaveLength(200);
   for (const i of [0, 1, 99, 199]) expect(html).toContain(`u${i}: مرحبا ${i} 😀`);
+  // Every event's line, read on either replica, shows the one digest and its one delivery.
+  const lines = await Promise.all(
+    results.map(async (r, i) =>
+      (await (i % 2 ? a : b).notify.getNotification({ id: r.notification!.id })).notification!.channels.find(
+        (c) => c.channel === TemplateChannel.EMAIL,
+      )!,
+    ),
+  );
+  expect(new Set(lines.map((l) => l.digestId))).toEqual(digestIds);
+  const deliveryIds = new Set(lines.map((l) => l.messageId));
+  expect(deliveryIds.size).toBe(1);
+  expect([...deliveryIds][0]).not.toBe('');
+  // An event after the digest went opens the next one.
+  const next = await b.notify.notify({
+    userId: 'many',
+    category: 'comments',
+    data: { thread_id: 'T', author: 'late', text: 'next' },
+  });
+  const nextDigest = next.notification!.channels.find((c) => c.channel === TemplateChannel.EMAIL)!.digestId;
+  expect(nextDigest).not.toBe('');
+  expect(digestIds.has(nextDigest)).toBe(false);
 }, 120_000);
 
 test('caps shared: sms 3/1h with 10 concurrent Notify calls across both replicas sends exactly 3 SMS', async () => {
