@@ -469,6 +469,27 @@ describe('scheduling', () => {
     expect((await inbox.getInbox({ userId: 'later' })).messages.map((m) => m.body)).not.toContain('never');
   });
 
+  test('absurd times are INVALID_ARGUMENT, never an internal error', async () => {
+    const bad = [
+      { delay: { seconds: 9_223_372_036_854_775_807n, nanos: 0 } },
+      { delay: { seconds: -1n, nanos: 0 } },
+      { delay: { seconds: 0n, nanos: -5 } },
+      { sendAt: { seconds: 9_223_372_036_854_775_807n, nanos: 0 } },
+      { sendAt: { seconds: 253_402_300_800n, nanos: 0 } },
+      { sendAt: { seconds: 1n, nanos: 2_000_000_000 } },
+      { delay: { seconds: 1n, nanos: 0 }, sendAt: timestampFromDate(new Date(Date.now() + 60_000)) },
+    ];
+    for (const when of bad) {
+      const err = await codeOf(
+        notify.notify({ userId: 'later', category: 'news', data: { text: 'x' }, ...when }),
+      );
+      expect([
+        JSON.stringify(when, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+        err.code,
+      ]).toEqual([expect.any(String), Code.InvalidArgument]);
+    }
+  });
+
   test('send_at beyond max_schedule_ahead is INVALID_ARGUMENT', async () => {
     const err = await codeOf(
       notify.notify({
