@@ -217,6 +217,26 @@ describe('quiet hours', () => {
     expect(pushesTo(QUIET_TOKEN)).toEqual([]);
   });
 
+  test('a window whose end is before its start (it ends the next day) holds until that end, in a half-hour zone', async () => {
+    // Starts an hour from now and ends 30 minutes from now: it began yesterday and ends today.
+    const startAt = localHm(new Date(minute.getTime() + 60 * 60_000), 'Asia/Kolkata');
+    const endAt = localHm(new Date(minute.getTime() + 30 * 60_000), 'Asia/Kolkata');
+    await users.upsertUser({
+      userId: 'overnight',
+      phones: ['+91900000001'],
+      timeZone: 'Asia/Kolkata',
+      quietHours: { windows: [{ start: startAt, end: endAt }] },
+    });
+    const { notification } = await notify.notify({
+      userId: 'overnight',
+      category: 'news',
+      data: { text: 'रात' },
+    });
+    const sms = line(notification, TemplateChannel.SMS);
+    expect(sms.holdReason).toBe(HoldReason.QUIET_HOURS);
+    expect(timestampDate(sms.heldUntil!).getTime()).toBe(minute.getTime() + 30 * 60_000);
+  });
+
   test('CRITICAL and a required category go at once', async () => {
     const critical = await notify.notify({
       userId: 'quiet',
