@@ -237,6 +237,14 @@ describe('quiet hours', () => {
     expect(timestampDate(sms.heldUntil!).getTime()).toBe(minute.getTime() + 30 * 60_000);
   });
 
+  test('held lines take no cap slot: three more inside the window are all held, none throttled', async () => {
+    for (const text of ['h1', 'h2', 'h3']) {
+      const { notification } = await notify.notify({ userId: 'quiet', category: 'news', data: { text } });
+      expect(line(notification, TemplateChannel.SMS).holdReason).toBe(HoldReason.QUIET_HOURS);
+      expect(line(notification, TemplateChannel.SMS).skipped).toBe(SkipReason.UNSPECIFIED);
+    }
+  });
+
   test('CRITICAL and a required category go at once', async () => {
     const critical = await notify.notify({
       userId: 'quiet',
