@@ -193,6 +193,14 @@ test('caps shared: sms 3/1h with 10 concurrent Notify calls across both replicas
     30_000,
   );
   expect(toUser()).toHaveLength(3);
+  // Another user's cap is their own, on either replica.
+  await a.users.upsertUser({ userId: 'capped-other', phones: ['+34611000002'] });
+  for (const r of [a, b]) {
+    const other = await r.notify.notify({ userId: 'capped-other', category: 'news', data: { text: 'mine' } });
+    expect(other.notification!.channels.find((c) => c.channel === TemplateChannel.SMS)!.skipped).toBe(
+      SkipReason.UNSPECIFIED,
+    );
+  }
 }, 120_000);
 
 test('quiet hours stored by one replica hold the SMS on the other; the email goes', async () => {
