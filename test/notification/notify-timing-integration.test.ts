@@ -454,6 +454,23 @@ describe('digests', () => {
   });
 });
 
+describe('digests and priority', () => {
+  test('a CRITICAL event of a digesting category is not digested: its email goes at once on its own', async () => {
+    await users.upsertUser({ userId: 'urgent-reader', emails: ['urgent@example.com'] });
+    const { notification } = await notify.notify({
+      userId: 'urgent-reader',
+      category: 'reviews',
+      data: { author: 'ops', text: 'now ⚡' },
+      priority: NotifyPriority.CRITICAL,
+    });
+    const email = line(notification, TemplateChannel.EMAIL);
+    expect(email.digestId).toBe('');
+    expect(email.messageId).not.toBe('');
+    await waitFor(() => mailsTo('urgent@example.com').length > 0, 'the email', 10_000);
+    expect(mailsTo('urgent@example.com')[0]!.parsed.subject).toBe('ops');
+  });
+});
+
 describe('scheduling', () => {
   beforeAll(async () => {
     await users.upsertUser({ userId: 'later', emails: ['later@example.com'] });
