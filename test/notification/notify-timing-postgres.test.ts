@@ -63,6 +63,8 @@ async function startReplica(): Promise<Replica> {
             channels: ['inbox', 'email'],
             digest: { email: { window: 600, key: 'thread_id', max_count: 200 } },
           },
+          // A 2-second email digest (open on a replica that stops).
+          { name: 'quick', channels: ['inbox', 'email'], digest: { email: { window: 2 } } },
         ],
         caps: [{ channel: 'sms', limit: 3, per: '1h' }],
       },
@@ -100,6 +102,12 @@ beforeAll(async () => {
   await put('comments.digest', TemplateChannel.EMAIL, {
     subject: '{{ data.count | plural: "one: # new comment", "other: # new comments" }}',
     html: '<ol>{% for e in data.events %}<li>{{ e.author }}: {{ e.text }}</li>{% endfor %}</ol>',
+  });
+  await put('quick', TemplateChannel.INBOX, { title: 'quick', body: '{{ data.text }}' });
+  await put('quick', TemplateChannel.EMAIL, { subject: 'quick', html: '<p>{{ data.text }}</p>' });
+  await put('quick.digest', TemplateChannel.EMAIL, {
+    subject: 'quick digest: {{ data.count }}',
+    html: '<ul>{% for e in data.events %}<li>{{ e.text }}</li>{% endfor %}</ul>',
   });
   b = await startReplica();
 }, 120_000);
@@ -273,8 +281,12 @@ test('DeleteUser on one replica: the other neither counts the old caps nor joins
   expect(newDigest).not.toBe(oldDigest);
 }, 60_000);
 
-test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly once', async () => {
+test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly once (and the digest A opened)', async () => {
   await a.users.upsertUser({ userId: 'sched', emails: ['sched@example.com'] });
+  await a.users.upsertUser({ userId: 'digest-on-a', emails: ['digest-on-a@example.com'] });
+  for (const text of ['one 🍎', 'two 🍐']) {
+    await a.notify.notify({ userId: 'digest-on-a', category: 'quick', data: { text } });
+  }
   const { notification } = await a.notify.notify({
     userId: 'sched',
     category: 'news',
@@ -300,4 +312,9 @@ test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly on
   await waitFor(() => mailsTo('sched@example.com').length >= 1, 'the email at the SMTP peer', 10_000);
   expect(mailsTo('sched@example.com').map((m) => m.parsed.subject)).toEqual(['news: from A, sent by B ✉️']);
   expect(got!.channels.filter((c) => c.channel === TemplateChannel.EMAIL)).toHaveLength(1);
+  // The digest opened on A went from B, once, with both events.
+  await waitFor(() => mailsTo('digest-on-a@example.com').length >= 1, 'the digest email from B', 30_000);
+  const digest = mailsTo('digest-on-a@example.com');
+  expect(digest.map((m) => m.parsed.subject)).toEqual(['quick digest: 2']);
+  expect(String(digest[0]!.parsed.text)).toMatch(/one 🍎[\s\S]*two 🍐/);
 }, 120_000);
