@@ -190,6 +190,17 @@ test('caps shared: sms 3/1h with 10 concurrent Notify calls across both replicas
   expect(passed).toHaveLength(3);
   expect(throttled).toHaveLength(7);
   expect(throttled.every((l) => l.throttledBy === 'sms 3/1h')).toBe(true);
+  // Read back from the database on the other replica, the throttled lines say the same.
+  const readBack = await Promise.all(
+    results.map(async (r, i) =>
+      (await (i % 2 ? a : b).notify.getNotification({ id: r.notification!.id })).notification!.channels.find(
+        (c) => c.channel === TemplateChannel.SMS,
+      )!,
+    ),
+  );
+  expect(
+    readBack.filter((l) => l.skipped === SkipReason.THROTTLED && l.throttledBy === 'sms 3/1h'),
+  ).toHaveLength(7);
   const toUser = () => twilio.requests.filter((r) => r.form.To === '+34611000001');
   await waitFor(() => toUser().length >= 3, 'the three SMS at the stand-in', 30_000);
   await until(
@@ -241,6 +252,11 @@ test('quiet hours stored by one replica hold the SMS on the other; the email goe
     timestampDate(read.channels.find((c) => c.channel === TemplateChannel.SMS)!.heldUntil!).getTime(),
   ).toBe(minute + 3600_000);
   expect(twilio.requests.filter((r) => r.form.To === '+81300000009')).toHaveLength(0);
+  // ListNotifications (lines without statuses) shows the hold too.
+  const listed = (await a.notify.listNotifications({ userId: 'quiet' })).notifications;
+  const listedSms = listed[0]!.channels.find((c) => c.channel === TemplateChannel.SMS)!;
+  expect(listedSms.holdReason).toBe(HoldReason.QUIET_HOURS);
+  expect(timestampDate(listedSms.heldUntil!).getTime()).toBe(minute + 3600_000);
 }, 60_000);
 
 test('DeleteUser on one replica: the other neither counts the old caps nor joins the old digest', async () => {
