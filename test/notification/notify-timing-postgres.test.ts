@@ -334,3 +334,86 @@ test('scheduled 2 s ahead on replica A, A stopped at once: B sends it exactly on
   expect(digest.map((m) => m.parsed.subject)).toEqual(['quick digest: 2']);
   expect(String(digest[0]!.parsed.text)).toMatch(/one 🍎[\s\S]*two 🍐/);
 }, 120_000);
+
+describe('cap-deferred lines released on PostgreSQL (a cap of 1 per 2 s, two replicas)', () => {
+  let db2: { url: string; drop(): Promise<void> };
+  const apps: RunningNotificationApp[] = [];
+
+  beforeAll(async () => {
+    db2 = await createTestDatabase('notifytimingdefer');
+    for (let i = 0; i < 2; i++) {
+      apps.push(
+        await startNotificationApp(
+          {
+            database: { url: db2.url },
+            inbox: { store_backend: 'database' },
+            delivery: { ...FAST_DELIVERY, store_backend: 'database' },
+            sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
+            notify: {
+              default_locale: 'en',
+              categories: [{ name: 'ping', channels: ['inbox', 'sms'], on_cap: 'defer' }],
+              caps: [{ channel: 'sms', limit: 1, per: '2s' }],
+            },
+          } as never,
+          { dueRunner: { pollMs: 100 } },
+        ),
+      );
+    }
+    const t = createClient(
+      TemplateService,
+      createConnectTransport({ baseUrl: apps[0]!.baseUrl, httpVersion: '1.1' }),
+    );
+    await t.upsertTemplate({
+      category: 'ping',
+      channel: TemplateChannel.INBOX,
+      locale: 'en',
+      content: { title: 'ping', body: '{{ data.text }}' },
+    });
+    await t.upsertTemplate({
+      category: 'ping',
+      channel: TemplateChannel.SMS,
+      locale: 'en',
+      content: { text: 'ping {{ data.text }}' },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const app of apps) await app.close().catch(() => undefined);
+    await db2?.drop();
+  });
+
+  test('three deferred across both replicas all go, once each, as slots free', async () => {
+    const clients = apps.map((app) => {
+      const transport = createConnectTransport({ baseUrl: app.baseUrl, httpVersion: '1.1' });
+      return { users: createClient(UserService, transport), notify: createClient(NotifyService, transport) };
+    });
+    await clients[0]!.users.upsertUser({ userId: 'slow', phones: ['+34611000077'] });
+    const made: Notification[] = [];
+    for (const [i, text] of ['1 😀', '2 你好', '3 שלום'].entries()) {
+      made.push(
+        (await clients[i % 2]!.notify.notify({ userId: 'slow', category: 'ping', data: { text } }))
+          .notification!,
+      );
+    }
+    const sms = (n: Notification) => n.channels.find((c) => c.channel === TemplateChannel.SMS)!;
+    expect(made.map((m) => sms(m).holdReason)).toEqual([
+      HoldReason.UNSPECIFIED,
+      HoldReason.CAP_DEFERRED,
+      HoldReason.CAP_DEFERRED,
+    ]);
+    const read = async () =>
+      Promise.all(
+        made.map(async (m) => sms((await clients[1]!.notify.getNotification({ id: m.id })).notification!)),
+      );
+    await until(
+      async () => (await read()).every((l) => l.messageId !== '' && l.deliveryStatus === DeliveryStatus.SENT),
+      'the three SMS sent',
+      30_000,
+    );
+    const lines = await read();
+    expect(lines.every((l) => l.heldUntil === undefined)).toBe(true);
+    expect(new Set(lines.map((l) => l.messageId)).size).toBe(3);
+    const bodies = twilio.requests.filter((r) => r.form.To === '+34611000077').map((r) => r.form.Body);
+    expect(bodies.sort()).toEqual(['ping 1 😀', 'ping 2 你好', 'ping 3 שלום']);
+  }, 90_000);
+});
