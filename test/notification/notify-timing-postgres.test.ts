@@ -257,6 +257,18 @@ test('quiet hours stored by one replica hold the SMS on the other; the email goe
   const listedSms = listed[0]!.channels.find((c) => c.channel === TemplateChannel.SMS)!;
   expect(listedSms.holdReason).toBe(HoldReason.QUIET_HOURS);
   expect(timestampDate(listedSms.heldUntil!).getTime()).toBe(minute + 3600_000);
+  // Cancelled by its idempotency key on the other replica: the held line is CANCELLED for both.
+  const keyed = await b.notify.notify({
+    userId: 'quiet',
+    category: 'news',
+    data: { text: 'never sent' },
+    idempotencyKey: 'quiet-cancel-1',
+  });
+  const res = await a.notify.cancelNotification({ idempotencyKey: 'quiet-cancel-1' });
+  expect(res.cancelled).toBe(1);
+  const after = (await b.notify.getNotification({ id: keyed.notification!.id })).notification!;
+  expect(after.channels.find((c) => c.channel === TemplateChannel.SMS)!.skipped).toBe(SkipReason.CANCELLED);
+  expect(twilio.requests.filter((r) => r.form.To === '+81300000009')).toHaveLength(0);
 }, 60_000);
 
 test('DeleteUser on one replica: the other neither counts the old caps nor joins the old digest', async () => {
