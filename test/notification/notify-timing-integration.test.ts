@@ -589,10 +589,12 @@ describe('DeleteUser after all of that', () => {
 describe('a daily digest at a local time', () => {
   let d: RunningNotificationApp;
   // A daily_at one or two minutes ahead in Tokyo (UTC+9, no DST): read as UTC it would be 9 hours off.
-  const soon = new Date(Date.now() + (new Date().getUTCSeconds() < 45 ? 60_000 : 120_000));
-  const dailyAt = localHm(soon, 'Asia/Tokyo');
+  // Chosen when the app starts, right before the test, at least 30 s ahead.
+  let dailyAt = '';
 
   beforeAll(async () => {
+    const soon = new Date(Date.now() + (new Date().getUTCSeconds() < 30 ? 60_000 : 120_000));
+    dailyAt = localHm(soon, 'Asia/Tokyo');
     d = await startNotificationApp(
       {
         mailer: smtpMailerConfig(smtp.port),
