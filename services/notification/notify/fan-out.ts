@@ -303,6 +303,8 @@ export class FanOut {
         notificationId: notification.id,
         occurredAt: notification.createdAt,
         data,
+        // A daily_at window is the user's local day.
+        timeZone: user.timeZone,
       });
       return { ...base, digestId };
     }
