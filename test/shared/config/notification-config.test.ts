@@ -143,6 +143,8 @@ describe('NotificationConfig', () => {
         default_locale: 'en',
         categories: [],
         topic_page_size: 500,
+        max_schedule_ahead: 2592000,
+        caps: [],
         max_topic_batch: 1000,
         retention_days: 30,
         unsubscribe: { signing_key: '', token_ttl_days: 60, public_base_url: '' },

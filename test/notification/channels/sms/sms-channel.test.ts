@@ -84,7 +84,11 @@ describe('SmsChannel.send (SMSChannelProtocol, in process)', () => {
   let sms: SmsChannel;
   beforeEach(async () => {
     peer = await startTwilioPeer();
-    sms = SmsChannel.configure([{ name: 'twilio', sms_gateway: gatewayConfig(peer) }]);
+    // 20 calls at once on a loaded 2-core machine (the whole suite) can take longer than the stand-in's
+    // usual 2 s: these tests are about results, not timeouts.
+    sms = SmsChannel.configure([
+      { name: 'twilio', sms_gateway: gatewayConfig(peer, { timeout_ms: 15_000 }) },
+    ]);
   });
   afterEach(async () => {
     await sms.close();
@@ -95,7 +99,10 @@ describe('SmsChannel.send (SMSChannelProtocol, in process)', () => {
     const to = Array.from({ length: 20 }, (_, i) => `+1555000${String(1000 + i)}`);
     const results = await sms.send(to, 'Maintenance at 22:00');
     expect(results.map((r) => r.to)).toEqual(to);
-    expect(results.every((r) => r.class === 'sent' && /^SM\d+$/.test(r.providerReference ?? ''))).toBe(true);
+    // The ones that were not sent, printed whole when there are any.
+    expect(results.filter((r) => !(r.class === 'sent' && /^SM\d+$/.test(r.providerReference ?? '')))).toEqual(
+      [],
+    );
     expect(new Set(results.map((r) => r.providerReference)).size).toBe(20);
     expect(peer.requests.map((r) => r.form.To).sort()).toEqual([...to].sort());
     expect(
