@@ -24,7 +24,13 @@ import { cutText } from '../../../shared/text/cut';
 
 /** Cut on code points (an alert's bounds count characters). */
 const cutCodePoints = (s: string, max: number) => cutText(s, max, { unit: 'code_point', ellipsis: '…' });
-import { BusinessHours, WEEKDAYS, type Weekday, resolveTier } from '../../../shared/monitoring/alerts/tiers';
+import {
+  ALERT_TIERS,
+  BusinessHours,
+  WEEKDAYS,
+  type Weekday,
+  resolveTier,
+} from '../../../shared/monitoring/alerts/tiers';
 import type { Alert } from './alert';
 import {
   type CompiledMatcher,
@@ -427,6 +433,33 @@ export class AlertLifecycle {
       });
   }
 
+  /**
+   * Groups are held in memory, but their members are in the store: an open firing alert whose group
+   * this monitor does not hold (triggered on another replica, or before a restart) makes this monitor
+   * hold it too, due `group_wait` from now, with its already notified members counted as sent (so a
+   * restart or a second replica repeats nothing before `repeat_interval`). A replica that was killed
+   * before its group was due thus leaves it to the others; the notification log lets one of them send.
+   */
+  private adoptGroups(open: AlertEntry[], now: number): void {
+    const adopted = new Set<string>();
+    for (const e of open) {
+      if (e.state !== 'triggered' || e.silencedBy || e.inhibitedBy) continue;
+      const { key, labels } = this.groupKey(e.labels);
+      let group = this.groups.get(key);
+      if (!group) {
+        group = {
+          labels,
+          nextFlushAt: now + this.grouping!.groupWaitMs,
+          lastIds: new Set(),
+          lastSentAt: now,
+        };
+        this.groups.set(key, group);
+        adopted.add(key);
+      }
+      if (e.notified && adopted.has(key)) group.lastIds.add(e.alert.id);
+    }
+  }
+
   /** The open, unmuted, unacknowledged alerts of a group, newest first. */
   private async members(key: string, open: AlertEntry[]): Promise<AlertEntry[]> {
     return open.filter(
@@ -456,6 +489,7 @@ export class AlertLifecycle {
     }
     if (this.grouping) {
       open = await this.store.open(LIFECYCLE_LIMITS.openScan);
+      this.adoptGroups(open, now);
       for (const [key, group] of this.groups) {
         if (group.nextFlushAt > now) continue;
         await this.flushGroup(key, group, open, now);
@@ -537,7 +571,14 @@ export class AlertLifecycle {
       title: cutCodePoints(`[FIRING:${members.length}] ${name}`, 256),
       message: cutCodePoints(lines.join('\n'), 4096),
       severity: worst,
-      context: { ...labels, alert_count: String(members.length), alert_state: 'firing' },
+      // The most urgent tier of its members: without one the summary would be P1 (held outside
+      // business hours) whatever its alerts said.
+      context: {
+        ...labels,
+        alert_count: String(members.length),
+        alert_state: 'firing',
+        tier: ALERT_TIERS.find((t) => members.some((m) => resolveTier(m.alert.context.tier) === t))!,
+      },
       sourceService: members[0]!.alert.sourceService,
       firedAt: now,
       state: 'triggered',

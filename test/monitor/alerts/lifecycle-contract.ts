@@ -489,6 +489,56 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(router.records).toHaveLength(1);
       });
 
+      it('the group notification goes out at the tier of its most urgent member (a P1 summary would wait for business hours)', async () => {
+        const { lc, trigger, router, hub, clock } = make({ grouping });
+        const cluster = `c-${tag()}`;
+        await trigger('a', { context: { cluster, tier: 'P2_DIGEST' } });
+        await trigger('b', { context: { cluster, tier: 'P0_PAGE' } });
+        clock.advance(30_000);
+        await lc.tick();
+        await hub.settled();
+        expect(router.records).toHaveLength(1);
+        expect(router.records[0]!.context).toMatchObject({ cluster, tier: 'P0_PAGE', alert_count: '2' });
+      });
+
+      it('a lifecycle that did not see the triggers (another replica, a restarted monitor) sends their group when due, once; notified alerts are not sent again', async () => {
+        const { lc, trigger, router, hub, clock } = make({ grouping });
+        const cluster = `c-${tag()}`;
+        await trigger('a', { context: { cluster } });
+        await trigger('b', { context: { cluster } });
+        const other = () => {
+          const r = new RecordingRouter();
+          const h = new AlertHub({
+            router: r,
+            recentSize: 50,
+            maxWatchers: 3,
+            watchBufferSize: 64,
+            defaultSource: 'monitor',
+            clock,
+            lifecycle: { store: lc.store, grouping },
+          });
+          return { router: r, hub: h, lc: h.lifecycle };
+        };
+        const replica = other();
+        await replica.lc.tick();
+        expect(replica.router.records).toHaveLength(0);
+        clock.advance(30_000);
+        await replica.lc.tick();
+        await replica.hub.settled();
+        expect(replica.router.records.map((r) => r.title)).toEqual([`[FIRING:2] cluster=${cluster}`]);
+        // The monitor that took the triggers flushes the same group: the log lets one send.
+        await lc.tick();
+        await hub.settled();
+        expect(router.records).toHaveLength(0);
+        // A monitor started afterwards (a restart) finds the group notified: nothing before repeat_interval.
+        const restarted = other();
+        await restarted.lc.tick();
+        clock.advance(5 * MIN);
+        await restarted.lc.tick();
+        await restarted.hub.settled();
+        expect(restarted.router.records).toHaveLength(0);
+      });
+
       it('repeats an unchanged group after repeat_interval', async () => {
         const { lc, trigger, router, hub, clock } = make({ grouping });
         const cluster = `c-${tag()}`;
