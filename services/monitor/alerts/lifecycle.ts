@@ -522,10 +522,17 @@ export class AlertLifecycle {
     // Changed: an alert not in the last notification (one acknowledged, silenced or resolved since
     // leaves without a new notification).
     const changed = ids.some((id) => !group.lastIds.has(id));
-    if (!changed && now - group.lastSentAt < g.repeatIntervalMs) return;
-    // The step: the firing set and the repeat period; two replicas flushing the same group at the
-    // same time compute the same step, and the notification log lets one of them send.
-    const step = `${contentHash}@${Math.floor(now / Math.max(1, g.repeatIntervalMs))}`;
+    // Repeat periods are counted from the group's oldest firing alert (in the store, so every replica
+    // counts the same periods), not from the epoch: two replicas whose flushes of one group fall a
+    // tick or a group_wait apart land in the same period (with the epoch's periods they could fall
+    // either side of a boundary and both send). Unchanged, the group repeats once per new period.
+    const anchor = Math.min(...members.map((m) => m.alert.firedAt));
+    const repeat = Math.max(1, g.repeatIntervalMs);
+    const period = Math.floor((now - anchor) / repeat);
+    if (!changed && period <= Math.floor((group.lastSentAt - anchor) / repeat)) return;
+    // The step: the firing set and the repeat period; two replicas flushing the same group
+    // compute the same step, and the notification log lets one of them send.
+    const step = `${contentHash}@${period}`;
     const nkey: NotificationKey = { groupKey: key, receiver: CHANNELS_RECEIVER, step };
     group.lastIds = new Set(ids);
     group.lastSentAt = now;

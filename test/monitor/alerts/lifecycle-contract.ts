@@ -539,6 +539,47 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(restarted.router.records).toHaveLength(0);
       });
 
+      it('two monitors flushing one group either side of a repeat period boundary still send it once, and repeat it once per repeat_interval', async () => {
+        const short = {
+          groupBy: ['cluster'],
+          groupWaitMs: 30_000,
+          groupIntervalMs: 30_000,
+          repeatIntervalMs: MIN,
+        };
+        const { lc, trigger, router, hub, clock } = make({ grouping: short });
+        const r2 = new RecordingRouter();
+        const other = new AlertHub({
+          router: r2,
+          recentSize: 50,
+          maxWatchers: 3,
+          watchBufferSize: 64,
+          defaultSource: 'monitor',
+          clock,
+          lifecycle: { store: lc.store, grouping: short },
+        });
+        const cluster = `c-${tag()}`;
+        clock.advance(25_000); // 12:00:25
+        await trigger('a', { context: { cluster } });
+        clock.advance(25_000); // 12:00:50: the other monitor first sees the group
+        await other.lifecycle.tick();
+        clock.advance(5_000); // 12:00:55: the first one's group is due
+        await lc.tick();
+        clock.advance(25_000); // 12:01:20: the other's is (a minute later than 12:00:55 by the epoch)
+        await other.lifecycle.tick();
+        await hub.settled();
+        await other.settled();
+        expect(router.records.length + r2.records.length).toBe(1);
+        // Repeats: each monitor ticks every 10 s for 3 minutes; one repeat per minute between them.
+        for (let i = 0; i < 18; i++) {
+          clock.advance(10_000);
+          await lc.tick();
+          await other.lifecycle.tick();
+        }
+        await hub.settled();
+        await other.settled();
+        expect(router.records.length + r2.records.length).toBe(4);
+      });
+
       it('repeats an unchanged group after repeat_interval', async () => {
         const { lc, trigger, router, hub, clock } = make({ grouping });
         const cluster = `c-${tag()}`;
