@@ -118,8 +118,11 @@ export interface SilenceReminder {
 /** Options of {@link AlertLifecycle}. */
 export interface AlertLifecycleOptions {
   store: AlertStore;
-  /** Hands one notification (an alert, a resolved alert, a group summary) to the channels. */
-  deliver: (alert: Alert) => void;
+  /**
+   * Hands one notification (an alert, a resolved alert, a group summary) to the channels; the
+   * promise (when one is returned) settles once the channels are through with it (their retries).
+   */
+  deliver: (alert: Alert) => void | Promise<void>;
   /**
    * The channels a notification of an alert reaches, as `name (type...)` (the area knows them from
    * the config: tiers and minimum severity); the timeline records them.
@@ -534,26 +537,58 @@ export class AlertLifecycle {
     // compute the same step, and the notification log lets one of them send.
     const step = `${contentHash}@${period}`;
     const nkey: NotificationKey = { groupKey: key, receiver: CHANNELS_RECEIVER, step };
+    if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) {
+      // Another monitor has it. Sent: counted as sent here too. Still sending (its lease runs): tried
+      // again at the next flush, so a monitor that died between its row and the send leaves the
+      // group to this one once the lease has run out.
+      if (await this.store.notificationSent(nkey)) {
+        group.lastIds = new Set(ids);
+        group.lastSentAt = now;
+      }
+      return;
+    }
     group.lastIds = new Set(ids);
     group.lastSentAt = now;
-    if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) return;
     const summary = this.groupAlert(group.labels, members, now);
+    let delivered: Promise<void>;
     try {
-      this.options.deliver(summary);
-      await this.store.completeNotification(nkey, this.owner);
+      delivered = Promise.resolve(this.options.deliver(summary));
     } catch (err) {
       await this.store.releaseNotification(nkey, this.owner);
       throw err;
     }
-    for (const m of members) {
-      if (!m.notified) await this.store.markNotified(m.alert.id);
-      await this.store.addTimeline(m.alert.id, {
-        at: now,
-        kind: 'notified',
-        actor: this.receiversOf(summary),
-        detail: `group ${cutCodePoints(key, 200)}`,
-      });
-    }
+    // The row is marked sent (and the members notified) once the channels are through with the
+    // summary, in the background: a monitor killed before leaves the row `sending`, and another
+    // monitor (or this one restarted) takes it over when its lease has run out.
+    this.track(
+      delivered.then(async () => {
+        await this.store.completeNotification(nkey, this.owner);
+        for (const m of members) {
+          if (!m.notified) await this.store.markNotified(m.alert.id);
+          await this.store.addTimeline(m.alert.id, {
+            at: now,
+            kind: 'notified',
+            actor: this.receiversOf(summary),
+            detail: `group ${cutCodePoints(key, 200)}`,
+          });
+        }
+      }),
+    );
+  }
+
+  private readonly pending = new Set<Promise<void>>();
+
+  /** Keeps a background step of a notification until it settles (a failure is logged). */
+  private track(step: Promise<void>): void {
+    const p: Promise<void> = step
+      .catch((err: unknown) => this.logger.error({ err }, 'recording a sent group notification failed'))
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  /** Resolves once the background steps of the notifications sent so far have settled. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
   /** One notification listing a group's alerts (the first {@link LIFECYCLE_LIMITS.groupListed} by name). */

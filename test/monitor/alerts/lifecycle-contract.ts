@@ -580,6 +580,57 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(router.records.length + r2.records.length).toBe(4);
       });
 
+      it('a monitor that dies between the log row of a group and the send (its channel hangs) leaves the group to another, which sends it once the lease ran out, once', async () => {
+        const quick = {
+          groupBy: ['cluster'],
+          groupWaitMs: 30_000,
+          groupIntervalMs: 30_000,
+          repeatIntervalMs: 60 * MIN,
+        };
+        const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
+        const store = backend.store(clock);
+        const hub = (router: AlertRouter) =>
+          new AlertHub({
+            router,
+            recentSize: 50,
+            maxWatchers: 3,
+            watchBufferSize: 64,
+            defaultSource: 'monitor',
+            clock,
+            lifecycle: { store, grouping: quick, claimLeaseMs: 50 },
+          });
+        const handed: AlertRecord[] = [];
+        const dying = hub({
+          dispatch: (record) => {
+            handed.push(record);
+            return new Promise<void>(() => undefined); // the webhook hangs; then the process is killed
+          },
+          shutdown: async () => undefined,
+        });
+        const survivorRouter = new RecordingRouter();
+        const survivor = hub(survivorRouter);
+        const cluster = `c-${tag()}`;
+        for (const t of ['a', 'b'])
+          await dying.raise({ kind: 'generic', title: t, severity: 'high', context: { cluster } });
+        await survivor.lifecycle.tick();
+        clock.advance(30_000);
+        await dying.lifecycle.tick(); // the log row, then the send that never ends
+        expect(handed).toHaveLength(1);
+        await survivor.lifecycle.tick(); // the dying one's lease still runs: nothing
+        expect(survivorRouter.records).toHaveLength(0);
+        await new Promise((r) => setTimeout(r, 200)); // the lease, on the database's clock
+        clock.advance(30_000);
+        await survivor.lifecycle.tick();
+        await survivor.settled();
+        expect(survivorRouter.records.map((r) => r.title)).toEqual([`[FIRING:2] cluster=${cluster}`]);
+        for (let i = 0; i < 3; i++) {
+          clock.advance(30_000);
+          await survivor.lifecycle.tick();
+        }
+        await survivor.settled();
+        expect(survivorRouter.records).toHaveLength(1);
+      });
+
       it('repeats an unchanged group after repeat_interval', async () => {
         const { lc, trigger, router, hub, clock } = make({ grouping });
         const cluster = `c-${tag()}`;
