@@ -28,11 +28,18 @@ interface Delivery {
   count: number;
 }
 
+/** A request the webhook holds without answering (the pager hangs), with the replica that sent it. */
+let hangNext: ((service: string) => boolean) | undefined;
+const hung: Array<{ replica: string; service: string }> = [];
+
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let hook: TestServer;
 const delivered: Delivery[] = [];
 const procs = new Map<string, ServiceProcess>();
-const clients = new Map<string, { monitor: Client<typeof MonitorService>; alerts: Client<typeof AlertService> }>();
+const clients = new Map<
+  string,
+  { monitor: Client<typeof MonitorService>; alerts: Client<typeof AlertService> }
+>();
 
 const toService = (service: string) => delivered.filter((d) => d.service === service);
 const eq = (name: string, value: string) => ({ name, operator: MatchOperator.EQUAL, value });
@@ -47,40 +54,45 @@ beforeAll(async () => {
         title: string;
         context?: Record<string, string>;
       };
-      delivered.push({
-        title: body.title,
-        service: body.context?.service ?? '',
-        count: Number(body.context?.alert_count ?? 0),
-      });
+      const service = body.context?.service ?? '';
+      if (hangNext?.(service)) {
+        hangNext = undefined;
+        hung.push({ replica: String(req.url).split('/').pop()!, service });
+        return; // never answered
+      }
+      delivered.push({ title: body.title, service, count: Number(body.context?.alert_count ?? 0) });
       res.end('ok');
     });
   });
-  for (const name of ['a', 'b']) {
-    const proc = await startServiceProcess(
-      'monitor',
-      {
-        SVC_MONITOR__DATABASE__URL: db.url,
-        SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
-          { name: 'hook', type: 'webhook', webhook: { url: `${hook.url}/pager` } },
-        ]),
-        SVC_MONITOR__ALERTS__GROUPING__GROUP_BY: '["service"]',
-        SVC_MONITOR__ALERTS__GROUPING__GROUP_WAIT_SECONDS: '3',
-        SVC_MONITOR__ALERTS__GROUPING__GROUP_INTERVAL_SECONDS: '3',
-        SVC_MONITOR__ALERTS__GROUPING__REPEAT_INTERVAL_SECONDS: String(REPEAT_S),
-      },
-      { startTimeoutMs: 180_000 },
-    );
-    procs.set(name, proc);
-    const transport = createConnectTransport({
-      baseUrl: `http://127.0.0.1:${proc.httpPort}`,
-      httpVersion: '1.1',
-    });
-    clients.set(name, {
-      monitor: createClient(MonitorService, transport),
-      alerts: createClient(AlertService, transport),
-    });
-  }
+  for (const name of ['a', 'b']) await startReplica(name);
 });
+
+async function startReplica(name: string): Promise<void> {
+  const proc = await startServiceProcess(
+    'monitor',
+    {
+      SVC_MONITOR__DATABASE__URL: db.url,
+      // Each replica posts to a path of its own, so the webhook knows who sent.
+      SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
+        { name: 'hook', type: 'webhook', webhook: { url: `${hook.url}/pager/${name}`, timeout_ms: 60_000 } },
+      ]),
+      SVC_MONITOR__ALERTS__GROUPING__GROUP_BY: '["service"]',
+      SVC_MONITOR__ALERTS__GROUPING__GROUP_WAIT_SECONDS: '3',
+      SVC_MONITOR__ALERTS__GROUPING__GROUP_INTERVAL_SECONDS: '3',
+      SVC_MONITOR__ALERTS__GROUPING__REPEAT_INTERVAL_SECONDS: String(REPEAT_S),
+    },
+    { startTimeoutMs: 180_000 },
+  );
+  procs.set(name, proc);
+  const transport = createConnectTransport({
+    baseUrl: `http://127.0.0.1:${proc.httpPort}`,
+    httpVersion: '1.1',
+  });
+  clients.set(name, {
+    monitor: createClient(MonitorService, transport),
+    alerts: createClient(AlertService, transport),
+  });
+}
 afterAll(async () => {
   for (const p of procs.values()) await p.stop('SIGKILL', 1000);
   await hook?.close();
@@ -104,7 +116,9 @@ it('200 alerts of one outage sent half to each replica make exactly one group no
   await waitFor(() => toService('checkout').length >= 1, 'the group notification', 60_000);
   // Both replicas flush the group (group_interval 3 s) within the repeat interval: still one.
   await sleep(REPEAT_S * 500);
-  expect(toService('checkout')).toEqual([{ title: '[FIRING:200] service=checkout', service: 'checkout', count: 200 }]);
+  expect(toService('checkout')).toEqual([
+    { title: '[FIRING:200] service=checkout', service: 'checkout', count: 200 },
+  ]);
 });
 
 it('either replica answers reads; a silence made on one mutes alerts triggered on the other', async () => {
@@ -135,7 +149,9 @@ it('either replica answers reads; a silence made on one mutes alerts triggered o
     createdBy: 'ops',
     comment: 'billing migration',
   });
-  expect((await client('a').alerts.listSilences({})).silences.map((s) => s.id)).toContain(silence.silence!.id);
+  expect((await client('a').alerts.listSilences({})).silences.map((s) => s.id)).toContain(
+    silence.silence!.id,
+  );
   const muted = await client('a').monitor.sendAlert({
     title: 'billing slow',
     severity: 'critical',
@@ -180,4 +196,32 @@ it('the replica holding a group is killed before the group is due: the other sen
   expect(toService('payments')).toEqual([
     { title: '[FIRING:10] service=payments', service: 'payments', count: 10 },
   ]);
+});
+
+it('the replica sending a group is killed while the webhook holds its request: the other sends the group (when the lease of its claim or the repeat period runs out), once', async () => {
+  await startReplica('c');
+  hangNext = (service) => service === 'orders';
+  await Promise.all(
+    [...Array(6).keys()].map((i) =>
+      client(i % 2 ? 'b' : 'c').monitor.sendAlert({
+        title: `orders shard ${i} read-only`,
+        severity: 'critical',
+        context: { ...P0, service: 'orders' },
+      }),
+    ),
+  );
+  await waitFor(() => hung.length === 1, 'the hung group request', 60_000);
+  const sender = hung[0]!.replica;
+  const survivor = sender === 'b' ? 'c' : 'b';
+  expect(await procs.get(sender)!.stop('SIGKILL')).toBeNull();
+  procs.delete(sender);
+  // The notification log row of the killed sender stays `sending` (it is marked sent only once the
+  // channels are through) with a 60 s lease on the database's clock; the survivor tries again at
+  // each group_interval and sends when the lease has run out or the next repeat period (6 s) began,
+  // whichever comes first. The held request was never answered: nothing reached the pager twice.
+  await waitFor(() => toService('orders').length >= 1, 'the orders group from the survivor', 150_000);
+  await sleep(REPEAT_S * 500);
+  expect(toService('orders')).toEqual([{ title: '[FIRING:6] service=orders', service: 'orders', count: 6 }]);
+  const detail = await client(survivor).alerts.listAlerts({ matchers: [eq('service', 'orders')] });
+  expect(detail.alerts).toHaveLength(6);
 });

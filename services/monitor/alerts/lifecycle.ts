@@ -531,8 +531,11 @@ export class AlertLifecycle {
     // either side of a boundary and both send). Unchanged, the group repeats once per new period.
     const anchor = Math.min(...members.map((m) => m.alert.firedAt));
     const repeat = Math.max(1, g.repeatIntervalMs);
-    const period = Math.floor((now - anchor) / repeat);
-    if (!changed && period <= Math.floor((group.lastSentAt - anchor) / repeat)) return;
+    // Periods start at the oldest alert's group_wait, when the first notification is due, so the
+    // first repeat comes a repeat_interval after it.
+    const start = anchor + g.groupWaitMs;
+    const period = Math.floor((now - start) / repeat);
+    if (!changed && period <= Math.floor((group.lastSentAt - start) / repeat)) return;
     // The step: the firing set and the repeat period; two replicas flushing the same group
     // compute the same step, and the notification log lets one of them send.
     const step = `${contentHash}@${period}`;
