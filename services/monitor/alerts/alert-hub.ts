@@ -356,7 +356,7 @@ export class AlertHub implements AlertDispatcherProtocol {
       sourceService: alert.sourceService,
     };
     ALERTS.set(record, kept);
-    this.route(record);
+    void this.route(record);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
     return { alert: kept, opened: triggered.opened };
@@ -385,15 +385,20 @@ export class AlertHub implements AlertDispatcherProtocol {
 
   /** Resolves once every alert raised so far has been handed on by the channels of its tier. */
   async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    do {
+      while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+      await this.lifecycle.settled();
+    } while (this.pending.size > 0);
   }
 
-  private route(record: AlertRecord): void {
+  /** Hands a record to the router in the background; the promise settles when the router is through. */
+  private route(record: AlertRecord): Promise<void> {
     const routing = this.options.router
       .dispatch(record)
       .catch((err: unknown) => this.logger.error({ err, alertId: record.id }, 'alert routing failed'))
       .finally(() => this.pending.delete(routing));
     this.pending.add(routing);
+    return routing;
   }
 
   /** AlertDispatcherProtocol: an alert whose context names an `slo` is kind SLO, named after it. */

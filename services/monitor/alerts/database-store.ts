@@ -389,6 +389,16 @@ export class DatabaseAlertStore implements AlertStore {
     return taken.length > 0;
   }
 
+  async notificationSent(key: NotificationKey): Promise<boolean> {
+    const found = rows<{ state: string }>(
+      await this.knex.raw(
+        `SELECT state FROM monitor_notification_log WHERE group_key = ? AND receiver = ? AND step = ?`,
+        [key.groupKey, key.receiver, key.step],
+      ),
+    );
+    return found[0]?.state === 'sent';
+  }
+
   async completeNotification(key: NotificationKey, owner: string): Promise<void> {
     await this.knex.raw(
       `UPDATE monitor_notification_log SET state = 'sent'

@@ -24,7 +24,13 @@ import { cutText } from '../../../shared/text/cut';
 
 /** Cut on code points (an alert's bounds count characters). */
 const cutCodePoints = (s: string, max: number) => cutText(s, max, { unit: 'code_point', ellipsis: '…' });
-import { BusinessHours, WEEKDAYS, type Weekday, resolveTier } from '../../../shared/monitoring/alerts/tiers';
+import {
+  ALERT_TIERS,
+  BusinessHours,
+  WEEKDAYS,
+  type Weekday,
+  resolveTier,
+} from '../../../shared/monitoring/alerts/tiers';
 import type { Alert } from './alert';
 import {
   type CompiledMatcher,
@@ -112,8 +118,11 @@ export interface SilenceReminder {
 /** Options of {@link AlertLifecycle}. */
 export interface AlertLifecycleOptions {
   store: AlertStore;
-  /** Hands one notification (an alert, a resolved alert, a group summary) to the channels. */
-  deliver: (alert: Alert) => void;
+  /**
+   * Hands one notification (an alert, a resolved alert, a group summary) to the channels; the
+   * promise (when one is returned) settles once the channels are through with it (their retries).
+   */
+  deliver: (alert: Alert) => void | Promise<void>;
   /**
    * The channels a notification of an alert reaches, as `name (type...)` (the area knows them from
    * the config: tiers and minimum severity); the timeline records them.
@@ -427,6 +436,33 @@ export class AlertLifecycle {
       });
   }
 
+  /**
+   * Groups are held in memory, but their members are in the store: an open firing alert whose group
+   * this monitor does not hold (triggered on another replica, or before a restart) makes this monitor
+   * hold it too, due `group_wait` from now, with its already notified members counted as sent (so a
+   * restart or a second replica repeats nothing before `repeat_interval`). A replica that was killed
+   * before its group was due thus leaves it to the others; the notification log lets one of them send.
+   */
+  private adoptGroups(open: AlertEntry[], now: number): void {
+    const adopted = new Set<string>();
+    for (const e of open) {
+      if (e.state !== 'triggered' || e.silencedBy || e.inhibitedBy) continue;
+      const { key, labels } = this.groupKey(e.labels);
+      let group = this.groups.get(key);
+      if (!group) {
+        group = {
+          labels,
+          nextFlushAt: now + this.grouping!.groupWaitMs,
+          lastIds: new Set(),
+          lastSentAt: now,
+        };
+        this.groups.set(key, group);
+        adopted.add(key);
+      }
+      if (e.notified && adopted.has(key)) group.lastIds.add(e.alert.id);
+    }
+  }
+
   /** The open, unmuted, unacknowledged alerts of a group, newest first. */
   private async members(key: string, open: AlertEntry[]): Promise<AlertEntry[]> {
     return open.filter(
@@ -456,6 +492,7 @@ export class AlertLifecycle {
     }
     if (this.grouping) {
       open = await this.store.open(LIFECYCLE_LIMITS.openScan);
+      this.adoptGroups(open, now);
       for (const [key, group] of this.groups) {
         if (group.nextFlushAt > now) continue;
         await this.flushGroup(key, group, open, now);
@@ -488,31 +525,73 @@ export class AlertLifecycle {
     // Changed: an alert not in the last notification (one acknowledged, silenced or resolved since
     // leaves without a new notification).
     const changed = ids.some((id) => !group.lastIds.has(id));
-    if (!changed && now - group.lastSentAt < g.repeatIntervalMs) return;
-    // The step: the firing set and the repeat period; two replicas flushing the same group at the
-    // same time compute the same step, and the notification log lets one of them send.
-    const step = `${contentHash}@${Math.floor(now / Math.max(1, g.repeatIntervalMs))}`;
+    // Repeat periods are counted from the group's oldest firing alert (in the store, so every replica
+    // counts the same periods), not from the epoch: two replicas whose flushes of one group fall a
+    // tick or a group_wait apart land in the same period (with the epoch's periods they could fall
+    // either side of a boundary and both send). Unchanged, the group repeats once per new period.
+    const anchor = Math.min(...members.map((m) => m.alert.firedAt));
+    const repeat = Math.max(1, g.repeatIntervalMs);
+    // Periods start at the oldest alert's group_wait, when the first notification is due, so the
+    // first repeat comes a repeat_interval after it.
+    const start = anchor + g.groupWaitMs;
+    const period = Math.floor((now - start) / repeat);
+    if (!changed && period <= Math.floor((group.lastSentAt - start) / repeat)) return;
+    // The step: the firing set and the repeat period; two replicas flushing the same group
+    // compute the same step, and the notification log lets one of them send.
+    const step = `${contentHash}@${period}`;
     const nkey: NotificationKey = { groupKey: key, receiver: CHANNELS_RECEIVER, step };
+    if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) {
+      // Another monitor has it. Sent: counted as sent here too. Still sending (its lease runs): tried
+      // again at the next flush, so a monitor that died between its row and the send leaves the
+      // group to this one once the lease has run out.
+      if (await this.store.notificationSent(nkey)) {
+        group.lastIds = new Set(ids);
+        group.lastSentAt = now;
+      }
+      return;
+    }
     group.lastIds = new Set(ids);
     group.lastSentAt = now;
-    if (!(await this.store.claimNotification(nkey, this.owner, this.claimLeaseMs))) return;
     const summary = this.groupAlert(group.labels, members, now);
+    let delivered: Promise<void>;
     try {
-      this.options.deliver(summary);
-      await this.store.completeNotification(nkey, this.owner);
+      delivered = Promise.resolve(this.options.deliver(summary));
     } catch (err) {
       await this.store.releaseNotification(nkey, this.owner);
       throw err;
     }
-    for (const m of members) {
-      if (!m.notified) await this.store.markNotified(m.alert.id);
-      await this.store.addTimeline(m.alert.id, {
-        at: now,
-        kind: 'notified',
-        actor: this.receiversOf(summary),
-        detail: `group ${cutCodePoints(key, 200)}`,
-      });
-    }
+    // The row is marked sent (and the members notified) once the channels are through with the
+    // summary, in the background: a monitor killed before leaves the row `sending`, and another
+    // monitor (or this one restarted) takes it over when its lease has run out.
+    this.track(
+      delivered.then(async () => {
+        await this.store.completeNotification(nkey, this.owner);
+        for (const m of members) {
+          if (!m.notified) await this.store.markNotified(m.alert.id);
+          await this.store.addTimeline(m.alert.id, {
+            at: now,
+            kind: 'notified',
+            actor: this.receiversOf(summary),
+            detail: `group ${cutCodePoints(key, 200)}`,
+          });
+        }
+      }),
+    );
+  }
+
+  private readonly pending = new Set<Promise<void>>();
+
+  /** Keeps a background step of a notification until it settles (a failure is logged). */
+  private track(step: Promise<void>): void {
+    const p: Promise<void> = step
+      .catch((err: unknown) => this.logger.error({ err }, 'recording a sent group notification failed'))
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  /** Resolves once the background steps of the notifications sent so far have settled. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
   /** One notification listing a group's alerts (the first {@link LIFECYCLE_LIMITS.groupListed} by name). */
@@ -537,7 +616,14 @@ export class AlertLifecycle {
       title: cutCodePoints(`[FIRING:${members.length}] ${name}`, 256),
       message: cutCodePoints(lines.join('\n'), 4096),
       severity: worst,
-      context: { ...labels, alert_count: String(members.length), alert_state: 'firing' },
+      // The most urgent tier of its members: without one the summary would be P1 (held outside
+      // business hours) whatever its alerts said.
+      context: {
+        ...labels,
+        alert_count: String(members.length),
+        alert_state: 'firing',
+        tier: ALERT_TIERS.find((t) => members.some((m) => resolveTier(m.alert.context.tier) === t))!,
+      },
       sourceService: members[0]!.alert.sourceService,
       firedAt: now,
       state: 'triggered',

@@ -308,6 +308,10 @@ export class InMemoryAlertStore implements AlertStore {
     return true;
   }
 
+  async notificationSent(key: NotificationKey): Promise<boolean> {
+    return this.log.get(InMemoryAlertStore.logKey(key))?.state === 'sent';
+  }
+
   async completeNotification(key: NotificationKey, owner: string): Promise<void> {
     const row = this.log.get(InMemoryAlertStore.logKey(key));
     if (row && row.owner === owner) row.state = 'sent';

@@ -156,6 +156,8 @@ export interface AlertStore {
    * lease ran out (its sender crashed before finishing). False when it is sent or being sent.
    */
   claimNotification(key: NotificationKey, owner: string, leaseMs: number): Promise<boolean>;
+  /** True when the notification's row is `sent` (by whichever monitor claimed it). */
+  notificationSent(key: NotificationKey): Promise<boolean>;
   /** Marks a claimed notification sent. */
   completeNotification(key: NotificationKey, owner: string): Promise<void>;
   /** Gives a claim back after a failed send, so the next attempt may claim it at once. */

@@ -489,6 +489,148 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(router.records).toHaveLength(1);
       });
 
+      it('the group notification goes out at the tier of its most urgent member (a P1 summary would wait for business hours)', async () => {
+        const { lc, trigger, router, hub, clock } = make({ grouping });
+        const cluster = `c-${tag()}`;
+        await trigger('a', { context: { cluster, tier: 'P2_DIGEST' } });
+        await trigger('b', { context: { cluster, tier: 'P0_PAGE' } });
+        clock.advance(30_000);
+        await lc.tick();
+        await hub.settled();
+        expect(router.records).toHaveLength(1);
+        expect(router.records[0]!.context).toMatchObject({ cluster, tier: 'P0_PAGE', alert_count: '2' });
+      });
+
+      it('a lifecycle that did not see the triggers (another replica, a restarted monitor) sends their group when due, once; notified alerts are not sent again', async () => {
+        const { lc, trigger, router, hub, clock } = make({ grouping });
+        const cluster = `c-${tag()}`;
+        await trigger('a', { context: { cluster } });
+        await trigger('b', { context: { cluster } });
+        const other = () => {
+          const r = new RecordingRouter();
+          const h = new AlertHub({
+            router: r,
+            recentSize: 50,
+            maxWatchers: 3,
+            watchBufferSize: 64,
+            defaultSource: 'monitor',
+            clock,
+            lifecycle: { store: lc.store, grouping },
+          });
+          return { router: r, hub: h, lc: h.lifecycle };
+        };
+        const replica = other();
+        await replica.lc.tick();
+        expect(replica.router.records).toHaveLength(0);
+        clock.advance(30_000);
+        await replica.lc.tick();
+        await replica.hub.settled();
+        expect(replica.router.records.map((r) => r.title)).toEqual([`[FIRING:2] cluster=${cluster}`]);
+        // The monitor that took the triggers flushes the same group: the log lets one send.
+        await lc.tick();
+        await hub.settled();
+        expect(router.records).toHaveLength(0);
+        // A monitor started afterwards (a restart) finds the group notified: nothing before repeat_interval.
+        const restarted = other();
+        await restarted.lc.tick();
+        clock.advance(5 * MIN);
+        await restarted.lc.tick();
+        await restarted.hub.settled();
+        expect(restarted.router.records).toHaveLength(0);
+      });
+
+      it('two monitors flushing one group either side of a repeat period boundary still send it once, and repeat it once per repeat_interval', async () => {
+        const short = {
+          groupBy: ['cluster'],
+          groupWaitMs: 30_000,
+          groupIntervalMs: 30_000,
+          repeatIntervalMs: MIN,
+        };
+        const { lc, trigger, router, hub, clock } = make({ grouping: short });
+        const r2 = new RecordingRouter();
+        const other = new AlertHub({
+          router: r2,
+          recentSize: 50,
+          maxWatchers: 3,
+          watchBufferSize: 64,
+          defaultSource: 'monitor',
+          clock,
+          lifecycle: { store: lc.store, grouping: short },
+        });
+        const cluster = `c-${tag()}`;
+        clock.advance(25_000); // 12:00:25
+        await trigger('a', { context: { cluster } });
+        clock.advance(25_000); // 12:00:50: the other monitor first sees the group
+        await other.lifecycle.tick();
+        clock.advance(5_000); // 12:00:55: the first one's group is due
+        await lc.tick();
+        clock.advance(25_000); // 12:01:20: the other's is (a minute later than 12:00:55 by the epoch)
+        await other.lifecycle.tick();
+        await hub.settled();
+        await other.settled();
+        expect(router.records.length + r2.records.length).toBe(1);
+        // Repeats: each monitor ticks every 10 s for 3 minutes; one repeat per minute between them.
+        for (let i = 0; i < 18; i++) {
+          clock.advance(10_000);
+          await lc.tick();
+          await other.lifecycle.tick();
+        }
+        await hub.settled();
+        await other.settled();
+        expect(router.records.length + r2.records.length).toBe(4);
+      });
+
+      it('a monitor that dies between the log row of a group and the send (its channel hangs) leaves the group to another, which sends it once the lease ran out, once', async () => {
+        const quick = {
+          groupBy: ['cluster'],
+          groupWaitMs: 30_000,
+          groupIntervalMs: 30_000,
+          repeatIntervalMs: 60 * MIN,
+        };
+        const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
+        const store = backend.store(clock);
+        const hub = (router: AlertRouter) =>
+          new AlertHub({
+            router,
+            recentSize: 50,
+            maxWatchers: 3,
+            watchBufferSize: 64,
+            defaultSource: 'monitor',
+            clock,
+            lifecycle: { store, grouping: quick, claimLeaseMs: 50 },
+          });
+        const handed: AlertRecord[] = [];
+        const dying = hub({
+          dispatch: (record) => {
+            handed.push(record);
+            return new Promise<void>(() => undefined); // the webhook hangs; then the process is killed
+          },
+          shutdown: async () => undefined,
+        });
+        const survivorRouter = new RecordingRouter();
+        const survivor = hub(survivorRouter);
+        const cluster = `c-${tag()}`;
+        for (const t of ['a', 'b'])
+          await dying.raise({ kind: 'generic', title: t, severity: 'high', context: { cluster } });
+        await survivor.lifecycle.tick();
+        clock.advance(30_000);
+        await dying.lifecycle.tick(); // the log row, then the send that never ends
+        expect(handed).toHaveLength(1);
+        await survivor.lifecycle.tick(); // the dying one's lease still runs: nothing
+        expect(survivorRouter.records).toHaveLength(0);
+        await new Promise((r) => setTimeout(r, 200)); // the lease, on the database's clock
+        clock.advance(30_000);
+        await survivor.lifecycle.tick();
+        await survivor.settled();
+        expect(survivorRouter.records.map((r) => r.title)).toEqual([`[FIRING:2] cluster=${cluster}`]);
+        for (let i = 0; i < 3; i++) {
+          clock.advance(30_000);
+          await survivor.lifecycle.tick();
+        }
+        await survivor.settled();
+        expect(survivorRouter.records).toHaveLength(1);
+      });
+
       it('repeats an unchanged group after repeat_interval', async () => {
         const { lc, trigger, router, hub, clock } = make({ grouping });
         const cluster = `c-${tag()}`;

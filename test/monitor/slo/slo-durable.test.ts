@@ -12,7 +12,11 @@ import { MemorySloStateStore } from '../../../services/monitor/slo/store';
 import { loadMonitorConfig } from '../../../services/monitor/config';
 import { ManualClock } from '../../support/manual-clock';
 import { listen } from '../../shared/monitoring/helpers';
-import { waitFor } from '../../support/wait';
+import { until } from '../../support/wait';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { timestampMs } from '@bufbuild/protobuf/wkt';
+import { AlertService, MatchOperator, TimelineEventKind } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 const running: RunningMonitorApp[] = [];
@@ -116,7 +120,7 @@ describe('SLOs in the monitor database', () => {
 });
 
 describe('the SLO evaluator on two monitors sharing one database', () => {
-  it('runs once per interval between them: one alert per interval reaches the webhook, not two', async () => {
+  it('runs once per interval between them: one evaluation per interval updates the SLO alert, one notification reaches the webhook', async () => {
     const posts: number[] = [];
     const hook = await listen((req, res) => {
       req.resume();
@@ -127,7 +131,8 @@ describe('the SLO evaluator on two monitors sharing one database', () => {
     });
     try {
       const config: MonitorConfigInput = {
-        // Every evaluation of a violated SLO sends (no suppression): one alert per evaluation.
+        // Every evaluation of a violated SLO raises (no suppression); since issue 27's lifecycle the
+        // raises of one SLO are one alert `slo:<name>` (a dedup key): each evaluation counts on it.
         slo: { evaluation_interval_seconds: 2, suppression_window_seconds: 0 },
         alerts: {
           channels: [
@@ -136,15 +141,40 @@ describe('the SLO evaluator on two monitors sharing one database', () => {
         },
       };
       const a = await start(config);
-      await start(config);
+      const b = await start(config);
       await a.monitorConnect.registerSlo({ slo: { ...slo('lease-p99', 'lease.latency'), tier: 'P0_PAGE' } });
       await a.monitorConnect.recordSloSamples({ metric: 'lease.latency', valuesMs: [5000] });
-      await waitFor(() => posts.length >= 4, 'four evaluations with an alert', 60_000);
-      // Each monitor evaluating on its own would send two alerts per interval, close together; under
+      const alerts = createClient(
+        AlertService,
+        createConnectTransport({ baseUrl: b.baseUrl, httpVersion: '1.1' }),
+      );
+      const sloAlert = async () =>
+        (
+          await alerts.listAlerts({
+            matchers: [{ name: 'alertname', operator: MatchOperator.EQUAL, value: 'lease-p99' }],
+          })
+        ).alerts;
+      await until(
+        async () => ((await sloAlert())[0]?.count ?? 0) >= 4,
+        'four evaluations with an alert',
+        60_000,
+      );
+      const [open, ...others] = await sloAlert();
+      expect(others).toEqual([]);
+      expect(open!.dedupKey).toBe('slo:lease-p99');
+      const detail = (await alerts.getAlert({ alertId: open!.alert!.id })).alert!;
+      // Each raise is in the timeline (triggered, then updated), stamped with the raising monitor's clock.
+      const raised = detail.timeline
+        .filter((t) => t.kind === TimelineEventKind.TRIGGERED || t.kind === TimelineEventKind.UPDATED)
+        .map((t) => Number(timestampMs(t.at!)));
+      expect(raised.length).toBeGreaterThanOrEqual(4);
+      // Each monitor evaluating on its own would raise twice per interval, close together; under
       // the lease consecutive evaluations are at least 1.8 s apart on the database's clock (one
       // second leaves room for a slow machine).
-      const gaps = posts.slice(1).map((t, i) => t - posts[i]!);
+      const gaps = raised.slice(1).map((t, i) => t - raised[i]!);
       expect(Math.min(...gaps)).toBeGreaterThan(1000);
+      // The raises after the first update the open alert: one notification, not one per evaluation.
+      expect(posts).toHaveLength(1);
     } finally {
       await Promise.all(running.splice(0).map((r) => r.close()));
       await hook.close();
