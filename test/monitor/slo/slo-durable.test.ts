@@ -168,11 +168,13 @@ describe('the SLO evaluator on two monitors sharing one database', () => {
         .filter((t) => t.kind === TimelineEventKind.TRIGGERED || t.kind === TimelineEventKind.UPDATED)
         .map((t) => Number(timestampMs(t.at!)));
       expect(raised.length).toBeGreaterThanOrEqual(4);
-      // Each monitor evaluating on its own would raise twice per interval, close together; under
-      // the lease consecutive evaluations are at least 1.8 s apart on the database's clock (one
-      // second leaves room for a slow machine).
-      const gaps = raised.slice(1).map((t, i) => t - raised[i]!);
-      expect(Math.min(...gaps)).toBeGreaterThan(1000);
+      // Each monitor evaluating on its own would raise twice per interval; under the lease
+      // consecutive evaluations are at least 1.8 s apart on the database's clock. The count over the
+      // whole span is bounded (one per 1.8 s, plus one for the jitter of the two end points): a loaded
+      // machine only makes evaluations later, never more, and one short gap between two stamps
+      // (a raise delayed after its lease) does not add up over many.
+      const span = raised[raised.length - 1]! - raised[0]!;
+      expect(raised.length).toBeLessThanOrEqual(Math.floor(span / 1800) + 2);
       // The raises after the first update the open alert: one notification, not one per evaluation.
       expect(posts).toHaveLength(1);
     } finally {
