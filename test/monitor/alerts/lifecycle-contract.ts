@@ -597,7 +597,9 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
             watchBufferSize: 64,
             defaultSource: 'monitor',
             clock,
-            lifecycle: { store, grouping: quick, claimLeaseMs: 50 },
+            // Long enough that the survivor's first tick falls inside it on a loaded machine (50 ms did
+            // not, in CI); the claim lease runs on the database's clock, which a test cannot advance.
+            lifecycle: { store, grouping: quick, claimLeaseMs: 3_000 },
           });
         const handed: AlertRecord[] = [];
         const dying = hub({
@@ -618,7 +620,7 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(handed).toHaveLength(1);
         await survivor.lifecycle.tick(); // the dying one's lease still runs: nothing
         expect(survivorRouter.records).toHaveLength(0);
-        await new Promise((r) => setTimeout(r, 200)); // the lease, on the database's clock
+        await new Promise((r) => setTimeout(r, 3_200)); // the lease, on the database's clock
         clock.advance(30_000);
         await survivor.lifecycle.tick();
         await survivor.settled();
