@@ -48,6 +48,14 @@ import { DatabaseTargetStateStore } from './targets/store';
 import type { AlertStore } from './alerts/store';
 import { DatabaseAlertStore } from './alerts/database-store';
 import { InMemoryAlertStore } from './alerts/memory-store';
+import { AckLinks } from './oncall/ack-links';
+import { EscalationAcknowledger, EscalationEngine } from './oncall/escalation';
+import { DatabaseEscalationStore } from './oncall/escalation-database-store';
+import { MemoryEscalationStore } from './oncall/escalation-store';
+import { EscalationWorker } from './oncall/escalation-worker';
+import type { OnCallLookup, PageAcknowledger } from './oncall/ports';
+import { NotificationPager } from './notification/notification-client';
+import { onCallAckRoutes } from './web/oncall-ack-routes';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -65,6 +73,8 @@ export interface MonitorApp {
   readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
   pullMetrics?: PullMetricsBackend;
+  /** On-call escalation (issue 28), when `oncall.escalation_policies` lists any. */
+  escalation?: { engine: EscalationEngine; acknowledger: PageAcknowledger };
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -78,6 +88,8 @@ export const MONITOR_MIGRATION_SETS: readonly MigrationSet[] = [
 export interface MonitorAppParts {
   /** What the status page shows; default: built from the areas (until they are wired, empty). */
   statusSource?: StatusSource;
+  /** Who is on call (the schedules: `{schedule: name}` escalation targets); none: such targets page nobody. */
+  onCall?: OnCallLookup;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -336,6 +348,47 @@ async function assembleMonitorApp(
   server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
   lifecycle.worker('status-page', statusPage);
 
+  // --- on call: escalation (issue 28, O2; oncall/README.md "Escalation"). No policies: nothing runs. ---
+  let escalation: MonitorApp['escalation'];
+  if (config.oncall.escalation_policies.length > 0) {
+    const paging = config.oncall.paging;
+    const escalationStore = storage ? new DatabaseEscalationStore(storage.knex) : new MemoryEscalationStore();
+    const links = new AckLinks({ signingKey: paging.signing_key, publicBaseUrl: paging.public_base_url });
+    const pager = new NotificationPager({
+      grpc_address: paging.grpc_address!,
+      api_token: paging.api_token,
+      timeout_ms: paging.timeout_ms,
+    });
+    lifecycle.worker('oncall-pager', { start: async () => undefined, stop: async () => pager.close() });
+    const engine = new EscalationEngine({
+      alerts: alertStore,
+      store: escalationStore,
+      policies: config.oncall.escalation_policies,
+      pager,
+      links,
+      ...(parts.onCall ? { onCall: parts.onCall } : {}),
+      category: paging.category,
+      linkTtlMs: paging.link_ttl_minutes * 60_000,
+      codeTtlMs: paging.code_ttl_minutes * 60_000,
+      claimLeaseMs: paging.claim_lease_seconds * 1000,
+      maxActive: paging.max_active,
+      logger,
+    });
+    const acknowledger = new EscalationAcknowledger({
+      alerts: alertStore,
+      lifecycle: alertHub.lifecycle,
+      store: escalationStore,
+      links,
+      logger,
+    });
+    lifecycle.worker(
+      'oncall-escalation',
+      new EscalationWorker(engine, jobLease, paging.tick_seconds * 1000, logger),
+    );
+    server.routes.add(...onCallAckRoutes({ acknowledger, alerts: alertStore, logger }));
+    escalation = { engine, acknowledger };
+  }
+
   const observability = new ServiceObservability({
     server,
     registry,
@@ -356,6 +409,7 @@ async function assembleMonitorApp(
     targets,
     storage,
     pullMetrics,
+    escalation,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

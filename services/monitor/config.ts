@@ -33,6 +33,7 @@ import { MONITOR_SCOPES } from './rpc/scopes';
 import { SLOConfigSchema } from './slo/config';
 import { TargetConfigSchema } from './targets/config';
 import { WebConfigSchema } from './web/config';
+import { checkEscalation, escalationConfigShape } from './oncall/escalation-config';
 
 // Each area's section has its home beside the area; this file composes them.
 export { SLOSchema, SLOConfigSchema, type SLO, type SLOConfig } from './slo/config';
@@ -185,8 +186,11 @@ export const MonitorConfigSchema = z
       .default(() => [])
       .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
+    /** On call (issue 28): escalation policies and paging (oncall/escalation-config.ts). */
+    oncall: z.strictObject({ ...escalationConfigShape() }).prefault({}),
   })
-  .superRefine(requireApiTokensInProduction);
+  .superRefine(requireApiTokensInProduction)
+  .superRefine((c, ctx) => checkEscalation(c.oncall, ctx, ['oncall'], c.environment));
 
 /** Validated monitor config. */
 export type MonitorConfig = z.infer<typeof MonitorConfigSchema>;

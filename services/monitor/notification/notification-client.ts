@@ -9,6 +9,10 @@
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { context, propagation } from '@opentelemetry/api';
 import { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
+import { NotifyService, SkipReason } from '../../../shared/gen/svc/notification/v1/notify_pb';
+import { TemplateChannel } from '../../../shared/gen/svc/notification/v1/templates_pb';
+import { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
+import { type Pager, PagerError, type PageRequest, type PageResult } from '../oncall/pager';
 import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
 import {
   type AlertEmail,
@@ -90,5 +94,84 @@ export class NotificationClient implements AlertNotifier {
   /** Closes the connection to the notification service. */
   close(): void {
     this.rpc.close();
+  }
+}
+
+/** The on-call paging settings this client needs (`monitor.oncall.paging`). */
+export interface PagingClientSettings {
+  grpc_address: string;
+  api_token: string;
+  timeout_ms: number;
+}
+
+/**
+ * The escalation engine's {@link Pager}: Notify (NotifyService) with a required category and an
+ * idempotency key, and GetUser (UserService) for the phones a page's SMS code is good from. Same
+ * stack, token and trace context as {@link NotificationClient}; a failed call becomes a
+ * {@link PagerError} naming the code only.
+ */
+export class NotificationPager implements Pager {
+  private readonly notify: GrpcClient<typeof NotifyService>;
+  private readonly users: GrpcClient<typeof UserService>;
+  private readonly headers: Record<string, string>;
+  private readonly timeoutMs: number;
+
+  constructor(settings: PagingClientSettings) {
+    this.notify = createGrpcClient(NotifyService, { address: settings.grpc_address });
+    this.users = createGrpcClient(UserService, { address: settings.grpc_address });
+    this.headers = settings.api_token ? { authorization: `Bearer ${settings.api_token}` } : {};
+    this.timeoutMs = settings.timeout_ms;
+  }
+
+  async userPhones(userId: string): Promise<string[]> {
+    const res = await this.call(() => this.users.client.getUser({ userId }, this.callOptions()));
+    return [...(res.user?.phones ?? [])];
+  }
+
+  async page(request: PageRequest): Promise<PageResult> {
+    const res = await this.call(() =>
+      this.notify.client.notify(
+        {
+          userId: request.userId,
+          category: request.category,
+          data: { ...request.data },
+          idempotencyKey: request.idempotencyKey,
+        },
+        this.callOptions(),
+      ),
+    );
+    const channels = (res.notification?.channels ?? [])
+      .filter((c) => c.skipped === SkipReason.UNSPECIFIED)
+      .map((c) => TemplateChannel[c.channel].toLowerCase());
+    return {
+      notificationId: res.notification?.id ?? '',
+      channels: [...new Set(channels)],
+      created: res.created,
+    };
+  }
+
+  private callOptions(): { headers: Record<string, string>; timeoutMs: number } {
+    const headers = { ...this.headers };
+    propagation.inject(context.active(), headers);
+    return { headers, timeoutMs: this.timeoutMs };
+  }
+
+  private async call<T>(send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (err) {
+      const code = ConnectError.from(err).code;
+      throw new PagerError(
+        `the notification service answered ${Code[code]}`,
+        Code[code],
+        RETRYABLE.has(code),
+      );
+    }
+  }
+
+  /** Closes the connections. */
+  close(): void {
+    this.notify.close();
+    this.users.close();
   }
 }
