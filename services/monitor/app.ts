@@ -56,6 +56,7 @@ import { EscalationWorker } from './oncall/escalation-worker';
 import type { OnCallLookup, PageAcknowledger } from './oncall/ports';
 import { NotificationPager } from './notification/notification-client';
 import { onCallAckRoutes } from './web/oncall-ack-routes';
+import { escalationRoutes } from './web/escalation-routes';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -386,6 +387,16 @@ async function assembleMonitorApp(
       new EscalationWorker(engine, jobLease, paging.tick_seconds * 1000, logger),
     );
     server.routes.add(...onCallAckRoutes({ acknowledger, alerts: alertStore, logger }));
+    // O2b: each open alert's escalation on the status page, from the shared store.
+    server.routes.add(
+      ...escalationRoutes({
+        lifecycle: alertHub.lifecycle,
+        states: (ids) => engine.states(ids),
+        policies: config.oncall.escalation_policies,
+        authorizeRead: (req, res) => statusPage.authorizeRead(req, res),
+        logger,
+      }),
+    );
     escalation = { engine, acknowledger };
   }
 
