@@ -29,6 +29,7 @@ import {
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 import { monitorAlertsConfigSchema } from './alerts/config';
+import { onCallSchedulesSchema } from './oncall/schedules-config';
 import { MONITOR_SCOPES } from './rpc/scopes';
 import { SLOConfigSchema } from './slo/config';
 import { TargetConfigSchema } from './targets/config';
@@ -185,6 +186,13 @@ export const MonitorConfigSchema = z
       .default(() => [])
       .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
+    /** On call (issue 28): see oncall/README.md. */
+    oncall: z
+      .strictObject({
+        /** Weekly on-call rotations with overrides (oncall/schedules-config.ts; WhoIsOnCall). */
+        schedules: onCallSchedulesSchema(),
+      })
+      .prefault({}),
   })
   .superRefine(requireApiTokensInProduction);
 
