@@ -54,7 +54,10 @@ export function userIdField() {
     .min(1, { error: 'expected a user id (text)' })
     .superRefine((id, ctx) => {
       if (textLength(id, 'code_point') > MAX_USER_ID_LENGTH)
-        ctx.addIssue({ code: 'custom', message: `expected a user id of at most ${MAX_USER_ID_LENGTH} characters` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a user id of at most ${MAX_USER_ID_LENGTH} characters`,
+        });
       else if (CONTROL.test(id) || LONE_SURROGATE.test(id))
         ctx.addIssue({ code: 'custom', message: 'expected a user id without control characters' });
     });
@@ -92,59 +95,58 @@ function instant() {
 }
 
 /** One schedule. */
-export const OnCallScheduleConfigSchema = z
-  .strictObject({
-    /** Unique among the schedules; what WhoIsOnCall and escalation steps name. */
-    name: itemName().max(MAX_SCHEDULE_NAME_LENGTH, {
-      error: `expected a name of at most ${MAX_SCHEDULE_NAME_LENGTH} characters`,
-    }),
-    /** IANA time zone of the hand-off (`Europe/Berlin`); DST moves the instant, not the local time. */
-    time_zone: z
-      .string({ error: 'expected an IANA time zone such as Europe/Berlin' })
-      .refine(isValidTimeZone, { error: 'expected an IANA time zone such as Europe/Berlin' }),
-    /** The weekly rotation. */
-    rotation: z.strictObject({
-      /** User ids in turn order (the notification service's directory); empty: nobody but overrides. */
-      users: z
-        .array(userIdField())
-        .max(MAX_ROTATION_USERS, { error: `expected at most ${MAX_ROTATION_USERS} users` })
-        .default(() => []),
-      /** Local time of the hand-off, `HH:MM`. */
-      hand_off: z
-        .string({ error: 'expected a local time HH:MM (00:00 to 23:59)' })
-        .refine((v) => parseClockTime(v) !== undefined, {
-          error: 'expected a local time HH:MM (00:00 to 23:59)',
-        })
-        .default('09:00'),
-      /** Day of the week of the hand-off. */
-      hand_off_day: z
-        .enum(WEEKDAYS, { error: 'expected a day mon, tue, wed, thu, fri, sat or sun' })
-        .default('mon'),
-      /**
-       * Local date the rotation counts from: the first hand-off is on the first `hand_off_day` on or
-       * after it, and users[0] has that first turn. Before it, only overrides put anyone on call.
-       */
-      start: localDate(),
-      /** Weeks of each person's turn. */
-      length_weeks: positiveInt(MAX_LENGTH_WEEKS).default(1),
-    }),
-    /** Someone else on call for a span of time; where overrides overlap, the later in the list wins. */
-    overrides: z
-      .array(
-        z
-          .strictObject({
-            user: userIdField(),
-            start: instant(),
-            end: instant(),
-          })
-          .refine((o) => o.end.getTime() > o.start.getTime(), {
-            error: 'expected end after start',
-            path: ['end'],
-          }),
-      )
-      .max(MAX_OVERRIDES, { error: `expected at most ${MAX_OVERRIDES} overrides` })
+export const OnCallScheduleConfigSchema = z.strictObject({
+  /** Unique among the schedules; what WhoIsOnCall and escalation steps name. */
+  name: itemName().max(MAX_SCHEDULE_NAME_LENGTH, {
+    error: `expected a name of at most ${MAX_SCHEDULE_NAME_LENGTH} characters`,
+  }),
+  /** IANA time zone of the hand-off (`Europe/Berlin`); DST moves the instant, not the local time. */
+  time_zone: z
+    .string({ error: 'expected an IANA time zone such as Europe/Berlin' })
+    .refine(isValidTimeZone, { error: 'expected an IANA time zone such as Europe/Berlin' }),
+  /** The weekly rotation. */
+  rotation: z.strictObject({
+    /** User ids in turn order (the notification service's directory); empty: nobody but overrides. */
+    users: z
+      .array(userIdField())
+      .max(MAX_ROTATION_USERS, { error: `expected at most ${MAX_ROTATION_USERS} users` })
       .default(() => []),
-  });
+    /** Local time of the hand-off, `HH:MM`. */
+    hand_off: z
+      .string({ error: 'expected a local time HH:MM (00:00 to 23:59)' })
+      .refine((v) => parseClockTime(v) !== undefined, {
+        error: 'expected a local time HH:MM (00:00 to 23:59)',
+      })
+      .default('09:00'),
+    /** Day of the week of the hand-off. */
+    hand_off_day: z
+      .enum(WEEKDAYS, { error: 'expected a day mon, tue, wed, thu, fri, sat or sun' })
+      .default('mon'),
+    /**
+     * Local date the rotation counts from: the first hand-off is on the first `hand_off_day` on or
+     * after it, and users[0] has that first turn. Before it, only overrides put anyone on call.
+     */
+    start: localDate(),
+    /** Weeks of each person's turn. */
+    length_weeks: positiveInt(MAX_LENGTH_WEEKS).default(1),
+  }),
+  /** Someone else on call for a span of time; where overrides overlap, the later in the list wins. */
+  overrides: z
+    .array(
+      z
+        .strictObject({
+          user: userIdField(),
+          start: instant(),
+          end: instant(),
+        })
+        .refine((o) => o.end.getTime() > o.start.getTime(), {
+          error: 'expected end after start',
+          path: ['end'],
+        }),
+    )
+    .max(MAX_OVERRIDES, { error: `expected at most ${MAX_OVERRIDES} overrides` })
+    .default(() => []),
+});
 
 /**
  * The `schedules` key of the `oncall` section: at most {@link MAX_SCHEDULES}, names unique. The

@@ -23,6 +23,8 @@ import type { OnCallLookup, OnCallShift } from './ports';
 import type { OnCallScheduleConfig } from './schedules-config';
 
 const DAY = 86_400_000;
+/** Hand-off instants each schedule remembers (the turns around the instants asked about lately). */
+const MAX_CACHED_HAND_OFFS = 256;
 
 /** A schedule with who is on call now and next (ListSchedules, the status page). */
 export interface ScheduleStatus {
@@ -57,6 +59,8 @@ class CompiledSchedule {
   private readonly periodDays: number;
   private readonly handOffHour: number;
   private readonly handOffMinute: number;
+  /** Hand-off k -> its instant: the zone arithmetic is the costly part and the answers never change. */
+  private readonly handOffs = new Map<number, number>();
 
   constructor(config: OnCallScheduleConfig) {
     this.name = config.name;
@@ -79,8 +83,10 @@ class CompiledSchedule {
 
   /** The instant of the rotation's hand-off `k` (0: the first). */
   private handOff(k: number): number {
+    const cached = this.handOffs.get(k);
+    if (cached !== undefined) return cached;
     const d = new Date(this.firstDay + k * this.periodDays * DAY);
-    return localInstant(
+    const instant = localInstant(
       d.getUTCFullYear(),
       d.getUTCMonth() + 1,
       d.getUTCDate(),
@@ -88,6 +94,9 @@ class CompiledSchedule {
       this.handOffMinute,
       this.timeZone,
     ).getTime();
+    if (this.handOffs.size >= MAX_CACHED_HAND_OFFS) this.handOffs.delete(this.handOffs.keys().next().value!);
+    this.handOffs.set(k, instant);
+    return instant;
   }
 
   /** The turn at instant `t` (hand-off k <= t < hand-off k+1); -1 before the first hand-off. */
