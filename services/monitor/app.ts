@@ -33,6 +33,10 @@ import { applyOtlpMetrics } from './otlp/otlp-metrics';
 import { ALERT_METHOD_SCOPES, MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
 import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
 import { AlertServiceRpc } from './rpc/alert-service-rpc';
+import { OnCallService } from '../../shared/gen/svc/monitor/v1/oncall_pb';
+import { OnCallRpc } from './rpc/oncall-rpc';
+import { ONCALL_METHOD_SCOPES } from './rpc/scopes';
+import { Schedules } from './oncall/schedules';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
@@ -61,6 +65,8 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The on-call schedules (issue 28): the monitor's OnCallLookup. */
+  schedules: Schedules;
   /** The monitor's database, or undefined with `database.store_backend: memory`. */
   readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
@@ -290,6 +296,9 @@ async function assembleMonitorApp(
     stop: () => targets.stop(),
   });
 
+  // --- on call (issue 28): the schedules, computed from the config (WhoIsOnCall, the status page) ---
+  const schedules = new Schedules(config.oncall.schedules);
+
   const server = new RpcServer({
     name: 'monitor',
     logger,
@@ -303,6 +312,8 @@ async function assembleMonitorApp(
       registration(AlertService, new AlertServiceRpc(() => alertHub.lifecycle), {
         scopes: ALERT_METHOD_SCOPES,
       }),
+      // Issue 28: who is on call.
+      registration(OnCallService, new OnCallRpc(schedules), { scopes: ONCALL_METHOD_SCOPES }),
       ...otlpRegistrations(otlp),
     ],
   });
@@ -354,6 +365,7 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    schedules,
     storage,
     pullMetrics,
     start: () => lifecycle.start(),
