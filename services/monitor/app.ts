@@ -334,6 +334,8 @@ async function assembleMonitorApp(
     recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
     onAlert: (listener) => alertHub.subscribe(listener),
+    // Issue 28: who is on call now and next, for the page's on-call panel.
+    onCall: () => schedules.statuses(new Date()),
   };
   const statusPage = new StatusPage({
     source: statusSource,
