@@ -186,7 +186,7 @@ export const MonitorConfigSchema = z
       .default(() => [])
       .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
-    /** On call (issue 28): see oncall/README.md. */
+    /** On call (issue 28): schedules and who is on call; see services/monitor/oncall/README.md. */
     oncall: z
       .strictObject({
         /** Weekly on-call rotations with overrides (oncall/schedules-config.ts; WhoIsOnCall). */

@@ -135,8 +135,11 @@ export const OnCallScheduleConfigSchema = z.strictObject({
     .array(
       z
         .strictObject({
+          /** User id of the person on call instead (the notification service's directory). */
           user: userIdField(),
+          /** First instant of the override, with its offset (`2026-03-28T20:00:00+01:00`). */
           start: instant(),
+          /** Instant it ends (excluded), with its offset; after `start`. */
           end: instant(),
         })
         .refine((o) => o.end.getTime() > o.start.getTime(), {
