@@ -33,6 +33,10 @@ import { applyOtlpMetrics } from './otlp/otlp-metrics';
 import { ALERT_METHOD_SCOPES, MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
 import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
 import { AlertServiceRpc } from './rpc/alert-service-rpc';
+import { OnCallService } from '../../shared/gen/svc/monitor/v1/oncall_pb';
+import { OnCallRpc } from './rpc/oncall-rpc';
+import { ONCALL_METHOD_SCOPES } from './rpc/scopes';
+import { Schedules } from './oncall/schedules';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
@@ -69,6 +73,8 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The on-call schedules (issue 28): the monitor's OnCallLookup. */
+  schedules: Schedules;
   /** The monitor's database, or undefined with `database.store_backend: memory`. */
   readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
@@ -302,6 +308,9 @@ async function assembleMonitorApp(
     stop: () => targets.stop(),
   });
 
+  // --- on call (issue 28): the schedules, computed from the config (WhoIsOnCall, the status page) ---
+  const schedules = new Schedules(config.oncall.schedules);
+
   const server = new RpcServer({
     name: 'monitor',
     logger,
@@ -315,6 +324,8 @@ async function assembleMonitorApp(
       registration(AlertService, new AlertServiceRpc(() => alertHub.lifecycle), {
         scopes: ALERT_METHOD_SCOPES,
       }),
+      // Issue 28: who is on call.
+      registration(OnCallService, new OnCallRpc(schedules), { scopes: ONCALL_METHOD_SCOPES }),
       ...otlpRegistrations(otlp),
     ],
   });
@@ -335,6 +346,8 @@ async function assembleMonitorApp(
     recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
     onAlert: (listener) => alertHub.subscribe(listener),
+    // Issue 28: who is on call now and next, for the page's on-call panel.
+    onCall: () => schedules.statuses(new Date()),
   };
   const statusPage = new StatusPage({
     source: statusSource,
@@ -366,7 +379,8 @@ async function assembleMonitorApp(
       policies: config.oncall.escalation_policies,
       pager,
       links,
-      ...(parts.onCall ? { onCall: parts.onCall } : {}),
+      // The configured schedules answer `{schedule: name}` targets unless a test passes its own lookup.
+      onCall: parts.onCall ?? schedules,
       category: paging.category,
       linkTtlMs: paging.link_ttl_minutes * 60_000,
       codeTtlMs: paging.code_ttl_minutes * 60_000,
@@ -407,6 +421,7 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    schedules,
     storage,
     pullMetrics,
     escalation,

@@ -11,6 +11,7 @@ import { MetricsService } from '../../shared/gen/opentelemetry/proto/collector/m
 import { TraceService } from '../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
+import { OnCallService } from '../../shared/gen/svc/monitor/v1/oncall_pb';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
@@ -30,6 +31,7 @@ export const NOTIFICATION_SERVICES: readonly DescService[] = [
 export const MONITOR_SERVICES: readonly DescService[] = [
   MonitorService,
   AlertService,
+  OnCallService,
   TraceService,
   MetricsService,
 ];

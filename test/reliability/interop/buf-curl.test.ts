@@ -74,6 +74,7 @@ const MINIMAL: Record<string, () => unknown> = {
   'svc.notification.v1.NotifyService/ListNotifications': () => ({ userId: tag() }),
   'svc.notification.v1.NotifyService/CancelNotification': () => ({ id: randomUUID() }),
   'svc.monitor.v1.MonitorService/SendAlert': () => ({ title: tag(), severity: 'warning' }),
+  'svc.monitor.v1.OnCallService/WhoIsOnCall': () => ({ schedule: tag() }),
   'svc.monitor.v1.MonitorService/RecordSloSamples': () => ({ metric: tag(), valuesMs: [12] }),
   'svc.monitor.v1.MonitorService/CaptureException': () => ({ type: 'TypeError', message: tag() }),
   'svc.monitor.v1.MonitorService/GetTrace': () => ({ traceId: randomBytes(16).toString('hex') }),

@@ -31,6 +31,7 @@ import { NotificationService } from '../../../shared/gen/svc/notification/v1/not
 import { DevicePlatform, UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
+import { OnCallService } from '../../../shared/gen/svc/monitor/v1/oncall_pb';
 import { AdminGateway } from '../../../services/notification/admin/gateway';
 import type { AdminAuth } from '../../../services/notification/admin/auth';
 import type { InboxServiceContract } from '../../../services/notification/inbox/types';
@@ -60,6 +61,7 @@ import { NotificationStatus, NotifyService } from '../../../shared/gen/svc/notif
 import {
   MONITOR_METHOD_SCOPES,
   ALERT_METHOD_SCOPES,
+  ONCALL_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
   OTLP_TRACE_METHOD_SCOPES,
 } from '../../../services/monitor/rpc/scopes';
@@ -284,6 +286,7 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [AlertService.typeName]: ALERT_METHOD_SCOPES,
+  [OnCallService.typeName]: ONCALL_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
 };
