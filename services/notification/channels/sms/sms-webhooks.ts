@@ -203,6 +203,8 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
         await opts.recorder.inbound(verified.source, {
           id: verified.fields.get('MessageSid') ?? verified.fields.get('SmsMessageSid') ?? '',
           from: verified.fields.get('From') ?? '',
+          to: verified.fields.get('To') ?? '',
+          body: verified.fields.get('Body') ?? '',
           type: STOP_KEYWORDS.includes(keyword)
             ? 'inbound_stop'
             : START_KEYWORDS.includes(keyword)
