@@ -480,7 +480,11 @@ export async function createNotificationApp(
         retentionHours: config.webhooks.inbound_sms_retention_hours,
         lease:
           config.delivery.store_backend === 'database'
-            ? new DatabaseJobLease(storage!.knex, { table: INBOUND_SMS_JOBS_TABLE, clock: 'database', logger })
+            ? new DatabaseJobLease(storage!.knex, {
+                table: INBOUND_SMS_JOBS_TABLE,
+                clock: 'database',
+                logger,
+              })
             : new InProcessJobLease(),
         logger,
       }),

@@ -11,7 +11,12 @@
 import type { Clock } from '../../../../shared/runtime/clock';
 import type { Logger } from '../../../../shared/logging/logger';
 import type { CursorField } from '../../../../shared/streams/cursor';
-import { LiveHub, type EventLog, type LiveFrame, type LoggedEvent } from '../../../../shared/streams/live-hub';
+import {
+  LiveHub,
+  type EventLog,
+  type LiveFrame,
+  type LoggedEvent,
+} from '../../../../shared/streams/live-hub';
 import type { NotifyFeed } from '../../../../shared/streams/notify-feed';
 import { INBOUND_SMS_CHANNEL, type InboundSms, type InboundSmsLog } from './inbound-log';
 
