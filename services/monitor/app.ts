@@ -48,6 +48,10 @@ import { DatabaseTargetStateStore } from './targets/store';
 import type { AlertStore } from './alerts/store';
 import { DatabaseAlertStore } from './alerts/database-store';
 import { InMemoryAlertStore } from './alerts/memory-store';
+// On call (issue 28, O3): `ACK <code>` replies from the notification service's inbound SMS.
+import { InboundSmsConsumer } from './oncall/inbound-sms';
+import { DatabaseInboundSmsCursor, MemoryInboundSmsCursor } from './oncall/inbound-sms-cursor';
+import type { PageAcknowledger } from './oncall/ports';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -65,6 +69,8 @@ export interface MonitorApp {
   readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
   pullMetrics?: PullMetricsBackend;
+  /** The `ACK <code>` consumer, when `oncall.inbound_sms.enabled` and an acknowledger is wired. */
+  inboundSms?: InboundSmsConsumer;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -78,6 +84,11 @@ export const MONITOR_MIGRATION_SETS: readonly MigrationSet[] = [
 export interface MonitorAppParts {
   /** What the status page shows; default: built from the areas (until they are wired, empty). */
   statusSource?: StatusSource;
+  /**
+   * What an `ACK <code>` SMS reply calls (issue 28): the escalation engine's (O2) once merged, a fake
+   * in tests. Without one, `oncall.inbound_sms.enabled` logs a warning and reads nothing.
+   */
+  pageAcknowledger?: PageAcknowledger;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -290,6 +301,43 @@ async function assembleMonitorApp(
     stop: () => targets.stop(),
   });
 
+  // --- oncall, O3: `ACK <code>` replies read from the notification service's WatchInboundSms, the
+  // cursor in the monitor's database (replicas share it; each replica consumes, acknowledging twice
+  // is harmless), reconnecting with backoff. ---
+  let inboundSms: InboundSmsConsumer | undefined;
+  const inboundSmsConfig = config.oncall.inbound_sms;
+  if (inboundSmsConfig.enabled && !parts.pageAcknowledger) {
+    logger.warn(
+      { key: 'monitor.oncall.inbound_sms.enabled' },
+      'SMS acknowledgment is enabled but no page acknowledger is wired: inbound SMS are not read',
+    );
+  } else if (inboundSmsConfig.enabled && parts.pageAcknowledger) {
+    const inboundClient = new NotificationClient({
+      grpc_address: inboundSmsConfig.grpc_address!,
+      api_token: inboundSmsConfig.api_token,
+      timeout_ms: 5000,
+    });
+    const consumer = new InboundSmsConsumer({
+      source: inboundClient,
+      cursor: storage ? new DatabaseInboundSmsCursor(storage.knex) : new MemoryInboundSmsCursor(),
+      acknowledger: parts.pageAcknowledger,
+      backoff: {
+        baseMs: inboundSmsConfig.reconnect_min_ms,
+        maxMs: inboundSmsConfig.reconnect_max_ms,
+        jitter: 'full',
+      },
+      logger,
+    });
+    inboundSms = consumer;
+    lifecycle.worker('oncall-inbound-sms', {
+      start: () => consumer.start(),
+      stop: async () => {
+        await consumer.stop();
+        inboundClient.close();
+      },
+    });
+  }
+
   const server = new RpcServer({
     name: 'monitor',
     logger,
@@ -356,6 +404,7 @@ async function assembleMonitorApp(
     targets,
     storage,
     pullMetrics,
+    inboundSms,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

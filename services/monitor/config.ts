@@ -33,6 +33,7 @@ import { MONITOR_SCOPES } from './rpc/scopes';
 import { SLOConfigSchema } from './slo/config';
 import { TargetConfigSchema } from './targets/config';
 import { WebConfigSchema } from './web/config';
+import { InboundSmsConsumerConfigSchema } from './oncall/inbound-sms-config';
 
 // Each area's section has its home beside the area; this file composes them.
 export { SLOSchema, SLOConfigSchema, type SLO, type SLOConfig } from './slo/config';
@@ -185,6 +186,13 @@ export const MonitorConfigSchema = z
       .default(() => [])
       .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
+    /** On call (issue 28): schedules, escalation, acknowledgment (services/monitor/oncall/README.md). */
+    oncall: z
+      .strictObject({
+        /** O3: `ACK <code>` replies, read from the notification service's inbound SMS stream. */
+        inbound_sms: InboundSmsConsumerConfigSchema,
+      })
+      .prefault({}),
   })
   .superRefine(requireApiTokensInProduction);
 
