@@ -62,12 +62,14 @@ const ACK = new RegExp(`^ACK\\s+([0-9A-Za-z]{1,${MAX_ACK_CODE_LENGTH}})$`, 'i');
 
 /**
  * The code of an `ACK <code>` reply, or null for anything else. Case-insensitive, surrounding
- * whitespace ignored, full-width letters, digits and spaces folded by NFKC (`ＡＣＫ４８２１ or with an ideographic space` is
- * `ACK 4821`); nothing else may be on the message (`ACK 4821 thanks` is not an acknowledgment).
+ * whitespace ignored, full-width letters, digits and the ideographic space folded by NFKC (full-width
+ * `ＡＣＫ` and `４８２１` read as `ACK 4821`); nothing else may be on the message (`ACK 4821 thanks`
+ * is not an acknowledgment).
  */
 export function parseAckCode(body: string): string | null {
-  if (body.length > 64) return null; // far longer than any acknowledgment; not worth normalising
-  const match = ACK.exec(body.normalize('NFKC').trim());
+  const text = body.trim();
+  if (text.length > 64) return null; // far longer than any acknowledgment: not worth normalising
+  const match = ACK.exec(text.normalize('NFKC').trim());
   return match ? match[1]! : null;
 }
 
