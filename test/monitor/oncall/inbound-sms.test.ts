@@ -22,6 +22,8 @@ import { monitorMigrations } from '../../../services/monitor/migrations';
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
+import { loadMonitorConfig } from '../../../services/monitor/config';
+import { isSecretKey } from '../../../shared/config/redact';
 import { createTestDatabase } from '../../support/database';
 import { until, waitFor } from '../../support/wait';
 
@@ -232,5 +234,40 @@ describe('inbound SMS cursors', () => {
     const b = new DatabaseInboundSmsCursor(knex, 'shared');
     await Promise.all([a.save(10), b.save(12)]);
     expect(await new DatabaseInboundSmsCursor(knex, 'shared').load()).toBe(12);
+  });
+});
+
+describe('monitor.oncall.inbound_sms', () => {
+  it('is off by default; enabled without grpc_address is refused naming the key; the token is a secret', () => {
+    expect(loadMonitorConfig({}, { file: null, env: {} }).oncall.inbound_sms).toEqual({
+      enabled: false,
+      api_token: '',
+      reconnect_min_ms: 500,
+      reconnect_max_ms: 30_000,
+    });
+    let message = '';
+    try {
+      loadMonitorConfig(
+        { oncall: { inbound_sms: { enabled: true, api_token: 'secret-token-value-123' } } },
+        { file: null, env: {} },
+      );
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/oncall\.inbound_sms\.grpc_address/);
+    expect(message).not.toContain('secret-token-value-123');
+    const fromEnv = loadMonitorConfig(
+      {},
+      {
+        file: null,
+        env: {
+          SVC_MONITOR__ONCALL__INBOUND_SMS__ENABLED: 'true',
+          SVC_MONITOR__ONCALL__INBOUND_SMS__GRPC_ADDRESS: 'notification:50051',
+          SVC_MONITOR__ONCALL__INBOUND_SMS__API_TOKEN: 'secret-token-value-123',
+        },
+      },
+    );
+    expect(fromEnv.oncall.inbound_sms).toMatchObject({ enabled: true, grpc_address: 'notification:50051' });
+    expect(isSecretKey('api_token')).toBe(true);
   });
 });
