@@ -60,6 +60,8 @@ import { EscalationWorker } from './oncall/escalation-worker';
 import type { OnCallLookup, PageAcknowledger } from './oncall/ports';
 import { NotificationPager } from './notification/notification-client';
 import { onCallAckRoutes } from './web/oncall-ack-routes';
+import { InboundSmsConsumer } from './oncall/inbound-sms';
+import { DatabaseInboundSmsCursor, MemoryInboundSmsCursor } from './oncall/inbound-sms-cursor';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -81,6 +83,8 @@ export interface MonitorApp {
   pullMetrics?: PullMetricsBackend;
   /** On-call escalation (issue 28), when `oncall.escalation_policies` lists any. */
   escalation?: { engine: EscalationEngine; acknowledger: PageAcknowledger };
+  /** The `ACK <code>` consumer, when `oncall.inbound_sms.enabled` and an acknowledger is wired. */
+  inboundSms?: InboundSmsConsumer;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -96,6 +100,11 @@ export interface MonitorAppParts {
   statusSource?: StatusSource;
   /** Who is on call (the schedules: `{schedule: name}` escalation targets); none: such targets page nobody. */
   onCall?: OnCallLookup;
+  /**
+   * What an `ACK <code>` SMS reply calls (issue 28): the escalation engine's (O2) once merged, a fake
+   * in tests. Without one, `oncall.inbound_sms.enabled` logs a warning and reads nothing.
+   */
+  pageAcknowledger?: PageAcknowledger;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -403,6 +412,45 @@ async function assembleMonitorApp(
     escalation = { engine, acknowledger };
   }
 
+  // --- oncall, O3: `ACK <code>` replies read from the notification service's WatchInboundSms, the
+  // cursor in the monitor's database (replicas share it; each replica consumes, acknowledging twice
+  // is harmless), reconnecting with backoff. ---
+  let inboundSms: InboundSmsConsumer | undefined;
+  // The escalation engine's acknowledger (codes it sent), unless a test passes its own.
+  const pageAcknowledger = parts.pageAcknowledger ?? escalation?.acknowledger;
+  const inboundSmsConfig = config.oncall.inbound_sms;
+  if (inboundSmsConfig.enabled && !pageAcknowledger) {
+    logger.warn(
+      { key: 'monitor.oncall.inbound_sms.enabled' },
+      'SMS acknowledgment is enabled but no escalation policy pages anyone: inbound SMS are not read',
+    );
+  } else if (inboundSmsConfig.enabled && pageAcknowledger) {
+    const inboundClient = new NotificationClient({
+      grpc_address: inboundSmsConfig.grpc_address!,
+      api_token: inboundSmsConfig.api_token,
+      timeout_ms: 5000,
+    });
+    const consumer = new InboundSmsConsumer({
+      source: inboundClient,
+      cursor: storage ? new DatabaseInboundSmsCursor(storage.knex) : new MemoryInboundSmsCursor(),
+      acknowledger: pageAcknowledger,
+      backoff: {
+        baseMs: inboundSmsConfig.reconnect_min_ms,
+        maxMs: inboundSmsConfig.reconnect_max_ms,
+        jitter: 'full',
+      },
+      logger,
+    });
+    inboundSms = consumer;
+    lifecycle.worker('oncall-inbound-sms', {
+      start: () => consumer.start(),
+      stop: async () => {
+        await consumer.stop();
+        inboundClient.close();
+      },
+    });
+  }
+
   const observability = new ServiceObservability({
     server,
     registry,
@@ -425,6 +473,7 @@ async function assembleMonitorApp(
     storage,
     pullMetrics,
     escalation,
+    inboundSms,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -35,6 +35,7 @@ import { SLOConfigSchema } from './slo/config';
 import { TargetConfigSchema } from './targets/config';
 import { WebConfigSchema } from './web/config';
 import { checkEscalation, escalationConfigShape } from './oncall/escalation-config';
+import { InboundSmsConsumerConfigSchema } from './oncall/inbound-sms-config';
 
 // Each area's section has its home beside the area; this file composes them.
 export { SLOSchema, SLOConfigSchema, type SLO, type SLOConfig } from './slo/config';
@@ -194,6 +195,8 @@ export const MonitorConfigSchema = z
         schedules: onCallSchedulesSchema(),
         /** Escalation policies and paging (oncall/escalation-config.ts). */
         ...escalationConfigShape(),
+        /** `ACK <code>` replies, read from the notification service's inbound SMS stream (oncall/inbound-sms-config.ts). */
+        inbound_sms: InboundSmsConsumerConfigSchema,
       })
       .prefault({}),
   })

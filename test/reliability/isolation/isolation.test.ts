@@ -55,7 +55,9 @@ import {
   USER_METHOD_SCOPES,
   TEMPLATE_METHOD_SCOPES,
   NOTIFY_METHOD_SCOPES,
+  INBOUND_SMS_METHOD_SCOPES,
 } from '../../../services/notification/rpc/scopes';
+import { InboundSmsService } from '../../../shared/gen/svc/notification/v1/inbound_sms_pb';
 import { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
 import { NotificationStatus, NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
@@ -284,6 +286,7 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [UserService.typeName]: USER_METHOD_SCOPES,
   [TemplateService.typeName]: TEMPLATE_METHOD_SCOPES,
   [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
+  [InboundSmsService.typeName]: INBOUND_SMS_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [AlertService.typeName]: ALERT_METHOD_SCOPES,
   [OnCallService.typeName]: ONCALL_METHOD_SCOPES,
