@@ -1034,6 +1034,9 @@ const SHARED_BY_DESIGN = new Set([
   'TemplateService.GetTemplate',
   'TemplateService.ListTemplates',
   'TemplateService.DeleteTemplate',
+  // Replies to the service's own numbers belong to no caller: the `sms:inbound` scope is the gate
+  // (its refusal is in the scope table's test), and a holder reads every reply by design.
+  'InboundSmsService.WatchInboundSms',
 ]);
 
 function needsProbe(method: DescMethod): boolean {

@@ -222,6 +222,7 @@ export async function startSecretPair(): Promise<SecretPair> {
   // acknowledgment links with its signing key.
   const pagingToken = secret('monitor.oncall.paging.api_token', 'oncall-paging-token');
   const pagingSigningKey = secret('monitor.oncall.paging.signing_key', 'oncall-paging-signing-key');
+  const inboundSmsToken = secret('monitor.oncall.inbound_sms.api_token', 'oncall-inbound-sms-token');
 
   const pem = (key: string, kind: 'rsa' | 'ec'): string => {
     const { privateKey } =
@@ -295,6 +296,9 @@ export async function startSecretPair(): Promise<SecretPair> {
     SVC_MONITOR__ONCALL__PAGING__API_TOKEN: pagingToken,
     SVC_MONITOR__ONCALL__PAGING__SIGNING_KEY: pagingSigningKey,
     SVC_MONITOR__ONCALL__PAGING__PUBLIC_BASE_URL: 'https://monitor.iso.example.test',
+    SVC_MONITOR__ONCALL__INBOUND_SMS__ENABLED: 'true',
+    SVC_MONITOR__ONCALL__INBOUND_SMS__GRPC_ADDRESS: `127.0.0.1:${notificationGrpcPort}`,
+    SVC_MONITOR__ONCALL__INBOUND_SMS__API_TOKEN: inboundSmsToken,
     SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
       {
         name: 'hook',
