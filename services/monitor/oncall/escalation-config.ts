@@ -99,7 +99,7 @@ export const PagingConfigSchema = z
   .strictObject({
     /** `host:port` of the notification service's gRPC port (Notify, GetUser). */
     grpc_address: hostPort().optional(),
-    /** Sent as `authorization: Bearer <token>` (scopes `notify` and `users:read`); a secret. */
+    /** Sent as `authorization: Bearer <token>` (scopes `notify:send` and `users:read`); a secret. */
     api_token: z.string().default(''),
     /** A `required: true` category of the notification service's `notify.categories` (e.g. `oncall-page`). */
     category: itemName().default('oncall-page'),
