@@ -33,6 +33,10 @@ import { applyOtlpMetrics } from './otlp/otlp-metrics';
 import { ALERT_METHOD_SCOPES, MONITOR_METHOD_SCOPES, STATUS_PAGE_SCOPE } from './rpc/scopes';
 import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
 import { AlertServiceRpc } from './rpc/alert-service-rpc';
+import { OnCallService } from '../../shared/gen/svc/monitor/v1/oncall_pb';
+import { OnCallRpc } from './rpc/oncall-rpc';
+import { ONCALL_METHOD_SCOPES } from './rpc/scopes';
+import { Schedules } from './oncall/schedules';
 import { tokensWithScope } from '../../shared/auth/api-tokens';
 import { type AlertsArea, createAlertsArea } from './alerts/alerts-area';
 import { alertWebhookBodies } from './rpc/alert-wire';
@@ -57,6 +61,8 @@ import type { OnCallLookup, PageAcknowledger } from './oncall/ports';
 import { NotificationPager } from './notification/notification-client';
 import { onCallAckRoutes } from './web/oncall-ack-routes';
 import { escalationRoutes } from './web/escalation-routes';
+import { InboundSmsConsumer } from './oncall/inbound-sms';
+import { DatabaseInboundSmsCursor, MemoryInboundSmsCursor } from './oncall/inbound-sms-cursor';
 
 /** The running monitor service's parts, for main.ts and tests. */
 export interface MonitorApp {
@@ -70,12 +76,16 @@ export interface MonitorApp {
   alerts: AlertsArea;
   /** The watched targets (their states), for tests. */
   targets: TargetsArea;
+  /** The on-call schedules (issue 28): the monitor's OnCallLookup. */
+  schedules: Schedules;
   /** The monitor's database, or undefined with `database.store_backend: memory`. */
   readonly storage: Storage | undefined;
   /** The pull-metrics backend, when `backend_type` is `pull_metrics`. */
   pullMetrics?: PullMetricsBackend;
   /** On-call escalation (issue 28), when `oncall.escalation_policies` lists any. */
   escalation?: { engine: EscalationEngine; acknowledger: PageAcknowledger };
+  /** The `ACK <code>` consumer, when `oncall.inbound_sms.enabled` and an acknowledger is wired. */
+  inboundSms?: InboundSmsConsumer;
   start(): Promise<BoundPorts>;
   stop(): Promise<void>;
 }
@@ -91,6 +101,11 @@ export interface MonitorAppParts {
   statusSource?: StatusSource;
   /** Who is on call (the schedules: `{schedule: name}` escalation targets); none: such targets page nobody. */
   onCall?: OnCallLookup;
+  /**
+   * What an `ACK <code>` SMS reply calls (issue 28): the escalation engine's (O2) once merged, a fake
+   * in tests. Without one, `oncall.inbound_sms.enabled` logs a warning and reads nothing.
+   */
+  pageAcknowledger?: PageAcknowledger;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -303,6 +318,9 @@ async function assembleMonitorApp(
     stop: () => targets.stop(),
   });
 
+  // --- on call (issue 28): the schedules, computed from the config (WhoIsOnCall, the status page) ---
+  const schedules = new Schedules(config.oncall.schedules);
+
   const server = new RpcServer({
     name: 'monitor',
     logger,
@@ -316,6 +334,8 @@ async function assembleMonitorApp(
       registration(AlertService, new AlertServiceRpc(() => alertHub.lifecycle), {
         scopes: ALERT_METHOD_SCOPES,
       }),
+      // Issue 28: who is on call.
+      registration(OnCallService, new OnCallRpc(schedules), { scopes: ONCALL_METHOD_SCOPES }),
       ...otlpRegistrations(otlp),
     ],
   });
@@ -336,6 +356,8 @@ async function assembleMonitorApp(
     recentAlerts: (limit) => alertHub.recent(limit),
     onTargetChange: (listener) => targets.onChange(listener),
     onAlert: (listener) => alertHub.subscribe(listener),
+    // Issue 28: who is on call now and next, for the page's on-call panel.
+    onCall: () => schedules.statuses(new Date()),
   };
   const statusPage = new StatusPage({
     source: statusSource,
@@ -367,7 +389,8 @@ async function assembleMonitorApp(
       policies: config.oncall.escalation_policies,
       pager,
       links,
-      ...(parts.onCall ? { onCall: parts.onCall } : {}),
+      // The configured schedules answer `{schedule: name}` targets unless a test passes its own lookup.
+      onCall: parts.onCall ?? schedules,
       category: paging.category,
       linkTtlMs: paging.link_ttl_minutes * 60_000,
       codeTtlMs: paging.code_ttl_minutes * 60_000,
@@ -400,6 +423,45 @@ async function assembleMonitorApp(
     escalation = { engine, acknowledger };
   }
 
+  // --- oncall, O3: `ACK <code>` replies read from the notification service's WatchInboundSms, the
+  // cursor in the monitor's database (replicas share it; each replica consumes, acknowledging twice
+  // is harmless), reconnecting with backoff. ---
+  let inboundSms: InboundSmsConsumer | undefined;
+  // The escalation engine's acknowledger (codes it sent), unless a test passes its own.
+  const pageAcknowledger = parts.pageAcknowledger ?? escalation?.acknowledger;
+  const inboundSmsConfig = config.oncall.inbound_sms;
+  if (inboundSmsConfig.enabled && !pageAcknowledger) {
+    logger.warn(
+      { key: 'monitor.oncall.inbound_sms.enabled' },
+      'SMS acknowledgment is enabled but no escalation policy pages anyone: inbound SMS are not read',
+    );
+  } else if (inboundSmsConfig.enabled && pageAcknowledger) {
+    const inboundClient = new NotificationClient({
+      grpc_address: inboundSmsConfig.grpc_address!,
+      api_token: inboundSmsConfig.api_token,
+      timeout_ms: 5000,
+    });
+    const consumer = new InboundSmsConsumer({
+      source: inboundClient,
+      cursor: storage ? new DatabaseInboundSmsCursor(storage.knex) : new MemoryInboundSmsCursor(),
+      acknowledger: pageAcknowledger,
+      backoff: {
+        baseMs: inboundSmsConfig.reconnect_min_ms,
+        maxMs: inboundSmsConfig.reconnect_max_ms,
+        jitter: 'full',
+      },
+      logger,
+    });
+    inboundSms = consumer;
+    lifecycle.worker('oncall-inbound-sms', {
+      start: () => consumer.start(),
+      stop: async () => {
+        await consumer.stop();
+        inboundClient.close();
+      },
+    });
+  }
+
   const observability = new ServiceObservability({
     server,
     registry,
@@ -418,9 +480,11 @@ async function assembleMonitorApp(
     metricStore,
     alerts,
     targets,
+    schedules,
     storage,
     pullMetrics,
     escalation,
+    inboundSms,
     start: () => lifecycle.start(),
     stop: () => lifecycle.stop(),
   };

@@ -29,11 +29,13 @@ import {
   tracingConfigSchema,
 } from '../../shared/monitoring/config';
 import { monitorAlertsConfigSchema } from './alerts/config';
+import { onCallSchedulesSchema } from './oncall/schedules-config';
 import { MONITOR_SCOPES } from './rpc/scopes';
 import { SLOConfigSchema } from './slo/config';
 import { TargetConfigSchema } from './targets/config';
 import { WebConfigSchema } from './web/config';
 import { checkEscalation, escalationConfigShape } from './oncall/escalation-config';
+import { InboundSmsConsumerConfigSchema } from './oncall/inbound-sms-config';
 
 // Each area's section has its home beside the area; this file composes them.
 export { SLOSchema, SLOConfigSchema, type SLO, type SLOConfig } from './slo/config';
@@ -186,11 +188,36 @@ export const MonitorConfigSchema = z
       .default(() => [])
       .superRefine(uniqueNames('target')),
     web: WebConfigSchema,
-    /** On call (issue 28): escalation policies and paging (oncall/escalation-config.ts). */
-    oncall: z.strictObject({ ...escalationConfigShape() }).prefault({}),
+    /** On call (issue 28): schedules, escalation policies and paging; see services/monitor/oncall/README.md. */
+    oncall: z
+      .strictObject({
+        /** Weekly on-call rotations with overrides (oncall/schedules-config.ts; WhoIsOnCall). */
+        schedules: onCallSchedulesSchema(),
+        /** Escalation policies and paging (oncall/escalation-config.ts). */
+        ...escalationConfigShape(),
+        /** `ACK <code>` replies, read from the notification service's inbound SMS stream (oncall/inbound-sms-config.ts). */
+        inbound_sms: InboundSmsConsumerConfigSchema,
+      })
+      .prefault({}),
   })
   .superRefine(requireApiTokensInProduction)
-  .superRefine((c, ctx) => checkEscalation(c.oncall, ctx, ['oncall'], c.environment));
+  .superRefine((c, ctx) => checkEscalation(c.oncall, ctx, ['oncall'], c.environment))
+  .superRefine((c, ctx) => {
+    // A step naming a schedule that is not configured would page nobody: refused at load.
+    const names = new Set(c.oncall.schedules.map((s) => s.name));
+    c.oncall.escalation_policies.forEach((policy, p) =>
+      policy.steps.forEach((step, s) =>
+        step.targets.forEach((target, t) => {
+          if ('schedule' in target && !names.has(target.schedule))
+            ctx.addIssue({
+              code: 'custom',
+              path: ['oncall', 'escalation_policies', p, 'steps', s, 'targets', t, 'schedule'],
+              message: `unknown schedule "${target.schedule}" (configured: ${[...names].join(', ') || 'none'})`,
+            });
+        }),
+      ),
+    );
+  });
 
 /** Validated monitor config. */
 export type MonitorConfig = z.infer<typeof MonitorConfigSchema>;

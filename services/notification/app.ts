@@ -53,6 +53,16 @@ import { InMemoryInboundReplayStore } from './delivery/inbound-replay-memory-sto
 import { DatabaseInboundReplayStore } from './delivery/inbound-replay-database-store';
 import type { SuppressionSink } from './delivery/suppression-sink';
 import { smsWebhookRoutes } from './channels/sms/sms-webhooks';
+// Inbound SMS (issue 28): the log of replies and WatchInboundSms.
+import { INBOUND_SMS_CHANNEL, type InboundSmsLog } from './channels/sms/inbound-log';
+import { InMemoryInboundSmsLog } from './channels/sms/inbound-log-memory-store';
+import { DatabaseInboundSmsLog } from './channels/sms/inbound-log-database-store';
+import { InboundSmsRetention } from './channels/sms/inbound-log-retention';
+import { InboundSmsWatchHub } from './channels/sms/inbound-watch-hub';
+import { INBOUND_SMS_JOBS_TABLE } from './migrations/20261128800000_inbound_sms';
+import { InboundSmsService as InboundSmsServiceDesc } from '../../shared/gen/svc/notification/v1/inbound_sms_pb';
+import { InboundSmsRpc } from './rpc/inbound-sms-rpc';
+import { INBOUND_SMS_METHOD_SCOPES } from './rpc/scopes';
 import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
@@ -104,6 +114,8 @@ export interface NotificationApp {
   readonly deliveries: DeliveryPipeline;
   /** The WatchDeliveries hub (open watches: `watcherCount`). */
   readonly deliveryWatch: DeliveryWatchHub;
+  /** The inbound SMS log (replies other than STOP / START) and its WatchInboundSms hub. */
+  readonly inboundSms: { log: InboundSmsLog; hub: InboundSmsWatchHub; retention: InboundSmsRetention };
   /** The suppression list (one per channel), checked by every send; provider receipts add to it. */
   readonly suppressions: Suppressions;
   /** The mailer backends of `mailer.backends`. */
@@ -201,7 +213,7 @@ export async function createNotificationApp(
       ? await lifecycle.storage('stream-feed', async () => {
           const feed = new PgNotifyFeed({
             url: listenUrl,
-            channels: [INBOX_EVENTS_CHANNEL, DELIVERY_EVENTS_CHANNEL],
+            channels: [INBOX_EVENTS_CHANNEL, DELIVERY_EVENTS_CHANNEL, INBOUND_SMS_CHANNEL],
             logger,
             applicationName: 'notification-streams',
           });
@@ -445,6 +457,45 @@ export async function createNotificationApp(
     for (const erase of userErasers) users.onUserDeleted(erase);
     // --- end notify
 
+    // --- inbound SMS (issue 28): replies other than STOP / START are kept in a bounded log (the
+    // delivery records' store backend) and streamed by WatchInboundSms (scope `sms:inbound`); the
+    // retention purge runs on one replica per interval; DeleteUser erases the user's numbers' messages.
+    const inboundSmsLog: InboundSmsLog =
+      config.delivery.store_backend === 'database'
+        ? new DatabaseInboundSmsLog(storage!.knex, { maxMessages: config.webhooks.inbound_sms_max_messages })
+        : new InMemoryInboundSmsLog({ maxMessages: config.webhooks.inbound_sms_max_messages });
+    const inboundWatch = config.webhooks.inbound_sms_watch;
+    const inboundSms = {
+      log: inboundSmsLog,
+      hub: new InboundSmsWatchHub(inboundSmsLog, {
+        bufferSize: inboundWatch.buffer_size,
+        maxWatchers: inboundWatch.max_watchers,
+        maxWatchersPerCaller: inboundWatch.max_watchers_per_caller,
+        stallMs: inboundWatch.stall_seconds * 1000,
+        logger,
+        notifications: config.delivery.store_backend === 'database' ? notifications : undefined,
+      }),
+      retention: new InboundSmsRetention({
+        log: inboundSmsLog,
+        retentionHours: config.webhooks.inbound_sms_retention_hours,
+        lease:
+          config.delivery.store_backend === 'database'
+            ? new DatabaseJobLease(storage!.knex, {
+                table: INBOUND_SMS_JOBS_TABLE,
+                clock: 'database',
+                logger,
+              })
+            : new InProcessJobLease(),
+        logger,
+      }),
+    };
+    lifecycle.worker('inbound-sms-watch', inboundSms.hub);
+    lifecycle.worker('inbound-sms-retention', inboundSms.retention);
+    users.onUserDeleted(async (_userId, user) => {
+      if (user) await inboundSmsLog.eraseSenders(user.phones);
+    });
+    // --- end inbound SMS
+
     const server = new RpcServer({
       name: 'notification',
       logger,
@@ -466,6 +517,9 @@ export async function createNotificationApp(
         usersRegistration,
         templateRegistration,
         registration(NotifyServiceDesc, new NotifyRpc(notifier), { scopes: NOTIFY_METHOD_SCOPES }),
+        registration(InboundSmsServiceDesc, new InboundSmsRpc(inboundSms.hub), {
+          scopes: INBOUND_SMS_METHOD_SCOPES,
+        }),
       ],
     });
     lifecycle.serve('server', server);
@@ -500,6 +554,7 @@ export async function createNotificationApp(
     server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).
     const receipts = new ReceiptRecorder({
+      inboundLog: inboundSms.log,
       store: deliveryStore,
       // The ids of callbacks taken, so a replayed signed callback is refused (in the same store
       // backend as the deliveries, shared by every replica).
@@ -555,6 +610,7 @@ export async function createNotificationApp(
       inboxHub: inboxProvider.hub,
       deliveries,
       deliveryWatch,
+      inboundSms,
       suppressions,
       mailers,
       sms,

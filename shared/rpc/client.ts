@@ -9,15 +9,27 @@
  * - A failure is a ConnectError whose code is the gRPC status (the numbers are the same) and whose
  *   message is the peer's details; an aborted signal cancels the call (CANCELED).
  * - No `waitForReady`: while the peer is down a call fails at once (UNAVAILABLE) instead of queueing.
- * - Unary calls only: neither service's client of the other streams.
+ * - Unary calls and server streams (the monitor reads WatchInboundSms). A server stream has no
+ *   deadline unless the call gives one (it is meant to stay open); its messages are read as they
+ *   arrive (grpc-js stops reading from the socket while the consumer is behind), its end or failure
+ *   ends the iteration (a ConnectError as for unary calls), and aborting the call's signal cancels it
+ *   (Connect's client hides `return()` from the transport, so a `break` alone does not: always pass
+ *   a signal and abort it when done). Client and bidirectional streams are not offered.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { DescMessage, DescMethodUnary, DescService, MessageShape } from '@bufbuild/protobuf';
+import type {
+  DescMessage,
+  DescMethodStreaming,
+  DescMethodUnary,
+  DescService,
+  MessageShape,
+} from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
   createClient,
   type Client,
+  type StreamResponse,
   type Transport,
   type UnaryResponse,
 } from '@connectrpc/connect';
@@ -48,6 +60,11 @@ type UnaryMethod = (
   opts: grpc.CallOptions,
   cb: Callback,
 ) => grpc.ClientUnaryCall;
+type ServerStreamMethod = (
+  req: unknown,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+) => grpc.ClientReadableStream<unknown>;
 
 function headersOf(metadata: grpc.Metadata | undefined): Headers {
   const headers = new Headers();
@@ -67,6 +84,16 @@ export function createGrpcClient<S extends DescService>(
   const channel = new Ctor(options.address, credentials) as unknown as grpc.Client &
     Record<string, UnaryMethod>;
 
+  /** The call's metadata: the token, then the caller's headers (binary ones left out). */
+  const metadataOf = (header: ConstructorParameters<typeof Headers>[0] | undefined): grpc.Metadata => {
+    const md = new grpc.Metadata();
+    if (options.token) md.set('authorization', `Bearer ${options.token}`);
+    new Headers(header).forEach((value, key) => {
+      if (!key.endsWith('-bin')) md.set(key, value);
+    });
+    return md;
+  };
+
   const transport: Transport = {
     unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -75,11 +102,7 @@ export function createGrpcClient<S extends DescService>(
       header: ConstructorParameters<typeof Headers>[0] | undefined,
       input: unknown,
     ): Promise<UnaryResponse<I, O>> {
-      const md = new grpc.Metadata();
-      if (options.token) md.set('authorization', `Bearer ${options.token}`);
-      new Headers(header).forEach((value, key) => {
-        if (!key.endsWith('-bin')) md.set(key, value);
-      });
+      const md = metadataOf(header);
       const deadlineMs = timeoutMs ?? options.timeoutMs;
       const callOptions: grpc.CallOptions =
         deadlineMs !== undefined && deadlineMs > 0 ? { deadline: Date.now() + deadlineMs } : {};
@@ -106,11 +129,101 @@ export function createGrpcClient<S extends DescService>(
         if (signal?.aborted) call.cancel();
       });
     },
-    stream() {
-      return Promise.reject(
-        new ConnectError('streaming calls are not offered by this client', Code.Unimplemented),
-      );
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: ConstructorParameters<typeof Headers>[0] | undefined,
+      input: AsyncIterable<unknown>,
+    ): Promise<StreamResponse<I, O>> {
+      if (method.methodKind !== 'server_streaming') {
+        throw new ConnectError('only server streams are offered by this client', Code.Unimplemented);
+      }
+      let request: unknown;
+      for await (const message of input) request = message;
+      const callOptions: grpc.CallOptions =
+        timeoutMs !== undefined && timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
+      const open = channel[method.localName] as unknown as ServerStreamMethod;
+      const stream = new ServerStream(open.call(channel, request, metadataOf(header), callOptions), signal);
+      return {
+        stream: true,
+        service,
+        method,
+        header: await stream.header,
+        message: stream.messages<MessageShape<O>>(),
+        trailer: new Headers(),
+      };
     },
   };
   return { client: createClient(service, transport), close: () => channel.close() };
+}
+
+/** Messages a server stream buffers before it stops reading from the socket. */
+const STREAM_HIGH_WATER = 16;
+
+/**
+ * A grpc-js server stream read through its events, attached as soon as the call starts (grpc-js
+ * emits a failure as an `error` event after ending the stream, so an iterator made later would see a
+ * quiet end): `status` always comes last and ends it; `error` makes it throw.
+ */
+class ServerStream {
+  readonly header: Promise<Headers>;
+  private readonly queue: unknown[] = [];
+  private ended = false;
+  private failure: ConnectError | undefined;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly call: grpc.ClientReadableStream<unknown>,
+    signal: AbortSignal | undefined,
+  ) {
+    this.header = new Promise((resolve) => {
+      // Headers come first; a call refused at once has none and goes straight to its status.
+      call.once('metadata', (m: grpc.Metadata) => resolve(headersOf(m)));
+      call.once('status', () => resolve(new Headers()));
+    });
+    call.on('data', (message: unknown) => {
+      this.queue.push(message);
+      if (this.queue.length >= STREAM_HIGH_WATER) call.pause();
+      this.notify();
+    });
+    call.on('error', (err: grpc.ServiceError) => {
+      this.failure = new ConnectError(err.details, err.code as number as Code, headersOf(err.metadata));
+    });
+    const onAbort = (): void => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) call.cancel();
+    call.on('status', () => {
+      signal?.removeEventListener('abort', onAbort);
+      this.ended = true;
+      this.notify();
+    });
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  async *messages<T>(): AsyncGenerator<T> {
+    try {
+      for (;;) {
+        if (this.queue.length > 0) {
+          const message = this.queue.shift() as T;
+          if (this.queue.length < STREAM_HIGH_WATER / 2) this.call.resume();
+          yield message;
+          continue;
+        }
+        if (this.ended) {
+          if (this.failure) throw this.failure;
+          return;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } finally {
+      // Left early (a break, a throw in the loop body): the call ends with it.
+      if (!this.ended) this.call.cancel();
+    }
+  }
 }

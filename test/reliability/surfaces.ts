@@ -9,8 +9,10 @@ import type { DescMethod, DescService } from '@bufbuild/protobuf';
 
 import { MetricsService } from '../../shared/gen/opentelemetry/proto/collector/metrics/v1/metrics_service_pb';
 import { TraceService } from '../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { InboundSmsService } from '../../shared/gen/svc/notification/v1/inbound_sms_pb';
 import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { AlertService } from '../../shared/gen/svc/monitor/v1/alerts_pb';
+import { OnCallService } from '../../shared/gen/svc/monitor/v1/oncall_pb';
 import { InboxService } from '../../shared/gen/svc/notification/v1/inbox_pb';
 import { NotificationService } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { UserService } from '../../shared/gen/svc/notification/v1/users_pb';
@@ -24,12 +26,14 @@ export const NOTIFICATION_SERVICES: readonly DescService[] = [
   UserService,
   TemplateService,
   NotifyService,
+  InboundSmsService,
 ];
 
 /** Services the monitor process serves besides grpc.health.v1 and reflection. */
 export const MONITOR_SERVICES: readonly DescService[] = [
   MonitorService,
   AlertService,
+  OnCallService,
   TraceService,
   MetricsService,
 ];

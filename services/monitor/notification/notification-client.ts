@@ -22,6 +22,13 @@ import {
   type AlertSms,
 } from '../alerts/alert-notifier';
 import type { NotificationChannelConfig } from '../alerts/config';
+// Issue 28 (O3): the inbound SMS stream, for the on-call area's `ACK <code>` consumer.
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import {
+  InboundSmsEventType,
+  InboundSmsService,
+} from '../../../shared/gen/svc/notification/v1/inbound_sms_pb';
+import type { InboundSmsSource, InboundSmsStreamFrame } from '../oncall/inbound-sms';
 
 /** Codes worth another attempt with the same key. */
 const RETRYABLE = new Set<Code>([
@@ -34,13 +41,19 @@ const RETRYABLE = new Set<Code>([
 ]);
 
 /** A NotificationService client for one `notification` alert channel. */
-export class NotificationClient implements AlertNotifier {
+export class NotificationClient implements AlertNotifier, InboundSmsSource {
   private readonly client: Client<typeof NotificationService>;
   private readonly rpc: GrpcClient<typeof NotificationService>;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
+  private readonly address: string;
+  /** InboundSmsService, opened by the first watchInboundSms. */
+  private inboundRpc: GrpcClient<typeof InboundSmsService> | undefined;
 
-  constructor(settings: NotificationChannelConfig['notification']) {
+  constructor(
+    settings: Pick<NotificationChannelConfig['notification'], 'grpc_address' | 'api_token' | 'timeout_ms'>,
+  ) {
+    this.address = settings.grpc_address;
     this.rpc = createGrpcClient(NotificationService, { address: settings.grpc_address });
     this.client = this.rpc.client;
     this.headers = settings.api_token ? { authorization: `Bearer ${settings.api_token}` } : {};
@@ -92,9 +105,40 @@ export class NotificationClient implements AlertNotifier {
     }
   }
 
-  /** Closes the connection to the notification service. */
+  /**
+   * WatchInboundSms of InboundSmsService (issue 28): the replies after `afterId` (empty: start live),
+   * then live ones, as the on-call area's frames. No deadline (the stream stays open); `signal` ends
+   * it. A failure is the ConnectError as it came (the consumer logs its code and reconnects).
+   */
+  async *watchInboundSms(afterId: string, signal: AbortSignal): AsyncGenerator<InboundSmsStreamFrame> {
+    this.inboundRpc ??= createGrpcClient(InboundSmsService, { address: this.address });
+    const frames = this.inboundRpc.client.watchInboundSms(
+      { afterId },
+      { signal, headers: { ...this.headers } },
+    );
+    for await (const f of frames) {
+      if (f.type === InboundSmsEventType.MESSAGE) {
+        yield {
+          type: 'message',
+          message: {
+            id: Number(f.id),
+            backend: f.backend,
+            from: f.from,
+            to: f.to,
+            body: f.body,
+            receivedAt: f.receivedAt ? timestampDate(f.receivedAt) : new Date(0),
+          },
+        };
+      } else if (f.type === InboundSmsEventType.LIVE || f.type === InboundSmsEventType.RESET) {
+        yield { type: f.type === InboundSmsEventType.LIVE ? 'live' : 'reset', id: Number(f.id) };
+      }
+    }
+  }
+
+  /** Closes the connections to the notification service. */
   close(): void {
     this.rpc.close();
+    this.inboundRpc?.close();
   }
 }
 

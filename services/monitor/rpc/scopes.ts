@@ -9,6 +9,7 @@ import type { MetricsService } from '../../../shared/gen/opentelemetry/proto/col
 import type { TraceService } from '../../../shared/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import type { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import type { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
+import type { OnCallService } from '../../../shared/gen/svc/monitor/v1/oncall_pb';
 import type { MethodScopes } from '../../../shared/rpc/access';
 
 /** Every scope a monitor API token may hold (`*`: all of them). */
@@ -18,7 +19,12 @@ export const MONITOR_SCOPES = ['monitor:ingest', 'monitor:alerts', 'monitor:read
 export type MonitorScope = (typeof MONITOR_SCOPES)[number];
 
 type Table<
-  S extends typeof MonitorService | typeof AlertService | typeof TraceService | typeof MetricsService,
+  S extends
+    | typeof MonitorService
+    | typeof AlertService
+    | typeof TraceService
+    | typeof MetricsService
+    | typeof OnCallService,
 > = MethodScopes<S> & {
   readonly [K in keyof S['method']]: MonitorScope;
 };
@@ -56,6 +62,12 @@ export const ALERT_METHOD_SCOPES: Table<typeof AlertService> = {
   createSilence: 'monitor:alerts',
   listSilences: 'monitor:read',
   expireSilence: 'monitor:alerts',
+};
+
+/** OnCallService (issue 28): who is on call is read with `monitor:read`. */
+export const ONCALL_METHOD_SCOPES: Table<typeof OnCallService> = {
+  whoIsOnCall: 'monitor:read',
+  listSchedules: 'monitor:read',
 };
 
 /** OTLP trace export (gRPC, Connect and OTLP/HTTP alike). */

@@ -11,7 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../../shared/logging/logger';
 import { sseComment, sseFrame, sseRetry } from '../../../shared/streams/sse';
-import { type StatusSnapshotJson, toAlertJson, toSloJson, toTargetJson } from './status-json';
+import { type StatusSnapshotJson, toAlertJson, toOnCallJson, toSloJson, toTargetJson } from './status-json';
 import type { Alert, StatusSource, Unsubscribe } from './status-source';
 
 /** The bounds and periods of the feed (from the `web` config section). */
@@ -41,6 +41,7 @@ export class StatusFeed {
   private subscriptions: Unsubscribe[] = [];
   private timers: NodeJS.Timeout[] = [];
   private lastSlos = '';
+  private lastOnCall = '';
   private closed = false;
   private readonly logger: Logger;
 
@@ -64,6 +65,7 @@ export class StatusFeed {
       targets: source.targets().map(toTargetJson),
       slos: source.slos().map(toSloJson),
       alerts: source.recentAlerts(this.opts.recentAlerts).slice(0, this.opts.recentAlerts).map(toAlertJson),
+      oncall: this.onCall(),
     };
   }
 
@@ -99,6 +101,7 @@ export class StatusFeed {
   private subscribe(): void {
     const { source } = this.opts;
     this.lastSlos = JSON.stringify(source.slos().map(toSloJson));
+    this.lastOnCall = JSON.stringify(this.onCall());
     this.subscriptions = [
       source.onTargetChange(() => this.guard('targets', () => this.broadcastTargets())),
       source.onAlert((alert) => this.guard('alert', () => this.broadcastAlert(alert))),
@@ -106,6 +109,8 @@ export class StatusFeed {
     this.timers = [
       setInterval(() => this.guard('slos', () => this.refreshSlos()), this.opts.sloRefreshMs),
       setInterval(() => this.broadcast(sseComment('heartbeat')), this.opts.heartbeatMs),
+      // Issue 28: who is on call changes at hand-offs and override edges, read on the SLO period.
+      setInterval(() => this.guard('oncall', () => this.refreshOnCall()), this.opts.sloRefreshMs),
     ];
     for (const timer of this.timers) timer.unref();
   }
@@ -134,6 +139,19 @@ export class StatusFeed {
     if (text === this.lastSlos) return;
     this.lastSlos = text;
     this.broadcast(sseFrame({ event: 'slos', json: `{"slos":${text}}` }));
+  }
+
+  /** The on-call schedules now (empty when the source has none). */
+  private onCall() {
+    return (this.opts.source.onCall?.() ?? []).map(toOnCallJson);
+  }
+
+  private refreshOnCall(): void {
+    const text = JSON.stringify(this.onCall());
+    // Sent only when someone's shift changed: between hand-offs a schedule costs nothing per period.
+    if (text === this.lastOnCall) return;
+    this.lastOnCall = text;
+    this.broadcast(sseFrame({ event: 'oncall', json: `{"oncall":${text}}` }));
   }
 
   private broadcast(text: string): void {

@@ -5,7 +5,8 @@
  * Alert texts come from remote callers, so each is cut to a bound here: one alert can never make a
  * snapshot or an event unbounded, whatever the RPC layer accepted.
  */
-import type { Alert, SloStatus, TargetState } from './status-source';
+import type { Alert, ScheduleStatus, SloStatus, TargetState } from './status-source';
+import type { OnCallShift } from '../oncall/ports';
 import { cutText } from '../../../shared/text/cut';
 
 /** Longest alert title shown, in characters; longer ones end with "…". */
@@ -61,6 +62,25 @@ export interface AlertJson {
   state: 'triggered' | 'acknowledged' | 'resolved';
 }
 
+/** One person's shift on the on-call panel. */
+export interface OnCallShiftJson {
+  user_id: string;
+  start: string;
+  end: string;
+  /** True when an override put this person on call. */
+  override: boolean;
+}
+
+/** One schedule on the on-call panel: who is on call now (until `current.end`) and next (from `next.start`). */
+export interface OnCallJson {
+  schedule: string;
+  time_zone: string;
+  /** Null when nobody is on call. */
+  current: OnCallShiftJson | null;
+  /** Null when no shift follows. */
+  next: OnCallShiftJson | null;
+}
+
 /** Body of `GET /status.json` and `data:` of the `snapshot` event. */
 export interface StatusSnapshotJson {
   generated_at: string;
@@ -70,6 +90,8 @@ export interface StatusSnapshotJson {
   slos: SloJson[];
   /** Newest first. */
   alerts: AlertJson[];
+  /** Every on-call schedule in config order (issue 28); also sent alone as the `oncall` event when it changes. */
+  oncall: OnCallJson[];
 }
 
 /** A target's JSON. */
@@ -120,6 +142,26 @@ export function toAlertJson(a: Alert): AlertJson {
     source_service: cut(a.sourceService, MAX_CONTEXT_CHARS),
     fired_at: isoOrNull(new Date(a.firedAt)),
     state: a.state ?? 'triggered',
+  };
+}
+
+/** A schedule's on-call JSON (user ids are bounded by the config already; cut here all the same). */
+export function toOnCallJson(s: ScheduleStatus): OnCallJson {
+  return {
+    schedule: cut(s.name, MAX_CONTEXT_CHARS),
+    time_zone: s.timeZone,
+    current: toShiftJson(s.current),
+    next: toShiftJson(s.next),
+  };
+}
+
+function toShiftJson(s: OnCallShift | null): OnCallShiftJson | null {
+  if (!s) return null;
+  return {
+    user_id: cut(s.userId, MAX_CONTEXT_CHARS),
+    start: s.start.toISOString(),
+    end: s.end.toISOString(),
+    override: s.override,
   };
 }
 

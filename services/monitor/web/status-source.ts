@@ -6,12 +6,16 @@
 import type { Alert } from '../alerts/alert';
 import type { SloStatus } from '../slo/slo-area';
 import type { TargetState } from '../targets/target-state';
+import type { ScheduleStatus } from '../oncall/schedules';
 
 /** The page's shapes are the areas' own: one home each (targets/ and slo/). */
 export type { SloStatus, TargetState };
 
 /** The alerts area's Alert (what `AlertHub.recent` returns and `subscribe` delivers). */
 export type { Alert };
+
+/** The on-call area's schedule with who is on call now and next (oncall/schedules.ts). */
+export type { ScheduleStatus };
 
 /** Removes a listener added by one of the `on...` methods. */
 export type Unsubscribe = () => void;
@@ -32,6 +36,11 @@ export interface StatusSource {
   onTargetChange(listener: () => void): Unsubscribe;
   /** Called with every alert as it is dispatched. */
   onAlert(listener: (alert: Alert) => void): Unsubscribe;
+  /**
+   * Every on-call schedule with who is on call now and who is next (issue 28); changes with time
+   * (hand-offs), so the page re-reads it on its refresh period. Absent: no on-call panel data.
+   */
+  onCall?(): readonly ScheduleStatus[];
 }
 
 /**

@@ -22,6 +22,7 @@ import type { SuppressionEntry, SuppressionSink } from './suppression-sink';
 import type { DeliveryRecord } from './types';
 import { normaliseRecipient, type SuppressionReason } from './suppression';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
+import type { InboundSmsLog } from '../channels/sms/inbound-log';
 
 /** A provider message id we remember: printable ASCII, bounded (a Twilio MessageSid is 34 characters). */
 const PROVIDER_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_REPLAY_ID_LENGTH - 16}}$`);
@@ -78,6 +79,10 @@ export interface InboundMessage {
   /** The sender as given (`+15551234567`, `whatsapp:+1...`, an alphanumeric sender id). */
   from: string;
   type: 'inbound_stop' | 'inbound_start' | 'inbound_other';
+  /** Our number it was sent to (`To`), as given. */
+  to?: string;
+  /** The text (`Body`), as given. */
+  body?: string;
 }
 
 /** What the recorder is built from. */
@@ -87,6 +92,11 @@ export interface ReceiptRecorderOptions {
   replays?: InboundReplayStore;
   registry: Registry;
   sink: SuppressionSink;
+  /**
+   * Where inbound messages other than STOP / START are kept (WatchInboundSms); without one they are
+   * only counted.
+   */
+  inboundLog?: InboundSmsLog;
   clock?: Clock;
   logger?: Logger;
 }
@@ -97,6 +107,7 @@ export class ReceiptRecorder {
   private readonly store: DeliveryStore;
   private readonly sink: SuppressionSink;
   private readonly replays: InboundReplayStore;
+  private readonly inboundLog: InboundSmsLog | undefined;
   private readonly clock: () => Date;
   private readonly log: Logger;
 
@@ -104,6 +115,7 @@ export class ReceiptRecorder {
     this.store = opts.store;
     this.sink = opts.sink;
     this.replays = opts.replays ?? new InMemoryInboundReplayStore();
+    this.inboundLog = opts.inboundLog;
     this.metrics = new ReceiptMetrics(opts.registry);
     this.clock = dateReader(opts.clock);
     this.log = (opts.logger ?? silentLogger()).child({ component: 'delivery-receipts' });
@@ -140,9 +152,11 @@ export class ReceiptRecorder {
 
   /**
    * An inbound message (Twilio's `/inbound`): STOP and its synonyms suppress the sender, START / UNSTOP
-   * / YES lift it, anything else is only counted. A sender that is not a phone number (a WhatsApp id,
-   * an alphanumeric sender id) is `unsupported_sender`; a message without an id cannot be told from a
-   * replay and is ignored (`unknown_message`); a message id seen before is a `replay`.
+   * / YES lift it, anything else goes to the inbound SMS log when there is one (WatchInboundSms), else
+   * is only counted. A sender that is not a phone number (a WhatsApp id, an alphanumeric sender id)
+   * is `unsupported_sender`; a message without an id cannot be told from a replay and is ignored
+   * (`unknown_message`); a message id seen before is a `replay` (a replayed `ACK 4821` is not logged
+   * twice).
    */
   async inbound(source: ReceiptSource, message: InboundMessage): Promise<RecordOutcome> {
     const { type } = message;
@@ -158,9 +172,28 @@ export class ReceiptRecorder {
       return 'unknown_message';
     }
     if (type === 'inbound_other') {
-      // Changes nothing, so nothing to replay: not remembered (keeps the replay table small).
-      this.count(source, type, 'verified');
-      return 'verified';
+      const log = this.inboundLog;
+      if (!log) {
+        // Changes nothing, so nothing to replay: not remembered (keeps the replay table small).
+        this.count(source, type, 'verified');
+        return 'verified';
+      }
+      // Logged once: the log adds nothing for a provider id it holds, and the replay store refuses the
+      // same message after the log's retention too.
+      return this.once(source, `inbound:${message.id}`, type, () =>
+        this.guarded(source, type, async () => {
+          const logged = await log.append({
+            backend: source.backend,
+            providerId: message.id,
+            from,
+            to: message.to ?? '',
+            body: message.body ?? '',
+          });
+          const outcome: RecordOutcome = logged ? 'verified' : 'duplicate';
+          this.count(source, type, outcome);
+          return outcome;
+        }),
+      );
     }
     return this.once(source, `inbound:${message.id}`, type, () =>
       this.guarded(source, type, async () => {

@@ -28,6 +28,7 @@ import * as notifyCaps from './20261128000100_notify_caps';
 import * as notifySchedule from './20261128000200_notify_schedule';
 import * as notifyDigests from './20261128000300_notify_digests';
 import * as channelChecks from './20261128000900_channel_checks';
+import * as inboundSms from './20261128800000_inbound_sms';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -56,6 +57,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261128000200_notify_schedule', ...notifySchedule },
   { name: '20261128000300_notify_digests', ...notifyDigests },
   { name: '20261128000900_channel_checks', ...channelChecks },
+  { name: '20261128800000_inbound_sms', ...inboundSms },
 ];
 
 /** The knex table that records which notification migrations ran. */

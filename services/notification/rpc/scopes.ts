@@ -5,6 +5,7 @@
  * lacking its scope. The README's production checklist lists the same table.
  */
 import type { InboxService } from '../../../shared/gen/svc/notification/v1/inbox_pb';
+import type { InboundSmsService } from '../../../shared/gen/svc/notification/v1/inbound_sms_pb';
 import type { NotificationService } from '../../../shared/gen/svc/notification/v1/notification_pb';
 import type { NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import type { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
@@ -25,6 +26,7 @@ export const NOTIFICATION_SCOPES = [
   'templates:write',
   'notify:send',
   'notify:read',
+  'sms:inbound',
 ] as const;
 
 /** One scope of the notification service. */
@@ -36,7 +38,8 @@ type Table<
     | typeof NotificationService
     | typeof UserService
     | typeof TemplateService
-    | typeof NotifyService,
+    | typeof NotifyService
+    | typeof InboundSmsService,
 > = MethodScopes<S> & {
   readonly [K in keyof S['method']]: NotificationScope;
 };
@@ -96,4 +99,12 @@ export const NOTIFY_METHOD_SCOPES: Table<typeof NotifyService> = {
   getNotification: 'notify:read',
   listNotifications: 'notify:read',
   cancelNotification: 'notify:send',
+};
+
+/**
+ * InboundSmsService: reading the replies people send to our SMS numbers (every sender's, so a scope of
+ * its own, for consumers such as the monitor's `ACK <code>`).
+ */
+export const INBOUND_SMS_METHOD_SCOPES: Table<typeof InboundSmsService> = {
+  watchInboundSms: 'sms:inbound',
 };

@@ -103,8 +103,12 @@ export interface UserDirectory {
    * inbox, notifications, delivery records). NotFoundError when unknown.
    */
   deleteUser(userId: string): Promise<void>;
-  /** Registers an eraser another area runs when a user is deleted (the composition root wires them). */
-  onUserDeleted(eraser: (userId: string) => Promise<void>): void;
+  /**
+   * Registers an eraser another area runs when a user is deleted (the composition root wires them).
+   * `user` is the record as it was before the deletion (its phones and emails, for areas that keep
+   * data by contact point); undefined when the directory did not know the user (a retried DeleteUser).
+   */
+  onUserDeleted(eraser: (userId: string, user: User | undefined) => Promise<void>): void;
 
   registerDevice(userId: string, device: Omit<Device, 'registeredAt'>): Promise<Device>;
   unregisterDevice(userId: string, token: string): Promise<void>;

@@ -37,7 +37,7 @@ export class UserDirectoryService implements UserDirectory {
   private readonly store: UserStore;
   private readonly config: UsersConfig;
   private readonly now: () => Date;
-  private readonly erasers: ((userId: string) => Promise<void>)[] = [];
+  private readonly erasers: ((userId: string, user: User | undefined) => Promise<void>)[] = [];
   private readonly log: Logger;
 
   constructor(private readonly options: UserDirectoryOptions) {
@@ -73,13 +73,15 @@ export class UserDirectoryService implements UserDirectory {
    */
   async deleteUser(userId: string): Promise<void> {
     const id = this.userId(userId);
+    // The record as it was, for the erasers of data kept by contact point (inbound SMS by number).
+    const before = await this.store.find(id);
     const existed = await this.store.delete(id);
-    for (const erase of this.erasers) await erase(id);
+    for (const erase of this.erasers) await erase(id, before);
     if (!existed) throw new NotFoundError(`user ${JSON.stringify(userId)} not found`);
     this.log.info({ erasers: this.erasers.length }, 'user deleted');
   }
 
-  onUserDeleted(eraser: (userId: string) => Promise<void>): void {
+  onUserDeleted(eraser: (userId: string, user: User | undefined) => Promise<void>): void {
     this.erasers.push(eraser);
   }
 

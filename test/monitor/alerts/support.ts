@@ -4,6 +4,6 @@ import type { Knex } from 'knex';
 /** Empties the lifecycle's tables (between contract tests: time rules read every open alert). */
 export async function truncateAlertTables(knex: Knex): Promise<void> {
   await knex.raw(
-    'TRUNCATE monitor_alert_timeline, monitor_alerts, monitor_silences, monitor_notification_log',
+    'TRUNCATE monitor_oncall_ack_codes, monitor_oncall_escalations, monitor_alert_timeline, monitor_alerts, monitor_silences, monitor_notification_log',
   );
 }

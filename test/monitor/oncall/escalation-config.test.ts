@@ -13,6 +13,11 @@ const PAGING = {
   public_base_url: 'https://monitor.example.com',
   signing_key: SECRET_KEY,
 };
+const PRIMARY = {
+  name: 'primary',
+  time_zone: 'Europe/Berlin',
+  rotation: { users: ['alice'], hand_off: '09:00', hand_off_day: 'mon', start: '2026-01-05' },
+};
 const step = (user = 'alice') => ({ targets: [{ user }], wait_minutes: 5 });
 const load = (oncall: unknown, extra: Partial<MonitorConfigInput> = {}) =>
   loadMonitorConfig({ ...extra, oncall } as Partial<MonitorConfigInput>, { env: {}, file: null });
@@ -41,6 +46,18 @@ describe('monitor oncall escalation config', () => {
     });
   });
 
+  it('refuses a step naming a schedule that is not configured, with its key path', () => {
+    const message = failure({
+      escalation_policies: [
+        { name: 'db', steps: [step(), { targets: [{ schedule: 'secondary' }], wait_minutes: 5 }] },
+      ],
+      paging: PAGING,
+      schedules: [PRIMARY],
+    });
+    expect(message).toContain('monitor.oncall.escalation_policies[0].steps[1].targets[0].schedule');
+    expect(message).toContain('unknown schedule "secondary" (configured: primary)');
+  });
+
   it('reads a policy with user and schedule targets, matchers and repeat', () => {
     const { oncall } = load({
       escalation_policies: [
@@ -52,6 +69,7 @@ describe('monitor oncall escalation config', () => {
         },
       ],
       paging: PAGING,
+      schedules: [PRIMARY],
     });
     expect(oncall.escalation_policies[0]!.steps[1]!.targets).toEqual([
       { schedule: 'primary' },

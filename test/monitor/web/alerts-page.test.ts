@@ -7,6 +7,7 @@
 import type { Browser } from 'playwright-core';
 import { silentLogger } from '../../../shared/logging/logger';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
+import { until } from '../../support/wait';
 import { launchChromium, openStatusPage, type OpenStatusPage } from './status-page-driver';
 
 const ADMIN = 'alerts-admin-token-0123456789';
@@ -84,16 +85,26 @@ describe('alerts and silences on the status page', () => {
       acknowledgedBy: 'ann@example.com',
       resolvedBy: 'ann@example.com',
     });
-    await page.locator(`.lc-alert[data-id="${id}"] button.show-timeline`).click();
+    // The resolved notice can land after the resolve, and an update of the alert redraws its row
+    // (timeline closed): read until the whole timeline is there, opening it again when redrawn.
     const timeline = page.locator(`.lc-alert[data-id="${id}"] .timeline li`);
-    await timeline.nth(3).waitFor();
-    expect(await timeline.evaluateAll((lis) => lis.map((li) => li.getAttribute('data-kind')))).toEqual([
-      'triggered',
-      'notified',
-      'acknowledged',
-      'resolved',
-      'notified',
-    ]);
+    const expected = ['triggered', 'notified', 'acknowledged', 'resolved', 'notified'];
+    let kinds: (string | null)[] = [];
+    await until(
+      async () => {
+        if ((await timeline.count()) === 0)
+          await page.locator(`.lc-alert[data-id="${id}"] button.show-timeline`).click();
+        await timeline
+          .nth(expected.length - 1)
+          .waitFor({ timeout: 2_000 })
+          .catch(() => undefined);
+        kinds = await timeline.evaluateAll((lis) => lis.map((li) => li.getAttribute('data-kind')));
+        return kinds.length >= expected.length;
+      },
+      'the whole timeline',
+      30_000,
+    );
+    expect(kinds).toEqual(expected);
   });
 
   it('creates a silence from the page (the next alert it matches shows as silenced) and expires it', async () => {

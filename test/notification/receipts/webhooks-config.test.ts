@@ -25,14 +25,39 @@ function issuesOf(env: Record<string, string>): string[] {
 }
 
 describe('notification.webhooks and event_webhook_public_key', () => {
-  it('defaults: no public base URL, 300 s max age, 1 MiB bodies, replay ids kept 7 days (100,000 in memory)', () => {
+  it('defaults: no public base URL, 300 s max age, 1 MiB bodies, replay ids kept 7 days (100,000 in memory), inbound SMS kept 72 hours (100,000)', () => {
     const config = loadNotificationConfig({}, { file: null, env: {} });
     expect(config.webhooks).toEqual({
       max_age_seconds: 300,
       max_body_bytes: 1024 * 1024,
       replay_retention_hours: 168,
       replay_memory_max_entries: 100_000,
+      inbound_sms_retention_hours: 72,
+      inbound_sms_max_messages: 100_000,
+      inbound_sms_watch: {
+        buffer_size: 256,
+        max_watchers: 64,
+        max_watchers_per_caller: 8,
+        stall_seconds: 30,
+      },
     });
+  });
+
+  it('inbound SMS keys: at and past their bounds, named in the error', () => {
+    const at = loadNotificationConfig(
+      { webhooks: { inbound_sms_retention_hours: 24 * 366, inbound_sms_max_messages: 10_000_000 } },
+      { file: null, env: {} },
+    );
+    expect(at.webhooks.inbound_sms_retention_hours).toBe(24 * 366);
+    expect(() =>
+      loadNotificationConfig(
+        { webhooks: { inbound_sms_retention_hours: 24 * 366 + 1 } },
+        { file: null, env: {} },
+      ),
+    ).toThrow(/webhooks\.inbound_sms_retention_hours/);
+    expect(() =>
+      loadNotificationConfig({ webhooks: { inbound_sms_max_messages: 0 } }, { file: null, env: {} }),
+    ).toThrow(/webhooks\.inbound_sms_max_messages/);
   });
 
   it('reads the keys from the environment', () => {

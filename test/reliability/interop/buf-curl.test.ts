@@ -12,6 +12,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DescMethod, DescService } from '@bufbuild/protobuf';
 
 import { grpcClient, unary } from '../../support/grpc-clients';
+import { SMS_BACKEND } from '../../support/sms-service';
+import { postSignedForm } from '../../notification/channels/sms/twilio-peer';
 import { atLeast, exactly, recordFigures, reported } from '../results';
 import { bufStream, bufUnary, PROTOCOLS, type BufAnswer, type Protocol } from './buf-curl';
 import { AUTHORIZATION, inFlight, serverFaults, startTargets, type Target, type Targets } from './processes';
@@ -74,6 +76,7 @@ const MINIMAL: Record<string, () => unknown> = {
   'svc.notification.v1.NotifyService/ListNotifications': () => ({ userId: tag() }),
   'svc.notification.v1.NotifyService/CancelNotification': () => ({ id: randomUUID() }),
   'svc.monitor.v1.MonitorService/SendAlert': () => ({ title: tag(), severity: 'warning' }),
+  'svc.monitor.v1.OnCallService/WhoIsOnCall': () => ({ schedule: tag() }),
   'svc.monitor.v1.MonitorService/RecordSloSamples': () => ({ metric: tag(), valuesMs: [12] }),
   'svc.monitor.v1.MonitorService/CaptureException': () => ({ type: 'TypeError', message: tag() }),
   'svc.monitor.v1.MonitorService/GetTrace': () => ({ traceId: randomBytes(16).toString('hex') }),
@@ -100,6 +103,19 @@ const STREAMS: Record<
     trigger: (t, marker) =>
       call(t, 'svc.notification.v1.NotificationService', 'sendSms', { to: '+15550001234', body: marker }),
     seen: (answer) => (answer as { deliveryId: string }).deliveryId,
+  },
+  // An inbound SMS, posted to the signed webhook as the provider does (the marker is its text).
+  'svc.notification.v1.InboundSmsService/WatchInboundSms': {
+    request: () => ({}),
+    trigger: (t, marker) => {
+      const url = `${t.baseUrl}/webhooks/sms/${SMS_BACKEND}/inbound`;
+      return postSignedForm(url, url, {
+        MessageSid: `SM${randomBytes(16).toString('hex')}`,
+        From: '+15550001234',
+        To: '+15550001111',
+        Body: marker,
+      });
+    },
   },
   'svc.monitor.v1.MonitorService/WatchAlerts': {
     request: () => ({}),

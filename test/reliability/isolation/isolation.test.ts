@@ -31,6 +31,7 @@ import { NotificationService } from '../../../shared/gen/svc/notification/v1/not
 import { DevicePlatform, UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { MonitorService } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
+import { OnCallService } from '../../../shared/gen/svc/monitor/v1/oncall_pb';
 import { AdminGateway } from '../../../services/notification/admin/gateway';
 import type { AdminAuth } from '../../../services/notification/admin/auth';
 import type { InboxServiceContract } from '../../../services/notification/inbox/types';
@@ -54,12 +55,15 @@ import {
   USER_METHOD_SCOPES,
   TEMPLATE_METHOD_SCOPES,
   NOTIFY_METHOD_SCOPES,
+  INBOUND_SMS_METHOD_SCOPES,
 } from '../../../services/notification/rpc/scopes';
+import { InboundSmsService } from '../../../shared/gen/svc/notification/v1/inbound_sms_pb';
 import { TemplateService } from '../../../shared/gen/svc/notification/v1/templates_pb';
 import { NotificationStatus, NotifyService } from '../../../shared/gen/svc/notification/v1/notify_pb';
 import {
   MONITOR_METHOD_SCOPES,
   ALERT_METHOD_SCOPES,
+  ONCALL_METHOD_SCOPES,
   OTLP_METRICS_METHOD_SCOPES,
   OTLP_TRACE_METHOD_SCOPES,
 } from '../../../services/monitor/rpc/scopes';
@@ -282,8 +286,10 @@ const METHOD_SCOPES: Record<string, Readonly<Record<string, string>>> = {
   [UserService.typeName]: USER_METHOD_SCOPES,
   [TemplateService.typeName]: TEMPLATE_METHOD_SCOPES,
   [NotifyService.typeName]: NOTIFY_METHOD_SCOPES,
+  [InboundSmsService.typeName]: INBOUND_SMS_METHOD_SCOPES,
   [MonitorService.typeName]: MONITOR_METHOD_SCOPES,
   [AlertService.typeName]: ALERT_METHOD_SCOPES,
+  [OnCallService.typeName]: ONCALL_METHOD_SCOPES,
   [TraceService.typeName]: OTLP_TRACE_METHOD_SCOPES,
   [MetricsService.typeName]: OTLP_METRICS_METHOD_SCOPES,
 };
@@ -1028,6 +1034,9 @@ const SHARED_BY_DESIGN = new Set([
   'TemplateService.GetTemplate',
   'TemplateService.ListTemplates',
   'TemplateService.DeleteTemplate',
+  // Replies to the service's own numbers belong to no caller: the `sms:inbound` scope is the gate
+  // (its refusal is in the scope table's test), and a holder reads every reply by design.
+  'InboundSmsService.WatchInboundSms',
 ]);
 
 function needsProbe(method: DescMethod): boolean {

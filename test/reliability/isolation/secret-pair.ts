@@ -217,6 +217,12 @@ export async function startSecretPair(): Promise<SecretPair> {
   ]);
   const targetBearer = secret('monitor.targets[i].bearer_token', 'target-bearer-token');
   const targetHeader = secret('monitor.targets[i].headers', 'target-header');
+  // On call: the monitor pages through Notify with its own token (refused by the notification
+  // service here: the refusal is logged on both sides, which is what this suite reads), and signs
+  // acknowledgment links with its signing key.
+  const pagingToken = secret('monitor.oncall.paging.api_token', 'oncall-paging-token');
+  const pagingSigningKey = secret('monitor.oncall.paging.signing_key', 'oncall-paging-signing-key');
+  const inboundSmsToken = secret('monitor.oncall.inbound_sms.api_token', 'oncall-inbound-sms-token');
 
   const pem = (key: string, kind: 'rsa' | 'ec'): string => {
     const { privateKey } =
@@ -283,6 +289,16 @@ export async function startSecretPair(): Promise<SecretPair> {
         interval_seconds: 1,
       },
     ]),
+    SVC_MONITOR__ONCALL__ESCALATION_POLICIES: JSON.stringify([
+      { name: 'iso', steps: [{ targets: [{ user: 'iso-oncall' }], wait_minutes: 1 }] },
+    ]),
+    SVC_MONITOR__ONCALL__PAGING__GRPC_ADDRESS: `127.0.0.1:${notificationGrpcPort}`,
+    SVC_MONITOR__ONCALL__PAGING__API_TOKEN: pagingToken,
+    SVC_MONITOR__ONCALL__PAGING__SIGNING_KEY: pagingSigningKey,
+    SVC_MONITOR__ONCALL__PAGING__PUBLIC_BASE_URL: 'https://monitor.iso.example.test',
+    SVC_MONITOR__ONCALL__INBOUND_SMS__ENABLED: 'true',
+    SVC_MONITOR__ONCALL__INBOUND_SMS__GRPC_ADDRESS: `127.0.0.1:${notificationGrpcPort}`,
+    SVC_MONITOR__ONCALL__INBOUND_SMS__API_TOKEN: inboundSmsToken,
     SVC_MONITOR__ALERTS__CHANNELS: JSON.stringify([
       {
         name: 'hook',

@@ -107,6 +107,14 @@ describe('NotificationConfig', () => {
         max_body_bytes: 1024 * 1024,
         replay_retention_hours: 168,
         replay_memory_max_entries: 100_000,
+        inbound_sms_retention_hours: 72,
+        inbound_sms_max_messages: 100_000,
+        inbound_sms_watch: {
+          buffer_size: 256,
+          max_watchers: 64,
+          max_watchers_per_caller: 8,
+          stall_seconds: 30,
+        },
       },
       delivery: {
         store_backend: 'database',

@@ -2,7 +2,7 @@
  * Test helpers for the monitoring library: a hand-driven clock and timers, real HTTP servers on port
  * 0, a log capture and promtool.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, type Logger } from '../../../shared/logging/logger';
@@ -122,6 +122,25 @@ export async function listen(
 }
 
 /** Runs `promtool check metrics` on text; returns its exit status and output. Throws when promtool is missing. */
+/**
+ * {@link promtool} without blocking the event loop: a test that talks HTTP to an in-process server
+ * afterwards must not stall both for seconds (a pooled keep-alive socket then races the server
+ * closing it: ECONNRESET).
+ */
+export function promtoolAsync(text: string): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.on('error', (err) =>
+      reject(new Error(`promtool is required (Debian package prometheus): ${err.message}`)),
+    );
+    child.on('close', (status) => resolve({ status, output }));
+    child.stdin.end(text);
+  });
+}
+
 export function promtool(text: string): { status: number | null; output: string } {
   const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
   if (r.error) throw new Error(`promtool is required (Debian package prometheus): ${r.error.message}`);

@@ -1,12 +1,13 @@
 /**
  * The one outbound gRPC client stack (shared/rpc/client.ts): a typed Connect client over a grpc-js
  * channel, used by both services' clients of each other. Against a real server (the kit with the
- * echo service on port 0).
+ * echo service on port 0): unary calls and server streams.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { EchoService } from '../../../shared/gen/svc/testing/v1/echo_pb';
 import { createGrpcClient } from '../../../shared/rpc/client';
 import { startEchoServer, type EchoHarness } from './harness';
+import { waitFor } from '../../support/wait';
 
 const token = 'client-test-token-0123456789abcdef';
 let h: EchoHarness;
@@ -67,6 +68,61 @@ describe('createGrpcClient', () => {
       const pending = c.client.echo({ delayMs: 5000 }, { signal: stop.signal });
       setTimeout(() => stop.abort(), 20);
       await expect(pending).rejects.toMatchObject({ code: Code.Canceled });
+    } finally {
+      c.close();
+    }
+  });
+
+  it('reads a server stream to its end, many more messages than it buffers, in order', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token });
+    try {
+      const seqs: number[] = [];
+      for await (const m of c.client.echoStream({ count: 100 })) seqs.push(m.seq);
+      expect(seqs).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a refused server stream throws the code when read (UNAUTHENTICATED without the token)', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress });
+    try {
+      const err = await (async () => {
+        for await (const _ of c.client.echoStream({ count: 3 })) return 'read a message';
+        return 'ended quietly';
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a server stream to nobody throws UNAVAILABLE', async () => {
+    const nobody = createGrpcClient(EchoService, { address: '127.0.0.1:1' });
+    try {
+      const err = await (async () => {
+        for await (const _ of nobody.client.echoStream({ count: 1 })) return 'read';
+        return 'ended quietly';
+      })().catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: Code.Unavailable });
+    } finally {
+      nobody.close();
+    }
+  });
+
+  it('aborting the signal of an endless server stream cancels it on the server (CANCELED)', async () => {
+    const c = createGrpcClient(EchoService, { address: h.grpcAddress, token });
+    try {
+      const before = h.impl.abortedStreams;
+      const stop = new AbortController();
+      const reading = (async () => {
+        for await (const m of c.client.echoStream({ count: 0, intervalMs: 5 }, { signal: stop.signal }))
+          if (m.seq === 2) stop.abort();
+      })().catch((e: unknown) => e);
+      expect(await reading).toMatchObject({ code: Code.Canceled });
+      await waitFor(() => h.impl.abortedStreams === before + 1, 'the server saw the abort');
+      expect(h.impl.activeStreams).toBe(0);
     } finally {
       c.close();
     }

@@ -42,6 +42,10 @@
     silencesBody: $('silences-body'),
     silencesEmpty: $('silences-empty'),
     silencesSummary: $('silences-summary'),
+    oncall: $('oncall'),
+    oncallBody: $('oncall-body'),
+    oncallEmpty: $('oncall-empty'),
+    oncallSummary: $('oncall-summary'),
   };
   const ACTOR_KEY = 'svc.monitor.actor';
 
@@ -181,6 +185,45 @@
       last.remove();
     }
     updateAlertsSummary();
+  }
+
+  // --- on call (issue 28): each schedule, who is on call now (until when) and next (from when) ---
+
+  function renderShift(shift, cellClass, word, when) {
+    const cell = el('td', cellClass);
+    if (!shift) {
+      cell.append(el('span', 'nobody', 'Nobody'));
+      return cell;
+    }
+    cell.dataset.user = shift.user_id;
+    // dir=auto: a right-to-left name keeps its own direction inside the left-to-right page.
+    const user = el('strong', 'user', shift.user_id);
+    user.dir = 'auto';
+    cell.append(user);
+    if (shift.override) cell.append(' ', el('span', 'override', 'override'));
+    cell.append(el('div', 'summary ' + word, word + ' ' + formatTime(when)));
+    return cell;
+  }
+
+  function renderOnCall(schedules) {
+    const rows = schedules.map((s) => {
+      const tr = el('tr');
+      tr.dataset.schedule = s.schedule;
+      const name = el('td');
+      name.append(el('strong', 'name', s.schedule), el('div', 'summary', s.time_zone));
+      tr.append(
+        name,
+        renderShift(s.current, 'now', 'until', s.current && s.current.end),
+        renderShift(s.next, 'next', 'from', s.next && s.next.start),
+      );
+      return tr;
+    });
+    ui.oncallBody.replaceChildren(...rows);
+    ui.oncall.hidden = schedules.length === 0;
+    ui.oncallEmpty.hidden = schedules.length > 0;
+    const uncovered = schedules.filter((s) => !s.current).length;
+    ui.oncallSummary.textContent =
+      schedules.length === 0 ? '' : uncovered === 0 ? 'All covered' : uncovered + ' with nobody on call';
   }
 
   // --- the alert lifecycle: groups, timeline, acknowledge, resolve, silences (/status/alerts...) ---
@@ -495,6 +538,7 @@
         renderSlos(data.slos);
         state.alertLimit = Math.max(data.alert_limit || 0, data.alerts.length, 1);
         renderAlerts(data.alerts);
+        renderOnCall(data.oncall || []);
         setLive(true);
         showNotice('');
         scheduleLifecycle();
@@ -504,6 +548,9 @@
         break;
       case 'slos':
         renderSlos(data.slos);
+        break;
+      case 'oncall':
+        renderOnCall(data.oncall);
         break;
       case 'alert':
         addAlert(data.alert);

@@ -2,7 +2,8 @@
  * The sms_gateway backends' webhooks (Twilio's protocol): status callbacks
  * (`POST /webhooks/sms/{backend}/status`: MessageSid, MessageStatus, ErrorCode) become delivery
  * receipts; inbound messages (`POST /webhooks/sms/{backend}/inbound`) of STOP and its synonyms
- * suppress the sender, START / UNSTOP / YES lift it.
+ * suppress the sender, START / UNSTOP / YES lift it, and any other reply goes to the inbound SMS log
+ * (inbound-log.ts, streamed by WatchInboundSms).
  *
  * Both are verified by `X-Twilio-Signature`: base64 HMAC-SHA1 keyed with the backend's auth_token over
  * the full URL the provider called followed by every form field, sorted by name, name then value. No
@@ -203,6 +204,8 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
         await opts.recorder.inbound(verified.source, {
           id: verified.fields.get('MessageSid') ?? verified.fields.get('SmsMessageSid') ?? '',
           from: verified.fields.get('From') ?? '',
+          to: verified.fields.get('To') ?? '',
+          body: verified.fields.get('Body') ?? '',
           type: STOP_KEYWORDS.includes(keyword)
             ? 'inbound_stop'
             : START_KEYWORDS.includes(keyword)
