@@ -96,7 +96,7 @@ describe('escalation in the monitor app and on the status page', () => {
         oncall: {
           escalation_policies: [
             {
-              name: 'db 🛢',
+              name: 'db-primary',
               match: ['severity="critical"'],
               steps: [
                 { targets: [{ user: 'alice' }, { user: ODD_USER }], wait_minutes: 5 },
@@ -170,7 +170,7 @@ describe('escalation in the monitor app and on the status page', () => {
     expect(e).toMatchObject({
       alert_id: alert.id,
       title: TITLE,
-      policy: 'db 🛢',
+      policy: 'db-primary',
       status: 'active',
       round: 1,
       step: 1,
@@ -199,7 +199,7 @@ describe('escalation in the monitor app and on the status page', () => {
     expect(await page.locator('#escalations-section').isVisible()).toBe(true);
     expect(await item.locator('.title').textContent()).toBe(TITLE);
     expect(await item.locator('.escalation-where').textContent()).toBe(
-      'policy db 🛢 · active · step 1/2, round 1/2',
+      'policy db-primary · active · step 1/2, round 1/2',
     );
     expect(await item.locator('.escalation-next').textContent()).toMatch(/^next: step 2 at /);
     const pages = item.locator('.escalation-page');
