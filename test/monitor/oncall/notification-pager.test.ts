@@ -34,7 +34,7 @@ const READER_TOKEN = 'users-reader-token-0123456789abcdef';
 const PHONE = '+34600111222';
 
 /** The README "Escalation" example, as the notification service's config and template files. */
-const CATEGORY = { name: 'oncall-page', required: true, channels: ['inbox', 'email', 'sms'] };
+const CATEGORY = { name: 'oncall-page', required: true, channels: ['inbox', 'email', 'sms', 'push'] };
 const TEMPLATES: Array<[TemplateChannel, Record<string, string>]> = [
   [
     TemplateChannel.EMAIL,
@@ -43,7 +43,8 @@ const TEMPLATES: Array<[TemplateChannel, Record<string, string>]> = [
       text: '{{ data.summary }}\nAcknowledge: {{ data.ack_url }}\nor reply ACK {{ data.ack_code }} to the SMS',
     },
   ],
-  [TemplateChannel.SMS, { text: '{{ data.title | truncate: 60 }} {{ data.ack_sms }}' }],
+  [TemplateChannel.SMS, { text: '{{ data.title }}: {{ data.summary | truncate: 80 }} {{ data.ack_sms }}' }],
+  [TemplateChannel.PUSH, { title: '{{ data.title }}', body: '{{ data.summary }}' }],
   [TemplateChannel.INBOX, { title: '{{ data.title }}', body: '{{ data.summary }} {{ data.ack_url }}' }],
 ];
 
