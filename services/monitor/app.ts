@@ -410,18 +410,20 @@ async function assembleMonitorApp(
       new EscalationWorker(engine, jobLease, paging.tick_seconds * 1000, logger),
     );
     server.routes.add(...onCallAckRoutes({ acknowledger, alerts: alertStore, logger }));
-    // O2b: each open alert's escalation on the status page, from the shared store.
-    server.routes.add(
-      ...escalationRoutes({
-        lifecycle: alertHub.lifecycle,
-        states: (ids) => engine.states(ids),
-        policies: config.oncall.escalation_policies,
-        authorizeRead: (req, res) => statusPage.authorizeRead(req, res),
-        logger,
-      }),
-    );
     escalation = { engine, acknowledger };
   }
+  // O2b: each open alert's escalation on the status page, from the shared store (`enabled: false`
+  // without policies, so the page hides its block without a failing request).
+  const escalationEngine = escalation?.engine;
+  server.routes.add(
+    ...escalationRoutes({
+      lifecycle: alertHub.lifecycle,
+      ...(escalationEngine ? { states: (ids: readonly string[]) => escalationEngine.states(ids) } : {}),
+      policies: config.oncall.escalation_policies,
+      authorizeRead: (req, res) => statusPage.authorizeRead(req, res),
+      logger,
+    }),
+  );
 
   // --- oncall, O3: `ACK <code>` replies read from the notification service's WatchInboundSms, the
   // cursor in the monitor's database (replicas share it; each replica consumes, acknowledging twice

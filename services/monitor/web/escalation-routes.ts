@@ -2,9 +2,9 @@
  * `GET /status/escalations.json` (issue 28, O2b): each open alert's on-call escalation for the
  * status page: policy, current step, when the next is due, who was paged at each step and by which
  * channels, and who acknowledged it and how. Everything is read from the shared stores (the alerts'
- * and the escalation store), so every replica answers the same. Registered by app.ts only when
- * escalation policies are configured (otherwise the path is the route table's 404, which the page
- * reads as "no escalation"). Reads need what the page's other data routes need.
+ * and the escalation store), so every replica answers the same. Always registered by app.ts; without
+ * escalation policies it answers `{enabled: false, escalations: []}` and the page hides its block.
+ * Reads need what the page's other data routes need.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJsonError } from '../../../shared/http/errors';
@@ -25,8 +25,9 @@ export const PAGE_ESCALATIONS = 200;
 /** What the route needs. */
 export interface EscalationRoutesDeps {
   lifecycle: AlertLifecycle;
-  /** The escalation states of these alerts (EscalationEngine.states: the shared store). */
-  states(alertIds: readonly string[]): Promise<EscalationState[]>;
+  /** The escalation states of these alerts (EscalationEngine.states: the shared store); absent when
+   * no escalation policy is configured. */
+  states?(alertIds: readonly string[]): Promise<EscalationState[]>;
   policies: readonly EscalationPolicyConfig[];
   /** The page's read check (answers 401 itself and returns false). */
   authorizeRead(req: IncomingMessage, res: ServerResponse): boolean;
@@ -35,7 +36,7 @@ export interface EscalationRoutesDeps {
 
 /** The open alerts' escalations, newest alert first. */
 export async function openEscalations(
-  deps: Pick<EscalationRoutesDeps, 'lifecycle' | 'states' | 'policies'>,
+  deps: Pick<EscalationRoutesDeps, 'lifecycle' | 'policies'> & Required<Pick<EscalationRoutesDeps, 'states'>>,
 ): Promise<EscalationJson[]> {
   const open = await deps.lifecycle.list(
     { states: ['triggered', 'acknowledged'] },
@@ -78,7 +79,11 @@ export function escalationRoutes(deps: EscalationRoutesDeps): Route[] {
         req.resume();
         if (!deps.authorizeRead(req, res)) return;
         try {
-          sendJson(res, 200, { escalations: await openEscalations(deps) }, { ...SECURITY_HEADERS });
+          const states = deps.states?.bind(deps);
+          const body = states
+            ? { enabled: true, escalations: await openEscalations({ ...deps, states }) }
+            : { enabled: false, escalations: [] };
+          sendJson(res, 200, body, { ...SECURITY_HEADERS });
         } catch (err) {
           deps.logger.error({ err }, 'status page escalations failed');
           sendJsonError(res, 'internal', 'internal error', { headers: { ...SECURITY_HEADERS } });

@@ -130,11 +130,15 @@ describe('escalation in the monitor app and on the status page', () => {
 
   async function escalations(
     token = ADMIN,
-  ): Promise<{ status: number; body: { escalations: EscalationJson[] } }> {
-    const res = await fetch(`${svc.baseUrl}/status/escalations.json`, {
+    base = svc.baseUrl,
+  ): Promise<{ status: number; body: { enabled: boolean; escalations: EscalationJson[] } }> {
+    const res = await fetch(`${base}/status/escalations.json`, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
     });
-    return { status: res.status, body: (await res.json()) as { escalations: EscalationJson[] } };
+    return {
+      status: res.status,
+      body: (await res.json()) as { enabled: boolean; escalations: EscalationJson[] },
+    };
   }
 
   it('pages the policy users of a raised critical alert through the notification service; a low one is not escalated', async () => {
@@ -165,6 +169,7 @@ describe('escalation in the monitor app and on the status page', () => {
 
     const { status, body } = await escalations();
     expect(status).toBe(200);
+    expect(body).toMatchObject({ enabled: true });
     expect(body.escalations).toHaveLength(1); // the low alert matches no policy
     const e = body.escalations[0]!;
     expect(e).toMatchObject({
@@ -228,5 +233,35 @@ describe('escalation in the monitor app and on the status page', () => {
     expect(e).toMatchObject({ status: 'stopped', reason: 'acknowledged', next_step_at: null, next: null });
     expect(await opened.cspViolations()).toEqual([]);
     expect(opened.problems).toEqual([]);
+  });
+
+  it('without escalation policies the data says disabled and the page hides the block, console clean', async () => {
+    const plain = await startMonitorApp(
+      { server: { api_tokens: [{ name: 'admin', token: ADMIN, scopes: ['*'] }] } } as never,
+      silentLogger(),
+    );
+    try {
+      await plain.app.alerts.hub.raise({ kind: 'generic', title: 'x', severity: 'critical', context: {} });
+      expect(await escalations(ADMIN, plain.baseUrl)).toEqual({
+        status: 200,
+        body: { enabled: false, escalations: [] },
+      });
+      const other = await openStatusPage(browser, plain.baseUrl, { token: ADMIN });
+      try {
+        // The page asked for the escalations (a resource entry ends when the response has been read).
+        await other.page.waitForFunction(() =>
+          performance
+            .getEntriesByType('resource')
+            .map((e) => e as PerformanceResourceTiming)
+            .some((e) => e.name.endsWith('/status/escalations.json') && e.responseEnd > 0),
+        );
+        expect(await other.page.locator('#escalations-section').isHidden()).toBe(true);
+        expect(other.problems).toEqual([]);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await plain.close();
+    }
   });
 });

@@ -419,7 +419,7 @@
     }
   }
 
-  // --- on-call escalation (issue 28, O2b): /status/escalations.json, 404 when none is configured ---
+  // --- on-call escalation (issue 28, O2b): /status/escalations.json, enabled: false when none is configured ---
 
   const escalationUi = {
     section: document.getElementById('escalations-section'),
@@ -487,12 +487,13 @@
       credentials: 'omit',
       cache: 'no-store',
     }).catch(() => null);
-    if (!response || response.status === 404 || !response.ok) {
-      escalationUi.section.hidden = !response || response.status === 404 ? true : escalationUi.section.hidden;
-      return;
-    }
+    if (!response || !response.ok) return; // keeps the last view; the alerts' own load reports errors
     const data = await response.json().catch(() => null);
     if (!data || !Array.isArray(data.escalations)) return;
+    if (!data.enabled) {
+      escalationUi.section.hidden = true;
+      return;
+    }
     escalationUi.section.hidden = false;
     escalationUi.list.replaceChildren(...data.escalations.map(renderEscalation));
     escalationUi.empty.hidden = data.escalations.length > 0;
