@@ -250,10 +250,12 @@ describe('escalation in the monitor app and on the status page', () => {
       try {
         // The page asked for the escalations (a resource entry ends when the response has been read).
         await other.page.waitForFunction(() =>
-          performance
-            .getEntriesByType('resource')
-            .map((e) => e as PerformanceResourceTiming)
-            .some((e) => e.name.endsWith('/status/escalations.json') && e.responseEnd > 0),
+          (
+            performance.getEntriesByType('resource') as unknown as Array<{
+              name: string;
+              responseEnd: number;
+            }>
+          ).some((e) => e.name.endsWith('/status/escalations.json') && e.responseEnd > 0),
         );
         expect(await other.page.locator('#escalations-section').isHidden()).toBe(true);
         expect(other.problems).toEqual([]);
