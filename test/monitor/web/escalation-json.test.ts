@@ -10,6 +10,7 @@ import {
   toEscalationJson,
   type EscalationViewInput,
 } from '../../../services/monitor/web/status-json';
+import { openEscalations, PAGE_ESCALATIONS } from '../../../services/monitor/web/escalation-routes';
 
 const T0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 const POLICY = { steps: [{ wait_minutes: 5 }, { wait_minutes: 10 }], repeat: 1 };
@@ -128,5 +129,57 @@ describe('toEscalationJson', () => {
     expect(
       toEscalationJson(input({}, { acknowledgedBy: '', acknowledgedHow: 'stale' })).acknowledged_how,
     ).toBeNull();
+  });
+});
+
+describe('openEscalations', () => {
+  function entry(id: string, acknowledgedBy = '') {
+    return {
+      alert: { id, alertName: 'generic', title: `t ${id}`, severity: 'critical' },
+      state: acknowledgedBy ? 'acknowledged' : 'triggered',
+      acknowledgedBy,
+    };
+  }
+  function state(alertId: string) {
+    return { ...input().state, alertId, targets: ['alice'], pages: [], startedAt: T0, updatedAt: T0 };
+  }
+
+  it('looks at the newest PAGE_ESCALATIONS open alerts, lists those with an escalation, how each was acknowledged', async () => {
+    const calls: Array<{ filter: unknown; limit: number }> = [];
+    const open = Array.from({ length: PAGE_ESCALATIONS + 1 }, (_, i) => entry(`a${i}`, i === 1 ? 'bob' : ''));
+    const lifecycle = {
+      list: async (filter: unknown, _after: unknown, limit: number) => {
+        calls.push({ filter, limit });
+        return open.slice(0, limit);
+      },
+      get: async (id: string) => ({
+        entry: open.find((e) => e.alert.id === id),
+        timeline: [
+          { at: T0, kind: 'acknowledged', actor: 'x', detail: 'link' },
+          { at: T0 + 1, kind: 'notified', actor: 'bob', detail: 'paged' },
+          { at: T0 + 2, kind: 'acknowledged', actor: 'bob', detail: 'sms from +3460****222' },
+        ],
+      }),
+    };
+    const asked: string[][] = [];
+    const list = await openEscalations({
+      lifecycle: lifecycle as never,
+      policies: [],
+      states: async (ids) => {
+        asked.push([...ids]);
+        return ids.filter((id) => id !== 'a2').map((id) => state(id)) as never;
+      },
+    });
+    expect(calls).toEqual([{ filter: { states: ['triggered', 'acknowledged'] }, limit: PAGE_ESCALATIONS }]);
+    expect(asked).toEqual([open.slice(0, PAGE_ESCALATIONS).map((e) => e.alert.id)]);
+    expect(list).toHaveLength(PAGE_ESCALATIONS - 1); // a2 has none
+    expect(list.map((e) => e.alert_id)).not.toContain('a2');
+    expect(list[1]).toMatchObject({
+      alert_id: 'a1',
+      alert_state: 'acknowledged',
+      acknowledged_by: 'bob',
+      acknowledged_how: 'sms from +3460****222',
+      steps: 0, // policy no longer configured
+    });
   });
 });
