@@ -60,6 +60,7 @@ import { EscalationWorker } from './oncall/escalation-worker';
 import type { OnCallLookup, PageAcknowledger } from './oncall/ports';
 import { NotificationPager } from './notification/notification-client';
 import { onCallAckRoutes } from './web/oncall-ack-routes';
+import { escalationRoutes } from './web/escalation-routes';
 import { InboundSmsConsumer } from './oncall/inbound-sms';
 import { DatabaseInboundSmsCursor, MemoryInboundSmsCursor } from './oncall/inbound-sms-cursor';
 
@@ -411,6 +412,18 @@ async function assembleMonitorApp(
     server.routes.add(...onCallAckRoutes({ acknowledger, alerts: alertStore, logger }));
     escalation = { engine, acknowledger };
   }
+  // O2b: each open alert's escalation on the status page, from the shared store (`enabled: false`
+  // without policies, so the page hides its block without a failing request).
+  const escalationEngine = escalation?.engine;
+  server.routes.add(
+    ...escalationRoutes({
+      lifecycle: alertHub.lifecycle,
+      ...(escalationEngine ? { states: (ids: readonly string[]) => escalationEngine.states(ids) } : {}),
+      policies: config.oncall.escalation_policies,
+      authorizeRead: (req, res) => statusPage.authorizeRead(req, res),
+      logger,
+    }),
+  );
 
   // --- oncall, O3: `ACK <code>` replies read from the notification service's WatchInboundSms, the
   // cursor in the monitor's database (replicas share it; each replica consumes, acknowledging twice

@@ -14,6 +14,7 @@ import { TemplateChannel } from '../../../shared/gen/svc/notification/v1/templat
 import { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { type Pager, PagerError, type PageRequest, type PageResult } from '../oncall/pager';
 import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
+import { connectCodeName } from '../../../shared/http/errors';
 import {
   type AlertEmail,
   type AlertNotifier,
@@ -206,8 +207,8 @@ export class NotificationPager implements Pager {
     } catch (err) {
       const code = ConnectError.from(err).code;
       throw new PagerError(
-        `the notification service answered ${Code[code]}`,
-        Code[code],
+        `the notification service answered ${connectCodeName(code)}`,
+        connectCodeName(code),
         RETRYABLE.has(code),
       );
     }

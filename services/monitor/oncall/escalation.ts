@@ -241,10 +241,14 @@ export class EscalationEngine {
     if (!(await alerts.claimNotification(key, this.owner, this.options.claimLeaseMs))) return;
     const stepLabel = `step ${state.step + 1}${state.round > 0 ? ` (repeat ${state.round})` : ''}`;
     const idempotencyKey = pageKey(alertId, state, userId);
+    // Times in the page's data come from the step (shared), not from this replica's clock: a page
+    // retried by another replica after a crash is then the same request, which Notify's idempotency
+    // key answers with the first notification (another request under the same key is ALREADY_EXISTS).
+    const pageAt = state.stepStartedAt;
     try {
       const phones = await pager.userPhones(userId);
       const code = await store.issueCode(
-        { pageKey: idempotencyKey, alertId, userId, phones, expiresAt: now + this.options.codeTtlMs },
+        { pageKey: idempotencyKey, alertId, userId, phones, expiresAt: pageAt + this.options.codeTtlMs },
         this.drawCode,
         now,
       );
@@ -263,7 +267,7 @@ export class EscalationEngine {
           policy: state.policy,
           step: String(state.step + 1),
           round: String(state.round + 1),
-          ack_url: this.options.links.url(alertId, userId, now + this.options.linkTtlMs),
+          ack_url: this.options.links.url(alertId, userId, pageAt + this.options.linkTtlMs),
           ack_code: code.code,
           ack_sms: `Reply ACK ${code.code}`,
         },

@@ -3,6 +3,7 @@
  * it, notification/notification-client.ts): read a user's phones (GetUser) and page them (Notify
  * with a required category and an idempotency key). No wire types here.
  */
+import type { ErrorCodeName } from '../../../shared/http/errors';
 
 /** One page: Notify(user, category, data) with an idempotency key. */
 export interface PageRequest {
@@ -23,12 +24,16 @@ export interface PageResult {
   created: boolean;
 }
 
-/** A failed call to the notification service. */
+/**
+ * A failed call to the notification service. `code` is the Connect code name in snake_case, the
+ * repository's one spelling of error codes (shared/http/errors.ts `ErrorCodeName`: `not_found`,
+ * `unauthenticated`, `permission_denied`, `unavailable`...); it is what the escalation state and the
+ * timeline record for a page that failed for good.
+ */
 export class PagerError extends Error {
   constructor(
     message: string,
-    /** The gRPC code name (e.g. `NOT_FOUND`, `UNAVAILABLE`). */
-    readonly code: string,
+    readonly code: ErrorCodeName,
     /** True when another attempt may help. */
     readonly retryable: boolean,
   ) {
@@ -39,7 +44,7 @@ export class PagerError extends Error {
 
 /** The notification service, as the escalation engine sees it. */
 export interface Pager {
-  /** The user's phone numbers (E.164); PagerError `NOT_FOUND` for an unknown user. */
+  /** The user's phone numbers (E.164); PagerError `not_found` for an unknown user. */
   userPhones(userId: string): Promise<string[]>;
   page(request: PageRequest): Promise<PageResult>;
 }

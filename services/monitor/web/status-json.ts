@@ -176,3 +176,122 @@ function finiteOrNull(n: number | null): number | null {
 function isoOrNull(d: Date | null): string | null {
   return d !== null && !Number.isNaN(d.getTime()) ? d.toISOString() : null;
 }
+
+// --- On-call escalation (issue 28, O2b): one open alert's escalation, for `GET /status/escalations.json`
+// (web/escalation-routes.ts). Read from the shared escalation store, so any replica shows the same.
+
+/** One page of an escalation: who, at which step, by which channels (or why it failed). */
+export interface EscalationPageJson {
+  user_id: string;
+  /** 1-based, as on the timeline. */
+  round: number;
+  step: number;
+  at: string | null;
+  channels: string[];
+  /** The notification service's code (`not_found`...) of a page that failed for good; null when sent. */
+  error: string | null;
+}
+
+/** One open alert's escalation on the page. */
+export interface EscalationJson {
+  alert_id: string;
+  alert_name: string;
+  title: string;
+  severity: string;
+  /** The alert's state: `triggered` or `acknowledged`. */
+  alert_state: string;
+  policy: string;
+  /** `active`, `stopped` (acknowledged, resolved...) or `exhausted` (every step and repeat paged). */
+  status: string;
+  reason: string;
+  /** 1-based current round (a repeat of the list) and step; `steps` and `rounds` their counts (0: policy gone). */
+  round: number;
+  step: number;
+  steps: number;
+  rounds: number;
+  /** The users the current step paged. */
+  targets: string[];
+  step_started_at: string | null;
+  /** When the next step (or the end) is due while active; null otherwise. */
+  next_step_at: string | null;
+  /** The position that follows (1-based), or null when the current step is the last of the last round. */
+  next: { round: number; step: number } | null;
+  /** The pages so far, oldest first (the store keeps the newest 50). */
+  pages: EscalationPageJson[];
+  acknowledged_by: string | null;
+  /** How it was acknowledged: `link`, `sms from +3460****222`, the page's note...; null when not. */
+  acknowledged_how: string | null;
+}
+
+/** What {@link toEscalationJson} reads (the alerts area's entry and the escalation store's state). */
+export interface EscalationViewInput {
+  alert: { id: string; alertName: string; title: string; severity: string };
+  alertState: string;
+  acknowledgedBy: string;
+  acknowledgedHow: string;
+  state: {
+    policy: string;
+    status: string;
+    reason: string;
+    round: number;
+    step: number;
+    stepStartedAt: number;
+    targets: readonly string[];
+    pages: ReadonlyArray<{
+      userId: string;
+      round: number;
+      step: number;
+      at: number;
+      channels: readonly string[];
+      error?: string;
+    }>;
+  };
+  /** The policy as configured now (undefined when it was removed). */
+  policy?: { steps: ReadonlyArray<{ wait_minutes: number }>; repeat: number };
+}
+
+/** An escalation's JSON, its untrusted texts (titles, user ids) cut to the bounds above. */
+export function toEscalationJson(v: EscalationViewInput): EscalationJson {
+  const s = v.state;
+  const steps = v.policy?.steps.length ?? 0;
+  const rounds = v.policy ? v.policy.repeat + 1 : 0;
+  const wait = v.policy?.steps[s.step]?.wait_minutes;
+  const next =
+    s.step + 1 < steps
+      ? { round: s.round + 1, step: s.step + 2 }
+      : s.round + 1 < rounds
+        ? { round: s.round + 2, step: 1 }
+        : null;
+  const user = (u: string) => cut(u, MAX_CONTEXT_CHARS);
+  return {
+    alert_id: cut(v.alert.id, 64),
+    alert_name: cut(v.alert.alertName, MAX_TITLE_CHARS),
+    title: cut(v.alert.title, MAX_TITLE_CHARS),
+    severity: cut(v.alert.severity, 32),
+    alert_state: v.alertState,
+    policy: cut(s.policy, MAX_CONTEXT_CHARS),
+    status: s.status,
+    reason: cut(s.reason, MAX_CONTEXT_CHARS),
+    round: s.round + 1,
+    step: s.step + 1,
+    steps,
+    rounds,
+    targets: s.targets.slice(0, MAX_CONTEXT_ENTRIES).map(user),
+    step_started_at: isoOrNull(new Date(s.stepStartedAt)),
+    next_step_at:
+      s.status === 'active' && wait !== undefined
+        ? isoOrNull(new Date(s.stepStartedAt + wait * 60_000))
+        : null,
+    next: s.status === 'active' ? next : null,
+    pages: s.pages.map((p) => ({
+      user_id: user(p.userId),
+      round: p.round + 1,
+      step: p.step + 1,
+      at: isoOrNull(new Date(p.at)),
+      channels: [...p.channels],
+      error: p.error ?? null,
+    })),
+    acknowledged_by: v.acknowledgedBy ? user(v.acknowledgedBy) : null,
+    acknowledged_how: v.acknowledgedBy ? cut(v.acknowledgedHow, MAX_CONTEXT_CHARS) : null,
+  };
+}

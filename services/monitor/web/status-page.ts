@@ -124,6 +124,11 @@ export class StatusPage {
     ];
   }
 
+  /** The data routes' read check, for routes added beside the page's (answers 401 itself; false then). */
+  authorizeRead(req: IncomingMessage, res: ServerResponse): boolean {
+    return this.authorized(req, res);
+  }
+
   /** Ends every open stream (the server's shutdown does this too). */
   stop(): void {
     this.feed.close();

@@ -36,7 +36,7 @@ export class FakePager implements Pager {
   failNext: PagerError | undefined;
   async userPhones(userId: string): Promise<string[]> {
     const p = this.phones.get(userId);
-    if (!p) throw new PagerError('unknown user', 'NOT_FOUND', false);
+    if (!p) throw new PagerError('unknown user', 'not_found', false);
     return p;
   }
   async page(request: PageRequest): Promise<PageResult> {
@@ -46,7 +46,11 @@ export class FakePager implements Pager {
       this.failNext = undefined;
       throw err;
     }
-    const created = !this.sent.some((s) => s.idempotencyKey === request.idempotencyKey);
+    const first = this.sent.find((s) => s.idempotencyKey === request.idempotencyKey);
+    // As Notify: the same key with another request is ALREADY_EXISTS.
+    if (first && JSON.stringify(first) !== JSON.stringify(request))
+      throw new PagerError('idempotency key reused', 'already_exists', false);
+    const created = first === undefined;
     if (created) this.sent.push(request);
     return { notificationId: request.idempotencyKey, channels: ['inbox', 'email', 'sms'], created };
   }
@@ -95,6 +99,8 @@ export function replica(
   opts: {
     clock: ManualClock;
     pager?: FakePager;
+    /** Pages through this instead (the real notification service); `pager` is then unused. */
+    wire?: Pager;
     policies?: EscalationPolicyConfig[];
     owner?: string;
     leaseMs?: number;
@@ -118,7 +124,7 @@ export function replica(
     alerts: stores.alerts,
     store: stores.store,
     policies: opts.policies ?? [TWO_STEPS],
-    pager,
+    pager: opts.wire ?? pager,
     links,
     onCall: opts.onCall ?? new FakeOnCall(),
     category: 'oncall-page',
@@ -268,7 +274,7 @@ export function describeEscalationContract(name: string, make: () => Promise<Sto
     it('a page the notification service could not take now is retried at the next tick, with the same key', async () => {
       const r = replica(stores, { clock });
       await r.raise('db down');
-      r.pager.failNext = new PagerError('down', 'UNAVAILABLE', true);
+      r.pager.failNext = new PagerError('down', 'unavailable', true);
       await r.engine.tick();
       expect(r.pager.sent).toHaveLength(0);
       await r.engine.tick();

@@ -83,4 +83,33 @@ describe('two monitors on one PostgreSQL', () => {
     expect(pager.sent.map((p) => p.userId)).toEqual(['alice']);
     expect((await r2.engine.states([id]))[0]!.pages.map((p) => p.userId)).toEqual(['alice']);
   });
+
+  it('a page sent by a replica that died before recording it is retried later by the other as the same request (Notify: the first notification, no error)', async () => {
+    const clock = new ManualClock();
+    const pager = new FakePager();
+    const r1 = replica(stores(a), { clock, pager, owner: 'm1', leaseMs: 60_000 });
+    const r2 = replica(stores(b), { clock, pager, owner: 'm2', leaseMs: 60_000 });
+    const id = await r1.raise('db down');
+    // m1's Notify reaches the service, then m1 dies before recording the page.
+    let sentThenDied = false;
+    pager.page = async (request) => {
+      await FakePager.prototype.page.call(pager, request);
+      sentThenDied = true;
+      return new Promise<never>(() => undefined);
+    };
+    void r1.engine.tick();
+    await until(async () => sentThenDied, 'm1 sending its claimed page', 15_000);
+    pager.page = FakePager.prototype.page.bind(pager);
+    // m2 takes over minutes later (its clock is later: the page's link and code times must not move).
+    clock.advance(2 * MIN);
+    await a.raw(`UPDATE monitor_notification_log SET lease_until = now() - interval '1 second'`);
+    await r2.engine.tick();
+    expect(pager.calls).toHaveLength(2);
+    expect(pager.sent).toHaveLength(1);
+    const pages = (await r2.engine.states([id]))[0]!.pages;
+    expect(pages).toEqual([
+      expect.objectContaining({ userId: 'alice', channels: ['inbox', 'email', 'sms'] }),
+    ]);
+    expect(pages[0]!.error).toBeUndefined();
+  });
 });

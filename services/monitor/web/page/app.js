@@ -413,9 +413,92 @@
       const data = await api('GET', '/status/alerts.json');
       renderGroups(data.groups);
       renderSilences(data.silences);
+      loadEscalations();
     } catch (err) {
       showNotice(String(err.message || err));
     }
+  }
+
+  // --- on-call escalation (issue 28, O2b): /status/escalations.json, enabled: false when none is configured ---
+
+  const escalationUi = {
+    section: document.getElementById('escalations-section'),
+    list: document.getElementById('escalations'),
+    empty: document.getElementById('escalations-empty'),
+    summary: document.getElementById('escalations-summary'),
+  };
+
+  function renderEscalation(e) {
+    const li = el('li', 'escalation');
+    li.dataset.alertId = e.alert_id;
+    const head = el('div', 'alert-head');
+    head.append(el('span', 'badge sev-' + e.severity, e.severity), el('strong', 'title', e.title));
+    li.append(head);
+    const where =
+      'policy ' +
+      e.policy +
+      ' · ' +
+      e.status +
+      (e.reason ? ' (' + e.reason + ')' : '') +
+      ' · step ' +
+      e.step +
+      '/' +
+      e.steps +
+      (e.rounds > 1 ? ', round ' + e.round + '/' + e.rounds : '');
+    li.append(el('p', 'meta escalation-where', where));
+    if (e.next_step_at) {
+      const next = e.next
+        ? 'step ' + e.next.step + (e.next.round !== e.round ? ' (round ' + e.next.round + ')' : '')
+        : 'end';
+      li.append(el('p', 'meta escalation-next', 'next: ' + next + ' at ' + formatTime(e.next_step_at)));
+    }
+    if (e.acknowledged_by) {
+      li.append(
+        el(
+          'p',
+          'meta escalation-ack',
+          'acknowledged by ' + e.acknowledged_by + (e.acknowledged_how ? ' via ' + e.acknowledged_how : ''),
+        ),
+      );
+    }
+    const pages = el('ul', 'escalation-pages');
+    for (const p of e.pages) {
+      const line =
+        'step ' +
+        p.step +
+        (p.round > 1 ? ' (round ' + p.round + ')' : '') +
+        ': ' +
+        p.user_id +
+        ' — ' +
+        (p.error ? 'failed (' + p.error + ')' : p.channels.join(', ') || 'no channel') +
+        ' · ' +
+        formatTime(p.at);
+      const item = el('li', 'escalation-page', line);
+      item.dataset.user = p.user_id;
+      pages.append(item);
+    }
+    li.append(pages);
+    return li;
+  }
+
+  async function loadEscalations() {
+    const response = await fetch('/status/escalations.json', {
+      headers: authHeaders({}),
+      credentials: 'omit',
+      cache: 'no-store',
+    }).catch(() => null);
+    if (!response || !response.ok) return; // keeps the last view; the alerts' own load reports errors
+    const data = await response.json().catch(() => null);
+    if (!data || !Array.isArray(data.escalations)) return;
+    if (!data.enabled) {
+      escalationUi.section.hidden = true;
+      return;
+    }
+    escalationUi.section.hidden = false;
+    escalationUi.list.replaceChildren(...data.escalations.map(renderEscalation));
+    escalationUi.empty.hidden = data.escalations.length > 0;
+    const active = data.escalations.filter((e) => e.status === 'active').length;
+    escalationUi.summary.textContent = data.escalations.length === 0 ? '' : active + ' active';
   }
 
   function scheduleLifecycle() {
