@@ -11,6 +11,7 @@ import { runMigrations } from '../../../shared/storage/migrations';
 import { type PooledTestDatabase, pooledTestDatabase } from '../../support/database';
 import { ManualClock } from '../../support/manual-clock';
 import { until } from '../../support/wait';
+import { truncateAlertTables } from '../alerts/support';
 import { describeEscalationContract, FakePager, MIN, replica } from './escalation-contract';
 
 let db: PooledTestDatabase;
@@ -29,9 +30,7 @@ afterAll(async () => {
 });
 
 async function reset(): Promise<void> {
-  await a.raw(
-    'TRUNCATE monitor_oncall_ack_codes, monitor_oncall_escalations, monitor_alert_timeline, monitor_alerts, monitor_silences, monitor_notification_log',
-  );
+  await truncateAlertTables(a);
 }
 
 describeEscalationContract('PostgreSQL', async () => {
