@@ -6,7 +6,7 @@
  * Each area is one field of {@link MonitorRpcDeps}; each RPC is a method named after it. The class
  * implements the whole `ServiceImpl`, so an RPC added to the proto without a handler fails to compile.
  */
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import { durationFromMs, durationMs, timestampFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
 import {
@@ -162,6 +162,11 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
     if (!req.slo) throw new InvalidArgumentError('slo is required', 'slo');
     const slo = await this.sloArea().registerSlo(sloDefinitionFromWire(req.slo));
     return create(RegisterSloResponseSchema, { slo: sloToWire(slo) });
+  }
+
+  // Issue 31 contract: implemented by the SLO area's ratio objectives (services/monitor/slo).
+  registerRatioSlo(): Promise<never> {
+    return Promise.reject(new ConnectError('RegisterRatioSlo is not implemented yet', Code.Unimplemented));
   }
 
   async listSlos(): Promise<ListSlosResponse> {

@@ -40,6 +40,7 @@ export const MONITOR_METHOD_SCOPES: Table<typeof MonitorService> = {
   exportSpans: 'monitor:ingest',
   getTrace: 'monitor:read',
   registerSlo: 'monitor:ingest',
+  registerRatioSlo: 'monitor:ingest',
   listSlos: 'monitor:read',
   recordSloSamples: 'monitor:ingest',
   evaluateSlos: 'monitor:alerts',

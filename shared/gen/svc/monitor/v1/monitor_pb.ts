@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/monitor/v1/monitor.proto.
  */
 export const file_svc_monitor_v1_monitor: GenFile = /*@__PURE__*/
-  fileDesc("ChxzdmMvbW9uaXRvci92MS9tb25pdG9yLnByb3RvEg5zdmMubW9uaXRvci52MSKVAgoMTWV0cmljU2FtcGxlEgwKBG5hbWUYASABKAkSKAoEdHlwZRgCIAEoDjIaLnN2Yy5tb25pdG9yLnYxLk1ldHJpY1R5cGUSDQoFdmFsdWUYAyABKAESOAoGbGFiZWxzGAQgAygLMiguc3ZjLm1vbml0b3IudjEuTWV0cmljU2FtcGxlLkxhYmVsc0VudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJEhMKC2Rlc2NyaXB0aW9uGAYgASgJEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXQoUUmVjb3JkTWV0cmljc1JlcXVlc3QSLQoHc2FtcGxlcxgBIAMoCzIcLnN2Yy5tb25pdG9yLnYxLk1ldHJpY1NhbXBsZRIWCg5zb3VyY2Vfc2VydmljZRgCIAEoCSIvCg5SZWplY3RlZFNhbXBsZRINCgVpbmRleBgBIAEoBRIOCgZyZWFzb24YAiABKAkiWwoVUmVjb3JkTWV0cmljc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEjAKCHJlamVjdGVkGAIgAygLMh4uc3ZjLm1vbml0b3IudjEuUmVqZWN0ZWRTYW1wbGUicAoJU3BhbkV2ZW50EgwKBG5hbWUYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoKYXR0cmlidXRlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWgoIU3BhbkxpbmsSEAoIdHJhY2VfaWQYASABKAkSDwoHc3Bhbl9pZBgCIAEoCRIrCgphdHRyaWJ1dGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCK5AwoEU3BhbhIQCgh0cmFjZV9pZBgBIAEoCRIPCgdzcGFuX2lkGAIgASgJEhYKDnBhcmVudF9zcGFuX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJgoEa2luZBgFIAEoDjIYLnN2Yy5tb25pdG9yLnYxLlNwYW5LaW5kEi4KCnN0YXJ0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgphdHRyaWJ1dGVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIpCgZldmVudHMYCSADKAsyGS5zdmMubW9uaXRvci52MS5TcGFuRXZlbnQSJwoFbGlua3MYCiADKAsyGC5zdmMubW9uaXRvci52MS5TcGFuTGluaxIzCgtzdGF0dXNfY29kZRgLIAEoDjIeLnN2Yy5tb25pdG9yLnYxLlNwYW5TdGF0dXNDb2RlEhYKDnN0YXR1c19tZXNzYWdlGAwgASgJEhQKDHNlcnZpY2VfbmFtZRgNIAEoCSI5ChJFeHBvcnRTcGFuc1JlcXVlc3QSIwoFc3BhbnMYASADKAsyFC5zdmMubW9uaXRvci52MS5TcGFuIjkKE0V4cG9ydFNwYW5zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUSEAoIcmVqZWN0ZWQYAiABKAUiIwoPR2V0VHJhY2VSZXF1ZXN0EhAKCHRyYWNlX2lkGAEgASgJIjcKEEdldFRyYWNlUmVzcG9uc2USIwoFc3BhbnMYASADKAsyFC5zdmMubW9uaXRvci52MS5TcGFuItwBCgNTbG8SDAoEbmFtZRgBIAEoCRIOCgZtZXRyaWMYAiABKAkSEgoKcGVyY2VudGlsZRgDIAEoARIUCgx0aHJlc2hvbGRfbXMYBCABKAESKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhsKE2J1cm5fcmF0ZV90aHJlc2hvbGQYBiABKAESEwoLZGVzY3JpcHRpb24YByABKAkSDAoEdGllchgIIAEoCRINCgVvd25lchgJIAEoCRITCgtydW5ib29rX3VybBgKIAEoCSKxAQoMU2xvVmlvbGF0aW9uEiAKA3NsbxgBIAEoCzITLnN2Yy5tb25pdG9yLnYxLlNsbxIWCg5tZWFzdXJlZF92YWx1ZRgCIAEoARIRCglidXJuX3JhdGUYAyABKAESLwoLZGV0ZWN0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB21lc3NhZ2UYBSABKAkSEgoKc3VwcHJlc3NlZBgGIAEoCCI2ChJSZWdpc3RlclNsb1JlcXVlc3QSIAoDc2xvGAEgASgLMhMuc3ZjLm1vbml0b3IudjEuU2xvIjcKE1JlZ2lzdGVyU2xvUmVzcG9uc2USIAoDc2xvGAEgASgLMhMuc3ZjLm1vbml0b3IudjEuU2xvIhEKD0xpc3RTbG9zUmVxdWVzdCI1ChBMaXN0U2xvc1Jlc3BvbnNlEiEKBHNsb3MYASADKAsyEy5zdmMubW9uaXRvci52MS5TbG8iPAoXUmVjb3JkU2xvU2FtcGxlc1JlcXVlc3QSDgoGbWV0cmljGAEgASgJEhEKCXZhbHVlc19tcxgCIAMoASIsChhSZWNvcmRTbG9TYW1wbGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiJwoTRXZhbHVhdGVTbG9zUmVxdWVzdBIQCghkaXNwYXRjaBgBIAEoCCJIChRFdmFsdWF0ZVNsb3NSZXNwb25zZRIwCgp2aW9sYXRpb25zGAEgAygLMhwuc3ZjLm1vbml0b3IudjEuU2xvVmlvbGF0aW9uIusCCgVBbGVydBIKCgJpZBgBIAEoCRISCgphbGVydF9uYW1lGAIgASgJEicKBGtpbmQYAyABKA4yGS5zdmMubW9uaXRvci52MS5BbGVydEtpbmQSDQoFdGl0bGUYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRIQCghzZXZlcml0eRgGIAEoCRIzCgdjb250ZXh0GAcgAygLMiIuc3ZjLm1vbml0b3IudjEuQWxlcnQuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAggASgJEiwKCGZpcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgVzdGF0ZRgKIAEoDjIaLnN2Yy5tb25pdG9yLnYxLkFsZXJ0U3RhdGUSEQoJZGVkdXBfa2V5GAsgASgJGi4KDENvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BChBTZW5kQWxlcnRSZXF1ZXN0Eg0KBXRpdGxlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEAoIc2V2ZXJpdHkYAyABKAkSPgoHY29udGV4dBgEIAMoCzItLnN2Yy5tb25pdG9yLnYxLlNlbmRBbGVydFJlcXVlc3QuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJEhEKCWRlZHVwX2tleRgGIAEoCRouCgxDb250ZXh0RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI1ChFTZW5kQWxlcnRSZXNwb25zZRIQCghhbGVydF9pZBgBIAEoCRIOCgZvcGVuZWQYAiABKAgi5QEKFlNlbmRNZXRyaWNBbGVydFJlcXVlc3QSEwoLbWV0cmljX25hbWUYASABKAkSFQoNY3VycmVudF92YWx1ZRgCIAEoARIRCgl0aHJlc2hvbGQYAyABKAESRAoHY29udGV4dBgEIAMoCzIzLnN2Yy5tb25pdG9yLnYxLlNlbmRNZXRyaWNBbGVydFJlcXVlc3QuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJGi4KDENvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj0KF1NlbmRNZXRyaWNBbGVydFJlc3BvbnNlEhAKCGFsZXJ0X2lkGAEgASgJEhAKCHNldmVyaXR5GAIgASgJIj4KEldhdGNoQWxlcnRzUmVxdWVzdBISCgpzZXZlcml0aWVzGAEgAygJEhQKDGFmdGVyX2N1cnNvchgCIAEoCSJaChNXYXRjaEFsZXJ0c1Jlc3BvbnNlEiQKBWFsZXJ0GAEgASgLMhUuc3ZjLm1vbml0b3IudjEuQWxlcnQSDgoGY3Vyc29yGAIgASgJEg0KBXJlc2V0GAMgASgIIqMCChdDYXB0dXJlRXhjZXB0aW9uUmVxdWVzdBIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKc3RhY2t0cmFjZRgDIAEoCRIWCg5zb3VyY2Vfc2VydmljZRgEIAEoCRITCgtlbnZpcm9ubWVudBgFIAEoCRI/CgR0YWdzGAYgAygLMjEuc3ZjLm1vbml0b3IudjEuQ2FwdHVyZUV4Y2VwdGlvblJlcXVlc3QuVGFnc0VudHJ5EhAKCHRyYWNlX2lkGAcgASgJEigKBHRpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj8KGENhcHR1cmVFeGNlcHRpb25SZXNwb25zZRIQCghldmVudF9pZBgBIAEoCRIRCglmb3J3YXJkZWQYAiABKAgiiwIKEUhlYWx0aENoZWNrUmVzdWx0EhEKCWNvbXBvbmVudBgBIAEoCRIsCgZzdGF0dXMYAiABKA4yHC5zdmMubW9uaXRvci52MS5IZWFsdGhTdGF0dXMSDwoHbWVzc2FnZRgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoARIoCgdkZXRhaWxzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjaGVja2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1CghjYXRlZ29yeRgHIAEoDjIjLnN2Yy5tb25pdG9yLnYxLkhlYWx0aENoZWNrQ2F0ZWdvcnkiSwoSQ2hlY2tIZWFsdGhSZXF1ZXN0EjUKCGNhdGVnb3J5GAEgASgOMiMuc3ZjLm1vbml0b3IudjEuSGVhbHRoQ2hlY2tDYXRlZ29yeSKmAQoTQ2hlY2tIZWFsdGhSZXNwb25zZRIsCgZzdGF0dXMYASABKA4yHC5zdmMubW9uaXRvci52MS5IZWFsdGhTdGF0dXMSMQoGY2hlY2tzGAIgAygLMiEuc3ZjLm1vbml0b3IudjEuSGVhbHRoQ2hlY2tSZXN1bHQSLgoKY2hlY2tlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqjQEKCk1ldHJpY1R5cGUSGwoXTUVUUklDX1RZUEVfVU5TUEVDSUZJRUQQABIXChNNRVRSSUNfVFlQRV9DT1VOVEVSEAESFQoRTUVUUklDX1RZUEVfR0FVR0UQAhIZChVNRVRSSUNfVFlQRV9ISVNUT0dSQU0QAxIXChNNRVRSSUNfVFlQRV9TVU1NQVJZEAQqmQEKCFNwYW5LaW5kEhkKFVNQQU5fS0lORF9VTlNQRUNJRklFRBAAEhYKElNQQU5fS0lORF9JTlRFUk5BTBABEhQKEFNQQU5fS0lORF9TRVJWRVIQAhIUChBTUEFOX0tJTkRfQ0xJRU5UEAMSFgoSU1BBTl9LSU5EX1BST0RVQ0VSEAQSFgoSU1BBTl9LSU5EX0NPTlNVTUVSEAUqZwoOU3BhblN0YXR1c0NvZGUSIAocU1BBTl9TVEFUVVNfQ09ERV9VTlNQRUNJRklFRBAAEhcKE1NQQU5fU1RBVFVTX0NPREVfT0sQARIaChZTUEFOX1NUQVRVU19DT0RFX0VSUk9SEAIqagoJQWxlcnRLaW5kEhoKFkFMRVJUX0tJTkRfVU5TUEVDSUZJRUQQABIWChJBTEVSVF9LSU5EX0dFTkVSSUMQARIVChFBTEVSVF9LSU5EX01FVFJJQxACEhIKDkFMRVJUX0tJTkRfU0xPEAMqfAoKQWxlcnRTdGF0ZRIbChdBTEVSVF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFUFMRVJUX1NUQVRFX1RSSUdHRVJFRBABEhwKGEFMRVJUX1NUQVRFX0FDS05PV0xFREdFRBACEhgKFEFMRVJUX1NUQVRFX1JFU09MVkVEEAMqqAEKE0hlYWx0aENoZWNrQ2F0ZWdvcnkSJQohSEVBTFRIX0NIRUNLX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASIgoeSEVBTFRIX0NIRUNLX0NBVEVHT1JZX0xJVkVORVNTEAESIwofSEVBTFRIX0NIRUNLX0NBVEVHT1JZX1JFQURJTkVTUxACEiEKHUhFQUxUSF9DSEVDS19DQVRFR09SWV9TVEFSVFVQEAMqnAEKDEhlYWx0aFN0YXR1cxIdChlIRUFMVEhfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVSEVBTFRIX1NUQVRVU19IRUFMVEhZEAESGgoWSEVBTFRIX1NUQVRVU19ERUdSQURFRBACEhsKF0hFQUxUSF9TVEFUVVNfVU5IRUFMVEhZEAMSGQoVSEVBTFRIX1NUQVRVU19VTktOT1dOEAQyzQgKDk1vbml0b3JTZXJ2aWNlElwKDVJlY29yZE1ldHJpY3MSJC5zdmMubW9uaXRvci52MS5SZWNvcmRNZXRyaWNzUmVxdWVzdBolLnN2Yy5tb25pdG9yLnYxLlJlY29yZE1ldHJpY3NSZXNwb25zZRJWCgtFeHBvcnRTcGFucxIiLnN2Yy5tb25pdG9yLnYxLkV4cG9ydFNwYW5zUmVxdWVzdBojLnN2Yy5tb25pdG9yLnYxLkV4cG9ydFNwYW5zUmVzcG9uc2USTQoIR2V0VHJhY2USHy5zdmMubW9uaXRvci52MS5HZXRUcmFjZVJlcXVlc3QaIC5zdmMubW9uaXRvci52MS5HZXRUcmFjZVJlc3BvbnNlElYKC1JlZ2lzdGVyU2xvEiIuc3ZjLm1vbml0b3IudjEuUmVnaXN0ZXJTbG9SZXF1ZXN0GiMuc3ZjLm1vbml0b3IudjEuUmVnaXN0ZXJTbG9SZXNwb25zZRJNCghMaXN0U2xvcxIfLnN2Yy5tb25pdG9yLnYxLkxpc3RTbG9zUmVxdWVzdBogLnN2Yy5tb25pdG9yLnYxLkxpc3RTbG9zUmVzcG9uc2USZQoQUmVjb3JkU2xvU2FtcGxlcxInLnN2Yy5tb25pdG9yLnYxLlJlY29yZFNsb1NhbXBsZXNSZXF1ZXN0Giguc3ZjLm1vbml0b3IudjEuUmVjb3JkU2xvU2FtcGxlc1Jlc3BvbnNlElkKDEV2YWx1YXRlU2xvcxIjLnN2Yy5tb25pdG9yLnYxLkV2YWx1YXRlU2xvc1JlcXVlc3QaJC5zdmMubW9uaXRvci52MS5FdmFsdWF0ZVNsb3NSZXNwb25zZRJQCglTZW5kQWxlcnQSIC5zdmMubW9uaXRvci52MS5TZW5kQWxlcnRSZXF1ZXN0GiEuc3ZjLm1vbml0b3IudjEuU2VuZEFsZXJ0UmVzcG9uc2USYgoPU2VuZE1ldHJpY0FsZXJ0EiYuc3ZjLm1vbml0b3IudjEuU2VuZE1ldHJpY0FsZXJ0UmVxdWVzdBonLnN2Yy5tb25pdG9yLnYxLlNlbmRNZXRyaWNBbGVydFJlc3BvbnNlElgKC1dhdGNoQWxlcnRzEiIuc3ZjLm1vbml0b3IudjEuV2F0Y2hBbGVydHNSZXF1ZXN0GiMuc3ZjLm1vbml0b3IudjEuV2F0Y2hBbGVydHNSZXNwb25zZTABEmUKEENhcHR1cmVFeGNlcHRpb24SJy5zdmMubW9uaXRvci52MS5DYXB0dXJlRXhjZXB0aW9uUmVxdWVzdBooLnN2Yy5tb25pdG9yLnYxLkNhcHR1cmVFeGNlcHRpb25SZXNwb25zZRJWCgtDaGVja0hlYWx0aBIiLnN2Yy5tb25pdG9yLnYxLkNoZWNrSGVhbHRoUmVxdWVzdBojLnN2Yy5tb25pdG9yLnYxLkNoZWNrSGVhbHRoUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxzdmMvbW9uaXRvci92MS9tb25pdG9yLnByb3RvEg5zdmMubW9uaXRvci52MSKVAgoMTWV0cmljU2FtcGxlEgwKBG5hbWUYASABKAkSKAoEdHlwZRgCIAEoDjIaLnN2Yy5tb25pdG9yLnYxLk1ldHJpY1R5cGUSDQoFdmFsdWUYAyABKAESOAoGbGFiZWxzGAQgAygLMiguc3ZjLm1vbml0b3IudjEuTWV0cmljU2FtcGxlLkxhYmVsc0VudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJEhMKC2Rlc2NyaXB0aW9uGAYgASgJEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiXQoUUmVjb3JkTWV0cmljc1JlcXVlc3QSLQoHc2FtcGxlcxgBIAMoCzIcLnN2Yy5tb25pdG9yLnYxLk1ldHJpY1NhbXBsZRIWCg5zb3VyY2Vfc2VydmljZRgCIAEoCSIvCg5SZWplY3RlZFNhbXBsZRINCgVpbmRleBgBIAEoBRIOCgZyZWFzb24YAiABKAkiWwoVUmVjb3JkTWV0cmljc1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEjAKCHJlamVjdGVkGAIgAygLMh4uc3ZjLm1vbml0b3IudjEuUmVqZWN0ZWRTYW1wbGUicAoJU3BhbkV2ZW50EgwKBG5hbWUYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoKYXR0cmlidXRlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWgoIU3BhbkxpbmsSEAoIdHJhY2VfaWQYASABKAkSDwoHc3Bhbl9pZBgCIAEoCRIrCgphdHRyaWJ1dGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCK5AwoEU3BhbhIQCgh0cmFjZV9pZBgBIAEoCRIPCgdzcGFuX2lkGAIgASgJEhYKDnBhcmVudF9zcGFuX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJgoEa2luZBgFIAEoDjIYLnN2Yy5tb25pdG9yLnYxLlNwYW5LaW5kEi4KCnN0YXJ0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgphdHRyaWJ1dGVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIpCgZldmVudHMYCSADKAsyGS5zdmMubW9uaXRvci52MS5TcGFuRXZlbnQSJwoFbGlua3MYCiADKAsyGC5zdmMubW9uaXRvci52MS5TcGFuTGluaxIzCgtzdGF0dXNfY29kZRgLIAEoDjIeLnN2Yy5tb25pdG9yLnYxLlNwYW5TdGF0dXNDb2RlEhYKDnN0YXR1c19tZXNzYWdlGAwgASgJEhQKDHNlcnZpY2VfbmFtZRgNIAEoCSI5ChJFeHBvcnRTcGFuc1JlcXVlc3QSIwoFc3BhbnMYASADKAsyFC5zdmMubW9uaXRvci52MS5TcGFuIjkKE0V4cG9ydFNwYW5zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUSEAoIcmVqZWN0ZWQYAiABKAUiIwoPR2V0VHJhY2VSZXF1ZXN0EhAKCHRyYWNlX2lkGAEgASgJIjcKEEdldFRyYWNlUmVzcG9uc2USIwoFc3BhbnMYASADKAsyFC5zdmMubW9uaXRvci52MS5TcGFuItwCCgNTbG8SDAoEbmFtZRgBIAEoCRIOCgZtZXRyaWMYAiABKAkSEgoKcGVyY2VudGlsZRgDIAEoARIUCgx0aHJlc2hvbGRfbXMYBCABKAESKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhsKE2J1cm5fcmF0ZV90aHJlc2hvbGQYBiABKAESEwoLZGVzY3JpcHRpb24YByABKAkSDAoEdGllchgIIAEoCRINCgVvd25lchgJIAEoCRITCgtydW5ib29rX3VybBgKIAEoCRIpCgZwZXJpb2QYCyABKAsyGS5zdmMubW9uaXRvci52MS5TbG9QZXJpb2QSKwoFcnVsZXMYDCADKAsyHC5zdmMubW9uaXRvci52MS5TbG9BbGVydFJ1bGUSFwoKbWluX2V2ZW50cxgNIAEoA0gAiAEBQg0KC19taW5fZXZlbnRzIosBCglTbG9QZXJpb2QSLAoHcm9sbGluZxgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEjUKCGNhbGVuZGFyGAIgASgOMiEuc3ZjLm1vbml0b3IudjEuU2xvQ2FsZW5kYXJQZXJpb2RIABIRCgl0aW1lX3pvbmUYAyABKAlCBgoEa2luZCLAAQoMU2xvQWxlcnRSdWxlEhAKCHNldmVyaXR5GAEgASgJEi4KC2xvbmdfd2luZG93GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHNob3J0X3dpbmRvdxgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglidXJuX3JhdGUYBCABKAESHAoUZXJyb3JfYnVkZ2V0X3BlcmNlbnQYBSABKAESDAoEbmFtZRgGIAEoCSKTAQoSU2xvQ291bnRlclNlbGVjdG9yEg4KBm1ldHJpYxgBIAEoCRI+CgZsYWJlbHMYAiADKAsyLi5zdmMubW9uaXRvci52MS5TbG9Db3VudGVyU2VsZWN0b3IuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ2Cg9TbG9NZXRyaWNTb3VyY2USMAoEZ29vZBgBIAEoCzIiLnN2Yy5tb25pdG9yLnYxLlNsb0NvdW50ZXJTZWxlY3RvchIxCgV0b3RhbBgCIAEoCzIiLnN2Yy5tb25pdG9yLnYxLlNsb0NvdW50ZXJTZWxlY3RvciKnAgoIUmF0aW9TbG8SDAoEbmFtZRgBIAEoCRIOCgZ0YXJnZXQYAiABKAESKQoGcGVyaW9kGAMgASgLMhkuc3ZjLm1vbml0b3IudjEuU2xvUGVyaW9kEjYKDW1ldHJpY19zb3VyY2UYBCABKAsyHy5zdmMubW9uaXRvci52MS5TbG9NZXRyaWNTb3VyY2USKwoFcnVsZXMYBSADKAsyHC5zdmMubW9uaXRvci52MS5TbG9BbGVydFJ1bGUSFwoKbWluX2V2ZW50cxgGIAEoA0gAiAEBEhMKC2Rlc2NyaXB0aW9uGAcgASgJEgwKBHRpZXIYCCABKAkSDQoFb3duZXIYCSABKAkSEwoLcnVuYm9va191cmwYCiABKAlCDQoLX21pbl9ldmVudHMiUAoJU2xvRXZlbnRzEgwKBGdvb2QYASABKAMSCwoDYmFkGAIgASgDEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpgBCg1TbG9SdWxlU3RhdHVzEioKBHJ1bGUYASABKAsyHC5zdmMubW9uaXRvci52MS5TbG9BbGVydFJ1bGUSFgoObG9uZ19idXJuX3JhdGUYAiABKAESFwoPc2hvcnRfYnVybl9yYXRlGAMgASgBEhoKEmxvbmdfd2luZG93X2V2ZW50cxgEIAEoAxIOCgZmaXJpbmcYBSABKAgiowIKCVNsb1N0YXR1cxIMCgRuYW1lGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGdGFyZ2V0GAMgASgBEikKBnBlcmlvZBgEIAEoCzIZLnN2Yy5tb25pdG9yLnYxLlNsb1BlcmlvZBIwCgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmV2ZW50cxgGIAEoAxISCgpiYWRfZXZlbnRzGAcgASgDEhsKE2Vycm9yX2J1ZGdldF9ldmVudHMYCCABKAESHgoWZXJyb3JfYnVkZ2V0X3JlbWFpbmluZxgJIAEoARIsCgVydWxlcxgKIAMoCzIdLnN2Yy5tb25pdG9yLnYxLlNsb1J1bGVTdGF0dXMiQAoXUmVnaXN0ZXJSYXRpb1Nsb1JlcXVlc3QSJQoDc2xvGAEgASgLMhguc3ZjLm1vbml0b3IudjEuUmF0aW9TbG8iQQoYUmVnaXN0ZXJSYXRpb1Nsb1Jlc3BvbnNlEiUKA3NsbxgBIAEoCzIYLnN2Yy5tb25pdG9yLnYxLlJhdGlvU2xvIrEBCgxTbG9WaW9sYXRpb24SIAoDc2xvGAEgASgLMhMuc3ZjLm1vbml0b3IudjEuU2xvEhYKDm1lYXN1cmVkX3ZhbHVlGAIgASgBEhEKCWJ1cm5fcmF0ZRgDIAEoARIvCgtkZXRlY3RlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHbWVzc2FnZRgFIAEoCRISCgpzdXBwcmVzc2VkGAYgASgIIjYKElJlZ2lzdGVyU2xvUmVxdWVzdBIgCgNzbG8YASABKAsyEy5zdmMubW9uaXRvci52MS5TbG8iNwoTUmVnaXN0ZXJTbG9SZXNwb25zZRIgCgNzbG8YASABKAsyEy5zdmMubW9uaXRvci52MS5TbG8iEQoPTGlzdFNsb3NSZXF1ZXN0IpABChBMaXN0U2xvc1Jlc3BvbnNlEiEKBHNsb3MYASADKAsyEy5zdmMubW9uaXRvci52MS5TbG8SLAoKcmF0aW9fc2xvcxgCIAMoCzIYLnN2Yy5tb25pdG9yLnYxLlJhdGlvU2xvEisKCHN0YXR1c2VzGAMgAygLMhkuc3ZjLm1vbml0b3IudjEuU2xvU3RhdHVzInQKF1JlY29yZFNsb1NhbXBsZXNSZXF1ZXN0Eg4KBm1ldHJpYxgBIAEoCRIRCgl2YWx1ZXNfbXMYAiADKAESCwoDc2xvGAMgASgJEikKBmV2ZW50cxgEIAMoCzIZLnN2Yy5tb25pdG9yLnYxLlNsb0V2ZW50cyIsChhSZWNvcmRTbG9TYW1wbGVzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiJwoTRXZhbHVhdGVTbG9zUmVxdWVzdBIQCghkaXNwYXRjaBgBIAEoCCJ1ChRFdmFsdWF0ZVNsb3NSZXNwb25zZRIwCgp2aW9sYXRpb25zGAEgAygLMhwuc3ZjLm1vbml0b3IudjEuU2xvVmlvbGF0aW9uEisKCHN0YXR1c2VzGAIgAygLMhkuc3ZjLm1vbml0b3IudjEuU2xvU3RhdHVzIusCCgVBbGVydBIKCgJpZBgBIAEoCRISCgphbGVydF9uYW1lGAIgASgJEicKBGtpbmQYAyABKA4yGS5zdmMubW9uaXRvci52MS5BbGVydEtpbmQSDQoFdGl0bGUYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRIQCghzZXZlcml0eRgGIAEoCRIzCgdjb250ZXh0GAcgAygLMiIuc3ZjLm1vbml0b3IudjEuQWxlcnQuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAggASgJEiwKCGZpcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgVzdGF0ZRgKIAEoDjIaLnN2Yy5tb25pdG9yLnYxLkFsZXJ0U3RhdGUSEQoJZGVkdXBfa2V5GAsgASgJGi4KDENvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BChBTZW5kQWxlcnRSZXF1ZXN0Eg0KBXRpdGxlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEAoIc2V2ZXJpdHkYAyABKAkSPgoHY29udGV4dBgEIAMoCzItLnN2Yy5tb25pdG9yLnYxLlNlbmRBbGVydFJlcXVlc3QuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJEhEKCWRlZHVwX2tleRgGIAEoCRouCgxDb250ZXh0RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI1ChFTZW5kQWxlcnRSZXNwb25zZRIQCghhbGVydF9pZBgBIAEoCRIOCgZvcGVuZWQYAiABKAgi5QEKFlNlbmRNZXRyaWNBbGVydFJlcXVlc3QSEwoLbWV0cmljX25hbWUYASABKAkSFQoNY3VycmVudF92YWx1ZRgCIAEoARIRCgl0aHJlc2hvbGQYAyABKAESRAoHY29udGV4dBgEIAMoCzIzLnN2Yy5tb25pdG9yLnYxLlNlbmRNZXRyaWNBbGVydFJlcXVlc3QuQ29udGV4dEVudHJ5EhYKDnNvdXJjZV9zZXJ2aWNlGAUgASgJGi4KDENvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj0KF1NlbmRNZXRyaWNBbGVydFJlc3BvbnNlEhAKCGFsZXJ0X2lkGAEgASgJEhAKCHNldmVyaXR5GAIgASgJIj4KEldhdGNoQWxlcnRzUmVxdWVzdBISCgpzZXZlcml0aWVzGAEgAygJEhQKDGFmdGVyX2N1cnNvchgCIAEoCSJaChNXYXRjaEFsZXJ0c1Jlc3BvbnNlEiQKBWFsZXJ0GAEgASgLMhUuc3ZjLm1vbml0b3IudjEuQWxlcnQSDgoGY3Vyc29yGAIgASgJEg0KBXJlc2V0GAMgASgIIqMCChdDYXB0dXJlRXhjZXB0aW9uUmVxdWVzdBIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKc3RhY2t0cmFjZRgDIAEoCRIWCg5zb3VyY2Vfc2VydmljZRgEIAEoCRITCgtlbnZpcm9ubWVudBgFIAEoCRI/CgR0YWdzGAYgAygLMjEuc3ZjLm1vbml0b3IudjEuQ2FwdHVyZUV4Y2VwdGlvblJlcXVlc3QuVGFnc0VudHJ5EhAKCHRyYWNlX2lkGAcgASgJEigKBHRpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj8KGENhcHR1cmVFeGNlcHRpb25SZXNwb25zZRIQCghldmVudF9pZBgBIAEoCRIRCglmb3J3YXJkZWQYAiABKAgiiwIKEUhlYWx0aENoZWNrUmVzdWx0EhEKCWNvbXBvbmVudBgBIAEoCRIsCgZzdGF0dXMYAiABKA4yHC5zdmMubW9uaXRvci52MS5IZWFsdGhTdGF0dXMSDwoHbWVzc2FnZRgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoARIoCgdkZXRhaWxzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjaGVja2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1CghjYXRlZ29yeRgHIAEoDjIjLnN2Yy5tb25pdG9yLnYxLkhlYWx0aENoZWNrQ2F0ZWdvcnkiSwoSQ2hlY2tIZWFsdGhSZXF1ZXN0EjUKCGNhdGVnb3J5GAEgASgOMiMuc3ZjLm1vbml0b3IudjEuSGVhbHRoQ2hlY2tDYXRlZ29yeSKmAQoTQ2hlY2tIZWFsdGhSZXNwb25zZRIsCgZzdGF0dXMYASABKA4yHC5zdmMubW9uaXRvci52MS5IZWFsdGhTdGF0dXMSMQoGY2hlY2tzGAIgAygLMiEuc3ZjLm1vbml0b3IudjEuSGVhbHRoQ2hlY2tSZXN1bHQSLgoKY2hlY2tlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqjQEKCk1ldHJpY1R5cGUSGwoXTUVUUklDX1RZUEVfVU5TUEVDSUZJRUQQABIXChNNRVRSSUNfVFlQRV9DT1VOVEVSEAESFQoRTUVUUklDX1RZUEVfR0FVR0UQAhIZChVNRVRSSUNfVFlQRV9ISVNUT0dSQU0QAxIXChNNRVRSSUNfVFlQRV9TVU1NQVJZEAQqmQEKCFNwYW5LaW5kEhkKFVNQQU5fS0lORF9VTlNQRUNJRklFRBAAEhYKElNQQU5fS0lORF9JTlRFUk5BTBABEhQKEFNQQU5fS0lORF9TRVJWRVIQAhIUChBTUEFOX0tJTkRfQ0xJRU5UEAMSFgoSU1BBTl9LSU5EX1BST0RVQ0VSEAQSFgoSU1BBTl9LSU5EX0NPTlNVTUVSEAUqZwoOU3BhblN0YXR1c0NvZGUSIAocU1BBTl9TVEFUVVNfQ09ERV9VTlNQRUNJRklFRBAAEhcKE1NQQU5fU1RBVFVTX0NPREVfT0sQARIaChZTUEFOX1NUQVRVU19DT0RFX0VSUk9SEAIqVwoRU2xvQ2FsZW5kYXJQZXJpb2QSIwofU0xPX0NBTEVOREFSX1BFUklPRF9VTlNQRUNJRklFRBAAEh0KGVNMT19DQUxFTkRBUl9QRVJJT0RfTU9OVEgQASpqCglBbGVydEtpbmQSGgoWQUxFUlRfS0lORF9VTlNQRUNJRklFRBAAEhYKEkFMRVJUX0tJTkRfR0VORVJJQxABEhUKEUFMRVJUX0tJTkRfTUVUUklDEAISEgoOQUxFUlRfS0lORF9TTE8QAyp8CgpBbGVydFN0YXRlEhsKF0FMRVJUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVQUxFUlRfU1RBVEVfVFJJR0dFUkVEEAESHAoYQUxFUlRfU1RBVEVfQUNLTk9XTEVER0VEEAISGAoUQUxFUlRfU1RBVEVfUkVTT0xWRUQQAyqoAQoTSGVhbHRoQ2hlY2tDYXRlZ29yeRIlCiFIRUFMVEhfQ0hFQ0tfQ0FURUdPUllfVU5TUEVDSUZJRUQQABIiCh5IRUFMVEhfQ0hFQ0tfQ0FURUdPUllfTElWRU5FU1MQARIjCh9IRUFMVEhfQ0hFQ0tfQ0FURUdPUllfUkVBRElORVNTEAISIQodSEVBTFRIX0NIRUNLX0NBVEVHT1JZX1NUQVJUVVAQAyqcAQoMSGVhbHRoU3RhdHVzEh0KGUhFQUxUSF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVIRUFMVEhfU1RBVFVTX0hFQUxUSFkQARIaChZIRUFMVEhfU1RBVFVTX0RFR1JBREVEEAISGwoXSEVBTFRIX1NUQVRVU19VTkhFQUxUSFkQAxIZChVIRUFMVEhfU1RBVFVTX1VOS05PV04QBDK0CQoOTW9uaXRvclNlcnZpY2USXAoNUmVjb3JkTWV0cmljcxIkLnN2Yy5tb25pdG9yLnYxLlJlY29yZE1ldHJpY3NSZXF1ZXN0GiUuc3ZjLm1vbml0b3IudjEuUmVjb3JkTWV0cmljc1Jlc3BvbnNlElYKC0V4cG9ydFNwYW5zEiIuc3ZjLm1vbml0b3IudjEuRXhwb3J0U3BhbnNSZXF1ZXN0GiMuc3ZjLm1vbml0b3IudjEuRXhwb3J0U3BhbnNSZXNwb25zZRJNCghHZXRUcmFjZRIfLnN2Yy5tb25pdG9yLnYxLkdldFRyYWNlUmVxdWVzdBogLnN2Yy5tb25pdG9yLnYxLkdldFRyYWNlUmVzcG9uc2USVgoLUmVnaXN0ZXJTbG8SIi5zdmMubW9uaXRvci52MS5SZWdpc3RlclNsb1JlcXVlc3QaIy5zdmMubW9uaXRvci52MS5SZWdpc3RlclNsb1Jlc3BvbnNlEk0KCExpc3RTbG9zEh8uc3ZjLm1vbml0b3IudjEuTGlzdFNsb3NSZXF1ZXN0GiAuc3ZjLm1vbml0b3IudjEuTGlzdFNsb3NSZXNwb25zZRJlChBSZWNvcmRTbG9TYW1wbGVzEicuc3ZjLm1vbml0b3IudjEuUmVjb3JkU2xvU2FtcGxlc1JlcXVlc3QaKC5zdmMubW9uaXRvci52MS5SZWNvcmRTbG9TYW1wbGVzUmVzcG9uc2USWQoMRXZhbHVhdGVTbG9zEiMuc3ZjLm1vbml0b3IudjEuRXZhbHVhdGVTbG9zUmVxdWVzdBokLnN2Yy5tb25pdG9yLnYxLkV2YWx1YXRlU2xvc1Jlc3BvbnNlEmUKEFJlZ2lzdGVyUmF0aW9TbG8SJy5zdmMubW9uaXRvci52MS5SZWdpc3RlclJhdGlvU2xvUmVxdWVzdBooLnN2Yy5tb25pdG9yLnYxLlJlZ2lzdGVyUmF0aW9TbG9SZXNwb25zZRJQCglTZW5kQWxlcnQSIC5zdmMubW9uaXRvci52MS5TZW5kQWxlcnRSZXF1ZXN0GiEuc3ZjLm1vbml0b3IudjEuU2VuZEFsZXJ0UmVzcG9uc2USYgoPU2VuZE1ldHJpY0FsZXJ0EiYuc3ZjLm1vbml0b3IudjEuU2VuZE1ldHJpY0FsZXJ0UmVxdWVzdBonLnN2Yy5tb25pdG9yLnYxLlNlbmRNZXRyaWNBbGVydFJlc3BvbnNlElgKC1dhdGNoQWxlcnRzEiIuc3ZjLm1vbml0b3IudjEuV2F0Y2hBbGVydHNSZXF1ZXN0GiMuc3ZjLm1vbml0b3IudjEuV2F0Y2hBbGVydHNSZXNwb25zZTABEmUKEENhcHR1cmVFeGNlcHRpb24SJy5zdmMubW9uaXRvci52MS5DYXB0dXJlRXhjZXB0aW9uUmVxdWVzdBooLnN2Yy5tb25pdG9yLnYxLkNhcHR1cmVFeGNlcHRpb25SZXNwb25zZRJWCgtDaGVja0hlYWx0aBIiLnN2Yy5tb25pdG9yLnYxLkNoZWNrSGVhbHRoUmVxdWVzdBojLnN2Yy5tb25pdG9yLnYxLkNoZWNrSGVhbHRoUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * MetricSample is one recorded value.
@@ -140,7 +140,7 @@ export const RejectedSampleSchema: GenMessage<RejectedSample> = /*@__PURE__*/
  */
 export type RecordMetricsResponse = Message<"svc.monitor.v1.RecordMetricsResponse"> & {
   /**
-   * Number of samples recorded.
+   * Number of samples recorded, or of `events` entries recorded.
    *
    * @generated from field: int32 accepted = 1;
    */
@@ -503,6 +503,29 @@ export type Slo = Message<"svc.monitor.v1.Slo"> & {
    * @generated from field: string runbook_url = 10;
    */
   runbookUrl: string;
+
+  /**
+   * Error-budget period. Set: the SLO is also the ratio "`percentile` of samples at or under
+   * `threshold_ms`" over this period, alerted by `rules` (not by the single-window check). Unset: the
+   * single-window check of `burn_rate_threshold` alerts, as before.
+   *
+   * @generated from field: svc.monitor.v1.SloPeriod period = 11;
+   */
+  period?: SloPeriod | undefined;
+
+  /**
+   * Burn-rate rules when `period` is set; empty: the defaults, scaled to the period.
+   *
+   * @generated from field: repeated svc.monitor.v1.SloAlertRule rules = 12;
+   */
+  rules: SloAlertRule[];
+
+  /**
+   * Events needed in a rule's long window before it may fire; unset: 100.
+   *
+   * @generated from field: optional int64 min_events = 13;
+   */
+  minEvents?: bigint | undefined;
 };
 
 /**
@@ -511,6 +534,463 @@ export type Slo = Message<"svc.monitor.v1.Slo"> & {
  */
 export const SloSchema: GenMessage<Slo> = /*@__PURE__*/
   messageDesc(file_svc_monitor_v1_monitor, 11);
+
+/**
+ * SloPeriod is the period of an SLO's error budget: a rolling window or a calendar period.
+ *
+ * @generated from message svc.monitor.v1.SloPeriod
+ */
+export type SloPeriod = Message<"svc.monitor.v1.SloPeriod"> & {
+  /**
+   * Rolling window or calendar period.
+   *
+   * @generated from oneof svc.monitor.v1.SloPeriod.kind
+   */
+  kind: {
+    /**
+     * A rolling window, from 1 day to 90 days (e.g. 30 days).
+     *
+     * @generated from field: google.protobuf.Duration rolling = 1;
+     */
+    value: Duration;
+    case: "rolling";
+  } | {
+    /**
+     * A calendar period.
+     *
+     * @generated from field: svc.monitor.v1.SloCalendarPeriod calendar = 2;
+     */
+    value: SloCalendarPeriod;
+    case: "calendar";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * IANA time zone of a calendar period's start (e.g. "Europe/Berlin"); empty: UTC.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloPeriod.
+ * Use `create(SloPeriodSchema)` to create a new message.
+ */
+export const SloPeriodSchema: GenMessage<SloPeriod> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 12);
+
+/**
+ * SloAlertRule is one multiwindow burn-rate rule: it fires when both windows burn the error budget at
+ * `burn_rate` or faster, and resolves when the short window drops below it.
+ *
+ * @generated from message svc.monitor.v1.SloAlertRule
+ */
+export type SloAlertRule = Message<"svc.monitor.v1.SloAlertRule"> & {
+  /**
+   * "page" (wakes someone: the SLO's tier) or "ticket" (P1_BUSINESS_HOURS). Required.
+   *
+   * @generated from field: string severity = 1;
+   */
+  severity: string;
+
+  /**
+   * The long window. Required; at most the period.
+   *
+   * @generated from field: google.protobuf.Duration long_window = 2;
+   */
+  longWindow?: Duration | undefined;
+
+  /**
+   * The short (confirming) window. Required; at least 1 minute, shorter than long_window.
+   *
+   * @generated from field: google.protobuf.Duration short_window = 3;
+   */
+  shortWindow?: Duration | undefined;
+
+  /**
+   * Burn rate both windows must reach (1 spends the budget exactly over the period). 0: computed
+   * from error_budget_percent.
+   *
+   * @generated from field: double burn_rate = 4;
+   */
+  burnRate: number;
+
+  /**
+   * Sloth's form: the share of the period's error budget (percent) spent within long_window;
+   * burn_rate = error_budget_percent / 100 * period / long_window. Used when burn_rate is 0.
+   *
+   * @generated from field: double error_budget_percent = 5;
+   */
+  errorBudgetPercent: number;
+
+  /**
+   * Stable name of the rule (its alert's dedup key ends with it); empty: "<severity>-<long>-<short>",
+   * e.g. "page-1h-5m".
+   *
+   * @generated from field: string name = 6;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloAlertRule.
+ * Use `create(SloAlertRuleSchema)` to create a new message.
+ */
+export const SloAlertRuleSchema: GenMessage<SloAlertRule> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 13);
+
+/**
+ * SloCounterSelector names the series of one ingested counter: its name and the label values the
+ * series must have (other labels are summed over).
+ *
+ * @generated from message svc.monitor.v1.SloCounterSelector
+ */
+export type SloCounterSelector = Message<"svc.monitor.v1.SloCounterSelector"> & {
+  /**
+   * Counter name as sent to RecordMetrics or OTLP (with or without `_total`). Required.
+   *
+   * @generated from field: string metric = 1;
+   */
+  metric: string;
+
+  /**
+   * Label values a series must have to count.
+   *
+   * @generated from field: map<string, string> labels = 2;
+   */
+  labels: { [key: string]: string };
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloCounterSelector.
+ * Use `create(SloCounterSelectorSchema)` to create a new message.
+ */
+export const SloCounterSelectorSchema: GenMessage<SloCounterSelector> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 14);
+
+/**
+ * SloMetricSource counts a ratio SLO's events from counters the monitor ingests.
+ *
+ * @generated from message svc.monitor.v1.SloMetricSource
+ */
+export type SloMetricSource = Message<"svc.monitor.v1.SloMetricSource"> & {
+  /**
+   * Good events.
+   *
+   * @generated from field: svc.monitor.v1.SloCounterSelector good = 1;
+   */
+  good?: SloCounterSelector | undefined;
+
+  /**
+   * All events.
+   *
+   * @generated from field: svc.monitor.v1.SloCounterSelector total = 2;
+   */
+  total?: SloCounterSelector | undefined;
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloMetricSource.
+ * Use `create(SloMetricSourceSchema)` to create a new message.
+ */
+export const SloMetricSourceSchema: GenMessage<SloMetricSource> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 15);
+
+/**
+ * RatioSlo is a ratio objective: at least `target` of the events are good over `period`.
+ *
+ * @generated from message svc.monitor.v1.RatioSlo
+ */
+export type RatioSlo = Message<"svc.monitor.v1.RatioSlo"> & {
+  /**
+   * Unique name (shared with latency SLOs). Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Target fraction of good events, strictly between 0 and 1 (0.999 is 99.9%). Required.
+   *
+   * @generated from field: double target = 2;
+   */
+  target: number;
+
+  /**
+   * Error-budget period; unset: rolling 30 days.
+   *
+   * @generated from field: svc.monitor.v1.SloPeriod period = 3;
+   */
+  period?: SloPeriod | undefined;
+
+  /**
+   * Count events from ingested counters. Unset: events come from RecordSloSamples `events`.
+   *
+   * @generated from field: svc.monitor.v1.SloMetricSource metric_source = 4;
+   */
+  metricSource?: SloMetricSource | undefined;
+
+  /**
+   * Burn-rate rules; empty: the SRE workbook's table (page 1h/5m at 14.4, page 6h/30m at 6, ticket
+   * 3d/6h at 1), windows scaled to the period.
+   *
+   * @generated from field: repeated svc.monitor.v1.SloAlertRule rules = 5;
+   */
+  rules: SloAlertRule[];
+
+  /**
+   * Events needed in a rule's long window before it may fire; unset: 100.
+   *
+   * @generated from field: optional int64 min_events = 6;
+   */
+  minEvents?: bigint | undefined;
+
+  /**
+   * Optional description.
+   *
+   * @generated from field: string description = 7;
+   */
+  description: string;
+
+  /**
+   * Tier of the `page` rules' alerts; default P0_PAGE (`ticket` rules are P1_BUSINESS_HOURS).
+   *
+   * @generated from field: string tier = 8;
+   */
+  tier: string;
+
+  /**
+   * Owning team.
+   *
+   * @generated from field: string owner = 9;
+   */
+  owner: string;
+
+  /**
+   * Runbook URL.
+   *
+   * @generated from field: string runbook_url = 10;
+   */
+  runbookUrl: string;
+};
+
+/**
+ * Describes the message svc.monitor.v1.RatioSlo.
+ * Use `create(RatioSloSchema)` to create a new message.
+ */
+export const RatioSloSchema: GenMessage<RatioSlo> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 16);
+
+/**
+ * SloEvents counts events of a ratio SLO at one time.
+ *
+ * @generated from message svc.monitor.v1.SloEvents
+ */
+export type SloEvents = Message<"svc.monitor.v1.SloEvents"> & {
+  /**
+   * Good events (0 or more).
+   *
+   * @generated from field: int64 good = 1;
+   */
+  good: bigint;
+
+  /**
+   * Bad events (0 or more).
+   *
+   * @generated from field: int64 bad = 2;
+   */
+  bad: bigint;
+
+  /**
+   * When they happened; unset: when the monitor receives them. At most 5 minutes ahead of the
+   * monitor's clock and not before the SLO's period.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloEvents.
+ * Use `create(SloEventsSchema)` to create a new message.
+ */
+export const SloEventsSchema: GenMessage<SloEvents> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 17);
+
+/**
+ * SloRuleStatus is one burn-rate rule at one evaluation.
+ *
+ * @generated from message svc.monitor.v1.SloRuleStatus
+ */
+export type SloRuleStatus = Message<"svc.monitor.v1.SloRuleStatus"> & {
+  /**
+   * The rule, defaults applied.
+   *
+   * @generated from field: svc.monitor.v1.SloAlertRule rule = 1;
+   */
+  rule?: SloAlertRule | undefined;
+
+  /**
+   * Burn rate over the long window (bad share / (1 - target)); 0 without events.
+   *
+   * @generated from field: double long_burn_rate = 2;
+   */
+  longBurnRate: number;
+
+  /**
+   * Burn rate over the short window.
+   *
+   * @generated from field: double short_burn_rate = 3;
+   */
+  shortBurnRate: number;
+
+  /**
+   * Events in the long window.
+   *
+   * @generated from field: int64 long_window_events = 4;
+   */
+  longWindowEvents: bigint;
+
+  /**
+   * Both windows at or above the rule's burn rate, with at least min_events in the long window.
+   *
+   * @generated from field: bool firing = 5;
+   */
+  firing: boolean;
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloRuleStatus.
+ * Use `create(SloRuleStatusSchema)` to create a new message.
+ */
+export const SloRuleStatusSchema: GenMessage<SloRuleStatus> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 18);
+
+/**
+ * SloStatus is an SLO's error budget and burn rates now.
+ *
+ * @generated from message svc.monitor.v1.SloStatus
+ */
+export type SloStatus = Message<"svc.monitor.v1.SloStatus"> & {
+  /**
+   * SLO name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "latency" or "ratio".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Target fraction of good events (a latency SLO's percentile).
+   *
+   * @generated from field: double target = 3;
+   */
+  target: number;
+
+  /**
+   * The period (a latency SLO without one: unset).
+   *
+   * @generated from field: svc.monitor.v1.SloPeriod period = 4;
+   */
+  period?: SloPeriod | undefined;
+
+  /**
+   * Start of the current period (rolling: now minus the period).
+   *
+   * @generated from field: google.protobuf.Timestamp period_start = 5;
+   */
+  periodStart?: Timestamp | undefined;
+
+  /**
+   * Events in the period.
+   *
+   * @generated from field: int64 events = 6;
+   */
+  events: bigint;
+
+  /**
+   * Bad events in the period.
+   *
+   * @generated from field: int64 bad_events = 7;
+   */
+  badEvents: bigint;
+
+  /**
+   * Bad events the period allows so far: events * (1 - target).
+   *
+   * @generated from field: double error_budget_events = 8;
+   */
+  errorBudgetEvents: number;
+
+  /**
+   * Fraction of the error budget left: 1 untouched, 0 spent, negative overspent; 1 without events.
+   *
+   * @generated from field: double error_budget_remaining = 9;
+   */
+  errorBudgetRemaining: number;
+
+  /**
+   * Each burn-rate rule (empty for a latency SLO without a period).
+   *
+   * @generated from field: repeated svc.monitor.v1.SloRuleStatus rules = 10;
+   */
+  rules: SloRuleStatus[];
+};
+
+/**
+ * Describes the message svc.monitor.v1.SloStatus.
+ * Use `create(SloStatusSchema)` to create a new message.
+ */
+export const SloStatusSchema: GenMessage<SloStatus> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 19);
+
+/**
+ * RegisterRatioSloRequest registers a ratio SLO.
+ *
+ * @generated from message svc.monitor.v1.RegisterRatioSloRequest
+ */
+export type RegisterRatioSloRequest = Message<"svc.monitor.v1.RegisterRatioSloRequest"> & {
+  /**
+   * The SLO. Required.
+   *
+   * @generated from field: svc.monitor.v1.RatioSlo slo = 1;
+   */
+  slo?: RatioSlo | undefined;
+};
+
+/**
+ * Describes the message svc.monitor.v1.RegisterRatioSloRequest.
+ * Use `create(RegisterRatioSloRequestSchema)` to create a new message.
+ */
+export const RegisterRatioSloRequestSchema: GenMessage<RegisterRatioSloRequest> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 20);
+
+/**
+ * RegisterRatioSloResponse returns the SLO as registered, defaults applied (rules included).
+ *
+ * @generated from message svc.monitor.v1.RegisterRatioSloResponse
+ */
+export type RegisterRatioSloResponse = Message<"svc.monitor.v1.RegisterRatioSloResponse"> & {
+  /**
+   * The SLO as registered.
+   *
+   * @generated from field: svc.monitor.v1.RatioSlo slo = 1;
+   */
+  slo?: RatioSlo | undefined;
+};
+
+/**
+ * Describes the message svc.monitor.v1.RegisterRatioSloResponse.
+ * Use `create(RegisterRatioSloResponseSchema)` to create a new message.
+ */
+export const RegisterRatioSloResponseSchema: GenMessage<RegisterRatioSloResponse> = /*@__PURE__*/
+  messageDesc(file_svc_monitor_v1_monitor, 21);
 
 /**
  * SloViolation is an SLO in breach.
@@ -567,7 +1047,7 @@ export type SloViolation = Message<"svc.monitor.v1.SloViolation"> & {
  * Use `create(SloViolationSchema)` to create a new message.
  */
 export const SloViolationSchema: GenMessage<SloViolation> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 12);
+  messageDesc(file_svc_monitor_v1_monitor, 22);
 
 /**
  * RegisterSloRequest registers an SLO.
@@ -588,7 +1068,7 @@ export type RegisterSloRequest = Message<"svc.monitor.v1.RegisterSloRequest"> & 
  * Use `create(RegisterSloRequestSchema)` to create a new message.
  */
 export const RegisterSloRequestSchema: GenMessage<RegisterSloRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 13);
+  messageDesc(file_svc_monitor_v1_monitor, 23);
 
 /**
  * RegisterSloResponse returns the registered SLO with defaults applied.
@@ -609,7 +1089,7 @@ export type RegisterSloResponse = Message<"svc.monitor.v1.RegisterSloResponse"> 
  * Use `create(RegisterSloResponseSchema)` to create a new message.
  */
 export const RegisterSloResponseSchema: GenMessage<RegisterSloResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 14);
+  messageDesc(file_svc_monitor_v1_monitor, 24);
 
 /**
  * ListSlosRequest asks for every SLO.
@@ -624,7 +1104,7 @@ export type ListSlosRequest = Message<"svc.monitor.v1.ListSlosRequest"> & {
  * Use `create(ListSlosRequestSchema)` to create a new message.
  */
 export const ListSlosRequestSchema: GenMessage<ListSlosRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 15);
+  messageDesc(file_svc_monitor_v1_monitor, 25);
 
 /**
  * ListSlosResponse carries the SLOs.
@@ -633,11 +1113,25 @@ export const ListSlosRequestSchema: GenMessage<ListSlosRequest> = /*@__PURE__*/
  */
 export type ListSlosResponse = Message<"svc.monitor.v1.ListSlosResponse"> & {
   /**
-   * Registered SLOs, by name.
+   * Registered latency SLOs, by name.
    *
    * @generated from field: repeated svc.monitor.v1.Slo slos = 1;
    */
   slos: Slo[];
+
+  /**
+   * Registered ratio SLOs, by name.
+   *
+   * @generated from field: repeated svc.monitor.v1.RatioSlo ratio_slos = 2;
+   */
+  ratioSlos: RatioSlo[];
+
+  /**
+   * Every SLO's budget and burn rates now (latency and ratio), by name.
+   *
+   * @generated from field: repeated svc.monitor.v1.SloStatus statuses = 3;
+   */
+  statuses: SloStatus[];
 };
 
 /**
@@ -645,10 +1139,11 @@ export type ListSlosResponse = Message<"svc.monitor.v1.ListSlosResponse"> & {
  * Use `create(ListSlosResponseSchema)` to create a new message.
  */
 export const ListSlosResponseSchema: GenMessage<ListSlosResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 16);
+  messageDesc(file_svc_monitor_v1_monitor, 26);
 
 /**
- * RecordSloSamplesRequest records measured values of one metric.
+ * RecordSloSamplesRequest records measured values of one metric (`metric`, `values_ms`), or events of
+ * one ratio SLO (`slo`, `events`): one of the two, not both.
  *
  * @generated from message svc.monitor.v1.RecordSloSamplesRequest
  */
@@ -666,6 +1161,20 @@ export type RecordSloSamplesRequest = Message<"svc.monitor.v1.RecordSloSamplesRe
    * @generated from field: repeated double values_ms = 2;
    */
   valuesMs: number[];
+
+  /**
+   * Ratio SLO whose events these are (one whose metric_source is unset).
+   *
+   * @generated from field: string slo = 3;
+   */
+  slo: string;
+
+  /**
+   * Good and bad event counts, each with an optional time (at most 10,000 entries).
+   *
+   * @generated from field: repeated svc.monitor.v1.SloEvents events = 4;
+   */
+  events: SloEvents[];
 };
 
 /**
@@ -673,7 +1182,7 @@ export type RecordSloSamplesRequest = Message<"svc.monitor.v1.RecordSloSamplesRe
  * Use `create(RecordSloSamplesRequestSchema)` to create a new message.
  */
 export const RecordSloSamplesRequestSchema: GenMessage<RecordSloSamplesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 17);
+  messageDesc(file_svc_monitor_v1_monitor, 27);
 
 /**
  * RecordSloSamplesResponse reports what was kept.
@@ -694,7 +1203,7 @@ export type RecordSloSamplesResponse = Message<"svc.monitor.v1.RecordSloSamplesR
  * Use `create(RecordSloSamplesResponseSchema)` to create a new message.
  */
 export const RecordSloSamplesResponseSchema: GenMessage<RecordSloSamplesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 18);
+  messageDesc(file_svc_monitor_v1_monitor, 28);
 
 /**
  * EvaluateSlosRequest evaluates every SLO.
@@ -715,7 +1224,7 @@ export type EvaluateSlosRequest = Message<"svc.monitor.v1.EvaluateSlosRequest"> 
  * Use `create(EvaluateSlosRequestSchema)` to create a new message.
  */
 export const EvaluateSlosRequestSchema: GenMessage<EvaluateSlosRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 19);
+  messageDesc(file_svc_monitor_v1_monitor, 29);
 
 /**
  * EvaluateSlosResponse carries the violations.
@@ -729,6 +1238,13 @@ export type EvaluateSlosResponse = Message<"svc.monitor.v1.EvaluateSlosResponse"
    * @generated from field: repeated svc.monitor.v1.SloViolation violations = 1;
    */
   violations: SloViolation[];
+
+  /**
+   * Every SLO's budget and burn-rate rules at this evaluation, by name.
+   *
+   * @generated from field: repeated svc.monitor.v1.SloStatus statuses = 2;
+   */
+  statuses: SloStatus[];
 };
 
 /**
@@ -736,7 +1252,7 @@ export type EvaluateSlosResponse = Message<"svc.monitor.v1.EvaluateSlosResponse"
  * Use `create(EvaluateSlosResponseSchema)` to create a new message.
  */
 export const EvaluateSlosResponseSchema: GenMessage<EvaluateSlosResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 20);
+  messageDesc(file_svc_monitor_v1_monitor, 30);
 
 /**
  * Alert is a dispatched alert.
@@ -828,7 +1344,7 @@ export type Alert = Message<"svc.monitor.v1.Alert"> & {
  * Use `create(AlertSchema)` to create a new message.
  */
 export const AlertSchema: GenMessage<Alert> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 21);
+  messageDesc(file_svc_monitor_v1_monitor, 31);
 
 /**
  * SendAlertRequest dispatches an alert.
@@ -887,7 +1403,7 @@ export type SendAlertRequest = Message<"svc.monitor.v1.SendAlertRequest"> & {
  * Use `create(SendAlertRequestSchema)` to create a new message.
  */
 export const SendAlertRequestSchema: GenMessage<SendAlertRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 22);
+  messageDesc(file_svc_monitor_v1_monitor, 32);
 
 /**
  * SendAlertResponse identifies the alert.
@@ -915,7 +1431,7 @@ export type SendAlertResponse = Message<"svc.monitor.v1.SendAlertResponse"> & {
  * Use `create(SendAlertResponseSchema)` to create a new message.
  */
 export const SendAlertResponseSchema: GenMessage<SendAlertResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 23);
+  messageDesc(file_svc_monitor_v1_monitor, 33);
 
 /**
  * SendMetricAlertRequest dispatches a metric threshold alert.
@@ -964,7 +1480,7 @@ export type SendMetricAlertRequest = Message<"svc.monitor.v1.SendMetricAlertRequ
  * Use `create(SendMetricAlertRequestSchema)` to create a new message.
  */
 export const SendMetricAlertRequestSchema: GenMessage<SendMetricAlertRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 24);
+  messageDesc(file_svc_monitor_v1_monitor, 34);
 
 /**
  * SendMetricAlertResponse identifies the alert.
@@ -992,7 +1508,7 @@ export type SendMetricAlertResponse = Message<"svc.monitor.v1.SendMetricAlertRes
  * Use `create(SendMetricAlertResponseSchema)` to create a new message.
  */
 export const SendMetricAlertResponseSchema: GenMessage<SendMetricAlertResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 25);
+  messageDesc(file_svc_monitor_v1_monitor, 35);
 
 /**
  * WatchAlertsRequest opens the alert stream.
@@ -1021,7 +1537,7 @@ export type WatchAlertsRequest = Message<"svc.monitor.v1.WatchAlertsRequest"> & 
  * Use `create(WatchAlertsRequestSchema)` to create a new message.
  */
 export const WatchAlertsRequestSchema: GenMessage<WatchAlertsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 26);
+  messageDesc(file_svc_monitor_v1_monitor, 36);
 
 /**
  * WatchAlertsResponse is one dispatched alert, or a reset.
@@ -1057,7 +1573,7 @@ export type WatchAlertsResponse = Message<"svc.monitor.v1.WatchAlertsResponse"> 
  * Use `create(WatchAlertsResponseSchema)` to create a new message.
  */
 export const WatchAlertsResponseSchema: GenMessage<WatchAlertsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 27);
+  messageDesc(file_svc_monitor_v1_monitor, 37);
 
 /**
  * CaptureExceptionRequest reports an exception.
@@ -1127,7 +1643,7 @@ export type CaptureExceptionRequest = Message<"svc.monitor.v1.CaptureExceptionRe
  * Use `create(CaptureExceptionRequestSchema)` to create a new message.
  */
 export const CaptureExceptionRequestSchema: GenMessage<CaptureExceptionRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 28);
+  messageDesc(file_svc_monitor_v1_monitor, 38);
 
 /**
  * CaptureExceptionResponse identifies the captured event.
@@ -1155,7 +1671,7 @@ export type CaptureExceptionResponse = Message<"svc.monitor.v1.CaptureExceptionR
  * Use `create(CaptureExceptionResponseSchema)` to create a new message.
  */
 export const CaptureExceptionResponseSchema: GenMessage<CaptureExceptionResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 29);
+  messageDesc(file_svc_monitor_v1_monitor, 39);
 
 /**
  * HealthCheckResult is one check's outcome.
@@ -1218,7 +1734,7 @@ export type HealthCheckResult = Message<"svc.monitor.v1.HealthCheckResult"> & {
  * Use `create(HealthCheckResultSchema)` to create a new message.
  */
 export const HealthCheckResultSchema: GenMessage<HealthCheckResult> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 30);
+  messageDesc(file_svc_monitor_v1_monitor, 40);
 
 /**
  * CheckHealthRequest selects which checks to run.
@@ -1239,7 +1755,7 @@ export type CheckHealthRequest = Message<"svc.monitor.v1.CheckHealthRequest"> & 
  * Use `create(CheckHealthRequestSchema)` to create a new message.
  */
 export const CheckHealthRequestSchema: GenMessage<CheckHealthRequest> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 31);
+  messageDesc(file_svc_monitor_v1_monitor, 41);
 
 /**
  * CheckHealthResponse is the aggregate and the individual results.
@@ -1274,7 +1790,7 @@ export type CheckHealthResponse = Message<"svc.monitor.v1.CheckHealthResponse"> 
  * Use `create(CheckHealthResponseSchema)` to create a new message.
  */
 export const CheckHealthResponseSchema: GenMessage<CheckHealthResponse> = /*@__PURE__*/
-  messageDesc(file_svc_monitor_v1_monitor, 32);
+  messageDesc(file_svc_monitor_v1_monitor, 42);
 
 /**
  * MetricType is the kind of instrument a sample belongs to.
@@ -1414,6 +1930,33 @@ export const SpanStatusCodeSchema: GenEnum<SpanStatusCode> = /*@__PURE__*/
   enumDesc(file_svc_monitor_v1_monitor, 2);
 
 /**
+ * SloCalendarPeriod is a calendar error-budget period.
+ *
+ * @generated from enum svc.monitor.v1.SloCalendarPeriod
+ */
+export enum SloCalendarPeriod {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: SLO_CALENDAR_PERIOD_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A calendar month: the budget starts again on the first day of each month.
+   *
+   * @generated from enum value: SLO_CALENDAR_PERIOD_MONTH = 1;
+   */
+  MONTH = 1,
+}
+
+/**
+ * Describes the enum svc.monitor.v1.SloCalendarPeriod.
+ */
+export const SloCalendarPeriodSchema: GenEnum<SloCalendarPeriod> = /*@__PURE__*/
+  enumDesc(file_svc_monitor_v1_monitor, 3);
+
+/**
  * AlertKind says where an alert came from.
  *
  * @generated from enum svc.monitor.v1.AlertKind
@@ -1452,7 +1995,7 @@ export enum AlertKind {
  * Describes the enum svc.monitor.v1.AlertKind.
  */
 export const AlertKindSchema: GenEnum<AlertKind> = /*@__PURE__*/
-  enumDesc(file_svc_monitor_v1_monitor, 3);
+  enumDesc(file_svc_monitor_v1_monitor, 4);
 
 /**
  * AlertState is where an alert is in its lifecycle: TRIGGERED -> ACKNOWLEDGED -> RESOLVED.
@@ -1493,7 +2036,7 @@ export enum AlertState {
  * Describes the enum svc.monitor.v1.AlertState.
  */
 export const AlertStateSchema: GenEnum<AlertState> = /*@__PURE__*/
-  enumDesc(file_svc_monitor_v1_monitor, 4);
+  enumDesc(file_svc_monitor_v1_monitor, 5);
 
 /**
  * HealthCheckCategory selects probes.
@@ -1534,7 +2077,7 @@ export enum HealthCheckCategory {
  * Describes the enum svc.monitor.v1.HealthCheckCategory.
  */
 export const HealthCheckCategorySchema: GenEnum<HealthCheckCategory> = /*@__PURE__*/
-  enumDesc(file_svc_monitor_v1_monitor, 5);
+  enumDesc(file_svc_monitor_v1_monitor, 6);
 
 /**
  * HealthStatus is the outcome of a check or an aggregate.
@@ -1582,7 +2125,7 @@ export enum HealthStatus {
  * Describes the enum svc.monitor.v1.HealthStatus.
  */
 export const HealthStatusSchema: GenEnum<HealthStatus> = /*@__PURE__*/
-  enumDesc(file_svc_monitor_v1_monitor, 6);
+  enumDesc(file_svc_monitor_v1_monitor, 7);
 
 /**
  * MonitorService is the observability hub. Other services push metrics, spans, SLO samples, alerts
@@ -1663,6 +2206,17 @@ export const MonitorService: GenService<{
     methodKind: "unary";
     input: typeof EvaluateSlosRequestSchema;
     output: typeof EvaluateSlosResponseSchema;
+  },
+  /**
+   * RegisterRatioSlo registers a ratio SLO ("99.9% of events are good over 30 days") alerted by
+   * multiwindow burn-rate rules; a name already registered (latency or ratio) is ALREADY_EXISTS.
+   *
+   * @generated from rpc svc.monitor.v1.MonitorService.RegisterRatioSlo
+   */
+  registerRatioSlo: {
+    methodKind: "unary";
+    input: typeof RegisterRatioSloRequestSchema;
+    output: typeof RegisterRatioSloResponseSchema;
   },
   /**
    * SendAlert dispatches an operational alert. It answers once the alert is kept (WatchAlerts and
