@@ -10,6 +10,7 @@ import type * as App from './app';
 runService({
   name: 'notification',
   loadConfig: () => loadNotificationConfig(),
+  defaultConfig: () => loadNotificationConfig(undefined, { env: {}, file: null }),
   telemetry: (config) => config,
   async start(config, logger) {
     // A require here, not an import at the top (see above); the type import is erased.

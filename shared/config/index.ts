@@ -12,5 +12,6 @@ export type { ConfigIssue } from './errors';
 export { configKey, envVarName } from './keys';
 export type { ConfigPath } from './keys';
 export { redactSecrets, isSecretKey, REDACTED } from './redact';
+export { differingKeys } from './diff';
 export * from './fields';
 export * from './server';

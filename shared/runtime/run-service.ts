@@ -3,7 +3,7 @@
  * on SIGTERM/SIGINT (a second signal, a second or more after the first, exits at once), and never
  * die silently.
  */
-import { ConfigError, outputForcedInteractive, redactSecrets } from '../config';
+import { ConfigError, differingKeys, outputForcedInteractive, redactSecrets } from '../config';
 import { createLogger, type LogFormat, type Logger } from '../logging/logger';
 import type * as TelemetryModule from './telemetry';
 import type { Telemetry, TelemetryConfig } from './telemetry';
@@ -29,6 +29,11 @@ export interface RunnableConfig {
 export interface ServiceDefinition<C extends RunnableConfig> {
   name: string;
   loadConfig(): C;
+  /**
+   * The configuration with nothing set (no file, no environment): the start line logs only the keys
+   * that differ from it, and the whole configuration at debug. Absent: the whole at info.
+   */
+  defaultConfig?(): C;
   /**
    * The service's tracing sections. When given, the OpenTelemetry SDK starts (if they enable it)
    * before `start` runs, so `start` must be what first requires `@grpc/grpc-js`: a `main` requires
@@ -116,7 +121,15 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
 
   void (async () => {
     try {
-      logger.info({ config: redactSecrets(config) }, 'effective configuration');
+      const defaults = defaultsOf(def);
+      if (defaults === undefined) logger.info({ config: redactSecrets(config) }, 'effective configuration');
+      else {
+        logger.info(
+          { config: redactSecrets(differingKeys(config, defaults)) },
+          'effective configuration (keys set away from the defaults; all of it at log.level debug)',
+        );
+        logger.debug({ config: redactSecrets(config) }, 'effective configuration (all keys)');
+      }
       if (def.telemetry) {
         // Required here, not imported at the top: the SDK (hundreds of modules) loads only when a
         // service has tracing sections.
@@ -136,4 +149,15 @@ export function runService<C extends RunnableConfig>(def: ServiceDefinition<C>):
     );
     if (stopping) stop(service);
   })();
+}
+
+/** The definition's default configuration, or undefined when it has none or it cannot be built. */
+function defaultsOf<C extends RunnableConfig>(def: ServiceDefinition<C>): C | undefined {
+  try {
+    return def.defaultConfig?.();
+  } catch {
+    // Defaults that do not load on their own (a key required in every environment) only cost the
+    // short start line: the whole configuration is logged instead.
+    return undefined;
+  }
 }
