@@ -35,6 +35,7 @@ export * from './alerts/tier-dispatcher';
 export * from './alerts/config';
 export * from './slo/slo';
 export * from './slo/ratio';
+export * from './slo/period';
 export * from './slo/monitor';
 export * from './slo/config';
 export * from './events/event-bus';

@@ -10,7 +10,28 @@ import { AlertTier } from '../alerts/tiers';
 import { type Clock, systemClock } from '../../runtime/clock';
 import { DuplicateSLOError, InvalidSLOError, SLOLimitExceededError } from '../errors';
 import { SLO, SLOViolation } from './slo';
-import { EventCounts, evaluateRatioSLO, RatioSLO, type RatioSLOStatus } from './ratio';
+import {
+  type BurnRateEvaluation,
+  EventCounts,
+  evaluateRatioSLO,
+  RatioSLO,
+  type RatioSLOStatus,
+  type SloWindowCounts,
+} from './ratio';
+import { formatPeriod, periodStartMs } from './period';
+
+/** Events of a ratio SLO at one time, as a batch carries them. */
+export interface SloEventInput {
+  good: number;
+  bad: number;
+  /** When they happened (epoch ms); absent: now. */
+  atMs?: number;
+}
+
+/** Most entries one `recordEventBatch` takes (the RPC batch bound). */
+export const MAX_EVENT_ENTRIES_PER_CALL = 10_000;
+/** Furthest ahead of the monitor's clock an event's time may be (a client's clock runs a little fast). */
+export const MAX_EVENT_FUTURE_MS = 5 * 60_000;
 
 /** Options of SLOMonitor (the spec's constructor arguments, plus the injectables). */
 export interface SLOMonitorOptions {
@@ -29,6 +50,12 @@ export interface SLOMonitorOptions {
    * window; default: in this monitor's memory.
    */
   suppressionLedger?: SLOSuppressionLedger;
+  /**
+   * Called once per `evaluateAndDispatch*` with the dedup keys (`slo:<name>:<rule>`) of every rule
+   * that does not fire and whose short window burns below its rate: the caller resolves the open
+   * alerts among them (a replica that never saw the rule fire resolves it too). Not called when none.
+   */
+  onRulesRecovered?: (dedupKeys: string[]) => Promise<void>;
 }
 
 /**
@@ -167,7 +194,11 @@ export class SLOMonitor {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly slos = new Map<string, SLO>();
-  private readonly ratioSlos = new Map<string, { slo: RatioSLO; counts: EventCounts }>();
+  private readonly ratioSlos = new Map<
+    string,
+    { slo: RatioSLO; counts: EventCounts; loaded?: SloWindowCounts }
+  >();
+  private readonly onRulesRecovered: ((dedupKeys: string[]) => Promise<void>) | undefined;
   /** Rings only for metrics some registered SLO reads: unknown metric names cost nothing. */
   private readonly samples = new Map<string, SampleRing>();
   /** Monotonic time of the last dispatched alert per suppression key (SLO name, or name and rule). */
@@ -188,6 +219,12 @@ export class SLOMonitor {
     this.logger = options.logger ?? silentLogger();
     this.dispatcher = options.alertDispatcher ?? new LoggingAlertDispatcher(this.logger);
     this.ledger = options.suppressionLedger;
+    this.onRulesRecovered = options.onRulesRecovered;
+  }
+
+  /** Dedup key of the alert of one rule of an SLO (the AlertHub keeps one open alert per key). */
+  static ruleDedupKey(sloName: string, ruleName: string): string {
+    return `slo:${sloName}:${ruleName}`;
   }
 
   /** Registered latency SLOs by name (spec: registered_slos). */
@@ -275,15 +312,78 @@ export class SLOMonitor {
   }
 
   /**
-   * Records events of a ratio SLO: `good` of `total` succeeded. Returns false for an unregistered
-   * name. Counts must be integers with 0 <= good <= total.
+   * Records events of a ratio SLO: `good` of `total` succeeded, at `atMs` (default now). Returns false
+   * for an unregistered name. Counts must be integers with 0 <= good <= total; the time must be
+   * finite, at most MAX_EVENT_FUTURE_MS ahead and not before the SLO's period.
    */
-  recordEvents(name: string, good: number, total: number): boolean {
+  recordEvents(name: string, good: number, total: number, atMs?: number): boolean {
     if (!(Number.isInteger(good) && Number.isInteger(total) && good >= 0 && good <= total))
       throw new InvalidSLOError('event counts must be integers with 0 <= good <= total');
     const entry = this.ratioSlos.get(name);
     if (!entry) return false;
-    entry.counts.add(this.clock.now(), good, total);
+    const now = this.clock.now();
+    const at = atMs ?? now;
+    this.checkEventTime(entry.slo, at, now, '');
+    entry.counts.add(at, good, total);
+    return true;
+  }
+
+  private checkEventTime(slo: RatioSLO, atMs: number, nowMs: number, where: string): void {
+    if (!Number.isFinite(atMs)) throw new InvalidSLOError(`event${where} time must be a valid time`);
+    if (atMs > nowMs + MAX_EVENT_FUTURE_MS)
+      throw new InvalidSLOError(
+        `event${where} time ${new Date(atMs).toISOString()} is more than 5 minutes ahead of the monitor's clock`,
+      );
+    if (atMs < periodStartMs(slo.period, nowMs))
+      throw new InvalidSLOError(
+        `event${where} time ${new Date(atMs).toISOString()} is before the SLO's period (${formatPeriod(slo.period)})`,
+      );
+  }
+
+  /**
+   * Checks a batch of events of `name` as `recordEventBatch` does, recording nothing: for a caller
+   * that keeps events elsewhere (a database shared by replicas). Throws InvalidSLOError naming the
+   * first bad entry's index; returns false for an unregistered name.
+   */
+  checkEventBatch(name: string, events: readonly SloEventInput[]): boolean {
+    if (events.length > MAX_EVENT_ENTRIES_PER_CALL)
+      throw new InvalidSLOError(
+        `at most ${MAX_EVENT_ENTRIES_PER_CALL} event entries per call, got ${events.length}`,
+      );
+    const entry = this.ratioSlos.get(name);
+    if (!entry) return false;
+    const now = this.clock.now();
+    events.forEach((e, i) => {
+      if (!(Number.isSafeInteger(e.good) && e.good >= 0 && Number.isSafeInteger(e.bad) && e.bad >= 0))
+        throw new InvalidSLOError(`events[${i}]: good and bad must be integers of 0 or more`);
+      if (e.atMs !== undefined) this.checkEventTime(entry.slo, e.atMs, now, `s[${i}]`);
+    });
+    return true;
+  }
+
+  /**
+   * Records a batch of events of a ratio SLO, all or nothing (see checkEventBatch). Returns the number
+   * of events kept (good + bad of every entry), or -1 when `name` is not a registered ratio SLO.
+   */
+  recordEventBatch(name: string, events: readonly SloEventInput[]): number {
+    if (!this.checkEventBatch(name, events)) return -1;
+    const entry = this.ratioSlos.get(name)!;
+    const now = this.clock.now();
+    let kept = 0;
+    for (const e of events) {
+      if (entry.counts.add(e.atMs ?? now, e.good, e.good + e.bad)) kept += e.good + e.bad;
+    }
+    return kept;
+  }
+
+  /**
+   * Evaluates `name` from `counts` (window sums a store-backed caller loaded) instead of the events
+   * recorded here, until `clearSamples()`; false for an unknown name.
+   */
+  setRatioCounts(name: string, counts: SloWindowCounts): boolean {
+    const entry = this.ratioSlos.get(name);
+    if (!entry) return false;
+    entry.loaded = counts;
     return true;
   }
 
@@ -294,7 +394,10 @@ export class SLOMonitor {
       return;
     }
     for (const ring of this.samples.values()) ring.clear();
-    for (const r of this.ratioSlos.values()) r.counts.clear();
+    for (const r of this.ratioSlos.values()) {
+      r.counts.clear();
+      r.loaded = undefined;
+    }
   }
 
   /** Number of samples kept for `metric` (in or out of any window). */
@@ -365,7 +468,7 @@ export class SLOMonitor {
   /** The state of every ratio SLO: events, remaining error budget, each burn-rate rule. */
   evaluateRatios(): RatioSLOStatus[] {
     const now = this.clock.now();
-    return [...this.ratioSlos.values()].map((r) => evaluateRatioSLO(r.slo, r.counts, now));
+    return [...this.ratioSlos.values()].map((r) => evaluateRatioSLO(r.slo, r.loaded ?? r.counts, now));
   }
 
   /**
@@ -409,42 +512,61 @@ export class SLOMonitor {
       );
       out.push({ violation: v, outcome });
     }
+    const recovered: string[] = [];
     for (const status of this.evaluateRatios()) {
-      // One alert per SLO: the first firing page rule, else the first firing ticket rule (a fast
-      // burn also trips the slow rules; one alert about it is enough).
-      const rule = status.firing.find((r) => r.rule.severity === 'page') ?? status.firing[0];
-      if (rule) {
-        const severity = rule.rule.severity;
-        const slo = status.slo;
-        const tier = severity === 'page' ? slo.pageTier : AlertTier.P1_BUSINESS_HOURS;
-        const context = {
-          tier,
-          slo: slo.name,
-          owner: slo.owner,
-          runbook_url: slo.runbookUrl,
-          burn_rate: rule.longBurnRate,
-          short_burn_rate: rule.shortBurnRate,
-          burn_rate_threshold: rule.rule.burnRate,
-          long_window_seconds: rule.rule.longWindowSeconds,
-          short_window_seconds: rule.rule.shortWindowSeconds,
-          objective: slo.objective,
-          error_budget_remaining: status.errorBudgetRemaining,
-        };
-        const message =
-          `SLO ${slo.name} (${slo.objective * 100}%) burning its error budget at ${round(rule.longBurnRate)}x over ` +
-          `${rule.rule.longWindowSeconds} s (threshold ${rule.rule.burnRate}x); ` +
-          `${round(status.errorBudgetRemaining * 100)}% of the budget left`;
-        this.logger.warn({ event: 'slo_burn_rate', severity, ...context }, message);
-        await this.dispatchUnlessSuppressed(
-          `${slo.name}\u0000${severity}`,
-          `SLO burn rate: ${slo.name}`,
-          message,
-          severity === 'page' ? 'critical' : 'high',
-          context,
-        );
+      const rule = ruleToDispatch(status.firing);
+      if (rule) await this.dispatchRule(status, rule);
+      for (const r of status.rules)
+        if (!r.firing && !atLeast(r.shortBurnRate, r.rule.burnRate))
+          recovered.push(SLOMonitor.ruleDedupKey(status.slo.name, r.name));
+    }
+    if (this.onRulesRecovered && recovered.length > 0) {
+      try {
+        await this.onRulesRecovered(recovered);
+      } catch (err) {
+        this.logger.warn({ err }, 'could not resolve the alerts of recovered SLO rules');
       }
     }
     return out;
+  }
+
+  /** Logs and dispatches the alert of one firing rule, suppressed per rule (its dedup key). */
+  private async dispatchRule(status: RatioSLOStatus, rule: BurnRateEvaluation): Promise<void> {
+    const severity = rule.rule.severity;
+    const slo = status.slo;
+    const tier = severity === 'page' ? slo.pageTier : AlertTier.P1_BUSINESS_HOURS;
+    const dedupKey = SLOMonitor.ruleDedupKey(slo.name, rule.name);
+    const context = {
+      tier,
+      slo: slo.name,
+      slo_kind: slo.kind,
+      slo_rule: rule.name,
+      slo_severity: severity,
+      dedup_key: dedupKey,
+      owner: slo.owner,
+      runbook_url: slo.runbookUrl,
+      burn_rate: rule.longBurnRate,
+      short_burn_rate: rule.shortBurnRate,
+      burn_rate_threshold: rule.rule.burnRate,
+      long_window_seconds: rule.rule.longWindowSeconds,
+      short_window_seconds: rule.rule.shortWindowSeconds,
+      objective: slo.objective,
+      error_budget_remaining: status.errorBudgetRemaining,
+      period: formatPeriod(slo.period),
+    };
+    const message =
+      `SLO ${slo.name} (${round(slo.objective * 100)}% over ${formatPeriod(slo.period)}) burning its error budget at ` +
+      `${round(rule.longBurnRate)}x over ${rule.rule.longWindowSeconds} s and ${round(rule.shortBurnRate)}x over ` +
+      `${rule.rule.shortWindowSeconds} s (rule ${rule.name}: ${rule.rule.burnRate}x); ` +
+      `${round(status.errorBudgetRemaining * 100)}% of the budget left`;
+    this.logger.warn({ event: 'slo_burn_rate', severity, ...context }, message);
+    await this.dispatchUnlessSuppressed(
+      dedupKey,
+      `SLO burn rate: ${slo.name}`,
+      message,
+      severity === 'page' ? 'critical' : 'high',
+      context,
+    );
   }
 
   /** dispatchUnlessSuppressed when a ledger shared with other monitors keeps the window. */
@@ -504,6 +626,21 @@ export class SLOMonitor {
       return 'failed';
     }
   }
+}
+
+/**
+ * The one rule of an SLO that is dispatched: the first firing page rule, else the first firing
+ * ticket rule. A fast burn trips the slower rules too; while a page fires, the others are muted (as
+ * an Alertmanager inhibition with `equal: [slo]` would), so an SLO pages once however many of its
+ * windows burn. Each rule keeps its own alert and dedup key when it is the one that fires.
+ */
+function ruleToDispatch(firing: readonly BurnRateEvaluation[]): BurnRateEvaluation | undefined {
+  return firing.find((r) => r.rule.severity === 'page') ?? firing[0];
+}
+
+/** `value >= limit` forgiving float noise (as the rules compare). */
+function atLeast(value: number, limit: number): boolean {
+  return value >= limit * (1 - 1e-9);
 }
 
 function round(n: number): number {

@@ -9,6 +9,15 @@
  */
 import { InvalidSLOError } from '../errors';
 import { AlertTier, resolveTier } from '../alerts/tiers';
+import {
+  DEFAULT_SLO_PERIOD,
+  formatWindow,
+  periodNominalSeconds,
+  periodSpanSeconds,
+  periodStartMs,
+  type SloPeriod,
+  validatePeriod,
+} from './period';
 
 /** `page` wakes someone (P0_PAGE); `ticket` waits for business hours (P1_BUSINESS_HOURS). */
 export type BurnRateSeverity = 'page' | 'ticket';
@@ -20,7 +29,25 @@ export interface BurnRateRule {
   longWindowSeconds: number;
   /** The confirming window: the burn is still going on, so the alert stops soon after it ends. */
   shortWindowSeconds: number;
+  /**
+   * Stable name: the rule's alert is keyed by it (`slo:<slo>:<rule>`). Absent: `ruleName` derives
+   * `<severity>-<long>-<short>`, e.g. `page-1h-5m`.
+   */
+  name?: string;
 }
+
+/** A rule's name: its own, else `<severity>-<long window>-<short window>` (`page-1h-5m`). */
+export function ruleName(rule: BurnRateRule): string {
+  return (
+    rule.name ??
+    `${rule.severity}-${formatWindow(rule.longWindowSeconds)}-${formatWindow(rule.shortWindowSeconds)}`
+  );
+}
+
+/** Most rules one SLO may have. */
+export const MAX_RULES_PER_SLO = 10;
+/** Rule names: what a dedup key and a label value can carry unchanged. */
+export const RULE_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 const HOUR = 3600;
 /** The SRE workbook's table for a 30-day objective. */
@@ -29,6 +56,38 @@ export const DEFAULT_BURN_RATE_RULES: readonly BurnRateRule[] = Object.freeze([
   { severity: 'page', burnRate: 6, longWindowSeconds: 6 * HOUR, shortWindowSeconds: 30 * 60 },
   { severity: 'ticket', burnRate: 1, longWindowSeconds: 3 * 24 * HOUR, shortWindowSeconds: 6 * HOUR },
 ]);
+
+const THIRTY_DAYS = 30 * 24 * HOUR;
+
+/**
+ * The workbook's table for `period`: both windows scaled by the period's nominal length over 30 days
+ * (rounded to whole minutes, a short window of at least a minute), burn rates unchanged, as Pyrra
+ * scales them. A 30-day period gives exactly DEFAULT_BURN_RATE_RULES; a 28-day one pages on 56 min
+ * and 4 min 40 s -> 5 min windows. Names follow the scaled windows.
+ */
+export function defaultBurnRateRules(period: SloPeriod = DEFAULT_SLO_PERIOD): BurnRateRule[] {
+  const scale = periodNominalSeconds(period) / THIRTY_DAYS;
+  const minutes = (s: number) => Math.max(60, Math.round((s * scale) / 60) * 60);
+  return DEFAULT_BURN_RATE_RULES.map((r) => ({
+    severity: r.severity,
+    burnRate: r.burnRate,
+    longWindowSeconds: minutes(r.longWindowSeconds),
+    shortWindowSeconds: minutes(r.shortWindowSeconds),
+  }));
+}
+
+/**
+ * Sloth's `AlertWindows` form: spending `errorBudgetPercent` of the period's budget within
+ * `longWindowSeconds` is a burn rate of percent / 100 x period / long window (2% of 30 days in 1 h
+ * is 14.4).
+ */
+export function burnRateFromBudgetPercent(
+  errorBudgetPercent: number,
+  longWindowSeconds: number,
+  period: SloPeriod = DEFAULT_SLO_PERIOD,
+): number {
+  return ((errorBudgetPercent / 100) * periodNominalSeconds(period)) / longWindowSeconds;
+}
 
 /** Default of `minEvents`: below this many events in a rule's long window the rule does not fire. */
 export const DEFAULT_MIN_EVENTS = 100;
@@ -40,10 +99,15 @@ export interface RatioSLOOptions {
   name: string;
   /** Target fraction of good events, strictly between 0 and 1 (0.999 is 99.9%). */
   objective: number;
-  /** Budget window, seconds (default 30 days, at most 90 days). */
+  /** Budget window, seconds: the rolling shorthand of `period` (giving both throws). */
   windowSeconds?: number;
+  /** Budget period (default rolling 30 days). */
+  period?: SloPeriod;
+  /** `latency` for the ratio view of a latency SLO with a period; default `ratio`. */
+  kind?: 'ratio' | 'latency';
   /** Events needed in a long window before its rule may fire (default 100). */
   minEvents?: number;
+  /** Default: defaultBurnRateRules(period). */
   rules?: readonly BurnRateRule[];
   description?: string;
   /** Tier of `page` alerts (default P0_PAGE); `ticket` alerts are P1_BUSINESS_HOURS. */
@@ -56,7 +120,10 @@ export interface RatioSLOOptions {
 export class RatioSLO {
   readonly name: string;
   readonly objective: number;
+  /** Rolling: the period's length; calendar month: the span of events kept (31 days and an hour). */
   readonly windowSeconds: number;
+  readonly period: SloPeriod;
+  readonly kind: 'ratio' | 'latency';
   readonly minEvents: number;
   readonly rules: readonly BurnRateRule[];
   readonly description: string;
@@ -72,32 +139,57 @@ export class RatioSLO {
       throw new InvalidSLOError(
         `${label}: objective must be between 0 and 1 exclusive, got ${options.objective}`,
       );
-    const window = options.windowSeconds ?? 30 * 24 * HOUR;
-    if (!(Number.isFinite(window) && window >= HOUR && window <= MAX_RATIO_WINDOW_SECONDS))
-      throw new InvalidSLOError(`${label}: window must be between 1 hour and 90 days`);
+    if (options.windowSeconds !== undefined && options.period !== undefined)
+      throw new InvalidSLOError(`${label}: give a period or a window, not both`);
+    const period: SloPeriod =
+      options.period ??
+      (options.windowSeconds !== undefined
+        ? { kind: 'rolling', seconds: options.windowSeconds }
+        : DEFAULT_SLO_PERIOD);
+    if (period.kind === 'rolling') {
+      const w = period.seconds;
+      if (!(Number.isFinite(w) && w >= HOUR && w <= MAX_RATIO_WINDOW_SECONDS))
+        throw new InvalidSLOError(`${label}: window must be between 1 hour and 90 days`);
+    }
+    validatePeriod(period, label);
+    const nominal = periodNominalSeconds(period);
     const minEvents = options.minEvents ?? DEFAULT_MIN_EVENTS;
     if (!(Number.isInteger(minEvents) && minEvents >= 0))
       throw new InvalidSLOError(`${label}: min_events must be an integer of 0 or more`);
-    const rules = options.rules ?? DEFAULT_BURN_RATE_RULES;
+    const rules = options.rules ?? defaultBurnRateRules(period);
+    if (rules.length > MAX_RULES_PER_SLO)
+      throw new InvalidSLOError(`${label}: at most ${MAX_RULES_PER_SLO} rules`);
+    const names = new Set<string>();
     for (const r of rules) {
+      if (r.severity !== 'page' && r.severity !== 'ticket')
+        throw new InvalidSLOError(`${label}: rule severity must be page or ticket`);
+      const name = ruleName(r);
+      if (r.name !== undefined && !RULE_NAME_PATTERN.test(r.name))
+        throw new InvalidSLOError(
+          `${label}: rule name ${JSON.stringify(r.name)} must be 1-64 of a-z, 0-9, ".", "_", "-"`,
+        );
+      if (names.has(name)) throw new InvalidSLOError(`${label}: two rules are named ${name}`);
+      names.add(name);
       if (!(r.burnRate > 0 && Number.isFinite(r.burnRate)))
         throw new InvalidSLOError(`${label}: burn rate must be greater than 0`);
       if (!(
         r.shortWindowSeconds >= 60 &&
         r.shortWindowSeconds < r.longWindowSeconds &&
-        r.longWindowSeconds <= window
+        r.longWindowSeconds <= nominal
       ))
         throw new InvalidSLOError(
-          `${label}: rule windows must satisfy 60 s <= short < long <= the SLO window`,
+          `${label}: rule windows must satisfy 60 s <= short < long <= the SLO period`,
         );
     }
     if (options.pageTier !== undefined && resolveTier(options.pageTier) !== options.pageTier)
       throw new InvalidSLOError(`${label}: unknown tier ${JSON.stringify(options.pageTier)}`);
     this.name = options.name;
     this.objective = options.objective;
-    this.windowSeconds = window;
+    this.period = Object.freeze({ ...period });
+    this.kind = options.kind ?? 'ratio';
+    this.windowSeconds = periodSpanSeconds(period);
     this.minEvents = minEvents;
-    this.rules = Object.freeze(rules.map((r) => Object.freeze({ ...r })));
+    this.rules = Object.freeze(rules.map((r) => Object.freeze({ ...r, name: ruleName(r) })));
     this.description = options.description ?? '';
     this.pageTier = options.pageTier ?? AlertTier.P0_PAGE;
     this.owner = options.owner ?? '';
@@ -126,9 +218,12 @@ class BucketRing {
     this.total = new Float64Array(size);
   }
 
-  add(atMs: number, good: number, total: number): void {
+  /** Adds to the bucket of `atMs`; false (nothing added) when its slot already holds a newer bucket. */
+  add(atMs: number, good: number, total: number): boolean {
     const id = Math.floor(atMs / this.widthMs);
     const slot = id % this.size;
+    // A late event older than the ring's span must not wipe the newer bucket in its slot.
+    if (this.ids[slot]! > id) return false;
     if (this.ids[slot] !== id) {
       this.ids[slot] = id;
       this.good[slot] = 0;
@@ -136,6 +231,7 @@ class BucketRing {
     }
     this.good[slot]! += good;
     this.total[slot]! += total;
+    return true;
   }
 
   /** Sums the buckets of the last `buckets` widths up to `nowMs` (the current bucket included). */
@@ -163,8 +259,26 @@ const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const FINE_SPAN_SECONDS = 6 * HOUR;
 
+/**
+ * Window sums an evaluation reads. EventCounts implements it in memory; a caller whose events live in
+ * a database passes the sums it queried (services/monitor/slo).
+ */
+export interface SloWindowCounts {
+  /** Events of the last `windowSeconds` before `nowMs`. */
+  window(nowMs: number, windowSeconds: number): { good: number; total: number };
+  /** Events from `startMs` to `nowMs` (the period so far). */
+  since(startMs: number, nowMs: number): { good: number; total: number };
+}
+
+/** The windows (seconds) an evaluation of `slo` reads: every rule's two, deduplicated, ascending. */
+export function ratioWindows(slo: RatioSLO): number[] {
+  const set = new Set<number>();
+  for (const r of slo.rules) set.add(r.longWindowSeconds).add(r.shortWindowSeconds);
+  return [...set].sort((a, b) => a - b);
+}
+
 /** Good and total event counts of one ratio SLO, in bounded memory. */
-export class EventCounts {
+export class EventCounts implements SloWindowCounts {
   private readonly fine = new BucketRing(MINUTE_MS, FINE_SPAN_SECONDS / 60);
   private readonly coarse: BucketRing;
 
@@ -172,9 +286,13 @@ export class EventCounts {
     this.coarse = new BucketRing(HOUR_MS, Math.ceil(windowSeconds / HOUR) + 1);
   }
 
-  add(atMs: number, good: number, total: number): void {
+  /**
+   * Adds events that happened at `atMs`. Events older than the minute ring's 6 hours count in the
+   * hour buckets only; older than the hour ring's span, nowhere (false).
+   */
+  add(atMs: number, good: number, total: number): boolean {
     this.fine.add(atMs, good, total);
-    this.coarse.add(atMs, good, total);
+    return this.coarse.add(atMs, good, total);
   }
 
   /** Events of the last `windowSeconds` before `nowMs`. */
@@ -182,6 +300,12 @@ export class EventCounts {
     return windowSeconds <= FINE_SPAN_SECONDS
       ? this.fine.sum(nowMs, Math.ceil(windowSeconds / 60))
       : this.coarse.sum(nowMs, Math.ceil(windowSeconds / HOUR));
+  }
+
+  /** Events from `startMs` (to the hour: the hour holding it counts whole) to `nowMs`. */
+  since(startMs: number, nowMs: number): { good: number; total: number } {
+    const hours = Math.floor(nowMs / HOUR_MS) - Math.floor(startMs / HOUR_MS) + 1;
+    return hours <= 0 ? { good: 0, total: 0 } : this.coarse.sum(nowMs, hours);
   }
 
   clear(): void {
@@ -193,6 +317,8 @@ export class EventCounts {
 /** One rule's figures at one evaluation. */
 export interface BurnRateEvaluation {
   rule: BurnRateRule;
+  /** ruleName(rule). */
+  name: string;
   /** Bad-event fraction over the long window divided by the error budget (0 without events). */
   longBurnRate: number;
   shortBurnRate: number;
@@ -204,9 +330,13 @@ export interface BurnRateEvaluation {
 /** A ratio SLO's state at one evaluation. */
 export interface RatioSLOStatus {
   slo: RatioSLO;
-  /** Events and bad events over the SLO window. */
+  /** Start of the period evaluated (rolling: now minus the period). */
+  periodStartMs: number;
+  /** Events and bad events over the period so far. */
   events: number;
   badEvents: number;
+  /** Bad events the period allows so far: events x (1 - objective). */
+  errorBudgetEvents: number;
   /**
    * Fraction of the window's error budget left: 1 - bad / (events x (1 - objective)); 1 without
    * events; negative once the budget is overspent.
@@ -217,8 +347,13 @@ export interface RatioSLOStatus {
   firing: BurnRateEvaluation[];
 }
 
+/** Bad events of a sum; never negative (counters of good and total may arrive apart). */
+function badOf(counts: { good: number; total: number }): number {
+  return Math.max(0, counts.total - counts.good);
+}
+
 function burnRate(counts: { good: number; total: number }, budget: number): number {
-  return counts.total === 0 ? 0 : (counts.total - counts.good) / counts.total / budget;
+  return counts.total <= 0 ? 0 : badOf(counts) / counts.total / budget;
 }
 
 /** `value >= limit`, forgiving float noise: 1 - 0.999 is not exactly 0.001, and a burn of exactly 14.4 should fire. */
@@ -227,9 +362,11 @@ function atLeast(value: number, limit: number): boolean {
 }
 
 /** Evaluates a ratio SLO's rules and budget from its counts at `nowMs`. */
-export function evaluateRatioSLO(slo: RatioSLO, counts: EventCounts, nowMs: number): RatioSLOStatus {
-  const whole = counts.window(nowMs, slo.windowSeconds);
-  const bad = whole.total - whole.good;
+export function evaluateRatioSLO(slo: RatioSLO, counts: SloWindowCounts, nowMs: number): RatioSLOStatus {
+  const start = periodStartMs(slo.period, nowMs);
+  const whole =
+    slo.period.kind === 'rolling' ? counts.window(nowMs, slo.period.seconds) : counts.since(start, nowMs);
+  const bad = badOf(whole);
   const rules = slo.rules.map((rule): BurnRateEvaluation => {
     const long = counts.window(nowMs, rule.longWindowSeconds);
     const short = counts.window(nowMs, rule.shortWindowSeconds);
@@ -237,6 +374,7 @@ export function evaluateRatioSLO(slo: RatioSLO, counts: EventCounts, nowMs: numb
     const shortBurnRate = burnRate(short, slo.errorBudget);
     return {
       rule,
+      name: ruleName(rule),
       longBurnRate,
       shortBurnRate,
       longWindowEvents: long.total,
@@ -248,8 +386,10 @@ export function evaluateRatioSLO(slo: RatioSLO, counts: EventCounts, nowMs: numb
   });
   return {
     slo,
+    periodStartMs: start,
     events: whole.total,
     badEvents: bad,
+    errorBudgetEvents: whole.total * slo.errorBudget,
     errorBudgetRemaining: whole.total === 0 ? 1 : 1 - bad / (whole.total * slo.errorBudget),
     rules,
     firing: rules.filter((r) => r.firing),

@@ -72,7 +72,8 @@ describe('RatioSLO', () => {
       { rules: [{ severity: 'page', burnRate: 2, longWindowSeconds: 300, shortWindowSeconds: 600 }] },
       'short < long',
     ],
-    [{ windowSeconds: 86400 }, 'short < long'], // the 3-day ticket rule does not fit a 1-day window
+    // The workbook's 3-day ticket rule does not fit a 1-day window (the defaults scale to it instead).
+    [{ windowSeconds: 86400, rules: DEFAULT_BURN_RATE_RULES }, 'short < long'],
   ])('rejects %j', (override, message) => {
     expect(() => new RatioSLO({ name: 'x', objective: 0.99, ...(override as object) })).toThrow(
       InvalidSLOError,
