@@ -131,14 +131,8 @@ describe.each(ROWS)('workbook row $name ($rate x over $longMin min and $shortMin
     burnFor(0, row.longMin, row.rate * 1.5);
     await m.evaluateAndDispatch();
     const key = `slo:${NAME}:${row.name}`;
-    if (row.severity === 'ticket') {
-      // A burn fast enough for a ticket over 3 days is slower than either page rule here: alone.
-      expect(dispatcher.alerts.map((a) => a.context.dedup_key)).toEqual([key]);
-    } else {
-      expect(dispatcher.alerts.map((a) => a.context.dedup_key)).toContain(
-        `slo:${NAME}:${ROWS[0].name === row.name ? row.name : dispatcher.alerts[0]!.context.slo_rule}`,
-      );
-    }
+    // 1.5x the row's rate is below every faster rule's rate over its window: this rule alone.
+    expect(dispatcher.alerts.map((a) => a.context.dedup_key)).toEqual([key]);
     expect(recovered.flat()).not.toContain(key);
     // The burn stops: clean traffic over the next short window.
     clock.advance(row.shortMin * MINUTE);
@@ -258,12 +252,7 @@ describe('periods', () => {
       }),
     );
     expect(m.evaluateRatios()[0]!.periodStartMs).toBe(Date.UTC(2026, 2, 31, 22));
-    m.recordEventBatch(
-      'b',
-      [
-        { good: 0, bad: 7, atMs: Date.UTC(2026, 2, 31, 21, 30) }, // 23:30 on March 31 in Berlin
-      ].filter(() => false),
-    );
+    // 23:30 on March 31 in Berlin: March's period, refused in April's.
     expect(() => m.recordEventBatch('b', [{ good: 0, bad: 7, atMs: Date.UTC(2026, 2, 31, 21, 30) }])).toThrow(
       InvalidSLOError,
     );
