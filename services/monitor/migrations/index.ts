@@ -8,6 +8,7 @@ import * as monitorState from './20261128500000_monitor_state';
 import * as alerts from './20261128600000_alerts';
 import * as oncallEscalation from './20261128700000_oncall_escalation';
 import * as oncallInboundSms from './20261128800100_oncall_inbound_sms';
+import * as sloEvents from './20261128900000_slo_events';
 
 /** Every monitor migration, oldest first. */
 export const monitorMigrations: readonly NamedMigration[] = [
@@ -15,6 +16,7 @@ export const monitorMigrations: readonly NamedMigration[] = [
   { name: '20261128600000_alerts', ...alerts },
   { name: '20261128700000_oncall_escalation', ...oncallEscalation },
   { name: '20261128800100_oncall_inbound_sms', ...oncallInboundSms },
+  { name: '20261128900000_slo_events', ...sloEvents },
 ];
 
 /** The knex table that records which monitor migrations ran. */

@@ -6,7 +6,12 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../../shared/runtime/clock';
 import type { SloDefinition } from './slo-area';
-import type { SloStateStore, StoredSamples } from './store';
+import type { BucketRange } from '../../../shared/monitoring/slo/ratio';
+import type { RatioSloDefinition } from './ratio-definition';
+import type { SloEventCount, SloEventSums, SloStateStore, StoredSamples } from './store';
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
 
 /** Options of DatabaseSloStateStore. */
 export interface DatabaseSloStateStoreOptions {
@@ -50,8 +55,100 @@ export class DatabaseSloStateStore implements SloStateStore {
     return rows(result).length === 1;
   }
 
+  async addRatioSlo(def: RatioSloDefinition): Promise<boolean> {
+    // Beside the latency SLOs: one primary key, so a name is taken once whichever kind it is.
+    const result = await this.knex.raw(
+      `INSERT INTO monitor_slos (name, metric, definition) VALUES (?, '', ?::jsonb)
+       ON CONFLICT (name) DO NOTHING RETURNING name`,
+      [def.name, JSON.stringify({ ...def, kind: 'ratio' })],
+    );
+    return rows(result).length === 1;
+  }
+
+  async listRatioSlos(): Promise<RatioSloDefinition[]> {
+    const result = await this.knex.raw(
+      `SELECT definition FROM monitor_slos WHERE definition->>'kind' = 'ratio' ORDER BY name COLLATE "C"`,
+    );
+    return rows<{ definition: (RatioSloDefinition & { kind?: string }) | string }>(result).map((r) => {
+      const { kind: _kind, ...def } = (
+        typeof r.definition === 'string' ? JSON.parse(r.definition) : r.definition
+      ) as RatioSloDefinition & { kind?: string };
+      return def;
+    });
+  }
+
+  async addSloEvents(slo: string, events: readonly SloEventCount[]): Promise<void> {
+    // Summed per bucket first: one statement may not update the same row twice.
+    const buckets = new Map<string, { width: number; bucket: number; good: number; total: number }>();
+    for (const e of events) {
+      for (const [width, ms] of [
+        [60, MINUTE_MS],
+        [3600, HOUR_MS],
+      ] as const) {
+        const bucket = Math.floor(e.atMs / ms) * ms;
+        const key = `${width}:${bucket}`;
+        const b = buckets.get(key);
+        if (b) {
+          b.good += e.good;
+          b.total += e.total;
+        } else buckets.set(key, { width, bucket, good: e.good, total: e.total });
+      }
+    }
+    if (buckets.size === 0) return;
+    await this.knex.raw(
+      `INSERT INTO monitor_slo_events AS e (slo, width, bucket, good, total)
+       SELECT ?, b.width, b.bucket, b.good, b.total
+         FROM jsonb_to_recordset(?::jsonb) AS b(width integer, bucket bigint, good bigint, total bigint)
+       ON CONFLICT (slo, width, bucket) DO UPDATE
+         SET good = e.good + EXCLUDED.good, total = e.total + EXCLUDED.total`,
+      [slo, JSON.stringify([...buckets.values()])],
+    );
+  }
+
+  async sloEventSums(ranges: ReadonlyMap<string, readonly BucketRange[]>): Promise<SloEventSums> {
+    const list: Array<{ slo: string; key: string; width: number; from_ms: number; to_ms: number }> = [];
+    for (const [slo, rs] of ranges)
+      for (const r of rs)
+        list.push({ slo, key: r.key, width: r.widthSeconds, from_ms: r.fromMs, to_ms: r.toMs });
+    const out: SloEventSums = new Map();
+    for (const slo of ranges.keys()) out.set(slo, new Map());
+    if (list.length === 0) return out;
+    // Every SLO's every window in one statement: the primary key (slo, width, bucket) serves each range.
+    const result = await this.knex.raw(
+      `SELECT q.slo, q.key, COALESCE(SUM(e.good), 0) AS good, COALESCE(SUM(e.total), 0) AS total
+         FROM jsonb_to_recordset(?::jsonb) AS q(slo text, key text, width integer, from_ms bigint, to_ms bigint)
+         LEFT JOIN monitor_slo_events e
+           ON e.slo = q.slo AND e.width = q.width AND e.bucket BETWEEN q.from_ms AND q.to_ms
+        GROUP BY q.slo, q.key`,
+      [JSON.stringify(list)],
+    );
+    for (const r of rows<{ slo: string; key: string; good: string | number; total: string | number }>(result))
+      out.get(r.slo)?.set(r.key, { good: Number(r.good), total: Number(r.total) });
+    return out;
+  }
+
+  async purgeSloEvents(
+    minuteKeepFromMs: number,
+    hourKeepFromMs: ReadonlyMap<string, number>,
+  ): Promise<number> {
+    const minutes = await this.knex.raw('DELETE FROM monitor_slo_events WHERE width = 60 AND bucket < ?', [
+      minuteKeepFromMs,
+    ]);
+    const keep = [...hourKeepFromMs].map(([slo, from_ms]) => ({ slo, from_ms }));
+    const hours = await this.knex.raw(
+      `DELETE FROM monitor_slo_events e
+        USING jsonb_to_recordset(?::jsonb) AS k(slo text, from_ms bigint)
+        WHERE e.width = 3600 AND e.slo = k.slo AND e.bucket < k.from_ms`,
+      [JSON.stringify(keep)],
+    );
+    const count = (r: unknown) => (r as { rowCount?: number }).rowCount ?? 0;
+    return count(minutes) + count(hours);
+  }
+
   async listSlos(): Promise<SloDefinition[]> {
-    const result = await this.knex.raw('SELECT definition FROM monitor_slos ORDER BY name COLLATE "C"');
+    const result = await this.knex.raw(
+      `SELECT definition FROM monitor_slos WHERE definition->>'kind' IS DISTINCT FROM 'ratio' ORDER BY name COLLATE "C"`,
+    );
     return rows<{ definition: SloDefinition | string }>(result).map((r) =>
       typeof r.definition === 'string' ? (JSON.parse(r.definition) as SloDefinition) : r.definition,
     );

@@ -5,19 +5,36 @@
  * checked here is only what remote input needs on top of the library's rules: string sizes, a
  * runbook URL, a window bound, a percentile above 0. See README.md for the decisions.
  */
-import { InvalidArgumentError } from '../../../shared/errors';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnimplementedError,
+} from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { Clock } from '../../../shared/runtime/clock';
 import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
-import { SLOMonitor } from '../../../shared/monitoring/slo/monitor';
+import { type SloEventInput, SLOMonitor } from '../../../shared/monitoring/slo/monitor';
+import {
+  bucketRanges,
+  type RatioSLOStatus,
+  SummedWindowCounts,
+} from '../../../shared/monitoring/slo/ratio';
+import { formatWindow, periodSpanSeconds } from '../../../shared/monitoring/slo/period';
+import {
+  buildRatioSlo,
+  ratioDefinitionOf,
+  type RatioSloDefinition,
+  sameRatioDefinition,
+} from './ratio-definition';
 import { SLO, type SLOViolation } from '../../../shared/monitoring/slo/slo';
 import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
 import type { SLOConfig, SLO as SLOConfigEntry } from './config';
 import { DuplicateSLOError, SLOLimitExceededError } from '../../../shared/monitoring/errors';
-import type { SloStateStore } from './store';
+import { MINUTE_BUCKETS_KEPT_MS, type SloStateStore } from './store';
 
 /** Longest string of each field a caller may send. */
 export const SLO_FIELD_LIMITS = Object.freeze({
@@ -113,7 +130,8 @@ export interface SloAreaOptions {
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-function checkString(
+/** Checks one text field of a definition against SLO_FIELD_LIMITS (required: present and not blank). */
+export function checkSloString(
   field: keyof typeof SLO_FIELD_LIMITS,
   wireName: string,
   value: string | undefined,
@@ -134,7 +152,8 @@ function checkString(
     throw new InvalidArgumentError(`${wireName} must not contain control characters`, wireName);
 }
 
-function checkRunbookUrl(value: string | undefined): void {
+/** An empty runbook URL is none; any other must be http(s). */
+export function checkRunbookUrl(value: string | undefined): void {
   if (value === undefined || value === '') return;
   let url: URL | undefined;
   try {
@@ -151,12 +170,12 @@ function checkRunbookUrl(value: string | undefined): void {
  * SLO, which checks the rest (percentile at most 1, threshold, window, burn rate, tier).
  */
 export function buildSlo(def: SloDefinition): SLO {
-  checkString('name', 'name', def.name, true);
-  checkString('metric', 'metric', def.metric, true);
-  checkString('description', 'description', def.description, false);
-  checkString('owner', 'owner', def.owner, false);
-  checkString('tier', 'tier', def.tier, false);
-  checkString('runbookUrl', 'runbook_url', def.runbookUrl, false);
+  checkSloString('name', 'name', def.name, true);
+  checkSloString('metric', 'metric', def.metric, true);
+  checkSloString('description', 'description', def.description, false);
+  checkSloString('owner', 'owner', def.owner, false);
+  checkSloString('tier', 'tier', def.tier, false);
+  checkSloString('runbookUrl', 'runbook_url', def.runbookUrl, false);
   checkRunbookUrl(def.runbookUrl);
   // The library accepts 0 (the spec's "0.0 to 1.0"), but p0 is the minimum, never an objective, and
   // on the wire 0 is what an unset percentile reads as.
@@ -230,13 +249,31 @@ export class SloArea {
   private lastRefreshStart = 0;
   private readonly resolve?: (dedupKey: string) => Promise<void>;
   private readonly gauges:
-    { burnRate: Gauge; budget: Gauge; samples: Gauge; evaluations: Counter; alerts: Counter } | undefined;
+    | {
+        burnRate: Gauge;
+        budget: Gauge;
+        samples: Gauge;
+        evaluations: Counter;
+        alerts: Counter;
+        objective: Gauge;
+        periodBudget: Gauge;
+        periodEvents: Gauge;
+        periodBad: Gauge;
+        sliError: Gauge;
+        ruleBurn: Gauge;
+        ruleFiring: Gauge;
+      }
+    | undefined;
+  /** Ratio SLOs as registered (defaults applied), by name. */
+  private readonly ratioDefs = new Map<string, RatioSloDefinition>();
+  private readonly clock: Clock | undefined;
 
   constructor(options: SloAreaOptions) {
     this.config = options.config;
     this.store = options.store;
     this.configNames = new Set(options.config.objectives.map((o) => o.name));
     this.resolve = options.resolve;
+    this.clock = options.clock;
     this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
     this.monitor = new SLOMonitor({
       ...sloMonitorOptions(options.config),
@@ -245,6 +282,21 @@ export class SloArea {
       clock: options.clock,
       // With a store, the last alert per SLO is kept there: replicas share the suppression window.
       suppressionLedger: options.store,
+      // A rule whose short window no longer burns: its alert (if one is open) is resolved.
+      onRulesRecovered: options.resolve
+        ? async (keys) => {
+            for (const key of keys) {
+              try {
+                await options.resolve!(key);
+              } catch (err) {
+                this.logger.warn(
+                  { err, dedupKey: key },
+                  'could not resolve the alert of a recovered SLO rule',
+                );
+              }
+            }
+          }
+        : undefined,
     });
     const c = options.collector;
     // One series per SLO and gauge: bounded by max_slos, since SLOs are never removed.
@@ -273,6 +325,34 @@ export class SloArea {
         undefined,
         { labelNames: ['outcome'] },
       ),
+      // Ratio SLOs, named as Sloth's and Pyrra's recording rules name them (README "Gauges").
+      objective: c.createGauge('slo_objective_ratio', 'Target share of good events', undefined, {
+        labelNames: ['slo'],
+      }),
+      periodBudget: c.createGauge(
+        'slo_period_error_budget_remaining_ratio',
+        'Share of the period error budget left (1 untouched, 0 spent, negative overspent)',
+        undefined,
+        { labelNames: ['slo'] },
+      ),
+      periodEvents: c.createGauge('slo_period_events', 'Events in the period so far', undefined, {
+        labelNames: ['slo'],
+      }),
+      periodBad: c.createGauge('slo_period_bad_events', 'Bad events in the period so far', undefined, {
+        labelNames: ['slo'],
+      }),
+      sliError: c.createGauge('slo_sli_error_ratio', 'Share of bad events over a rule window', undefined, {
+        labelNames: ['slo', 'window'],
+      }),
+      ruleBurn: c.createGauge(
+        'slo_rule_burn_rate',
+        'Burn rate of a rule window: bad share over (1 - target)',
+        undefined,
+        { labelNames: ['slo', 'rule', 'window'] },
+      ),
+      ruleFiring: c.createGauge('slo_rule_firing', '1 while a burn-rate rule fires', undefined, {
+        labelNames: ['slo', 'rule', 'severity'],
+      }),
     };
   }
 
@@ -339,6 +419,89 @@ export class SloArea {
     return this.register(stored);
   }
 
+  /**
+   * Registers a ratio SLO here (config objectives, loaded definitions): InvalidArgumentError for bad
+   * input, DuplicateSLOError for a name taken. Returns the definition with defaults applied.
+   */
+  registerRatio(def: RatioSloDefinition): RatioSloDefinition {
+    const slo = buildRatioSlo(def);
+    if (def.metricSource)
+      throw new UnimplementedError(
+        'metric_source is not implemented yet: send the events with RecordSloSamples (slo, events)',
+      );
+    this.monitor.registerRatio(slo);
+    const registered = ratioDefinitionOf(slo);
+    this.ratioDefs.set(slo.name, registered);
+    return registered;
+  }
+
+  /**
+   * RegisterRatioSlo: checks the definition, keeps it in the store and registers it. The same
+   * definition again is no change (services register theirs at every start); another one under a
+   * taken name (latency or ratio) is DuplicateSLOError; beyond `slo.max_slos`, SLOLimitExceededError.
+   */
+  async registerRatioSlo(def: RatioSloDefinition): Promise<RatioSloDefinition> {
+    const wanted = ratioDefinitionOf(buildRatioSlo(def), def.metricSource);
+    if (def.metricSource)
+      throw new UnimplementedError(
+        'metric_source is not implemented yet: send the events with RecordSloSamples (slo, events)',
+      );
+    await this.refreshDefinitions();
+    const taken = (): RatioSloDefinition => {
+      const existing = this.ratioDefs.get(wanted.name);
+      if (existing && sameRatioDefinition(existing, wanted)) return existing;
+      throw new DuplicateSLOError(`SLO ${JSON.stringify(wanted.name)} is already registered`);
+    };
+    if (this.monitor.registeredSlos.has(wanted.name) || this.ratioDefs.has(wanted.name)) return taken();
+    if (this.monitor.registeredSlos.size + this.monitor.registeredRatioSlos.size >= this.config.max_slos)
+      throw new SLOLimitExceededError(`at most ${this.config.max_slos} SLOs may be registered`);
+    if (this.store && !(await this.store.addRatioSlo(wanted))) {
+      // Another replica registered the name first: the same definition is fine.
+      await this.refreshDefinitions();
+      return taken();
+    }
+    return this.registerRatio(wanted);
+  }
+
+  /**
+   * RecordSloSamples with `slo` and `events`: all or nothing (the library checks each entry and names
+   * the first bad index). NotFoundError for an SLO no replica registered, FailedPreconditionError for
+   * a latency SLO (its samples go by metric). Returns the number of events kept.
+   */
+  async recordEvents(name: string, events: readonly SloEventInput[]): Promise<number> {
+    checkSloString('name', 'slo', name, true);
+    if (!this.ratioDefs.has(name)) await this.refreshDefinitions();
+    if (!this.ratioDefs.has(name)) {
+      if (this.monitor.registeredSlos.has(name))
+        throw new FailedPreconditionError(
+          `SLO ${JSON.stringify(name)} is a latency SLO: record its samples by metric (metric, values_ms)`,
+        );
+      throw new NotFoundError(`no ratio SLO is named ${JSON.stringify(name)}`);
+    }
+    if (!this.store) return Math.max(0, this.monitor.recordEventBatch(name, events));
+    this.monitor.checkEventBatch(name, events);
+    const now = this.now();
+    await this.store.addSloEvents(
+      name,
+      events.map((e) => ({ atMs: e.atMs ?? now, good: e.good, total: e.good + e.bad })),
+    );
+    return events.reduce((n, e) => n + e.good + e.bad, 0);
+  }
+
+  /** Every ratio SLO as registered (defaults applied), by name. */
+  listRatio(): RatioSloDefinition[] {
+    return [...this.ratioDefs.values()].sort((a, b) => compare(a.name, b.name));
+  }
+
+  /** Every ratio SLO's period budget and rules now (from what the last refresh loaded), by name. */
+  ratioStatuses(): RatioSLOStatus[] {
+    return this.monitor.evaluateRatios().sort((a, b) => compare(a.slo.name, b.slo.name));
+  }
+
+  private now(): number {
+    return this.clock ? this.clock.now() : Date.now();
+  }
+
   /** ListSlos: every SLO (config and stored, whichever replica registered it), by name. */
   async listSlos(): Promise<SLO[]> {
     await this.refreshDefinitions();
@@ -351,7 +514,7 @@ export class SloArea {
    */
   async record(metric: string, valuesMs: ArrayLike<number>): Promise<number> {
     if (!this.store) return this.recordSamples(metric, valuesMs);
-    checkString('metric', 'metric', metric, true);
+    checkSloString('metric', 'metric', metric, true);
     // An SLO registered on another replica may read it.
     if (!this.readsMetric(metric)) await this.refreshDefinitions();
     const accepted = this.recordSamples(metric, valuesMs);
@@ -372,6 +535,7 @@ export class SloArea {
   async refresh(): Promise<void> {
     if (!this.store) return;
     await this.refreshDefinitions();
+    await this.loadRatioCounts(this.store);
     for (const [metric, windowSeconds] of this.windows()) {
       const { valuesMs, agesMs } = await this.store.windowSamples(
         metric,
@@ -396,11 +560,31 @@ export class SloArea {
       .finally(() => (this.refreshing = undefined));
   }
 
-  /** Deletes stored samples past the longest window of the SLOs reading their metric; returns how many. */
+  /** Loads every ratio SLO's window sums from the store into the monitor, in one read. */
+  private async loadRatioCounts(store: SloStateStore): Promise<void> {
+    const now = this.now();
+    const ranges = new Map<string, ReturnType<typeof bucketRanges>>();
+    for (const slo of this.monitor.registeredRatioSlos.values()) ranges.set(slo.name, bucketRanges(slo, now));
+    if (ranges.size === 0) return;
+    const sums = await store.sloEventSums(ranges);
+    for (const [name, s] of sums) this.monitor.setRatioCounts(name, new SummedWindowCounts(s));
+  }
+
+  /**
+   * Deletes stored samples past the longest window of the SLOs reading their metric, and event
+   * buckets past what any window or period reads; returns how many rows.
+   */
   async purge(): Promise<number> {
     if (!this.store) return 0;
     await this.refreshDefinitions();
-    return this.store.purgeSamples(this.windows());
+    const now = this.now();
+    const hours = new Map<string, number>();
+    for (const slo of this.monitor.registeredRatioSlos.values())
+      hours.set(slo.name, now - (periodSpanSeconds(slo.period) + 3600) * 1000);
+    return (
+      (await this.store.purgeSamples(this.windows())) +
+      (await this.store.purgeSloEvents(now - MINUTE_BUCKETS_KEPT_MS, hours))
+    );
   }
 
   /** Each metric some SLO reads, with the longest window of those SLOs (seconds). */
@@ -422,6 +606,17 @@ export class SloArea {
    */
   private async refreshDefinitions(): Promise<void> {
     if (!this.store) return;
+    for (const def of await this.store.listRatioSlos()) {
+      if (this.ratioDefs.has(def.name) || this.monitor.registeredSlos.has(def.name)) continue;
+      try {
+        this.registerRatio(def);
+      } catch (err) {
+        if (!this.shadowed.has(def.name)) {
+          this.shadowed.add(def.name);
+          this.logger.warn({ err, slo: def.name }, 'a stored ratio SLO could not be loaded');
+        }
+      }
+    }
     for (const def of await this.store.listSlos()) {
       if (this.monitor.registeredSlos.has(def.name)) {
         if (this.configNames.has(def.name) && !this.shadowed.has(def.name)) {
@@ -455,7 +650,7 @@ export class SloArea {
    * index). Returns how many were kept: 0 when no SLO reads the metric.
    */
   recordSamples(metric: string, valuesMs: ArrayLike<number>): number {
-    checkString('metric', 'metric', metric, true);
+    checkSloString('metric', 'metric', metric, true);
     return this.monitor.recordSamples(metric, valuesMs);
   }
 
@@ -514,7 +709,29 @@ export class SloArea {
   }
 
   private refreshGauges(): void {
-    if (this.gauges) this.statuses();
+    if (!this.gauges) return;
+    this.statuses();
+    this.publishRatio(this.monitor.evaluateRatios());
+  }
+
+  private publishRatio(statuses: readonly RatioSLOStatus[]): void {
+    const g = this.gauges;
+    if (!g) return;
+    for (const s of statuses) {
+      const slo = s.slo.name;
+      g.objective.set(s.slo.objective, { slo });
+      g.periodBudget.set(s.errorBudgetRemaining, { slo });
+      g.periodEvents.set(s.events, { slo });
+      g.periodBad.set(s.badEvents, { slo });
+      for (const r of s.rules) {
+        const budget = s.slo.errorBudget;
+        g.sliError.set(r.longBurnRate * budget, { slo, window: formatWindow(r.rule.longWindowSeconds) });
+        g.sliError.set(r.shortBurnRate * budget, { slo, window: formatWindow(r.rule.shortWindowSeconds) });
+        g.ruleBurn.set(r.longBurnRate, { slo, rule: r.name, window: 'long' });
+        g.ruleBurn.set(r.shortBurnRate, { slo, rule: r.name, window: 'short' });
+        g.ruleFiring.set(r.firing ? 1 : 0, { slo, rule: r.name, severity: r.rule.severity });
+      }
+    }
   }
 
   private publish(statuses: readonly SloStatus[]): void {

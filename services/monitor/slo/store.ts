@@ -8,6 +8,22 @@
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import type { SloDefinition } from './slo-area';
 import type { SLOSuppressionLedger } from '../../../shared/monitoring/slo/monitor';
+import { type BucketRange, EventCounts } from '../../../shared/monitoring/slo/ratio';
+import { periodSpanSeconds } from '../../../shared/monitoring/slo/period';
+import type { RatioSloDefinition } from './ratio-definition';
+
+/** Events of a ratio SLO at one time (epoch ms). `good` may exceed `total` in one entry when counters of good and total arrive apart. */
+export interface SloEventCount {
+  atMs: number;
+  good: number;
+  total: number;
+}
+
+/** Sums per bucket range key (`w:<seconds>`, `period`), per SLO. */
+export type SloEventSums = Map<string, Map<string, { good: number; total: number }>>;
+
+/** How long minute buckets are kept: the 6-hour span and a margin for late events. */
+export const MINUTE_BUCKETS_KEPT_MS = (6 * 3600 + 300) * 1000;
 
 /** Samples of one metric as a store returns them: oldest first, each with its age in ms. */
 export interface StoredSamples {
@@ -33,6 +49,19 @@ export interface SloStateStore extends SLOSuppressionLedger {
    * sample of a metric not in it (no SLO reads it any more). Returns how many were deleted.
    */
   purgeSamples(windows: ReadonlyMap<string, number>): Promise<number>;
+  /** Keeps a ratio SLO (defaults applied); false (nothing written) when the name is taken, by a latency SLO too. */
+  addRatioSlo(def: RatioSloDefinition): Promise<boolean>;
+  /** Every kept ratio SLO, by name. */
+  listRatioSlos(): Promise<RatioSloDefinition[]>;
+  /** Adds events of a ratio SLO to its minute and hour buckets (sums: replicas recording at once add up). */
+  addSloEvents(slo: string, events: readonly SloEventCount[]): Promise<void>;
+  /** The sums of each SLO's bucket ranges (see bucketRanges), in one read. */
+  sloEventSums(ranges: ReadonlyMap<string, readonly BucketRange[]>): Promise<SloEventSums>;
+  /**
+   * Deletes minute buckets before `minuteKeepFromMs` and each SLO's hour buckets before its
+   * `hourKeepFromMs` entry (SLOs not in it keep theirs). Returns how many buckets were deleted.
+   */
+  purgeSloEvents(minuteKeepFromMs: number, hourKeepFromMs: ReadonlyMap<string, number>): Promise<number>;
 }
 
 interface Sample {
@@ -45,13 +74,60 @@ export class MemorySloStateStore implements SloStateStore {
   private readonly slos = new Map<string, SloDefinition>();
   private readonly samples = new Map<string, Sample[]>();
   private readonly alerts = new Map<string, { last: number; previous: number | null }>();
+  private readonly ratioSlos = new Map<string, RatioSloDefinition>();
+  /** Per ratio SLO, the library's own bounded buckets (360 minutes and the period's hours). */
+  private readonly events = new Map<string, EventCounts>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
   async addSlo(def: SloDefinition): Promise<boolean> {
-    if (this.slos.has(def.name)) return false;
+    if (this.slos.has(def.name) || this.ratioSlos.has(def.name)) return false;
     this.slos.set(def.name, { ...def });
     return true;
+  }
+
+  async addRatioSlo(def: RatioSloDefinition): Promise<boolean> {
+    if (this.slos.has(def.name) || this.ratioSlos.has(def.name)) return false;
+    this.ratioSlos.set(def.name, structuredClone(def));
+    return true;
+  }
+
+  async listRatioSlos(): Promise<RatioSloDefinition[]> {
+    return [...this.ratioSlos.values()]
+      .map((d) => structuredClone(d))
+      .sort((a, b) => compare(a.name, b.name));
+  }
+
+  async addSloEvents(slo: string, events: readonly SloEventCount[]): Promise<void> {
+    const def = this.ratioSlos.get(slo);
+    let counts = this.events.get(slo);
+    if (!counts) {
+      // A config objective is not stored as a definition: its span is at most 90 days.
+      const span = def?.period ? periodSpanSeconds(def.period) : 90 * 86_400;
+      this.events.set(slo, (counts = new EventCounts(span)));
+    }
+    for (const e of events) counts.add(e.atMs, e.good, e.total);
+  }
+
+  async sloEventSums(ranges: ReadonlyMap<string, readonly BucketRange[]>): Promise<SloEventSums> {
+    const out: SloEventSums = new Map();
+    for (const [slo, list] of ranges) {
+      const counts = this.events.get(slo);
+      const sums = new Map<string, { good: number; total: number }>();
+      for (const r of list) {
+        if (!counts) sums.set(r.key, { good: 0, total: 0 });
+        else if (r.key === 'period') sums.set(r.key, counts.since(r.fromMs, r.toMs));
+        // r.toMs is the newest bucket's start: the same buckets as at the area's "now".
+        else sums.set(r.key, counts.window(r.toMs, Number(r.key.slice(2))));
+      }
+      out.set(slo, sums);
+    }
+    return out;
+  }
+
+  async purgeSloEvents(): Promise<number> {
+    // EventCounts' rings overwrite their oldest buckets: nothing to delete.
+    return 0;
   }
 
   async listSlos(): Promise<SloDefinition[]> {

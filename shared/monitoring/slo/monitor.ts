@@ -199,6 +199,8 @@ export class SLOMonitor {
     { slo: RatioSLO; counts: EventCounts; loaded?: SloWindowCounts }
   >();
   private readonly onRulesRecovered: ((dedupKeys: string[]) => Promise<void>) | undefined;
+  /** Per SLO and severity, the rule whose alert is open for the burn going on (see incidentRule). */
+  private readonly incidents = new Map<string, string>();
   /** Rings only for metrics some registered SLO reads: unknown metric names cost nothing. */
   private readonly samples = new Map<string, SampleRing>();
   /** Monotonic time of the last dispatched alert per suppression key (SLO name, or name and rule). */
@@ -514,10 +516,15 @@ export class SLOMonitor {
     }
     const recovered: string[] = [];
     for (const status of this.evaluateRatios()) {
+      const active = new Set<string>();
       const rule = ruleToDispatch(status.firing);
-      if (rule) await this.dispatchRule(status, rule);
+      if (rule) {
+        const name = this.incidentRule(status, rule);
+        active.add(name);
+        await this.dispatchRule(status, rule, name);
+      }
       for (const r of status.rules)
-        if (!r.firing && !atLeast(r.shortBurnRate, r.rule.burnRate))
+        if (!r.firing && !active.has(r.name) && !atLeast(r.shortBurnRate, r.rule.burnRate))
           recovered.push(SLOMonitor.ruleDedupKey(status.slo.name, r.name));
     }
     if (this.onRulesRecovered && recovered.length > 0) {
@@ -530,17 +537,42 @@ export class SLOMonitor {
     return out;
   }
 
-  /** Logs and dispatches the alert of one firing rule, suppressed per rule (its dedup key). */
-  private async dispatchRule(status: RatioSLOStatus, rule: BurnRateEvaluation): Promise<void> {
+  /**
+   * The rule an SLO's alert of `rule`'s severity is filed under: the rule that opened the incident,
+   * while any rule of that severity still fires. A fast burn opens `page-1h-5m`; when its short
+   * window recovers but `page-6h-30m` still fires, the burn goes on: the same alert stays open (and
+   * is not resolved) rather than a second page under the other rule's key. Kept in this monitor's
+   * memory (an evaluation moved to another replica may open the other rule's alert: README).
+   */
+  private incidentRule(status: RatioSLOStatus, rule: BurnRateEvaluation): string {
+    const slo = status.slo.name;
+    for (const severity of ['page', 'ticket'] as const) {
+      const key = `${slo}\u0000${severity}`;
+      if (!status.firing.some((r) => r.rule.severity === severity)) this.incidents.delete(key);
+    }
+    const key = `${slo}\u0000${rule.rule.severity}`;
+    const open = this.incidents.get(key);
+    if (open !== undefined && status.rules.some((r) => r.name === open)) return open;
+    this.incidents.set(key, rule.name);
+    return rule.name;
+  }
+
+  /** Logs and dispatches the alert of one firing rule under `ruleName`'s dedup key (suppressed per key). */
+  private async dispatchRule(
+    status: RatioSLOStatus,
+    rule: BurnRateEvaluation,
+    ruleName: string,
+  ): Promise<void> {
     const severity = rule.rule.severity;
     const slo = status.slo;
     const tier = severity === 'page' ? slo.pageTier : AlertTier.P1_BUSINESS_HOURS;
-    const dedupKey = SLOMonitor.ruleDedupKey(slo.name, rule.name);
+    const dedupKey = SLOMonitor.ruleDedupKey(slo.name, ruleName);
     const context = {
       tier,
       slo: slo.name,
       slo_kind: slo.kind,
-      slo_rule: rule.name,
+      slo_rule: ruleName,
+      firing_rules: status.firing.map((r) => r.name).join(','),
       slo_severity: severity,
       dedup_key: dedupKey,
       owner: slo.owner,

@@ -395,3 +395,62 @@ export function evaluateRatioSLO(slo: RatioSLO, counts: SloWindowCounts, nowMs: 
     firing: rules.filter((r) => r.firing),
   };
 }
+
+/** Width of the buckets a window of `seconds` is summed from: minutes up to 6 hours, hours beyond. */
+export function bucketWidthSeconds(seconds: number): 60 | 3600 {
+  return seconds <= FINE_SPAN_SECONDS ? 60 : 3600;
+}
+
+/**
+ * One sum an evaluation needs, as bucket starts (epoch ms, both inclusive) of one width: what a store
+ * that keeps EventCounts' buckets in a database sums to answer `window` and `since` exactly as
+ * EventCounts does. `key` is `w:<seconds>` for a window, `period` for a calendar period so far.
+ */
+export interface BucketRange {
+  key: string;
+  widthSeconds: 60 | 3600;
+  fromMs: number;
+  toMs: number;
+}
+
+/** The bucket ranges an evaluation of `slo` at `nowMs` reads: each rule window, and the period. */
+export function bucketRanges(slo: RatioSLO, nowMs: number): BucketRange[] {
+  const out: BucketRange[] = [];
+  const windows = ratioWindows(slo);
+  if (slo.period.kind === 'rolling' && !windows.includes(slo.period.seconds))
+    windows.push(slo.period.seconds);
+  for (const seconds of windows) {
+    const width = bucketWidthSeconds(seconds);
+    const widthMs = width * 1000;
+    const newest = Math.floor(nowMs / widthMs);
+    out.push({
+      key: `w:${seconds}`,
+      widthSeconds: width,
+      fromMs: (newest - Math.ceil(seconds / width) + 1) * widthMs,
+      toMs: newest * widthMs,
+    });
+  }
+  if (slo.period.kind !== 'rolling') {
+    const start = periodStartMs(slo.period, nowMs);
+    out.push({
+      key: 'period',
+      widthSeconds: 3600,
+      fromMs: Math.floor(start / HOUR_MS) * HOUR_MS,
+      toMs: Math.floor(nowMs / HOUR_MS) * HOUR_MS,
+    });
+  }
+  return out;
+}
+
+/** Window sums a store computed over `bucketRanges` (keyed as they are): an evaluation's input. */
+export class SummedWindowCounts implements SloWindowCounts {
+  constructor(private readonly sums: ReadonlyMap<string, { good: number; total: number }>) {}
+
+  window(_nowMs: number, windowSeconds: number): { good: number; total: number } {
+    return this.sums.get(`w:${windowSeconds}`) ?? { good: 0, total: 0 };
+  }
+
+  since(): { good: number; total: number } {
+    return this.sums.get('period') ?? { good: 0, total: 0 };
+  }
+}

@@ -128,6 +128,9 @@ describe.each(ROWS)('workbook row $name ($rate x over $longMin min and $shortMin
 
   test('its alert carries the rule dedup key, and is given to onRulesRecovered once the short window recovers', async () => {
     const { m, burnFor, clock, dispatcher, recovered } = setup();
+    // Clean traffic before the burn: the slower rules' long windows see a burn diluted as in a
+    // service that was healthy before, so only this row's page stays open while it burns.
+    burnFor(row.longMin, 4 * row.longMin, 0);
     burnFor(0, row.longMin, row.rate * 1.5);
     await m.evaluateAndDispatch();
     const key = `slo:${NAME}:${row.name}`;
@@ -183,6 +186,31 @@ describe('dispatch: one alert per rule, an SLO pages once', () => {
       `slo:${NAME}:page-1h-5m`,
       `slo:${NAME}:page-1h-5m`,
     ]);
+  });
+
+  test('a burn that moves from the 1 h rule to the 6 h rule stays one page under the first key until no page rule fires', async () => {
+    const { m, burnFor, dispatcher, recovered, clock } = setup({ suppressionWindowSeconds: 0 });
+    burnFor(0, 360, 20); // 20x for 6 h: both page rules fire
+    await m.evaluateAndDispatch();
+    // Ten clean minutes: the 5 min window is clean, the 30 min window still burns above 6x.
+    clock.advance(10 * MINUTE);
+    burnFor(0, 10, 0);
+    recovered.length = 0;
+    await m.evaluateAndDispatch();
+    expect(m.evaluateRatios()[0]!.firing.map((r) => r.name)).toEqual(['page-6h-30m', 'ticket-3d-6h']);
+    expect(dispatcher.alerts.map((a) => [a.context.dedup_key, a.context.firing_rules])).toEqual([
+      [`slo:${NAME}:page-1h-5m`, 'page-1h-5m,page-6h-30m,ticket-3d-6h'],
+      [`slo:${NAME}:page-1h-5m`, 'page-6h-30m,ticket-3d-6h'],
+    ]);
+    expect(recovered.flat()).not.toContain(`slo:${NAME}:page-1h-5m`);
+    // Forty clean minutes: the 30 min window is clean too; no page rule fires; the page recovers.
+    clock.advance(30 * MINUTE);
+    burnFor(0, 40, 0);
+    recovered.length = 0;
+    await m.evaluateAndDispatch();
+    expect(recovered.flat()).toEqual(
+      expect.arrayContaining([`slo:${NAME}:page-1h-5m`, `slo:${NAME}:page-6h-30m`]),
+    );
   });
 
   test('a rule still burning in its short window is not reported as recovered', async () => {
