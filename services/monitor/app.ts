@@ -280,6 +280,10 @@ async function assembleMonitorApp(
       resolve: (key) => alertHub.resolve(key, 'slo'),
     }),
   );
+  // Ratio SLOs with a metric_source count the increases of ingested counters.
+  metricStore.addCounterListener((name, labels, increase) =>
+    slo.counters.onCounterIncrease(name, labels, increase),
+  );
   lifecycle.worker(
     'slo-evaluator',
     new SloEvaluationWorker({

@@ -103,6 +103,7 @@ export class MetricIngestStore {
   private bytesTotal = 0;
   private readonly maxBytes: number;
   private readonly rejectedCounter: PromCounter;
+  private readonly counterListeners: CounterListener[] = [];
 
   constructor(options: MetricIngestStoreOptions) {
     this.limits = options.limits;
@@ -334,9 +335,38 @@ export class MetricIngestStore {
       this.seriesTotal++;
       this.bytesTotal += bytes;
     }
+    const increase = type === 'counter' ? counterIncrease(series, op) : 0;
     applyOp(family, series, op);
     series.updatedAt = this.expiry.touch();
+    if (increase > 0 && this.counterListeners.length > 0)
+      this.notifyCounter(name, labels, key.service, increase);
     return undefined;
+  }
+
+  /**
+   * Calls `listener` with every increase of an ingested counter (RecordMetrics `add`, OTLP deltas,
+   * and cumulative OTLP sums as the difference to the last value): what ratio SLOs with a metric
+   * source count (slo/metric-source.ts). A listener that throws never fails an
+   * ingest (listeners log their own errors).
+   */
+  addCounterListener(listener: CounterListener): void {
+    this.counterListeners.push(listener);
+  }
+
+  private notifyCounter(
+    name: string,
+    labels: Record<string, string>,
+    service: string,
+    increase: number,
+  ): void {
+    const all = service === '' ? labels : { ...labels, service };
+    for (const l of this.counterListeners) {
+      try {
+        l(name, all, increase);
+      } catch {
+        // A listener's failure is its own (it logs); the sample is recorded either way.
+      }
+    }
   }
 
   private createFamily(
@@ -405,4 +435,23 @@ export class MetricIngestStore {
     }
     return names;
   }
+}
+
+/** Receives each increase of an ingested counter: its name as sent, its labels (and `service`), the increase. */
+export type CounterListener = (
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  increase: number,
+) => void;
+
+/**
+ * How much a counter sample raises its series: an `add` by its value; a cumulative `set` by the
+ * difference to the last value, or by the whole value after a reset (it went down). The first
+ * cumulative value of a new series is its baseline, not an increase: what happened before the
+ * monitor saw it is unknown.
+ */
+function counterIncrease(series: { value: number; updatedAt: number }, op: SampleOp): number {
+  if (op.kind === 'add') return op.value;
+  if (op.kind !== 'set' || series.updatedAt === 0) return 0;
+  return op.value >= series.value ? op.value - series.value : op.value;
 }

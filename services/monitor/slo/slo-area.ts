@@ -5,12 +5,7 @@
  * checked here is only what remote input needs on top of the library's rules: string sizes, a
  * runbook URL, a window bound, a percentile above 0. See README.md for the decisions.
  */
-import {
-  FailedPreconditionError,
-  InvalidArgumentError,
-  NotFoundError,
-  UnimplementedError,
-} from '../../../shared/errors';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { Clock } from '../../../shared/runtime/clock';
@@ -18,11 +13,7 @@ import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
 import { type SloEventInput, SLOMonitor } from '../../../shared/monitoring/slo/monitor';
-import {
-  bucketRanges,
-  type RatioSLOStatus,
-  SummedWindowCounts,
-} from '../../../shared/monitoring/slo/ratio';
+import { bucketRanges, type RatioSLOStatus, SummedWindowCounts } from '../../../shared/monitoring/slo/ratio';
 import { formatWindow, periodSpanSeconds } from '../../../shared/monitoring/slo/period';
 import {
   buildRatioSlo,
@@ -35,6 +26,10 @@ import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
 import type { SLOConfig, SLO as SLOConfigEntry } from './config';
 import { DuplicateSLOError, SLOLimitExceededError } from '../../../shared/monitoring/errors';
 import { MINUTE_BUCKETS_KEPT_MS, type SloStateStore } from './store';
+import { MetricSourceRouter } from './metric-source';
+
+/** How often counter-sourced events are written to the store between evaluations. */
+const COUNTER_FLUSH_MS = 5000;
 
 /** Longest string of each field a caller may send. */
 export const SLO_FIELD_LIMITS = Object.freeze({
@@ -267,6 +262,10 @@ export class SloArea {
   /** Ratio SLOs as registered (defaults applied), by name. */
   private readonly ratioDefs = new Map<string, RatioSloDefinition>();
   private readonly clock: Clock | undefined;
+  /** Ratio SLOs counted from ingested counters: the ingest store's counter listener feeds it (app.ts). */
+  readonly counters = new MetricSourceRouter(() => this.now());
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
 
   constructor(options: SloAreaOptions) {
     this.config = options.config;
@@ -363,6 +362,12 @@ export class SloArea {
   start(): Promise<void> | void {
     if (this.started) return;
     this.registerObjectives();
+    this.flushTimer = setInterval(() => {
+      this.flushCounterEvents().catch((err: unknown) =>
+        this.logger.warn({ err }, 'counted SLO events could not be written; kept for the next flush'),
+      );
+    }, COUNTER_FLUSH_MS);
+    this.flushTimer.unref();
     // With a store, the SLOs registered by RPC (before a restart, or on another replica) and their
     // recent samples are loaded before the ports open.
     if (this.store) return this.refresh();
@@ -397,7 +402,43 @@ export class SloArea {
 
   /** Waits for a refresh the status page started, so none is left running when the pool closes. */
   async stop(): Promise<void> {
+    if (this.flushTimer) clearInterval(this.flushTimer);
+    this.flushTimer = undefined;
     await this.refreshing;
+    await this.flushCounterEvents().catch((err: unknown) =>
+      this.logger.warn({ err }, 'counted SLO events could not be written at stop'),
+    );
+  }
+
+  /**
+   * Writes the events counted from ingested counters since the last flush to the store (one write
+   * per SLO); a failed write puts them back for the next flush. Without a store they are recorded
+   * in the monitor directly.
+   */
+  async flushCounterEvents(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    const pending = this.counters.take();
+    if (pending.size === 0) return;
+    const write = async () => {
+      const left = new Map(pending);
+      for (const [slo, buckets] of pending) {
+        const events = [...buckets].map(([atMs, c]) => ({ atMs, good: c.good, total: c.total }));
+        if (!this.store) {
+          for (const e of events) this.monitor.recordCounterEvents(slo, e.atMs, e.good, e.total);
+        } else {
+          try {
+            await this.store.addSloEvents(slo, events);
+          } catch (err) {
+            // This SLO's events and those not written yet wait for the next flush.
+            this.counters.putBack(left);
+            throw err;
+          }
+        }
+        left.delete(slo);
+      }
+    };
+    this.flushing = write().finally(() => (this.flushing = undefined));
+    return this.flushing;
   }
 
   /**
@@ -425,13 +466,10 @@ export class SloArea {
    */
   registerRatio(def: RatioSloDefinition): RatioSloDefinition {
     const slo = buildRatioSlo(def);
-    if (def.metricSource)
-      throw new UnimplementedError(
-        'metric_source is not implemented yet: send the events with RecordSloSamples (slo, events)',
-      );
     this.monitor.registerRatio(slo);
-    const registered = ratioDefinitionOf(slo);
+    const registered = ratioDefinitionOf(slo, def.metricSource);
     this.ratioDefs.set(slo.name, registered);
+    if (def.metricSource) this.counters.set(slo.name, def.metricSource);
     return registered;
   }
 
@@ -442,10 +480,6 @@ export class SloArea {
    */
   async registerRatioSlo(def: RatioSloDefinition): Promise<RatioSloDefinition> {
     const wanted = ratioDefinitionOf(buildRatioSlo(def), def.metricSource);
-    if (def.metricSource)
-      throw new UnimplementedError(
-        'metric_source is not implemented yet: send the events with RecordSloSamples (slo, events)',
-      );
     await this.refreshDefinitions();
     const taken = (): RatioSloDefinition => {
       const existing = this.ratioDefs.get(wanted.name);
@@ -478,6 +512,10 @@ export class SloArea {
         );
       throw new NotFoundError(`no ratio SLO is named ${JSON.stringify(name)}`);
     }
+    if (this.counters.has(name))
+      throw new FailedPreconditionError(
+        `SLO ${JSON.stringify(name)} counts its events from ingested counters (metric_source)`,
+      );
     if (!this.store) return Math.max(0, this.monitor.recordEventBatch(name, events));
     this.monitor.checkEventBatch(name, events);
     const now = this.now();
@@ -535,6 +573,7 @@ export class SloArea {
   async refresh(): Promise<void> {
     if (!this.store) return;
     await this.refreshDefinitions();
+    await this.flushCounterEvents();
     await this.loadRatioCounts(this.store);
     for (const [metric, windowSeconds] of this.windows()) {
       const { valuesMs, agesMs } = await this.store.windowSamples(

@@ -379,6 +379,24 @@ export class SLOMonitor {
   }
 
   /**
+   * Adds events counted from counters of good and of all events (which arrive apart, so `good` may
+   * exceed `total` in one call; a window never counts fewer than 0 bad). Counts must be finite and
+   * 0 or more; false for an unknown name or an event outside the kept span.
+   */
+  recordCounterEvents(name: string, atMs: number, good: number, total: number): boolean {
+    if (!(
+      Number.isFinite(good) &&
+      Number.isFinite(total) &&
+      good >= 0 &&
+      total >= 0 &&
+      Number.isFinite(atMs)
+    ))
+      throw new InvalidSLOError('counted events must be finite numbers of 0 or more');
+    const entry = this.ratioSlos.get(name);
+    return entry ? entry.counts.add(atMs, good, total) : false;
+  }
+
+  /**
    * Evaluates `name` from `counts` (window sums a store-backed caller loaded) instead of the events
    * recorded here, until `clearSamples()`; false for an unknown name.
    */
