@@ -57,7 +57,7 @@ import {
   type Slo as WireSlo,
   type SloSchema,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
-import { InvalidArgumentError, UnimplementedError } from '../../../shared/errors';
+import { InvalidArgumentError } from '../../../shared/errors';
 import type { SLO } from '../../../shared/monitoring/slo/slo';
 import {
   HealthCheckCategory,
@@ -69,6 +69,11 @@ import type { SloArea, SloDefinition } from '../slo/slo-area';
 import { MAX_EVENT_ENTRIES_PER_CALL } from '../../../shared/monitoring/slo/monitor';
 import {
   latencyStatusToWire,
+  optionalCount,
+  periodFromWire,
+  periodToWire,
+  rulesFromWire,
+  rulesToWire,
   ratioSloFromWire,
   ratioSloToWire,
   ratioStatusToWire,
@@ -330,12 +335,6 @@ export class MonitorRpc implements ServiceImpl<typeof MonitorService> {
  * default window while a window set to 0 is refused by the area.
  */
 function sloDefinitionFromWire(w: WireSlo): SloDefinition {
-  // Issue 31's latency SLOs with an error-budget period and burn-rate rules are not built yet: refused
-  // plainly rather than registered without them (a ratio SLO of good events does the same job).
-  if (w.period || w.rules.length > 0 || w.minEvents !== undefined)
-    throw new UnimplementedError(
-      'period, rules and min_events of a latency SLO are not implemented yet: register a ratio SLO (RegisterRatioSlo) and record its events',
-    );
   return {
     name: w.name,
     metric: w.metric,
@@ -347,6 +346,9 @@ function sloDefinitionFromWire(w: WireSlo): SloDefinition {
     tier: w.tier === '' ? undefined : w.tier,
     owner: w.owner,
     runbookUrl: w.runbookUrl === '' ? undefined : w.runbookUrl,
+    period: periodFromWire(w.period),
+    rules: rulesFromWire(w.rules),
+    minEvents: optionalCount(w.minEvents, 'min_events'),
   };
 }
 
@@ -362,6 +364,13 @@ function sloToWire(slo: SLO): MessageInitShape<typeof SloSchema> {
     tier: slo.tier,
     owner: slo.owner,
     runbookUrl: slo.runbookUrl,
+    ...(slo.period
+      ? {
+          period: periodToWire(slo.period),
+          rules: rulesToWire(slo.rules.map((r) => ({ ...r }))),
+          minEvents: BigInt(slo.minEvents),
+        }
+      : {}),
   };
 }
 

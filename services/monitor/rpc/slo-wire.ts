@@ -14,18 +14,21 @@ import {
   type SloPeriod as WireSloPeriod,
   type SloPeriodSchema,
   type SloStatusSchema,
+  type SloAlertRule as WireSloAlertRule,
+  type SloAlertRuleSchema,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { SloEventInput } from '../../../shared/monitoring/slo/monitor';
 import type { LatencySLOStatus } from '../../../shared/monitoring/slo/monitor';
 import type { RatioSLOStatus } from '../../../shared/monitoring/slo/ratio';
 import type { SloPeriod } from '../../../shared/monitoring/slo/period';
-import type { RatioSloDefinition } from '../slo/ratio-definition';
+import type { RatioRuleDefinition, RatioSloDefinition } from '../slo/ratio-definition';
 
 /** Largest int64 a count may carry here (beyond, doubles lose units). */
 const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
-function periodFromWire(p: WireSloPeriod | undefined): SloPeriod | undefined {
+/** A wire period (unset: undefined, the default). */
+export function periodFromWire(p: WireSloPeriod | undefined): SloPeriod | undefined {
   if (!p || p.kind.case === undefined) {
     if (p?.timeZone)
       throw new InvalidArgumentError('period.time_zone needs period.calendar', 'period.time_zone');
@@ -54,6 +57,36 @@ function count(value: bigint, field: string): number {
   return Number(value);
 }
 
+/** Wire rules as definitions (the area checks them; a zero burn rate means error_budget_percent). */
+export function rulesFromWire(rules: readonly WireSloAlertRule[]): RatioRuleDefinition[] {
+  return rules.map((r) => ({
+    severity: r.severity,
+    longWindowSeconds: r.longWindow ? durationMs(r.longWindow) / 1000 : 0,
+    shortWindowSeconds: r.shortWindow ? durationMs(r.shortWindow) / 1000 : 0,
+    burnRate: r.burnRate,
+    errorBudgetPercent: r.errorBudgetPercent,
+    ...(r.name ? { name: r.name } : {}),
+  }));
+}
+
+/** Rules as registered (defaults applied) on the wire. */
+export function rulesToWire(
+  rules: readonly RatioRuleDefinition[],
+): MessageInitShape<typeof SloAlertRuleSchema>[] {
+  return rules.map((r) => ({
+    severity: r.severity,
+    longWindow: durationFromMs(r.longWindowSeconds * 1000),
+    shortWindow: durationFromMs(r.shortWindowSeconds * 1000),
+    burnRate: r.burnRate ?? 0,
+    name: r.name ?? '',
+  }));
+}
+
+/** An optional int64 count (`min_events`). */
+export function optionalCount(value: bigint | undefined, field: string): number | undefined {
+  return value === undefined ? undefined : count(value, field);
+}
+
 /** RegisterRatioSlo's SLO as a definition (the area checks it). */
 export function ratioSloFromWire(w: WireRatioSlo): RatioSloDefinition {
   return {
@@ -72,14 +105,7 @@ export function ratioSloFromWire(w: WireRatioSlo): RatioSloDefinition {
           },
         }
       : undefined,
-    rules: w.rules.map((r) => ({
-      severity: r.severity,
-      longWindowSeconds: r.longWindow ? durationMs(r.longWindow) / 1000 : 0,
-      shortWindowSeconds: r.shortWindow ? durationMs(r.shortWindow) / 1000 : 0,
-      burnRate: r.burnRate,
-      errorBudgetPercent: r.errorBudgetPercent,
-      ...(r.name ? { name: r.name } : {}),
-    })),
+    rules: rulesFromWire(w.rules),
     minEvents: w.minEvents === undefined ? undefined : count(w.minEvents, 'min_events'),
     description: w.description,
     tier: w.tier === '' ? undefined : w.tier,
@@ -95,13 +121,7 @@ export function ratioSloToWire(d: RatioSloDefinition): MessageInitShape<typeof R
     target: d.target,
     period: d.period ? periodToWire(d.period) : undefined,
     metricSource: d.metricSource,
-    rules: (d.rules ?? []).map((r) => ({
-      severity: r.severity,
-      longWindow: durationFromMs(r.longWindowSeconds * 1000),
-      shortWindow: durationFromMs(r.shortWindowSeconds * 1000),
-      burnRate: r.burnRate ?? 0,
-      name: r.name ?? '',
-    })),
+    rules: rulesToWire(d.rules ?? []),
     minEvents: d.minEvents === undefined ? undefined : BigInt(d.minEvents),
     description: d.description ?? '',
     tier: d.tier ?? '',

@@ -80,7 +80,8 @@ function checkSelector(sel: CounterSelectorDefinition | undefined, field: string
   }
 }
 
-function buildRule(r: RatioRuleDefinition, i: number, period: SloPeriod): BurnRateRule {
+/** One rule as defined, checked (field names `rules[i]...`), its burn rate from Sloth's form if needed. */
+export function buildRatioRule(r: RatioRuleDefinition, i: number, period: SloPeriod): BurnRateRule {
   const field = `rules[${i}]`;
   if (r.severity !== 'page' && r.severity !== 'ticket')
     throw new InvalidArgumentError(`${field}.severity must be "page" or "ticket"`, `${field}.severity`);
@@ -114,6 +115,12 @@ function buildRule(r: RatioRuleDefinition, i: number, period: SloPeriod): BurnRa
   };
 }
 
+/** The wire's bound on top of the library's: a rolling period of a day at least. */
+export function checkWirePeriod(period: SloPeriod): void {
+  if (period.kind === 'rolling' && !(period.seconds >= MIN_WIRE_PERIOD_SECONDS))
+    throw new InvalidArgumentError('period.rolling must be between 1 day and 90 days', 'period');
+}
+
 /**
  * Checks a definition and builds the library's RatioSLO: InvalidArgumentError naming the field for
  * what the wire bounds, InvalidSLOError (also INVALID_ARGUMENT) for the library's rules.
@@ -128,8 +135,7 @@ export function buildRatioSlo(def: RatioSloDefinition): RatioSLO {
   if (!(typeof def.target === 'number' && def.target > 0 && def.target < 1))
     throw new InvalidArgumentError(`target must be between 0 and 1 exclusive, got ${def.target}`, 'target');
   const period = def.period ?? DEFAULT_SLO_PERIOD;
-  if (period.kind === 'rolling' && !(period.seconds >= MIN_WIRE_PERIOD_SECONDS))
-    throw new InvalidArgumentError('period.rolling must be between 1 day and 90 days', 'period');
+  checkWirePeriod(period);
   if (def.metricSource) {
     checkSelector(def.metricSource.good, 'metric_source.good');
     checkSelector(def.metricSource.total, 'metric_source.total');
@@ -147,7 +153,7 @@ export function buildRatioSlo(def: RatioSloDefinition): RatioSLO {
       name: def.name,
       objective: def.target,
       period,
-      rules: rules.length > 0 ? rules.map((r, i) => buildRule(r, i, period)) : undefined,
+      rules: rules.length > 0 ? rules.map((r, i) => buildRatioRule(r, i, period)) : undefined,
       minEvents: def.minEvents,
       description: def.description,
       pageTier: def.tier === undefined || def.tier === '' ? undefined : (def.tier as AlertTier),

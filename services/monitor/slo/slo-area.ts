@@ -14,10 +14,13 @@ import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
 import { type SloEventInput, SLOMonitor } from '../../../shared/monitoring/slo/monitor';
 import { bucketRanges, type RatioSLOStatus, SummedWindowCounts } from '../../../shared/monitoring/slo/ratio';
-import { formatWindow, periodSpanSeconds } from '../../../shared/monitoring/slo/period';
+import { formatWindow, periodSpanSeconds, type SloPeriod } from '../../../shared/monitoring/slo/period';
 import {
+  buildRatioRule,
   buildRatioSlo,
+  checkWirePeriod,
   ratioDefinitionOf,
+  type RatioRuleDefinition,
   type RatioSloDefinition,
   sameRatioDefinition,
 } from './ratio-definition';
@@ -64,6 +67,12 @@ export interface SloDefinition {
   owner?: string;
   /** An http(s) URL. */
   runbookUrl?: string;
+  /** Error-budget period: the SLO is then alerted by burn-rate rules (issue 31). */
+  period?: SloPeriod;
+  /** With a period; empty or absent: the workbook's, scaled. */
+  rules?: RatioRuleDefinition[];
+  /** With a period; default 100. */
+  minEvents?: number;
 }
 
 /** One violation of an evaluation, and whether its alert was suppressed. */
@@ -182,6 +191,19 @@ export function buildSlo(def: SloDefinition): SLO {
   const windowSeconds = def.windowSeconds ?? DEFAULT_SLO_WINDOW_SECONDS;
   if (windowSeconds > MAX_SLO_WINDOW_SECONDS)
     throw new InvalidArgumentError(`window must be at most ${MAX_SLO_WINDOW_SECONDS} s (30 days)`, 'window');
+  const period = def.period;
+  if (period) checkWirePeriod(period);
+  if (!period && ((def.rules?.length ?? 0) > 0 || def.minEvents !== undefined))
+    throw new InvalidArgumentError('rules and min_events need a period', 'period');
+  if (
+    def.minEvents !== undefined &&
+    !(Number.isInteger(def.minEvents) && def.minEvents >= 0 && def.minEvents <= 1e9)
+  )
+    throw new InvalidArgumentError('min_events must be an integer from 0 to 1000000000', 'min_events');
+  const rules =
+    period && def.rules && def.rules.length > 0
+      ? def.rules.map((r, i) => buildRatioRule(r, i, period))
+      : undefined;
   return new SLO({
     name: def.name,
     metric: def.metric,
@@ -194,6 +216,9 @@ export function buildSlo(def: SloDefinition): SLO {
     tier: def.tier === undefined || def.tier === '' ? undefined : (def.tier as AlertTier),
     owner: def.owner,
     runbookUrl: def.runbookUrl === '' ? undefined : def.runbookUrl,
+    period,
+    rules,
+    minEvents: period ? def.minEvents : undefined,
   });
 }
 
@@ -226,6 +251,19 @@ export function definitionOf(slo: SLO): SloDefinition {
     tier: slo.tier,
     owner: slo.owner,
     ...(slo.runbookUrl ? { runbookUrl: slo.runbookUrl } : {}),
+    ...(slo.period
+      ? {
+          period: { ...slo.period },
+          rules: slo.rules.map((r) => ({
+            severity: r.severity,
+            longWindowSeconds: r.longWindowSeconds,
+            shortWindowSeconds: r.shortWindowSeconds,
+            burnRate: r.burnRate,
+            name: r.name!,
+          })),
+          minEvents: slo.minEvents,
+        }
+      : {}),
   };
 }
 
@@ -452,7 +490,7 @@ export class SloArea {
     await this.refreshDefinitions();
     if (this.monitor.registeredSlos.has(slo.name) || this.monitor.registeredRatioSlos.has(slo.name))
       throw new DuplicateSLOError(`SLO ${JSON.stringify(slo.name)} is already registered`);
-    if (this.monitor.registeredSlos.size + this.monitor.registeredRatioSlos.size >= this.config.max_slos)
+    if (this.monitor.sloCount >= this.config.max_slos)
       throw new SLOLimitExceededError(`at most ${this.config.max_slos} SLOs may be registered`);
     const stored = definitionOf(slo);
     if (!(await this.store.addSlo(stored)))
@@ -487,7 +525,7 @@ export class SloArea {
       throw new DuplicateSLOError(`SLO ${JSON.stringify(wanted.name)} is already registered`);
     };
     if (this.monitor.registeredSlos.has(wanted.name) || this.ratioDefs.has(wanted.name)) return taken();
-    if (this.monitor.registeredSlos.size + this.monitor.registeredRatioSlos.size >= this.config.max_slos)
+    if (this.monitor.sloCount >= this.config.max_slos)
       throw new SLOLimitExceededError(`at most ${this.config.max_slos} SLOs may be registered`);
     if (this.store && !(await this.store.addRatioSlo(wanted))) {
       // Another replica registered the name first: the same definition is fine.
@@ -556,7 +594,13 @@ export class SloArea {
     // An SLO registered on another replica may read it.
     if (!this.readsMetric(metric)) await this.refreshDefinitions();
     const accepted = this.recordSamples(metric, valuesMs);
-    if (accepted > 0) await this.store.addSamples(metric, valuesMs, this.config.max_samples_per_metric);
+    if (accepted > 0) {
+      await this.store.addSamples(metric, valuesMs, this.config.max_samples_per_metric);
+      // Latency SLOs with a period count the samples as events, in the store every replica reads.
+      const now = this.now();
+      for (const e of this.monitor.latencyEvents(metric, valuesMs))
+        await this.store.addSloEvents(e.name, [{ atMs: now, good: e.good, total: e.total }]);
+    }
     return accepted;
   }
 

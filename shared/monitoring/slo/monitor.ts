@@ -201,6 +201,8 @@ export class SLOMonitor {
   private readonly onRulesRecovered: ((dedupKeys: string[]) => Promise<void>) | undefined;
   /** Per SLO and severity, the rule whose alert is open for the burn going on (see incidentRule). */
   private readonly incidents = new Map<string, string>();
+  /** Latency SLOs with a period, by the metric they read (their ratio views count its samples). */
+  private readonly latencyViews = new Map<string, SLO[]>();
   /** Rings only for metrics some registered SLO reads: unknown metric names cost nothing. */
   private readonly samples = new Map<string, SampleRing>();
   /** Monotonic time of the last dispatched alert per suppression key (SLO name, or name and rule). */
@@ -234,6 +236,28 @@ export class SLOMonitor {
     return this.slos;
   }
 
+  /** SLOs registered, latency and ratio (a latency SLO's ratio view is not one more). */
+  get sloCount(): number {
+    let views = 0;
+    for (const list of this.latencyViews.values()) views += list.length;
+    return this.slos.size + this.ratioSlos.size - views;
+  }
+
+  /**
+   * For the latency SLOs with a period reading `metric`: how many of `valuesMs` are good (at or
+   * under the threshold) of how many: what a caller that keeps events in a store records for them.
+   */
+  latencyEvents(
+    metric: string,
+    valuesMs: ArrayLike<number>,
+  ): Array<{ name: string; good: number; total: number }> {
+    return (this.latencyViews.get(metric) ?? []).map((slo) => {
+      let good = 0;
+      for (let i = 0; i < valuesMs.length; i++) if (valuesMs[i]! <= slo.thresholdMs) good++;
+      return { name: slo.name, good, total: valuesMs.length };
+    });
+  }
+
   /** Registered ratio SLOs by name. */
   get registeredRatioSlos(): ReadonlyMap<string, RatioSLO> {
     return new Map([...this.ratioSlos].map(([name, r]) => [name, r.slo]));
@@ -242,14 +266,36 @@ export class SLOMonitor {
   private checkNewName(name: string): void {
     if (this.slos.has(name) || this.ratioSlos.has(name))
       throw new DuplicateSLOError(`SLO ${JSON.stringify(name)} is already registered`);
-    if (this.slos.size + this.ratioSlos.size >= this.maxSlos)
+    if (this.sloCount >= this.maxSlos)
       throw new SLOLimitExceededError(`at most ${this.maxSlos} SLOs may be registered`);
   }
 
-  /** Registers a latency SLO. A name already registered (latency or ratio) throws DuplicateSLOError. */
+  /**
+   * Registers a latency SLO. A name already registered (latency or ratio) throws DuplicateSLOError.
+   * With a period, it also gets a ratio view (kind `latency`): its samples count as events, good at
+   * or under the threshold, alerted by its rules; the single-window check skips it.
+   */
   register(slo: SLO): void {
     if (!(slo instanceof SLO)) throw new InvalidSLOError('register expects an SLO');
     this.checkNewName(slo.name);
+    if (slo.period) {
+      const view = new RatioSLO({
+        name: slo.name,
+        objective: slo.percentile,
+        period: slo.period,
+        rules: slo.rules,
+        minEvents: slo.minEvents,
+        description: slo.description,
+        pageTier: slo.tier,
+        owner: slo.owner,
+        runbookUrl: slo.runbookUrl || undefined,
+        kind: 'latency',
+      });
+      this.ratioSlos.set(slo.name, { slo: view, counts: new EventCounts(view.windowSeconds) });
+      const list = this.latencyViews.get(slo.metric) ?? [];
+      list.push(slo);
+      this.latencyViews.set(slo.metric, list);
+    }
     this.slos.set(slo.name, slo);
     if (!this.samples.has(slo.metric)) this.samples.set(slo.metric, new SampleRing(this.maxSamples));
   }
@@ -271,6 +317,7 @@ export class SLOMonitor {
     const ring = this.samples.get(metric);
     if (!ring) return false;
     ring.push(valueMs, this.clock.monotonic());
+    this.countLatencyEvents(metric, [valueMs]);
     return true;
   }
 
@@ -294,6 +341,7 @@ export class SLOMonitor {
     if (!ring) return 0;
     const at = this.clock.monotonic();
     for (let i = 0; i < valuesMs.length; i++) ring.push(valuesMs[i]!, at);
+    this.countLatencyEvents(metric, valuesMs);
     return valuesMs.length;
   }
 
@@ -328,6 +376,14 @@ export class SLOMonitor {
     this.checkEventTime(entry.slo, at, now, '');
     entry.counts.add(at, good, total);
     return true;
+  }
+
+  /** Adds samples of `metric` as events of the latency SLOs with a period reading it. */
+  private countLatencyEvents(metric: string, valuesMs: ArrayLike<number>): void {
+    if (!this.latencyViews.has(metric)) return;
+    const now = this.clock.now();
+    for (const e of this.latencyEvents(metric, valuesMs))
+      this.ratioSlos.get(e.name)?.counts.add(now, e.good, e.total);
   }
 
   private checkEventTime(slo: RatioSLO, atMs: number, nowMs: number, where: string): void {
@@ -435,6 +491,8 @@ export class SLOMonitor {
     const detectedAt = new Date(this.clock.now());
     const out: SLOViolation[] = [];
     for (const slo of this.slos.values()) {
+      // A latency SLO with a period is alerted by its burn-rate rules (its ratio view).
+      if (slo.period) continue;
       const n = this.windowSamples(slo, now);
       if (n === 0) continue;
       const measured = nearestRankPercentile(this.scratch, n, slo.percentile);
@@ -449,6 +507,7 @@ export class SLOMonitor {
     const now = this.clock.monotonic();
     const out: LatencySLOStatus[] = [];
     for (const slo of this.slos.values()) {
+      if (slo.period) continue; // reported by evaluateRatios (kind 'latency')
       const n = this.windowSamples(slo, now);
       if (n === 0) {
         out.push({

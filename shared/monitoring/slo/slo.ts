@@ -4,6 +4,8 @@
  */
 import { InvalidSLOError } from '../errors';
 import { AlertTier, resolveTier } from '../alerts/tiers';
+import { type BurnRateRule, DEFAULT_MIN_EVENTS, defaultBurnRateRules, ruleName } from './ratio';
+import { type SloPeriod, validatePeriod } from './period';
 
 /** What `new SLO(...)` takes. `window` is seconds (the spec's time delta). */
 export interface SLOOptions {
@@ -23,6 +25,16 @@ export interface SLOOptions {
   /** Team or spec identifier. */
   owner?: string;
   runbookUrl?: string;
+  /**
+   * Error-budget period. Set: the SLO is also the ratio "`percentile` of samples at or under
+   * `thresholdMs`" over it, alerted by `rules` (burn-rate rules, as ratio SLOs are) instead of the
+   * single-window check.
+   */
+  period?: SloPeriod;
+  /** With a period: burn-rate rules (default: the workbook's, scaled to the period). */
+  rules?: readonly BurnRateRule[];
+  /** With a period: events needed in a rule's long window before it fires (default 100). */
+  minEvents?: number;
 }
 
 function positiveFinite(value: number): boolean {
@@ -41,6 +53,12 @@ export class SLO {
   readonly tier: AlertTier;
   readonly owner: string;
   readonly runbookUrl: string;
+  /** The error-budget period, or undefined for the single-window check alone. */
+  readonly period: SloPeriod | undefined;
+  /** With a period: its rules, defaults applied and named; else empty. */
+  readonly rules: readonly BurnRateRule[];
+  /** With a period: its minimum events; else 0. */
+  readonly minEvents: number;
 
   constructor(options: SLOOptions) {
     if (typeof options.name !== 'string' || options.name.trim() === '')
@@ -71,6 +89,25 @@ export class SLO {
     this.tier = options.tier ?? AlertTier.P1_BUSINESS_HOURS;
     this.owner = options.owner ?? '';
     this.runbookUrl = options.runbookUrl ?? '';
+    if (options.period === undefined) {
+      if (options.rules !== undefined || options.minEvents !== undefined)
+        throw new InvalidSLOError(`${label}: rules and min_events need a period`);
+      this.period = undefined;
+      this.rules = Object.freeze([]);
+      this.minEvents = 0;
+    } else {
+      validatePeriod(options.period, label);
+      if (!(options.percentile < 1))
+        throw new InvalidSLOError(`${label}: a latency SLO with a period needs a percentile below 1`);
+      this.period = Object.freeze({ ...options.period });
+      // Checked in full (windows, names, bounds) when SLOMonitor builds its ratio view.
+      this.rules = Object.freeze(
+        (options.rules ?? defaultBurnRateRules(options.period)).map((r) =>
+          Object.freeze({ ...r, name: ruleName(r) }),
+        ),
+      );
+      this.minEvents = options.minEvents ?? DEFAULT_MIN_EVENTS;
+    }
     Object.freeze(this);
   }
 }

@@ -305,6 +305,76 @@ describe.each(STORES)('ratio SLOs on the %s store', (_kind, startOn) => {
   });
 });
 
+describe.each(STORES)('latency SLOs with a period on the %s store', (_kind, startOn) => {
+  it('count samples at or under the threshold as good events, alerted by rules scaled to the period, not by the single-window check', async () => {
+    const m = await startOn({ slo: { suppression_window_seconds: 0 } });
+    running.push(m);
+    const name = uniq('search-p99-7d');
+    const metric = `search_latency_${seq}`;
+    const { slo } = await m.monitorConnect.registerSlo({
+      slo: {
+        name,
+        metric,
+        percentile: 0.99,
+        thresholdMs: 300,
+        period: { kind: { case: 'rolling', value: { seconds: 7n * 86400n } } },
+      },
+    });
+    // 7 days: the workbook's windows x 7/30, to whole minutes.
+    expect(slo?.rules.map((r) => r.name)).toEqual(['page-14m-1m', 'page-1h24m-7m', 'ticket-16h48m-1h24m']);
+    expect(slo?.minEvents).toBe(100n);
+    await m.monitorConnect.recordSloSamples({
+      metric,
+      valuesMs: [...Array.from({ length: 150 }, () => 900), 300, 12],
+    });
+    const evaluated = await m.monitorConnect.evaluateSlos({ dispatch: true });
+    expect(evaluated.violations.filter((v) => v.slo?.name === name)).toEqual([]);
+    const status = evaluated.statuses.find((s) => s.name === name)!;
+    expect(status).toMatchObject({ kind: 'latency', target: 0.99, events: 152n, badEvents: 150n });
+    expect(status.rules.find((r) => r.rule?.name === 'page-14m-1m')).toMatchObject({ firing: true });
+    const listed = await m.monitorConnect.listSlos({});
+    expect(listed.slos.find((s) => s.name === name)?.period?.kind.case).toBe('rolling');
+    expect(listed.statuses.filter((s) => s.name === name)).toHaveLength(1);
+    const alerts = createClient(
+      AlertService,
+      createConnectTransport({ baseUrl: m.baseUrl, httpVersion: '1.1' }),
+    );
+    const ours = (await alerts.listAlerts({})).alerts.filter((a) => a.labels.slo === name);
+    expect(ours.map((a) => a.dedupKey)).toEqual([`slo:${name}:page-14m-1m`]);
+  });
+
+  it('refuses a period with percentile 1, and rules without a period', async () => {
+    const m = await startOn({});
+    running.push(m);
+    const base = { name: uniq('p'), metric: 'm', thresholdMs: 5 };
+    const week = { kind: { case: 'rolling' as const, value: { seconds: 7n * 86400n } } };
+    expect(
+      await code(m.monitorConnect.registerSlo({ slo: { ...base, percentile: 1, period: week } })),
+    ).toMatchObject({
+      code: Code.InvalidArgument,
+      message: expect.stringMatching(/percentile below 1/),
+    });
+    expect(
+      await code(
+        m.monitorConnect.registerSlo({
+          slo: {
+            ...base,
+            percentile: 0.9,
+            rules: [
+              {
+                severity: 'page',
+                longWindow: { seconds: 3600n },
+                shortWindow: { seconds: 300n },
+                burnRate: 2,
+              },
+            ],
+          },
+        }),
+      ),
+    ).toMatchObject({ code: Code.InvalidArgument, message: expect.stringMatching(/need a period/) });
+  });
+});
+
 describe('ratio SLOs on two monitors sharing one database', () => {
   it('a SLO registered on one replica takes events on the other; both see the same window sums', async () => {
     const a = await startMonitorOnDatabase(db.url);
