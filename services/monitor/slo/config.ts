@@ -34,6 +34,56 @@ export const SLOSchema = z.strictObject({
   runbook_url: httpUrl().optional(),
 });
 
+/** A burn-rate rule of a ratio objective (Sloth's AlertWindows: `burn_rate`, or `error_budget_percent`). */
+export const RatioRuleSchema = z.strictObject({
+  severity: z.enum(['page', 'ticket']),
+  long_window: duration(),
+  short_window: duration(),
+  /** Burn rate both windows must reach; or give `error_budget_percent`. */
+  burn_rate: positiveNumber().optional(),
+  /** Share of the period's error budget (percent) spent within the long window. */
+  error_budget_percent: positiveNumber().max(100).optional(),
+  /** Stable name (default `<severity>-<long>-<short>`, e.g. `page-1h-5m`). */
+  name: nonEmptyString().optional(),
+});
+
+/** A counter of ingested series: its name (with or without `_total`) and the label values it must have. */
+const CounterSelectorSchema = z.strictObject({
+  metric: nonEmptyString(),
+  labels: z.record(z.string(), z.string()).default(() => ({})),
+});
+
+/** A ratio objective (issue 31): at least `target` of the events are good over `period`. */
+export const RatioObjectiveSchema = z.strictObject({
+  name: nonEmptyString(),
+  /** Share of good events, strictly between 0 and 1 (0.999 is 99.9%). */
+  target: z
+    .number({ error: 'expected a number between 0 and 1 exclusive' })
+    .gt(0, { error: 'expected a number between 0 and 1 exclusive' })
+    .lt(1, { error: 'expected a number between 0 and 1 exclusive' }),
+  /** A rolling period ("30d", "28d", seconds), or `{ calendar: month, time_zone }`. */
+  period: z
+    .union([
+      duration(),
+      z.strictObject({ calendar: z.literal('month'), time_zone: nonEmptyString().default('UTC') }),
+    ])
+    .default(30 * 86_400),
+  /** Empty: the SRE workbook's table, windows scaled to the period. */
+  rules: z
+    .array(RatioRuleSchema)
+    .max(10, { error: 'expected at most 10 rules' })
+    .default(() => []),
+  /** Events needed in a rule's long window before it fires. */
+  min_events: z.number().int().min(0).max(1_000_000_000).default(100),
+  /** Count the events from ingested counters instead of RecordSloSamples events. */
+  metric_source: z.strictObject({ good: CounterSelectorSchema, total: CounterSelectorSchema }).optional(),
+  description: z.string().default(''),
+  /** Tier of the `page` rules' alerts (`ticket` rules are P1_BUSINESS_HOURS). */
+  tier: z.enum(ALERT_TIERS).default('P0_PAGE'),
+  owner: z.string().default(''),
+  runbook_url: httpUrl().optional(),
+});
+
 /**
  * The `slo` section: the monitoring library's keys (one home: `max_samples_per_metric`,
  * `suppression_window_seconds`, `max_slos`) plus the monitor's own, the evaluation interval and the
@@ -47,9 +97,23 @@ export const SLOConfigSchema = z
       .array(SLOSchema)
       .default(() => [])
       .superRefine(uniqueNames('SLO')),
+    /** Ratio SLOs registered at start (one name space with `objectives`). */
+    ratio_objectives: z
+      .array(RatioObjectiveSchema)
+      .default(() => [])
+      .superRefine(uniqueNames('SLO')),
   })
   .superRefine((slo, ctx) => {
-    if (slo.objectives.length > slo.max_slos) {
+    const latency = new Set(slo.objectives.map((o) => o.name));
+    slo.ratio_objectives.forEach((o, i) => {
+      if (latency.has(o.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ratio_objectives', i, 'name'],
+          message: `duplicate SLO name "${o.name}" (already used by objectives)`,
+        });
+    });
+    if (slo.objectives.length + slo.ratio_objectives.length > slo.max_slos) {
       ctx.addIssue({
         code: 'custom',
         path: ['objectives'],
@@ -59,6 +123,8 @@ export const SLOConfigSchema = z
   })
   .prefault({});
 
+/** One ratio objective. */
+export type RatioObjective = z.infer<typeof RatioObjectiveSchema>;
 /** One SLO. */
 export type SLO = z.infer<typeof SLOSchema>;
 /** SLO section. */

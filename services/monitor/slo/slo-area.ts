@@ -26,7 +26,7 @@ import {
 } from './ratio-definition';
 import { SLO, type SLOViolation } from '../../../shared/monitoring/slo/slo';
 import type { AlertTier } from '../../../shared/monitoring/alerts/tiers';
-import type { SLOConfig, SLO as SLOConfigEntry } from './config';
+import type { RatioObjective, SLOConfig, SLO as SLOConfigEntry } from './config';
 import { DuplicateSLOError, SLOLimitExceededError } from '../../../shared/monitoring/errors';
 import { MINUTE_BUCKETS_KEPT_MS, type SloStateStore } from './store';
 import { MetricSourceRouter } from './metric-source';
@@ -107,7 +107,8 @@ export interface SloStatus {
 export type SloAreaConfig = Pick<
   SLOConfig,
   'max_samples_per_metric' | 'suppression_window_seconds' | 'max_slos' | 'objectives'
->;
+> &
+  Partial<Pick<SLOConfig, 'ratio_objectives'>>;
 
 /** What SloArea is built from. */
 export interface SloAreaOptions {
@@ -238,6 +239,32 @@ export function definitionFromConfig(entry: SLOConfigEntry): SloDefinition {
   };
 }
 
+/** A `slo.ratio_objectives` entry as a definition. */
+export function ratioDefinitionFromConfig(entry: RatioObjective): RatioSloDefinition {
+  return {
+    name: entry.name,
+    target: entry.target,
+    period:
+      typeof entry.period === 'number'
+        ? { kind: 'rolling', seconds: entry.period }
+        : { kind: 'calendar_month', timeZone: entry.period.time_zone },
+    rules: entry.rules.map((r) => ({
+      severity: r.severity,
+      longWindowSeconds: r.long_window,
+      shortWindowSeconds: r.short_window,
+      burnRate: r.burn_rate,
+      errorBudgetPercent: r.error_budget_percent,
+      ...(r.name ? { name: r.name } : {}),
+    })),
+    minEvents: entry.min_events,
+    metricSource: entry.metric_source,
+    description: entry.description,
+    tier: entry.tier,
+    owner: entry.owner,
+    runbookUrl: entry.runbook_url,
+  };
+}
+
 /** The definition of a built SLO, defaults applied: what a store keeps. */
 export function definitionOf(slo: SLO): SloDefinition {
   return {
@@ -308,7 +335,10 @@ export class SloArea {
   constructor(options: SloAreaOptions) {
     this.config = options.config;
     this.store = options.store;
-    this.configNames = new Set(options.config.objectives.map((o) => o.name));
+    this.configNames = new Set([
+      ...options.config.objectives.map((o) => o.name),
+      ...(options.config.ratio_objectives ?? []).map((o) => o.name),
+    ]);
     this.resolve = options.resolve;
     this.clock = options.clock;
     this.logger = (options.logger ?? silentLogger()).child({ area: 'slo' });
@@ -420,9 +450,23 @@ export class SloArea {
         throw new InvalidArgumentError(`slo.objectives[${i}] (${entry.name}): ${reason}`);
       }
     });
+    (this.config.ratio_objectives ?? []).forEach((entry, i) => {
+      try {
+        this.registerRatio(ratioDefinitionFromConfig(entry));
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new InvalidArgumentError(`slo.ratio_objectives[${i}] (${entry.name}): ${reason}`);
+      }
+    });
     this.started = true;
     this.refreshGauges();
-    this.logger.info({ objectives: this.config.objectives.length }, 'SLO objectives registered');
+    this.logger.info(
+      {
+        objectives: this.config.objectives.length,
+        ratioObjectives: this.config.ratio_objectives?.length ?? 0,
+      },
+      'SLO objectives registered',
+    );
   }
 
   /**

@@ -9,7 +9,7 @@ import { createConnectTransport } from '@connectrpc/connect-node';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { AlertService } from '../../../shared/gen/svc/monitor/v1/alerts_pb';
 import { AlertState, SloCalendarPeriod } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
-import type { MonitorConfigInput } from '../../../services/monitor/config';
+import { loadMonitorConfig, type MonitorConfigInput } from '../../../services/monitor/config';
 import { createTestDatabase } from '../../support/database';
 import { startMonitorApp, startMonitorOnDatabase, type RunningMonitorApp } from '../../support/monitor-app';
 
@@ -372,6 +372,56 @@ describe.each(STORES)('latency SLOs with a period on the %s store', (_kind, star
         }),
       ),
     ).toMatchObject({ code: Code.InvalidArgument, message: expect.stringMatching(/need a period/) });
+  });
+});
+
+describe('ratio objectives in the config (slo.ratio_objectives)', () => {
+  it('are registered at start: a rolling period as text, a calendar month, Sloth rules', async () => {
+    const m = await startMonitorApp({
+      slo: {
+        ratio_objectives: [
+          { name: 'cfg-avail', target: 0.995, period: '28d' },
+          {
+            name: 'cfg-month',
+            target: 0.99,
+            period: { calendar: 'month', time_zone: 'Europe/Berlin' },
+            rules: [{ severity: 'page', long_window: '1h', short_window: '5m', error_budget_percent: 2 }],
+            min_events: 10,
+          },
+        ],
+      },
+    });
+    running.push(m);
+    const listed = await m.monitorConnect.listSlos({});
+    const byName = new Map(listed.ratioSlos.map((s) => [s.name, s]));
+    expect(byName.get('cfg-avail')?.rules.map((r) => r.name)).toEqual([
+      'page-56m-5m',
+      'page-5h36m-28m',
+      'ticket-2d19h12m-5h36m',
+    ]);
+    expect(byName.get('cfg-month')).toMatchObject({ minEvents: 10n, period: { timeZone: 'Europe/Berlin' } });
+    expect(byName.get('cfg-month')?.rules.map((r) => [r.name, r.burnRate])).toEqual([['page-1h-5m', 14.4]]);
+    expect(
+      (await m.monitorConnect.recordSloSamples({ slo: 'cfg-month', events: [{ good: 9n, bad: 1n }] }))
+        .accepted,
+    ).toBe(10);
+  });
+
+  it('a bad objective stops the start naming the key', () => {
+    expect(() =>
+      loadMonitorConfig({ slo: { ratio_objectives: [{ name: 'x', target: 1 }] } }, { env: {}, file: null }),
+    ).toThrow(/slo\.ratio_objectives\.0\.target|ratio_objectives\[0\]\.target/);
+    expect(() =>
+      loadMonitorConfig(
+        {
+          slo: {
+            objectives: [{ name: 'x', metric: 'm', threshold_ms: 1 }],
+            ratio_objectives: [{ name: 'x', target: 0.9 }],
+          },
+        },
+        { env: {}, file: null },
+      ),
+    ).toThrow(/duplicate SLO name "x"/);
   });
 });
 
