@@ -14,7 +14,12 @@ import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
 import { type SloEventInput, SLOMonitor } from '../../../shared/monitoring/slo/monitor';
 import { bucketRanges, type RatioSLOStatus, SummedWindowCounts } from '../../../shared/monitoring/slo/ratio';
-import { formatWindow, periodSpanSeconds, type SloPeriod } from '../../../shared/monitoring/slo/period';
+import {
+  formatPeriod,
+  formatWindow,
+  periodSpanSeconds,
+  type SloPeriod,
+} from '../../../shared/monitoring/slo/period';
 import {
   buildRatioRule,
   buildRatioSlo,
@@ -101,6 +106,29 @@ export interface SloStatus {
    * (1 - percentile); 1 untouched, 0 or less spent; null with no samples (SLOMonitor.latencyStatuses).
    */
   budgetRemaining: number | null;
+  /**
+   * `latency`: the single-window check above. `ratio` (a ratio SLO, or a latency SLO with a period):
+   * the error budget of its period and its burn-rate rules below; `samples` holds its events,
+   * `budgetRemaining` the period's budget, `burnRate` the highest short-window burn of its rules.
+   */
+  kind: 'latency' | 'ratio';
+  /** Ratio: the target share of good events, the period ("30d", "calendar month (UTC)"), events. */
+  ratio?: {
+    target: number;
+    period: string;
+    events: number;
+    badEvents: number;
+    rules: Array<{
+      name: string;
+      severity: string;
+      burnRate: number;
+      longWindowSeconds: number;
+      shortWindowSeconds: number;
+      longBurnRate: number;
+      shortBurnRate: number;
+      firing: boolean;
+    }>;
+  };
 }
 
 /** The `slo` config keys the area reads. */
@@ -830,8 +858,10 @@ export class SloArea {
       measuredMs: s.measuredMs,
       burnRate: s.burnRate,
       budgetRemaining: s.errorBudgetRemaining,
+      kind: 'latency',
     }));
     this.publish(out);
+    for (const r of this.monitor.evaluateRatios()) out.push(ratioPageStatus(r));
     return out.sort((a, b) => compare(a.name, b.name));
   }
 
@@ -872,6 +902,39 @@ export class SloArea {
       g.budget.set(s.budgetRemaining ?? 1, labels);
     }
   }
+}
+
+/** A ratio status as the page shows it. */
+function ratioPageStatus(r: RatioSLOStatus): SloStatus {
+  return {
+    name: r.slo.name,
+    metric: '',
+    percentile: r.slo.objective,
+    thresholdMs: 0,
+    windowSeconds: r.slo.windowSeconds,
+    tier: r.slo.pageTier,
+    samples: r.events,
+    measuredMs: null,
+    burnRate: r.rules.length === 0 ? null : Math.max(...r.rules.map((x) => x.shortBurnRate)),
+    budgetRemaining: r.errorBudgetRemaining,
+    kind: 'ratio',
+    ratio: {
+      target: r.slo.objective,
+      period: formatPeriod(r.slo.period),
+      events: r.events,
+      badEvents: r.badEvents,
+      rules: r.rules.map((x) => ({
+        name: x.name,
+        severity: x.rule.severity,
+        burnRate: x.rule.burnRate,
+        longWindowSeconds: x.rule.longWindowSeconds,
+        shortWindowSeconds: x.rule.shortWindowSeconds,
+        longBurnRate: x.longBurnRate,
+        shortBurnRate: x.shortBurnRate,
+        firing: x.firing,
+      })),
+    },
+  };
 }
 
 function compare(a: string, b: string): number {

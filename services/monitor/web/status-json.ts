@@ -44,6 +44,25 @@ export interface SloJson {
   measured_ms: number | null;
   burn_rate: number | null;
   budget_remaining: number | null;
+  /** `latency` (single window) or `ratio` (error budget over a period, burn-rate rules). */
+  kind: 'latency' | 'ratio';
+  /** Ratio SLOs: target, period, events and each rule's burn rates and state. */
+  ratio?: {
+    target: number;
+    period: string;
+    events: number;
+    bad_events: number;
+    rules: Array<{
+      name: string;
+      severity: string;
+      burn_rate: number;
+      long_window_seconds: number;
+      short_window_seconds: number;
+      long_burn_rate: number | null;
+      short_burn_rate: number | null;
+      firing: boolean;
+    }>;
+  };
 }
 
 /** One alert on the page. */
@@ -122,6 +141,27 @@ export function toSloJson(s: SloStatus): SloJson {
     measured_ms: finiteOrNull(s.measuredMs),
     burn_rate: finiteOrNull(s.burnRate),
     budget_remaining: finiteOrNull(s.budgetRemaining),
+    kind: s.kind,
+    ...(s.ratio
+      ? {
+          ratio: {
+            target: s.ratio.target,
+            period: s.ratio.period,
+            events: s.ratio.events,
+            bad_events: s.ratio.badEvents,
+            rules: s.ratio.rules.map((r) => ({
+              name: r.name,
+              severity: r.severity,
+              burn_rate: r.burnRate,
+              long_window_seconds: r.longWindowSeconds,
+              short_window_seconds: r.shortWindowSeconds,
+              long_burn_rate: finiteOrNull(r.longBurnRate),
+              short_burn_rate: finiteOrNull(r.shortBurnRate),
+              firing: r.firing,
+            })),
+          },
+        }
+      : {}),
   };
 }
 

@@ -83,6 +83,23 @@ describe('the status page of a started monitor, fed over gRPC', () => {
     expect(navigations).toEqual([]);
   });
 
+  it('a ratio SLO shows its period budget and which burn-rate rule fires, its name in any script intact', async () => {
+    const name = '결제-✅-دفع';
+    await unary(client, 'registerRatioSlo', { slo: { name, target: 0.999 } });
+    const row = opened.page.locator(`#slos-body tr[data-slo="${name}"]`);
+    await row.waitFor();
+    expect(await row.locator('.name').textContent()).toBe(name);
+    expect(await row.locator('.rule[data-rule="page-1h-5m"]').getAttribute('data-firing')).toBe('false');
+    // 200 bad events: every rule burns at 1000x with more than the 100 events the guard asks.
+    await unary(client, 'recordSloSamples', { slo: name, events: [{ good: 0, bad: 200 }] });
+    await row.locator('.rule[data-rule="page-1h-5m"][data-firing="true"]').waitFor();
+    expect(await row.locator('.measured').textContent()).toBe('200 bad of 200');
+    expect(await row.locator('.budget').textContent()).toMatch(/^-99[0-9,.]*\s?%$/);
+    expect(await row.locator('.burn-rate').textContent()).toBe('page-1h-5m, page-6h-30m, ticket-3d-6h');
+    expect(await opened.page.locator('#slos-summary').textContent()).toBe('2 burning');
+    expect(navigations).toEqual([]);
+  });
+
   it("a watched target's state shows, goes down with its alert, and comes back", async () => {
     await waitForTargetState(opened.page, 'orders', 'up');
     target.stop();

@@ -155,6 +155,7 @@ describe('the status page routes', () => {
         measured_ms: 200,
         burn_rate: 0.8,
         budget_remaining: 0.2,
+        kind: 'latency',
       },
       expect.objectContaining({
         name: 'idle',

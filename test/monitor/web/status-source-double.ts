@@ -41,6 +41,7 @@ export function slo(name: string, extra: Partial<SloStatus> = {}): SloStatus {
     measuredMs: 200,
     burnRate: 0.8,
     budgetRemaining: 0.2,
+    kind: 'latency',
     ...extra,
   };
 }

@@ -112,6 +112,11 @@
       targets.length === 0 ? '' : down === 0 ? 'All reachable' : down + ' of ' + targets.length + ' down';
   }
 
+  /** A burn rate as the rules show it: `14.4×`, `—` without events. */
+  function burnText(rate) {
+    return typeof rate === 'number' ? +rate.toFixed(2) + '×' : '—';
+  }
+
   function renderSlos(slos) {
     const rows = slos.map((s) => {
       const tr = el('tr');
@@ -122,6 +127,47 @@
       const burn = el('td', 'burn-rate');
       burn.append(badge);
       const name = el('td');
+      if (s.ratio) {
+        // A ratio SLO (or a latency SLO with a period): its period's budget and each burn-rate rule.
+        const firing = s.ratio.rules.filter((r) => r.firing);
+        badge.dataset.state = firing.length > 0 ? 'burning' : 'ok';
+        badge.textContent = firing.length > 0 ? firing.map((r) => r.name).join(', ') : 'no rule fires';
+        name.append(el('strong', 'name', s.name), el('div', 'summary', s.tier));
+        const rules = el('ul', 'rules');
+        for (const r of s.ratio.rules) {
+          const li = el(
+            'li',
+            r.firing ? 'rule firing' : 'rule',
+            r.name +
+              ': ' +
+              burnText(r.long_burn_rate) +
+              ' / ' +
+              burnText(r.short_burn_rate) +
+              ' (fires at ' +
+              r.burn_rate +
+              '×)',
+          );
+          li.dataset.rule = r.name;
+          li.dataset.firing = String(r.firing);
+          rules.append(li);
+        }
+        const objectiveCell = el(
+          'td',
+          '',
+          +(s.ratio.target * 100).toFixed(4) + '% good over ' + s.ratio.period,
+        );
+        objectiveCell.append(rules);
+        tr.dataset.kind = 'ratio';
+        tr.append(
+          name,
+          objectiveCell,
+          el('td', 'measured', s.ratio.bad_events + ' bad of ' + s.ratio.events),
+          burn,
+          el('td', 'budget', formatPercent(s.budget_remaining)),
+          el('td', '', s.ratio.events),
+        );
+        return tr;
+      }
       name.append(el('strong', 'name', s.name), el('div', 'summary', s.metric + ' · ' + s.tier));
       const objective = 'p' + +(s.percentile * 100).toFixed(3) + ' ≤ ' + formatMs(s.threshold_ms);
       tr.append(
@@ -137,7 +183,9 @@
     ui.slosBody.replaceChildren(...rows);
     ui.slos.hidden = slos.length === 0;
     ui.slosEmpty.hidden = slos.length > 0;
-    const burning = slos.filter((s) => typeof s.burn_rate === 'number' && s.burn_rate >= 1).length;
+    const burning = slos.filter((s) =>
+      s.ratio ? s.ratio.rules.some((r) => r.firing) : typeof s.burn_rate === 'number' && s.burn_rate >= 1,
+    ).length;
     ui.slosSummary.textContent =
       slos.length === 0 ? '' : burning === 0 ? 'Within objective' : burning + ' burning';
   }
