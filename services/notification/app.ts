@@ -513,7 +513,9 @@ export async function createNotificationApp(
             maxRequestBytes: { sendEmail: sendEmailRequestBytes(config) },
           },
         ),
-        registration(InboxServiceDesc, new InboxRpc(inbox), { scopes: INBOX_METHOD_SCOPES }),
+        registration(InboxServiceDesc, new InboxRpc(inbox, reporter && ((ok) => reporter.onInboxSend(ok))), {
+          scopes: INBOX_METHOD_SCOPES,
+        }),
         usersRegistration,
         templateRegistration,
         registration(NotifyServiceDesc, new NotifyRpc(notifier), { scopes: NOTIFY_METHOD_SCOPES }),

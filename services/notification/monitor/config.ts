@@ -46,6 +46,50 @@ export const DeclaredSloSchema = z.strictObject({
   runbook_url: httpUrl().optional(),
 });
 
+/** Per channel, the latency objective of the `<prefix><channel>-latency` SLO (submit to SENT). */
+const LatencyObjectivesSchema = z
+  .strictObject({
+    email: duration().default(60),
+    sms: duration().default(30),
+    push: duration().default(10),
+  })
+  .prefault({});
+
+/**
+ * The service's own ratio SLOs, registered at start (issue 31): per channel, deliveries that end
+ * SENT among those that end, and SENT within the latency objective; inbox Send availability.
+ */
+export const DefaultSlosSchema = z
+  .strictObject({
+    /** Register them (with `grpc_address` set). */
+    enabled: bool().default(true),
+    /** Their names start with it: `notification-email-delivery`, `notification-inbox-send`. */
+    name_prefix: nonEmptyString().default('notification-'),
+    /** Error-budget period: a rolling duration ("30d"), or `{ calendar: month, time_zone }`. */
+    period: z
+      .union([
+        duration(),
+        z.strictObject({ calendar: z.literal('month'), time_zone: nonEmptyString().default('UTC') }),
+      ])
+      .default(30 * 86_400),
+    /** Share of ended deliveries that must end SENT, per channel. */
+    delivery_target: fraction().default(0.99),
+    /** Share of SENT deliveries that must be sent within the latency objective, per channel. */
+    latency_target: fraction().default(0.95),
+    latency_objectives: LatencyObjectivesSchema,
+    /** Share of inbox Send calls that must not fail on the service's side. */
+    inbox_send_target: fraction().default(0.999),
+    /** Events a rule's long window needs before it fires (the monitor's guard). */
+    min_events: z.number().int().min(0).max(1_000_000_000).default(100),
+    /** Tier of their page alerts on the monitor. */
+    tier: nonEmptyString().default('P0_PAGE'),
+    runbook_url: httpUrl().optional(),
+  })
+  .refine((d) => [d.delivery_target, d.latency_target, d.inbox_send_target].every((t) => t > 0 && t < 1), {
+    message: 'targets must be between 0 and 1 exclusive',
+  })
+  .prefault({});
+
 /** The `monitor` section of the notification config. */
 export const MonitorReporterConfigSchema = z
   .strictObject({
@@ -69,10 +113,14 @@ export const MonitorReporterConfigSchema = z
       .max(MAX_DECLARED_SLOS, { message: `at most ${MAX_DECLARED_SLOS} SLOs` })
       .default(() => [])
       .superRefine(uniqueNames('SLO')),
+    /** The service's own ratio SLOs (see DefaultSlosSchema). */
+    default_slos: DefaultSlosSchema,
   })
   .prefault({});
 
 /** Validated `monitor` section. */
 export type MonitorReporterConfig = z.infer<typeof MonitorReporterConfigSchema>;
+/** The validated `default_slos`. */
+export type DefaultSlosConfig = z.infer<typeof DefaultSlosSchema>;
 /** One declared SLO, validated (window in seconds). */
 export type DeclaredSlo = z.infer<typeof DeclaredSloSchema>;

@@ -12,8 +12,11 @@ import {
   CaptureExceptionRequestSchema,
   MonitorService,
   RecordSloSamplesRequestSchema,
+  RegisterRatioSloRequestSchema,
   RegisterSloRequestSchema,
+  SloCalendarPeriod,
 } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
+import type { RatioSloDeclaration } from './default-slos';
 import { ConnectError, type Client } from '@connectrpc/connect';
 import { createGrpcClient, type GrpcClient } from '../../../shared/rpc/client';
 import type { DeclaredSlo, MonitorReporterConfig } from './config';
@@ -29,9 +32,12 @@ export class MonitorCallError extends Error {
     this.name = 'MonitorCallError';
   }
 
-  /** True when the monitor refused the request itself (INVALID_ARGUMENT): retrying cannot help. */
+  /**
+   * True when the monitor refused the request itself (INVALID_ARGUMENT), or does not know the RPC
+   * (UNIMPLEMENTED: a monitor older than ratio SLOs): retrying cannot help.
+   */
   get refused(): boolean {
-    return this.code === grpc.status.INVALID_ARGUMENT;
+    return this.code === grpc.status.INVALID_ARGUMENT || this.code === grpc.status.UNIMPLEMENTED;
   }
 }
 
@@ -52,7 +58,18 @@ export interface MonitorSink {
   /** Registers one SLO; resolves `exists` when the monitor already has one of that name. */
   registerSlo(slo: DeclaredSlo): Promise<'registered' | 'exists'>;
   captureException(report: ExceptionReport, sourceService: string): Promise<void>;
+  /** Registers one ratio SLO; `exists` when the monitor has it (the same, or another under its name). */
+  registerRatioSlo(slo: RatioSloDeclaration): Promise<'registered' | 'exists'>;
+  /** Records events of a ratio SLO (at most 10,000 entries); resolves how many events were kept. */
+  recordSloEvents(slo: string, events: readonly SloEventEntry[]): Promise<number>;
   close(): void;
+}
+
+/** Good and bad events of one second (epoch ms of its start). */
+export interface SloEventEntry {
+  atMs: number;
+  good: number;
+  bad: number;
 }
 
 /** The grpc-js implementation of {@link MonitorSink}. */
@@ -100,6 +117,46 @@ export class MonitorClient implements MonitorSink {
       if (err instanceof MonitorCallError && err.code === grpc.status.ALREADY_EXISTS) return 'exists';
       throw err;
     }
+  }
+
+  async registerRatioSlo(slo: RatioSloDeclaration): Promise<'registered' | 'exists'> {
+    const request = create(RegisterRatioSloRequestSchema, {
+      slo: {
+        name: slo.name,
+        target: slo.target,
+        period:
+          slo.period.kind === 'rolling'
+            ? { kind: { case: 'rolling', value: durationFromMs(slo.period.seconds * 1000) } }
+            : { kind: { case: 'calendar', value: SloCalendarPeriod.MONTH }, timeZone: slo.period.timeZone },
+        minEvents: BigInt(slo.minEvents),
+        description: slo.description,
+        tier: slo.tier,
+        runbookUrl: slo.runbookUrl ?? '',
+      },
+    });
+    try {
+      await this.call('registerRatioSlo', (c) => c.registerRatioSlo(request));
+      return 'registered';
+    } catch (err) {
+      if (err instanceof MonitorCallError && err.code === grpc.status.ALREADY_EXISTS) return 'exists';
+      throw err;
+    }
+  }
+
+  async recordSloEvents(slo: string, events: readonly SloEventEntry[]): Promise<number> {
+    const res = await this.call('recordSloSamples', (c) =>
+      c.recordSloSamples(
+        create(RecordSloSamplesRequestSchema, {
+          slo,
+          events: events.map((e) => ({
+            good: BigInt(e.good),
+            bad: BigInt(e.bad),
+            time: timestampFromDate(new Date(e.atMs)),
+          })),
+        }),
+      ),
+    );
+    return res.accepted;
   }
 
   async captureException(report: ExceptionReport, sourceService: string): Promise<void> {

@@ -16,7 +16,14 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { Channel, DeliveryObserver, DeliveryOutcome } from '../delivery';
 import type { DeclaredSlo, MonitorReporterConfig } from './config';
-import { type ExceptionReport, MonitorCallError, type MonitorSink } from './monitor-client';
+import {
+  type ExceptionReport,
+  MonitorCallError,
+  type MonitorSink,
+  type SloEventEntry,
+} from './monitor-client';
+import { DefaultSlos, type RatioSloDeclaration, SERVICE_FAILURES } from './default-slos';
+import * as grpc from '@grpc/grpc-js';
 import { scrubText, stackFrames } from './scrub';
 
 /** The metric a channel's delivery latency samples are recorded under (milliseconds). */
@@ -28,7 +35,7 @@ export function deliveryLatencyMetric(channel: Channel): string {
 export const MAX_SAMPLES_PER_CALL = 10_000;
 
 /** What a dropped report was. */
-export type ReportKind = 'latency_sample' | 'exception';
+export type ReportKind = 'latency_sample' | 'exception' | 'slo_event';
 /** Why a report was dropped. */
 export type DropReason = 'buffer_full' | 'send_failed' | 'stopped';
 
@@ -46,7 +53,15 @@ export interface MonitorReporterOptions {
 export class MonitorReporter implements DeliveryObserver {
   private samples = new Map<string, number[]>();
   private exceptions: ExceptionReport[] = [];
+  /** Events of the default ratio SLOs: per SLO, per second (epoch ms), good and bad. */
+  private events = new Map<string, Map<number, { good: number; bad: number }>>();
   private buffered = 0;
+  /** The service's own ratio SLOs (default-slos.ts). */
+  readonly defaults: DefaultSlos;
+  /** Default SLOs not yet registered (retried on the flush cadence; again after NOT_FOUND). */
+  private readonly unregisteredRatio: RatioSloDeclaration[];
+  /** Default SLOs the monitor refused (or does not know ratio SLOs): their events are not counted. */
+  private readonly refusedRatio = new Set<string>();
   /** SLOs not yet registered (retried on the flush cadence). */
   private readonly unregistered: DeclaredSlo[];
   private timer: NodeJS.Timeout | null = null;
@@ -61,6 +76,8 @@ export class MonitorReporter implements DeliveryObserver {
   constructor(private readonly options: MonitorReporterOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'monitor-reporter' });
     this.unregistered = [...options.config.slos];
+    this.defaults = new DefaultSlos(options.config.default_slos);
+    this.unregisteredRatio = [...this.defaults.declarations];
     const registry = options.registry;
     if (registry) {
       this.dropped = new Counter({
@@ -111,12 +128,48 @@ export class MonitorReporter implements DeliveryObserver {
    * FAILED one is not a latency: it is counted by `notification_deliveries_total{outcome="failed"}`.
    */
   onOutcome(outcome: DeliveryOutcome): void {
+    if (this.defaults.enabled) {
+      // Counted once, when the sender's part ends (SENT, or FAILED after retries and failover).
+      const at = outcome.finishedAt.getTime();
+      const sent = outcome.status === 'sent';
+      if (sent || (outcome.failure !== null && SERVICE_FAILURES.has(outcome.failure)))
+        this.countEvent(this.defaults.deliverySlo(outcome.channel), at, sent);
+      if (sent)
+        this.countEvent(
+          this.defaults.latencySlo(outcome.channel),
+          at,
+          outcome.latencyMs <= this.defaults.latencyObjectiveMs(outcome.channel),
+        );
+    }
     if (outcome.status !== 'sent') return;
     if (!this.admit('latency_sample')) return;
     const metric = deliveryLatencyMetric(outcome.channel);
     let list = this.samples.get(metric);
     if (!list) this.samples.set(metric, (list = []));
     list.push(outcome.latencyMs);
+  }
+
+  /**
+   * An inbox Send answered: `ok`, or failed on the service's side (a caller's error is no event and
+   * is not reported). Counted in the `inbox-send` SLO.
+   */
+  onInboxSend(ok: boolean): void {
+    if (this.defaults.enabled) this.countEvent(this.defaults.inboxSendSlo(), Date.now(), ok);
+  }
+
+  /** Adds one event to its SLO's bucket of the second; a new bucket takes a buffer slot. */
+  private countEvent(slo: string, atMs: number, good: boolean): void {
+    if (this.refusedRatio.has(slo)) return;
+    const second = Math.floor(atMs / 1000) * 1000;
+    let buckets = this.events.get(slo);
+    let bucket = buckets?.get(second);
+    if (!bucket) {
+      if (!this.admit('slo_event')) return;
+      if (!buckets) this.events.set(slo, (buckets = new Map()));
+      buckets.set(second, (bucket = { good: 0, bad: 0 }));
+    }
+    if (good) bucket.good++;
+    else bucket.bad++;
   }
 
   /**
@@ -191,26 +244,113 @@ export class MonitorReporter implements DeliveryObserver {
 
   /** Drops everything buffered with `reason`. */
   private discard(reason: DropReason): void {
-    const { samples, exceptions } = this.take();
+    const { samples, exceptions, events } = this.take();
     let count = 0;
     for (const values of samples.values()) count += values.length;
     if (count > 0) this.dropped?.inc({ kind: 'latency_sample', reason }, count);
     if (exceptions.length > 0) this.dropped?.inc({ kind: 'exception', reason }, exceptions.length);
+    let buckets = 0;
+    for (const b of events.values()) buckets += b.size;
+    if (buckets > 0) this.dropped?.inc({ kind: 'slo_event', reason }, buckets);
   }
 
   /** Empties the buffer and returns what was in it. */
-  private take(): { samples: Map<string, number[]>; exceptions: ExceptionReport[] } {
-    const taken = { samples: this.samples, exceptions: this.exceptions };
+  private take(): {
+    samples: Map<string, number[]>;
+    exceptions: ExceptionReport[];
+    events: Map<string, Map<number, { good: number; bad: number }>>;
+  } {
+    const taken = { samples: this.samples, exceptions: this.exceptions, events: this.events };
     this.samples = new Map();
     this.exceptions = [];
+    this.events = new Map();
     this.buffered = 0;
     return taken;
+  }
+
+  /** Puts back events that wait for their SLO's registration (they keep their buffer slots). */
+  private putBack(slo: string, entries: readonly SloEventEntry[]): void {
+    let buckets = this.events.get(slo);
+    if (!buckets) this.events.set(slo, (buckets = new Map()));
+    for (const e of entries) {
+      const b = buckets.get(e.atMs);
+      if (b) {
+        b.good += e.good;
+        b.bad += e.bad;
+      } else {
+        buckets.set(e.atMs, { good: e.good, bad: e.bad });
+        this.buffered++;
+      }
+    }
+  }
+
+  /** Sends the events of the default SLOs, in chunks of at most 10,000 entries. */
+  private async sendEvents(events: Map<string, Map<number, { good: number; bad: number }>>): Promise<void> {
+    const waiting = new Set(this.unregisteredRatio.map((d) => d.name));
+    for (const [slo, buckets] of events) {
+      const entries = [...buckets].map(([atMs, c]) => ({ atMs, good: c.good, bad: c.bad }));
+      if (waiting.has(slo)) {
+        this.putBack(slo, entries);
+        continue;
+      }
+      for (let i = 0; i < entries.length; i += MAX_SAMPLES_PER_CALL) {
+        const chunk = entries.slice(i, i + MAX_SAMPLES_PER_CALL);
+        try {
+          await this.options.sink.recordSloEvents(slo, chunk);
+          this.sent?.inc({ kind: 'slo_event' }, chunk.length);
+          this.answered();
+        } catch (err) {
+          if (err instanceof MonitorCallError && err.code === grpc.status.NOT_FOUND) {
+            // The monitor lost the SLO (its memory store restarted): register it again, keep the events.
+            const decl = this.defaults.declarations.find((d) => d.name === slo);
+            if (decl && !this.unregisteredRatio.includes(decl)) {
+              this.unregisteredRatio.push(decl);
+              this.log.warn({ slo }, 'the monitor no longer has this SLO: registering it again');
+            }
+            this.putBack(slo, entries.slice(i));
+            break;
+          }
+          this.failed(err, 'RecordSloSamples');
+          this.dropped?.inc({ kind: 'slo_event', reason: 'send_failed' }, chunk.length);
+        }
+      }
+    }
+  }
+
+  /** Registers each default SLO not registered yet; ALREADY_EXISTS counts as registered. */
+  private async registerRatioSlos(): Promise<void> {
+    if (this.stopped) return;
+    for (const slo of [...this.unregisteredRatio]) {
+      try {
+        const result = await this.options.sink.registerRatioSlo(slo);
+        this.unregisteredRatio.splice(this.unregisteredRatio.indexOf(slo), 1);
+        this.answered();
+        if (result === 'exists')
+          this.log.warn(
+            { slo: slo.name },
+            'the monitor has an SLO of this name with another definition: events are recorded into it',
+          );
+        else this.log.info({ slo: slo.name }, 'SLO registered at the monitor');
+      } catch (err) {
+        if (err instanceof MonitorCallError && err.refused) {
+          this.unregisteredRatio.splice(this.unregisteredRatio.indexOf(slo), 1);
+          this.refusedRatio.add(slo.name);
+          this.events.delete(slo.name);
+          this.log.error({ slo: slo.name, reason: err.message }, 'the monitor refused an SLO declaration');
+          continue;
+        }
+        this.failed(err, 'RegisterRatioSlo');
+        return;
+      }
+    }
   }
 
   private async flushOnce(): Promise<void> {
     const { sink, config } = this.options;
     await this.registerSlos();
-    const { samples, exceptions } = this.take();
+    await this.registerRatioSlos();
+    const { samples, exceptions, events } = this.take();
+    await this.sendEvents(events);
     for (const [metric, values] of samples) {
       for (let i = 0; i < values.length; i += MAX_SAMPLES_PER_CALL) {
         const chunk = values.slice(i, i + MAX_SAMPLES_PER_CALL);

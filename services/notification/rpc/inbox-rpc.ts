@@ -4,6 +4,7 @@
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { callerKey } from '../../../shared/rpc/context';
+import { DomainError, UnavailableError } from '../../../shared/errors';
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import {
@@ -76,15 +77,30 @@ export function toWireEvent(e: InboxEvent): MessageInitShape<typeof WatchInboxRe
 }
 
 export class InboxRpc implements ServiceImpl<typeof InboxServiceDesc> {
-  constructor(private readonly inbox: InboxServiceContract) {}
+  /**
+   * `onSend`: told of each Send that succeeded (true) or failed on the service's side (false: an
+   * unexpected error or UNAVAILABLE); a caller's error (bad input, a quota) is not told. The inbox
+   * Send availability SLO counts it (monitor/default-slos.ts).
+   */
+  constructor(
+    private readonly inbox: InboxServiceContract,
+    private readonly onSend?: (ok: boolean) => void,
+  ) {}
 
   async send(req: { userId: string; title: string; body: string; metadata?: JsonObject }) {
-    const message = await this.inbox.send({
-      userId: req.userId,
-      title: req.title,
-      body: req.body,
-      metadata: req.metadata ?? {},
-    });
+    let message;
+    try {
+      message = await this.inbox.send({
+        userId: req.userId,
+        title: req.title,
+        body: req.body,
+        metadata: req.metadata ?? {},
+      });
+    } catch (err) {
+      if (!(err instanceof DomainError) || err instanceof UnavailableError) this.onSend?.(false);
+      throw err;
+    }
+    this.onSend?.(true);
     return { message: toWireMessage(message) };
   }
 

@@ -11,6 +11,9 @@ import {
   MonitorService,
   RecordSloSamplesResponseSchema,
   RegisterSloResponseSchema,
+  RegisterRatioSloResponseSchema,
+  type RegisterRatioSloRequest,
+  type RatioSlo,
   type CaptureExceptionRequest,
   type RecordSloSamplesRequest,
   type RegisterSloRequest,
@@ -26,6 +29,12 @@ export interface StandInMonitor {
   slos: Map<string, Slo>;
   /** RegisterSlo calls answered ALREADY_EXISTS. */
   duplicateRegistrations: string[];
+  /** Registered ratio SLOs by name (RegisterRatioSlo). */
+  ratioSlos: Map<string, RatioSlo>;
+  /** Events per ratio SLO, in arrival order (RecordSloSamples with `slo`). */
+  events: Map<string, Array<{ good: number; bad: number; atMs: number }>>;
+  /** While true, RegisterRatioSlo answers UNIMPLEMENTED (a monitor older than ratio SLOs). */
+  noRatioSlos: boolean;
   /** Recorded values per metric, in arrival order. */
   samples: Map<string, number[]>;
   /** RecordSloSamples calls (one per batch). */
@@ -48,6 +57,9 @@ export function createStandInMonitor(port = 0): StandInMonitor {
     port,
     address: '',
     slos: new Map(),
+    ratioSlos: new Map(),
+    events: new Map(),
+    noRatioSlos: false,
     duplicateRegistrations: [],
     samples: new Map(),
     sampleCalls: 0,
@@ -72,9 +84,34 @@ export function createStandInMonitor(port = 0): StandInMonitor {
         monitor.slos.set(slo.name, slo);
         cb(null, create(RegisterSloResponseSchema, { slo }));
       };
+      const registerRatioSlo: Unary<RegisterRatioSloRequest> = (call, cb) => {
+        seen(call);
+        if (held()) return;
+        if (monitor.noRatioSlos) return cb({ code: grpc.status.UNIMPLEMENTED, details: 'unknown method' });
+        const slo = call.request.slo!;
+        if (!monitor.ratioSlos.has(slo.name)) monitor.ratioSlos.set(slo.name, slo);
+        cb(null, create(RegisterRatioSloResponseSchema, { slo }));
+      };
       const recordSloSamples: Unary<RecordSloSamplesRequest> = (call, cb) => {
         seen(call);
         if (held()) return;
+        if (call.request.slo !== '') {
+          // Like the monitor: events of an SLO it does not have are NOT_FOUND.
+          if (!monitor.ratioSlos.has(call.request.slo))
+            return cb({ code: grpc.status.NOT_FOUND, details: `no ratio SLO is named ${call.request.slo}` });
+          const list = monitor.events.get(call.request.slo) ?? [];
+          let accepted = 0;
+          for (const e of call.request.events) {
+            list.push({
+              good: Number(e.good),
+              bad: Number(e.bad),
+              atMs: e.time ? Number(e.time.seconds) * 1000 : -1,
+            });
+            accepted += Number(e.good + e.bad);
+          }
+          monitor.events.set(call.request.slo, list);
+          return cb(null, create(RecordSloSamplesResponseSchema, { accepted }));
+        }
         monitor.sampleCalls++;
         const list = monitor.samples.get(call.request.metric) ?? [];
         list.push(...call.request.valuesMs);
@@ -94,6 +131,7 @@ export function createStandInMonitor(port = 0): StandInMonitor {
       };
       s.addService(createGrpcServerDefinition(MonitorService), {
         registerSlo,
+        registerRatioSlo,
         recordSloSamples,
         captureException,
       } as grpc.UntypedServiceImplementation);
