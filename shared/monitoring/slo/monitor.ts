@@ -373,7 +373,7 @@ export class SLOMonitor {
     if (!entry) return false;
     const now = this.clock.now();
     const at = atMs ?? now;
-    this.checkEventTime(entry.slo, at, now, '');
+    if (atMs !== undefined) this.checkEventTime(entry.slo, at, now, periodStartMs(entry.slo.period, now), -1);
     entry.counts.add(at, good, total);
     return true;
   }
@@ -386,16 +386,22 @@ export class SLOMonitor {
       this.ratioSlos.get(e.name)?.counts.add(now, e.good, e.total);
   }
 
-  private checkEventTime(slo: RatioSLO, atMs: number, nowMs: number, where: string): void {
-    if (!Number.isFinite(atMs)) throw new InvalidSLOError(`event${where} time must be a valid time`);
+  /**
+   * Throws unless `atMs` is a finite time from `startMs` (the period's start, computed once per batch:
+   * a calendar period's start costs a time-zone lookup) to MAX_EVENT_FUTURE_MS after `nowMs`. `index`
+   * names the entry of a batch in the message (-1: a single event).
+   */
+  private checkEventTime(slo: RatioSLO, atMs: number, nowMs: number, startMs: number, index: number): void {
+    if (Number.isFinite(atMs) && atMs <= nowMs + MAX_EVENT_FUTURE_MS && atMs >= startMs) return;
+    const where = index < 0 ? 'event' : `events[${index}]`;
+    if (!Number.isFinite(atMs)) throw new InvalidSLOError(`${where} time must be a valid time`);
     if (atMs > nowMs + MAX_EVENT_FUTURE_MS)
       throw new InvalidSLOError(
-        `event${where} time ${new Date(atMs).toISOString()} is more than 5 minutes ahead of the monitor's clock`,
+        `${where} time ${new Date(atMs).toISOString()} is more than 5 minutes ahead of the monitor's clock`,
       );
-    if (atMs < periodStartMs(slo.period, nowMs))
-      throw new InvalidSLOError(
-        `event${where} time ${new Date(atMs).toISOString()} is before the SLO's period (${formatPeriod(slo.period)})`,
-      );
+    throw new InvalidSLOError(
+      `${where} time ${new Date(atMs).toISOString()} is before the SLO's period (${formatPeriod(slo.period)})`,
+    );
   }
 
   /**
@@ -411,11 +417,13 @@ export class SLOMonitor {
     const entry = this.ratioSlos.get(name);
     if (!entry) return false;
     const now = this.clock.now();
-    events.forEach((e, i) => {
+    const start = periodStartMs(entry.slo.period, now);
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i]!;
       if (!(Number.isSafeInteger(e.good) && e.good >= 0 && Number.isSafeInteger(e.bad) && e.bad >= 0))
         throw new InvalidSLOError(`events[${i}]: good and bad must be integers of 0 or more`);
-      if (e.atMs !== undefined) this.checkEventTime(entry.slo, e.atMs, now, `s[${i}]`);
-    });
+      if (e.atMs !== undefined) this.checkEventTime(entry.slo, e.atMs, now, start, i);
+    }
     return true;
   }
 

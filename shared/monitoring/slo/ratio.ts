@@ -208,6 +208,8 @@ class BucketRing {
   private readonly ids: Float64Array;
   private readonly good: Float64Array;
   private readonly total: Float64Array;
+  /** The newest bucket id added (-Infinity before any). */
+  private newestId = -Infinity;
 
   constructor(
     private readonly widthMs: number,
@@ -221,6 +223,10 @@ class BucketRing {
   /** Adds to the bucket of `atMs`; false (nothing added) when its slot already holds a newer bucket. */
   add(atMs: number, good: number, total: number): boolean {
     const id = Math.floor(atMs / this.widthMs);
+    // Older than the ring's span behind the newest bucket seen: nowhere to keep it (and no slot to
+    // look at: a late event outside the span costs one comparison).
+    if (id <= this.newestId - this.size) return false;
+    if (id > this.newestId) this.newestId = id;
     const slot = id % this.size;
     // A late event older than the ring's span must not wipe the newer bucket in its slot.
     if (this.ids[slot]! > id) return false;
@@ -252,6 +258,7 @@ class BucketRing {
 
   clear(): void {
     this.ids.fill(-1);
+    this.newestId = -Infinity;
   }
 }
 
