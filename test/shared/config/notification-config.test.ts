@@ -177,6 +177,17 @@ describe('NotificationConfig', () => {
         max_buffered: 10000,
         source_service: 'notification',
         slos: [],
+        default_slos: {
+          enabled: true,
+          name_prefix: 'notification-',
+          period: 2_592_000,
+          delivery_target: 0.99,
+          latency_target: 0.95,
+          latency_objectives: { email: 60, sms: 30, push: 10 },
+          inbox_send_target: 0.999,
+          min_events: 100,
+          tier: 'P0_PAGE',
+        },
       },
       // templates/config.ts (store_backend unset: as delivery.store_backend).
       templates: {
