@@ -15,7 +15,7 @@ import {
   RULE_NAME_PATTERN,
 } from '../../../shared/monitoring/slo/ratio';
 import { DEFAULT_SLO_PERIOD, type SloPeriod } from '../../../shared/monitoring/slo/period';
-import { checkRunbookUrl, checkSloString } from './slo-area';
+import { checkSloString, checkSloTexts } from './slo-area';
 
 /** Shortest rolling period on the wire: a day (the library takes an hour for its own tests). */
 export const MIN_WIRE_PERIOD_SECONDS = 86_400;
@@ -126,12 +126,7 @@ export function checkWirePeriod(period: SloPeriod): void {
  * what the wire bounds, InvalidSLOError (also INVALID_ARGUMENT) for the library's rules.
  */
 export function buildRatioSlo(def: RatioSloDefinition): RatioSLO {
-  checkSloString('name', 'name', def.name, true);
-  checkSloString('description', 'description', def.description, false);
-  checkSloString('owner', 'owner', def.owner, false);
-  checkSloString('tier', 'tier', def.tier, false);
-  checkSloString('runbookUrl', 'runbook_url', def.runbookUrl, false);
-  checkRunbookUrl(def.runbookUrl);
+  checkSloTexts(def);
   if (!(typeof def.target === 'number' && def.target > 0 && def.target < 1))
     throw new InvalidArgumentError(`target must be between 0 and 1 exclusive, got ${def.target}`, 'target');
   const period = def.period ?? DEFAULT_SLO_PERIOD;

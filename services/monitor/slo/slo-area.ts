@@ -198,18 +198,29 @@ export function checkRunbookUrl(value: string | undefined): void {
     throw new InvalidArgumentError('runbook_url must be an http:// or https:// URL', 'runbook_url');
 }
 
-/**
- * Checks a caller's definition (bounds the library does not know about) and builds the library's
- * SLO, which checks the rest (percentile at most 1, threshold, window, burn rate, tier).
- */
-export function buildSlo(def: SloDefinition): SLO {
+/** The text fields every SLO definition has (latency and ratio), against SLO_FIELD_LIMITS. */
+export function checkSloTexts(def: {
+  name: string;
+  description?: string;
+  owner?: string;
+  tier?: string;
+  runbookUrl?: string;
+}): void {
   checkSloString('name', 'name', def.name, true);
-  checkSloString('metric', 'metric', def.metric, true);
   checkSloString('description', 'description', def.description, false);
   checkSloString('owner', 'owner', def.owner, false);
   checkSloString('tier', 'tier', def.tier, false);
   checkSloString('runbookUrl', 'runbook_url', def.runbookUrl, false);
   checkRunbookUrl(def.runbookUrl);
+}
+
+/**
+ * Checks a caller's definition (bounds the library does not know about) and builds the library's
+ * SLO, which checks the rest (percentile at most 1, threshold, window, burn rate, tier).
+ */
+export function buildSlo(def: SloDefinition): SLO {
+  checkSloTexts(def);
+  checkSloString('metric', 'metric', def.metric, true);
   // The library accepts 0 (the spec's "0.0 to 1.0"), but p0 is the minimum, never an objective, and
   // on the wire 0 is what an unset percentile reads as.
   if (!(def.percentile > 0))
