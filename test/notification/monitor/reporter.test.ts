@@ -218,9 +218,7 @@ describe('reporting to a monitor that is down', () => {
     expect(monitor.sampleCalls).toBe(0);
     // Every sample is accounted for as dropped (the last one at the latest when its call's deadline ends).
     const dropped = async () =>
-      (
-        await n.app.registry.getSingleMetric('notification_monitor_reports_dropped_total')!.get()
-      ).values
+      (await n.app.registry.getSingleMetric('notification_monitor_reports_dropped_total')!.get()).values
         .filter((v) => v.labels.kind === 'latency_sample')
         .reduce((sum, v) => sum + v.value, 0);
     const deadline = Date.now() + 15_000;
