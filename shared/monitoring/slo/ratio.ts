@@ -286,11 +286,13 @@ export function ratioWindows(slo: RatioSLO): number[] {
 
 /** Good and total event counts of one ratio SLO, in bounded memory. */
 export class EventCounts implements SloWindowCounts {
-  private readonly fine = new BucketRing(MINUTE_MS, FINE_SPAN_SECONDS / 60);
+  // Slack of 6 minutes / 1 hour: an event stamped up to 5 minutes ahead (MAX_EVENT_FUTURE_MS) takes
+  // a slot of its own instead of evicting a bucket still inside the longest window.
+  private readonly fine = new BucketRing(MINUTE_MS, FINE_SPAN_SECONDS / 60 + 6);
   private readonly coarse: BucketRing;
 
   constructor(windowSeconds: number) {
-    this.coarse = new BucketRing(HOUR_MS, Math.ceil(windowSeconds / HOUR) + 1);
+    this.coarse = new BucketRing(HOUR_MS, Math.ceil(windowSeconds / HOUR) + 2);
   }
 
   /**

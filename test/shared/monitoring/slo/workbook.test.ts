@@ -340,6 +340,15 @@ describe('event batches', () => {
     expect(m.recordEventBatch('nobody', [{ good: 1, bad: 0 }])).toBe(-1);
   });
 
+  test('an event stamped 5 minutes ahead does not evict a bucket still inside the 6 h window', () => {
+    const { m, clock, rule } = setup();
+    // Bad events 5 h 55 min ago, still inside the 6 h window (360 minute buckets): the slot a
+    // bucket 5 minutes ahead would take in a ring of exactly 360.
+    m.recordEventBatch(NAME, [{ good: 0, bad: 150, atMs: clock.now() - 355 * MINUTE }]);
+    m.recordEventBatch(NAME, [{ good: 10, bad: 0, atMs: clock.now() + 5 * MINUTE }]);
+    expect(rule('page-6h-30m').longWindowEvents).toBe(150);
+  });
+
   test('a late event older than six hours counts in the hour buckets and never wipes newer minutes', () => {
     const { m, clock, rule } = setup();
     m.recordEventBatch(NAME, [{ good: 0, bad: 200, atMs: clock.now() }]);
