@@ -66,6 +66,8 @@ import { INBOUND_SMS_METHOD_SCOPES } from './rpc/scopes';
 import { emailWebhookRoutes } from './channels/email/event-webhook';
 import { AdminAuth } from './admin/auth';
 import { ADMIN_PATH_PREFIX, AdminGateway } from './admin/gateway';
+import { ConsoleGateway } from './admin/console/console-gateway';
+import { consoleSections } from './admin/console/sections';
 import { SECURITY_HEADERS } from './admin/http';
 // Templates (issue 25)
 import { TemplateService as TemplateServiceDesc } from '../../shared/gen/svc/notification/v1/templates_pb';
@@ -552,6 +554,27 @@ export async function createNotificationApp(
       shutdownSignal: server.shutdownSignal,
     });
     server.routes.add(...gateway.routes()).setHeaders(ADMIN_PATH_PREFIX, SECURITY_HEADERS);
+    // The operator console (issue 29): operators only (admin.auth.operator_claim), same bearer JWT.
+    const consoleGateway = new ConsoleGateway({
+      auth,
+      logger,
+      sections: consoleSections({
+        logger,
+        deliveries,
+        deliveryWatch,
+        suppressions,
+        notifier,
+        users,
+        preferences,
+        inbox,
+        templates,
+        registries,
+        categories: config.notify.categories,
+        maxPageSize: config.inbox.max_page_size,
+        shutdownSignal: server.shutdownSignal,
+      }),
+    });
+    server.routes.add(...consoleGateway.routes());
     // Preferences area: one-click unsubscribe (no API token: the signed link is the authentication).
     server.routes.add(...unsubscribeRoutes({ links: unsubscribe, book: preferences, logger }));
     // Provider receipts: signed webhooks (no bearer token; the signature is the authentication).

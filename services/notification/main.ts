@@ -20,8 +20,14 @@ runService({
     const ports = await app.start();
     if (app.auth.demoMode) {
       // No admin keys configured (never in production): a ready link for the demo user.
-      const link = await app.auth.demoLoginUrl(`http://${displayHost(config.server.host)}:${ports.http}`);
+      const base = `http://${displayHost(config.server.host)}:${ports.http}`;
+      const link = await app.auth.demoLoginUrl(base);
       logger.info({ user: config.admin.auth.demo_user }, `admin page (demo login, valid 12 h): ${link}`);
+      const console = await app.auth.demoConsoleUrl(base);
+      logger.info(
+        { user: config.admin.auth.demo_user },
+        `operator console (demo operator, valid 12 h): ${console}`,
+      );
     }
     return { ports, stop: () => app.stop() };
   },

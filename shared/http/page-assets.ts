@@ -36,11 +36,23 @@ const KIT_FILES = new Set(['kit.js', 'kit.css']);
 
 /**
  * Reads every file of {@link PAGE_ASSET_TYPES}: the kit's from `shared/http/page`, the rest from
- * `dir`; `page` names the page in the error.
+ * `dir`; `page` names the page in the error. `extraScripts` are more `.js` files of `dir` a page made
+ * of several modules serves beside app.js (the operator console: one script per section).
  */
-export function loadPageAssets(dir: string, page: string): Map<string, StaticAsset> {
+export function loadPageAssets(
+  dir: string,
+  page: string,
+  extraScripts: readonly string[] = [],
+): Map<string, StaticAsset> {
   const assets = new Map<string, StaticAsset>();
-  for (const [name, contentType] of Object.entries(PAGE_ASSET_TYPES)) {
+  const files = Object.entries(PAGE_ASSET_TYPES);
+  for (const name of extraScripts) {
+    if (!/^[a-z0-9-]+\.js$/.test(name) || name in PAGE_ASSET_TYPES) {
+      throw new Error(`${page} extra script ${name} must be a new lower-case .js file name`);
+    }
+    files.push([name, PAGE_ASSET_TYPES['app.js']!]);
+  }
+  for (const [name, contentType] of files) {
     let body: Buffer;
     try {
       body = readFileSync(join(KIT_FILES.has(name) ? KIT_DIR : dir, name));

@@ -38,6 +38,13 @@ export interface AdminAuthOptions {
   demo_user: string;
   /** `production` forbids the ephemeral secret. */
   environment: string;
+  /**
+   * The claim that says who is an operator (default `roles`): a JSON array of strings, or one string
+   * of space-separated values (the OAuth `scope` form).
+   */
+  operator_claim?: string;
+  /** Any of these values in {@link operator_claim} makes the caller an operator (default `notification:operator`). */
+  operator_roles?: readonly string[];
 }
 
 /** The authenticated caller of an admin request. */
@@ -46,7 +53,17 @@ export interface AdminPrincipal {
   userId: string;
   /** The token's `exp`: long-lived responses (the event stream) end then. */
   expiresAt: Date;
+  /**
+   * The token names an operator role (`operator_claim` holds one of `operator_roles`): the console
+   * and other people's records are open to it. An end user sees only their own inbox and preferences.
+   */
+  operator: boolean;
 }
+
+/** Default of `admin.auth.operator_claim`. */
+export const DEFAULT_OPERATOR_CLAIM = 'roles';
+/** Default of `admin.auth.operator_roles`. */
+export const DEFAULT_OPERATOR_ROLES: readonly string[] = ['notification:operator'];
 
 /** Default clock skew, in seconds, for callers that build AdminAuthOptions from partial config. */
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
@@ -131,34 +148,49 @@ export class AdminAuth {
     if (!token) throw new UnauthenticatedError('a bearer token is required');
     const jose = await loadJose();
     const key = await this.verificationKey();
-    let sub: unknown;
-    let exp: unknown;
-    let iat: unknown;
+    let payload: Record<string, unknown>;
     try {
-      ({
-        payload: { sub, exp, iat },
-      } = await jose.jwtVerify(token, key, this.verifyOptions));
+      ({ payload } = await jose.jwtVerify(token, key, this.verifyOptions));
     } catch (err) {
       throw translateVerifyError(err);
     }
+    const { sub, exp, iat } = payload;
     this.checkLifetime(iat, exp as number);
     if (typeof sub !== 'string' || sub.length === 0) {
       throw new UnauthenticatedError('the token has no subject');
     }
     // `exp` is a required claim, so jose has checked it is a number.
-    return { userId: sub, expiresAt: new Date((exp as number) * 1000) };
+    return {
+      userId: sub,
+      expiresAt: new Date((exp as number) * 1000),
+      operator: this.namesOperator(payload[this.options.operator_claim ?? DEFAULT_OPERATOR_CLAIM]),
+    };
+  }
+
+  /** True when the claim's value (an array of strings, or space-separated values) holds an operator role. */
+  private namesOperator(claim: unknown): boolean {
+    const roles = this.options.operator_roles ?? DEFAULT_OPERATOR_ROLES;
+    const values = typeof claim === 'string' ? claim.split(' ') : Array.isArray(claim) ? claim : [];
+    return values.some((v) => typeof v === 'string' && roles.includes(v));
   }
 
   /**
    * Signs a token for `userId` with the ephemeral demo secret (12 h). Only in demo mode: with real
    * keys configured, tokens come from the identity provider, never from this service.
    */
-  async issueDemoToken(userId: string = this.options.demo_user): Promise<string> {
+  async issueDemoToken(
+    userId: string = this.options.demo_user,
+    options: { operator?: boolean } = {},
+  ): Promise<string> {
     if (!this.demoMode || !this.secret) {
       throw new FailedPreconditionError('demo tokens exist only when no admin keys are configured');
     }
     const { SignJWT } = await loadJose();
-    let jwt = new SignJWT({})
+    const roles = this.options.operator_roles ?? DEFAULT_OPERATOR_ROLES;
+    const claims = options.operator
+      ? { [this.options.operator_claim ?? DEFAULT_OPERATOR_CLAIM]: [roles[0]] }
+      : {};
+    let jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(userId)
       .setIssuedAt()
@@ -175,6 +207,12 @@ export class AdminAuth {
   async demoLoginUrl(baseUrl: string): Promise<string> {
     const token = await this.issueDemoToken();
     return `${baseUrl.replace(/\/+$/, '')}/admin/notifications#token=${encodeURIComponent(token)}`;
+  }
+
+  /** The operator console URL that signs the demo user in as an operator (demo mode only). */
+  async demoConsoleUrl(baseUrl: string): Promise<string> {
+    const token = await this.issueDemoToken(this.options.demo_user, { operator: true });
+    return `${baseUrl.replace(/\/+$/, '')}/admin/console#token=${encodeURIComponent(token)}`;
   }
 
   // The token's alg picks the key; `algorithms` has already refused any alg we have no key for.

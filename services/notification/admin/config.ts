@@ -22,6 +22,13 @@ export const AdminAuthConfigSchema = z
     /** Longest lifetime (`exp` - `iat`) of an accepted admin JWT: seconds or "24h"; longer ones are refused. */
     max_token_lifetime: duration().default(24 * 3600),
     demo_user: nonEmptyString().default('demo'),
+    /**
+     * The JWT claim naming the caller's roles (an array of strings, or space-separated values like
+     * `scope`). A token holding one of `operator_roles` there is an operator: it may use the console
+     * (`/admin/console`) and see other people's records; any other token is an end user's.
+     */
+    operator_claim: nonEmptyString().default('roles'),
+    operator_roles: z.array(nonEmptyString()).min(1).max(32).default(['notification:operator']),
   })
   .prefault({});
 

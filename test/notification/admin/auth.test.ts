@@ -17,6 +17,7 @@ describe('AdminAuth with an HS256 secret', () => {
     expect(await auth.authenticate(`Bearer ${await hsToken('alice', { exp })}`)).toEqual({
       userId: 'alice',
       expiresAt: new Date(exp * 1000),
+      operator: false,
     });
   });
 
@@ -114,6 +115,41 @@ describe('AdminAuth configuration', () => {
     expect(await auth.authenticate(`Bearer ${decodeURIComponent(match![1])}`)).toMatchObject({
       userId: 'demo-admin',
     });
+  });
+
+  it('the demo console link signs the demo user in as an operator; the admin page link does not', async () => {
+    const auth = new AdminAuth(authOptions({ jwt_secret: undefined }));
+    const consoleToken = (await auth.demoConsoleUrl('http://x')).split('/admin/console#token=')[1]!;
+    const pageToken = (await auth.demoLoginUrl('http://x')).split('#token=')[1]!;
+    expect(await auth.authenticate(`Bearer ${decodeURIComponent(consoleToken)}`)).toMatchObject({
+      userId: 'demo',
+      operator: true,
+    });
+    expect(await auth.authenticate(`Bearer ${pageToken}`)).toMatchObject({ operator: false });
+    await expect(new AdminAuth(authOptions()).demoConsoleUrl('http://x')).rejects.toThrow(
+      FailedPreconditionError,
+    );
+  });
+
+  it.each([
+    ['an array holding an operator role', ['viewer', 'notification:operator'], true],
+    ['space-separated values holding one', 'read notification:operator', true],
+    ['a role that only starts like one', ['notification:operator-x'], false],
+    ['a string that holds it as a substring', 'notification:operators', false],
+    ['an array of non-strings', [1, null, { role: 'notification:operator' }], false],
+    ['an object', { 'notification:operator': true }, false],
+    ['no claim', undefined, false],
+  ])('names an operator from the roles claim: %s', async (_label, roles, operator) => {
+    const token = await hsToken('alice', roles === undefined ? {} : { claims: { roles } });
+    expect((await new AdminAuth(authOptions()).authenticate(`Bearer ${token}`)).operator).toBe(operator);
+  });
+
+  it('reads the configured operator claim and roles, not the default ones', async () => {
+    const custom = new AdminAuth(authOptions({ operator_claim: 'groups', operator_roles: ['sre'] }));
+    const byDefaultClaim = await hsToken('a', { claims: { roles: ['notification:operator'] } });
+    const byGroups = await hsToken('a', { claims: { groups: ['sre'] } });
+    expect((await custom.authenticate(`Bearer ${byDefaultClaim}`)).operator).toBe(false);
+    expect((await custom.authenticate(`Bearer ${byGroups}`)).operator).toBe(true);
   });
 
   it('two demo-mode instances use different secrets', async () => {

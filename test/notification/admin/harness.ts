@@ -54,12 +54,14 @@ export interface TokenOptions {
   /** Absolute expiry, seconds since the epoch; default one hour from now. */
   exp?: number;
   sub?: string | null;
+  /** More claims (`roles` for an operator: see operatorToken). */
+  claims?: Record<string, unknown>;
 }
 
 /** An HS256 token for `sub`, valid for the default auth config unless told otherwise. */
 export async function hsToken(sub: string, opts: TokenOptions = {}): Promise<string> {
   const { SignJWT } = await loadJose();
-  let jwt = new SignJWT({})
+  let jwt = new SignJWT(opts.claims ?? {})
     .setProtectedHeader({ alg: 'HS256' })
     .setIssuer(opts.issuer ?? ISSUER)
     .setAudience(opts.audience ?? AUDIENCE)
@@ -67,6 +69,11 @@ export async function hsToken(sub: string, opts: TokenOptions = {}): Promise<str
     .setExpirationTime(opts.exp ?? Math.floor(Date.now() / 1000) + 3600);
   if (opts.sub !== null) jwt = jwt.setSubject(opts.sub ?? sub);
   return jwt.sign(new TextEncoder().encode(opts.secret ?? SECRET));
+}
+
+/** A token naming an operator (`roles: ["notification:operator"]`, the default operator claim). */
+export function operatorToken(sub = 'ops-ann', opts: TokenOptions = {}): Promise<string> {
+  return hsToken(sub, { ...opts, claims: { roles: ['notification:operator'], ...opts.claims } });
 }
 
 /** Resolves once `condition` holds, checking on every turn of the event loop. */
