@@ -278,6 +278,7 @@ async function assembleMonitorApp(
       store: storage ? new DatabaseSloStateStore(storage.knex) : new MemorySloStateStore(),
       // M2: an SLO back within budget resolves its alert.
       resolve: (key) => alertHub.resolve(key, 'slo'),
+      isAlertOpen: async (key) => (await alertHub.lifecycle.store.openByKey(key)) !== undefined,
     }),
   );
   // Ratio SLOs with a metric_source count the increases of ingested counters.

@@ -157,6 +157,11 @@ export interface SloAreaOptions {
    * every SLO within budget at a dispatching evaluation (a no-op where no alert is open).
    */
   resolve?: (dedupKey: string) => Promise<void>;
+  /**
+   * Whether an alert is open under a dedup key in the alert store the replicas share: a burn stays
+   * under the rule whose page is open, whichever replica evaluates (SLOMonitor `isAlertOpen`).
+   */
+  isAlertOpen?: (dedupKey: string) => Promise<boolean>;
 }
 
 // Control characters would garble log lines and the status page; nothing legitimate needs them.
@@ -403,6 +408,7 @@ export class SloArea {
             }
           }
         : undefined,
+      isAlertOpen: options.isAlertOpen,
     });
     const c = options.collector;
     // One series per SLO and gauge: bounded by max_slos, since SLOs are never removed.

@@ -56,6 +56,13 @@ export interface SLOMonitorOptions {
    * alerts among them (a replica that never saw the rule fire resolves it too). Not called when none.
    */
   onRulesRecovered?: (dedupKeys: string[]) => Promise<void>;
+  /**
+   * Whether an alert is open under a dedup key, asked where the alerts live (the monitor's alert
+   * store, shared by replicas). With it, the rule an SLO's burn is filed under is the one whose alert
+   * is open, whichever replica opened it; without it, this monitor's memory decides (a burn whose
+   * evaluation moves to another replica may then open a second page under the other rule).
+   */
+  isAlertOpen?: (dedupKey: string) => Promise<boolean>;
 }
 
 /**
@@ -199,6 +206,7 @@ export class SLOMonitor {
     { slo: RatioSLO; counts: EventCounts; loaded?: SloWindowCounts }
   >();
   private readonly onRulesRecovered: ((dedupKeys: string[]) => Promise<void>) | undefined;
+  private readonly isAlertOpen: ((dedupKey: string) => Promise<boolean>) | undefined;
   /** Per SLO and severity, the rule whose alert is open for the burn going on (see incidentRule). */
   private readonly incidents = new Map<string, string>();
   /** Latency SLOs with a period, by the metric they read (their ratio views count its samples). */
@@ -224,6 +232,7 @@ export class SLOMonitor {
     this.dispatcher = options.alertDispatcher ?? new LoggingAlertDispatcher(this.logger);
     this.ledger = options.suppressionLedger;
     this.onRulesRecovered = options.onRulesRecovered;
+    this.isAlertOpen = options.isAlertOpen;
   }
 
   /** Dedup key of the alert of one rule of an SLO (the AlertHub keeps one open alert per key). */
@@ -604,7 +613,7 @@ export class SLOMonitor {
       const active = new Set<string>();
       const rule = ruleToDispatch(status.firing);
       if (rule) {
-        const name = this.incidentRule(status, rule);
+        const name = await this.incidentRule(status, rule);
         active.add(name);
         await this.dispatchRule(status, rule, name);
       }
@@ -626,18 +635,42 @@ export class SLOMonitor {
    * The rule an SLO's alert of `rule`'s severity is filed under: the rule that opened the incident,
    * while any rule of that severity still fires. A fast burn opens `page-1h-5m`; when its short
    * window recovers but `page-6h-30m` still fires, the burn goes on: the same alert stays open (and
-   * is not resolved) rather than a second page under the other rule's key. Kept in this monitor's
-   * memory (an evaluation moved to another replica may open the other rule's alert: README).
+   * is not resolved) rather than a second page under the other rule's key. With `isAlertOpen`, the
+   * rule whose alert is open where the alerts live wins (the incident survives an evaluation moving
+   * to another replica); else, and when that store cannot be asked, this monitor's memory decides.
    */
-  private incidentRule(status: RatioSLOStatus, rule: BurnRateEvaluation): string {
+  private async incidentRule(status: RatioSLOStatus, rule: BurnRateEvaluation): Promise<string> {
     const slo = status.slo.name;
     for (const severity of ['page', 'ticket'] as const) {
       const key = `${slo}\u0000${severity}`;
       if (!status.firing.some((r) => r.rule.severity === severity)) this.incidents.delete(key);
     }
     const key = `${slo}\u0000${rule.rule.severity}`;
-    const open = this.incidents.get(key);
-    if (open !== undefined && status.rules.some((r) => r.name === open)) return open;
+    const remembered = this.incidents.get(key);
+    const known = (name: string | undefined): name is string =>
+      name !== undefined && status.rules.some((r) => r.name === name);
+    if (this.isAlertOpen) {
+      const sameSeverity = status.rules
+        .filter((r) => r.rule.severity === rule.rule.severity)
+        .map((r) => r.name);
+      const asked = known(remembered)
+        ? [remembered, ...sameSeverity.filter((n) => n !== remembered)]
+        : sameSeverity;
+      try {
+        for (const name of asked) {
+          if (await this.isAlertOpen(SLOMonitor.ruleDedupKey(slo, name))) {
+            this.incidents.set(key, name);
+            return name;
+          }
+        }
+        // No alert of this severity is open anywhere: the burn opens a new incident under its rule.
+        this.incidents.set(key, rule.name);
+        return rule.name;
+      } catch (err) {
+        this.logger.warn({ err, slo }, 'could not ask which SLO alert is open; this monitor remembers');
+      }
+    }
+    if (known(remembered)) return remembered;
     this.incidents.set(key, rule.name);
     return rule.name;
   }

@@ -33,9 +33,17 @@ const NOW = Date.UTC(2026, 2, 10, 12, 0, 30);
 const NAME = 'checkout-availability';
 const PER_MINUTE = 1000;
 
-function setup(options: { minEvents?: number; suppressionWindowSeconds?: number } = {}) {
-  const clock = new FakeClock(0, NOW);
-  const dispatcher = new RecordingDispatcher();
+function setup(
+  options: {
+    minEvents?: number;
+    suppressionWindowSeconds?: number;
+    isAlertOpen?: (dedupKey: string) => Promise<boolean>;
+    clock?: FakeClock;
+    dispatcher?: RecordingDispatcher;
+  } = {},
+) {
+  const clock = options.clock ?? new FakeClock(0, NOW);
+  const dispatcher = options.dispatcher ?? new RecordingDispatcher();
   const recovered: string[][] = [];
   const m = new SLOMonitor({
     clock,
@@ -44,6 +52,7 @@ function setup(options: { minEvents?: number; suppressionWindowSeconds?: number 
     onRulesRecovered: async (keys) => {
       recovered.push(keys);
     },
+    isAlertOpen: options.isAlertOpen,
   });
   m.registerRatio(new RatioSLO({ name: NAME, objective: 0.999, minEvents: options.minEvents }));
   /**
@@ -211,6 +220,57 @@ describe('dispatch: one alert per rule, an SLO pages once', () => {
     expect(recovered.flat()).toEqual(
       expect.arrayContaining([`slo:${NAME}:page-1h-5m`, `slo:${NAME}:page-6h-30m`]),
     );
+  });
+
+  test('the incident follows the open alert, not the memory of the replica that opened it', async () => {
+    // Two replicas, one alert store (a set of open dedup keys: a dispatched alert opens its key).
+    const clock = new FakeClock(0, NOW);
+    const dispatcher = new RecordingDispatcher();
+    const open = new Set<string>();
+    const isAlertOpen = async (key: string) => open.has(key);
+    const a = setup({ clock, dispatcher, isAlertOpen, suppressionWindowSeconds: 0 });
+    const b = setup({ clock, dispatcher, isAlertOpen, suppressionWindowSeconds: 0 });
+    // A replica that does not ask the store: the control, which files the burn under its own rule.
+    const lonely = setup({ clock, suppressionWindowSeconds: 0 });
+    for (const r of [a, b, lonely]) r.burnFor(0, 360, 20); // both page rules fire
+    await a.m.evaluateAndDispatch();
+    for (const alert of dispatcher.alerts) open.add(alert.context.dedup_key as string);
+    expect([...open]).toEqual([`slo:${NAME}:page-1h-5m`]);
+    // Ten clean minutes: only the 6 h page rule fires now; replica B evaluates (A's lease moved).
+    clock.advance(10 * MINUTE);
+    for (const r of [a, b, lonely]) r.burnFor(0, 10, 0);
+    await b.m.evaluateAndDispatch();
+    await lonely.m.evaluateAndDispatch();
+    expect(b.m.evaluateRatios()[0]!.firing.map((r) => r.name)).toEqual(['page-6h-30m', 'ticket-3d-6h']);
+    expect(dispatcher.alerts.map((x) => x.context.dedup_key)).toEqual([
+      `slo:${NAME}:page-1h-5m`,
+      `slo:${NAME}:page-1h-5m`,
+    ]);
+    expect(b.recovered.flat()).not.toContain(`slo:${NAME}:page-1h-5m`);
+    expect(lonely.dispatcher.alerts.map((x) => x.context.dedup_key)).toEqual([`slo:${NAME}:page-6h-30m`]);
+    // Once the page is resolved (no alert open), a new burn opens under its own rule.
+    open.clear();
+    dispatcher.alerts.length = 0;
+    await b.m.evaluateAndDispatch();
+    expect(dispatcher.alerts.map((x) => x.context.dedup_key)).toEqual([`slo:${NAME}:page-6h-30m`]);
+  });
+
+  test('when the alert store cannot be asked, the memory of this monitor decides', async () => {
+    const { m, burnFor, dispatcher, clock } = setup({
+      suppressionWindowSeconds: 0,
+      isAlertOpen: async () => {
+        throw new Error('database down');
+      },
+    });
+    burnFor(0, 360, 20);
+    await m.evaluateAndDispatch();
+    clock.advance(10 * MINUTE);
+    burnFor(0, 10, 0);
+    await m.evaluateAndDispatch();
+    expect(dispatcher.alerts.map((x) => x.context.dedup_key)).toEqual([
+      `slo:${NAME}:page-1h-5m`,
+      `slo:${NAME}:page-1h-5m`,
+    ]);
   });
 
   test('a rule still burning in its short window is not reported as recovered', async () => {
