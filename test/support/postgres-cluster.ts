@@ -38,7 +38,19 @@ function findBinDir(): string {
 }
 
 /** Starts a cluster owned by the `postgres` OS user (root cannot run the server itself). */
-export async function startCluster(): Promise<RunningCluster> {
+/** How the throwaway cluster runs. */
+export interface ClusterOptions {
+  /**
+   * Production-like durability (fsync and full-page writes on), for measurements of WAL and CPU per
+   * message (`npm run capacity`); tests run with both off, which is faster and loses nothing a test
+   * needs.
+   */
+  durable?: boolean;
+  /** More `-c name=value` server settings (e.g. shared_preload_libraries). */
+  settings?: Record<string, string>;
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<RunningCluster> {
   const bin = findBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   chmodSync(dir, 0o777);
@@ -58,7 +70,13 @@ export async function startCluster(): Promise<RunningCluster> {
       '-l',
       join(dir, 'server.log'),
       '-o',
-      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c full_page_writes=off`,
+      [
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300`,
+        options.durable ? '' : '-c fsync=off -c full_page_writes=off',
+        ...Object.entries(options.settings ?? {}).map(([k, v]) => `-c ${k}=${v}`),
+      ]
+        .filter(Boolean)
+        .join(' '),
       'start',
     ]);
   start();
