@@ -88,7 +88,7 @@ import { TopicFanOut } from './notify/topic-fan-out';
 import { NotificationRetention } from './notify/retention';
 import { NOTIFY_MAINTENANCE_TABLE } from './migrations/20261127000200_notifications';
 import type { NotifyPorts } from './notify/ports';
-import { createMonitorReporter } from './monitor';
+import { createMonitorReporter, receiptChannels } from './monitor';
 import { UserService as UserServiceDesc } from '../../shared/gen/svc/notification/v1/users_pb';
 import { DatabaseUserStore, InMemoryUserStore, UserDirectoryService } from './users';
 import { UserRpc } from './rpc/user-rpc';
@@ -268,7 +268,12 @@ export async function createNotificationApp(
     // Reporting to the monitor (off without `monitor.grpc_address`): delivery outcomes become SLO
     // samples, unexpected errors CaptureException. Stopped after the delivery worker (an exporter),
     // so the last outcomes are still flushed.
-    const reporter = createMonitorReporter(config.monitor, { registry, logger });
+    const reporter = createMonitorReporter(config.monitor, {
+      registry,
+      logger,
+      // Channels with provider receipts get a `-receipts` SLO (default-slos.ts).
+      receiptChannels: receiptChannels(config),
+    });
     if (reporter) lifecycle.exporter('monitor-reporter', reporter);
     const onUnexpectedError =
       reporter === undefined
@@ -596,6 +601,8 @@ export async function createNotificationApp(
       logger,
       // Bounces, complaints, unsubscribes and STOP go on the service's one suppression list.
       sink: options.suppressionSink ?? suppressions,
+      // A receipt that ends a delivery counts in its channel's `-receipts` SLO.
+      observer: reporter,
     });
     server.routes.add(
       ...smsWebhookRoutes({ backends: config.sms_backends, webhooks: config.webhooks, recorder: receipts }),

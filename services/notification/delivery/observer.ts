@@ -30,9 +30,36 @@ export interface DeliveryOutcome {
   recipient?: string;
 }
 
+/**
+ * A provider's final word on a delivery it accepted: the receipt that moved the record from SENT (or
+ * a status before it: a receipt may overtake the recording of the acceptance) to DELIVERED or
+ * UNDELIVERED. Told once per delivery, by the process whose store update made that transition; a
+ * duplicate or replayed receipt, or one for a record already final, tells nobody.
+ */
+export interface DeliveryReceiptOutcome {
+  deliveryId: string;
+  channel: Channel;
+  /** The backend whose verified receipt it was. */
+  backend: string;
+  status: 'delivered' | 'undelivered';
+  /**
+   * The receipt's cause, as the channel's webhook classified it (`provider_undelivered`,
+   * `recipient_invalid`, `recipient_bounced`, `recipient_unsubscribed`, ...); null when it gave none.
+   */
+  failure: FailureKind | null;
+  /** The provider's own code (Twilio ErrorCode, an SMTP status), when it gave one. */
+  providerCode?: string;
+  /** When the delivery was recorded SENT; null when the receipt came first. */
+  sentAt: Date | null;
+  /** When the receipt was recorded (the recorder's clock). */
+  receivedAt: Date;
+}
+
 /** Told about every delivery outcome; must return quickly and never await the network. */
 export interface DeliveryObserver {
   onOutcome(outcome: DeliveryOutcome): void;
+  /** Told about every provider receipt that ended a delivery (optional; same rules as onOutcome). */
+  onReceipt?(receipt: DeliveryReceiptOutcome): void;
 }
 
 /**
@@ -41,17 +68,19 @@ export interface DeliveryObserver {
  */
 export function allObservers(...observers: (DeliveryObserver | undefined)[]): DeliveryObserver {
   const present = observers.filter((o): o is DeliveryObserver => o !== undefined);
-  return {
-    onOutcome(outcome) {
-      let failure: { err: unknown } | undefined;
-      for (const o of present) {
-        try {
-          o.onOutcome(outcome);
-        } catch (err) {
-          failure ??= { err };
-        }
+  const tellEach = (tell: (o: DeliveryObserver) => void): void => {
+    let failure: { err: unknown } | undefined;
+    for (const o of present) {
+      try {
+        tell(o);
+      } catch (err) {
+        failure ??= { err };
       }
-      if (failure) throw failure.err;
-    },
+    }
+    if (failure) throw failure.err;
+  };
+  return {
+    onOutcome: (outcome) => tellEach((o) => o.onOutcome(outcome)),
+    onReceipt: (receipt) => tellEach((o) => o.onReceipt?.(receipt)),
   };
 }

@@ -16,13 +16,14 @@ import type { Channel } from './driver';
 import { ReceiptMetrics, type ReceiptOutcomeLabel } from './metrics';
 import { MAX_REPLAY_ID_LENGTH, type InboundReplayStore } from './inbound-replay';
 import { InMemoryInboundReplayStore } from './inbound-replay-memory-store';
-import type { IncomingReceipt } from './receipt';
+import type { FoldResult, IncomingReceipt } from './receipt';
 import type { DeliveryStore } from './store';
 import type { SuppressionEntry, SuppressionSink } from './suppression-sink';
 import type { DeliveryRecord } from './types';
 import { normaliseRecipient, type SuppressionReason } from './suppression';
 import { type Clock, dateReader } from '../../../shared/runtime/clock';
 import type { InboundSmsLog } from '../channels/sms/inbound-log';
+import type { DeliveryObserver } from './observer';
 
 /** A provider message id we remember: printable ASCII, bounded (a Twilio MessageSid is 34 characters). */
 const PROVIDER_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_REPLAY_ID_LENGTH - 16}}$`);
@@ -99,6 +100,11 @@ export interface ReceiptRecorderOptions {
   inboundLog?: InboundSmsLog;
   clock?: Clock;
   logger?: Logger;
+  /**
+   * Told (`onReceipt`) when a receipt this process applied ended a delivery (DELIVERED or
+   * UNDELIVERED); one that throws is logged and ignored.
+   */
+  observer?: DeliveryObserver;
 }
 
 /** Applies verified receipts to delivery records. */
@@ -108,6 +114,7 @@ export class ReceiptRecorder {
   private readonly sink: SuppressionSink;
   private readonly replays: InboundReplayStore;
   private readonly inboundLog: InboundSmsLog | undefined;
+  private readonly observer: DeliveryObserver | undefined;
   private readonly clock: () => Date;
   private readonly log: Logger;
 
@@ -116,6 +123,7 @@ export class ReceiptRecorder {
     this.sink = opts.sink;
     this.replays = opts.replays ?? new InMemoryInboundReplayStore();
     this.inboundLog = opts.inboundLog;
+    this.observer = opts.observer;
     this.metrics = new ReceiptMetrics(opts.registry);
     this.clock = dateReader(opts.clock);
     this.log = (opts.logger ?? silentLogger()).child({ component: 'delivery-receipts' });
@@ -283,10 +291,12 @@ export class ReceiptRecorder {
     }
     let outcome: RecordOutcome = 'unknown_message';
     if (record) {
-      const applied = await this.store.applyReceipt(record.id, verified.receipt, this.clock());
+      const receivedAt = this.clock();
+      const applied = await this.store.applyReceipt(record.id, verified.receipt, receivedAt);
       if (applied) {
         outcome = applied.fold.effect === 'duplicate' ? 'duplicate' : 'verified';
         const { record: now, fold } = applied;
+        this.tellReceipt(source, verified, now, fold, receivedAt);
         if (fold.effect === 'applied' && now.status === 'delivered' && fold.previousStatus !== 'delivered') {
           if (now.sentAt && now.deliveredAt) {
             const seconds = Math.max(0, (now.deliveredAt.getTime() - now.sentAt.getTime()) / 1000);
@@ -311,6 +321,44 @@ export class ReceiptRecorder {
     // Counted once it is all done: a receipt whose suppression failed is counted `failed` instead.
     this.count(source, verified.type, outcome);
     return outcome;
+  }
+
+  /**
+   * Tells the observer of a receipt whose store update (atomic, so once across replicas) ended the
+   * delivery: `applied`, to DELIVERED or UNDELIVERED, from a status that was not final. A duplicate,
+   * an ignored receipt and a cause added to a DELIVERED record tell nobody.
+   */
+  private tellReceipt(
+    source: ReceiptSource,
+    verified: VerifiedReceipt,
+    now: DeliveryRecord,
+    fold: FoldResult,
+    receivedAt: Date,
+  ): void {
+    if (!this.observer?.onReceipt || fold.effect !== 'applied') return;
+    if (now.status !== 'delivered' && now.status !== 'undelivered') return;
+    if (
+      fold.previousStatus === 'delivered' ||
+      fold.previousStatus === 'undelivered' ||
+      fold.previousStatus === 'failed'
+    )
+      return;
+    try {
+      this.observer.onReceipt({
+        deliveryId: now.id,
+        channel: now.channel,
+        backend: source.backend,
+        status: now.status,
+        failure: verified.receipt.failure,
+        ...(verified.receipt.providerCode !== undefined
+          ? { providerCode: verified.receipt.providerCode }
+          : {}),
+        sentAt: now.sentAt ?? null,
+        receivedAt,
+      });
+    } catch (err) {
+      this.log.warn({ err, deliveryId: now.id }, 'a delivery observer failed on a receipt: ignored');
+    }
   }
 
   /** Counts one receipt. */

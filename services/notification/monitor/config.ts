@@ -77,6 +77,11 @@ export const DefaultSlosSchema = z
     /** Share of SENT deliveries that must be sent within the latency objective, per channel. */
     latency_target: fraction().default(0.95),
     latency_objectives: LatencyObjectivesSchema,
+    /**
+     * Share of SENT deliveries the provider reports DELIVERED among those it reports on, per channel
+     * whose receipts are configured (the `<prefix><channel>-receipts` SLO).
+     */
+    receipts_target: fraction().default(0.99),
     /** Share of inbox Send calls that must not fail on the service's side. */
     inbox_send_target: fraction().default(0.999),
     /** Events a rule's long window needs before it fires (the monitor's guard). */
@@ -85,9 +90,15 @@ export const DefaultSlosSchema = z
     tier: nonEmptyString().default('P0_PAGE'),
     runbook_url: httpUrl().optional(),
   })
-  .refine((d) => [d.delivery_target, d.latency_target, d.inbox_send_target].every((t) => t > 0 && t < 1), {
-    message: 'targets must be between 0 and 1 exclusive',
-  })
+  .refine(
+    (d) =>
+      [d.delivery_target, d.latency_target, d.receipts_target, d.inbox_send_target].every(
+        (t) => t > 0 && t < 1,
+      ),
+    {
+      message: 'targets must be between 0 and 1 exclusive',
+    },
+  )
   .prefault({});
 
 /** The `monitor` section of the notification config. */

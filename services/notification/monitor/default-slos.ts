@@ -9,6 +9,13 @@
  * - `<prefix><channel>-latency`: among the SENT deliveries, the share sent within the channel's
  *   latency objective of being accepted. A FAILED delivery is no latency event: an outage burns the
  *   delivery SLO alone, so it pages once, not twice.
+ * - `<prefix><channel>-receipts`, only for a channel whose provider receipts are configured
+ *   ({@link receiptChannels}): among the SENT deliveries the provider reports on, the share it reports
+ *   DELIVERED. Counted once, when the receipt that ends the delivery is recorded, at that time: good
+ *   for DELIVERED, bad for UNDELIVERED for a reason of the provider's or the network's
+ *   (RECEIPT_PROVIDER_FAILURES, or no reason given), no event for a recipient's reason (an unknown or
+ *   unreachable number, a bounce, an unsubscribed recipient). A provider that accepts messages and
+ *   then drops them burns this SLO, which the delivery SLO (already counted SENT) cannot see.
  * - `<prefix>inbox-send`: among inbox Send calls, the share that did not fail on the service's side
  *   (INTERNAL, UNAVAILABLE and the like); a caller's error (INVALID_ARGUMENT, ...) is no event.
  */
@@ -28,6 +35,39 @@ export const SERVICE_FAILURES: ReadonlySet<FailureKind> = new Set<FailureKind>([
 ]);
 import type { DefaultSlosConfig } from './config';
 
+/**
+ * Causes of an UNDELIVERED receipt that are the provider's or the network's (a bad event of the
+ * receipts SLO): `provider_undelivered` is what the webhooks record for Twilio `undelivered` /
+ * `failed` without a recipient ErrorCode (carrier or network failures, filtered, queue overflow)
+ * and for SendGrid `dropped` and `blocked` bounces; the service failures count too should a
+ * receipt ever carry one. Every other cause is the recipient's and is no event: Twilio 30003 /
+ * 30005 / 30006 (`recipient_invalid`: unreachable handset, unknown destination, landline), 21610
+ * (`recipient_unsubscribed`: replied STOP), SendGrid `bounce` (`recipient_bounced`).
+ */
+export const RECEIPT_PROVIDER_FAILURES: ReadonlySet<FailureKind> = new Set<FailureKind>([
+  ...SERVICE_FAILURES,
+  'provider_undelivered',
+]);
+
+/**
+ * The channels whose provider receipts are configured, so that receipts can arrive: `email` when
+ * an `http_api` mailer has an `event_webhook_public_key` (its event webhook route exists); `sms`
+ * when an `sms_gateway` backend exists and `webhooks.public_base_url` is set (only then does the
+ * driver ask the provider for status callbacks); `push` never (APNs and FCM send no receipts).
+ */
+export function receiptChannels(config: {
+  sms_backends: readonly { sms_gateway?: unknown }[];
+  mailer: { backends: readonly { driver: string; http_api?: { event_webhook_public_key?: string } }[] };
+  webhooks: { public_base_url?: string };
+}): Channel[] {
+  const channels: Channel[] = [];
+  if (config.mailer.backends.some((b) => b.driver === 'http_api' && b.http_api?.event_webhook_public_key))
+    channels.push('email');
+  if (config.webhooks.public_base_url !== undefined && config.sms_backends.some((b) => b.sms_gateway))
+    channels.push('sms');
+  return channels;
+}
+
 /** A ratio SLO as the reporter registers it (svc.monitor.v1.RatioSlo). */
 export interface RatioSloDeclaration {
   name: string;
@@ -43,7 +83,15 @@ export interface RatioSloDeclaration {
 export class DefaultSlos {
   readonly declarations: RatioSloDeclaration[];
 
-  constructor(private readonly config: DefaultSlosConfig) {
+  /** The channels with a receipts SLO. */
+  private readonly withReceipts: ReadonlySet<Channel>;
+
+  /** `receipts`: the channels whose receipts are configured ({@link receiptChannels}). */
+  constructor(
+    private readonly config: DefaultSlosConfig,
+    receipts: readonly Channel[] = [],
+  ) {
+    this.withReceipts = new Set(receipts);
     const period: RatioSloDeclaration['period'] =
       typeof config.period === 'number'
         ? { kind: 'rolling', seconds: config.period }
@@ -69,6 +117,16 @@ export class DefaultSlos {
               target: config.latency_target,
               description: `Share of SENT ${channel} deliveries sent within ${this.latencyObjectiveMs(channel) / 1000} s of being accepted`,
             },
+            ...(this.withReceipts.has(channel)
+              ? [
+                  {
+                    ...base,
+                    name: `${config.name_prefix}${channel}-receipts`,
+                    target: config.receipts_target,
+                    description: `Share of SENT ${channel} deliveries the provider reports DELIVERED among those it reports on`,
+                  },
+                ]
+              : []),
           ]),
           {
             ...base,
@@ -90,6 +148,11 @@ export class DefaultSlos {
 
   latencySlo(channel: Channel): string {
     return `${this.config.name_prefix}${channel}-latency`;
+  }
+
+  /** The receipts SLO of a channel; undefined when its receipts are not configured. */
+  receiptsSlo(channel: Channel): string | undefined {
+    return this.withReceipts.has(channel) ? `${this.config.name_prefix}${channel}-receipts` : undefined;
   }
 
   inboxSendSlo(): string {

@@ -15,11 +15,13 @@ export {
   type MonitorReporterOptions,
   type ReportKind,
 } from './reporter';
+export { receiptChannels } from './default-slos';
 export { MAX_MESSAGE_LENGTH, MAX_STACK_LENGTH, scrubText, stackFrames } from './scrub';
 
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
 import type { MonitorReporterConfig } from './config';
+import type { Channel } from '../delivery/driver';
 import { MonitorClient } from './monitor-client';
 import { MonitorReporter } from './reporter';
 
@@ -29,7 +31,7 @@ import { MonitorReporter } from './reporter';
  */
 export function createMonitorReporter(
   config: MonitorReporterConfig,
-  deps: { registry: Registry; logger: Logger },
+  deps: { registry: Registry; logger: Logger; receiptChannels?: readonly Channel[] },
 ): MonitorReporter | undefined {
   if (!config.grpc_address) return undefined;
   const sink = new MonitorClient({ ...config, grpc_address: config.grpc_address });
@@ -43,5 +45,11 @@ export function createMonitorReporter(
     },
     'reporting to the monitor',
   );
-  return new MonitorReporter({ config, sink, registry: deps.registry, logger: deps.logger });
+  return new MonitorReporter({
+    config,
+    sink,
+    registry: deps.registry,
+    logger: deps.logger,
+    receiptChannels: deps.receiptChannels,
+  });
 }

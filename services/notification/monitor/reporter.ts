@@ -15,6 +15,7 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { Channel, DeliveryObserver, DeliveryOutcome } from '../delivery';
+import type { DeliveryReceiptOutcome } from '../delivery/observer';
 import type { DeclaredSlo, MonitorReporterConfig } from './config';
 import {
   type ExceptionReport,
@@ -22,7 +23,12 @@ import {
   type MonitorSink,
   type SloEventEntry,
 } from './monitor-client';
-import { DefaultSlos, type RatioSloDeclaration, SERVICE_FAILURES } from './default-slos';
+import {
+  DefaultSlos,
+  RECEIPT_PROVIDER_FAILURES,
+  type RatioSloDeclaration,
+  SERVICE_FAILURES,
+} from './default-slos';
 import * as grpc from '@grpc/grpc-js';
 import { scrubText, stackFrames } from './scrub';
 
@@ -47,6 +53,11 @@ export interface MonitorReporterOptions {
   /** The service's registry: the reporter's own counters go there. */
   registry?: Registry;
   logger?: Logger;
+  /**
+   * The channels whose provider receipts are configured (default-slos.ts `receiptChannels`): each
+   * gets a `<prefix><channel>-receipts` SLO. Default none.
+   */
+  receiptChannels?: readonly Channel[];
 }
 
 /** The reporter of one process. */
@@ -76,7 +87,7 @@ export class MonitorReporter implements DeliveryObserver {
   constructor(private readonly options: MonitorReporterOptions) {
     this.log = (options.logger ?? silentLogger()).child({ component: 'monitor-reporter' });
     this.unregistered = [...options.config.slos];
-    this.defaults = new DefaultSlos(options.config.default_slos);
+    this.defaults = new DefaultSlos(options.config.default_slos, options.receiptChannels);
     this.unregisteredRatio = [...this.defaults.declarations];
     const registry = options.registry;
     if (registry) {
@@ -147,6 +158,20 @@ export class MonitorReporter implements DeliveryObserver {
     let list = this.samples.get(metric);
     if (!list) this.samples.set(metric, (list = []));
     list.push(outcome.latencyMs);
+  }
+
+  /**
+   * A provider receipt ended a delivery (told once per delivery by the process that recorded it): an
+   * event of the channel's receipts SLO at the receipt's time, good when DELIVERED, bad when
+   * UNDELIVERED for the provider's or the network's reason, none for the recipient's.
+   */
+  onReceipt(receipt: DeliveryReceiptOutcome): void {
+    if (!this.defaults.enabled) return;
+    const slo = this.defaults.receiptsSlo(receipt.channel);
+    if (slo === undefined) return;
+    const delivered = receipt.status === 'delivered';
+    if (delivered || receipt.failure === null || RECEIPT_PROVIDER_FAILURES.has(receipt.failure))
+      this.countEvent(slo, receipt.receivedAt.getTime(), delivered);
   }
 
   /**

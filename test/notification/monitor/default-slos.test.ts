@@ -14,6 +14,9 @@ import {
 } from '../../../services/notification/monitor/monitor-client';
 import { MonitorReporter } from '../../../services/notification/monitor/reporter';
 import type { DeliveryOutcome } from '../../../services/notification/delivery';
+import type { DeliveryReceiptOutcome } from '../../../services/notification/delivery/observer';
+import type { Channel } from '../../../services/notification/delivery/driver';
+import { receiptChannels } from '../../../services/notification/monitor/default-slos';
 import { InboxRpc } from '../../../services/notification/rpc/inbox-rpc';
 import { InvalidArgumentError, UnavailableError } from '../../../shared/errors';
 import { loadNotificationConfig } from '../../../services/notification/config';
@@ -69,13 +72,27 @@ afterEach(async () => {
   await Promise.all(reporters.splice(0).map((r) => r.stop()));
 });
 
-function setup(config: Record<string, unknown> = {}) {
+function receiptOf(r: Partial<DeliveryReceiptOutcome> = {}): DeliveryReceiptOutcome {
+  return {
+    deliveryId: 'd1',
+    channel: 'sms',
+    backend: 'twilio',
+    status: 'delivered',
+    failure: null,
+    sentAt: new Date(T0 + 1500),
+    receivedAt: new Date(T0 + 7_250),
+    ...r,
+  };
+}
+
+function setup(config: Record<string, unknown> = {}, receiptChannels?: Channel[]) {
   const sink = new FakeSink();
   const registry = new Registry();
   const reporter = new MonitorReporter({
     config: MonitorReporterConfigSchema.parse({ grpc_address: '127.0.0.1:1', ...config }),
     sink,
     registry,
+    receiptChannels,
   });
   reporters.push(reporter);
   const totals = (slo: string) =>
@@ -240,12 +257,106 @@ describe('the default SLOs', () => {
   });
 });
 
+describe('the receipts SLO', () => {
+  it('is declared only for the channels whose receipts are configured, after their latency SLO', async () => {
+    const { sink, reporter } = setup({ default_slos: { receipts_target: 0.995 } }, ['sms']);
+    await reporter.flush();
+    const names = sink.ratio.map((s) => s.name);
+    expect(names.slice(2, 5)).toEqual([
+      'notification-sms-delivery',
+      'notification-sms-latency',
+      'notification-sms-receipts',
+    ]);
+    expect(names.filter((n) => n.endsWith('-receipts'))).toEqual(['notification-sms-receipts']);
+    expect(sink.ratio.find((s) => s.name === 'notification-sms-receipts')).toMatchObject({
+      target: 0.995,
+      period: { kind: 'rolling', seconds: 30 * 86_400 },
+      minEvents: 100,
+      tier: 'P0_PAGE',
+      description: 'Share of SENT sms deliveries the provider reports DELIVERED among those it reports on',
+    });
+    // Without receipts configured: no receipts SLO, and a receipt (should one arrive) counts nowhere.
+    const none = setup();
+    none.reporter.onReceipt(receiptOf());
+    await none.reporter.flush();
+    expect(none.sink.ratio.filter((s) => s.name.endsWith('-receipts'))).toEqual([]);
+    expect(none.sink.eventCalls).toBe(0);
+    expect(none.reporter.bufferedCount).toBe(0);
+  });
+
+  it('counts DELIVERED good and UNDELIVERED for a provider reason bad, at the receipt time; a recipient reason is no event', async () => {
+    const { reporter, totals, sink } = setup({}, ['sms', 'email']);
+    reporter.onReceipt(receiptOf());
+    reporter.onReceipt(
+      receiptOf({ status: 'undelivered', failure: 'provider_undelivered', providerCode: '30008' }),
+    );
+    // Undelivered without a cause: the provider's word, counted bad.
+    reporter.onReceipt(receiptOf({ status: 'undelivered', failure: null }));
+    for (const failure of ['recipient_invalid', 'recipient_unsubscribed', 'recipient_bounced'] as const)
+      reporter.onReceipt(receiptOf({ status: 'undelivered', failure }));
+    reporter.onReceipt(receiptOf({ channel: 'email', status: 'undelivered', failure: 'recipient_bounced' }));
+    await reporter.flush();
+    expect(totals('notification-sms-receipts')).toEqual({ good: 1, bad: 2 });
+    expect(sink.events.get('notification-email-receipts')).toBeUndefined();
+    // Stamped with the second the receipt was recorded, not when the delivery was sent.
+    expect(sink.events.get('notification-sms-receipts')!.map((e) => e.atMs)).toEqual([T0 + 7_000]);
+    // A receipt is no delivery outcome: the delivery and latency SLOs heard nothing.
+    expect(sink.events.get('notification-sms-delivery')).toBeUndefined();
+  });
+
+  it('counts nothing when the default SLOs are disabled', async () => {
+    const { reporter, sink } = setup({ default_slos: { enabled: false } }, ['sms']);
+    reporter.onReceipt(receiptOf());
+    await reporter.flush();
+    expect(sink.ratio).toEqual([]);
+    expect(sink.eventCalls).toBe(0);
+  });
+});
+
+describe('receiptChannels', () => {
+  const key = '-----BEGIN PUBLIC KEY-----x';
+  const base = {
+    sms_backends: [] as { sms_gateway?: unknown }[],
+    mailer: { backends: [] as { driver: string; http_api?: { event_webhook_public_key?: string } }[] },
+    webhooks: {} as { public_base_url?: string },
+  };
+  it('is email with an http_api mailer that has an event webhook key, and sms with an sms_gateway and a public base URL', () => {
+    expect(receiptChannels(base)).toEqual([]);
+    expect(
+      receiptChannels({
+        ...base,
+        mailer: { backends: [{ driver: 'smtp' }, { driver: 'http_api', http_api: {} }] },
+        sms_backends: [{ sms_gateway: {} }],
+      }),
+    ).toEqual([]);
+    expect(
+      receiptChannels({
+        sms_backends: [{}, { sms_gateway: {} }],
+        mailer: {
+          backends: [{ driver: 'smtp' }, { driver: 'http_api', http_api: { event_webhook_public_key: key } }],
+        },
+        webhooks: { public_base_url: 'https://notify.example.com' },
+      }),
+    ).toEqual(['email', 'sms']);
+    // A public base URL without an sms_gateway backend asks nobody for callbacks.
+    expect(
+      receiptChannels({ ...base, sms_backends: [{}], webhooks: { public_base_url: 'https://n.example' } }),
+    ).toEqual([]);
+  });
+});
+
 describe('the default SLOs config', () => {
   it('names the key of a bad target', () => {
     expect(() =>
       loadNotificationConfig(undefined, {
         file: null,
         env: { SVC_NOTIFICATION__MONITOR__DEFAULT_SLOS__DELIVERY_TARGET: '1' },
+      }),
+    ).toThrow(/default_slos/);
+    expect(() =>
+      loadNotificationConfig(undefined, {
+        file: null,
+        env: { SVC_NOTIFICATION__MONITOR__DEFAULT_SLOS__RECEIPTS_TARGET: '1' },
       }),
     ).toThrow(/default_slos/);
   });
