@@ -90,6 +90,17 @@ const EVENTS: Readonly<
   click: { status: 'delivered', failure: null },
 };
 
+/**
+ * SendGrid `dropped` names its reason in `reason`: most are the recipient's (an address that bounced,
+ * unsubscribed or complained before, an invalid one), which must not count against the provider (the
+ * receipts SLO); anything else (spam content, an invalid header, ...) stays `provider_undelivered`.
+ */
+const DROPPED_REASONS: readonly { match: RegExp; failure: FailureKind }[] = [
+  { match: /^bounced address/i, failure: 'recipient_bounced' },
+  { match: /^(unsubscribed|spam reporting) address/i, failure: 'recipient_unsubscribed' },
+  { match: /^invalid$/i, failure: 'recipient_invalid' },
+];
+
 function str(value: unknown, max = 128): string | undefined {
   return typeof value === 'string' && value !== ''
     ? value.replace(/[^\x20-\x7e]/g, '').slice(0, max)
@@ -111,11 +122,13 @@ export function parseEvent(value: unknown): VerifiedReceipt | undefined {
   // SendGrid gives every event an id; without one, the message, event and time stand in for it.
   const eventId = str(e.sg_event_id) ?? `${messageId ?? ''}:${name}:${timestamp ?? ''}`;
   const blocked = name === 'bounce' && e.type === 'blocked';
+  const droppedFor =
+    name === 'dropped' ? DROPPED_REASONS.find((r) => r.match.test(str(e.reason) ?? '')) : undefined;
   const receipt: IncomingReceipt = {
     eventId,
     event: name,
     status: known?.status ?? null,
-    failure: blocked ? 'provider_undelivered' : (known?.failure ?? null),
+    failure: blocked ? 'provider_undelivered' : (droppedFor?.failure ?? known?.failure ?? null),
   };
   const code = str(e.status, 16);
   if (code !== undefined) receipt.providerCode = code;
