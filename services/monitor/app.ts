@@ -45,6 +45,12 @@ import { PullMetricsBackend } from '../../shared/monitoring/backends/pull-metric
 import { type MigrationSet, openStorage, type Storage } from '../../shared/storage/database';
 import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from './migrations';
 import { MONITOR_JOBS_TABLE } from './migrations/20261128500000_monitor_state';
+import {
+  DatabaseTargetHistoryStore,
+  MemoryTargetHistoryStore,
+  TargetHistoryPurger,
+  type TargetHistoryStore,
+} from './targets/history';
 import { DatabaseJobLease, InProcessJobLease, type JobLease } from '../../shared/storage/periodic-job';
 import { MemorySloStateStore } from './slo/store';
 import { DatabaseSloStateStore } from './slo/database-store';
@@ -106,6 +112,10 @@ export interface MonitorAppParts {
    * in tests. Without one, `oncall.inbound_sms.enabled` logs a warning and reads nothing.
    */
   pageAcknowledger?: PageAcknowledger;
+  /** Issue 29: the targets' probe history (tests seed one); default from the storage. */
+  targetHistory?: TargetHistoryStore;
+  /** Issue 29: "now" of the page's chart routes (tests pass a fixed clock); default Date.now. */
+  chartNow?: () => number;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -302,6 +312,15 @@ async function assembleMonitorApp(
   deps.slo = slo;
 
   // --- targets (watched services, CheckHealth) ---
+  // Issue 29: each probe's result in minute buckets for the page's charts, kept 30 days (purged
+  // hourly once across the replicas under the job lease).
+  const targetHistory: TargetHistoryStore =
+    parts.targetHistory ??
+    (storage ? new DatabaseTargetHistoryStore(storage.knex) : new MemoryTargetHistoryStore());
+  lifecycle.worker(
+    'target-history-purge',
+    new TargetHistoryPurger({ store: targetHistory, lease: jobLease, logger }),
+  );
   const targets = new TargetsArea({
     targets: config.targets,
     alerts: alertHub,
@@ -312,6 +331,7 @@ async function assembleMonitorApp(
     // Target state in the database (survives a restart; replicas probe once per interval between
     // them and show what the prober found); in memory, this process probes every round.
     ...(storage ? { store: new DatabaseTargetStateStore(storage.knex), lease: jobLease } : {}),
+    history: targetHistory,
   });
   lifecycle.worker('targets', {
     start: async () => {
@@ -372,6 +392,8 @@ async function assembleMonitorApp(
     shutdownSignal: server.shutdownSignal,
     // M2: alerts grouped with their timeline, acknowledge, resolve and silences from the page.
     alerts: { lifecycle: alertHub.lifecycle, writeScope: ALERT_METHOD_SCOPES.acknowledgeAlert },
+    // Issue 29: the targets' probe history for the charts.
+    history: { store: targetHistory, ...(parts.chartNow ? { now: parts.chartNow } : {}) },
   });
   server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
   lifecycle.worker('status-page', statusPage);

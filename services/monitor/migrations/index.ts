@@ -9,6 +9,7 @@ import * as alerts from './20261128600000_alerts';
 import * as oncallEscalation from './20261128700000_oncall_escalation';
 import * as oncallInboundSms from './20261128800100_oncall_inbound_sms';
 import * as sloEvents from './20261128900000_slo_events';
+import * as targetHistory from './20261129100000_target_history';
 
 /** Every monitor migration, oldest first. */
 export const monitorMigrations: readonly NamedMigration[] = [
@@ -17,6 +18,7 @@ export const monitorMigrations: readonly NamedMigration[] = [
   { name: '20261128700000_oncall_escalation', ...oncallEscalation },
   { name: '20261128800100_oncall_inbound_sms', ...oncallInboundSms },
   { name: '20261128900000_slo_events', ...sloEvents },
+  { name: '20261129100000_target_history', ...targetHistory },
 ];
 
 /** The knex table that records which monitor migrations ran. */

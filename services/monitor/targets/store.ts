@@ -34,6 +34,7 @@ function copy(state: StoredTargetState): StoredTargetState {
     ...state,
     lastProbeAt: state.lastProbeAt ? new Date(state.lastProbeAt) : null,
     lastChangeAt: state.lastChangeAt ? new Date(state.lastChangeAt) : null,
+    ...(state.lastErrorAt ? { lastErrorAt: new Date(state.lastErrorAt) } : {}),
   };
 }
 
@@ -58,6 +59,7 @@ interface Row {
   consecutive_failures: number | string;
   last_error: string | null;
   last_change_at: Date | string | null;
+  last_error_at: Date | string | null;
 }
 
 const date = (v: Date | string | null): Date | null => (v === null ? null : new Date(v));
@@ -68,7 +70,7 @@ export class DatabaseTargetStateStore implements TargetStateStore {
 
   async load(name: string): Promise<StoredTargetState | null> {
     const result = await this.knex.raw(
-      `SELECT up, last_probe_at, last_latency_ms, consecutive_failures, last_error, last_change_at
+      `SELECT up, last_probe_at, last_latency_ms, consecutive_failures, last_error, last_change_at, last_error_at
          FROM monitor_target_states WHERE name = ?`,
       [name],
     );
@@ -81,6 +83,7 @@ export class DatabaseTargetStateStore implements TargetStateStore {
       consecutiveFailures: Number(row.consecutive_failures),
       lastError: row.last_error,
       lastChangeAt: date(row.last_change_at),
+      ...(row.last_error_at !== null ? { lastErrorAt: date(row.last_error_at) } : {}),
     };
   }
 
@@ -88,11 +91,12 @@ export class DatabaseTargetStateStore implements TargetStateStore {
     const s = bounded(state);
     await this.knex.raw(
       `INSERT INTO monitor_target_states
-         (name, up, last_probe_at, last_latency_ms, consecutive_failures, last_error, last_change_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, now())
+         (name, up, last_probe_at, last_latency_ms, consecutive_failures, last_error, last_change_at, last_error_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())
        ON CONFLICT (name) DO UPDATE SET up = EXCLUDED.up, last_probe_at = EXCLUDED.last_probe_at,
          last_latency_ms = EXCLUDED.last_latency_ms, consecutive_failures = EXCLUDED.consecutive_failures,
-         last_error = EXCLUDED.last_error, last_change_at = EXCLUDED.last_change_at, updated_at = now()`,
+         last_error = EXCLUDED.last_error, last_change_at = EXCLUDED.last_change_at,
+         last_error_at = EXCLUDED.last_error_at, updated_at = now()`,
       [
         name,
         s.up,
@@ -101,6 +105,7 @@ export class DatabaseTargetStateStore implements TargetStateStore {
         s.consecutiveFailures,
         s.lastError,
         s.lastChangeAt?.toISOString() ?? null,
+        s.lastErrorAt?.toISOString() ?? null,
       ],
     );
   }

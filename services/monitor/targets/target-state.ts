@@ -25,12 +25,20 @@ export interface TargetState {
   lastError: string | null;
   /** When `up` last changed (unknown to up or down, up to down, down to up); null before. */
   lastChangeAt: Date | null;
+  /** When `lastError` happened (issue 29: shown as past once the target is up again); absent or null when not known. */
+  lastErrorAt?: Date | null;
 }
 
 /** What is kept of a target's state across restarts and replicas (the rest comes from its config). */
 export type StoredTargetState = Pick<
   TargetState,
-  'up' | 'lastProbeAt' | 'lastLatencyMs' | 'consecutiveFailures' | 'lastError' | 'lastChangeAt'
+  | 'up'
+  | 'lastProbeAt'
+  | 'lastLatencyMs'
+  | 'consecutiveFailures'
+  | 'lastError'
+  | 'lastChangeAt'
+  | 'lastErrorAt'
 >;
 
 /** A change of a target's state: `down` (was up or unknown) or `recovered` (was down). */
@@ -49,6 +57,7 @@ export class TargetTracker {
       consecutiveFailures: 0,
       lastError: null,
       lastChangeAt: null,
+      lastErrorAt: null,
     };
   }
 
@@ -59,6 +68,7 @@ export class TargetTracker {
       ...s,
       lastProbeAt: s.lastProbeAt ? new Date(s.lastProbeAt) : null,
       lastChangeAt: s.lastChangeAt ? new Date(s.lastChangeAt) : null,
+      lastErrorAt: s.lastErrorAt ? new Date(s.lastErrorAt) : null,
     };
   }
 
@@ -75,7 +85,8 @@ export class TargetTracker {
       s.lastError === kept.lastError &&
       s.lastLatencyMs === kept.lastLatencyMs &&
       s.lastProbeAt?.getTime() === kept.lastProbeAt?.getTime() &&
-      s.lastChangeAt?.getTime() === kept.lastChangeAt?.getTime();
+      s.lastChangeAt?.getTime() === kept.lastChangeAt?.getTime() &&
+      (s.lastErrorAt ?? null)?.getTime() === (kept.lastErrorAt ?? null)?.getTime();
     if (same) return false;
     this.state = {
       ...s,
@@ -85,6 +96,7 @@ export class TargetTracker {
       consecutiveFailures: kept.consecutiveFailures,
       lastError: kept.lastError,
       lastChangeAt: kept.lastChangeAt ? new Date(kept.lastChangeAt) : null,
+      lastErrorAt: kept.lastErrorAt ? new Date(kept.lastErrorAt) : null,
     };
     return true;
   }
@@ -108,6 +120,7 @@ export class TargetTracker {
       consecutiveFailures: failures,
       // The last failure's reason stays visible after a recovery until the next failure replaces it.
       lastError: outcome.ok ? this.state.lastError : outcome.reason,
+      lastErrorAt: outcome.ok ? (this.state.lastErrorAt ?? null) : at,
       lastChangeAt: up !== was ? at : this.state.lastChangeAt,
     };
     if (up === false && was !== false) return 'down';

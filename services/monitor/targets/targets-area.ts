@@ -23,6 +23,7 @@ import { GrpcHealthProbe, type ProbeOutcome, probeHttp } from './probes';
 import { type TargetAlert, TargetAlertQueue, targetAlert } from './target-alerts';
 import { type TargetState, type TargetTransition, TargetTracker } from './target-state';
 import type { TargetStateStore } from './store';
+import type { TargetHistoryStore } from './history';
 import { InProcessJobLease, type JobLease } from '../../../shared/storage/periodic-job';
 
 /** Longest default probe timeout: a slow target is a failing one. */
@@ -58,6 +59,8 @@ export interface TargetsAreaOptions {
    * the prober kept. Without one, every round runs here.
    */
   lease?: JobLease;
+  /** Issue 29: where each probe's result is added to the target's minute buckets (the page's charts). */
+  history?: TargetHistoryStore;
 }
 
 /** The store and lease of targets shared across restarts and replicas. */
@@ -93,6 +96,7 @@ class TargetWatcher {
     private readonly logger: Logger,
     private readonly onProbed: (state: TargetState, transition: TargetTransition | null) => void,
     private readonly shared?: SharedTargetState,
+    private readonly history?: TargetHistoryStore,
   ) {
     this.intervalMs = target.interval_seconds * 1000;
     this.timeoutMs = probeTimeoutMs(target);
@@ -169,10 +173,21 @@ class TargetWatcher {
     const elapsedMs = performance.now() - started;
     // A probe cut short by stop() says nothing about the target.
     if (this.stopped) return;
-    const transition = this.tracker.record(outcome, new Date(), Math.round(elapsedMs * 1000) / 1000);
+    const at = new Date();
+    const latencyMs = Math.round(elapsedMs * 1000) / 1000;
+    const transition = this.tracker.record(outcome, at, latencyMs);
     const state = this.tracker.snapshot();
     this.onProbed(state, transition);
     await this.shared?.store.save(this.target.name, state);
+    if (this.history) {
+      const probe = { atMs: at.getTime(), ok: outcome.ok, latencyMs };
+      // The chart misses one point at worst: a history write never stops the probing.
+      await this.history
+        .record(this.target.name, outcome.ok ? probe : { ...probe, error: outcome.reason })
+        .catch((err: unknown) =>
+          this.logger.warn({ err, target: this.target.name }, 'target history write failed'),
+        );
+    }
   }
 
   /**
@@ -264,6 +279,7 @@ export class TargetsArea {
           options.store
             ? { store: options.store, lease: options.lease ?? new InProcessJobLease() }
             : undefined,
+          options.history,
         ),
       );
     }

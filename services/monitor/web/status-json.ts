@@ -30,6 +30,13 @@ export interface TargetJson {
   last_error: string | null;
   /** When the state last changed (unknown, up, down); null before. */
   last_change_at: string | null;
+  /** When `last_error` happened; null when not known. */
+  last_error_at: string | null;
+  /**
+   * True when `last_error` is past: the target is up again with no failure since (the page shows
+   * "last error 12 min ago, recovered", never beside an UP badge as if current).
+   */
+  last_error_recovered: boolean;
 }
 
 /** One SLO on the page. */
@@ -125,6 +132,8 @@ export function toTargetJson(t: TargetState): TargetJson {
     consecutive_failures: t.consecutiveFailures,
     last_error: t.lastError === null ? null : cut(t.lastError, MAX_CONTEXT_CHARS),
     last_change_at: isoOrNull(t.lastChangeAt),
+    last_error_at: isoOrNull(t.lastErrorAt ?? null),
+    last_error_recovered: t.lastError !== null && t.up === true && t.consecutiveFailures === 0,
   };
 }
 

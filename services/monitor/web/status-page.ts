@@ -28,6 +28,8 @@ import { StatusFeed } from './status-feed';
 import type { StatusSource } from './status-source';
 import type { AlertLifecycle } from '../alerts/lifecycle';
 import { alertRoutes } from './alert-routes';
+import { historyRoutes } from './history-routes';
+import type { TargetHistoryStore } from '../targets/history';
 
 /** Every data path and asset of the page starts with this (the route table adds the headers under it). */
 export const STATUS_PATH_PREFIX = '/status';
@@ -68,6 +70,8 @@ export interface StatusPageDeps {
    * silences from the page (alert-routes.ts); changes need a server token with `writeScope`.
    */
   alerts?: { lifecycle: AlertLifecycle; writeScope: string };
+  /** Issue 29: the targets' probe history for the page's charts (web/history-routes.ts). */
+  history?: { store: TargetHistoryStore; now?: () => number };
 }
 
 const STREAM_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, ...SSE_HEADERS };
@@ -80,9 +84,13 @@ export class StatusPage {
   private readonly matchToken: ((given: string) => number) | undefined;
   private readonly logger: Logger;
   private readonly alerts?: StatusPageDeps['alerts'];
+  private readonly history?: StatusPageDeps['history'];
+  private readonly source: StatusSource;
 
   constructor(deps: StatusPageDeps) {
     this.alerts = deps.alerts;
+    this.history = deps.history;
+    this.source = deps.source;
     const s = deps.settings;
     this.logger = deps.logger.child({ component: 'status-page' });
     this.feed = new StatusFeed({
@@ -119,6 +127,15 @@ export class StatusPage {
             writeScope: this.alerts.writeScope,
             authorizeRead: (req, res) => this.authorized(req, res),
             logger: this.logger,
+          })
+        : []),
+      ...(this.history
+        ? historyRoutes({
+            history: this.history.store,
+            targetNames: () => this.source.targets().map((t) => t.name),
+            authorizeRead: (req, res) => this.authorized(req, res),
+            logger: this.logger,
+            ...(this.history.now ? { now: this.history.now } : {}),
           })
         : []),
     ];

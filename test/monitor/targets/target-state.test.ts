@@ -95,3 +95,34 @@ describe('TargetTracker', () => {
     expect(t.record(OK, new Date(7_000), 1)).toBe('recovered');
   });
 });
+
+describe('the last error once the target is up again (issue 29)', () => {
+  it('keeps the error with its time, and the JSON marks it recovered only while up with no failure', async () => {
+    const { toTargetJson } = await import('../../../services/monitor/web/status-json');
+    const t = new TargetTracker({ name: 'search 🔍', grpcAddress: null, httpUrl: null });
+    t.record({ ok: false, reason: 'UNAVAILABLE' }, new Date(1_000), 1);
+    // One failure, not down yet: the error is current.
+    expect(toTargetJson(t.snapshot())).toMatchObject({
+      state: 'unknown',
+      last_error: 'UNAVAILABLE',
+      last_error_at: new Date(1_000).toISOString(),
+      last_error_recovered: false,
+    });
+    t.record({ ok: true }, new Date(61_000), 1);
+    expect(toTargetJson(t.snapshot())).toMatchObject({
+      state: 'up',
+      consecutive_failures: 0,
+      last_error: 'UNAVAILABLE',
+      last_error_at: new Date(1_000).toISOString(),
+      last_error_recovered: true,
+    });
+    // A new failure while up: current again, with its own time.
+    t.record({ ok: false, reason: 'HTTP 503' }, new Date(121_000), 1);
+    expect(toTargetJson(t.snapshot())).toMatchObject({
+      state: 'up',
+      last_error: 'HTTP 503',
+      last_error_at: new Date(121_000).toISOString(),
+      last_error_recovered: false,
+    });
+  });
+});

@@ -134,6 +134,8 @@ describe('the status page routes', () => {
         consecutive_failures: 0,
         last_error: null,
         last_change_at: null,
+        last_error_at: null,
+        last_error_recovered: false,
       },
       expect.objectContaining({
         name: 'search',

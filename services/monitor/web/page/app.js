@@ -1,4 +1,4 @@
-/* global PageKit, document, sessionStorage, fetch, TextDecoderStream, setTimeout */
+/* global PageKit, CSS, document, sessionStorage, fetch, TextDecoderStream, setTimeout */
 // The monitor's status page. No build step, no dependencies: served as is by StatusPage.
 //
 // Everything comes from one stream, /status/events: a `snapshot` event with the whole state (on
@@ -46,6 +46,8 @@
     oncallBody: $('oncall-body'),
     oncallEmpty: $('oncall-empty'),
     oncallSummary: $('oncall-summary'),
+    targetCharts: $('target-charts'),
+    alertTimeline: $('alert-timeline'),
   };
   const ACTOR_KEY = 'svc.monitor.actor';
 
@@ -100,11 +102,12 @@
         el('td', '', formatMs(t.last_latency_ms)),
         el('td', '', formatTime(t.last_probe_at)),
         el('td', '', t.consecutive_failures),
-        el('td', 'error', t.last_error || '—'),
+        lastErrorCell(t),
       );
       return tr;
     });
     ui.targetsBody.replaceChildren(...rows);
+    syncTargetCharts(targets);
     ui.targets.hidden = targets.length === 0;
     ui.targetsEmpty.hidden = targets.length > 0;
     const down = targets.filter((t) => t.state === 'down').length;
@@ -157,6 +160,7 @@
           +(s.ratio.target * 100).toFixed(4) + '% good over ' + s.ratio.period,
         );
         objectiveCell.append(rules);
+        if (s.ratio.rules.length > 0) objectiveCell.append(burnWindowsChart(s));
         tr.dataset.kind = 'ratio';
         tr.append(
           name,
@@ -233,6 +237,275 @@
       last.remove();
     }
     updateAlertsSummary();
+  }
+
+  // --- charts (issue 29): inline SVG built with createElementNS, every text through textContent ---
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  /** A target's history is read again at most this often (probes send `targets` events often). */
+  const HISTORY_REFRESH_MS = 60000;
+  const charts = { history: new Map(), fetchedAt: new Map(), inflight: new Set() };
+
+  function svgEl(tag, attrs, title) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const key of Object.keys(attrs || {})) node.setAttribute(key, String(attrs[key]));
+    if (title) {
+      const t = document.createElementNS(SVG_NS, 'title');
+      t.textContent = title;
+      node.append(t);
+    }
+    return node;
+  }
+
+  function chartSvg(width, height, label, kind) {
+    const svg = svgEl('svg', {
+      viewBox: '0 0 ' + width + ' ' + height,
+      preserveAspectRatio: 'none',
+      role: 'img',
+      'aria-label': label,
+      class: 'chart ' + kind,
+    });
+    svg.dataset.chart = kind;
+    return svg;
+  }
+
+  /** Minutes or hours ago, for a past error. */
+  function ago(iso) {
+    const ms = Date.now() - new Date(iso).getTime();
+    if (!(ms >= 0)) return '';
+    const min = Math.round(ms / 60000);
+    if (min < 60) return min + ' min ago';
+    const h = Math.round(min / 60);
+    return h < 48 ? h + ' h ago' : Math.round(h / 24) + ' d ago';
+  }
+
+  /** The "last error" cell: current, or past once the target is up again. */
+  function lastErrorCell(t) {
+    if (!t.last_error) return el('td', 'error', '—');
+    if (!t.last_error_recovered) return el('td', 'error', t.last_error);
+    const cell = el('td', 'error past');
+    cell.dataset.recovered = 'true';
+    const when = t.last_error_at ? 'last error ' + ago(t.last_error_at) + ', recovered' : 'recovered';
+    cell.append(el('span', 'past-note', when), el('div', 'summary', t.last_error));
+    return cell;
+  }
+
+  function ratioClass(ratio) {
+    if (ratio === null || ratio === undefined) return 'none';
+    if (ratio >= 0.999) return 'up';
+    if (ratio >= 0.95) return 'partial';
+    return 'down';
+  }
+
+  /** One cell per point, coloured by up ratio, each with a title (time and ratio). */
+  function uptimeBar(points, label) {
+    const svg = chartSvg(points.length, 10, label, 'uptime');
+    points.forEach((p, i) => {
+      const ratio = p.up_ratio === null ? 'no probe' : (p.up_ratio * 100).toFixed(2) + ' % up';
+      const cell = svgEl(
+        'rect',
+        { x: i + 0.1, y: 0, width: 0.8, height: 10, class: 'cell ' + ratioClass(p.up_ratio) },
+        formatTime(p.start) + ': ' + ratio,
+      );
+      cell.dataset.point = String(i);
+      svg.append(cell);
+    });
+    return svg;
+  }
+
+  /** The average latency of each point with probes as a line, its max as the title. */
+  function latencyLine(points, label) {
+    const values = points.map((p) => p.latency_avg_ms);
+    const max = Math.max(1, ...values.filter((v) => typeof v === 'number'));
+    const height = 40;
+    const svg = chartSvg(points.length, height, label, 'latency');
+    const y = (v) => (height - 2 - (v / max) * (height - 4)).toFixed(2);
+    let path = '';
+    points.forEach((p, i) => {
+      if (typeof p.latency_avg_ms !== 'number') return;
+      path += (path ? ' L' : 'M') + (i + 0.5) + ' ' + y(p.latency_avg_ms);
+      const dot = svgEl(
+        'circle',
+        { cx: i + 0.5, cy: y(p.latency_avg_ms), r: 0.6, class: 'dot' },
+        formatTime(p.start) +
+          ': ' +
+          formatMs(p.latency_avg_ms) +
+          ' avg, ' +
+          formatMs(p.latency_max_ms) +
+          ' max',
+      );
+      dot.dataset.point = String(i);
+      svg.append(dot);
+    });
+    if (path) svg.prepend(svgEl('path', { d: path, class: 'line', 'vector-effect': 'non-scaling-stroke' }));
+    return svg;
+  }
+
+  function renderTargetCharts(name) {
+    const box = ui.targetCharts.querySelector('[data-target-charts="' + CSS.escape(name) + '"]');
+    const h = charts.history.get(name);
+    if (!box || !h) return;
+    const parts = [];
+    for (const range of ['24h', '30d']) {
+      const data = h[range];
+      if (!data) continue;
+      const label = name + ': uptime over the last ' + (range === '24h' ? '24 hours' : '30 days');
+      const known = data.points.filter((p) => p.up_ratio !== null);
+      const up = known.length
+        ? known.reduce((s, p) => s + p.up_ratio * p.probes, 0) / known.reduce((s, p) => s + p.probes, 0)
+        : null;
+      const row = el('div', 'chart-row');
+      row.dataset.range = range;
+      row.append(
+        el('span', 'chart-label', range + ' ' + (up === null ? '—' : (up * 100).toFixed(2) + ' %')),
+        uptimeBar(data.points, label),
+      );
+      parts.push(row);
+    }
+    if (h['24h']) {
+      const row = el('div', 'chart-row');
+      row.dataset.range = 'latency';
+      row.append(
+        el('span', 'chart-label', 'latency 24h'),
+        latencyLine(h['24h'].points, name + ': average probe latency over 24 hours'),
+      );
+      parts.push(row);
+    }
+    box.replaceChildren(el('strong', 'name', name), ...parts);
+  }
+
+  async function loadHistory(name) {
+    if (charts.inflight.has(name)) return;
+    const last = charts.fetchedAt.get(name) || 0;
+    if (Date.now() - last < HISTORY_REFRESH_MS) return;
+    charts.inflight.add(name);
+    try {
+      const base = '/status/targets/' + encodeURIComponent(name) + '/history?range=';
+      const [day, month] = await Promise.all([api('GET', base + '24h'), api('GET', base + '30d')]);
+      charts.history.set(name, { '24h': day, '30d': month });
+      charts.fetchedAt.set(name, Date.now());
+      renderTargetCharts(name);
+    } catch {
+      // No history (an older monitor, a target just removed): the table still shows the state.
+      charts.fetchedAt.set(name, Date.now());
+    } finally {
+      charts.inflight.delete(name);
+    }
+  }
+
+  function syncTargetCharts(targets) {
+    const names = targets.map((t) => t.name);
+    const kept = new Map();
+    for (const box of ui.targetCharts.children) kept.set(box.dataset.targetCharts, box);
+    const boxes = names.map((name) => {
+      let box = kept.get(name);
+      if (!box) {
+        box = el('div', 'target-charts');
+        box.dataset.targetCharts = name;
+        box.append(el('strong', 'name', name));
+      }
+      return box;
+    });
+    ui.targetCharts.replaceChildren(...boxes);
+    ui.targetCharts.hidden = names.length === 0;
+    for (const name of names) {
+      renderTargetCharts(name);
+      loadHistory(name);
+    }
+  }
+
+  /** Each burn-rate rule's long and short window: a bar of its burn rate and the rule's threshold line. */
+  function burnWindowsChart(s) {
+    const rules = s.ratio.rules;
+    const rates = [];
+    for (const r of rules) rates.push(r.burn_rate, r.long_burn_rate || 0, r.short_burn_rate || 0);
+    const max = Math.max(1, ...rates) * 1.1;
+    const width = 100;
+    const rowH = 12;
+    const svg = chartSvg(width, rules.length * rowH * 2, s.name + ': burn rate per alert window', 'burn');
+    const x = (v) => ((v / max) * width).toFixed(2);
+    rules.forEach((r, i) => {
+      [
+        ['long', r.long_burn_rate, r.long_window_seconds],
+        ['short', r.short_burn_rate, r.short_window_seconds],
+      ].forEach(([which, rate, seconds], j) => {
+        const top = (i * 2 + j) * rowH;
+        const over = typeof rate === 'number' && rate >= r.burn_rate;
+        const bar = svgEl(
+          'rect',
+          {
+            x: 0,
+            y: top + 2,
+            width: typeof rate === 'number' ? x(rate) : 0,
+            height: rowH - 4,
+            class: 'bar ' + (over ? 'over' : 'under'),
+          },
+          r.name +
+            ' ' +
+            which +
+            ' window (' +
+            seconds +
+            ' s): ' +
+            burnText(rate) +
+            ', fires at ' +
+            r.burn_rate +
+            '×',
+        );
+        bar.dataset.point = r.name + ':' + which;
+        svg.append(bar);
+      });
+      const threshold = svgEl('line', {
+        x1: x(r.burn_rate),
+        x2: x(r.burn_rate),
+        y1: i * 2 * rowH,
+        y2: (i * 2 + 2) * rowH,
+        class: 'threshold',
+        'vector-effect': 'non-scaling-stroke',
+      });
+      threshold.dataset.threshold = r.name;
+      svg.append(threshold);
+    });
+    return svg;
+  }
+
+  /** The alerts of the last 24 hours as spans from start to end (or now). */
+  function renderAlertTimeline(groups) {
+    const now = Date.now();
+    const from = now - 86400000;
+    const alerts = [];
+    for (const g of groups) for (const a of g.alerts) alerts.push(a);
+    const shown = alerts
+      .filter((a) => a.fired_at && (a.resolved_at === null || new Date(a.resolved_at).getTime() >= from))
+      .slice(0, 50);
+    const rowH = 6;
+    const svg = chartSvg(240, Math.max(1, shown.length) * rowH, 'Alerts over the last 24 hours', 'timeline');
+    const x = (ms) => Math.max(0, Math.min(240, ((ms - from) / 86400000) * 240));
+    shown.forEach((a, i) => {
+      const start = new Date(a.fired_at).getTime();
+      const end = a.resolved_at ? new Date(a.resolved_at).getTime() : now;
+      const x1 = x(start);
+      const span = svgEl(
+        'rect',
+        {
+          x: x1,
+          y: i * rowH + 1,
+          width: Math.max(0.8, x(end) - x1),
+          height: rowH - 2,
+          class: 'span ' + (a.resolved_at ? 'resolved' : 'open'),
+        },
+        a.title +
+          ' (' +
+          a.severity +
+          '): ' +
+          formatTime(a.fired_at) +
+          ' – ' +
+          (a.resolved_at ? formatTime(a.resolved_at) : 'now'),
+      );
+      span.dataset.point = a.id;
+      svg.append(span);
+    });
+    ui.alertTimeline.replaceChildren(svg);
+    ui.alertTimeline.hidden = shown.length === 0;
   }
 
   // --- on call (issue 28): each schedule, who is on call now (until when) and next (from when) ---
@@ -460,6 +733,7 @@
     try {
       const data = await api('GET', '/status/alerts.json');
       renderGroups(data.groups);
+      renderAlertTimeline(data.groups);
       renderSilences(data.silences);
       loadEscalations();
     } catch (err) {
