@@ -1,5 +1,6 @@
 import { FAILURES_BEFORE_DOWN, TargetTracker } from '../../../services/monitor/targets/target-state';
 import type { ProbeOutcome } from '../../../services/monitor/targets/probes';
+import { toTargetJson } from '../../../services/monitor/web/status-json';
 
 const OK: ProbeOutcome = { ok: true };
 const FAIL: ProbeOutcome = { ok: false, reason: 'NOT_SERVING' };
@@ -97,8 +98,7 @@ describe('TargetTracker', () => {
 });
 
 describe('the last error once the target is up again (issue 29)', () => {
-  it('keeps the error with its time, and the JSON marks it recovered only while up with no failure', async () => {
-    const { toTargetJson } = await import('../../../services/monitor/web/status-json');
+  it('keeps the error with its time, and the JSON marks it recovered only while up with no failure', () => {
     const t = new TargetTracker({ name: 'search 🔍', grpcAddress: null, httpUrl: null });
     t.record({ ok: false, reason: 'UNAVAILABLE' }, new Date(1_000), 1);
     // One failure, not down yet: the error is current.
