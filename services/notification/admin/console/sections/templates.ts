@@ -238,7 +238,8 @@ export function templatesSection(deps: ConsoleSectionDeps): ConsoleSection {
               locale: stringField(input, 'locale', false),
               timeZone: stringField(input, 'time_zone', false),
               data: data as Record<string, unknown>,
-              override: contentOf(input.template, 'template'),
+              // Checked here first so that an error names the editor's field (`template.text`).
+              override: catalog.validateContent(channel, contentOf(input.template, 'template'), 'template'),
             });
             if (!rendered) {
               throw new InvalidArgumentError(
