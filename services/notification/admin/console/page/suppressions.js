@@ -1,4 +1,4 @@
-/* global ConsoleKit */
+/* global ConsoleKit, AbortController, URLSearchParams */
 // The console's suppressions section (sections/suppressions.ts): the list (one channel or all,
 // newest first, recipients masked), an exact search by recipient, an add form and a remove form,
 // both with the operator's reason; a removal is confirmed first. Removing needs the whole recipient
@@ -83,9 +83,21 @@
     );
     const confirmBox = el(
       'div',
-      { id: 'sup-confirm', class: 'sup-confirm', role: 'alertdialog', 'aria-labelledby': 'sup-confirm-text', hidden: true },
+      {
+        id: 'sup-confirm',
+        class: 'sup-confirm',
+        role: 'alertdialog',
+        'aria-labelledby': 'sup-confirm-text',
+        hidden: true,
+      },
       el('p', { id: 'sup-confirm-text' }),
-      el('button', { type: 'button', class: 'danger', id: 'sup-confirm-yes', text: 'Confirm removal', onclick: onRemove }),
+      el('button', {
+        type: 'button',
+        class: 'danger',
+        id: 'sup-confirm-yes',
+        text: 'Confirm removal',
+        onclick: onRemove,
+      }),
       el('button', { type: 'button', id: 'sup-confirm-no', text: 'Cancel', onclick: hideConfirm }),
     );
     root.append(
@@ -93,7 +105,13 @@
       filters,
       el('div', { class: 'table-wrap' }, table),
       el('p', { id: 'sup-empty', class: 'muted', text: 'No entries.', hidden: true }),
-      el('button', { type: 'button', id: 'sup-more', text: 'Load more', hidden: true, onclick: () => load(true) }),
+      el('button', {
+        type: 'button',
+        id: 'sup-more',
+        text: 'Load more',
+        hidden: true,
+        onclick: () => load(true),
+      }),
       el('h2', { text: 'Add a suppression' }),
       addForm,
       el('h2', { text: 'Remove a suppression' }),
@@ -137,9 +155,17 @@
       { 'data-channel': item.channel },
       el('td', { text: item.channel }),
       el('td', { class: 'sup-recipient', text: item.recipient }),
-      el('td', {}, el('span', { class: 'status', 'data-status': item.kind, text: item.kind.replace(/_/g, ' ') })),
+      el(
+        'td',
+        {},
+        el('span', { class: 'status', 'data-status': item.kind, text: item.kind.replace(/_/g, ' ') }),
+      ),
       el('td', { text: item.source || '—' }),
-      el('td', {}, item.created_at ? el('time', { datetime: item.created_at, text: formatTime(item.created_at) }) : '—'),
+      el(
+        'td',
+        {},
+        item.created_at ? el('time', { datetime: item.created_at, text: formatTime(item.created_at) }) : '—',
+      ),
       el('td', {}, remove),
     );
   }
@@ -210,7 +236,11 @@
     showError('');
     const channel = byId('sup-remove-channel').value;
     byId('sup-confirm-text').textContent =
-      'Remove ' + byId('sup-remove-recipient').value.trim() + ' from the ' + channel + ' suppression list? Messages to it will be sent again.';
+      'Remove ' +
+      byId('sup-remove-recipient').value.trim() +
+      ' from the ' +
+      channel +
+      ' suppression list? Messages to it will be sent again.';
     byId('sup-confirm').hidden = false;
     byId('sup-confirm-yes').focus();
   }

@@ -1,4 +1,4 @@
-/* global ConsoleKit, window */
+/* global ConsoleKit, window, AbortController */
 // The console's templates section (sections/templates.ts): the templates by name, and an editor of
 // one variant (channel, locale) with a textarea per part the channel has, sample data as JSON, and
 // a live preview rendered by the server as the operator types (debounced; an older answer never
@@ -31,7 +31,11 @@
           el(
             'thead',
             {},
-            el('tr', {}, ...['Name', 'Channels', 'Locales', 'Updated'].map((h) => el('th', { scope: 'col', text: h }))),
+            el(
+              'tr',
+              {},
+              ...['Name', 'Channels', 'Locales', 'Updated'].map((h) => el('th', { scope: 'col', text: h })),
+            ),
           ),
           el('tbody', { id: 'tpl-rows' }),
         ),
@@ -54,7 +58,11 @@
             el('td', {}, el('a', { href: '#/templates/' + encodeURIComponent(t.name), text: t.name })),
             el('td', { text: t.channels.join(', ') }),
             el('td', { text: t.locales.length ? t.locales.join(', ') : '—' }),
-            el('td', {}, t.updated_at ? el('time', { datetime: t.updated_at, text: formatTime(t.updated_at) }) : '—'),
+            el(
+              'td',
+              {},
+              t.updated_at ? el('time', { datetime: t.updated_at, text: formatTime(t.updated_at) }) : '—',
+            ),
           ),
         ),
       );
@@ -84,7 +92,12 @@
         'div',
         { class: 'filters' },
         el('label', {}, 'Channel', channel),
-        el('label', {}, 'Locale', el('input', { id: 'tpl-locale', value: first ? first.locale : 'en', onchange: fillParts })),
+        el(
+          'label',
+          {},
+          'Locale',
+          el('input', { id: 'tpl-locale', value: first ? first.locale : 'en', onchange: fillParts }),
+        ),
         el('span', { class: 'muted', id: 'tpl-variants', text: 'Saved: ' + variantList() }),
       ),
       el(
@@ -118,7 +131,9 @@
   }
 
   function variantList() {
-    return detail.variants.length ? detail.variants.map((v) => v.channel + '/' + v.locale).join(', ') : 'none';
+    return detail.variants.length
+      ? detail.variants.map((v) => v.channel + '/' + v.locale).join(', ')
+      : 'none';
   }
 
   /** The textareas of the chosen channel's parts, filled from the saved variant of that locale. */
@@ -193,7 +208,9 @@
       content = typedContent();
       data = JSON.parse(byId('tpl-data').value || '{}');
     } catch (err) {
-      showTemplateError({ message: err instanceof SyntaxError ? 'the sample data is not valid JSON' : err.message });
+      showTemplateError({
+        message: err instanceof SyntaxError ? 'the sample data is not valid JSON' : err.message,
+      });
       return;
     }
     try {
