@@ -174,6 +174,16 @@ describe('console suppressions API', () => {
     }
   });
 
+  it('reads a body at its bound (16 KiB) and answers 413 past it', async () => {
+    const envelope = { channel: 'push', recipient: 'tok-at-the-bound-0123', reason: 'r', pad: '' };
+    const pad = 'p'.repeat(16 * 1024 - Buffer.byteLength(JSON.stringify(envelope)));
+    const at = JSON.stringify({ ...envelope, pad });
+    expect(Buffer.byteLength(at)).toBe(16 * 1024);
+    expect((await post('suppressions', at)).status).toBe(201);
+    const past = await post('suppressions', JSON.stringify({ ...envelope, pad: `${pad}p` }));
+    expect(past.status).toBe(413);
+  });
+
   it('answers 413 to a body past its bound', async () => {
     const res = await post('suppressions', {
       channel: 'push',
