@@ -162,6 +162,33 @@ describe('console templates API', () => {
     expect(variants.map((v) => v.locale)).not.toContain('ja');
   });
 
+  it('previews a push template with its data object rendered, and keeps a stored part the editor left out', async () => {
+    const put = await send('PUT', 'templates/comments', {
+      channel: 'push',
+      locale: 'en',
+      content: {
+        title: 'New comment',
+        body: '{{ data.who }} wrote',
+        data: { thread: '{{ data.thread }}', n: 3 },
+      },
+    });
+    expect(put.status).toBe(201);
+    const res = await send('POST', 'templates/preview', {
+      name: 'comments',
+      channel: 'push',
+      locale: 'en',
+      template: { body: '{{ data.who }} replied 💬' },
+      data: { who: 'مريم', thread: '话题-9' },
+    });
+    expect(res.status).toBe(200);
+    const preview = (await res.json()) as { content: Record<string, unknown> };
+    expect(preview.content).toEqual({
+      title: 'New comment',
+      body: 'مريم replied 💬',
+      data: { thread: '话题-9', n: 3 },
+    });
+  });
+
   it('counts SMS segments: GSM-7 (160 in one) and UCS-2 (70 in one, an emoji two units)', async () => {
     const preview = async (text: string, data: Record<string, unknown>): Promise<PreviewJson> => {
       const res = await send('POST', 'templates/preview', {
