@@ -103,6 +103,28 @@ describe('console templates API', () => {
     ]);
   });
 
+  it("edits and reads a digest's template by its name <category>.digest", async () => {
+    const put = await send('PUT', 'templates/comments.digest', {
+      channel: 'push',
+      locale: 'en',
+      content: { title: '{{ data.count }} comments', body: 'New comments' },
+    });
+    expect(put.status).toBe(201);
+    const got = await get('templates/comments.digest');
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({
+      name: 'comments.digest',
+      channels: ['push'],
+      variants: [{ channel: 'push' }],
+    });
+    const wrong = await send('PUT', 'templates/comments.digest', {
+      channel: 'inbox',
+      locale: 'en',
+      content: { title: 'x', body: 'y' },
+    });
+    expect(wrong.status).toBe(400);
+  });
+
   it('answers 404 for an unknown name', async () => {
     const res = await get('templates/nothing-here');
     expect(res.status).toBe(404);

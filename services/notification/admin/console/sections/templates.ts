@@ -127,11 +127,11 @@ export function templatesSection(deps: ConsoleSectionDeps): ConsoleSection {
   }
 
   /** Every stored template (the catalog bounds how many). */
-  async function allTemplates(): Promise<Template[]> {
+  async function allTemplates(category?: string): Promise<Template[]> {
     const out: Template[] = [];
     let pageToken = '';
     do {
-      const page = await catalog.list({ pageToken, pageSize: 1000 });
+      const page = await catalog.list({ category, pageToken, pageSize: 1000 });
       out.push(...page.templates);
       pageToken = page.nextPageToken;
     } while (pageToken);
@@ -182,7 +182,11 @@ export function templatesSection(deps: ConsoleSectionDeps): ConsoleSection {
       api.route(['GET'], 'templates/:name', async ({ res, params }) => {
         const name = params.name!;
         const channels = configuredNames().get(name);
-        const variants = (await allTemplates()).filter((t) => t.category === name);
+        // The catalog filters by a configured category; a digest's or an unconfigured name is filtered here.
+        const byCategory = channels !== undefined && !name.endsWith(DIGEST_TEMPLATE_SUFFIX);
+        const variants = (await allTemplates(byCategory ? name : undefined)).filter(
+          (t) => t.category === name,
+        );
         if (!channels && variants.length === 0) {
           sendJson(res, 404, { error: { code: 'not_found', message: 'no template of that name' } });
           return;
