@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService } from '../harness';
+import { operatorToken, startAdminService, until } from '../harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
@@ -28,6 +28,9 @@ describe('the console suppressions section in headless Chromium', () => {
         reason: 'unsubscribed',
         source: 'receipt:twilio',
       });
+      // The next entry strictly newer (within one millisecond the list orders by id).
+      const addedAt = Date.now();
+      await until(() => Date.now() > addedAt);
     }
     browser = await chromium.launch({
       executablePath: CHROMIUM,

@@ -7,7 +7,7 @@ import { CONSOLE_API_PATH } from '../../../../services/notification/admin/consol
 import { MAX_NOTE_POINTS } from '../../../../services/notification/admin/console/sections/suppressions';
 import type { RunningNotificationApp } from '../../../support/notification-app';
 import { wellFormed } from '../../../../shared/text/cut';
-import { authed, operatorToken, startAdminService } from '../harness';
+import { authed, operatorToken, startAdminService, until } from '../harness';
 
 interface Item {
   id: string | null;
@@ -75,6 +75,9 @@ describe('console suppressions API', () => {
         (await post('suppressions', { channel: 'sms', recipient: n, reason: 'test', kind: 'unsubscribed' }))
           .status,
       ).toBe(201);
+      // The next entry strictly newer (within one millisecond the list orders by id).
+      const addedAt = Date.now();
+      await until(() => Date.now() > addedAt);
     }
     const first = await get('suppressions?channel=sms&limit=2');
     expect(first.status).toBe(200);
