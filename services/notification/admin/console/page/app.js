@@ -21,13 +21,23 @@
 
   const $ = (id) => document.getElementById(id);
 
-  /** An error answer of the console API: `code` is the JSON error body's code, `status` the HTTP status. */
+  /**
+   * An error answer of the console API: `code` is the JSON error body's code, `status` the HTTP
+   * status, `details` the body's other fields (a template error's `field`, `line`, `column`).
+   */
   class ApiError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, details) {
       super(message);
       this.status = status;
       this.code = code;
+      this.details = details || {};
     }
+  }
+
+  function apiError(response, body) {
+    const error = (body && body.error) || {};
+    const { code, message, ...details } = error;
+    return new ApiError(response.status, code || 'unknown', message || response.statusText, details);
   }
 
   /**
@@ -50,10 +60,7 @@
     } catch {
       json = null;
     }
-    if (!response.ok) {
-      const error = (json && json.error) || {};
-      throw new ApiError(response.status, error.code || 'unknown', error.message || response.statusText);
-    }
+    if (!response.ok) throw apiError(response, json);
     return json;
   }
 
@@ -68,13 +75,13 @@
       signal,
     });
     if (!response.ok || !response.body) {
-      let error;
+      let body;
       try {
-        error = (await response.json()).error || {};
+        body = await response.json();
       } catch {
-        error = {};
+        body = null;
       }
-      throw new ApiError(response.status, error.code || 'unknown', error.message || response.statusText);
+      throw apiError(response, body);
     }
     if (handlers.onOpen) handlers.onOpen();
     const push = PageKit.createSseParser({

@@ -235,11 +235,14 @@
   }
 
   /**
-   * The error's line and column. The server answers them as fields of the error body too; the
-   * shell's ApiError keeps the message only, which ends with "(line L, column C)" (and names the
-   * part first: "template.text: ...").
+   * The error's line and column: fields of the error body (ApiError.details); an older server's
+   * message ends with "(line L, column C)" (and names the part first: "template.text: ...").
    */
   function errorOf(err) {
+    const d = err.details || {};
+    if (typeof d.line === 'number' && typeof d.column === 'number') {
+      return { message: err.message, line: d.line, column: d.column, field: d.field || '' };
+    }
     const at = /line (\d+), column (\d+)/.exec(err.message);
     const field = /^([a-z]+\.[a-z.[\]0-9]+): /.exec(err.message);
     return at
