@@ -121,6 +121,20 @@ export function databaseSectionSchema(service: string) {
       /** Data directory of the embedded database (used when `url` is empty); `:memory:` keeps it in memory. */
       data_dir: nonEmptyString().default(`./data/${service}`),
       pool_max: positiveInt().default(10),
+      /**
+       * A direct PostgreSQL URL for the connections that must keep one server session: LISTEN (events
+       * across replicas), job leases and the migration lock (session advisory locks). Set it when
+       * `url` goes through a pooler in transaction mode (pgbouncer), which would hand those sessions'
+       * statements to other server connections; empty: `url` serves them too.
+       */
+      session_url: z
+        .string()
+        .refine((v) => DATABASE_URL.test(v), { error: 'expected a postgres:// or postgresql:// URL' })
+        .optional(),
+    })
+    .refine((d) => d.session_url === undefined || d.url !== '', {
+      error: 'session_url needs url (the embedded database has no sessions to route)',
+      path: ['session_url'],
     })
     .prefault({});
 }

@@ -11,6 +11,7 @@ import type { DatabaseConfig } from '../config/server';
 import type { Logger } from '../logging/logger';
 import { redactUrl } from '../logging/logger';
 import { type NamedMigration, runMigrations } from './migrations';
+import { rememberSessionUrl } from './session';
 
 /** The `database` config section: its one definition is the schema in shared/config. */
 export type { DatabaseConfig } from '../config/server';
@@ -49,7 +50,15 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
       pool: { min: 0, max: Math.max(1, config.pool_max) },
       log: knexLog,
     });
-    log.info({ database: redactUrl(config.url), pool_max: config.pool_max }, 'opening PostgreSQL');
+    if (config.session_url) rememberSessionUrl(knex, config.session_url);
+    log.info(
+      {
+        database: redactUrl(config.url),
+        pool_max: config.pool_max,
+        ...(config.session_url ? { session: redactUrl(config.session_url) } : {}),
+      },
+      'opening PostgreSQL',
+    );
   } else {
     const inMemory = !config.data_dir || config.data_dir === ':memory:';
     if (!inMemory) mkdirSync(config.data_dir, { recursive: true });
@@ -131,7 +140,7 @@ export async function openStorage(
   return {
     knex,
     engine,
-    listenUrl: engine === 'postgres' ? config.url : undefined,
+    listenUrl: engine === 'postgres' ? config.session_url || config.url : undefined,
     applied,
     close: () => (closed ??= knex.destroy()),
   };

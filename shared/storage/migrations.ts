@@ -5,7 +5,8 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
-import { Client, type ClientConfig } from 'pg';
+import { Client } from 'pg';
+import { sessionConnection } from './session';
 
 /** One migration: a stable name (recorded in the migrations table) and its up/down functions. */
 export interface NamedMigration {
@@ -75,7 +76,7 @@ export async function runMigrations(
  * knex_migrations_lock already exists"); with it, the second waits, then finds nothing to do.
  */
 async function withMigrationLock<T>(knex: Knex, tableName: string, fn: () => Promise<T>): Promise<T> {
-  const client = new Client(knex.client.config.connection as ClientConfig | string);
+  const client = new Client(sessionConnection(knex));
   // A connection error after connect() must not crash the process; the query that needs it fails.
   client.on('error', () => undefined);
   await client.connect();

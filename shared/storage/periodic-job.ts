@@ -12,11 +12,12 @@
  * batches checks it between batches, so shutdown never waits for a whole large run.
  */
 import type { Knex } from 'knex';
-import { Client, type ClientConfig } from 'pg';
+import { Client } from 'pg';
 import type { Logger } from '../logging/logger';
 import { silentLogger } from '../logging/logger';
 import { databaseEngine } from './database';
 import { type Clock, dateReader } from '../runtime/clock';
+import { sessionConnection } from './session';
 
 /** Decides whether a job runs now, and records that it did. */
 export interface JobLease {
@@ -95,7 +96,7 @@ export class DatabaseJobLease implements JobLease {
   }
 
   private async withSessionLock(job: string, fn: () => Promise<boolean>): Promise<boolean> {
-    const client = new Client(this.knex.client.config.connection as ClientConfig | string);
+    const client = new Client(sessionConnection(this.knex));
     client.on('error', (err) => this.log.warn({ err, job }, 'job lock connection failed'));
     await client.connect();
     try {

@@ -169,7 +169,15 @@ describe('NotificationConfig', () => {
         memory_max_users: 100000,
         memory_max_memberships: 1000000,
       },
-      admin: { auth: { clock_skew_seconds: 30, max_token_lifetime: 86400, demo_user: 'demo' } },
+      admin: {
+        auth: {
+          clock_skew_seconds: 30,
+          max_token_lifetime: 86400,
+          demo_user: 'demo',
+          operator_claim: 'roles',
+          operator_roles: ['notification:operator'],
+        },
+      },
       monitor: {
         tls: false,
         timeout_ms: 2000,
@@ -185,6 +193,7 @@ describe('NotificationConfig', () => {
           latency_target: 0.95,
           latency_objectives: { email: 60, sms: 30, push: 10 },
           inbox_send_target: 0.999,
+          receipts_target: 0.99,
           min_events: 100,
           tier: 'P0_PAGE',
         },
@@ -268,6 +277,18 @@ describe('NotificationConfig', () => {
     expect(issues[0]).toMatch(
       /^notification\.sms_backends\[0\]\.sms_gateway\.from_number: expected a telephone number/,
     );
+  });
+
+  it('database.session_url needs a PostgreSQL url beside it, and must itself be one', () => {
+    expect(issuesOf({ database: { session_url: 'postgres://u@db:5432/n' } })[0]).toMatch(
+      /^notification\.database\.session_url: session_url needs url/,
+    );
+    expect(
+      issuesOf({ database: { url: 'postgres://u@bouncer:6432/n', session_url: 'mysql://x' } })[0],
+    ).toMatch(/^notification\.database\.session_url: expected a postgres:\/\/ or postgresql:\/\/ URL/);
+    expect(
+      issuesOf({ database: { url: 'postgres://u@bouncer:6432/n', session_url: 'postgres://u@db:5432/n' } }),
+    ).toEqual([]);
   });
 
   it('rejects a sender address that is not an e-mail address', () => {

@@ -1,0 +1,23 @@
+/**
+ * Connections that must keep one server session: a session advisory lock (job leases, the migration
+ * lock) lives as long as the connection that took it, and LISTEN hears only on its own connection. A
+ * pooler in transaction mode (pgbouncer) hands each transaction to any server connection, so those
+ * clients connect to `database.session_url` when it is set (the pool's `url` goes through the pooler).
+ */
+import type { Knex } from 'knex';
+import type { ClientConfig } from 'pg';
+
+const sessionUrls = new WeakMap<Knex, string>();
+
+/** Records the pool's `database.session_url` (openDatabase does it). */
+export function rememberSessionUrl(knex: Knex, url: string): void {
+  sessionUrls.set(knex, url);
+}
+
+/** The settings of a client that keeps one session: `database.session_url` when set, else the pool's. */
+export function sessionConnection(knex: Knex): ClientConfig | string {
+  const connection = knex.client.config.connection as ClientConfig | string;
+  const url = sessionUrls.get(knex);
+  if (!url) return connection;
+  return typeof connection === 'object' ? { ...connection, connectionString: url } : url;
+}

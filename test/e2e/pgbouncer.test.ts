@@ -1,0 +1,189 @@
+/**
+ * Issue 30: two notification replicas whose pool goes through pgbouncer in transaction mode (each
+ * transaction on whichever server connection is free), with `database.session_url` pointing straight
+ * at PostgreSQL for what needs one session: LISTEN (a watcher on A hears B's sends), the migration
+ * lock (both replicas start at once on an empty database) and job leases. Every SMS is sent exactly
+ * once, and the pool's traffic did go through the pooler (its own statistics say so).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import { Client } from 'pg';
+import {
+  DeliveryEventType,
+  DeliveryStatus,
+  NotificationService,
+} from '../../shared/gen/svc/notification/v1/notification_pb';
+import { createTestDatabase } from '../support/database';
+import { grpcClient, unary, type GenericClient } from '../support/grpc-clients';
+import { reservePort } from '../support/ports';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process';
+import { waitFor } from '../support/wait';
+import { gatewayConfig, startTwilioPeer, type TwilioPeer } from '../notification/channels/sms/twilio-peer';
+
+const PGBOUNCER = '/usr/sbin/pgbouncer';
+const SENDS = 30;
+
+let db: { url: string; drop(): Promise<void> };
+let dir: string;
+let bouncer: ChildProcess | undefined;
+let bouncerPort: number;
+let bouncerLog = '';
+let peer: TwilioPeer;
+let a: ServiceProcess;
+let b: ServiceProcess;
+let onA: GenericClient;
+let onB: GenericClient;
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+beforeAll(async () => {
+  if (!existsSync(PGBOUNCER)) {
+    throw new Error(`${PGBOUNCER} is missing: install Debian package pgbouncer (bash .ci/run does)`);
+  }
+  db = await createTestDatabase('bouncer');
+  const direct = new URL(db.url);
+  bouncerPort = await reservePort();
+  dir = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
+  chmodSync(dir, 0o777);
+  const ini = join(dir, 'pgbouncer.ini');
+  const users = join(dir, 'users.txt');
+  writeFileSync(users, `"${direct.username}" ""\n`);
+  writeFileSync(
+    ini,
+    [
+      '[databases]',
+      `* = host=${direct.hostname} port=${direct.port}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${bouncerPort}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${users}`,
+      `admin_users = ${direct.username}`,
+      'pool_mode = transaction',
+      // Fewer server connections than the two pools together: transactions must share them.
+      'default_pool_size = 4',
+      'max_client_conn = 200',
+      'ignore_startup_parameters = extra_float_digits',
+      '',
+    ].join('\n'),
+  );
+  chmodSync(ini, 0o644);
+  chmodSync(users, 0o644);
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  bouncer = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), ini], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  bouncer.stdout!.on('data', (d: Buffer) => (bouncerLog += d.toString()));
+  bouncer.stderr!.on('data', (d: Buffer) => (bouncerLog += d.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!(await portOpen(bouncerPort))) {
+    if (Date.now() > deadline || bouncer.exitCode !== null)
+      throw new Error(`pgbouncer did not listen: ${bouncerLog}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
+  const pooled = new URL(db.url);
+  pooled.port = String(bouncerPort);
+  peer = await startTwilioPeer();
+  const env = {
+    SVC_NOTIFICATION__DATABASE__URL: pooled.toString(),
+    SVC_NOTIFICATION__DATABASE__SESSION_URL: db.url,
+    SVC_NOTIFICATION__DATABASE__POOL_MAX: '6',
+    SVC_NOTIFICATION__SMS_BACKENDS: JSON.stringify([{ name: 'twilio', sms_gateway: gatewayConfig(peer) }]),
+    SVC_NOTIFICATION__DELIVERY__POLL_INTERVAL_MS: '100',
+  };
+  // At once, on an empty database: the migration lock (on the session URL) makes one wait.
+  [a, b] = await Promise.all([
+    startServiceProcess('notification', env),
+    startServiceProcess('notification', env),
+  ]);
+  onA = grpcClient(NotificationService, `127.0.0.1:${a.grpcPort}`);
+  onB = grpcClient(NotificationService, `127.0.0.1:${b.grpcPort}`);
+}, 180_000);
+
+afterAll(async () => {
+  onA?.close();
+  onB?.close();
+  await Promise.all([a?.stop(), b?.stop()]);
+  await peer?.close();
+  bouncer?.kill('SIGTERM');
+  await db?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Frame {
+  type: DeliveryEventType;
+  deliveryId: string;
+  status: DeliveryStatus;
+}
+
+test('every SMS sent through either replica behind pgbouncer is sent exactly once, and a watcher on A hears B', async () => {
+  const call = (onA.watchDeliveries as (r: unknown) => grpc.ClientReadableStream<Frame>).call(onA, {});
+  const frames: Frame[] = [];
+  call.on('data', (f: Frame) => frames.push(f));
+  call.on('error', () => undefined);
+  await waitFor(() => frames.length >= 1, 'live on A', 30_000);
+
+  const ids: string[] = [];
+  for (let i = 0; i < SENDS; i++) {
+    const client = i % 2 === 0 ? onA : onB;
+    const { response } = await unary<{ deliveryId: string }>(client, 'sendSms', {
+      to: `+1555123${String(i).padStart(4, '0')}`,
+      body: `bouncer ${i} 📦`,
+    });
+    ids.push(response.deliveryId);
+  }
+  const sentOnA = () =>
+    new Set(
+      frames
+        .filter((f) => f.type === DeliveryEventType.CHANGE && f.status === DeliveryStatus.SENT)
+        .map((f) => f.deliveryId),
+    );
+  // B's sends reach A's watcher only through NOTIFY on A's LISTEN connection (the session URL).
+  await waitFor(() => sentOnA().size === SENDS, 'every SENT on A', 60_000);
+  call.cancel();
+  expect(sentOnA()).toEqual(new Set(ids));
+
+  const bodies = peer.requests.map((r) => r.form.Body);
+  expect(bodies.filter((x) => x?.startsWith('bouncer ')).sort()).toEqual(
+    Array.from({ length: SENDS }, (_, i) => `bouncer ${i} 📦`).sort(),
+  );
+});
+
+test("the pool's transactions went through pgbouncer, sharing its few server connections", async () => {
+  const admin = new Client({
+    host: '127.0.0.1',
+    port: bouncerPort,
+    user: new URL(db.url).username,
+    database: 'pgbouncer',
+  });
+  await admin.connect();
+  try {
+    const stats = (await admin.query('SHOW STATS')).rows as { database: string; total_xact_count: string }[];
+    const ours = stats.find((s) => s.database === new URL(db.url).pathname.slice(1));
+    expect(Number(ours?.total_xact_count ?? 0)).toBeGreaterThan(SENDS);
+    const pools = (await admin.query('SHOW POOLS')).rows as {
+      database: string;
+      sv_active: string;
+      sv_idle: string;
+    }[];
+    const pool = pools.find((p) => p.database === new URL(db.url).pathname.slice(1))!;
+    expect(Number(pool.sv_active) + Number(pool.sv_idle)).toBeLessThanOrEqual(4);
+  } finally {
+    await admin.end();
+  }
+});
