@@ -12,6 +12,8 @@ import type { Templates } from '../../../templates';
 import type { UserDirectoryService } from '../../../users';
 import type { PreferenceBook } from '../../../users/preferences/types';
 import type { ConsoleSection } from '../console-gateway';
+import { backendsSection } from './backends';
+import { usersSection } from './users';
 
 /** The domain services the console reads and drives (the same objects the RPCs use). */
 export interface ConsoleSectionDeps {
@@ -35,6 +37,5 @@ export interface ConsoleSectionDeps {
 
 /** Every section of the console, in tab order. */
 export function consoleSections(deps: ConsoleSectionDeps): ConsoleSection[] {
-  void deps;
-  return [];
+  return [usersSection(deps), backendsSection(deps)];
 }
