@@ -2,7 +2,7 @@
  * RecentOutcomes: each backend's attempt outcomes of the last hour in this process, for the operator
  * console's backends table (sent / failed / retried). Fed with every attempt's outcome where the
  * circuit breakers are (`CircuitBreakers.record`), so it sees exactly what the breakers see; kept in
- * one-minute buckets (at most 60 per backend; backends are bounded by the configuration).
+ * one-minute buckets (at most 61 per backend; backends are bounded by the configuration).
  */
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import type { Channel, OutcomeClass } from './driver';
@@ -47,7 +47,10 @@ export class RecentOutcomes {
     this.buckets.set(key, list);
   }
 
-  /** The backend's counts over the last hour (whole minutes: up to a minute more). */
+  /**
+   * The backend's counts over the last hour: whole minutes, so at least the last 60 minutes and at
+   * most 61 (the current minute's bucket and the 60 before it).
+   */
   counts(channel: Channel, backend: string): OutcomeCounts {
     const now = this.clock.now();
     const key = `${channel}\n${backend}`;
@@ -65,7 +68,7 @@ export class RecentOutcomes {
 
   private prune(list: Bucket[], now: number): Bucket[] {
     const oldest = now - (now % BUCKET_MS) - RECENT_OUTCOMES_WINDOW_MS;
-    const keep = list.findIndex((b) => b.start > oldest);
+    const keep = list.findIndex((b) => b.start >= oldest);
     return keep === -1 ? [] : keep === 0 ? list : list.slice(keep);
   }
 }

@@ -5,8 +5,12 @@
  * through the domain stores afterwards.
  */
 import { randomUUID } from 'node:crypto';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { TemplateChannel, TemplateService } from '../../../../shared/gen/svc/notification/v1/templates_pb';
 import { CONSOLE_API_PATH } from '../../../../services/notification/admin/console/console-gateway';
 import { USER_RECENT_NOTIFICATIONS } from '../../../../services/notification/admin/console/sections/users';
+import { USER_DELETED_ERROR } from '../../../../services/notification/delivery/store';
 import type { RunningNotificationApp } from '../../../support/notification-app';
 import { authed, errorOf, hsToken, operatorToken, startAdminService } from '../harness';
 
@@ -19,6 +23,7 @@ beforeAll(async () => {
       categories: [
         { name: 'security', channels: ['inbox', 'sms'], required: true },
         { name: 'comments', channels: ['inbox', 'email'], defaults: { email: false } },
+        { name: 'news', channels: ['email'] },
       ],
     },
     // A provider that never answers: a delivery stays queued until the user is erased.
@@ -35,6 +40,16 @@ beforeAll(async () => {
     delivery: { base_delay_ms: 60_000, max_delay_ms: 60_000 },
   });
   token = await operatorToken('ops-ann');
+  const templates = createClient(
+    TemplateService,
+    createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: '1.1', useBinaryFormat: false }),
+  );
+  await templates.upsertTemplate({
+    category: 'news',
+    channel: TemplateChannel.EMAIL,
+    locale: 'fr-CA',
+    content: { subject: 'Nouvelles', text: 'Bonjour' },
+  });
 });
 afterAll(() => svc?.close());
 
@@ -225,13 +240,21 @@ describe('console users: erase', () => {
       const id = `gone-${how}-${randomUUID()}`;
       await addUser(id);
       const { notification } = await notify(id, 'c');
-      const delivery = await svc.app.deliveries.submit({
-        channel: 'email',
-        recipient: 'jane.doe@example.com',
-        payload: { subject: 's', text: 't', from: 'noreply@example.com', to: ['jane.doe@example.com'] },
-        scope: 'c',
-        userId: id,
-      } as never);
+      // A notification whose email waits for a provider that never answers: a queued delivery of the user.
+      const news = await svc.app.notifier.notify(
+        {
+          userId: id,
+          topic: '',
+          category: 'news',
+          data: {},
+          overrides: [],
+          priority: 'normal',
+          idempotencyKey: randomUUID(),
+        },
+        'c',
+      );
+      const deliveryId = news.notification.channels.find((c) => c.channel === 'email')?.messageId;
+      expect(deliveryId).toEqual(expect.any(String));
       await svc.app.inbox.send({ userId: id, title: 'Hello', body: 'there' });
       const res = await erase(id, { confirm: id }, how);
       expect(res.status).toBe(200);
@@ -240,8 +263,9 @@ describe('console users: erase', () => {
       await expect(svc.app.notifier.get(notification.id, 'c')).rejects.toMatchObject({ code: 'NOT_FOUND' });
       expect(await svc.app.notifier.recentOfUser(id, 10)).toEqual([]);
       // The delivery keeps its id and status, ended before it could go, without the address.
-      const after = await svc.app.deliveries.get(delivery.delivery.id);
+      const after = await svc.app.deliveries.get(deliveryId!);
       expect(after.status).toBe('failed');
+      expect(after.lastError).toBe(USER_DELETED_ERROR);
       expect(JSON.stringify(after)).not.toContain('jane.doe@example.com');
       expect(await svc.app.inbox.countUnread(id)).toBe(0);
       // Erasing again: the user is gone.
