@@ -150,7 +150,7 @@ describe('console users page in headless Chromium', () => {
     expect(await page.isDisabled(erase)).toBe(false);
     await page.click(erase);
     await page.waitForSelector('dialog.erase-dialog', { state: 'detached' });
-    await page.waitForFunction("location.hash === '#/users'");
+    await page.waitForURL(/#\/users$/);
     expect(await page.textContent('#notice')).toContain('erased');
     await expect(svc.app.users.findUser(USER)).resolves.toBeUndefined();
   });

@@ -80,9 +80,9 @@
       'Retried',
     ];
     const rows = items.map((b) => {
-      const health = el('td', {}, badge(b.health.status));
+      const health = el('td', { 'data-label': 'Health' }, badge(b.health.status));
       if (b.health.message) health.append(el('div', { class: 'muted small', text: b.health.message }));
-      const circuit = el('td', {}, badge(b.circuit.state));
+      const circuit = el('td', { 'data-label': 'Circuit' }, badge(b.circuit.state));
       if (b.circuit.until)
         circuit.append(el('div', { class: 'muted small', text: 'until ' + formatTime(b.circuit.until) }));
       return el(
@@ -94,14 +94,14 @@
           b.name,
           b.primary ? el('span', { class: 'muted small', text: ' (primary)' }) : null,
         ),
-        el('td', { text: b.channel }),
-        el('td', { text: b.kind }),
+        el('td', { 'data-label': 'Channel', text: b.channel }),
+        el('td', { 'data-label': 'Kind', text: b.kind }),
         health,
         circuit,
-        el('td', { class: 'num', text: String(b.queue_depth) }),
-        el('td', { class: 'num', text: String(b.outcomes.sent) }),
-        el('td', { class: 'num', text: String(b.outcomes.failed) }),
-        el('td', { class: 'num', text: String(b.outcomes.retried) }),
+        el('td', { class: 'num', 'data-label': 'Queued', text: String(b.queue_depth) }),
+        el('td', { class: 'num', 'data-label': 'Sent', text: String(b.outcomes.sent) }),
+        el('td', { class: 'num', 'data-label': 'Failed', text: String(b.outcomes.failed) }),
+        el('td', { class: 'num', 'data-label': 'Retried', text: String(b.outcomes.retried) }),
       );
     });
     body.replaceChildren(
@@ -110,7 +110,7 @@
         { class: 'table-wrap' },
         el(
           'table',
-          { class: 'rows backends' },
+          { class: 'rows backends stack' },
           el('caption', { class: 'sr-only', text: 'Backends' }),
           el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, ...rows),

@@ -89,10 +89,16 @@
       { class: 'table-wrap' },
       el(
         'table',
-        { class: 'rows' },
+        { class: 'rows stack' },
         el('caption', { class: 'sr-only', text: caption }),
         el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', { scope: 'col', text: h })))),
-        el('tbody', {}, ...rows.map((cells) => el('tr', {}, ...cells.map((c) => el('td', {}, c))))),
+        el(
+          'tbody',
+          {},
+          ...rows.map((cells) =>
+            el('tr', {}, ...cells.map((c, i) => el('td', { 'data-label': headers[i] }, c))),
+          ),
+        ),
       ),
     );
   }
