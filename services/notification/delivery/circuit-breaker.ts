@@ -13,6 +13,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Channel, OutcomeClass } from './driver';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { RecentOutcomes } from './recent-outcomes';
 
 /** Where a backend's circuit stands. */
 export type CircuitState = 'closed' | 'half_open' | 'open';
@@ -53,6 +54,8 @@ const RETRYABLE: ReadonlySet<OutcomeClass> = new Set(['retryable', 'rate_limited
 export class CircuitBreakers {
   private readonly circuits = new Map<string, Circuit>();
   private readonly cooldownMs: number;
+  /** Each backend's outcomes of the last hour (the operator console). */
+  readonly recent: RecentOutcomes;
 
   constructor(
     private readonly settings: CircuitBreakerSettings,
@@ -60,6 +63,7 @@ export class CircuitBreakers {
     registry?: Registry,
   ) {
     this.cooldownMs = settings.cooldown_seconds * 1000;
+    this.recent = new RecentOutcomes(clock);
     if (registry) {
       // eslint-disable-next-line @typescript-eslint/no-this-alias -- collect() gets the gauge as `this`
       const breakers = this;
@@ -136,6 +140,7 @@ export class CircuitBreakers {
 
   /** Counts an attempt's outcome. */
   record(channel: Channel, backend: string, outcome: OutcomeClass): void {
+    this.recent.add(channel, backend, outcome);
     const c = this.circuit(channel, backend);
     const wasTrial = c.trial;
     c.trial = false;

@@ -29,6 +29,7 @@ import {
   type PurgeRequest,
   type PurgeResult,
   type QueueStats,
+  type BackendQueueDepth,
   USER_DELETED_ERROR,
 } from './store';
 import { SUPPRESSED_ERROR, type DeliveryRecord } from './types';
@@ -401,6 +402,16 @@ export class DatabaseDeliveryStore implements DeliveryStore {
 
   queueStats(now: Date): Promise<QueueStats> {
     return this.queue.queueStats(now);
+  }
+
+  async queueDepths(): Promise<BackendQueueDepth[]> {
+    const found = rows<{ channel: BackendQueueDepth['channel']; backend: string; n: number | string }>(
+      await this.knex.raw(
+        `SELECT channel, backend, count(*) AS n FROM deliveries
+         WHERE status IN ('pending', 'retrying') GROUP BY channel, backend`,
+      ),
+    );
+    return found.map((r) => ({ channel: r.channel, backend: r.backend, queued: Number(r.n) }));
   }
 
   async ping(): Promise<void> {

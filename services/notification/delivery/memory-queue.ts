@@ -3,7 +3,14 @@
  * claimable (a min-heap), claims under a lease, defer, release, leaveOut, due backends and the queue
  * gauges. The in-process counterpart of database-queue.ts; InMemoryDeliveryStore composes it.
  */
-import type { ClaimRequest, DeferRequest, DueBackend, LeaveOutRequest, QueueStats } from './store';
+import type {
+  BackendQueueDepth,
+  ClaimRequest,
+  DeferRequest,
+  DueBackend,
+  LeaveOutRequest,
+  QueueStats,
+} from './store';
 import type { DeliveryRecord } from './types';
 import { copy, type MemoryRecords } from './memory-records';
 
@@ -251,5 +258,18 @@ export class MemoryLeaseQueue {
       if (isDue(r, now) && (oldest === null || r.nextAttemptAt! < oldest)) oldest = r.nextAttemptAt;
     }
     return { queued, oldestDueAt: oldest };
+  }
+
+  /** Queued records per channel and backend (the operator console). */
+  queueDepths(): BackendQueueDepth[] {
+    const depths = new Map<string, BackendQueueDepth>();
+    for (const id of this.queued) {
+      const r = this.records.get(id)!;
+      const key = `${r.channel}\n${r.backend}`;
+      const depth = depths.get(key) ?? { channel: r.channel, backend: r.backend, queued: 0 };
+      depth.queued++;
+      depths.set(key, depth);
+    }
+    return [...depths.values()];
   }
 }

@@ -23,6 +23,7 @@ import {
   type PurgeRequest,
   type PurgeResult,
   type QueueStats,
+  type BackendQueueDepth,
   USER_DELETED_ERROR,
 } from './store';
 import { QUEUED_STATUSES, SUPPRESSED_ERROR, toView, type DeliveryRecord } from './types';
@@ -221,6 +222,10 @@ export class InMemoryDeliveryStore implements DeliveryStore {
 
   async queueStats(now: Date): Promise<QueueStats> {
     return this.queue.queueStats(now);
+  }
+
+  async queueDepths(): Promise<BackendQueueDepth[]> {
+    return this.queue.queueDepths();
   }
 
   async ping(): Promise<void> {}

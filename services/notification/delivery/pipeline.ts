@@ -29,7 +29,7 @@ import { decodeDeliveryPageToken, encodeDeliveryPageToken } from './page-token';
 import { RetryPolicy } from './retry-policy';
 import type { JobLease } from '../../../shared/storage/periodic-job';
 import { DeliveryRetention } from './retention';
-import { IDEMPOTENCY_CONFLICT, type DeliveryStore, type NewDelivery } from './store';
+import { IDEMPOTENCY_CONFLICT, type BackendQueueDepth, type DeliveryStore, type NewDelivery } from './store';
 import {
   CHANNELS,
   DELIVERY_STATUSES,
@@ -440,6 +440,11 @@ export class DeliveryPipeline {
       deliveries: page.records,
       nextPageToken: page.nextKey ? encodeDeliveryPageToken(filter, page.nextKey) : '',
     };
+  }
+
+  /** Queued records (pending or retrying) per channel and backend, for the operator console. */
+  async queueDepths(): Promise<BackendQueueDepth[]> {
+    return (await this.store.queueDepths?.()) ?? [];
   }
 
   /** Starts the worker (pending and retrying records left by an earlier process resume now). */

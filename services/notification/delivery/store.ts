@@ -114,6 +114,11 @@ export interface LeaveOutRequest {
   now: Date;
 }
 
+/** Queued records of one backend (the operator console's queue depth). */
+export interface BackendQueueDepth extends DueBackend {
+  queued: number;
+}
+
 /** Counts behind the queue gauges. */
 export interface QueueStats {
   /** Records still to be sent, by status (pending, retrying). */
@@ -216,6 +221,11 @@ export interface DeliveryStore {
   eraseUser(userId: string, now: Date): Promise<number>;
   /** The cheap counts behind the queue metrics. */
   queueStats(now: Date): Promise<QueueStats>;
+  /**
+   * The operator console's queue depth: queued records (pending or retrying) per channel and
+   * backend, whether due yet or not; only backends with at least one.
+   */
+  queueDepths?(): Promise<BackendQueueDepth[]>;
   /** A cheap round trip, for the health check. */
   ping(): Promise<void>;
 

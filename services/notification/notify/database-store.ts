@@ -261,17 +261,23 @@ export class DatabaseNotificationStore implements NotificationStore {
   }
 
   async list(
-    scope: string,
+    scope: string | null,
     userId: string,
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
+    // scope null (the operator console): every caller's notifications of the user.
     const found = rows<NotificationRow>(
       await this.knex.raw(
-        `SELECT * FROM notifications WHERE user_id = ? AND scope = ?
+        `SELECT * FROM notifications WHERE user_id = ? ${scope === null ? '' : 'AND scope = ?'}
          ${after ? 'AND (created_at, id) < (?::timestamptz, ?::uuid)' : ''}
          ORDER BY created_at DESC, id DESC LIMIT ?`,
-        after ? [userId, scope, after.createdAt, after.id, limit + 1] : [userId, scope, limit + 1],
+        [
+          userId,
+          ...(scope === null ? [] : [scope]),
+          ...(after ? [after.createdAt, after.id] : []),
+          limit + 1,
+        ],
       ),
     );
     const page = found.slice(0, limit);

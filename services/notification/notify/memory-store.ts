@@ -146,13 +146,13 @@ export class InMemoryNotificationStore implements NotificationStore {
   }
 
   async list(
-    scope: string,
+    scope: string | null,
     userId: string,
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
     const all = [...this.records.values()]
-      .filter((r) => r.scope === scope && r.userId === userId)
+      .filter((r) => (scope === null || r.scope === scope) && r.userId === userId)
       .filter((r) => {
         if (!after) return true;
         const t = r.createdAt.getTime() - Date.parse(after.createdAt);

@@ -514,6 +514,16 @@ export class Notifier {
     };
   }
 
+  /**
+   * The operator console: a user's latest notifications of every caller, newest first, at most
+   * `limit` (each without its deliveries' statuses).
+   */
+  async recentOfUser(userId: string, limit: number): Promise<NotificationView[]> {
+    checkId(userId, 'user_id');
+    const page = await this.options.store.list(null, userId, limit);
+    return Promise.all(page.records.map((r) => this.view(r)));
+  }
+
   /** DeleteUser's eraser: deletes the user's notifications. */
   readonly eraseUser = async (userId: string): Promise<void> => {
     await this.options.store.eraseUser(userId);

@@ -40,8 +40,13 @@ export interface NotificationStore {
   /** The notification of a caller's key, or null. */
   findByKey(scope: string, idempotencyKey: string): Promise<NotificationRecord | null>;
   get(id: string): Promise<NotificationRecord | null>;
-  /** `userId`'s notifications of `scope`, newest first, after `after`. */
-  list(scope: string, userId: string, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
+  /** `userId`'s notifications of `scope` (null: of every caller, the operator console), newest first, after `after`. */
+  list(
+    scope: string | null,
+    userId: string,
+    limit: number,
+    after?: NotificationPageKey,
+  ): Promise<NotificationPage>;
   /**
    * Replaces the lines of a notification and marks it fanned out. When a line is held
    * (`heldUntil`), `request` is kept and the notification is due at the earliest `heldUntil`.

@@ -12,8 +12,10 @@ import type { Templates } from '../../../templates';
 import type { UserDirectoryService } from '../../../users';
 import type { PreferenceBook } from '../../../users/preferences/types';
 import type { ConsoleSection } from '../console-gateway';
+import { backendsSection } from './backends';
 import { suppressionsSection } from './suppressions';
 import { templatesSection } from './templates';
+import { usersSection } from './users';
 
 /** The domain services the console reads and drives (the same objects the RPCs use). */
 export interface ConsoleSectionDeps {
@@ -37,5 +39,5 @@ export interface ConsoleSectionDeps {
 
 /** Every section of the console, in tab order. */
 export function consoleSections(deps: ConsoleSectionDeps): ConsoleSection[] {
-  return [suppressionsSection(deps), templatesSection(deps)];
+  return [suppressionsSection(deps), templatesSection(deps), usersSection(deps), backendsSection(deps)];
 }
