@@ -9,6 +9,8 @@
  *   column, so it follows every change of `recipient` (leave-out, retention, DeleteUser erase it).
  * - user: newest first within one user's deliveries.
  * - `notification_channels.message_id`: a delivery's notification (its timeline's summary).
+ * - notifications by category, newest first (the operator's notification listing; by user has its
+ *   index already, by status is a scan of the newest rows).
  */
 import type { Knex } from 'knex';
 
@@ -35,10 +37,14 @@ export async function up(knex: Knex): Promise<void> {
     `CREATE INDEX notification_channels_message_idx ON notification_channels (message_id)
      WHERE message_id IS NOT NULL`,
   );
+  await knex.raw(
+    'CREATE INDEX notifications_category_created_idx ON notifications (category, created_at DESC, id DESC)',
+  );
 }
 
 /** Drops them. */
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP INDEX IF EXISTS notifications_category_created_idx');
   await knex.raw('DROP INDEX IF EXISTS notification_channels_message_idx');
   await knex.raw('DROP INDEX IF EXISTS deliveries_user_created_idx');
   await knex.raw('ALTER TABLE deliveries DROP COLUMN IF EXISTS recipient_keys');
