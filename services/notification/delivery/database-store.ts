@@ -298,6 +298,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       ['backend', filter.backend],
       ['failure', filter.failure],
       ['scope', filter.scope],
+      ['id', filter.id],
       ['user_id', filter.userId],
       ['category', filter.category],
     ] as const) {

@@ -140,6 +140,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
           (filter.backend === undefined || r.backend === filter.backend) &&
           (filter.failure === undefined || r.failure === filter.failure) &&
           (filter.scope === undefined || r.scope === filter.scope) &&
+          (filter.id === undefined || r.id === filter.id) &&
           (filter.userId === undefined || r.userId === filter.userId) &&
           (filter.category === undefined || r.category === filter.category) &&
           (filter.recipientKey === undefined || recipientKeys(r).includes(filter.recipientKey)) &&

@@ -18,6 +18,7 @@ function binding(filter: DeliveryFilter): string {
     ...(filter.userId !== undefined ? { user: filter.userId } : {}),
     ...(filter.category !== undefined ? { category: filter.category } : {}),
     ...(filter.recipientKey !== undefined ? { recipient: filter.recipientKey } : {}),
+    ...(filter.id !== undefined ? { id: filter.id } : {}),
   };
   return `deliveries:${canonicalJson(normalised)}`;
 }

@@ -165,6 +165,8 @@ export interface DeliveryFilter {
    * address of a record's list); a record whose recipient the retention erased no longer matches.
    */
   recipientKey?: string;
+  /** Only this delivery (whether one record passes the other filters: the console's live feed). */
+  id?: string;
 }
 
 /** Position in the newest-first listing: the last row of the previous page. */

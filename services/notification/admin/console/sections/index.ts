@@ -12,6 +12,7 @@ import type { Templates } from '../../../templates';
 import type { UserDirectoryService } from '../../../users';
 import type { PreferenceBook } from '../../../users/preferences/types';
 import type { ConsoleSection } from '../console-gateway';
+import { activitySection } from './activity';
 
 /** The domain services the console reads and drives (the same objects the RPCs use). */
 export interface ConsoleSectionDeps {
@@ -35,6 +36,5 @@ export interface ConsoleSectionDeps {
 
 /** Every section of the console, in tab order. */
 export function consoleSections(deps: ConsoleSectionDeps): ConsoleSection[] {
-  void deps;
-  return [];
+  return [activitySection(deps)];
 }
