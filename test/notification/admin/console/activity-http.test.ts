@@ -42,6 +42,7 @@ describe('console activity API', () => {
         ...FAST_DELIVERY,
         routing: { email: 'primary', sms: 'fallback', push: 'primary' },
         circuit_breaker: { failure_threshold: 2, cooldown_seconds: 600 },
+        watch: { max_watchers_per_caller: 2 },
       },
       webhooks: { public_base_url: PUBLIC },
       inbox: { max_page_size: MAX_PAGE },
@@ -286,5 +287,94 @@ describe('console activity API', () => {
     expect((await errorOf(`notifications?limit=${MAX_PAGE + 1}`)).status).toBe(400);
     expect((await errorOf('notifications?status=lost')).status).toBe(400);
     expect((await errorOf('notifications?cursor=garbage')).status).toBe(400);
+  });
+
+  describe('live stream', () => {
+    /** An open stream: its frames as they arrive (`event` and parsed `data`). */
+    async function open(query: string, as = token) {
+      const controller = new AbortController();
+      const res = await fetch(`${svc.baseUrl}${CONSOLE_API_PATH}/activity/stream?${query}`, {
+        headers: { Authorization: `Bearer ${as}`, Accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      const frames: Array<{ event: string; data: any }> = [];
+      let text = '';
+      let connected = false;
+      const reading = (async () => {
+        if (!res.body) return;
+        const decoder = new TextDecoder();
+        try {
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            text += decoder.decode(chunk, { stream: true });
+            let cut: number;
+            while ((cut = text.indexOf('\n\n')) >= 0) {
+              const block = text.slice(0, cut);
+              text = text.slice(cut + 2);
+              if (block.startsWith(': connected')) connected = true;
+              const event = /^event: (.*)$/m.exec(block)?.[1];
+              const data = /^data: (.*)$/m.exec(block)?.[1];
+              if (event && data) frames.push({ event, data: JSON.parse(data) });
+            }
+          }
+        } catch {
+          // aborted
+        }
+      })();
+      return {
+        res,
+        frames,
+        live: () => waitFor(async () => connected, Boolean),
+        close: async () => {
+          controller.abort();
+          await reading;
+        },
+      };
+    }
+
+    it('relays new deliveries and status changes matching the filters, masked', async () => {
+      const stream = await open(`category=${encodeURIComponent('🔴 live')}&channel=sms`);
+      expect(stream.res.status).toBe(200);
+      expect(stream.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      try {
+        await stream.live();
+        await submit('+15550107777', { category: 'other' });
+        const { delivery } = await submit('+15550108888', { category: '🔴 live', scope: 'caller-z' });
+        const frames = await waitFor(
+          async () => stream.frames.filter((f) => f.event === 'delivery'),
+          (f) => f.some((x) => x.data.delivery.status === 'sent'),
+        );
+        expect(frames.every((f) => f.data.delivery.id === delivery.id)).toBe(true);
+        expect(frames[0]!.data).toMatchObject({
+          change: 'created',
+          delivery: { id: delivery.id, status: 'pending', recipient: '+1555****888', category: '🔴 live' },
+        });
+        expect(frames.at(-1)!.data).toMatchObject({ change: 'status', delivery: { status: 'sent' } });
+        expect(JSON.stringify(stream.frames)).not.toContain('0108888');
+      } finally {
+        await stream.close();
+      }
+    });
+
+    it('bounds the streams per operator (429) and refuses a client that does not ask for a stream', async () => {
+      const one = await open('');
+      const two = await open('');
+      try {
+        expect([one.res.status, two.res.status]).toEqual([200, 200]);
+        const third = await open('');
+        expect(third.res.status).toBe(429);
+        expect(third.res.headers.get('retry-after')).toBe('5');
+        await third.close();
+        const other = await open('', await operatorToken('ops-bob'));
+        expect(other.res.status).toBe(200);
+        await other.close();
+      } finally {
+        await one.close();
+        await two.close();
+      }
+      const plain = await get('stream');
+      expect(plain.status).toBe(400);
+      expect(((await plain.json()) as { error: { message: string } }).error.message).toMatch(/event-stream/);
+      expect((await open('status=lost')).res.status).toBe(400);
+    });
   });
 });

@@ -112,6 +112,14 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
 
   async function stream(ctx: ConsoleContext): Promise<void> {
     const { res, operator } = ctx;
+    // Only a client that asks for an event stream gets one (ConsoleKit.stream does); anything else
+    // (a tool reading the whole body) gets a plain answer instead of a response that never ends.
+    if (!/\btext\/event-stream\b/.test(ctx.req.headers.accept ?? '')) {
+      throw new InvalidArgumentError(
+        'this route is an event stream: send Accept: text/event-stream',
+        'accept',
+      );
+    }
     const filter = deliveryFilter(ctx.query);
     if (deps.shutdownSignal?.aborted) throw new UnavailableError('the server is shutting down');
     const controller = new AbortController();
