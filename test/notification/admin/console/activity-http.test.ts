@@ -297,7 +297,7 @@ describe('console activity API', () => {
         headers: { Authorization: `Bearer ${as}`, Accept: 'text/event-stream' },
         signal: controller.signal,
       });
-      const frames: Array<{ event: string; data: any }> = [];
+      const frames: Array<{ event: string; data: { change: string; delivery: Row } }> = [];
       let text = '';
       let connected = false;
       const reading = (async () => {
