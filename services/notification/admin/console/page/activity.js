@@ -1,4 +1,4 @@
-/* global ConsoleKit, URLSearchParams, setTimeout, clearTimeout, AbortController */
+/* global ConsoleKit, URLSearchParams, setTimeout, clearTimeout, AbortController, FormData */
 // The console's Activity section (services/notification/admin/console/sections/activity.ts):
 // deliveries newest first under the operator's filters, a live feed that prepends new matching rows
 // and updates a row's status in place, "More" for the next page, and one message's timeline at
