@@ -135,8 +135,9 @@
     K.stream(
       'activity/stream' + (query ? '?' + query : ''),
       {
-        onComment(text) {
-          if (String(text).trim() === 'connected') setLive('live');
+        // The watch is open once the response starts (the server registers it before answering).
+        onOpen() {
+          setLive('live');
         },
         onEvent(type, data) {
           if (type === 'delivery' && data.delivery) {
