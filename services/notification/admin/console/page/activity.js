@@ -188,7 +188,7 @@
           ': ' +
           e.outcome +
           ' (' +
-          e.duration_ms +
+          Math.round(e.duration_ms) +
           ' ms)' +
           (e.reason ? ' — ' + e.reason : '') +
           (e.provider_code ? ' [code ' + e.provider_code + ']' : '')
