@@ -80,9 +80,13 @@ export class DatabaseDeliveryEventLog {
   }
 
   async eventsAfter(query: DeliveryEventQuery): Promise<DeliveryEvent[]> {
-    if (query.scopes.length === 0) return [];
-    const where = ['seq > ?', 'scope = ANY(?::text[])'];
-    const bindings: Knex.RawBinding[] = [query.after, query.scopes as string[]];
+    if (query.scopes !== null && query.scopes.length === 0) return [];
+    const where = ['seq > ?'];
+    const bindings: Knex.RawBinding[] = [query.after];
+    if (query.scopes !== null) {
+      where.push('scope = ANY(?::text[])');
+      bindings.push(query.scopes as string[]);
+    }
     const { channels, backends, statuses } = query.filter ?? {};
     for (const [column, values] of [
       ['channel', channels],

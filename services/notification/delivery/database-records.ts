@@ -68,6 +68,8 @@ export interface DeliveryRow {
   attempts_started?: number;
   /** Absent only in rows read before migration 20261127000300 ran. */
   user_id?: string | null;
+  /** Absent only in rows read before migration 20261129000000 ran. */
+  category?: string | null;
 }
 
 export function toDate(value: Date | string): Date {
@@ -117,13 +119,14 @@ export function rowToRecord(row: DeliveryRow): DeliveryRecord {
     ).map(fromStoredReceipt),
     attemptsStarted: row.attempts_started ?? attempts.length,
     userId: row.user_id ?? null,
+    category: row.category ?? null,
   };
 }
 
 /** The columns of a DeliveryView (ListDeliveries): no content, lease, trace or receipts. */
 export const VIEW_COLUMNS = `id, channel, backend, backend_pinned, failure, masked_recipient, scope, idempotency_key,
   content_hash, status, attempts, next_attempt_at, last_error, provider_reference, created_at, updated_at,
-  sent_at, delivered_at, finished_at, content_erased_at, suppressed_recipients`;
+  sent_at, delivered_at, finished_at, content_erased_at, suppressed_recipients, user_id, category`;
 
 export type ViewRow = Omit<
   DeliveryRow,

@@ -196,13 +196,14 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       suppressed: d.suppressed === true,
       suppressed_recipients: d.suppressedRecipients?.length ? JSON.stringify(d.suppressedRecipients) : null,
       user_id: d.userId ?? null,
+      category: d.category ?? null,
     }));
     // The rows and their events in ONE statement (one commit): a change never lacks its event.
     const inserted = rows<DeliveryRow>(
       await db.raw(
         `WITH ins AS (INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
-           trace_parent, failure, last_error, finished_at, suppressed_recipients, user_id)
+           trace_parent, failure, last_error, finished_at, suppressed_recipients, user_id, category)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
            r.idempotency_key, r.content_hash, r.payload::jsonb,
            CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
@@ -211,11 +212,11 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            CASE WHEN r.suppressed THEN 'recipient_suppressed' END,
            CASE WHEN r.suppressed THEN ?::text END,
            CASE WHEN r.suppressed THEN r.created_at END,
-           r.suppressed_recipients::jsonb, r.user_id
+           r.suppressed_recipients::jsonb, r.user_id, r.category
          FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
            backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
            content_hash text, payload text, created_at timestamptz, trace_parent text, suppressed boolean,
-           suppressed_recipients text, user_id text)
+           suppressed_recipients text, user_id text, category text)
          ORDER BY r.i
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *),
@@ -298,11 +299,19 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       ['backend', filter.backend],
       ['failure', filter.failure],
       ['scope', filter.scope],
+      ['id', filter.id],
+      ['user_id', filter.userId],
+      ['category', filter.category],
     ] as const) {
       if (value !== undefined) {
         where.push(`${column} = ?`);
         bindings.push(value);
       }
+    }
+    if (filter.recipientKey !== undefined) {
+      // The GIN index of the generated column (migration 20261129000000).
+      where.push('recipient_keys @> ARRAY[?]::text[]');
+      bindings.push(filter.recipientKey);
     }
     if (query.after) {
       where.push('(created_at, id) < (?::timestamptz, ?::uuid)');

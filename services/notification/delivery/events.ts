@@ -37,8 +37,11 @@ export interface DeliveryEventFilter {
 
 /** A read of the log: sequenced events after `after`, oldest first, at most `limit`. */
 export interface DeliveryEventQuery {
-  /** Only these scopes (one for a watcher's catch-up, the watched ones for the hub's read). */
-  scopes: readonly string[];
+  /**
+   * Only these scopes (one for a watcher's catch-up, the watched ones for the hub's read); null:
+   * every scope (an operator's watch, the console's activity feed).
+   */
+  scopes: readonly string[] | null;
   after: number;
   limit: number;
   filter?: DeliveryEventFilter;

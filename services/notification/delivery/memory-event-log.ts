@@ -50,11 +50,11 @@ export class MemoryDeliveryEventLog {
       if (this.events[mid]!.seq <= query.after) lo = mid + 1;
       else hi = mid;
     }
-    const scopes = new Set(query.scopes);
+    const scopes = query.scopes === null ? null : new Set(query.scopes);
     const found: DeliveryEvent[] = [];
     for (let i = lo; i < this.events.length && found.length < query.limit; i++) {
       const e = this.events[i]!;
-      if (scopes.has(e.scope) && matchesEventFilter(e, query.filter)) found.push({ ...e });
+      if ((scopes === null || scopes.has(e.scope)) && matchesEventFilter(e, query.filter)) found.push({ ...e });
     }
     return found;
   }

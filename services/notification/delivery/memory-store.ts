@@ -33,6 +33,7 @@ import { MemoryDeliveryEventLog } from './memory-event-log';
 import { completeAttempt, type MemoryOutcomeParts } from './memory-outcomes';
 import { applyReceipt, findByProviderReference } from './memory-receipts';
 import { purgeExpired } from './memory-retention';
+import { recipientKeys } from './recipient-keys';
 
 /** The in-memory DeliveryStore. */
 export class InMemoryDeliveryStore implements DeliveryStore {
@@ -98,6 +99,7 @@ export class InMemoryDeliveryStore implements DeliveryStore {
       suppressedRecipients: [...(input.suppressedRecipients ?? [])],
       attemptsStarted: 0,
       userId: input.userId ?? null,
+      category: input.category ?? null,
     };
     this.records.add(record);
     if (!suppressed) this.queue.enqueue(record);
@@ -139,6 +141,10 @@ export class InMemoryDeliveryStore implements DeliveryStore {
           (filter.backend === undefined || r.backend === filter.backend) &&
           (filter.failure === undefined || r.failure === filter.failure) &&
           (filter.scope === undefined || r.scope === filter.scope) &&
+          (filter.id === undefined || r.id === filter.id) &&
+          (filter.userId === undefined || r.userId === filter.userId) &&
+          (filter.category === undefined || r.category === filter.category) &&
+          (filter.recipientKey === undefined || recipientKeys(r).includes(filter.recipientKey)) &&
           (after === undefined || newestFirst(after, r) < 0),
       )
       .sort(newestFirst);

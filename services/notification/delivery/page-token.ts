@@ -14,6 +14,11 @@ function binding(filter: DeliveryFilter): string {
     backend: filter.backend ?? null,
     failure: filter.failure ?? null,
     scope: filter.scope ?? null,
+    // Added with the console's filters: absent from older tokens' binding, so those stay valid.
+    ...(filter.userId !== undefined ? { user: filter.userId } : {}),
+    ...(filter.category !== undefined ? { category: filter.category } : {}),
+    ...(filter.recipientKey !== undefined ? { recipient: filter.recipientKey } : {}),
+    ...(filter.id !== undefined ? { id: filter.id } : {}),
   };
   return `deliveries:${canonicalJson(normalised)}`;
 }

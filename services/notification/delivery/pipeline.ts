@@ -92,6 +92,8 @@ export interface SubmitInput {
   withoutRecipients?: WithoutRecipients;
   /** The user the delivery is for (a Notify fan-out), so DeleteUser can erase it; absent: none. */
   userId?: string;
+  /** The Notify category it is sent for (the console filters by it); absent: none. */
+  category?: string;
 }
 
 /** What submit answers. */
@@ -355,6 +357,7 @@ export class DeliveryPipeline {
         // The caller's span (SendEmail): the worker's attempt span continues this trace.
         traceParent: currentTraceParent(),
         ...(input.userId ? { userId: input.userId } : {}),
+        ...(input.category ? { category: input.category } : {}),
       },
     };
   }

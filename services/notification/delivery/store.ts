@@ -40,6 +40,8 @@ export interface NewDelivery {
   suppressedRecipients?: string[];
   /** The user it is for (a Notify fan-out); absent or null: none. */
   userId?: string | null;
+  /** The Notify category it was sent for; absent or null: none. */
+  category?: string | null;
 }
 
 /** One page query, newest first. */

@@ -131,19 +131,20 @@ export interface DeliveryRecord {
   attemptsStarted: number;
   /** The user a Notify fan-out sent it to (DeleteUser erases it); absent or null: none. */
   userId?: string | null;
+  /** The Notify category a fan-out sent it for; absent or null: a direct send. */
+  category?: string | null;
 }
 
 /** A record without what was sent: what get/list hand to callers (responses, admin pages, logs). */
 export type DeliveryView = Omit<
   DeliveryRecord,
-  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent' | 'attemptsStarted' | 'userId'
+  'recipient' | 'payload' | 'leaseOwner' | 'leaseExpiresAt' | 'traceParent' | 'attemptsStarted'
 >;
 
 /** Strips the content and lease bookkeeping from a record. */
 export function toView(record: DeliveryRecord): DeliveryView {
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, attemptsStarted, userId, ...view } =
-    record;
+  const { recipient, payload, leaseOwner, leaseExpiresAt, traceParent, attemptsStarted, ...view } = record;
   return view;
 }
 
@@ -155,6 +156,17 @@ export interface DeliveryFilter {
   failure?: FailureKind;
   /** Only this caller's deliveries (the RPC layer passes the caller scope when it wants that). */
   scope?: string;
+  /** Only deliveries a Notify fan-out sent to this user (the console's activity feed). */
+  userId?: string;
+  /** Only deliveries a Notify fan-out sent for this category. */
+  category?: string;
+  /**
+   * Only deliveries to this recipient, normalised with `normaliseRecipient` (an email matches any
+   * address of a record's list); a record whose recipient the retention erased no longer matches.
+   */
+  recipientKey?: string;
+  /** Only this delivery (whether one record passes the other filters: the console's live feed). */
+  id?: string;
 }
 
 /** Position in the newest-first listing: the last row of the previous page. */

@@ -73,9 +73,9 @@ export function parseDeliveryCursor(cursor: string): number {
   return seq;
 }
 
-/** What one watcher wants: its caller's scope, through its filter. */
+/** What one watcher wants: its caller's scope (null: every scope, an operator), through its filter. */
 interface DeliveryWatch {
-  scope: string;
+  scope: string | null;
   filter: DeliveryEventFilter | undefined;
 }
 
@@ -85,11 +85,24 @@ function deliveryEventLog(store: DeliveryStore): EventLog<DeliveryEvent, Deliver
     latestSeq: () => store.latestEventSeq(),
     // The hub's read: every watched scope, unfiltered (the hub routes by `matches`).
     readChannel: (_log, after, limit, watches) =>
-      store.eventsAfter({ scopes: [...new Set(watches.map((w) => w.scope))], after, limit }),
+      store.eventsAfter({
+        scopes: watches.some((w) => w.scope === null)
+          ? null
+          : [...new Set(watches.map((w) => w.scope as string))],
+        after,
+        limit,
+      }),
     readWatch: (_log, watch, after, limit) =>
-      store.eventsAfter({ scopes: [watch.scope], after, limit, filter: watch.filter }),
-    horizon: (_log, watch) => store.eventHorizon(watch.scope),
-    matches: (watch, event) => event.scope === watch.scope && matchesEventFilter(event, watch.filter),
+      store.eventsAfter({
+        scopes: watch.scope === null ? null : [watch.scope],
+        after,
+        limit,
+        filter: watch.filter,
+      }),
+    // An operator's watch starts live (no cursor), so it never asks for a horizon.
+    horizon: (_log, watch) => (watch.scope === null ? Promise.resolve(0) : store.eventHorizon(watch.scope)),
+    matches: (watch, event) =>
+      (watch.scope === null || event.scope === watch.scope) && matchesEventFilter(event, watch.filter),
     onAppended: (listener) => store.onEventsSequenced((seq) => listener(LOG, seq)),
   };
 }
@@ -180,6 +193,26 @@ export class DeliveryWatchHub {
     });
     return toDeliveryFrames(frames);
   }
+
+  /**
+   * Every caller's delivery changes from now on (an operator's watch: the console); the per-caller
+   * cap counts `operator`'s watches, under a key no RPC caller's scope can take.
+   */
+  watchEveryScope(operator: string, options: OperatorWatchOptions = {}): AsyncIterable<DeliveryWatchFrame> {
+    const frames = this.hub.watch({
+      channel: LOG,
+      watch: { scope: null, filter: options.filter },
+      capKey: `\u0000operator:${operator}`,
+      signal: options.signal,
+    });
+    return toDeliveryFrames(frames);
+  }
+}
+
+/** What an operator's watch asks for: live only (no cursor), every caller's deliveries. */
+export interface OperatorWatchOptions {
+  filter?: DeliveryEventFilter;
+  signal?: AbortSignal;
 }
 
 async function* toDeliveryFrames(

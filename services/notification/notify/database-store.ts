@@ -6,7 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { toNumber } from '../../../shared/storage/database';
-import type { NewChild, NotificationPage, NotificationStore } from './store';
+import type { NewChild, NotificationFilter, NotificationPage, NotificationStore } from './store';
 import type {
   ChannelLine,
   DueNotification,
@@ -260,24 +260,69 @@ export class DatabaseNotificationStore implements NotificationStore {
     return row ? this.withLines(row) : null;
   }
 
+  async listAll(
+    filter: NotificationFilter,
+    limit: number,
+    after?: NotificationPageKey,
+  ): Promise<NotificationPage> {
+    const where: string[] = [];
+    const bindings: Knex.RawBinding[] = [];
+    for (const [column, value] of [
+      ['user_id', filter.userId],
+      ['category', filter.category],
+      ['status', filter.status],
+    ] as const) {
+      if (value !== undefined) {
+        where.push(`${column} = ?`);
+        bindings.push(value);
+      }
+    }
+    if (after) {
+      where.push('(created_at, id) < (?::timestamptz, ?::uuid)');
+      bindings.push(after.createdAt, after.id);
+    }
+    bindings.push(limit + 1);
+    const found = rows<NotificationRow>(
+      await this.knex.raw(
+        `SELECT * FROM notifications ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+        bindings,
+      ),
+    );
+    const page = found.slice(0, limit);
+    const records = await Promise.all(page.map((row) => this.withLines(row)));
+    const last = records[records.length - 1];
+    return {
+      records,
+      nextKey: found.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+
+  async findByMessageId(messageId: string): Promise<NotificationRecord | null> {
+    // The partial index notification_channels_message_idx (migration 20261129000000).
+    const [row] = rows<NotificationRow>(
+      await this.knex.raw(
+        `SELECT n.* FROM notifications n
+         WHERE n.id = (SELECT notification_id FROM notification_channels
+                       WHERE message_id = ? AND message_id IS NOT NULL LIMIT 1)`,
+        [messageId],
+      ),
+    );
+    return row ? this.withLines(row) : null;
+  }
+
   async list(
-    scope: string | null,
+    scope: string,
     userId: string,
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
-    // scope null (the operator console): every caller's notifications of the user.
     const found = rows<NotificationRow>(
       await this.knex.raw(
-        `SELECT * FROM notifications WHERE user_id = ? ${scope === null ? '' : 'AND scope = ?'}
+        `SELECT * FROM notifications WHERE user_id = ? AND scope = ?
          ${after ? 'AND (created_at, id) < (?::timestamptz, ?::uuid)' : ''}
          ORDER BY created_at DESC, id DESC LIMIT ?`,
-        [
-          userId,
-          ...(scope === null ? [] : [scope]),
-          ...(after ? [after.createdAt, after.id] : []),
-          limit + 1,
-        ],
+        [userId, scope, ...(after ? [after.createdAt, after.id] : []), limit + 1],
       ),
     );
     const page = found.slice(0, limit);

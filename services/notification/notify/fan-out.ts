@@ -509,6 +509,7 @@ export class FanOut {
             backend,
             idempotencyKey,
             userId: user.userId,
+            category: notification.category,
           },
           scope,
         );
@@ -516,7 +517,14 @@ export class FanOut {
       }
       case 'sms': {
         const result = await this.options.targets.sms.send(
-          { to: contact.value, body: content.text ?? '', backend, idempotencyKey, userId: user.userId },
+          {
+            to: contact.value,
+            body: content.text ?? '',
+            backend,
+            idempotencyKey,
+            userId: user.userId,
+            category: notification.category,
+          },
           scope,
         );
         return line(result.delivery.id, result.delivery);
@@ -530,7 +538,12 @@ export class FanOut {
             ...(content.body ? { body: content.body } : {}),
             ...(data ? { data } : {}),
           },
-          { backend: backend ?? contact.backend, idempotencyKey, userId: user.userId },
+          {
+            backend: backend ?? contact.backend,
+            idempotencyKey,
+            userId: user.userId,
+            category: notification.category,
+          },
           scope,
         );
         return line(delivery.id, delivery);

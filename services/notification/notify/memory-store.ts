@@ -3,7 +3,7 @@
  * store, in one process. Leases use the given clock.
  */
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import type { NewChild, NotificationPage, NotificationStore } from './store';
+import type { NewChild, NotificationFilter, NotificationPage, NotificationStore } from './store';
 import type {
   ChannelLine,
   DueNotification,
@@ -146,13 +146,13 @@ export class InMemoryNotificationStore implements NotificationStore {
   }
 
   async list(
-    scope: string | null,
+    scope: string,
     userId: string,
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
     const all = [...this.records.values()]
-      .filter((r) => (scope === null || r.scope === scope) && r.userId === userId)
+      .filter((r) => r.scope === scope && r.userId === userId)
       .filter((r) => {
         if (!after) return true;
         const t = r.createdAt.getTime() - Date.parse(after.createdAt);
@@ -165,6 +165,39 @@ export class InMemoryNotificationStore implements NotificationStore {
       records,
       nextKey: all.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
     };
+  }
+
+  async listAll(
+    filter: NotificationFilter,
+    limit: number,
+    after?: NotificationPageKey,
+  ): Promise<NotificationPage> {
+    const all = [...this.records.values()]
+      .filter(
+        (r) =>
+          (filter.userId === undefined || r.userId === filter.userId) &&
+          (filter.category === undefined || r.category === filter.category) &&
+          (filter.status === undefined || r.status === filter.status),
+      )
+      .filter((r) => {
+        if (!after) return true;
+        const t = r.createdAt.getTime() - Date.parse(after.createdAt);
+        return t < 0 || (t === 0 && r.id < after.id);
+      })
+      .sort(newerFirst);
+    const records = all.slice(0, limit).map(copy);
+    const last = records[records.length - 1];
+    return {
+      records,
+      nextKey: all.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
+    };
+  }
+
+  async findByMessageId(messageId: string): Promise<NotificationRecord | null> {
+    for (const r of this.records.values()) {
+      if (r.channels.some((l) => l.messageId === messageId)) return copy(r);
+    }
+    return null;
   }
 
   async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {

@@ -21,7 +21,7 @@ import type { DeliveryPipeline } from '../delivery/pipeline';
 import type { User, UserDirectory } from '../users/types';
 import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyConfig } from './config';
 import { contactsOf, FanOut, type FanOutOptions, lineError, templateUser } from './fan-out';
-import type { NotificationStore } from './store';
+import type { NotificationFilter, NotificationStore } from './store';
 import type { DigestBook, DueDigest } from './timing';
 import type {
   ChannelLine,
@@ -520,8 +520,37 @@ export class Notifier {
    */
   async recentOfUser(userId: string, limit: number): Promise<NotificationView[]> {
     checkId(userId, 'user_id');
-    const page = await this.options.store.list(null, userId, limit);
+    const page = await this.options.store.listAll({ userId }, limit);
     return Promise.all(page.records.map((r) => this.view(r)));
+  }
+
+  /**
+   * Operators (the console's activity feed): every caller's notifications under `filter`, newest
+   * first, `limit` of them (the caller has bounded it); each line with its delivery's status.
+   */
+  async listAll(filter: NotificationFilter, limit: number, pageToken = ''): Promise<NotificationListPage> {
+    const binding = `notifications-all:${canonicalJson({ ...filter })}`;
+    const after = pageToken ? decodeKeysetToken(binding, pageToken) : undefined;
+    const page = await this.options.store.listAll(filter, limit, after);
+    return {
+      notifications: await Promise.all(page.records.map((r) => this.view(r, true))),
+      nextPageToken: page.nextKey ? encodeKeysetToken(binding, page.nextKey) : '',
+    };
+  }
+
+  /** Operators: one notification of any caller, with its lines' statuses; NotFoundError when unknown. */
+  async getAny(id: string): Promise<NotificationView> {
+    const normalised = id.toLowerCase();
+    if (!isUuid(normalised)) throw new InvalidArgumentError('id must be a UUID', 'id');
+    const record = await this.options.store.get(normalised);
+    if (!record) throw new NotFoundError(`notification ${normalised} not found`);
+    return this.view(record, true);
+  }
+
+  /** Operators: the notification a delivery was sent for (one of its lines names it), or null. */
+  async findByDelivery(deliveryId: string): Promise<NotificationView | null> {
+    const record = await this.options.store.findByMessageId(deliveryId);
+    return record ? this.view(record) : null;
   }
 
   /** DeleteUser's eraser: deletes the user's notifications. */

@@ -21,6 +21,13 @@ export interface NotificationPage {
   nextKey: NotificationPageKey | null;
 }
 
+/** An operator's listing filter (the console's activity feed); every field narrows it. */
+export interface NotificationFilter {
+  userId?: string;
+  category?: string;
+  status?: NotificationRecord['status'];
+}
+
 /** A member's notification a topic page creates. */
 export type NewChild = NewNotification & { userId: string; parentId: string };
 
@@ -40,13 +47,12 @@ export interface NotificationStore {
   /** The notification of a caller's key, or null. */
   findByKey(scope: string, idempotencyKey: string): Promise<NotificationRecord | null>;
   get(id: string): Promise<NotificationRecord | null>;
-  /** `userId`'s notifications of `scope` (null: of every caller, the operator console), newest first, after `after`. */
-  list(
-    scope: string | null,
-    userId: string,
-    limit: number,
-    after?: NotificationPageKey,
-  ): Promise<NotificationPage>;
+  /** `userId`'s notifications of `scope`, newest first, after `after`. */
+  list(scope: string, userId: string, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
+  /** Every caller's notifications under `filter`, newest first, after `after` (operators only). */
+  listAll(filter: NotificationFilter, limit: number, after?: NotificationPageKey): Promise<NotificationPage>;
+  /** The notification one of whose lines holds `messageId` (a delivery or inbox message id), or null. */
+  findByMessageId(messageId: string): Promise<NotificationRecord | null>;
   /**
    * Replaces the lines of a notification and marks it fanned out. When a line is held
    * (`heldUntil`), `request` is kept and the notification is due at the earliest `heldUntil`.

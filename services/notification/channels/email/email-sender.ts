@@ -24,7 +24,8 @@ export interface SendEmailInput extends MailableFields {
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
   /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
-  userId?: string;
+  userId?: string; /** The Notify category it is sent for (the console's activity filter). */
+  category?: string;
 }
 
 /** What a send answers. */
@@ -74,6 +75,7 @@ export class EmailSender {
         backend: input.backend || undefined,
         idempotencyKey: input.idempotencyKey || undefined,
         userId: input.userId,
+        category: input.category,
       }),
     );
     return { delivery: result.delivery, created: result.created, messageId: storedMessageId(result.payload) };
@@ -91,6 +93,8 @@ export interface EmailSubmissionOptions {
   idempotencyKey?: string;
   /** The user it is for (a Notify fan-out). */
   userId?: string;
+  /** The Notify category it is sent for. */
+  category?: string;
 }
 
 /**
@@ -110,7 +114,7 @@ export function emailSubmission(
 ): SubmitInput {
   const payload: OutboundEmail = toOutboundEmail(message, mailer.fromEmail);
   const recipients = [...message.to, ...message.cc, ...message.bcc].map((a) => a.email);
-  const { backend, idempotencyKey, userId } = options;
+  const { backend, idempotencyKey, userId, category } = options;
   return {
     channel: 'email',
     backend,
@@ -122,6 +126,7 @@ export function emailSubmission(
     scope,
     idempotencyKey,
     ...(userId ? { userId } : {}),
+    ...(category ? { category } : {}),
   };
 }
 

@@ -17,7 +17,8 @@ export interface PushSendOptions {
   /** One send: its key. A batch: each message's key is derived from it and the message's index. */
   idempotencyKey?: string;
   /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
-  userId?: string;
+  userId?: string; /** The Notify category it is sent for (the console's activity filter). */
+  category?: string;
 }
 
 /** Turns SendPush and SendPushBatch requests into push deliveries. */
@@ -43,6 +44,7 @@ export class PushSender {
       scope,
       idempotencyKey: opts.idempotencyKey || undefined,
       ...(opts.userId ? { userId: opts.userId } : {}),
+      ...(opts.category ? { category: opts.category } : {}),
     });
     return result.delivery;
   }

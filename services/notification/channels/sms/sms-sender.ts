@@ -20,7 +20,8 @@ export interface SendSmsInput {
   /** Optional; the same key with the same content returns the first delivery and sends nothing. */
   idempotencyKey?: string;
   /** The user it is for (a Notify fan-out), recorded on the delivery for DeleteUser. */
-  userId?: string;
+  userId?: string; /** The Notify category it is sent for (the console's activity filter). */
+  category?: string;
 }
 
 /** What a send answers. */
@@ -63,6 +64,7 @@ export class SmsSender {
       scope,
       idempotencyKey: input.idempotencyKey || undefined,
       ...(input.userId ? { userId: input.userId } : {}),
+      ...(input.category ? { category: input.category } : {}),
     });
     return { delivery: result.delivery, created: result.created };
   }

@@ -1,6 +1,6 @@
 /**
  * What the console's user card reads below the HTTP route: a user's notifications of every caller
- * (`NotificationStore.list` with scope null), newest first, bounded and paged, never another user's;
+ * (`NotificationStore.listAll` with a user filter), newest first, bounded and paged, never another user's;
  * on the memory store, PGlite and PostgreSQL.
  */
 import type { Knex } from 'knex';
@@ -35,13 +35,13 @@ function describeEveryCaller(
       }
       const other = (await store.create(newNotification({ scope: 'caller-a', userId: `${userId}-other` })))
         .record;
-      const all = await store.list(null, userId, 4);
+      const all = await store.listAll({ userId }, 4);
       expect(all.records.map((r) => r.id)).toEqual([...made].reverse());
       expect(all.nextKey).toBeNull();
-      const first = await store.list(null, userId, 3);
+      const first = await store.listAll({ userId }, 3);
       expect(first.records.map((r) => r.id)).toEqual([...made].reverse().slice(0, 3));
       expect(first.nextKey).not.toBeNull();
-      const rest = await store.list(null, userId, 3, first.nextKey!);
+      const rest = await store.listAll({ userId }, 3, first.nextKey!);
       expect(rest.records.map((r) => r.id)).toEqual([made[0]]);
       expect(rest.records.map((r) => r.id)).not.toContain(other.id);
       // One caller's listing is unchanged.

@@ -12,6 +12,7 @@ import type { Templates } from '../../../templates';
 import type { UserDirectoryService } from '../../../users';
 import type { PreferenceBook } from '../../../users/preferences/types';
 import type { ConsoleSection } from '../console-gateway';
+import { activitySection } from './activity';
 import { backendsSection } from './backends';
 import { suppressionsSection } from './suppressions';
 import { templatesSection } from './templates';
@@ -39,5 +40,11 @@ export interface ConsoleSectionDeps {
 
 /** Every section of the console, in tab order. */
 export function consoleSections(deps: ConsoleSectionDeps): ConsoleSection[] {
-  return [suppressionsSection(deps), templatesSection(deps), usersSection(deps), backendsSection(deps)];
+  return [
+    activitySection(deps),
+    suppressionsSection(deps),
+    templatesSection(deps),
+    usersSection(deps),
+    backendsSection(deps),
+  ];
 }
