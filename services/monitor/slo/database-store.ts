@@ -8,7 +8,13 @@ import type { Clock } from '../../../shared/runtime/clock';
 import type { SloDefinition } from './slo-area';
 import type { BucketRange } from '../../../shared/monitoring/slo/ratio';
 import type { RatioSloDefinition } from './ratio-definition';
-import { hourBucketSpan, type SloEventCount, type SloEventSums, type SloStateStore, type StoredSamples } from './store';
+import {
+  hourBucketSpan,
+  type SloEventCount,
+  type SloEventSums,
+  type SloStateStore,
+  type StoredSamples,
+} from './store';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -136,11 +142,13 @@ export class DatabaseSloStateStore implements SloStateStore {
         ORDER BY bucket`,
       [slo, firstMs, lastMs],
     );
-    return rows<{ bucket: string | number; good: string | number; total: string | number }>(result).map((r) => ({
-      atMs: Number(r.bucket),
-      good: Number(r.good),
-      total: Number(r.total),
-    }));
+    return rows<{ bucket: string | number; good: string | number; total: string | number }>(result).map(
+      (r) => ({
+        atMs: Number(r.bucket),
+        good: Number(r.good),
+        total: Number(r.total),
+      }),
+    );
   }
 
   async purgeSloEvents(

@@ -78,7 +78,10 @@ export const MAX_HOUR_BUCKETS_READ = 90 * 24 + 2;
 /** The first and last hour bucket starts a sloHourBuckets read covers (the bound applied). */
 export function hourBucketSpan(fromMs: number, toMs: number): { firstMs: number; lastMs: number } {
   const lastMs = Math.floor(toMs / HOUR_MS) * HOUR_MS;
-  const firstMs = Math.max(Math.floor(fromMs / HOUR_MS) * HOUR_MS, lastMs - (MAX_HOUR_BUCKETS_READ - 1) * HOUR_MS);
+  const firstMs = Math.max(
+    Math.floor(fromMs / HOUR_MS) * HOUR_MS,
+    lastMs - (MAX_HOUR_BUCKETS_READ - 1) * HOUR_MS,
+  );
   return { firstMs, lastMs };
 }
 
