@@ -46,6 +46,14 @@ export interface BudgetBurnDown {
   points: BudgetPoint[];
 }
 
+/**
+ * To 9 decimals: float noise must not make an exactly spent budget (1 - 0.99 is not exactly 0.01)
+ * read as a sliver left, nor print as 8.9e-16.
+ */
+function roundBudget(value: number): number {
+  return Math.round(value * 1e9) / 1e9 + 0;
+}
+
 /** Hours each point covers for a period. */
 export function stepHours(period: SloPeriod): number {
   const spanHours = period.kind === 'rolling' ? Math.ceil(period.seconds / 3600) : 31 * 24;
@@ -101,7 +109,7 @@ export function budgetBurnDown(input: {
     const bad = Math.max(0, total - good);
     points.push({
       at: new Date(Math.min(end * HOUR_MS, nowMs)).toISOString(),
-      budget_remaining: total <= 0 ? 1 : 1 - bad / (total * allowed),
+      budget_remaining: total <= 0 ? 1 : roundBudget(1 - bad / (total * allowed)),
     });
   }
   return {
