@@ -61,7 +61,7 @@ describe('the SLO burn-down and the alerts timeline in headless Chromium', () =>
     await svc?.close();
   });
 
-  const chart = (name: string) => `tr[data-slo="${name}"] [data-slo-budget] svg[data-chart="budget"]`;
+  const chart = (name: string) => `tr[data-slo="${name}"] [data-slo-budget] svg[data-chart="burndown"]`;
 
   it('draws the burn-down: a point per hour of a 2-day period, 90 for 30 days, the target and the ideal line', async () => {
     const { page } = opened;

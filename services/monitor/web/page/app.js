@@ -526,7 +526,7 @@
       width,
       height,
       b.slo + ': error budget over ' + b.period + ', ' + formatPercent(last) + ' left',
-      'budget',
+      'burndown',
     );
     const target = svgEl('line', {
       x1: 0,
