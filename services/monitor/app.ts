@@ -11,6 +11,7 @@ import { MonitorService } from '../../shared/gen/svc/monitor/v1/monitor_pb';
 import { SECURITY_HEADERS } from '../../shared/http/security-headers';
 import { RpcServer, registration, serverOptionsFromConfig } from '../../shared/rpc/server';
 import type { Logger } from '../../shared/logging/logger';
+import type { Clock } from '../../shared/runtime/clock';
 import { type BoundPorts, ServiceLifecycle } from '../../shared/runtime/lifecycle';
 import { ServiceObservability } from '../../shared/runtime/observability';
 import { startServiceMonitoring } from '../../shared/runtime/service-monitoring';
@@ -116,6 +117,8 @@ export interface MonitorAppParts {
   targetHistory?: TargetHistoryStore;
   /** Issue 29: "now" of the page's chart routes (tests pass a fixed clock); default Date.now. */
   chartNow?: () => number;
+  /** Issue 29: the SLO area's clock (tests seed a known event history); default the system's. */
+  sloClock?: Clock;
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
@@ -289,6 +292,7 @@ async function assembleMonitorApp(
       // M2: an SLO back within budget resolves its alert.
       resolve: (key) => alertHub.resolve(key, 'slo'),
       isAlertOpen: async (key) => (await alertHub.lifecycle.store.openByKey(key)) !== undefined,
+      ...(parts.sloClock ? { clock: parts.sloClock } : {}),
     }),
   );
   // Ratio SLOs with a metric_source count the increases of ingested counters.
@@ -394,6 +398,8 @@ async function assembleMonitorApp(
     alerts: { lifecycle: alertHub.lifecycle, writeScope: ALERT_METHOD_SCOPES.acknowledgeAlert },
     // Issue 29: the targets' probe history for the charts.
     history: { store: targetHistory, ...(parts.chartNow ? { now: parts.chartNow } : {}) },
+    // Issue 29: the SLOs' error-budget burn-down.
+    sloBudget: (name) => slo.budgetHistory(name),
   });
   server.routes.add(...statusPage.routes()).setHeaders(STATUS_PATH_PREFIX, SECURITY_HEADERS);
   lifecycle.worker('status-page', statusPage);

@@ -8,7 +8,13 @@ import type { Clock } from '../../../shared/runtime/clock';
 import type { SloDefinition } from './slo-area';
 import type { BucketRange } from '../../../shared/monitoring/slo/ratio';
 import type { RatioSloDefinition } from './ratio-definition';
-import type { SloEventCount, SloEventSums, SloStateStore, StoredSamples } from './store';
+import {
+  hourBucketSpan,
+  type SloEventCount,
+  type SloEventSums,
+  type SloStateStore,
+  type StoredSamples,
+} from './store';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -125,6 +131,24 @@ export class DatabaseSloStateStore implements SloStateStore {
     for (const r of rows<{ slo: string; key: string; good: string | number; total: string | number }>(result))
       out.get(r.slo)?.set(r.key, { good: Number(r.good), total: Number(r.total) });
     return out;
+  }
+
+  async sloHourBuckets(slo: string, fromMs: number, toMs: number): Promise<SloEventCount[]> {
+    const { firstMs, lastMs } = hourBucketSpan(fromMs, toMs);
+    // The primary key (slo, width, bucket) serves the range; at most MAX_HOUR_BUCKETS_READ rows.
+    const result = await this.knex.raw(
+      `SELECT bucket, good, total FROM monitor_slo_events
+        WHERE slo = ? AND width = 3600 AND bucket BETWEEN ? AND ? AND (good <> 0 OR total <> 0)
+        ORDER BY bucket`,
+      [slo, firstMs, lastMs],
+    );
+    return rows<{ bucket: string | number; good: string | number; total: string | number }>(result).map(
+      (r) => ({
+        atMs: Number(r.bucket),
+        good: Number(r.good),
+        total: Number(r.total),
+      }),
+    );
   }
 
   async purgeSloEvents(

@@ -18,6 +18,7 @@ import {
   formatPeriod,
   formatWindow,
   periodSpanSeconds,
+  periodStartMs,
   type SloPeriod,
 } from '../../../shared/monitoring/slo/period';
 import {
@@ -35,6 +36,7 @@ import type { RatioObjective, SLOConfig, SLO as SLOConfigEntry } from './config'
 import { DuplicateSLOError, SLOLimitExceededError } from '../../../shared/monitoring/errors';
 import { MINUTE_BUCKETS_KEPT_MS, type SloStateStore } from './store';
 import { MetricSourceRouter } from './metric-source';
+import { type BudgetBurnDown, budgetBurnDown } from './budget-history';
 
 /** How often counter-sourced events are written to the store between evaluations. */
 const COUNTER_FLUSH_MS = 5000;
@@ -651,6 +653,32 @@ export class SloArea {
       events.map((e) => ({ atMs: e.atMs ?? now, good: e.good, total: e.good + e.bad })),
     );
     return events.reduce((n, e) => n + e.good + e.bad, 0);
+  }
+
+  /**
+   * Issue 29: the error-budget burn-down of a ratio SLO (or a latency SLO with a period) over its
+   * current period, from the store's hour buckets (budget-history.ts). null: no SLO has the name;
+   * FailedPreconditionError: a latency SLO without a period (it has no period budget) or no store.
+   */
+  async budgetHistory(name: string): Promise<BudgetBurnDown | null> {
+    // Registered on another replica: not known here before a refresh.
+    if (!this.monitor.registeredRatioSlos.has(name) && !this.monitor.registeredSlos.has(name))
+      await this.refreshDefinitions();
+    const slo = this.monitor.registeredRatioSlos.get(name);
+    if (!slo) {
+      if (!this.monitor.registeredSlos.has(name)) return null;
+      throw new FailedPreconditionError(`SLO ${JSON.stringify(name)} has no error-budget period`);
+    }
+    if (!this.store) throw new FailedPreconditionError('SLO events are not stored');
+    const nowMs = this.now();
+    const startMs = periodStartMs(slo.period, nowMs);
+    return budgetBurnDown({
+      slo: name,
+      period: slo.period,
+      objective: slo.objective,
+      nowMs,
+      buckets: await this.store.sloHourBuckets(name, startMs, nowMs),
+    });
   }
 
   /** Every ratio SLO as registered (defaults applied), by name. */

@@ -62,6 +62,27 @@ export interface SloStateStore extends SLOSuppressionLedger {
    * `hourKeepFromMs` entry (SLOs not in it keep theirs). Returns how many buckets were deleted.
    */
   purgeSloEvents(minuteKeepFromMs: number, hourKeepFromMs: ReadonlyMap<string, number>): Promise<number>;
+  /**
+   * Issue 29 (the budget burn-down): the hour buckets of `slo` from the hour holding `fromMs` to the
+   * hour holding `toMs`, oldest first, only those holding events (`atMs` is the bucket's start). At
+   * most MAX_HOUR_BUCKETS_READ hours are read: a longer span keeps its newest hours.
+   */
+  sloHourBuckets(slo: string, fromMs: number, toMs: number): Promise<SloEventCount[]>;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** Most hours one sloHourBuckets read spans: the longest rolling period (90 days) and its slack. */
+export const MAX_HOUR_BUCKETS_READ = 90 * 24 + 2;
+
+/** The first and last hour bucket starts a sloHourBuckets read covers (the bound applied). */
+export function hourBucketSpan(fromMs: number, toMs: number): { firstMs: number; lastMs: number } {
+  const lastMs = Math.floor(toMs / HOUR_MS) * HOUR_MS;
+  const firstMs = Math.max(
+    Math.floor(fromMs / HOUR_MS) * HOUR_MS,
+    lastMs - (MAX_HOUR_BUCKETS_READ - 1) * HOUR_MS,
+  );
+  return { firstMs, lastMs };
 }
 
 interface Sample {
@@ -121,6 +142,19 @@ export class MemorySloStateStore implements SloStateStore {
         else sums.set(r.key, counts.window(r.toMs, Number(r.key.slice(2))));
       }
       out.set(slo, sums);
+    }
+    return out;
+  }
+
+  async sloHourBuckets(slo: string, fromMs: number, toMs: number): Promise<SloEventCount[]> {
+    const counts = this.events.get(slo);
+    const out: SloEventCount[] = [];
+    if (!counts) return out;
+    const { firstMs, lastMs } = hourBucketSpan(fromMs, toMs);
+    // The ring's own sums, one hour at a time: the same buckets (and the same evictions) as `since`.
+    for (let at = firstMs; at <= lastMs; at += HOUR_MS) {
+      const { good, total } = counts.since(at, at);
+      if (good !== 0 || total !== 0) out.push({ atMs: at, good, total });
     }
     return out;
   }

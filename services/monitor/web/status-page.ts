@@ -29,6 +29,8 @@ import type { StatusSource } from './status-source';
 import type { AlertLifecycle } from '../alerts/lifecycle';
 import { alertRoutes } from './alert-routes';
 import { historyRoutes } from './history-routes';
+import { sloHistoryRoutes } from './slo-history-routes';
+import type { BudgetBurnDown } from '../slo/budget-history';
 import type { TargetHistoryStore } from '../targets/history';
 
 /** Every data path and asset of the page starts with this (the route table adds the headers under it). */
@@ -72,6 +74,8 @@ export interface StatusPageDeps {
   alerts?: { lifecycle: AlertLifecycle; writeScope: string };
   /** Issue 29: the targets' probe history for the page's charts (web/history-routes.ts). */
   history?: { store: TargetHistoryStore; now?: () => number };
+  /** Issue 29: an SLO's error-budget burn-down (SloArea.budgetHistory; web/slo-history-routes.ts). */
+  sloBudget?: (name: string) => Promise<BudgetBurnDown | null>;
 }
 
 const STREAM_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, ...SSE_HEADERS };
@@ -85,11 +89,13 @@ export class StatusPage {
   private readonly logger: Logger;
   private readonly alerts?: StatusPageDeps['alerts'];
   private readonly history?: StatusPageDeps['history'];
+  private readonly sloBudget?: StatusPageDeps['sloBudget'];
   private readonly source: StatusSource;
 
   constructor(deps: StatusPageDeps) {
     this.alerts = deps.alerts;
     this.history = deps.history;
+    this.sloBudget = deps.sloBudget;
     this.source = deps.source;
     const s = deps.settings;
     this.logger = deps.logger.child({ component: 'status-page' });
@@ -136,6 +142,13 @@ export class StatusPage {
             authorizeRead: (req, res) => this.authorized(req, res),
             logger: this.logger,
             ...(this.history.now ? { now: this.history.now } : {}),
+          })
+        : []),
+      ...(this.sloBudget
+        ? sloHistoryRoutes({
+            budget: this.sloBudget,
+            authorizeRead: (req, res) => this.authorized(req, res),
+            logger: this.logger,
           })
         : []),
     ];

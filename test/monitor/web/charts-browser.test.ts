@@ -86,7 +86,12 @@ describe('the monitor page charts in headless Chromium', () => {
         }),
       ],
     });
-    svc = await startMonitorApp({}, silentLogger(), { statusSource: source, targetHistory: history });
+    // The double's ratio SLO is also configured: the page reads its burn-down (a name no SLO has is 404).
+    svc = await startMonitorApp(
+      { slo: { ratio_objectives: [{ name: 'checkout-availability', target: 0.999, period: '30d' }] } },
+      silentLogger(),
+      { statusSource: source, targetHistory: history },
+    );
     browser = await launchChromium();
     opened = await openStatusPage(browser, svc.baseUrl);
     mkdirSync(ARTIFACTS, { recursive: true });

@@ -161,6 +161,7 @@
         );
         objectiveCell.append(rules);
         if (s.ratio.rules.length > 0) objectiveCell.append(burnWindowsChart(s));
+        objectiveCell.append(budgetBox(s.name));
         tr.dataset.kind = 'ratio';
         tr.append(
           name,
@@ -185,6 +186,7 @@
       return tr;
     });
     ui.slosBody.replaceChildren(...rows);
+    for (const s of slos) if (s.ratio) loadBudget(s.name);
     ui.slos.hidden = slos.length === 0;
     ui.slosEmpty.hidden = slos.length > 0;
     const burning = slos.filter((s) =>
@@ -465,6 +467,104 @@
       threshold.dataset.threshold = r.name;
       svg.append(threshold);
     });
+    return svg;
+  }
+
+  // --- the error-budget burn-down (issue 29, /status/slos/<name>/budget) ---
+
+  /** An SLO's burn-down is read again at most this often (`slos` events come every few seconds). */
+  const BUDGET_REFRESH_MS = 60000;
+  /** The chart's floor: an overspent budget below -100 % is drawn on the bottom edge (its title says the figure). */
+  const BUDGET_FLOOR = -1;
+  const budgets = { data: new Map(), fetchedAt: new Map(), inflight: new Set() };
+
+  /** The box of an SLO's burn-down in its row, drawn from the last read (rows are rebuilt on each update). */
+  function budgetBox(name) {
+    const box = el('div', 'budget-chart');
+    box.dataset.sloBudget = name;
+    const data = budgets.data.get(name);
+    if (data) box.append(budgetChart(data));
+    return box;
+  }
+
+  function renderBudget(name) {
+    const box = ui.slosBody.querySelector('[data-slo-budget="' + CSS.escape(name) + '"]');
+    const data = budgets.data.get(name);
+    if (box && data) box.replaceChildren(budgetChart(data));
+  }
+
+  async function loadBudget(name) {
+    if (budgets.inflight.has(name)) return;
+    if (Date.now() - (budgets.fetchedAt.get(name) || 0) < BUDGET_REFRESH_MS) return;
+    budgets.inflight.add(name);
+    try {
+      budgets.data.set(name, await api('GET', '/status/slos/' + encodeURIComponent(name) + '/budget'));
+      renderBudget(name);
+    } catch {
+      // No burn-down (an older monitor, an SLO just removed): the row still shows the budget figure.
+    } finally {
+      budgets.fetchedAt.set(name, Date.now());
+      budgets.inflight.delete(name);
+    }
+  }
+
+  /**
+   * The budget left over the period: a line through the points (each a circle with `data-point`),
+   * the target line at 0 (spent), and the ideal burn from 1 at the period's start to 0 at its end,
+   * dashed: a line above the ideal is ahead of it, below is behind.
+   */
+  function budgetChart(b) {
+    const width = 200;
+    const height = 60;
+    const start = new Date(b.period_start).getTime();
+    const end = Math.max(start + 1, new Date(b.period_end).getTime());
+    const low = Math.max(BUDGET_FLOOR, Math.min(b.target, ...b.points.map((p) => p.budget_remaining)));
+    const x = (ms) => (((ms - start) / (end - start)) * width).toFixed(2);
+    const y = (v) => (2 + ((1 - Math.max(low, Math.min(1, v))) / (1 - low)) * (height - 4)).toFixed(2);
+    const last = b.points.length ? b.points[b.points.length - 1].budget_remaining : 1;
+    const svg = chartSvg(
+      width,
+      height,
+      b.slo + ': error budget over ' + b.period + ', ' + formatPercent(last) + ' left',
+      'burndown',
+    );
+    const target = svgEl('line', {
+      x1: 0,
+      x2: width,
+      y1: y(b.target),
+      y2: y(b.target),
+      class: 'target-line',
+      'vector-effect': 'non-scaling-stroke',
+    });
+    target.dataset.target = String(b.target);
+    const ideal = svgEl('line', {
+      x1: 0,
+      y1: y(1),
+      x2: width,
+      y2: y(b.target),
+      class: 'ideal',
+      'vector-effect': 'non-scaling-stroke',
+    });
+    ideal.dataset.ideal = 'true';
+    svg.append(target, ideal);
+    let path = 'M0 ' + y(1);
+    const dots = b.points.map((p, i) => {
+      const at = new Date(p.at).getTime();
+      path += ' L' + x(at) + ' ' + y(p.budget_remaining);
+      const dot = svgEl(
+        'circle',
+        {
+          cx: x(at),
+          cy: y(p.budget_remaining),
+          r: 0.8,
+          class: 'dot' + (p.budget_remaining <= b.target ? ' spent' : ''),
+        },
+        formatTime(p.at) + ': ' + formatPercent(p.budget_remaining) + ' of the budget left',
+      );
+      dot.dataset.point = String(i);
+      return dot;
+    });
+    svg.append(svgEl('path', { d: path, class: 'line', 'vector-effect': 'non-scaling-stroke' }), ...dots);
     return svg;
   }
 
