@@ -510,8 +510,9 @@
 
   /**
    * The budget left over the period: a line through the points (each a circle with `data-point`),
-   * the target line at 0 (spent), and the ideal burn from 1 at the period's start to 0 at its end,
-   * dashed: a line above the ideal is ahead of it, below is behind.
+   * and the target line at 0 (spent). Each point is the budget left of the events so far (bad among
+   * them against what the objective allows of them), the figure the row shows: spending at exactly the
+   * allowed rate keeps it at 0, so there is no straight "ideal" line from 1 to 0 to be ahead of.
    */
   function budgetChart(b) {
     const width = 200;
@@ -537,16 +538,7 @@
       'vector-effect': 'non-scaling-stroke',
     });
     target.dataset.target = String(b.target);
-    const ideal = svgEl('line', {
-      x1: 0,
-      y1: y(1),
-      x2: width,
-      y2: y(b.target),
-      class: 'ideal',
-      'vector-effect': 'non-scaling-stroke',
-    });
-    ideal.dataset.ideal = 'true';
-    svg.append(target, ideal);
+    svg.append(target);
     let path = 'M0 ' + y(1);
     const dots = b.points.map((p, i) => {
       const at = new Date(p.at).getTime();
