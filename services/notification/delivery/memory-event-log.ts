@@ -54,7 +54,8 @@ export class MemoryDeliveryEventLog {
     const found: DeliveryEvent[] = [];
     for (let i = lo; i < this.events.length && found.length < query.limit; i++) {
       const e = this.events[i]!;
-      if ((scopes === null || scopes.has(e.scope)) && matchesEventFilter(e, query.filter)) found.push({ ...e });
+      if ((scopes === null || scopes.has(e.scope)) && matchesEventFilter(e, query.filter))
+        found.push({ ...e });
     }
     return found;
   }
