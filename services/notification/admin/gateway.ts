@@ -28,7 +28,8 @@ import {
   type StaticAsset,
 } from '../../../shared/http/page-assets';
 import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
-import { SSE_HEADERS, sseComment, sseFrame, sseRetry } from '../../../shared/streams/sse';
+import { sseComment, sseFrame } from '../../../shared/streams/sse';
+import { DEFAULT_SSE_HEARTBEAT_MS, SseResponse } from '../../../shared/streams/sse-response';
 
 /** What AdminGateway needs. */
 export interface AdminGatewayDeps {
@@ -107,19 +108,13 @@ export interface AdminStreamEventJson {
 export const STREAM_RETRY_AFTER_SECONDS = 5;
 
 /** Default interval of SSE heartbeat comments. */
-export const DEFAULT_HEARTBEAT_MS = 15_000;
+export const DEFAULT_HEARTBEAT_MS = DEFAULT_SSE_HEARTBEAT_MS;
 
 /** Every admin path starts with this (the route table adds the security headers under it). */
 export const ADMIN_PATH_PREFIX = '/admin/';
 const BASE = '/admin/notifications';
 // Cursors are opaque and short; a longer one is garbage and is refused before reaching the inbox.
 const MAX_CURSOR_LENGTH = 512;
-// Pre-allocated: abort() without a reason allocates a DOMException per call.
-const CLIENT_GONE = new Error('admin SSE client disconnected');
-const SHUTTING_DOWN = new Error('server shutting down');
-const TOKEN_EXPIRED = new Error('admin SSE token expired');
-// setTimeout's longest delay (about 24.8 days); a longer-lived token re-arms the timer.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface RequestContext {
   req: IncomingMessage;
@@ -300,13 +295,15 @@ export class AdminGateway {
       throw new InvalidArgumentError('Last-Event-ID is malformed', 'last_event_id');
     }
 
-    // One controller per stream, fed by one listener on the long-lived shutdown signal that is
-    // removed in `finally` (AbortSignal.any would leave a dependant on it for every stream).
-    const controller = new AbortController();
-    const signal = controller.signal;
-    const onClose = (): void => controller.abort(CLIENT_GONE);
-    const onShutdown = (): void => controller.abort(SHUTTING_DOWN);
-    if (this.shutdownSignal?.aborted) return void sendError(res, 'unavailable', 'shutting down');
+    // The stream's lifecycle (client gone, shutdown, token expiry, heartbeats, slow readers) is
+    // shared/streams/sse-response.ts; its signal ends the inbox watch too.
+    const sse = new SseResponse(res, {
+      headers: SECURITY_HEADERS,
+      heartbeatMs: this.heartbeatMs,
+      expiresAt: principal.expiresAt,
+      shutdownSignal: this.shutdownSignal,
+    });
+    if (sse.shuttingDown) return void sendError(res, 'unavailable', 'shutting down');
 
     // The cursor and the watcher caps are checked before the response starts: a refusal is a
     // plain status (400, 429), not an event in a stream the client would retry at once.
@@ -315,7 +312,7 @@ export class AdminGateway {
     // cannot miss an event sent in between.
     const onLive = (): void => void res.write(sseComment('connected'));
     try {
-      events = this.inbox.watch(userId, { after, signal, onLive });
+      events = this.inbox.watch(userId, { after, signal: sse.signal, onLive });
     } catch (err) {
       if (isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED') {
         this.logger.info({ userId }, 'admin SSE refused: too many open streams');
@@ -327,45 +324,16 @@ export class AdminGateway {
       throw err;
     }
 
-    res.on('close', onClose);
-    this.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
-    res.writeHead(200, { ...SECURITY_HEADERS, ...SSE_HEADERS });
-    res.write(sseRetry());
-    const heartbeat = setInterval(() => res.write(sseComment('heartbeat')), this.heartbeatMs);
-    // The stream was authorised once: it ends when the token does, saying so first.
-    let expiry: NodeJS.Timeout | undefined;
-    const armExpiry = (): void => {
-      const left = principal.expiresAt.getTime() - Date.now();
-      if (left > MAX_TIMER_MS) {
-        expiry = setTimeout(armExpiry, MAX_TIMER_MS);
-        return;
-      }
-      expiry = setTimeout(
-        () => {
-          if (!res.writableEnded) res.write(formatExpired());
-          controller.abort(TOKEN_EXPIRED);
-        },
-        Math.max(0, left),
-      );
-    };
-    armExpiry();
-
+    sse.start();
     try {
       for await (const event of events) {
-        if (signal.aborted) break;
-        if (!res.write(formatSseEvent(event))) await drainedOrClosed(res, signal);
+        if (sse.signal.aborted) break;
+        await sse.write(formatSseEvent(event));
       }
     } catch (err) {
-      if (!signal.aborted) this.endStreamAfterError(res, userId, err);
+      if (!sse.signal.aborted) this.endStreamAfterError(res, userId, err);
     } finally {
-      clearInterval(heartbeat);
-      clearTimeout(expiry);
-      res.off('close', onClose);
-      this.shutdownSignal?.removeEventListener('abort', onShutdown);
-      if (!signal.aborted) controller.abort(CLIENT_GONE);
-      // A client that stopped reading would hold the socket until its buffers drain: drop it.
-      if (res.writableNeedDrain) res.destroy();
-      else if (!res.writableEnded) res.end();
+      sse.finish();
     }
   }
 
@@ -498,29 +466,8 @@ export function formatSseEvent(event: InboxEvent): string {
   return sseFrame({ id: event.cursor, event: event.type, data });
 }
 
-/** The last frame of a stream whose token expired: reconnect with a fresh token. */
-function formatExpired(): string {
-  const data = { type: 'expired', message: 'the token has expired; reconnect with a fresh token' };
-  return sseFrame({ event: 'expired', data });
-}
-
 function singleParam(query: URLSearchParams, name: string): string | undefined {
   const values = query.getAll(name);
   if (values.length > 1) throw new InvalidArgumentError(`${name} must be given once`, name);
   return values[0];
-}
-
-function drainedOrClosed(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-    // Expiry or shutdown must not wait for a client that stopped reading.
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -4,7 +4,6 @@
  * domain objects the RPCs use (DeliveryPipeline, Notifier, DeliveryWatchHub); see the README's
  * "Activity" heading for routes and shapes.
  */
-import type { ServerResponse } from 'node:http';
 import {
   InvalidArgumentError,
   isDomainError,
@@ -13,7 +12,8 @@ import {
 } from '../../../../../shared/errors';
 import type { Route } from '../../../../../shared/http/routes';
 import { pageSizeParam } from '../../../../../shared/storage/page-size';
-import { SSE_HEADERS, sseComment, sseFrame, sseRetry } from '../../../../../shared/streams/sse';
+import { sseComment, sseFrame } from '../../../../../shared/streams/sse';
+import { SseResponse } from '../../../../../shared/streams/sse-response';
 import {
   CHANNELS,
   DELIVERY_STATUSES,
@@ -43,7 +43,6 @@ export const ACTIVITY_RETRY_AFTER_SECONDS = 5;
 const NOTIFICATION_STATUSES = ['accepted', 'fanning_out', 'fanned_out', 'scheduled', 'cancelled'] as const;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Options of the section (tests shorten the heartbeat). */
 export interface ActivityOptions {
@@ -121,11 +120,14 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
       );
     }
     const filter = deliveryFilter(ctx.query);
-    if (deps.shutdownSignal?.aborted) throw new UnavailableError('the server is shutting down');
-    const controller = new AbortController();
-    const { signal } = controller;
-    const onClose = (): void => controller.abort();
-    const onShutdown = (): void => controller.abort();
+    const sse = new SseResponse(ctx.res, {
+      headers: SECURITY_HEADERS,
+      heartbeatMs,
+      expiresAt: operator.expiresAt,
+      shutdownSignal: deps.shutdownSignal,
+    });
+    if (sse.shuttingDown) throw new UnavailableError('the server is shutting down');
+    const { signal } = sse;
     // The caps are checked here, before the response starts: a refusal is a plain 429.
     let frames;
     try {
@@ -146,34 +148,7 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
       }
       throw err;
     }
-    res.on('close', onClose);
-    deps.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
-    res.writeHead(200, { ...SECURITY_HEADERS, ...SSE_HEADERS });
-    res.write(sseRetry());
-    const heartbeat = setInterval(() => res.write(sseComment('heartbeat')), heartbeatMs);
-    let expiry: NodeJS.Timeout | undefined;
-    const armExpiry = (): void => {
-      const left = operator.expiresAt.getTime() - Date.now();
-      if (left > MAX_TIMER_MS) {
-        expiry = setTimeout(armExpiry, MAX_TIMER_MS);
-        return;
-      }
-      expiry = setTimeout(
-        () => {
-          if (!res.writableEnded) {
-            res.write(
-              sseFrame({
-                event: 'expired',
-                data: { message: 'the token has expired; reconnect with a fresh token' },
-              }),
-            );
-          }
-          controller.abort();
-        },
-        Math.max(0, left),
-      );
-    };
-    armExpiry();
+    sse.start();
     // Status is matched on the event by the hub; the row shows the record as it is now.
     const { status: _status, ...rowFilter } = filter;
     void _status;
@@ -193,7 +168,7 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
           event_status: frame.event.status,
           delivery: deliveryRow(row),
         };
-        if (!res.write(sseFrame({ event: 'delivery', data }))) await drainedOrClosed(res, signal);
+        await sse.write(sseFrame({ event: 'delivery', data }));
       }
     } catch (err) {
       if (!signal.aborted && !(isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED')) {
@@ -209,14 +184,7 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
         );
       }
     } finally {
-      clearInterval(heartbeat);
-      clearTimeout(expiry);
-      res.off('close', onClose);
-      deps.shutdownSignal?.removeEventListener('abort', onShutdown);
-      if (!signal.aborted) controller.abort();
-      // A reader that stopped reading would hold the socket until its buffers drain: drop it.
-      if (res.writableNeedDrain) res.destroy();
-      else if (!res.writableEnded) res.end();
+      sse.finish();
     }
   }
 
@@ -324,18 +292,4 @@ function notificationFilter(query: URLSearchParams): NotificationFilter {
   if (category) filter.category = category;
   if (status) filter.status = status;
   return filter;
-}
-
-function drainedOrClosed(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
