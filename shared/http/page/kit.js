@@ -1,4 +1,4 @@
-/* global window, location, history, sessionStorage, setTimeout */
+/* global window, location, history, sessionStorage, setTimeout, TextDecoderStream */
 // The helpers every page of the services shares (the admin page and the monitor's status page),
 // served by each page as `<its path>/assets/kit.js` before its own app.js. No build step, no
 // dependencies; it defines one global, `PageKit`.
@@ -61,6 +61,31 @@
     };
   }
 
+  // Reads an event stream's body (a fetch() response: EventSource cannot send an Authorization
+  // header) until it ends: `onEvent(type, data)` for each event whose data is JSON (others are
+  // skipped), `onId(id)` and `onComment(text)` as createSseParser gives them.
+  async function readEventStream(response, handlers) {
+    const push = createSseParser({
+      dispatch(type, raw) {
+        let data;
+        try {
+          data = JSON.parse(raw);
+        } catch {
+          return;
+        }
+        handlers.onEvent(type, data);
+      },
+      onId: handlers.onId,
+      onComment: handlers.onComment,
+    });
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      push(value);
+    }
+  }
+
   function sleep(ms) {
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
@@ -71,5 +96,5 @@
     return Math.max(retryAfterMs, backoffMs + Math.floor(Math.random() * 500));
   }
 
-  window.PageKit = Object.freeze({ takeToken, createSseParser, sleep, reconnectDelay });
+  window.PageKit = Object.freeze({ takeToken, createSseParser, readEventStream, sleep, reconnectDelay });
 })();

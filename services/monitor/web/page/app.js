@@ -1,4 +1,4 @@
-/* global PageKit, CSS, document, sessionStorage, fetch, TextDecoderStream, setTimeout */
+/* global PageKit, CSS, document, sessionStorage, fetch, setTimeout */
 // The monitor's status page. No build step, no dependencies: served as is by StatusPage.
 //
 // Everything comes from one stream, /status/events: a `snapshot` event with the whole state (on
@@ -1004,23 +1004,7 @@
         }
         if (response.ok && response.body) {
           backoff = 1000;
-          const push = PageKit.createSseParser({
-            dispatch(type, raw) {
-              let data;
-              try {
-                data = JSON.parse(raw);
-              } catch {
-                return;
-              }
-              onEvent(type, data);
-            },
-          });
-          const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            push(value);
-          }
+          await PageKit.readEventStream(response, { onEvent });
         }
       } catch {
         // Network drop: fall through to the reconnect below.

@@ -1,4 +1,4 @@
-/* global PageKit, document, sessionStorage, fetch, AbortController, TextDecoderStream, setTimeout, atob */
+/* global PageKit, document, sessionStorage, fetch, AbortController, setTimeout, atob */
 // The notification management page. No build step, no dependencies: served as is by AdminGateway.
 //
 // The bearer token arrives once in the URL fragment (#token=...), is kept in sessionStorage and
@@ -316,35 +316,21 @@
           connections++;
           // A reconnect without a cursor cannot replay what we missed: reload once it is live.
           const reloadWhenLive = connections > 1 && !resuming;
-          const push = PageKit.createSseParser({
-            dispatch(type, raw) {
-              let data;
-              try {
-                data = JSON.parse(raw);
-              } catch {
-                return;
-              }
-              onEvent(type, data);
-            },
-            onId(id) {
-              state.lastEventId = id;
-            },
-            onComment(text) {
-              if (text === ': connected') state.onConnected(); // the server's watch is live
-            },
-          });
           const onConnected = state.onConnected;
           state.onConnected = () => {
             onConnected();
             if (reloadWhenLive) reload().catch(() => undefined);
           };
           try {
-            const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-            for (;;) {
-              const { value, done } = await reader.read();
-              if (done) break;
-              push(value);
-            }
+            await PageKit.readEventStream(response, {
+              onEvent,
+              onId(id) {
+                state.lastEventId = id;
+              },
+              onComment(text) {
+                if (text === ': connected') state.onConnected(); // the server's watch is live
+              },
+            });
           } finally {
             state.onConnected = onConnected;
           }

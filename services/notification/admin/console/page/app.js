@@ -1,4 +1,4 @@
-/* global PageKit, window, document, location, fetch, TextDecoderStream */
+/* global PageKit, window, document, location, fetch */
 // The operator console's shell (services/notification/admin/console). No build step, no
 // dependencies. It defines one global, `ConsoleKit`, which each section's script (activity.js,
 // suppressions.js, templates.js, users.js, backends.js, loaded after this one) uses to register
@@ -84,24 +84,7 @@
       throw apiError(response, body);
     }
     if (handlers.onOpen) handlers.onOpen();
-    const push = PageKit.createSseParser({
-      dispatch(type, raw) {
-        let data;
-        try {
-          data = JSON.parse(raw);
-        } catch {
-          return;
-        }
-        handlers.onEvent(type, data);
-      },
-      onComment: handlers.onComment,
-    });
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      push(value);
-    }
+    await PageKit.readEventStream(response, { onEvent: handlers.onEvent, onComment: handlers.onComment });
   }
 
   /**
