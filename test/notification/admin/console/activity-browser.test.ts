@@ -5,18 +5,12 @@
  * finds no serious or critical violation; at 1280 px and 390 px the document does not overflow.
  */
 import type { Browser, Page } from 'playwright-core';
-import {
-  axeSerious,
-  launchChromium,
-  openWatchedPage,
-  overflowAt,
-  screenshot,
-  type WatchedPage,
-} from '../../../support/browser';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import { FAST_DELIVERY, type RunningNotificationApp } from '../../../support/notification-app';
 import { startReceiptStandIns, type ReceiptStandIns } from '../../../support/receipt-stand-ins';
 import { sendStatusCallback, twilioError } from '../../channels/sms/twilio-peer';
-import { operatorToken, startAdminService, until } from '../harness';
+import { startAdminService, until } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 const LIVE = '🔴 ライブ مباشر';
 
@@ -55,12 +49,7 @@ describe('the console Activity section in headless Chromium', () => {
     for (const [i, category] of ['billing', 'billing', '安全 🔔', 'security'].entries()) {
       await settled((await submit(`+1555020000${i}`, category)).delivery.id, 'sent');
     }
-    browser = await launchChromium();
-    watched = await openWatchedPage(browser);
-    page = watched.page;
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-activity');
-    await page.evaluate("location.hash = '#/activity'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'activity'));
   });
 
   afterAll(async () => {

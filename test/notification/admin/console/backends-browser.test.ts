@@ -4,16 +4,10 @@
  * Playwright's fake one, run forward by hand); axe-core; 1280 and 390 px.
  */
 import type { Browser, Page } from 'playwright-core';
-import {
-  axeSerious,
-  launchChromium,
-  openWatchedPage,
-  overflowAt,
-  screenshot,
-  type WatchedPage,
-} from '../../../support/browser';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService } from '../harness';
+import { startAdminService } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 const API_KEY = 'SG.console-browser-secret-5e6f';
 
@@ -43,13 +37,9 @@ describe('console backends page in headless Chromium', () => {
         circuit_breaker: { failure_threshold: 1, cooldown_seconds: 3600 },
       },
     });
-    browser = await launchChromium();
-    watched = await openWatchedPage(browser);
-    page = watched.page;
-    await page.clock.install();
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-backends');
-    await page.evaluate("location.hash = '#/backends'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'backends', {
+      beforeLoad: (p) => p.clock.install(),
+    }));
   }, 60_000);
 
   afterAll(async () => {

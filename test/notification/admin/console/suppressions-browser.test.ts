@@ -5,16 +5,10 @@
  * (screenshots in test-artifacts/); no CSP violation, no console error.
  */
 import type { Browser, Page } from 'playwright-core';
-import {
-  axeSerious,
-  launchChromium,
-  openWatchedPage,
-  overflowAt,
-  screenshot,
-  type WatchedPage,
-} from '../../../support/browser';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService, until } from '../harness';
+import { startAdminService, until } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 describe('the console suppressions section in headless Chromium', () => {
   let svc: RunningNotificationApp;
@@ -35,12 +29,7 @@ describe('the console suppressions section in headless Chromium', () => {
       const addedAt = Date.now();
       await until(() => Date.now() > addedAt);
     }
-    browser = await launchChromium();
-    watched = await openWatchedPage(browser);
-    page = watched.page;
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.locator('#tab-suppressions').waitFor();
-    await page.evaluate("location.hash = '#/suppressions'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'suppressions'));
   });
 
   afterAll(async () => {

@@ -7,16 +7,10 @@
  */
 import type { Browser, Page, Route } from 'playwright-core';
 import { CONSOLE_API_PATH } from '../../../../services/notification/admin/console/console-gateway';
-import {
-  axeSerious,
-  launchChromium,
-  openWatchedPage,
-  overflowAt,
-  screenshot,
-  type WatchedPage,
-} from '../../../support/browser';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
 import { authed, operatorToken, startAdminService } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 describe('the console templates section in headless Chromium', () => {
   let svc: RunningNotificationApp;
@@ -56,12 +50,7 @@ describe('the console templates section in headless Chromium', () => {
       }),
     );
     expect(put.status).toBe(201);
-    browser = await launchChromium();
-    watched = await openWatchedPage(browser);
-    page = watched.page;
-    await page.goto(`${svc.baseUrl}/admin/console#token=${token}`);
-    await page.locator('#tab-templates').waitFor();
-    await page.evaluate("location.hash = '#/templates'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'templates', { token }));
   });
 
   afterAll(async () => {

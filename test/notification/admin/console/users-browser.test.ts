@@ -4,16 +4,10 @@
  * with the typed confirmation (a wrong text keeps the button disabled); axe-core; 1280 and 390 px.
  */
 import type { Browser, Page } from 'playwright-core';
-import {
-  axeSerious,
-  launchChromium,
-  openWatchedPage,
-  overflowAt,
-  screenshot,
-  type WatchedPage,
-} from '../../../support/browser';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService } from '../harness';
+import { startAdminService } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 const USER = 'ユーザー-😀-משתמש';
 
@@ -49,13 +43,10 @@ describe('console users page in headless Chromium', () => {
       },
       'caller',
     );
-    browser = await launchChromium();
     // A 404 answer of a lookup is logged by Chromium as a failed resource: expected here.
-    watched = await openWatchedPage(browser, { ignoreConsole: /status of 404/ });
-    page = watched.page;
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-users');
-    await page.evaluate("location.hash = '#/users'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'users', {
+      ignoreConsole: /status of 404/,
+    }));
     await page.waitForSelector('#users-id');
   }, 60_000);
 
