@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
+import { screenshot } from '../../support/browser';
 import { silentLogger } from '../../../shared/logging/logger';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
 import { waitFor } from '../../support/wait';
@@ -13,7 +12,6 @@ import {
 } from './status-page-driver';
 import { StatusSourceDouble, alert, slo, target } from './status-source-double';
 
-const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 const HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">';
 
 describe('the status page in headless Chromium, on a started monitor', () => {
@@ -101,8 +99,7 @@ describe('the status page in headless Chromium, on a started monitor', () => {
       .locator('#slos-body tr[data-slo="checkout-latency"] .burn-rate', { hasText: '1.75' })
       .waitFor();
     expect(await page.locator('#slos-summary').textContent()).toBe('1 burning');
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'monitor-status-page.png'), fullPage: true });
+    await screenshot(page, 'monitor-status-page');
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {

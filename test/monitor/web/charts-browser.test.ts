@@ -4,16 +4,14 @@
  * recovered last error is shown as past, both widths fit without horizontal overflow (UP on one
  * line), screenshots kept, axe-core finds no serious or critical violation.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
+import { axeSerious, overflowAt, screenshot } from '../../support/browser';
 import { silentLogger } from '../../../shared/logging/logger';
 import { MemoryTargetHistoryStore } from '../../../services/monitor/targets/history';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
 import { launchChromium, openStatusPage, type OpenStatusPage } from './status-page-driver';
 import { StatusSourceDouble, slo, target } from './status-source-double';
 
-const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 const NOW = Date.now();
 const MIN = 60_000;
 const NAME = 'search 🔍 搜索 بحث';
@@ -94,7 +92,6 @@ describe('the monitor page charts in headless Chromium', () => {
     );
     browser = await launchChromium();
     opened = await openStatusPage(browser, svc.baseUrl);
-    mkdirSync(ARTIFACTS, { recursive: true });
   }, 60_000);
 
   afterAll(async () => {
@@ -155,11 +152,8 @@ describe('the monitor page charts in headless Chromium', () => {
       const { page } = opened;
       await page.setViewportSize({ width, height: 900 });
       await page.waitForSelector(`${box(NAME)} [data-range="30d"] svg`);
-      // Evaluated as strings: this project's tsconfig has no DOM types.
-      const fit = (await page.evaluate(
-        '({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })',
-      )) as { scroll: number; inner: number };
-      expect(fit.scroll).toBeLessThanOrEqual(fit.inner);
+      expect(await overflowAt(page, width, 900)).toBeLessThanOrEqual(0);
+      // Evaluated as a string: this project's tsconfig has no DOM types.
       const badge = (await page.evaluate(`(() => {
         const b = document.querySelector('.state[data-state="up"]');
         const style = getComputedStyle(b);
@@ -167,15 +161,8 @@ describe('the monitor page charts in headless Chromium', () => {
       })()`)) as { height: number; line: number; ws: string };
       expect(badge.ws).toBe('nowrap');
       expect(badge.height).toBeLessThan(badge.line * 2);
-      await page.screenshot({ path: join(ARTIFACTS, `monitor-charts-${width}.png`), fullPage: true });
-      // Through the DevTools protocol (as the CSP watch is installed): a script tag would be inline
-      // script, which the page's CSP rightly blocks.
-      if (!(await page.evaluate("typeof axe !== 'undefined'")))
-        await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-      const violations = (await page.evaluate(
-        "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) })))",
-      )) as Array<{ id: string; impact: string }>;
-      expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+      await screenshot(page, `monitor-charts-${width}`);
+      expect(await axeSerious(page)).toEqual([]);
     });
   }
 

@@ -3,34 +3,13 @@
  * Used by the page's browser test with a StatusSource test double, and meant for the end-to-end
  * version too (raise an alert over gRPC, then `waitForAlertTitle`): only the source changes.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { openWatchedPage, type WatchedPage } from '../../support/browser';
 
-const CHROMIUM = '/usr/bin/chromium';
+export { launchChromium } from '../../support/browser';
 
-/** Starts headless Chromium. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-}
-
-/** An open status page and what it reported. */
-export interface OpenStatusPage {
-  page: Page;
-  /** Console errors and warnings, page errors. */
-  problems: string[];
-  /** Content-Security-Policy violations seen by the page. */
-  cspViolations(): Promise<string[]>;
-  close(): Promise<void>;
-}
+/** An open status page and what it reported (console problems, CSP violations). */
+export type OpenStatusPage = WatchedPage;
 
 /**
  * Opens the status page of the monitor at `baseUrl` (with `#token=` when a token is given) in a
@@ -41,29 +20,12 @@ export async function openStatusPage(
   baseUrl: string,
   opts: { token?: string; waitLive?: boolean } = {},
 ): Promise<OpenStatusPage> {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  // Installed through the DevTools protocol, so the page's CSP does not apply to it.
-  await page.addInitScript(`
-    window.__csp = [];
-    window.addEventListener('securitypolicyviolation', (e) => {
-      window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-    });
-  `);
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' || msg.type() === 'warning') problems.push(msg.text());
-  });
-  page.on('pageerror', (err) => problems.push(err.message));
+  const opened = await openWatchedPage(browser, { width: 1100, height: 800 });
+  const { page } = opened;
   const hash = opts.token ? `#token=${encodeURIComponent(opts.token)}` : '';
   await page.goto(`${baseUrl}/${hash}`);
   if (opts.waitLive ?? true) await page.waitForSelector('#live[data-state="on"]');
-  return {
-    page,
-    problems,
-    cspViolations: async () => (await page.evaluate('window.__csp')) as string[],
-    close: () => context.close(),
-  };
+  return opened;
 }
 
 /**

@@ -1,31 +1,17 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, openWatchedPage, screenshot, type WatchedPage } from '../../support/browser';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { hsToken, sendOverGrpc, startAdminService, until } from './harness';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 
 describe('the management page in headless Chromium, on the real notification service', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const consoleProblems: string[] = [];
+  let watched: WatchedPage;
 
   beforeAll(async () => {
     svc = await startAdminService();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     for (const [title, body] of [
       ['Deploy finished', 'notification-service v1.4.2 is live in eu-west-1.'],
       ['Weekly report ready', 'Delivery success rate 99.7 %, 3 retries exhausted.'],
@@ -35,19 +21,8 @@ describe('the management page in headless Chromium, on the real notification ser
     }
     await sendOverGrpc(svc, 'someone-else', 'Not yours', 'hidden');
 
-    const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
-    page = await context.newPage();
-    // Installed through the DevTools protocol, so the page's CSP does not apply to it.
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
-    });
-    page.on('pageerror', (err) => consoleProblems.push(err.message));
+    watched = await openWatchedPage(browser, { width: 1100, height: 720 });
+    page = watched.page;
     await page.goto(`${svc.baseUrl}/admin/notifications#token=${await hsToken('web-user')}`);
   });
 
@@ -84,8 +59,7 @@ describe('the management page in headless Chromium, on the real notification ser
     expect(await page.locator('.item .title').first().textContent()).toBe('Disk almost full');
     expect(await page.locator('.item.unread').count()).toBe(4);
     expect(navigations).toEqual([]);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'admin-page.png'), fullPage: true });
+    await screenshot(page, 'admin-page');
   });
 
   it('"Mark read" on one message marks it read and lowers the badge', async () => {
@@ -104,8 +78,8 @@ describe('the management page in headless Chromium, on the real notification ser
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
-    expect(consoleProblems).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
   });
 });
 
@@ -115,7 +89,7 @@ describe('the management page when its token expires', () => {
 
   beforeAll(async () => {
     svc = await startAdminService();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

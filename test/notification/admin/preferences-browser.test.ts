@@ -3,17 +3,14 @@
  * service: a switch per category and channel, required ones disabled and marked, a change saved at
  * once and still there after a reload.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { AdminPreferencesJson } from '../../../services/notification/admin/gateway';
 import { UnsubscribeLinks } from '../../../services/notification/users/preferences';
 import { silentLogger } from '../../../shared/logging/logger';
+import { launchChromium, openWatchedPage, screenshot, type WatchedPage } from '../../support/browser';
 import type { RunningNotificationApp } from '../../support/notification-app';
 import { authed, hsToken, startAdminService } from './harness';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 const USER = 'prefs-web-user';
 /** Another user, who only ever uses the unsubscribe link. */
 const READER = 'link-reader';
@@ -32,7 +29,7 @@ describe('the preferences section in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const consoleProblems: string[] = [];
+  let watched: WatchedPage;
 
   async function serverView(user = USER): Promise<AdminPreferencesJson> {
     const res = await fetch(`${svc.baseUrl}/admin/notifications/preferences`, authed(await hsToken(user)));
@@ -46,29 +43,9 @@ describe('the preferences section in headless Chromium', () => {
         unsubscribe: { signing_key: KEY, public_base_url: 'https://notify.example.com' },
       },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    page = await context.newPage();
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
-    });
-    page.on('pageerror', (err) => consoleProblems.push(err.message));
+    browser = await launchChromium();
+    watched = await openWatchedPage(browser, { width: 1100, height: 900 });
+    page = watched.page;
     await page.goto(`${svc.baseUrl}/admin/notifications#token=${await hsToken(USER)}`);
     await page.waitForSelector('#prefs:not([hidden]) input[data-channel]');
   });
@@ -126,8 +103,7 @@ describe('the preferences section in headless Chromium', () => {
     expect(await page.locator('input[data-category="comments"][data-channel="email"]').isChecked()).toBe(
       false,
     );
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'admin-preferences.png'), fullPage: true });
+    await screenshot(page, 'admin-preferences');
   });
 
   it("the unsubscribe link's confirm page, under its own CSP, posts the one-click form when the button is pressed", async () => {
@@ -168,7 +144,7 @@ describe('the preferences section in headless Chromium', () => {
   });
 
   it('ran without CSP violations or console errors', async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
-    expect(consoleProblems).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
   });
 });

@@ -4,16 +4,14 @@
  * status changes live, the timeline shows a retry, the failover and the provider receipt; axe-core
  * finds no serious or critical violation; at 1280 px and 390 px the document does not overflow.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import { FAST_DELIVERY, type RunningNotificationApp } from '../../../support/notification-app';
 import { startReceiptStandIns, type ReceiptStandIns } from '../../../support/receipt-stand-ins';
 import { sendStatusCallback, twilioError } from '../../channels/sms/twilio-peer';
-import { operatorToken, startAdminService, until } from '../harness';
+import { startAdminService, until } from '../harness';
+import { openConsoleSection } from './console-browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
 const LIVE = '🔴 ライブ مباشر';
 
 describe('the console Activity section in headless Chromium', () => {
@@ -21,7 +19,7 @@ describe('the console Activity section in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const problems: string[] = [];
+  let watched: WatchedPage;
 
   const submit = (to: string, category: string, userId = 'user-1') =>
     svc.app.deliveries.submit({
@@ -51,32 +49,7 @@ describe('the console Activity section in headless Chromium', () => {
     for (const [i, category] of ['billing', 'billing', '安全 🔔', 'security'].entries()) {
       await settled((await submit(`+1555020000${i}`, category)).delivery.id, 'sent');
     }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') problems.push(msg.text());
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-activity');
-    await page.evaluate("location.hash = '#/activity'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'activity'));
   });
 
   afterAll(async () => {
@@ -162,27 +135,15 @@ describe('the console Activity section in headless Chromium', () => {
   });
 
   async function check(width: number): Promise<void> {
-    await page.setViewportSize({ width, height: 800 });
-    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    const overflow = await overflowAt(page, width, 800);
     expect({ width, overflow: overflow <= 0 }).toEqual({ width, overflow: true });
-    // Evaluated through the DevTools protocol: a script tag would be inline script, which the CSP
-    // forbids (and the violation watch would report).
-    await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-    const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
-      violations: Array<{ id: string; impact: string }>;
-    };
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect({ width, bad: bad.map((v) => v.id) }).toEqual({ width, bad: [] });
+    expect({ width, bad: await axeSerious(page) }).toEqual({ width, bad: [] });
   }
 
   it('no serious or critical axe violation and no overflow at 1280 px and 390 px, timeline and list', async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     for (const width of [1280, 390]) {
       await check(width);
-      await page.screenshot({
-        path: join(ARTIFACTS, `console-activity-timeline-${width}.png`),
-        fullPage: true,
-      });
+      await screenshot(page, `console-activity-timeline-${width}`);
     }
     await page.evaluate("location.hash = '#/activity'");
     await page.fill('#activity-category', '');
@@ -190,12 +151,12 @@ describe('the console Activity section in headless Chromium', () => {
     await rows().nth(4).waitFor();
     for (const width of [1280, 390]) {
       await check(width);
-      await page.screenshot({ path: join(ARTIFACTS, `console-activity-${width}.png`), fullPage: true });
+      await screenshot(page, `console-activity-${width}`);
     }
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
-    expect(problems).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
   });
 });

@@ -3,21 +3,19 @@
  * and circuit badges, queue depth and outcome counts, refreshed while shown (the page's clock is
  * Playwright's fake one, run forward by hand); axe-core; 1280 and 390 px.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService } from '../harness';
+import { startAdminService } from '../harness';
+import { openConsoleSection } from './console-browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
 const API_KEY = 'SG.console-browser-secret-5e6f';
 
 describe('console backends page in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const problems: string[] = [];
+  let watched: WatchedPage;
 
   beforeAll(async () => {
     svc = await startAdminService({
@@ -39,33 +37,9 @@ describe('console backends page in headless Chromium', () => {
         circuit_breaker: { failure_threshold: 1, cooldown_seconds: 3600 },
       },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    await page.clock.install();
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') problems.push(msg.text());
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-backends');
-    await page.evaluate("location.hash = '#/backends'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'backends', {
+      beforeLoad: (p) => p.clock.install(),
+    }));
   }, 60_000);
 
   afterAll(async () => {
@@ -74,8 +48,8 @@ describe('console backends page in headless Chromium', () => {
   });
 
   afterEach(async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
-    expect(problems).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
   });
 
   const row = 'tr[data-backend="email/api"]';
@@ -90,11 +64,7 @@ describe('console backends page in headless Chromium', () => {
     expect(circuit).toBe('closed');
     expect([queued, sent, failed, retried]).toEqual(['0', '0', '0', '0']);
     expect(await page.content()).not.toContain(API_KEY);
-    await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-    const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
-      violations: { id: string; impact: string }[];
-    };
-    expect(result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+    expect(await axeSerious(page)).toEqual([]);
   });
 
   it('refreshes while shown: an open circuit and the queued records appear without a reload', async () => {
@@ -116,11 +86,9 @@ describe('console backends page in headless Chromium', () => {
   });
 
   it('lays out at 1280 and 390 px without horizontal overflow', async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 700 });
-      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
-      await page.screenshot({ path: join(ARTIFACTS, `console-backends-${width}.png`), fullPage: true });
+      expect(await overflowAt(page, width, 700)).toBeLessThanOrEqual(0);
+      await screenshot(page, `console-backends-${width}`);
     }
   });
 });

@@ -4,20 +4,17 @@
  * axe-core finds no serious or critical violation; at 1280 and 390 px the document does not overflow
  * (screenshots in test-artifacts/); no CSP violation, no console error.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService, until } from '../harness';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
+import { startAdminService, until } from '../harness';
+import { openConsoleSection } from './console-browser';
 
 describe('the console suppressions section in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const consoleProblems: string[] = [];
+  let watched: WatchedPage;
 
   beforeAll(async () => {
     svc = await startAdminService();
@@ -32,33 +29,7 @@ describe('the console suppressions section in headless Chromium', () => {
       const addedAt = Date.now();
       await until(() => Date.now() > addedAt);
     }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    // Installed through the DevTools protocol, so the page's CSP does not apply to it.
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
-    });
-    page.on('pageerror', (err) => consoleProblems.push(err.message));
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.locator('#tab-suppressions').waitFor();
-    await page.evaluate("location.hash = '#/suppressions'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'suppressions'));
   });
 
   afterAll(async () => {
@@ -115,29 +86,19 @@ describe('the console suppressions section in headless Chromium', () => {
   });
 
   it('has no serious or critical axe-core violation', async () => {
-    await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-    const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
-      violations: { id: string; impact: string }[];
-    };
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(bad.map((v) => v.id)).toEqual([]);
+    expect(await axeSerious(page)).toEqual([]);
   });
 
   it.each([1280, 390])('does not overflow at %i px (screenshot kept)', async (width) => {
     await page.click('#sup-clear');
     await page.locator('#sup-rows tr').nth(1).waitFor();
-    await page.setViewportSize({ width, height: 800 });
-    const { scrollWidth, innerWidth } = (await page.evaluate(
-      '({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })',
-    )) as { scrollWidth: number; innerWidth: number };
-    expect(scrollWidth).toBeLessThanOrEqual(innerWidth);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, `console-suppressions-${width}.png`), fullPage: true });
+    expect(await overflowAt(page, width, 800)).toBeLessThanOrEqual(0);
+    await screenshot(page, `console-suppressions-${width}`);
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
     // The 400 of the bad recipient is the one expected network error.
-    expect(consoleProblems.filter((p) => !/status of 400/.test(p))).toEqual([]);
+    expect(watched.problems.filter((p) => !/status of 400/.test(p))).toEqual([]);
   });
 });

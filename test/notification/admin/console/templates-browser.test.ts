@@ -5,22 +5,19 @@
  * never overwrites a newer one; axe-core finds no serious or critical violation; at 1280 and 390 px
  * the document does not overflow (screenshots in test-artifacts/); no CSP violation.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page, type Route } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { CONSOLE_API_PATH } from '../../../../services/notification/admin/console/console-gateway';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
 import { authed, operatorToken, startAdminService } from '../harness';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
+import { openConsoleSection } from './console-browser';
 
 describe('the console templates section in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
   let token: string;
-  const consoleProblems: string[] = [];
+  let watched: WatchedPage;
 
   const savedText = async (): Promise<string | undefined> => {
     const res = await fetch(`${svc.baseUrl}${CONSOLE_API_PATH}/templates/orders`, authed(token));
@@ -53,32 +50,7 @@ describe('the console templates section in headless Chromium', () => {
       }),
     );
     expect(put.status).toBe(201);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') consoleProblems.push(msg.text());
-    });
-    page.on('pageerror', (err) => consoleProblems.push(err.message));
-    await page.goto(`${svc.baseUrl}/admin/console#token=${token}`);
-    await page.locator('#tab-templates').waitFor();
-    await page.evaluate("location.hash = '#/templates'");
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'templates', { token }));
   });
 
   afterAll(async () => {
@@ -159,27 +131,17 @@ describe('the console templates section in headless Chromium', () => {
   });
 
   it('has no serious or critical axe-core violation', async () => {
-    await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-    const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
-      violations: { id: string; impact: string }[];
-    };
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(bad.map((v) => v.id)).toEqual([]);
+    expect(await axeSerious(page)).toEqual([]);
   });
 
   it.each([1280, 390])('does not overflow at %i px (screenshot kept)', async (width) => {
-    await page.setViewportSize({ width, height: 900 });
-    const { scrollWidth, innerWidth } = (await page.evaluate(
-      '({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })',
-    )) as { scrollWidth: number; innerWidth: number };
-    expect(scrollWidth).toBeLessThanOrEqual(innerWidth);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, `console-templates-${width}.png`), fullPage: true });
+    expect(await overflowAt(page, width, 900)).toBeLessThanOrEqual(0);
+    await screenshot(page, `console-templates-${width}`);
   });
 
   it('the Content-Security-Policy produced no violations and the console stayed clean', async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
     // The 400s of the syntax errors are the expected network errors.
-    expect(consoleProblems.filter((p) => !/status of 400/.test(p))).toEqual([]);
+    expect(watched.problems.filter((p) => !/status of 400/.test(p))).toEqual([]);
   });
 });

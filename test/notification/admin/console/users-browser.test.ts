@@ -3,21 +3,19 @@
  * card (masked contact points, devices, preferences, notifications linking to their timeline), erase
  * with the typed confirmation (a wrong text keeps the button disabled); axe-core; 1280 and 390 px.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { axeSerious, overflowAt, screenshot, type WatchedPage } from '../../../support/browser';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { operatorToken, startAdminService } from '../harness';
+import { startAdminService } from '../harness';
+import { openConsoleSection } from './console-browser';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(__dirname, '../../../../test-artifacts');
 const USER = 'ユーザー-😀-משתמש';
 
 describe('console users page in headless Chromium', () => {
   let svc: RunningNotificationApp;
   let browser: Browser;
   let page: Page;
-  const problems: string[] = [];
+  let watched: WatchedPage;
 
   beforeAll(async () => {
     svc = await startAdminService({
@@ -45,35 +43,10 @@ describe('console users page in headless Chromium', () => {
       },
       'caller',
     );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    await page.addInitScript(`
-      window.__csp = [];
-      window.addEventListener('securitypolicyviolation', (e) => {
-        window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
-      });
-    `);
-    page.on('console', (msg) => {
-      // A 404 answer of a lookup is logged by Chromium as a failed resource: expected here.
-      if ((msg.type() === 'error' || msg.type() === 'warning') && !/status of 404/.test(msg.text())) {
-        problems.push(msg.text());
-      }
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
-    await page.goto(`${svc.baseUrl}/admin/console#token=${await operatorToken()}`);
-    await page.waitForSelector('#tab-users');
-    await page.evaluate("location.hash = '#/users'");
+    // A 404 answer of a lookup is logged by Chromium as a failed resource: expected here.
+    ({ browser, page, watched } = await openConsoleSection(svc.baseUrl, 'users', {
+      ignoreConsole: /status of 404/,
+    }));
     await page.waitForSelector('#users-id');
   }, 60_000);
 
@@ -83,20 +56,9 @@ describe('console users page in headless Chromium', () => {
   });
 
   afterEach(async () => {
-    expect(await page.evaluate('window.__csp')).toEqual([]);
-    expect(problems).toEqual([]);
+    expect(await watched.cspViolations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
   });
-
-  /** Serious or critical axe-core violations (axe evaluated as a string: the CSP refuses a script tag). */
-  async function axeViolations(): Promise<{ id: string; impact: string }[]> {
-    await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-    const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
-      violations: { id: string; impact: string }[];
-    };
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, impact: v.impact }));
-  }
 
   it('tells an unknown user apart', async () => {
     await page.fill('#users-id', 'nobody-here');
@@ -121,15 +83,13 @@ describe('console users page in headless Chromium', () => {
     );
     expect(links).toHaveLength(1);
     expect(await page.evaluate('location.hash')).toBe(`#/users/${encodeURIComponent(USER)}`);
-    expect(await axeViolations()).toEqual([]);
+    expect(await axeSerious(page)).toEqual([]);
   });
 
   it('lays out at 1280 and 390 px without horizontal overflow', async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 800 });
-      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
-      await page.screenshot({ path: join(ARTIFACTS, `console-users-${width}.png`), fullPage: true });
+      expect(await overflowAt(page, width, 800)).toBeLessThanOrEqual(0);
+      await screenshot(page, `console-users-${width}`);
     }
     await page.setViewportSize({ width: 1280, height: 800 });
   });
@@ -143,9 +103,8 @@ describe('console users page in headless Chromium', () => {
     expect(await page.isDisabled(erase)).toBe(true);
     await page.fill('#users-erase-confirm', `${USER} `);
     expect(await page.isDisabled(erase)).toBe(true);
-    expect(await axeViolations()).toEqual([]);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'console-users-erase-1280.png') });
+    expect(await axeSerious(page)).toEqual([]);
+    await screenshot(page, 'console-users-erase-1280', { fullPage: false });
     await page.fill('#users-erase-confirm', USER);
     expect(await page.isDisabled(erase)).toBe(false);
     await page.click(erase);
