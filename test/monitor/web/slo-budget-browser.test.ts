@@ -6,16 +6,14 @@
  * the open ones reaching "now" (the page's clock set 6 hours on); both widths fit, screenshots kept,
  * axe-core finds no serious or critical violation, no console error and no CSP violation.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Browser } from 'playwright-core';
 import { silentLogger } from '../../../shared/logging/logger';
 import { startMonitorApp, type RunningMonitorApp } from '../../support/monitor-app';
 import { ManualClock } from '../../support/manual-clock';
+import { axeSerious, overflowAt, screenshot } from '../../support/browser';
 import { launchChromium, openStatusPage, type OpenStatusPage } from './status-page-driver';
 
-const ARTIFACTS = join(__dirname, '../../../test-artifacts');
 const HOUR = 3_600_000;
 const NOW = Math.floor(Date.now() / 60_000) * 60_000;
 const TWO_DAYS = 'checkout 🛒 结账 الدفع';
@@ -52,7 +50,6 @@ describe('the SLO burn-down and the alerts timeline in headless Chromium', () =>
       });
     browser = await launchChromium();
     opened = await openStatusPage(browser, svc.baseUrl);
-    mkdirSync(ARTIFACTS, { recursive: true });
   }, 60_000);
 
   afterAll(async () => {
@@ -124,17 +121,9 @@ describe('the SLO burn-down and the alerts timeline in headless Chromium', () =>
       const { page } = opened;
       await page.setViewportSize({ width, height: 900 });
       await page.waitForSelector(chart(TWO_DAYS));
-      const fit = (await page.evaluate(
-        '({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })',
-      )) as { scroll: number; inner: number };
-      expect(fit.scroll).toBeLessThanOrEqual(fit.inner);
-      await page.screenshot({ path: join(ARTIFACTS, `monitor-slo-${width}.png`), fullPage: true });
-      if (!(await page.evaluate("typeof axe !== 'undefined'")))
-        await page.evaluate(readFileSync(require.resolve('axe-core'), 'utf8'));
-      const violations = (await page.evaluate(
-        "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) })))",
-      )) as Array<{ id: string; impact: string }>;
-      expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+      expect(await overflowAt(page, width, 900)).toBeLessThanOrEqual(0);
+      await screenshot(page, `monitor-slo-${width}`);
+      expect(await axeSerious(page)).toEqual([]);
     });
   }
 
