@@ -393,11 +393,14 @@ it('step 2 pages bob for both alerts (the survivors carry on), nobody twice', as
     expect(pageKeys(id)).toEqual(['ann:r1:s1:email', 'ann:r1:s1:sms', 'bob:r1:s2:email', 'bob:r1:s2:sms']);
     expect(await escalation(id)).toMatchObject({ status: 'active', round: 0, step: 1 });
   }
-  // Each page's timeline entry is there once, whoever sent it.
-  const detail = await stateOn(live()[0]!, alertX);
-  const paged = detail.timeline
-    .filter((t) => t.kind === TimelineEventKind.NOTIFIED && t.detail.startsWith('paged'))
-    .map((t) => [t.actor, t.detail]);
+  // Each page's timeline entry is there once, whoever sent it. The entry is written after the page
+  // is handed to the notification service, so it may trail the page at the peers by a moment.
+  const pagedOn = async () =>
+    (await stateOn(live()[0]!, alertX)).timeline
+      .filter((t) => t.kind === TimelineEventKind.NOTIFIED && t.detail.startsWith('paged'))
+      .map((t) => [t.actor, t.detail]);
+  await until(async () => (await pagedOn()).length >= 2, "bob's page on the timeline", 60_000);
+  const paged = await pagedOn();
   expect(paged).toEqual([
     ['ann', 'paged (pages step 1) via inbox, email, sms'],
     ['bob', 'paged (pages step 2) via inbox, email, sms'],
