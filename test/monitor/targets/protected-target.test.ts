@@ -9,6 +9,9 @@ import { startNotificationApp, type RunningNotificationApp } from '../../support
 import { waitFor } from '../../support/wait';
 
 const HEALTH_TOKEN = 'health-token-8c1f2a';
+// Probes every 100 ms, but each may take up to 5 s: on a loaded machine a 100 ms timeout (the
+// default: the interval) fails a probe as "timeout" before the 401 it is here to see.
+const PROBE_TIMEOUT_MS = 5000;
 
 let notification: RunningNotificationApp;
 let monitor: RunningMonitorApp;
@@ -18,15 +21,28 @@ beforeAll(async () => {
   const healthUrl = `${notification.baseUrl}/health/live`;
   monitor = await startMonitorApp({
     targets: [
-      { name: 'with-bearer-token', http_url: healthUrl, bearer_token: HEALTH_TOKEN, interval_seconds: 0.1 },
+      {
+        name: 'with-bearer-token',
+        http_url: healthUrl,
+        bearer_token: HEALTH_TOKEN,
+        interval_seconds: 0.1,
+        timeout_ms: PROBE_TIMEOUT_MS,
+      },
       {
         name: 'with-headers',
         http_url: healthUrl,
         headers: { Authorization: `Bearer ${HEALTH_TOKEN}`, 'x-probe': 'monitor' },
         interval_seconds: 0.1,
+        timeout_ms: PROBE_TIMEOUT_MS,
       },
-      { name: 'without-token', http_url: healthUrl, interval_seconds: 0.1 },
-      { name: 'wrong-token', http_url: healthUrl, bearer_token: 'not-the-token', interval_seconds: 0.1 },
+      { name: 'without-token', http_url: healthUrl, interval_seconds: 0.1, timeout_ms: PROBE_TIMEOUT_MS },
+      {
+        name: 'wrong-token',
+        http_url: healthUrl,
+        bearer_token: 'not-the-token',
+        interval_seconds: 0.1,
+        timeout_ms: PROBE_TIMEOUT_MS,
+      },
     ],
   });
 }, 60_000);
