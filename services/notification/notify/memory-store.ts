@@ -151,20 +151,7 @@ export class InMemoryNotificationStore implements NotificationStore {
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
-    const all = [...this.records.values()]
-      .filter((r) => r.scope === scope && r.userId === userId)
-      .filter((r) => {
-        if (!after) return true;
-        const t = r.createdAt.getTime() - Date.parse(after.createdAt);
-        return t < 0 || (t === 0 && r.id < after.id);
-      })
-      .sort(newerFirst);
-    const records = all.slice(0, limit).map(copy);
-    const last = records[records.length - 1];
-    return {
-      records,
-      nextKey: all.length > limit && last ? { createdAt: last.createdAt.toISOString(), id: last.id } : null,
-    };
+    return this.page((r) => r.scope === scope && r.userId === userId, limit, after);
   }
 
   async listAll(
@@ -172,13 +159,24 @@ export class InMemoryNotificationStore implements NotificationStore {
     limit: number,
     after?: NotificationPageKey,
   ): Promise<NotificationPage> {
+    return this.page(
+      (r) =>
+        (filter.userId === undefined || r.userId === filter.userId) &&
+        (filter.category === undefined || r.category === filter.category) &&
+        (filter.status === undefined || r.status === filter.status),
+      limit,
+      after,
+    );
+  }
+
+  /** The records `matching`, newest first, after `after`, at most `limit`, with the next page's key. */
+  private page(
+    matching: (r: NotificationRecord) => boolean,
+    limit: number,
+    after?: NotificationPageKey,
+  ): NotificationPage {
     const all = [...this.records.values()]
-      .filter(
-        (r) =>
-          (filter.userId === undefined || r.userId === filter.userId) &&
-          (filter.category === undefined || r.category === filter.category) &&
-          (filter.status === undefined || r.status === filter.status),
-      )
+      .filter(matching)
       .filter((r) => {
         if (!after) return true;
         const t = r.createdAt.getTime() - Date.parse(after.createdAt);
