@@ -414,7 +414,12 @@ async function enqueueRows(peer: SmtpPeer, url: string, cwd: string): Promise<Be
     client.close();
     echoClient.close();
     await echo.stop();
-    // The held attempts never finish: the service is killed, not drained.
+    // The held attempts never finish: the service is killed, not drained (a profiled one is told
+    // to write its profile first: cpu-profile-preload.ts).
+    if (process.env.EMAIL_BENCH_CPU_PROFILE) {
+      service.child.kill('SIGUSR2');
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
     await service.stop('SIGKILL', 1000);
     await peer.resume();
     await pool.end();
