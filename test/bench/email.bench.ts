@@ -26,6 +26,7 @@
  *
  * Environment (for profiling; `npm run bench` sets neither):
  * - EMAIL_BENCH_ROWS=memory,postgres,enqueue: run only these rows (all by default).
+ * - EMAIL_BENCH_SERVICE_NODE_OPTIONS=<flags>: NODE_OPTIONS of the service process (V8 tuning trials).
  * - EMAIL_BENCH_CPU_PROFILE=<dir>: CPU-profile every service process (cpu-profile-preload.ts); the
  *   profile is written to <dir>/<pid>.cpuprofile when the service exits.
  */
@@ -136,8 +137,10 @@ async function startService(
     delivery,
   });
   const profileDir = process.env.EMAIL_BENCH_CPU_PROFILE;
+  const nodeOptions = process.env.EMAIL_BENCH_SERVICE_NODE_OPTIONS;
+  if (nodeOptions) env.NODE_OPTIONS = nodeOptions;
   if (profileDir) {
-    env.NODE_OPTIONS = `--require ${join(__dirname, 'cpu-profile-preload.js')}`;
+    env.NODE_OPTIONS = `${nodeOptions ?? ''} --require ${join(__dirname, 'cpu-profile-preload.js')}`;
     env.BENCH_CPU_PROFILE_DIR = profileDir;
   }
   return startServiceProcess('notification', env, { cwd, startTimeoutMs: 120_000 });
