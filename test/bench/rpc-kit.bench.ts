@@ -35,7 +35,8 @@ export async function startEchoServers(): Promise<{
     child.once('exit', (code) => reject(new Error(`echo servers exited with ${code}`)));
   });
   const addrs = JSON.parse(line) as { kit: string; raw: string; notification: string };
-  return { ...addrs, stop: () => child.kill('SIGKILL') };
+  // SIGTERM: the child exits cleanly, so a profiler preloaded through NODE_OPTIONS writes its output.
+  return { ...addrs, stop: () => child.kill('SIGTERM') };
 }
 
 export async function runRpcKitBench(durationMs = 3000): Promise<BenchRow[]> {

@@ -85,8 +85,9 @@ const suites: Suite[] = [
   },
   // GetInbox/CountUnread on 1,000,000 rows (PostgreSQL) and WatchInbox fan-out to 2,000 streams.
   { name: 'inbox-scale', run: () => runInboxScaleBench() },
-  // SendEmail into a local smtp-server against nodemailer direct (memory store, PostgreSQL), and the
-  // durable enqueue against raw pg inserts.
+  // SendEmail into a local smtp-server against nodemailer behind a bare grpc-js hop (memory store,
+  // PostgreSQL; nodemailer direct reported), and the durable enqueue against the raw grpc-js echo
+  // (raw pg inserts reported).
   {
     name: 'email',
     async run() {
