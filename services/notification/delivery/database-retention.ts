@@ -1,26 +1,164 @@
 /**
- * Retention of the delivery table on PostgreSQL/PGlite: deleting finished records past their
- * retention, with their events and the event horizon, and erasing content earlier. The periodic job
- * around it is retention.ts; DatabaseDeliveryStore calls this.
+ * Retention of the delivery table on PostgreSQL/PGlite: dropping whole day partitions of records
+ * past their retention (migration 20261129100000, delivery/README.md "Partitions"), deleting the few
+ * rows no partition drop can take, with their events and the event horizon, and erasing content
+ * earlier. The periodic job around it is retention.ts; DatabaseDeliveryStore calls this.
  */
 import type { Knex } from 'knex';
 import type { PurgeRequest, PurgeResult } from './store';
 import { rows } from './database-records';
+import { PARTITION_DAYS_AHEAD } from '../migrations/20261129100000_partitions';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * One retention pass of at most `batchSize` rows each: deletes records finished before
- * `deleteBefore` (with their events, moving each scope's horizon), then erases the content of those
- * finished before `eraseBefore`.
+ * A final row of a day partition is deleted row by row only once its day is this many days older
+ * than the retention bound: until then the partition drop is expected to take it whole (a day's
+ * records end within their retry window). Rows of the DEFAULT partition go row by row at once.
+ */
+export const STRAGGLER_DAYS = 2;
+
+/** How long a partition drop waits for the table lock before it gives up until the next pass. */
+const LOCK_TIMEOUT = '2s';
+
+/** A day partition of `table` (named `<table>_pYYYYMMDD`) and the UTC day it holds. */
+interface DayPartition {
+  name: string;
+  from: Date;
+  to: Date;
+}
+
+/** The day partitions of `table`, oldest first. */
+export async function dayPartitions(knex: Knex | Knex.Transaction, table: string): Promise<DayPartition[]> {
+  const found = rows<{ name: string }>(
+    await knex.raw(
+      `SELECT c.relname AS name FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = to_regclass(?) ORDER BY c.relname`,
+      [table],
+    ),
+  );
+  const pattern = new RegExp(`^${table}_p(\\d{4})(\\d{2})(\\d{2})$`);
+  const parts: DayPartition[] = [];
+  for (const { name } of found) {
+    const m = pattern.exec(name);
+    if (!m) continue;
+    const from = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+    parts.push({ name, from, to: new Date(from.getTime() + DAY_MS) });
+  }
+  return parts;
+}
+
+/** Makes the day partitions from `now`'s day to PARTITION_DAYS_AHEAD days ahead; returns how many it made. */
+export async function ensurePartitions(knex: Knex, now: Date): Promise<number> {
+  const [row] = rows<{ made: number }>(
+    await knex.raw('SELECT notification_partitions_ensure(?::date, ?) AS made', [
+      now.toISOString().slice(0, 10),
+      PARTITION_DAYS_AHEAD + 1,
+    ]),
+  );
+  return Number(row?.made ?? 0);
+}
+
+/**
+ * Drops the deliveries day partitions whose every row is final and ended before `deleteBefore`
+ * (their idempotency keys with them), then the delivery_events day partitions that end before the
+ * oldest remaining record was created (every event in them belongs to a record already gone), each
+ * scope's horizon moved first in the same transaction. Returns how many records went.
+ */
+async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
+  let deleted = 0;
+  for (const part of await dayPartitions(knex, 'deliveries')) {
+    if (part.to > deleteBefore) break;
+    const gone = await knex.transaction(async (trx) => {
+      await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+      // DROP takes this lock anyway; taking it first makes the check and the drop one moment.
+      await trx.raw('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+      const [state] = rows<{
+        open: boolean;
+        unfinished: boolean;
+        last: Date | string | null;
+        n: number | string;
+      }>(
+        await trx.raw(
+          `SELECT EXISTS (SELECT 1 FROM ${part.name} WHERE status IN ('pending', 'retrying')) AS open,
+             EXISTS (SELECT 1 FROM ${part.name} WHERE finished_at IS NULL) AS unfinished,
+             (SELECT max(finished_at) FROM ${part.name}) AS last,
+             (SELECT count(*) FROM ${part.name}) AS n`,
+        ),
+      );
+      if (!state || state.open || state.unfinished) return null;
+      if (state.last !== null && new Date(state.last) >= deleteBefore) return null;
+      await trx.raw('DELETE FROM delivery_keys WHERE created_at >= ? AND created_at < ?', [
+        part.from.toISOString(),
+        part.to.toISOString(),
+      ]);
+      await trx.raw(`DROP TABLE ${part.name}`);
+      return Number(state.n);
+    });
+    if (gone === null) break; // Younger partitions wait for this one (events go oldest first).
+    deleted += gone;
+  }
+
+  // The oldest record left: its creation bounds the events that may still be needed.
+  const remaining = await dayPartitions(knex, 'deliveries');
+  const [oldestDefault] = rows<{ at: Date | string | null }>(
+    await knex.raw('SELECT min(created_at) AS at FROM deliveries_default'),
+  );
+  let oldest = remaining[0]?.from ?? deleteBefore;
+  if (oldestDefault?.at) oldest = new Date(Math.min(oldest.getTime(), new Date(oldestDefault.at).getTime()));
+  if (deleteBefore < oldest) oldest = deleteBefore;
+  for (const part of await dayPartitions(knex, 'delivery_events')) {
+    if (part.to > oldest) break;
+    const dropped = await knex.transaction(async (trx) => {
+      await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+      await trx.raw('LOCK TABLE delivery_events IN ACCESS EXCLUSIVE MODE');
+      // An event not numbered yet waits for the sequencer (its watchers must see it numbered).
+      const [waiting] = rows<{ any: boolean }>(
+        await trx.raw(`SELECT EXISTS (SELECT 1 FROM ${part.name} WHERE seq IS NULL) AS any`),
+      );
+      if (waiting?.any) return false;
+      // A cursor below the highest seq dropped gets a RESET, never a silent gap.
+      await trx.raw(
+        `INSERT INTO delivery_event_horizon (scope, purged_through)
+         SELECT scope, max(seq) FROM ${part.name} WHERE seq IS NOT NULL GROUP BY scope
+         ON CONFLICT (scope) DO UPDATE
+           SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through)`,
+      );
+      await trx.raw(`DROP TABLE ${part.name}`);
+      return true;
+    });
+    if (!dropped) break;
+  }
+  return deleted;
+}
+
+/**
+ * One retention pass of at most `batchSize` rows each: makes the partitions of the days ahead, drops
+ * the day partitions past retention, deletes the rows left past retention (with their events, keys
+ * and the horizon), then erases the content of those finished before `eraseBefore`.
  */
 export async function purgeExpired(knex: Knex, request: PurgeRequest): Promise<PurgeResult> {
-  // Delete first: what is about to go need not be erased.
+  await ensurePartitions(knex, request.now);
+  const dropped = await dropPartitions(knex, request.deleteBefore);
+  // Delete first: what is about to go need not be erased. Rows of the DEFAULT partition, and rows of
+  // day partitions a long-lived record keeps from being dropped (STRAGGLER_DAYS past retention).
   // The records' events go with them, and each scope's horizon moves up to the highest seq purged,
   // in the same statement: a cursor below the horizon gets a RESET, never a silent gap.
+  const stragglersBefore = new Date(request.deleteBefore.getTime() - STRAGGLER_DAYS * DAY_MS);
   const deleted = rows<{ id: string }>(
     await knex.raw(
-      `WITH gone AS (DELETE FROM deliveries WHERE id IN (
-         SELECT id FROM deliveries WHERE finished_at < ? ORDER BY finished_at LIMIT ?)
-       RETURNING id),
+      `WITH pick AS (
+         (SELECT id, created_at, finished_at FROM deliveries_default WHERE finished_at < ?
+          ORDER BY finished_at LIMIT ?)
+         UNION
+         (SELECT id, created_at, finished_at FROM deliveries WHERE created_at < ? AND finished_at < ?
+          ORDER BY finished_at LIMIT ?)),
+       gone AS (DELETE FROM deliveries WHERE (id, created_at) IN (
+         SELECT id, created_at FROM pick ORDER BY finished_at LIMIT ?)
+       RETURNING id, scope, idempotency_key),
+       keys AS (DELETE FROM delivery_keys k USING gone
+         WHERE k.scope = gone.scope AND k.idempotency_key = gone.idempotency_key AND k.delivery_id = gone.id),
        ev AS (DELETE FROM delivery_events e USING gone WHERE e.delivery_id = gone.id
          RETURNING e.scope, e.seq),
        hz AS (INSERT INTO delivery_event_horizon (scope, purged_through)
@@ -28,18 +166,25 @@ export async function purgeExpired(knex: Knex, request: PurgeRequest): Promise<P
          ON CONFLICT (scope) DO UPDATE
            SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through))
        SELECT id FROM gone`,
-      [request.deleteBefore.toISOString(), request.batchSize],
+      [
+        request.deleteBefore.toISOString(),
+        request.batchSize,
+        stragglersBefore.toISOString(),
+        request.deleteBefore.toISOString(),
+        request.batchSize,
+        request.batchSize,
+      ],
     ),
   ).length;
   const erased = rows<{ id: string }>(
     await knex.raw(
       `UPDATE deliveries SET payload = NULL, recipient = NULL, content_erased_at = ?
-       WHERE id IN (
-         SELECT id FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
+       WHERE (id, created_at) IN (
+         SELECT id, created_at FROM deliveries WHERE finished_at < ? AND content_erased_at IS NULL
          ORDER BY finished_at LIMIT ?)
        RETURNING id`,
       [request.now.toISOString(), request.eraseBefore.toISOString(), request.batchSize],
     ),
   ).length;
-  return { erased, deleted };
+  return { erased, deleted: dropped + deleted };
 }
