@@ -61,7 +61,7 @@ async function purgeUnpartitioned(knex: Knex, deleteBefore: Date, eraseBefore: D
   return { deleted, erased };
 }
 
-async function fill(knex: Knex, rows: number): Promise<void> {
+export async function fill(knex: Knex, rows: number): Promise<void> {
   // Spread over 35 days up to now; the newest QUEUED rows are due and pending, the rest sent.
   await knex.raw(
     `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, idempotency_key,

@@ -191,6 +191,10 @@ const ENSURE = `
   END
   $fn$`;
 
+// Two statements: the rows are picked (and locked) first, then updated by id and creation time. As
+// one UPDATE ... WHERE (id, created_at) IN (SELECT ... FOR UPDATE SKIP LOCKED), the generic plan over
+// forty partitions hashed every row of every partition (190 ms on 100,000 rows); with the arrays, the
+// update prunes to the partitions the picked rows are in and looks them up by primary key.
 const CLAIM = `
   CREATE OR REPLACE FUNCTION delivery_claim(p_channel text, p_backend text, p_owner text,
     p_now timestamptz, p_lease interval, p_limit integer)
@@ -199,18 +203,25 @@ const CLAIM = `
   SET plan_cache_mode = force_generic_plan
   SET enable_seqscan = off
   AS $fn$
+  DECLARE
+    v_ids uuid[];
+    v_created timestamptz[];
   BEGIN
+    SELECT array_agg(s.id), array_agg(s.created_at) INTO v_ids, v_created FROM (
+      SELECT q.id, q.created_at FROM deliveries q
+      WHERE q.backend = p_backend AND q.channel = p_channel AND q.status IN ('pending', 'retrying')
+        AND q.next_attempt_at <= COALESCE(p_now, now())
+        AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(p_now, now()))
+      ORDER BY q.next_attempt_at LIMIT p_limit FOR UPDATE SKIP LOCKED) s;
+    IF v_ids IS NULL THEN
+      RETURN;
+    END IF;
     RETURN QUERY
     UPDATE deliveries SET lease_owner = p_owner,
       lease_expires_at = COALESCE(p_now, now()) + p_lease,
       updated_at = COALESCE(p_now, now()),
       attempts_started = attempts_started + CASE WHEN lease_owner IS NOT DISTINCT FROM p_owner THEN 0 ELSE 1 END
-    WHERE (id, created_at) IN (
-      SELECT q.id, q.created_at FROM deliveries q
-      WHERE q.backend = p_backend AND q.channel = p_channel AND q.status IN ('pending', 'retrying')
-        AND q.next_attempt_at <= COALESCE(p_now, now())
-        AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(p_now, now()))
-      ORDER BY q.next_attempt_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
+    WHERE id = ANY(v_ids) AND created_at = ANY(v_created)
     RETURNING *;
   END
   $fn$`;
