@@ -1,5 +1,5 @@
 /**
- * Retention of the delivery table on PostgreSQL/PGlite: dropping whole day partitions of records
+ * Retention of the delivery table on PostgreSQL/PGlite: dropping whole week partitions of records
  * past their retention (migration 20261129100000, delivery/README.md "Partitions"), deleting the few
  * rows no partition drop can take, with their events and the event horizon, and erasing content
  * earlier. The periodic job around it is retention.ts; DatabaseDeliveryStore calls this.
@@ -7,29 +7,30 @@
 import type { Knex } from 'knex';
 import type { PurgeRequest, PurgeResult } from './store';
 import { rows } from './database-records';
-import { PARTITION_DAYS_AHEAD } from '../migrations/20261129100000_partitions';
+import { PARTITION_DAYS, PARTITION_WEEKS_AHEAD } from '../migrations/20261129100000_partitions';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * A final row of a day partition is deleted row by row only once its day is this many days older
- * than the retention bound: until then the partition drop is expected to take it whole (a day's
- * records end within their retry window). Rows of the DEFAULT partition go row by row at once.
+ * A final row of a week partition is deleted row by row only once it was created this many days
+ * before the retention bound: until then the partition drop is expected to take it whole (a week's
+ * records end within their retry window, well under two days). Rows of the DEFAULT partition go row
+ * by row at once.
  */
-export const STRAGGLER_DAYS = 2;
+export const STRAGGLER_DAYS = PARTITION_DAYS + 2;
 
 /** How long a partition drop waits for the table lock before it gives up until the next pass. */
 const LOCK_TIMEOUT = '2s';
 
-/** A day partition of `table` (named `<table>_pYYYYMMDD`) and the UTC day it holds. */
-interface DayPartition {
+/** A partition of `table` (named `<table>_pYYYYMMDD`, its first UTC day) and the week it holds. */
+interface TimePartition {
   name: string;
   from: Date;
   to: Date;
 }
 
-/** The day partitions of `table`, oldest first. */
-export async function dayPartitions(knex: Knex | Knex.Transaction, table: string): Promise<DayPartition[]> {
+/** The week partitions of `table`, oldest first. */
+export async function timePartitions(knex: Knex | Knex.Transaction, table: string): Promise<TimePartition[]> {
   const found = rows<{ name: string }>(
     await knex.raw(
       `SELECT c.relname AS name FROM pg_inherits i
@@ -39,36 +40,36 @@ export async function dayPartitions(knex: Knex | Knex.Transaction, table: string
     ),
   );
   const pattern = new RegExp(`^${table}_p(\\d{4})(\\d{2})(\\d{2})$`);
-  const parts: DayPartition[] = [];
+  const parts: TimePartition[] = [];
   for (const { name } of found) {
     const m = pattern.exec(name);
     if (!m) continue;
     const from = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-    parts.push({ name, from, to: new Date(from.getTime() + DAY_MS) });
+    parts.push({ name, from, to: new Date(from.getTime() + PARTITION_DAYS * DAY_MS) });
   }
   return parts;
 }
 
-/** Makes the day partitions from `now`'s day to PARTITION_DAYS_AHEAD days ahead; returns how many it made. */
+/** Makes the partitions of `now`'s week and PARTITION_WEEKS_AHEAD weeks after; returns how many it made. */
 export async function ensurePartitions(knex: Knex, now: Date): Promise<number> {
   const [row] = rows<{ made: number }>(
     await knex.raw('SELECT notification_partitions_ensure(?::date, ?) AS made', [
       now.toISOString().slice(0, 10),
-      PARTITION_DAYS_AHEAD + 1,
+      PARTITION_WEEKS_AHEAD + 1,
     ]),
   );
   return Number(row?.made ?? 0);
 }
 
 /**
- * Drops the deliveries day partitions whose every row is final and ended before `deleteBefore`
- * (their idempotency keys with them), then the delivery_events day partitions that end before the
+ * Drops the deliveries partitions whose every row is final and ended before `deleteBefore`
+ * (their idempotency keys with them), then the delivery_events partitions that end before the
  * oldest remaining record was created (every event in them belongs to a record already gone), each
  * scope's horizon moved first in the same transaction. Returns how many records went.
  */
 async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
   let deleted = 0;
-  for (const part of await dayPartitions(knex, 'deliveries')) {
+  for (const part of await timePartitions(knex, 'deliveries')) {
     if (part.to > deleteBefore) break;
     const gone = await knex.transaction(async (trx) => {
       await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
@@ -101,14 +102,14 @@ async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
   }
 
   // The oldest record left: its creation bounds the events that may still be needed.
-  const remaining = await dayPartitions(knex, 'deliveries');
+  const remaining = await timePartitions(knex, 'deliveries');
   const [oldestDefault] = rows<{ at: Date | string | null }>(
     await knex.raw('SELECT min(created_at) AS at FROM deliveries_default'),
   );
   let oldest = remaining[0]?.from ?? deleteBefore;
   if (oldestDefault?.at) oldest = new Date(Math.min(oldest.getTime(), new Date(oldestDefault.at).getTime()));
   if (deleteBefore < oldest) oldest = deleteBefore;
-  for (const part of await dayPartitions(knex, 'delivery_events')) {
+  for (const part of await timePartitions(knex, 'delivery_events')) {
     if (part.to > oldest) break;
     const dropped = await knex.transaction(async (trx) => {
       await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
@@ -135,14 +136,14 @@ async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
 
 /**
  * One retention pass of at most `batchSize` rows each: makes the partitions of the days ahead, drops
- * the day partitions past retention, deletes the rows left past retention (with their events, keys
+ * the partitions past retention, deletes the rows left past retention (with their events, keys
  * and the horizon), then erases the content of those finished before `eraseBefore`.
  */
 export async function purgeExpired(knex: Knex, request: PurgeRequest): Promise<PurgeResult> {
   await ensurePartitions(knex, request.now);
   const dropped = await dropPartitions(knex, request.deleteBefore);
   // Delete first: what is about to go need not be erased. Rows of the DEFAULT partition, and rows of
-  // day partitions a long-lived record keeps from being dropped (STRAGGLER_DAYS past retention).
+  // partitions a long-lived record keeps from being dropped (STRAGGLER_DAYS past retention).
   // The records' events go with them, and each scope's horizon moves up to the highest seq purged,
   // in the same statement: a cursor below the horizon gets a RESET, never a silent gap.
   const stragglersBefore = new Date(request.deleteBefore.getTime() - STRAGGLER_DAYS * DAY_MS);

@@ -12,7 +12,7 @@
  * one transaction (a handful of statements for the whole batch instead of per message).
  */
 import type { Knex } from 'knex';
-import { dayPartitions } from '../delivery/database-retention';
+import { timePartitions } from '../delivery/database-retention';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { DatabaseJobLease } from '../../../shared/storage/periodic-job';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
@@ -449,9 +449,9 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
         [iso, limit],
       ),
     ).length;
-    // inbox_events is partitioned by UTC day (migration 20261129100000): whole days before the
-    // cutoff are dropped; row by row only the DEFAULT partition's rows (a day without a partition).
-    // The rows of the cutoff's own day stay until the day is over (at most a day past retention).
+    // inbox_events is partitioned by UTC week (migration 20261129100000): whole weeks before the
+    // cutoff are dropped; row by row only the DEFAULT partition's rows (a week without a partition).
+    // The rows of the cutoff's own week stay until the week is over (at most a week past retention).
     const dropped = await this.dropEventPartitions(cutoff);
     // The horizon moves in the same statement as the delete, so a watcher never sees the gap
     // without the horizon that explains it.
@@ -475,13 +475,13 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
   }
 
   /**
-   * Drops the day partitions of inbox_events that end at or before `cutoff` (oldest first), each
+   * Drops the week partitions of inbox_events that end at or before `cutoff` (oldest first), each
    * user's horizon moved to the highest seq dropped in the same transaction; returns the events gone.
    * The partitions of the days ahead are made by the delivery retention job (ensurePartitions).
    */
   private async dropEventPartitions(cutoff: Date): Promise<number> {
     let dropped = 0;
-    for (const part of await dayPartitions(this.knex, 'inbox_events')) {
+    for (const part of await timePartitions(this.knex, 'inbox_events')) {
       if (part.to > cutoff) break;
       dropped += await this.knex.transaction(async (trx) => {
         await trx.raw("SET LOCAL lock_timeout = '2s'");
