@@ -407,10 +407,13 @@ export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<Capa
 
 if (require.main === module && process.argv[2] === 'partitions') {
   // `npm run capacity -- partitions [rows]`: partitioned tables against unpartitioned (partitions.ts).
-  runPartitions(process.argv[3] ? Number(process.argv[3]) : undefined).then(printPartitions, (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  runPartitions(process.argv[3] ? Number(process.argv[3]) : undefined).then(
+    printPartitions,
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 } else if (require.main === module) {
   const wanted = (process.argv[2]?.split(',') ?? ROWS) as RowName[];
   const unknown = wanted.filter((r) => !ROWS.includes(r));

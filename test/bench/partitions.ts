@@ -95,9 +95,9 @@ export async function fill(knex: Knex, rows: number): Promise<void> {
 }
 
 async function walLsn(knex: Knex): Promise<bigint> {
-  const { rows } = (await knex.raw(
-    `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS lsn`,
-  )) as { rows: { lsn: string }[] };
+  const { rows } = (await knex.raw(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS lsn`)) as {
+    rows: { lsn: string }[];
+  };
   return BigInt(rows[0]!.lsn.split('.')[0]!);
 }
 

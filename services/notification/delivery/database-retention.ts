@@ -63,9 +63,9 @@ export async function ensurePartitions(knex: Knex, now: Date): Promise<number> {
 
 /**
  * Drops the deliveries partitions whose every row is final and ended before `deleteBefore`
- * (their idempotency keys with them), then the delivery_events partitions that end before the
- * oldest remaining record was created (every event in them belongs to a record already gone), each
- * scope's horizon moved first in the same transaction. Returns how many records went.
+ * (their idempotency keys with them), then the delivery_events partitions past retention (the events
+ * of records still kept moved to DEFAULT), each scope's horizon moved in the same transaction.
+ * Returns how many records went.
  */
 async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
   let deleted = 0;
@@ -97,20 +97,17 @@ async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
       await trx.raw(`DROP TABLE ${part.name}`);
       return Number(state.n);
     });
-    if (gone === null) break; // Younger partitions wait for this one (events go oldest first).
-    deleted += gone;
+    // A partition kept (a queued or recent record) keeps only itself: the event partitions below
+    // wait for the oldest record left, whichever partition it is in.
+    if (gone !== null) deleted += gone;
   }
 
-  // The oldest record left: its creation bounds the events that may still be needed.
-  const remaining = await timePartitions(knex, 'deliveries');
-  const [oldestDefault] = rows<{ at: Date | string | null }>(
-    await knex.raw('SELECT min(created_at) AS at FROM deliveries_default'),
-  );
-  let oldest = remaining[0]?.from ?? deleteBefore;
-  if (oldestDefault?.at) oldest = new Date(Math.min(oldest.getTime(), new Date(oldestDefault.at).getTime()));
-  if (deleteBefore < oldest) oldest = deleteBefore;
+  // An event partition whose week is past retention goes whole; the events in it of records still
+  // kept (created before its end, in a partition a queued or recent record keeps) move to the
+  // DEFAULT partition in the same transaction (the week has no partition then), so they stay with
+  // their records and go with them row by row.
   for (const part of await timePartitions(knex, 'delivery_events')) {
-    if (part.to > oldest) break;
+    if (part.to > deleteBefore) break;
     const dropped = await knex.transaction(async (trx) => {
       await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
       await trx.raw('LOCK TABLE delivery_events IN ACCESS EXCLUSIVE MODE');
@@ -119,14 +116,23 @@ async function dropPartitions(knex: Knex, deleteBefore: Date): Promise<number> {
         await trx.raw(`SELECT EXISTS (SELECT 1 FROM ${part.name} WHERE seq IS NULL) AS any`),
       );
       if (waiting?.any) return false;
+      await trx.raw(
+        `CREATE TEMP TABLE kept_events ON COMMIT DROP AS
+         SELECT e.* FROM ${part.name} e
+         WHERE e.delivery_id IN (SELECT d.id FROM deliveries d WHERE d.created_at < ?)`,
+        [part.to.toISOString()],
+      );
       // A cursor below the highest seq dropped gets a RESET, never a silent gap.
       await trx.raw(
         `INSERT INTO delivery_event_horizon (scope, purged_through)
-         SELECT scope, max(seq) FROM ${part.name} WHERE seq IS NOT NULL GROUP BY scope
+         SELECT scope, max(seq) FROM ${part.name}
+         WHERE seq IS NOT NULL AND id NOT IN (SELECT id FROM kept_events)
+         GROUP BY scope
          ON CONFLICT (scope) DO UPDATE
            SET purged_through = GREATEST(delivery_event_horizon.purged_through, EXCLUDED.purged_through)`,
       );
       await trx.raw(`DROP TABLE ${part.name}`);
+      await trx.raw('INSERT INTO delivery_events SELECT * FROM kept_events');
       return true;
     });
     if (!dropped) break;
