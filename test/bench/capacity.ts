@@ -39,6 +39,7 @@ import { sendAll } from '../support/send-all';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess } from '../support/smtp-peer-process';
 import { cpuMark, pidSource, processTreeSource } from './cpu-accounting';
+import { printPartitions, runPartitions } from './partitions';
 
 const IN_FLIGHT = 64;
 const MESSAGES = Number(process.env.CAPACITY_MESSAGES ?? 2000);
@@ -404,7 +405,16 @@ export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<Capa
   }
 }
 
-if (require.main === module) {
+if (require.main === module && process.argv[2] === 'partitions') {
+  // `npm run capacity -- partitions [rows]`: partitioned tables against unpartitioned (partitions.ts).
+  runPartitions(process.argv[3] ? Number(process.argv[3]) : undefined).then(
+    printPartitions,
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+} else if (require.main === module) {
   const wanted = (process.argv[2]?.split(',') ?? ROWS) as RowName[];
   const unknown = wanted.filter((r) => !ROWS.includes(r));
   if (unknown.length > 0) {

@@ -24,7 +24,9 @@ export class DatabaseLeaseQueue {
    * A loose index scan of `deliveries_due_idx`: the distinct (channel, backend) pairs of the queue,
    * one index probe each, then one due, unleased row per pair (the leased due rows it may step over
    * are the attempts in flight). A few pages per backend, whatever the backlog; `SELECT DISTINCT`
-   * over the due rows read all of them on every poll.
+   * over the due rows read all of them on every poll. The per-pair probe is a LATERAL ... LIMIT 1, not
+   * EXISTS: on the partitioned table (migration 20261129100000) the planner hashed EXISTS over every
+   * queued row of every partition.
    */
   async dueBackends(now: Date): Promise<DueBackend[]> {
     const at = this.at(now);
@@ -40,10 +42,11 @@ export class DatabaseLeaseQueue {
              ORDER BY d.channel, d.backend LIMIT 1) n
          )
          SELECT p.channel, p.backend FROM pairs p
-         WHERE EXISTS (SELECT 1 FROM deliveries q
+         CROSS JOIN LATERAL (SELECT 1 FROM deliveries q
            WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
              AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
-             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now())))`,
+             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now()))
+           LIMIT 1) due`,
         [at, at],
       ),
     );

@@ -201,7 +201,18 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     // The rows and their events in ONE statement (one commit): a change never lacks its event.
     const inserted = rows<DeliveryRow>(
       await db.raw(
-        `WITH ins AS (INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
+        `WITH r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text,
+           backend text, backend_pinned boolean, recipient text, masked_recipient text, scope text,
+           idempotency_key text, content_hash text, payload text, created_at timestamptz, trace_parent text,
+           suppressed boolean, suppressed_recipients text, user_id text, category text)),
+         -- The key is taken first (deliveries is partitioned by day: no unique index can span it);
+         -- a row is inserted only when it has no key or took its key here.
+         k AS (INSERT INTO delivery_keys (scope, idempotency_key, delivery_id, created_at)
+           SELECT r.scope, r.idempotency_key, r.id, r.created_at FROM r WHERE r.idempotency_key IS NOT NULL
+           ORDER BY r.i
+           ON CONFLICT (scope, idempotency_key) DO NOTHING
+           RETURNING delivery_id),
+         ins AS (INSERT INTO deliveries (id, channel, backend, backend_pinned, recipient, masked_recipient, scope,
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
            trace_parent, failure, last_error, finished_at, suppressed_recipients, user_id, category)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
@@ -213,17 +224,13 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            CASE WHEN r.suppressed THEN ?::text END,
            CASE WHEN r.suppressed THEN r.created_at END,
            r.suppressed_recipients::jsonb, r.user_id, r.category
-         FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text, backend text,
-           backend_pinned boolean, recipient text, masked_recipient text, scope text, idempotency_key text,
-           content_hash text, payload text, created_at timestamptz, trace_parent text, suppressed boolean,
-           suppressed_recipients text, user_id text, category text)
+         FROM r WHERE r.idempotency_key IS NULL OR r.id IN (SELECT delivery_id FROM k)
          ORDER BY r.i
-         ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *),
          ev AS (${eventInsert('ins')})
          SELECT * FROM ins`,
         // Due at once by the database's clock (a replica whose clock runs ahead must not delay it).
-        [this.databaseClock, SUPPRESSED_ERROR, JSON.stringify(input)],
+        [JSON.stringify(input), this.databaseClock, SUPPRESSED_ERROR],
       ),
     );
     const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));
@@ -234,9 +241,9 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       const keys = missing.map((p) => ({ scope: p.delivery.scope, key: p.delivery.idempotencyKey }));
       const found = rows<DeliveryRow>(
         await db.raw(
-          `SELECT d.* FROM deliveries d
-           JOIN jsonb_to_recordset(?::jsonb) AS k(scope text, key text)
-             ON d.scope = k.scope AND d.idempotency_key = k.key`,
+          `SELECT d.* FROM jsonb_to_recordset(?::jsonb) AS q(scope text, key text)
+           JOIN delivery_keys k ON k.scope = q.scope AND k.idempotency_key = q.key
+           JOIN deliveries d ON d.id = k.delivery_id AND d.created_at = k.created_at`,
           [JSON.stringify(keys)],
         ),
       );

@@ -12,6 +12,7 @@
  * one transaction (a handful of statements for the whole batch instead of per message).
  */
 import type { Knex } from 'knex';
+import { timePartitions } from '../delivery/database-retention';
 import { databaseEngine, toNumber } from '../../../shared/storage/database';
 import { DatabaseJobLease } from '../../../shared/storage/periodic-job';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
@@ -448,13 +449,17 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
         [iso, limit],
       ),
     ).length;
+    // inbox_events is partitioned by UTC week (migration 20261129100000): whole weeks before the
+    // cutoff are dropped; row by row only the DEFAULT partition's rows (a week without a partition).
+    // The rows of the cutoff's own week stay until the week is over (at most a week past retention).
+    const dropped = await this.dropEventPartitions(cutoff);
     // The horizon moves in the same statement as the delete, so a watcher never sees the gap
     // without the horizon that explains it.
     const [counted] = rows<{ n: number | string }>(
       await this.knex.raw(
         `WITH del AS (
-           DELETE FROM inbox_events WHERE seq IN (
-             SELECT seq FROM inbox_events WHERE created_at < ? ORDER BY created_at LIMIT ?)
+           DELETE FROM inbox_events WHERE (seq, created_at) IN (
+             SELECT seq, created_at FROM inbox_events_default WHERE created_at < ? ORDER BY created_at LIMIT ?)
            RETURNING user_id, seq),
          horizon AS (
            INSERT INTO inbox_event_horizon (user_id, purged_through)
@@ -466,7 +471,36 @@ export class DatabaseInboxStore implements InboxStoreProtocol {
         [iso, limit],
       ),
     );
-    return { messages, events: toNumber(counted?.n ?? 0) };
+    return { messages, events: dropped + toNumber(counted?.n ?? 0) };
+  }
+
+  /**
+   * Drops the week partitions of inbox_events that end at or before `cutoff` (oldest first), each
+   * user's horizon moved to the highest seq dropped in the same transaction; returns the events gone.
+   * The partitions of the days ahead are made by the delivery retention job (ensurePartitions).
+   */
+  private async dropEventPartitions(cutoff: Date): Promise<number> {
+    let dropped = 0;
+    for (const part of await timePartitions(this.knex, 'inbox_events')) {
+      if (part.to > cutoff) break;
+      dropped += await this.knex.transaction(async (trx) => {
+        await trx.raw("SET LOCAL lock_timeout = '2s'");
+        await trx.raw('LOCK TABLE inbox_events IN ACCESS EXCLUSIVE MODE');
+        const [counted] = rows<{ n: number | string }>(
+          await trx.raw(
+            `WITH horizon AS (
+               INSERT INTO inbox_event_horizon (user_id, purged_through)
+               SELECT user_id, max(seq) FROM ${part.name} GROUP BY user_id
+               ON CONFLICT (user_id) DO UPDATE
+                 SET purged_through = GREATEST(inbox_event_horizon.purged_through, EXCLUDED.purged_through))
+             SELECT count(*) AS n FROM ${part.name}`,
+          ),
+        );
+        await trx.raw(`DROP TABLE ${part.name}`);
+        return toNumber(counted?.n ?? 0);
+      });
+    }
+    return dropped;
   }
 
   runMaintenance(job: string, now: Date, minIntervalMs: number, fn: () => Promise<void>): Promise<boolean> {

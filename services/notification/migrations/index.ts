@@ -30,6 +30,7 @@ import * as notifyDigests from './20261128000300_notify_digests';
 import * as channelChecks from './20261128000900_channel_checks';
 import * as inboundSms from './20261128800000_inbound_sms';
 import * as deliveryActivity from './20261129000000_delivery_activity';
+import * as partitions from './20261129100000_partitions';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -60,6 +61,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261128000900_channel_checks', ...channelChecks },
   { name: '20261128800000_inbound_sms', ...inboundSms },
   { name: '20261129000000_delivery_activity', ...deliveryActivity },
+  { name: '20261129100000_partitions', ...partitions },
 ];
 
 /** The knex table that records which notification migrations ran. */
