@@ -28,7 +28,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The postmaster's pid of the server behind `url` when it runs here (else its CPU is not counted). */
-async function postmasterPid(url: string): Promise<number | undefined> {
+export async function postmasterPid(url: string): Promise<number | undefined> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
