@@ -53,7 +53,7 @@ async function run(n: number, call: (i: number) => Promise<unknown>): Promise<vo
  * A topic of TOPIC_SIZE users (inbox only) on PostgreSQL, every store on the database, against the
  * same number of rows inserted by raw `pg` into a copy of inbox_messages (reported).
  */
-async function topicOnPostgres(): Promise<BenchRow> {
+export async function topicOnPostgres(): Promise<BenchRow> {
   const cluster = process.env.TEST_DATABASE_URL ? undefined : await startCluster();
   const url = process.env.TEST_DATABASE_URL ?? cluster!.url;
   const config = loadNotificationConfig(
