@@ -5,6 +5,9 @@
  * Twilio-style API have accepted every message; rounds alternate (target >= 0.8). (2) A topic of
  * 10,000 users (inbox only): notifications per second from the Notify call until GetNotification says
  * FANNED_OUT, against 10,000 inbox sends through the same InboxService in-process (reported).
+ * (4) The same topic on PostgreSQL (issue 30; every store on the database): notifications per second
+ * until FANNED_OUT, against 10,000 rows inserted into a copy of inbox_messages by raw `pg` (32 in
+ * flight) in the same run (reported), with CPU-ms per notification of the bench process and PostgreSQL.
  * (3) Scheduling (issue 26): 10,000 notifications (inbox only) scheduled for the same second, the
  * time from that second until every one went out (the due runner as configured: polling every
  * second, claims of 100), against 10,000 immediate Notify calls in the same run (both in-process,
@@ -26,6 +29,11 @@ import { createSmtpPeer } from '../support/smtp-peer';
 import { gatewayConfig, startTwilioPeer } from '../notification/channels/sms/twilio-peer';
 import { TemplateChannel, TemplateService } from '../../shared/gen/svc/notification/v1/templates_pb';
 import { compareThroughput, type BenchRow } from './measure';
+import { Pool } from 'pg';
+import { randomUUID } from 'node:crypto';
+import { startCluster } from '../support/postgres-cluster';
+import { cpuMark, processTreeSource, selfSource } from './cpu-accounting';
+import { postmasterPid } from './push.bench';
 
 const IN_FLIGHT = 32;
 const PER_ROUND = 600;
@@ -39,6 +47,98 @@ async function run(n: number, call: (i: number) => Promise<unknown>): Promise<vo
     while (next < n) await call(next++);
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+/**
+ * A topic of TOPIC_SIZE users (inbox only) on PostgreSQL, every store on the database, against the
+ * same number of rows inserted by raw `pg` into a copy of inbox_messages (reported).
+ */
+export async function topicOnPostgres(): Promise<BenchRow> {
+  const cluster = process.env.TEST_DATABASE_URL ? undefined : await startCluster();
+  const url = process.env.TEST_DATABASE_URL ?? cluster!.url;
+  const config = loadNotificationConfig(
+    {
+      server: { host: '127.0.0.1', grpc_port: 0, http_port: 0, shutdown_drain_ms: 0 },
+      database: { url },
+      inbox: { store_backend: 'database' },
+      delivery: { store_backend: 'database', concurrency: IN_FLIGHT, poll_interval_ms: 50 },
+      notify: { categories: [{ name: 'news', channels: ['inbox'] }], topic_page_size: 500 },
+    } as Parameters<typeof loadNotificationConfig>[0],
+    { env: {}, file: null },
+  );
+  const app = await createNotificationApp(config, silentLogger());
+  const ports = await app.start();
+  const templates = grpcClient(TemplateService, `127.0.0.1:${ports.grpc}`);
+  const pool = new Pool({ connectionString: url, max: 8 });
+  try {
+    const topic = `weekly-${randomUUID().slice(0, 8)}`;
+    const members = Array.from({ length: TOPIC_SIZE }, (_, i) => `pg-member-${String(i).padStart(6, '0')}`);
+    await run(TOPIC_SIZE, (i) =>
+      app.users.upsertUser({
+        userId: members[i]!,
+        emails: [],
+        phones: [],
+        locale: '',
+        timeZone: '',
+        attributes: {},
+      }),
+    );
+    for (let i = 0; i < members.length; i += 1000)
+      await app.users.subscribeTopic(topic, members.slice(i, i + 1000));
+    await unary(templates, 'upsertTemplate', {
+      category: 'news',
+      channel: TemplateChannel.INBOX,
+      locale: 'en',
+      content: { title: 'News {{ data.week }} 📦', body: 'هذا الأسبوع 本周' },
+    });
+    const sources = [selfSource('bench process'), processTreeSource('postgres', await postmasterPid(url))];
+    const mark = cpuMark(sources);
+    const started = performance.now();
+    const { notification } = await app.notifier.notify(
+      {
+        userId: '',
+        topic,
+        category: 'news',
+        data: { week: '48' },
+        overrides: [],
+        priority: 'normal',
+        idempotencyKey: '',
+      },
+      'bench',
+    );
+    while ((await app.notifier.get(notification.id, 'bench')).status !== 'fanned_out') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const rate = TOPIC_SIZE / ((performance.now() - started) / 1000);
+    const spent = mark.spent();
+    await pool.query('CREATE TABLE IF NOT EXISTS bench_raw_inbox (LIKE inbox_messages INCLUDING ALL)');
+    const rawStarted = performance.now();
+    await run(TOPIC_SIZE, (i) =>
+      pool.query(
+        'INSERT INTO bench_raw_inbox (id, user_id, title, body, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [randomUUID(), members[i], 'News 48 📦', 'هذا الأسبوع 本周', '{}', new Date()],
+      ),
+    );
+    const rawRate = TOPIC_SIZE / ((performance.now() - rawStarted) / 1000);
+    return {
+      name: `Topic fan-out of ${TOPIC_SIZE} users (inbox, pages of 500, PostgreSQL) vs ${TOPIC_SIZE} raw pg inbox INSERTs (${IN_FLIGHT} in flight)`,
+      value: rate,
+      baseline: rawRate,
+      ratio: rate / rawRate,
+      target: 'reported',
+      unit: 'notifications/s',
+      detail: [
+        `fan-out: ${Object.entries(spent)
+          .map(([name, ms]) => `${name} ${(ms / TOPIC_SIZE).toFixed(3)}`)
+          .join(' + ')} CPU-ms/notification`,
+      ],
+    };
+  } finally {
+    templates.close();
+    await pool.end();
+    await app.stop();
+    cluster?.stop();
+  }
 }
 
 /** The notify bench rows. */
@@ -181,6 +281,7 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
       if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const scheduledRate = TOPIC_SIZE / ((performance.now() - scheduledStarted) / 1000);
+    const topicPg = await topicOnPostgres();
 
     return [
       {
@@ -197,6 +298,7 @@ export async function runNotifyBench(): Promise<BenchRow[]> {
         target: 'reported',
         unit: 'notifications/s',
       },
+      topicPg,
       {
         name: `${TOPIC_SIZE} notifications due in the same second (inbox, memory, the due runner polling every second) vs ${TOPIC_SIZE} immediate Notify calls, in-process`,
         value: scheduledRate,

@@ -145,6 +145,7 @@ export class AttemptRunner {
     if ('waitUntil' in route) {
       // Every backend this record may use has an open circuit: it waits, no attempt, not failed.
       entry.recording = true;
+      entry.onRecording?.();
       const deferred = await store.defer(record.id, owner, {
         nextAttemptAt: route.waitUntil,
         now: this.clock(),

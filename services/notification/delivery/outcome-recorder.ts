@@ -64,6 +64,11 @@ export interface RecordingEntry {
   recording: boolean;
   /** Set when shutdown released the lease: the outcome must not be written. */
   released: boolean;
+  /**
+   * Called once the provider call has ended and the outcome is about to be written (`recording`
+   * just became true): the worker gives the provider slot back then (worker.ts, `settle`).
+   */
+  onRecording?(): void;
 }
 
 /** Options of OutcomeRecorder (the worker's, handed on). */
@@ -113,6 +118,7 @@ export class OutcomeRecorder {
       return;
     }
     entry.recording = true;
+    entry.onRecording?.();
     if (driver) breakers.record(record.channel, used, outcome.class);
     const now = this.options.clock();
     let decision = this.options.policy.decide(outcome, number, now);

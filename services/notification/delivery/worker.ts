@@ -6,7 +6,10 @@
  *
  * Each poll asks which backends have due work and claims, per backend it serves, only as many records as that
  * backend has free slots (`delivery.concurrency`, or its `backend_concurrency` override), so a claimed
- * record starts at once and never waits under a lease. A full poll runs at least every
+ * record starts at once and never waits under a lease. A slot is a provider call: it is given back when
+ * the call ends, while its outcome is still being written, so the next claim and its sends overlap
+ * the (group-committed) write of the last outcomes. Outcomes being written are bounded too, at the
+ * same number per backend: past it a slot is kept until its outcome is written. A full poll runs at least every
  * `poll_interval_ms` (fairness); wake-ups (a submit, a freed slot, a failover) claim for their backend
  * only. Claims whose worker died during every allowed attempt are ended by the recorder, claims whose
  * recipients were suppressed meanwhile are screened (`claim-screen.ts`), the rest start.
@@ -79,9 +82,11 @@ export interface DeliveryWorkerOptions {
 // The outcome recorder's exports, where existing tests import them from.
 export { MAX_REASON_LENGTH, WORKER_DIED_ERROR, failureOf, sanitizeReason } from './outcome-recorder';
 
-/** An attempt in flight and the promise of its end (its slot is freed then). */
+/** An attempt in flight and the promise of its end (its slot is freed then, if not before). */
 interface InFlight extends InFlightAttempt {
   done: Promise<void>;
+  /** What the attempt holds now: a provider slot (`busy`), a place among the outcomes being written, none once ended. */
+  holds: 'send' | 'record' | null;
 }
 
 /** The delivery worker of one process. */
@@ -95,8 +100,10 @@ export class DeliveryWorker {
   /** What runs each attempt (route, driver call, timeout, outcome classification). */
   private readonly runner: AttemptRunner;
   private readonly inFlight = new Map<string, InFlight>();
-  /** Attempts in flight per `channel/backend`. */
+  /** Provider calls in flight per `channel/backend` (the slots `capacity` bounds). */
   private readonly busy = new Map<string, number>();
+  /** Per `channel/backend`, attempts whose call has ended and whose outcome is being written. */
+  private readonly writing = new Map<string, number>();
   /** Backends whose last claim filled every free slot: more may be due when a slot frees. */
   private readonly saturated = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -339,16 +346,34 @@ export class DeliveryWorker {
   /** Takes a slot for `record` and registers its attempt as in flight. */
   private track(record: DeliveryRecord, controller = new AbortController()): InFlight {
     const slot = `${record.channel}/${record.backend}`;
-    this.busy.set(slot, (this.busy.get(slot) ?? 0) + 1);
+    count(this.busy, slot, 1);
     const entry: InFlight = {
       record,
       controller,
       recording: false,
       released: false,
       done: Promise.resolve(),
+      holds: 'send',
+      onRecording: () => this.callEnded(entry),
     };
     this.inFlight.set(record.id, entry);
     return entry;
+  }
+
+  /**
+   * The provider call of `entry` has ended and its outcome is being written: its slot goes back (a
+   * saturated backend claims again at once) unless `capacity` outcomes of that backend are already
+   * being written (the database is behind: the slot is kept until this outcome is written). The
+   * record stays in `inFlight` until then, so a claim that renews its lease never starts it again.
+   */
+  private callEnded(entry: InFlight): void {
+    const { record } = entry;
+    const slot = `${record.channel}/${record.backend}`;
+    if (entry.holds !== 'send' || (this.writing.get(slot) ?? 0) >= this.capacity(record.backend)) return;
+    entry.holds = 'record';
+    count(this.busy, slot, -1);
+    count(this.writing, slot, 1);
+    if (this.saturated.has(slot)) this.wake({ channel: record.channel, backend: record.backend });
   }
 
   /** Frees the entry's slot once `work` ends (and wakes a saturated backend for the next claim). */
@@ -362,10 +387,13 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.inFlight.delete(record.id);
-        const left = (this.busy.get(slot) ?? 1) - 1;
-        if (left > 0) this.busy.set(slot, left);
-        else this.busy.delete(slot);
-        if (this.saturated.has(slot)) this.wake({ channel: record.channel, backend: record.backend });
+        const held = entry.holds;
+        entry.holds = null;
+        if (held === 'record') count(this.writing, slot, -1);
+        else if (held === 'send') {
+          count(this.busy, slot, -1);
+          if (this.saturated.has(slot)) this.wake({ channel: record.channel, backend: record.backend });
+        }
       });
   }
 
@@ -403,4 +431,11 @@ export class DeliveryWorker {
     await this.idle();
     return { finished: before - rest.length, released };
   }
+}
+
+/** Adds `by` to `key`'s count, dropping the key at zero. */
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }

@@ -93,6 +93,28 @@ export class ScriptedDriver implements DeliveryDriver<unknown> {
   }
 }
 
+/** A push driver with `sendBatch`: one call per claimed group, every payload accepted. */
+export class CountingBatchDriver extends ScriptedDriver {
+  /** The size of each sendBatch call. */
+  readonly batchSizes: number[] = [];
+  /** How many times each payload (by its `i`) was sent. */
+  readonly sent = new Map<number, number>();
+
+  constructor(name: string) {
+    super(name, 'push');
+  }
+
+  async sendBatch(payloads: readonly unknown[], _ctx: DriverSendContext): Promise<SendOutcome[]> {
+    this.batchSizes.push(payloads.length);
+    await new Promise((resolve) => setImmediate(resolve));
+    return payloads.map((p) => {
+      const i = (p as { i: number }).i;
+      this.sent.set(i, (this.sent.get(i) ?? 0) + 1);
+      return { class: 'sent', providerReference: `ref-${i} 📦 مرحبا 你好` };
+    });
+  }
+}
+
 /** A backend name no other test uses (tests share a database per file). */
 export function newBackend(prefix = 'b'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
