@@ -42,7 +42,7 @@ function failingFollowUp(real: Knex): Knex {
       get(target, prop, receiver) {
         if (prop !== 'raw') return Reflect.get(target, prop, receiver) as unknown;
         return (sql: string, bindings: unknown) => {
-          if (sql.includes('JOIN jsonb_to_recordset'))
+          if (sql.includes('JOIN delivery_keys'))
             throw new Error('connection lost during the follow-up SELECT');
           return target.raw(sql, bindings as Knex.RawBinding[]);
         };
