@@ -16,8 +16,8 @@
  *   Rounds alternate the order of N (1..16, then 16..1); each N's figures are the median.
  * - due: `dueBackends` on 1,000,000 queued rows over 50 backends against the same on 20,000 rows
  *   (the baseline, same run, interleaved): time, shared buffers and PostgreSQL CPU per call, with
- *   every row due, and with 1,000 due rows leased at the head of each backend (attempts in flight
- *   that the poll steps over).
+ *   every row due, with none due (a backlog of retries scheduled later), and with 20 due rows
+ *   leased at the head of each backend (1,000 attempts in flight in all, stepped over by the poll).
  * - sequencer: N = 1, 2, 4, 8, 16 writers (each its own pool and store) create deliveries (16 in
  *   flight each); each store's sequencer numbers the events under the one advisory lock
  *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
@@ -51,6 +51,8 @@ const POOL_MAX = 4;
 const LARGE_BACKLOG = Number(process.env.REPLICA_LARGE_BACKLOG ?? 1_000_000);
 const SMALL_BACKLOG = 20_000;
 const DUE_BACKENDS = 50;
+/** Leased due rows per backend in the "attempts in flight" case (16 replicas x 64 slots ~ 1,000 in all). */
+const LEASED_PER_BACKEND = 20;
 const SEQUENCER_EVENTS = Number(process.env.REPLICA_SEQUENCER_EVENTS ?? 8_000);
 const PARTS = ['sim', 'due', 'sequencer'] as const;
 type Part = (typeof PARTS)[number];
@@ -275,6 +277,8 @@ async function simRound(
         `replicas: N = ${n}: not exactly once: ${notSent} rows not sent once; ${problems.slice(0, 5).join('; ')} (${problems.length} problems)`,
       );
     }
+    // A backend sends its table statistics when it exits: close the replicas' pools first.
+    for (const k of pools.splice(0)) await k.destroy();
     const after = await tableStats(probe);
     const sum = (f: (t: (typeof result.replicas)[number]) => number) =>
       result.replicas.reduce((s, t) => s + f(t), 0);
@@ -367,16 +371,27 @@ async function fillQueue(knex: Knex, rows: number, backends: number): Promise<vo
   const names = Array.from({ length: backends }, (_, i) => `b${String(i).padStart(2, '0')}`);
   await store.createBatch(backlog(backends, names));
   const perBackend = Math.ceil(rows / backends) - 1;
+  // Generated columns (recipient_keys) cannot be written: copy every other column.
+  const columns = (
+    await knex.raw<{ rows: { column_name: string }[] }>(
+      `SELECT column_name FROM information_schema.columns
+        WHERE table_name = 'deliveries' AND table_schema = current_schema() AND is_generated = 'NEVER'
+        ORDER BY ordinal_position`,
+    )
+  ).rows
+    .map((r) => `"${r.column_name}"`)
+    .join(', ');
   for (let done = 0; done < perBackend; done += 100_000) {
     const n = Math.min(100_000, perBackend - done);
     await knex.raw(
-      `INSERT INTO deliveries
-       SELECT (jsonb_populate_record(NULL::deliveries, to_jsonb(d) || jsonb_build_object(
-                'id', gen_random_uuid(), 'content_hash', 'c' || g,
-                'next_attempt_at', d.next_attempt_at + g * interval '1 microsecond'))).*
-         FROM deliveries d CROSS JOIN generate_series(1, ?) g
-        WHERE d.recipient LIKE 'device-%'`,
-      [n],
+      `INSERT INTO deliveries (${columns})
+       SELECT ${columns} FROM (
+         SELECT (jsonb_populate_record(NULL::deliveries, to_jsonb(d) || jsonb_build_object(
+                  'id', gen_random_uuid(), 'content_hash', 'c' || g,
+                  'next_attempt_at', d.next_attempt_at + g * interval '1 microsecond'))).*
+           FROM deliveries d CROSS JOIN generate_series(?::int + 1, ?::int + ?::int) g
+          WHERE d.content_hash LIKE 'h%') copied`,
+      [done, done, n],
     );
   }
 }
@@ -422,17 +437,17 @@ export async function runDueBackends(server: Server): Promise<DueBackendsRow[]> 
   for (const s of sizes)
     await templateDatabase(server, s.db, (knex) => fillQueue(knex, s.rows, DUE_BACKENDS));
   const results: DueBackendsRow[] = [];
-  const leaseHeads = async (db: string) => {
+  const leaseHeads = async (db: string, leased: number) => {
     const c = new Client({ connectionString: server.dbUrl(db) });
     await c.connect();
-    // 1,000 due rows at the head of each backend leased (attempts in flight), the rest not due yet:
-    // the poll must step over the leased rows to learn that nothing of the backend is due.
+    // `leased` due rows at the head of each backend leased (attempts in flight), the rest not due
+    // yet: the poll must step over the leased rows to learn that nothing of the backend is due.
     await c.query(
       `WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY backend ORDER BY next_attempt_at) AS r FROM deliveries)
        UPDATE deliveries d SET
-         lease_owner = CASE WHEN r.r <= 1000 THEN 'someone' END,
-         lease_expires_at = CASE WHEN r.r <= 1000 THEN now() + interval '1 hour' END,
-         next_attempt_at = CASE WHEN r.r <= 1000 THEN d.next_attempt_at ELSE now() + interval '1 hour' END
+         lease_owner = CASE WHEN r.r <= ${leased} THEN 'someone' END,
+         lease_expires_at = CASE WHEN r.r <= ${leased} THEN now() + interval '1 hour' END,
+         next_attempt_at = CASE WHEN r.r <= ${leased} THEN d.next_attempt_at ELSE now() + interval '1 hour' END
        FROM ranked r WHERE r.id = d.id`,
     );
     await c.query('VACUUM ANALYZE deliveries');
@@ -443,10 +458,13 @@ export async function runDueBackends(server: Server): Promise<DueBackendsRow[]> 
       results.push(await dueCase(server, s.db, 'all due'));
     }
   }
-  for (const s of sizes) await leaseHeads(s.db);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
-      results.push(await dueCase(server, s.db, '1,000 leased per backend, rest not due'));
+  for (const leased of [0, LEASED_PER_BACKEND]) {
+    for (const s of sizes) await leaseHeads(s.db, leased);
+    const label = leased === 0 ? 'none due (all retrying later)' : `${leased} leased per backend, rest later`;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
+        results.push(await dueCase(server, s.db, label));
+      }
     }
   }
   // Medians per (case, rows).
