@@ -1,69 +1,85 @@
 /**
  * The correctness half of `npm run capacity -- replicas` at small scale, so CI checks it: four
- * replicas (each its own pool, store and owner) claim 2,000 due deliveries from one PostgreSQL queue
- * through the public store API, and every delivery is claimed once and completed once.
+ * replicas (each its own store and owner; on PostgreSQL each its own pool) claim 2,000 due
+ * deliveries from one queue through the public store API, and every delivery is claimed once and
+ * completed once.
  */
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
+import { silentLogger } from '../../../shared/logging/logger';
+import { openDatabase } from '../../../shared/storage/database';
+import { pooledTestDatabase } from '../../support/database';
 import { backlog, claimAllOnce, exactlyOnceProblems, seed } from '../../bench/claim-sim';
-
-let db: PooledTestDatabase;
-
-beforeAll(async () => {
-  db = await pooledTestDatabase('replicasim');
-  await runMigrations(await db.pool(), notificationMigrations);
-});
-
-afterAll(async () => {
-  await db?.close();
-});
+import { requireVmModules } from './support';
 
 const BACKENDS = ['apns-a', 'apns-b', 'apns-c'];
 const LIMIT = 16;
 
-describe('N replicas claiming from one PostgreSQL queue', () => {
-  it('claims and completes each of 2,000 deliveries exactly once with 4 replicas', async () => {
-    const seeder = new DatabaseDeliveryStore(db.pools[0]!);
-    const deliveries = backlog(2000, BACKENDS);
-    await seed(seeder, deliveries);
-    const pools: Knex[] = [];
-    for (let i = 0; i < 4; i++) pools.push(await db.pool(3));
-    const stores = pools.map((knex) => new DatabaseDeliveryStore(knex));
+/** Seeds `count` deliveries, lets `stores` claim them all, and checks each went out exactly once. */
+async function claimEachOnce(knex: Knex, stores: DatabaseDeliveryStore[], count: number): Promise<void> {
+  const deliveries = backlog(count, BACKENDS);
+  await seed(new DatabaseDeliveryStore(knex), deliveries);
 
-    const result = await claimAllOnce(stores, { claimLimit: LIMIT, expected: deliveries.length });
+  const result = await claimAllOnce(stores, { claimLimit: LIMIT, expected: deliveries.length });
 
-    expect(
-      exactlyOnceProblems(
-        result,
-        deliveries.map((d) => d.id),
-      ),
-    ).toEqual([]);
-    const tallies = result.replicas;
-    expect(tallies.reduce((n, t) => n + t.completed, 0)).toBe(2000);
-    expect(tallies.reduce((n, t) => n + t.lostLeases, 0)).toBe(0);
-    // A claim never returns more than asked for, and the run did fill claims up to that bound.
-    expect(Math.max(...tallies.map((t) => t.largestClaim))).toBe(LIMIT);
-    // The owners are distinct: four replicas, not one store four times.
-    expect(new Set(tallies.map((t) => t.owner)).size).toBe(4);
+  expect(
+    exactlyOnceProblems(
+      result,
+      deliveries.map((d) => d.id),
+    ),
+  ).toEqual([]);
+  const tallies = result.replicas;
+  expect(tallies.reduce((n, t) => n + t.completed, 0)).toBe(count);
+  expect(tallies.reduce((n, t) => n + t.lostLeases, 0)).toBe(0);
+  // A claim never returns more than asked for, and the run did fill claims up to that bound.
+  expect(Math.max(...tallies.map((t) => t.largestClaim))).toBe(LIMIT);
+  // The owners are distinct: four replicas, not one store four times.
+  expect(new Set(tallies.map((t) => t.owner)).size).toBe(stores.length);
 
-    // What the database holds agrees: every row sent with one attempt, no lease left, and one
-    // `sent` event per delivery.
-    const knex = db.pools[0]!;
-    const summary = await knex.raw<{
-      rows: { status: string; attempts: number; leased: number; n: number }[];
-    }>(
-      `SELECT status, jsonb_array_length(attempts)::int AS attempts,
-         count(*) FILTER (WHERE lease_owner IS NOT NULL)::int AS leased, count(*)::int AS n
-       FROM deliveries GROUP BY 1, 2`,
-    );
-    expect(summary.rows).toEqual([{ status: 'sent', attempts: 1, leased: 0, n: 2000 }]);
-    const events = await knex.raw<{ rows: { n: number; ids: number }[] }>(
-      `SELECT count(*)::int AS n, count(DISTINCT delivery_id)::int AS ids FROM delivery_events WHERE status = 'sent'`,
-    );
-    expect(events.rows).toEqual([{ n: 2000, ids: 2000 }]);
+  // What the database holds agrees: every row sent with one attempt, no lease left, and one
+  // `sent` event per delivery.
+  const summary = await knex.raw<{ rows: { status: string; attempts: number; leased: number; n: number }[] }>(
+    `SELECT status, jsonb_array_length(attempts)::int AS attempts,
+       count(*) FILTER (WHERE lease_owner IS NOT NULL)::int AS leased, count(*)::int AS n
+     FROM deliveries GROUP BY 1, 2`,
+  );
+  expect(summary.rows).toEqual([{ status: 'sent', attempts: 1, leased: 0, n: count }]);
+  const events = await knex.raw<{ rows: { n: number; ids: number }[] }>(
+    `SELECT count(*)::int AS n, count(DISTINCT delivery_id)::int AS ids FROM delivery_events WHERE status = 'sent'`,
+  );
+  expect(events.rows).toEqual([{ n: count, ids: count }]);
+}
+
+describe('N replicas claiming from one queue', () => {
+  it('on PostgreSQL: 4 replicas (own pools) claim and complete each of 2,000 deliveries exactly once', async () => {
+    const db = await pooledTestDatabase('replicasim');
+    try {
+      const knex = await db.pool();
+      await runMigrations(knex, notificationMigrations);
+      const stores: DatabaseDeliveryStore[] = [];
+      for (let i = 0; i < 4; i++) stores.push(new DatabaseDeliveryStore(await db.pool(3)));
+      await claimEachOnce(knex, stores, 2000);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('on PGlite: 4 stores on its one connection claim and complete each of 500 deliveries exactly once', async () => {
+    requireVmModules();
+    const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
+    try {
+      await runMigrations(knex, notificationMigrations);
+      // 500, not 2,000: PGlite runs every statement in this process, and CI's two cores are shared.
+      await claimEachOnce(
+        knex,
+        Array.from({ length: 4 }, () => new DatabaseDeliveryStore(knex)),
+        500,
+      );
+    } finally {
+      await knex.destroy();
+    }
   });
 
   it('reports a delivery claimed twice or never completed (the check itself can fail)', () => {
