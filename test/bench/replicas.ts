@@ -70,8 +70,13 @@ export interface ReplicaSimRow {
   statementsPerDelivery: number;
   pgCpuMsPerDelivery: number;
   simulatorCpuMsPerDelivery: number;
-  /** Share of 10 ms samples with at least one of the run's backends waiting on a heavyweight lock. */
+  /**
+   * Share of 10 ms samples with at least one of the run's backends waiting on a row or relation lock
+   * (heavyweight, not advisory).
+   */
   lockWaitSamples: number;
+  /** Share of samples with a backend waiting on the event sequencer's advisory lock. */
+  advisoryWaitSamples: number;
   /** Mean backends waiting on a lock (heavyweight or LWLock) per sample. */
   meanWaiting: number;
   deadTuplesAfter: number;
@@ -137,7 +142,7 @@ function sampleWaits(
   const loop = (async () => {
     while (running) {
       const { rows } = await admin.query<{ lock: number; advisory: number; waiting: number }>(
-        `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock')::int AS lock,
+        `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory')::int AS lock,
                 count(*) FILTER (WHERE wait_event = 'advisory')::int AS advisory,
                 count(*) FILTER (WHERE wait_event_type IN ('Lock', 'LWLock'))::int AS waiting
            FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
@@ -295,6 +300,7 @@ async function simRound(
       pgCpuMsPerDelivery: round3((spent.postgres ?? 0) / d),
       simulatorCpuMsPerDelivery: round3((spent.simulator ?? 0) / d),
       lockWaitSamples: round3(sampled.lock / Math.max(1, sampled.samples)),
+      advisoryWaitSamples: round3(sampled.advisory / Math.max(1, sampled.samples)),
       meanWaiting: round3(sampled.waiting / Math.max(1, sampled.samples)),
       deadTuplesAfter: after.dead,
       hotUpdateShare: round3(updates > 0 ? (after.hot - before.hot) / updates : 0),
@@ -348,6 +354,7 @@ export async function runReplicaSim(server: Server): Promise<ReplicaSimRow[]> {
       pgCpuMsPerDelivery: m((r) => r.pgCpuMsPerDelivery),
       simulatorCpuMsPerDelivery: m((r) => r.simulatorCpuMsPerDelivery),
       lockWaitSamples: m((r) => r.lockWaitSamples),
+      advisoryWaitSamples: m((r) => r.advisoryWaitSamples),
       meanWaiting: m((r) => r.meanWaiting),
       deadTuplesAfter: m((r) => r.deadTuplesAfter),
       hotUpdateShare: m((r) => r.hotUpdateShare),
