@@ -16,7 +16,8 @@
  * to do (polls, leases, LISTEN). deploy/capacity.md turns them into a model.
  *
  * Usage: npm run capacity [-- rows] (rows: a comma list of email,sms,push,push-batch,inbox,notify;
- * all by default). CAPACITY_MESSAGES=N sets the messages per row (default 2000). Prints a table and
+ * all by default). `npm run capacity -- replicas` runs replicas.ts instead (N replicas claiming from
+ * one queue, dueBackends on a large backlog, the event sequencer under N writers). CAPACITY_MESSAGES=N sets the messages per row (default 2000). Prints a table and
  * writes test-artifacts/capacity.json.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +41,7 @@ import { startServiceProcess, type ServiceProcess } from '../support/service-pro
 import { startSmtpPeerProcess } from '../support/smtp-peer-process';
 import { cpuMark, pidSource, processTreeSource } from './cpu-accounting';
 import { printPartitions, runPartitions } from './partitions';
+import { runReplicasCommand } from './replicas';
 
 const IN_FLIGHT = 64;
 const MESSAGES = Number(process.env.CAPACITY_MESSAGES ?? 2000);
@@ -414,6 +416,12 @@ if (require.main === module && process.argv[2] === 'partitions') {
       process.exit(1);
     },
   );
+} else if (require.main === module && process.argv[2]?.startsWith('replicas')) {
+  // N replicas on one PostgreSQL, dueBackends on a large backlog, the event sequencer (replicas.ts).
+  runReplicasCommand(process.argv[2]).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 } else if (require.main === module) {
   const wanted = (process.argv[2]?.split(',') ?? ROWS) as RowName[];
   const unknown = wanted.filter((r) => !ROWS.includes(r));

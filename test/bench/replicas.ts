@@ -1,0 +1,625 @@
+/**
+ * `npm run capacity -- replicas` (issue 30, "A capacity model, measured"): what many replicas on one
+ * PostgreSQL cost, measured on a throwaway cluster with production durability and
+ * pg_stat_statements. Three parts (`replicas:sim,due,sequencer` picks; all by default):
+ *
+ * - sim: N = 1, 2, 4, 8, 16 replicas claim a backlog of REPLICA_BACKLOG (default 20,000) due
+ *   deliveries over 4 backends (claim-sim.ts: each replica its own pool, store and owner, the public
+ *   store API, a stand-in send that completes at once). Per N: deliveries/s (and its ratio to N = 1
+ *   in the same run), claims that came back empty or short, statements and PostgreSQL CPU-ms per
+ *   delivery, lock waits (pg_stat_activity sampled every 10 ms), dead tuples, HOT updates and the
+ *   growth of the claim index `deliveries_due_idx`; and it throws unless every delivery was claimed
+ *   and completed exactly once. The replicas are stores in this one process, not processes: the
+ *   machine has two cores, so N Node processes would only time-slice the same cores and add their
+ *   start-up; PostgreSQL sees the same thing either way (N pools, N owners, N claim loops), and what
+ *   is measured is PostgreSQL's side. This process's CPU per delivery is printed too.
+ *   Rounds alternate the order of N (1..16, then 16..1); each N's figures are the median.
+ * - due (on a cluster without fsync: it only reads): `dueBackends` on 1,000,000 queued rows over 50 backends against the same on 20,000 rows
+ *   (the baseline, same run, interleaved): time, shared buffers and PostgreSQL CPU per call, with
+ *   every row due, with none due (a backlog of retries scheduled later), and with 20 due rows
+ *   leased at the head of each backend (1,000 attempts in flight in all, stepped over by the poll).
+ * - sequencer: N = 1, 2, 4, 8, 16 writers (each its own pool and store) create deliveries (16 in
+ *   flight each); each store's sequencer numbers the events under the one advisory lock
+ *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
+ *   passes, advisory-lock waits sampled; it throws unless the numbering is gap-free and complete.
+ *
+ * Prints tables and writes test-artifacts/capacity-replicas.json.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Knex } from 'knex';
+import { Client } from 'pg';
+import { DatabaseDeliveryStore } from '../../services/notification/delivery/database-store';
+import { notificationMigrations } from '../../services/notification/migrations';
+import { silentLogger } from '../../shared/logging/logger';
+import { openDatabase } from '../../shared/storage/database';
+import { runMigrations } from '../../shared/storage/migrations';
+import { startCluster } from '../support/postgres-cluster';
+import { sendAll } from '../support/send-all';
+import { backlog, claimAllOnce, exactlyOnceProblems, seed } from './claim-sim';
+import { cpuMark, processTreeSource, selfSource } from './cpu-accounting';
+import { median } from './measure';
+
+const REPLICAS = [1, 2, 4, 8, 16];
+const BACKLOG = Number(process.env.REPLICA_BACKLOG ?? 20_000);
+const ROUNDS = Number(process.env.REPLICA_ROUNDS ?? 2);
+const CLAIM_LIMIT = Number(process.env.REPLICA_CLAIM_LIMIT ?? 64);
+const SIM_BACKENDS = ['apns-0', 'apns-1', 'apns-2', 'apns-3'];
+const POOL_MAX = 4;
+const LARGE_BACKLOG = Number(process.env.REPLICA_LARGE_BACKLOG ?? 1_000_000);
+const SMALL_BACKLOG = 20_000;
+const DUE_BACKENDS = 50;
+/** Leased due rows per backend in the "attempts in flight" case (16 replicas x 64 slots ~ 1,000 in all). */
+const LEASED_PER_BACKEND = 20;
+const SEQUENCER_EVENTS = Number(process.env.REPLICA_SEQUENCER_EVENTS ?? 8_000);
+const PARTS = ['sim', 'due', 'sequencer'] as const;
+type Part = (typeof PARTS)[number];
+
+/** One N of the simulation (medians over the rounds). */
+export interface ReplicaSimRow {
+  replicas: number;
+  deliveries: number;
+  deliveriesPerSecond: number;
+  /** deliveriesPerSecond / that of N = 1 (same run). */
+  ratioToOne: number;
+  claims: number;
+  emptyClaims: number;
+  shortClaims: number;
+  statementsPerDelivery: number;
+  pgCpuMsPerDelivery: number;
+  simulatorCpuMsPerDelivery: number;
+  /**
+   * Share of 10 ms samples with at least one of the run's backends waiting on a row or relation lock
+   * (heavyweight, not advisory).
+   */
+  lockWaitSamples: number;
+  /** Share of samples with a backend waiting on the event sequencer's advisory lock. */
+  advisoryWaitSamples: number;
+  /** Mean backends waiting on a lock (heavyweight or LWLock) per sample. */
+  meanWaiting: number;
+  deadTuplesAfter: number;
+  hotUpdateShare: number;
+  claimIndexBytesBefore: number;
+  claimIndexBytesAfter: number;
+  autovacuums: number;
+}
+
+export interface DueBackendsRow {
+  case: string;
+  rows: number;
+  msPerCall: number;
+  sharedBlocksPerCall: number;
+  pgCpuMsPerCall: number;
+  backendsFound: number;
+}
+
+export interface SequencerRow {
+  writers: number;
+  events: number;
+  eventsPerSecond: number;
+  ratioToOne: number;
+  sequencerPasses: number;
+  eventsPerPass: number;
+  advisoryWaitSamples: number;
+  pgCpuMsPerEvent: number;
+}
+
+interface Server {
+  url: string;
+  pgPid: number;
+  admin: Client;
+  dbUrl(name: string): string;
+  pool(name: string, max?: number): Promise<Knex>;
+}
+
+async function one<T = string>(client: Client, sql: string, params: unknown[] = []): Promise<T> {
+  return Object.values((await client.query(sql, params)).rows[0] as object)[0] as T;
+}
+
+async function statementsIn(
+  admin: Client,
+  db: string,
+  like?: string,
+): Promise<{ calls: number; blocks: number }> {
+  const { rows } = await admin.query<{ calls: string; blocks: string }>(
+    `SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(shared_blks_hit + shared_blks_read), 0) AS blocks
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+      WHERE d.datname = $1 AND ($2::text IS NULL OR s.query LIKE $2)`,
+    [db, like ?? null],
+  );
+  return { calls: Number(rows[0]!.calls), blocks: Number(rows[0]!.blocks) };
+}
+
+/** Samples pg_stat_activity of `db` every 10 ms until stopped. */
+function sampleWaits(
+  admin: Client,
+  db: string,
+): { stop(): Promise<{ samples: number; lock: number; advisory: number; waiting: number }> } {
+  let running = true;
+  const tally = { samples: 0, lock: 0, advisory: 0, waiting: 0 };
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await admin.query<{ lock: number; advisory: number; waiting: number }>(
+        `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory')::int AS lock,
+                count(*) FILTER (WHERE wait_event = 'advisory')::int AS advisory,
+                count(*) FILTER (WHERE wait_event_type IN ('Lock', 'LWLock'))::int AS waiting
+           FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+        [db],
+      );
+      const r = rows[0]!;
+      tally.samples++;
+      if (r.lock > 0) tally.lock++;
+      if (r.advisory > 0) tally.advisory++;
+      tally.waiting += r.waiting;
+      await sleep(10);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return tally;
+    },
+  };
+}
+
+interface TableStats {
+  dead: number;
+  updates: number;
+  hot: number;
+  autovacuums: number;
+  indexBytes: number;
+}
+
+async function tableStats(client: Client): Promise<TableStats> {
+  // Statistics reach the shared view at most a second after the transactions: wait them in.
+  await sleep(1200);
+  await client.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await client.query<{ dead: string; upd: string; hot: string; av: string; idx: string }>(
+    `SELECT n_dead_tup AS dead, n_tup_upd AS upd, n_tup_hot_upd AS hot, autovacuum_count AS av,
+            pg_relation_size('deliveries_due_idx') AS idx
+       FROM pg_stat_user_tables WHERE relname = 'deliveries'`,
+  );
+  const r = rows[0]!;
+  return {
+    dead: Number(r.dead),
+    updates: Number(r.upd),
+    hot: Number(r.hot),
+    autovacuums: Number(r.av),
+    indexBytes: Number(r.idx),
+  };
+}
+
+async function openServer(durable = true): Promise<{ server: Server; stop(): Promise<void> }> {
+  const cluster = await startCluster({
+    durable,
+    settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+  });
+  const admin = new Client({ connectionString: cluster.url });
+  await admin.connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const dir = await one<string>(admin, "SELECT setting FROM pg_settings WHERE name = 'data_directory'");
+  const pgPid = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pools: Knex[] = [];
+  const dbUrl = (name: string) => {
+    const u = new URL(cluster.url);
+    u.pathname = `/${name}`;
+    return u.toString();
+  };
+  const server: Server = {
+    url: cluster.url,
+    pgPid,
+    admin,
+    dbUrl,
+    async pool(name, max = POOL_MAX) {
+      const knex = await openDatabase({ url: dbUrl(name), data_dir: '', pool_max: max }, silentLogger());
+      pools.push(knex);
+      return knex;
+    },
+  };
+  return {
+    server,
+    async stop() {
+      for (const k of pools) await k.destroy().catch(() => undefined);
+      await admin.end();
+      cluster.stop();
+    },
+  };
+}
+
+/** Creates `name` migrated (and, with `fill`, filled) with no connection left open on it. */
+async function templateDatabase(
+  server: Server,
+  name: string,
+  fill?: (knex: Knex) => Promise<void>,
+): Promise<void> {
+  await server.admin.query(`CREATE DATABASE ${name}`);
+  const knex = await openDatabase({ url: server.dbUrl(name), data_dir: '', pool_max: 2 }, silentLogger());
+  try {
+    await runMigrations(knex, notificationMigrations);
+    if (fill) await fill(knex);
+    await knex.raw('VACUUM ANALYZE deliveries');
+  } finally {
+    await knex.destroy();
+  }
+}
+
+async function simRound(
+  server: Server,
+  n: number,
+  round: number,
+  ids: string[],
+): Promise<Omit<ReplicaSimRow, 'ratioToOne'>> {
+  const db = `sim_${n}_${round}`;
+  await server.admin.query(`CREATE DATABASE ${db} TEMPLATE sim_seed`);
+  const probe = new Client({ connectionString: server.dbUrl(db) });
+  await probe.connect();
+  const pools: Knex[] = [];
+  try {
+    for (let i = 0; i < n; i++) pools.push(await server.pool(db));
+    const stores = pools.map((k) => new DatabaseDeliveryStore(k));
+    // Open each pool's connections before the clock starts.
+    await Promise.all(pools.map((k) => k.raw('SELECT 1')));
+    const before = await tableStats(probe);
+    const statements0 = await statementsIn(server.admin, db);
+    const cpu = cpuMark([processTreeSource('postgres', server.pgPid), selfSource('simulator')]);
+    const waits = sampleWaits(server.admin, db);
+    const result = await claimAllOnce(stores, { claimLimit: CLAIM_LIMIT, expected: ids.length });
+    const sampled = await waits.stop();
+    const spent = cpu.spent();
+    const statements = (await statementsIn(server.admin, db)).calls - statements0.calls;
+    const problems = exactlyOnceProblems(result, ids);
+    const notSent = Number(
+      await one(
+        probe,
+        "SELECT count(*) FROM deliveries WHERE status <> 'sent' OR jsonb_array_length(attempts) <> 1",
+      ),
+    );
+    if (problems.length > 0 || notSent > 0) {
+      throw new Error(
+        `replicas: N = ${n}: not exactly once: ${notSent} rows not sent once; ${problems.slice(0, 5).join('; ')} (${problems.length} problems)`,
+      );
+    }
+    // A backend sends its table statistics when it exits: close the replicas' pools first.
+    for (const k of pools.splice(0)) await k.destroy();
+    const after = await tableStats(probe);
+    const sum = (f: (t: (typeof result.replicas)[number]) => number) =>
+      result.replicas.reduce((s, t) => s + f(t), 0);
+    const d = ids.length;
+    const updates = after.updates - before.updates;
+    return {
+      replicas: n,
+      deliveries: d,
+      deliveriesPerSecond: Math.round(d / result.seconds),
+      claims: sum((t) => t.claims),
+      emptyClaims: sum((t) => t.emptyClaims),
+      shortClaims: sum((t) => t.shortClaims),
+      statementsPerDelivery: round3(statements / d),
+      pgCpuMsPerDelivery: round3((spent.postgres ?? 0) / d),
+      simulatorCpuMsPerDelivery: round3((spent.simulator ?? 0) / d),
+      lockWaitSamples: round3(sampled.lock / Math.max(1, sampled.samples)),
+      advisoryWaitSamples: round3(sampled.advisory / Math.max(1, sampled.samples)),
+      meanWaiting: round3(sampled.waiting / Math.max(1, sampled.samples)),
+      deadTuplesAfter: after.dead,
+      hotUpdateShare: round3(updates > 0 ? (after.hot - before.hot) / updates : 0),
+      claimIndexBytesBefore: before.indexBytes,
+      claimIndexBytesAfter: after.indexBytes,
+      autovacuums: after.autovacuums - before.autovacuums,
+    };
+  } finally {
+    await probe.end();
+    for (const k of pools) await k.destroy();
+    await server.admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+  }
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/** The N-replica simulation; throws unless every delivery was claimed and completed exactly once. */
+export async function runReplicaSim(server: Server): Promise<ReplicaSimRow[]> {
+  const deliveries = backlog(BACKLOG, SIM_BACKENDS);
+  await templateDatabase(server, 'sim_seed', (knex) =>
+    seed(new DatabaseDeliveryStore(knex), deliveries, 1000),
+  );
+  const ids = deliveries.map((d) => d.id);
+  const byN = new Map<number, Omit<ReplicaSimRow, 'ratioToOne'>[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? REPLICAS : [...REPLICAS].reverse();
+    for (const n of order) {
+      const row = await simRound(server, n, round, ids);
+      process.stdout.write(`  sim round ${round} ${JSON.stringify(row)}\n`);
+      byN.set(n, [...(byN.get(n) ?? []), row]);
+    }
+  }
+  const med = (
+    rows: Omit<ReplicaSimRow, 'ratioToOne'>[],
+    f: (r: Omit<ReplicaSimRow, 'ratioToOne'>) => number,
+  ) => median(rows.map(f));
+  const table = REPLICAS.map((n) => {
+    const rows = byN.get(n)!;
+    const m = (f: (r: Omit<ReplicaSimRow, 'ratioToOne'>) => number) => round3(med(rows, f));
+    return {
+      replicas: n,
+      deliveries: BACKLOG,
+      deliveriesPerSecond: m((r) => r.deliveriesPerSecond),
+      ratioToOne: 0,
+      claims: m((r) => r.claims),
+      emptyClaims: m((r) => r.emptyClaims),
+      shortClaims: m((r) => r.shortClaims),
+      statementsPerDelivery: m((r) => r.statementsPerDelivery),
+      pgCpuMsPerDelivery: m((r) => r.pgCpuMsPerDelivery),
+      simulatorCpuMsPerDelivery: m((r) => r.simulatorCpuMsPerDelivery),
+      lockWaitSamples: m((r) => r.lockWaitSamples),
+      advisoryWaitSamples: m((r) => r.advisoryWaitSamples),
+      meanWaiting: m((r) => r.meanWaiting),
+      deadTuplesAfter: m((r) => r.deadTuplesAfter),
+      hotUpdateShare: m((r) => r.hotUpdateShare),
+      claimIndexBytesBefore: m((r) => r.claimIndexBytesBefore),
+      claimIndexBytesAfter: m((r) => r.claimIndexBytesAfter),
+      autovacuums: m((r) => r.autovacuums),
+    };
+  });
+  const base = table[0]!.deliveriesPerSecond;
+  for (const r of table) r.ratioToOne = round3(r.deliveriesPerSecond / base);
+  await server.admin.query('DROP DATABASE IF EXISTS sim_seed');
+  return table;
+}
+
+/**
+ * Fills `deliveries` with `rows` queued rows over `backends` backends by copying one row made by the
+ * store (raw SQL: a million createBatch calls would measure the seeding, not the poll).
+ */
+async function fillQueue(knex: Knex, rows: number, backends: number): Promise<void> {
+  const store = new DatabaseDeliveryStore(knex);
+  const names = Array.from({ length: backends }, (_, i) => `b${String(i).padStart(2, '0')}`);
+  await store.createBatch(backlog(backends, names));
+  const perBackend = Math.ceil(rows / backends) - 1;
+  // Generated columns (recipient_keys) cannot be written: copy every other column.
+  const columns = (
+    await knex.raw<{ rows: { column_name: string }[] }>(
+      `SELECT column_name FROM information_schema.columns
+        WHERE table_name = 'deliveries' AND table_schema = current_schema() AND is_generated = 'NEVER'
+        ORDER BY ordinal_position`,
+    )
+  ).rows
+    .map((r) => `"${r.column_name}"`)
+    .join(', ');
+  for (let done = 0; done < perBackend; done += 100_000) {
+    const n = Math.min(100_000, perBackend - done);
+    await knex.raw(
+      `INSERT INTO deliveries (${columns})
+       SELECT ${columns} FROM (
+         SELECT (jsonb_populate_record(NULL::deliveries, to_jsonb(d) || jsonb_build_object(
+                  'id', gen_random_uuid(), 'content_hash', 'c' || g,
+                  'next_attempt_at', d.next_attempt_at + g * interval '1 microsecond'))).*
+           FROM deliveries d CROSS JOIN generate_series(?::int + 1, ?::int + ?::int) g
+          WHERE d.content_hash LIKE 'h%') copied`,
+      [done, done, n],
+    );
+  }
+}
+
+async function dueCase(server: Server, db: string, label: string, calls = 30): Promise<DueBackendsRow> {
+  const knex = await server.pool(db, 2);
+  const store = new DatabaseDeliveryStore(knex);
+  await store.dueBackends(new Date());
+  const probe = new Client({ connectionString: server.dbUrl(db) });
+  await probe.connect();
+  const rows = Number(
+    await one(probe, "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'retrying')"),
+  );
+  await probe.end();
+  const like = 'WITH RECURSIVE pairs%';
+  const s0 = await statementsIn(server.admin, db, like);
+  const cpu = cpuMark([processTreeSource('postgres', server.pgPid)]);
+  const times: number[] = [];
+  let found = 0;
+  for (let i = 0; i < calls; i++) {
+    const t = performance.now();
+    found = (await store.dueBackends(new Date())).length;
+    times.push(performance.now() - t);
+  }
+  const spent = cpu.spent();
+  const s1 = await statementsIn(server.admin, db, like);
+  return {
+    case: label,
+    rows,
+    msPerCall: round3(median(times)),
+    sharedBlocksPerCall: round3((s1.blocks - s0.blocks) / Math.max(1, s1.calls - s0.calls)),
+    pgCpuMsPerCall: round3((spent.postgres ?? 0) / calls),
+    backendsFound: found,
+  };
+}
+
+/** dueBackends on a large backlog against a small one, all due and with leased heads. */
+export async function runDueBackends(server: Server): Promise<DueBackendsRow[]> {
+  const sizes = [
+    { db: 'due_small', rows: SMALL_BACKLOG },
+    { db: 'due_large', rows: LARGE_BACKLOG },
+  ];
+  for (const s of sizes)
+    await templateDatabase(server, s.db, (knex) => fillQueue(knex, s.rows, DUE_BACKENDS));
+  const results: DueBackendsRow[] = [];
+  const leaseHeads = async (db: string, leased: number) => {
+    const c = new Client({ connectionString: server.dbUrl(db) });
+    await c.connect();
+    // `leased` due rows at the head of each backend leased (attempts in flight), the rest not due
+    // yet: the poll must step over the leased rows to learn that nothing of the backend is due.
+    await c.query(
+      `WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY backend ORDER BY next_attempt_at) AS r FROM deliveries)
+       UPDATE deliveries d SET
+         lease_owner = CASE WHEN r.r <= ${leased} THEN 'someone' END,
+         lease_expires_at = CASE WHEN r.r <= ${leased} THEN now() + interval '1 hour' END,
+         next_attempt_at = CASE WHEN r.r <= ${leased} THEN d.next_attempt_at ELSE now() + interval '1 hour' END
+       FROM ranked r WHERE r.id = d.id`,
+    );
+    await c.query('VACUUM ANALYZE deliveries');
+    await c.end();
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
+      results.push(await dueCase(server, s.db, 'all due'));
+    }
+  }
+  for (const leased of [0, LEASED_PER_BACKEND]) {
+    for (const s of sizes) await leaseHeads(s.db, leased);
+    const label = leased === 0 ? 'none due (all retrying later)' : `${leased} leased per backend, rest later`;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
+        results.push(await dueCase(server, s.db, label));
+      }
+    }
+  }
+  // Medians per (case, rows).
+  const groups = new Map<string, DueBackendsRow[]>();
+  for (const r of results)
+    groups.set(`${r.case}|${r.rows}`, [...(groups.get(`${r.case}|${r.rows}`) ?? []), r]);
+  return [...groups.values()].map((g) => ({
+    case: g[0]!.case,
+    rows: g[0]!.rows,
+    msPerCall: round3(median(g.map((r) => r.msPerCall))),
+    sharedBlocksPerCall: round3(median(g.map((r) => r.sharedBlocksPerCall))),
+    pgCpuMsPerCall: round3(median(g.map((r) => r.pgCpuMsPerCall))),
+    backendsFound: g[0]!.backendsFound,
+  }));
+}
+
+async function sequencerRound(
+  server: Server,
+  n: number,
+  round: number,
+): Promise<Omit<SequencerRow, 'ratioToOne'>> {
+  const db = `seq_${n}_${round}`;
+  await server.admin.query(`CREATE DATABASE ${db} TEMPLATE seq_empty`);
+  const pools: Knex[] = [];
+  const probe = new Client({ connectionString: server.dbUrl(db) });
+  await probe.connect();
+  try {
+    for (let i = 0; i < n; i++) pools.push(await server.pool(db));
+    await Promise.all(pools.map((k) => k.raw('SELECT 1')));
+    const stores = pools.map((k) => new DatabaseDeliveryStore(k));
+    const perWriter = Math.ceil(SEQUENCER_EVENTS / n);
+    const total = perWriter * n;
+    const passes0 = await statementsIn(server.admin, db, '%delivery_events_sequence%');
+    const cpu = cpuMark([processTreeSource('postgres', server.pgPid)]);
+    const waits = sampleWaits(server.admin, db);
+    const started = performance.now();
+    await Promise.all(
+      stores.map((store, w) => sendAll(backlog(perWriter, [`w${w}`]), 16, (d) => store.create(d))),
+    );
+    const deadline = Date.now() + 300_000;
+    while (Number(await one(probe, 'SELECT last_seq FROM delivery_event_counter WHERE id = 1')) < total) {
+      if (Date.now() > deadline) throw new Error(`sequencer: N = ${n}: events not all numbered in 5 minutes`);
+      await sleep(5);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const sampled = await waits.stop();
+    const spent = cpu.spent();
+    const passes = (await statementsIn(server.admin, db, '%delivery_events_sequence%')).calls - passes0.calls;
+    const { rows } = await probe.query<{
+      n: string;
+      distinct_seq: string;
+      max_seq: string;
+      unnumbered: string;
+    }>(
+      `SELECT count(*) AS n, count(DISTINCT seq) AS distinct_seq, coalesce(max(seq), 0) AS max_seq,
+              count(*) FILTER (WHERE seq IS NULL) AS unnumbered FROM delivery_events`,
+    );
+    const r = rows[0]!;
+    if (
+      Number(r.n) !== total ||
+      Number(r.distinct_seq) !== total ||
+      Number(r.max_seq) !== total ||
+      Number(r.unnumbered) !== 0
+    ) {
+      throw new Error(
+        `sequencer: N = ${n}: numbering not gap-free and complete: ${JSON.stringify(r)} for ${total} events`,
+      );
+    }
+    return {
+      writers: n,
+      events: total,
+      eventsPerSecond: Math.round(total / seconds),
+      sequencerPasses: passes,
+      eventsPerPass: round3(total / Math.max(1, passes)),
+      advisoryWaitSamples: round3(sampled.advisory / Math.max(1, sampled.samples)),
+      pgCpuMsPerEvent: round3((spent.postgres ?? 0) / total),
+    };
+  } finally {
+    await probe.end();
+    for (const k of pools) await k.destroy();
+    await server.admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+  }
+}
+
+/** The event sequencer under N concurrent writers. */
+export async function runSequencer(server: Server): Promise<SequencerRow[]> {
+  await templateDatabase(server, 'seq_empty');
+  const byN = new Map<number, Omit<SequencerRow, 'ratioToOne'>[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const n of round % 2 === 0 ? REPLICAS : [...REPLICAS].reverse()) {
+      const row = await sequencerRound(server, n, round);
+      process.stdout.write(`  sequencer round ${round} ${JSON.stringify(row)}\n`);
+      byN.set(n, [...(byN.get(n) ?? []), row]);
+    }
+  }
+  const table = REPLICAS.map((n) => {
+    const rows = byN.get(n)!;
+    const m = (f: (r: Omit<SequencerRow, 'ratioToOne'>) => number) => round3(median(rows.map(f)));
+    return {
+      writers: n,
+      events: rows[0]!.events,
+      eventsPerSecond: m((r) => r.eventsPerSecond),
+      ratioToOne: 0,
+      sequencerPasses: m((r) => r.sequencerPasses),
+      eventsPerPass: m((r) => r.eventsPerPass),
+      advisoryWaitSamples: m((r) => r.advisoryWaitSamples),
+      pgCpuMsPerEvent: m((r) => r.pgCpuMsPerEvent),
+    };
+  });
+  for (const r of table) r.ratioToOne = round3(r.eventsPerSecond / table[0]!.eventsPerSecond);
+  return table;
+}
+
+/** `npm run capacity -- replicas[:parts]`: runs the parts, prints the tables, writes the JSON. */
+export async function runReplicasCommand(arg: string): Promise<void> {
+  const parts = (arg.includes(':') ? arg.split(':')[1]!.split(',') : [...PARTS]) as Part[];
+  const unknown = parts.filter((p) => !PARTS.includes(p));
+  if (unknown.length > 0)
+    throw new Error(`capacity replicas: unknown parts ${unknown.join(', ')} (parts: ${PARTS.join(', ')})`);
+  const { server, stop } = await openServer();
+  const out: Record<string, unknown> = {};
+  try {
+    if (parts.includes('sim')) {
+      const rows = await runReplicaSim(server);
+      console.table(rows);
+      out.sim = rows;
+    }
+    if (parts.includes('due')) {
+      // A server of its own without fsync and full-page writes: the poll only reads, and seeding a
+      // million rows with production durability took longer than a bench run should on this machine.
+      const fast = await openServer(false);
+      try {
+        const rows = await runDueBackends(fast.server);
+        console.table(rows);
+        out.dueBackends = rows;
+      } finally {
+        await fast.stop();
+      }
+    }
+    if (parts.includes('sequencer')) {
+      const rows = await runSequencer(server);
+      console.table(rows);
+      out.sequencer = rows;
+    }
+  } finally {
+    await stop();
+  }
+  const dir = join(__dirname, '../../../test-artifacts');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'capacity-replicas.json'), `${JSON.stringify(out, null, 2)}\n`);
+}
