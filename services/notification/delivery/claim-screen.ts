@@ -89,6 +89,7 @@ async function stop(screen: ClaimScreen, r: DeliveryRecord): Promise<void> {
     failure: 'recipient_suppressed',
     nextAttemptAt: null,
     now: screen.clock(),
+    createdAt: r.createdAt,
   });
   if (!updated) return;
   screen.suppression.countStopped(r.channel, 'stopped');
