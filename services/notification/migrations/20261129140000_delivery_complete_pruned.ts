@@ -13,8 +13,8 @@
  * Same signature, so both sides of a rolling deploy keep working: an outcome without `created_at`
  * (a replica still on the previous code) has it looked up by id alone first (every partition probed,
  * as before), then goes the same way; a replica on this code against the previous function sends a
- * key `jsonb_to_recordset` there ignores. `p_ids` is kept for the signature and no longer read: an
- * `id = ANY(p_ids)` condition would let the planner scan every partition by it instead.
+ * key `jsonb_to_recordset` there ignores. `p_ids` is read only by that fallback lookup: an
+ * `id = ANY(p_ids)` condition on the UPDATE would let the planner scan every partition by it.
  * Hash and merge joins are off for this function (as for the claim): the plan is a nested loop
  * from the outcomes into the partitions, whatever the statistics say.
  */
@@ -38,7 +38,8 @@ const COMPLETE = `
     WITH c AS (
       SELECT o.id, o.owner, o.status, o.attempt, o.next_attempt_at, o.next_delay_ms, o.backend,
         o.failure, o.last_error, o.provider_reference, o.at, o.sent_at, o.finished_at,
-        COALESCE(o.created_at, (SELECT x.created_at FROM deliveries x WHERE x.id = o.id)) AS created_at
+        COALESCE(o.created_at, (SELECT x.created_at FROM deliveries x
+          WHERE x.id = o.id AND x.id = ANY(p_ids))) AS created_at
       FROM jsonb_to_recordset(p_outcomes) AS o(id uuid, owner text, status text, attempt text,
         next_attempt_at timestamptz, next_delay_ms double precision, backend text, failure text,
         last_error text, provider_reference text, at timestamptz, sent_at timestamptz,
