@@ -64,7 +64,7 @@ export async function screenClaimed(
     for (const r of checked) {
       const now = screen.clock();
       const nextAttemptAt = new Date(now.getTime() + screen.deferMs(r));
-      await screen.store.defer(r.id, screen.owner, { nextAttemptAt, now });
+      await screen.store.defer(r.id, screen.owner, { nextAttemptAt, now, createdAt: r.createdAt });
     }
     return rest;
   }

@@ -106,6 +106,8 @@ export interface AttemptResult {
 export interface DeferRequest {
   nextAttemptAt: Date;
   now: Date;
+  /** The record's `created_at` as claimed: only its partition is probed (as AttemptResult.createdAt). */
+  createdAt?: Date;
 }
 
 /**

@@ -230,4 +230,36 @@ describe('delivery_complete on weekly partitions', () => {
     );
     expect(events[0]!.n).toBe(3);
   });
+  it('defer with the claimed created_at updates the row, and its plan reads only that partition', async () => {
+    const store = new DatabaseDeliveryStore(knex);
+    const [r, other] = await claim(store, 'defer', 2);
+    const now = new Date();
+    const request = { nextAttemptAt: new Date(now.getTime() + 60_000), now, createdAt: r!.createdAt };
+    const sent: { sql: string; bindings: unknown[] }[] = [];
+    const listener = (q: { sql: string; bindings?: unknown[] }) =>
+      sent.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    knex.on('query', listener);
+    expect(await store.defer(r!.id, 'defer', request)).toBe(true);
+    knex.removeListener('query', listener);
+    // Lease gone: a second defer by the same owner finds nothing.
+    expect(await store.defer(r!.id, 'defer', request)).toBe(false);
+    // Without created_at (by id alone) it still works; another owner's defer does not.
+    expect(await store.defer(other!.id, 'intruder', { ...request, createdAt: other!.createdAt })).toBe(false);
+    expect(await store.defer(other!.id, 'defer', { nextAttemptAt: request.nextAttemptAt, now })).toBe(true);
+    const { rows } = await client.query<{ lease_owner: string | null }>(
+      'SELECT lease_owner FROM deliveries WHERE id = ANY($1::uuid[])',
+      [[r!.id, other!.id]],
+    );
+    expect(rows.map((x) => x.lease_owner)).toEqual([null, null]);
+    let n = 0;
+    const sql = sent[0]!.sql.replace(/\?/g, () => `$${++n}`);
+    const plan = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) ${sql}`,
+      sent[0]!.bindings,
+    );
+    const scanned = nodes(plan.rows[0]!['QUERY PLAN'][0].Plan)
+      .map((x) => x['Relation Name'])
+      .filter((x): x is string => x !== undefined && x.startsWith('deliveries_p'));
+    expect(new Set(scanned).size).toBe(1);
+  });
 });
