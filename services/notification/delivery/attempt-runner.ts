@@ -149,6 +149,7 @@ export class AttemptRunner {
       const deferred = await store.defer(record.id, owner, {
         nextAttemptAt: route.waitUntil,
         now: this.clock(),
+        createdAt: record.createdAt,
       });
       if (deferred)
         this.log.info(

@@ -64,7 +64,7 @@ export async function screenClaimed(
     for (const r of checked) {
       const now = screen.clock();
       const nextAttemptAt = new Date(now.getTime() + screen.deferMs(r));
-      await screen.store.defer(r.id, screen.owner, { nextAttemptAt, now });
+      await screen.store.defer(r.id, screen.owner, { nextAttemptAt, now, createdAt: r.createdAt });
     }
     return rest;
   }
@@ -89,6 +89,7 @@ async function stop(screen: ClaimScreen, r: DeliveryRecord): Promise<void> {
     failure: 'recipient_suppressed',
     nextAttemptAt: null,
     now: screen.clock(),
+    createdAt: r.createdAt,
   });
   if (!updated) return;
   screen.suppression.countStopped(r.channel, 'stopped');

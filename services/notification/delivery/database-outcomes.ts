@@ -193,6 +193,7 @@ export class DatabaseOutcomeRecorder {
         last_error: (result.attempt ? result.attempt.error : result.lastError) ?? null,
         provider_reference: result.attempt?.providerReference ?? null,
         at: this.at(result.now),
+        created_at: result.createdAt?.toISOString() ?? null,
       };
     });
     // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of

@@ -75,12 +75,20 @@ export class DatabaseLeaseQueue {
   }
 
   async defer(id: string, owner: string, request: DeferRequest): Promise<boolean> {
+    // With the claimed created_at the planner prunes to the row's partition (README, "Completions by
+    // partition"; within a millisecond: the column holds microseconds).
+    const created = request.createdAt?.toISOString() ?? null;
     const found = rows<{ id: string }>(
       await this.knex.raw(
         `UPDATE deliveries SET next_attempt_at = COALESCE(?::timestamptz, now()) + ? * interval '1 millisecond',
            lease_owner = NULL, lease_expires_at = NULL, updated_at = COALESCE(?::timestamptz, now()),
            attempts_started = GREATEST(attempts_started - 1, 0)
-         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')
+         WHERE id = ? AND lease_owner = ? AND status IN ('pending', 'retrying')${
+           created === null
+             ? ''
+             : ` AND created_at > ?::timestamptz - interval '1 millisecond'
+           AND created_at < ?::timestamptz + interval '1 millisecond'`
+         }
          RETURNING id`,
         [
           this.at(request.now),
@@ -88,6 +96,7 @@ export class DatabaseLeaseQueue {
           this.at(request.now),
           id,
           owner,
+          ...(created === null ? [] : [created, created]),
         ],
       ),
     );

@@ -159,6 +159,7 @@ export class OutcomeRecorder {
         failure,
         backend: nextBackend,
         now,
+        createdAt: record.createdAt,
       }),
     );
     const log = {
@@ -222,6 +223,7 @@ export class OutcomeRecorder {
           failure: 'worker_died',
           nextAttemptAt: null,
           now,
+          createdAt: r.createdAt,
         }),
       );
       if (!updated) continue;

@@ -95,12 +95,19 @@ export interface AttemptResult {
    */
   backend?: string;
   now: Date;
+  /**
+   * The record's `created_at` as claimed: the database store finds the row by (id, created_at), so
+   * only its week's partition is probed (README, "Completions by partition"). Absent: by id alone.
+   */
+  createdAt?: Date;
 }
 
 /** A claimed record put back without an attempt (its backends' circuits are open). */
 export interface DeferRequest {
   nextAttemptAt: Date;
   now: Date;
+  /** The record's `created_at` as claimed: only its partition is probed (as AttemptResult.createdAt). */
+  createdAt?: Date;
 }
 
 /**

@@ -229,7 +229,7 @@ const CLAIM = `
   END
   $fn$`;
 
-const COMPLETE = `
+export const COMPLETE = `
   CREATE OR REPLACE FUNCTION delivery_complete(p_outcomes jsonb, p_ids uuid[])
   RETURNS SETOF deliveries
   LANGUAGE plpgsql VOLATILE

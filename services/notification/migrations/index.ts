@@ -31,6 +31,7 @@ import * as channelChecks from './20261128000900_channel_checks';
 import * as inboundSms from './20261128800000_inbound_sms';
 import * as deliveryActivity from './20261129000000_delivery_activity';
 import * as partitions from './20261129100000_partitions';
+import * as deliveryCompletePruned from './20261129140000_delivery_complete_pruned';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -62,6 +63,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261128800000_inbound_sms', ...inboundSms },
   { name: '20261129000000_delivery_activity', ...deliveryActivity },
   { name: '20261129100000_partitions', ...partitions },
+  { name: '20261129140000_delivery_complete_pruned', ...deliveryCompletePruned },
 ];
 
 /** The knex table that records which notification migrations ran. */
