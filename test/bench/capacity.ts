@@ -20,7 +20,7 @@
  * one queue, dueBackends on a large backlog, the event sequencer under N writers). CAPACITY_MESSAGES=N sets the messages per row (default 2000). Prints a table and
  * writes test-artifacts/capacity.json.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -39,7 +39,7 @@ import { startCluster } from '../support/postgres-cluster';
 import { sendAll } from '../support/send-all';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess } from '../support/smtp-peer-process';
-import { cpuMark, pidSource, processTreeSource } from './cpu-accounting';
+import { cpuMark, pidSource, postmasterPid, processTreeSource } from './cpu-accounting';
 import { printPartitions, runPartitions } from './partitions';
 import { runReplicasCommand } from './replicas';
 
@@ -107,19 +107,6 @@ async function openProbe(serverUrl: string): Promise<Probe> {
       await admin.end();
     },
   };
-}
-
-async function postmasterPid(serverUrl: string): Promise<number> {
-  const client = new Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ dir: string }>(
-      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
-    );
-    return Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Waits until `done()` holds, polling every 100 ms, for at most ten minutes. */
@@ -213,6 +200,7 @@ export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<Capa
     clients.push(notifications, inbox, notify, templates, users);
     probe = await openProbe(cluster.url);
     const pgPid = await postmasterPid(cluster.url);
+    if (pgPid === undefined) throw new Error('capacity: the PostgreSQL postmaster pid cannot be read');
     const sources = [processTreeSource('postgres', pgPid), pidSource('service', service.child.pid)];
 
     // Notify's setup: templates for each channel and one user per message (a user's own rows).

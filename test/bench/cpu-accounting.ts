@@ -9,6 +9,8 @@
  * reaped (the postmaster's cutime/cstime), so connections that come and go are counted too.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
 
 /** Linux clock ticks per second (`getconf CLK_TCK`): 100 on every platform Node runs on Linux. */
 const TICKS_PER_SECOND = 100;
@@ -149,5 +151,25 @@ export class CpuTally {
         .map(([name, v]) => `${name} ${v.toFixed(3)}`);
       return `${side}: ${parts.join(' + ')} = ${row.total!.toFixed(3)} CPU-ms/${unit}`;
     });
+  }
+}
+
+/**
+ * The postmaster's pid of the PostgreSQL server behind `url` when it runs on this machine (its
+ * data directory's postmaster.pid is readable), else undefined: its CPU is then not accounted.
+ */
+export async function postmasterPid(url: string): Promise<number | undefined> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ dir: string }>(
+      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
+    );
+    const pid = Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end();
   }
 }

@@ -31,7 +31,7 @@
  *   profile is written to <dir>/<pid>.cpuprofile when the service exits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -55,7 +55,14 @@ import { sendAll } from '../support/send-all';
 import { EchoService } from '../../shared/gen/svc/testing/v1/echo_pb';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { startSmtpPeerProcess, type SmtpPeerProcess as SmtpPeer } from '../support/smtp-peer-process';
-import { CpuTally, pidSource, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
+import {
+  CpuTally,
+  pidSource,
+  postmasterPid,
+  processTreeSource,
+  selfSource,
+  type CpuSource,
+} from './cpu-accounting';
 import { startGrpcHopMailer } from './grpc-hop-mailer';
 import { median, type BenchRow } from './measure';
 import { startRawEchoProcess } from './raw-echo-server';
@@ -80,26 +87,6 @@ async function arrivals(peer: SmtpPeer, count: number): Promise<void> {
     await Promise.race([peer.whenAccepted(count), timeout]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/**
- * The postmaster's pid of the server behind `url` when it runs on this machine (its data directory's
- * postmaster.pid is readable), else undefined: its CPU is then not accounted.
- */
-async function postmasterPid(url: string): Promise<number | undefined> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ dir: string }>(
-      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
-    );
-    const pid = Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    await client.end();
   }
 }
 

@@ -32,8 +32,7 @@ import { compareThroughput, type BenchRow } from './measure';
 import { Pool } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { startCluster } from '../support/postgres-cluster';
-import { cpuMark, processTreeSource, selfSource } from './cpu-accounting';
-import { postmasterPid } from './push.bench';
+import { cpuMark, postmasterPid, processTreeSource, selfSource } from './cpu-accounting';
 
 const IN_FLIGHT = 32;
 const PER_ROUND = 600;

@@ -22,27 +22,7 @@ import { NotificationService } from '../../shared/gen/svc/notification/v1/notifi
 import { ecKeys, startApnsPeer, type ApnsPeer } from '../notification/channels/push/push-peers';
 import { grpcClient, unary } from '../support/grpc-clients';
 import { compareThroughput, type BenchRow } from './measure';
-import { CpuTally, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
-import { Client } from 'pg';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
-/** The postmaster's pid of the server behind `url` when it runs here (else its CPU is not counted). */
-export async function postmasterPid(url: string): Promise<number | undefined> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ dir: string }>(
-      "SELECT setting AS dir FROM pg_settings WHERE name = 'data_directory'",
-    );
-    const pid = Number(readFileSync(join(rows[0]!.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    await client.end();
-  }
-}
+import { CpuTally, postmasterPid, processTreeSource, selfSource, type CpuSource } from './cpu-accounting';
 
 // PUSH_BENCH_N shrinks the run for a quick look; the issue's figures are for 10,000.
 const N = Number(process.env.PUSH_BENCH_N ?? 10_000);
