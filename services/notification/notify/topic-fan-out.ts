@@ -14,7 +14,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock, type Timers } from '../../../shared/runtime/clock';
 import { newId } from '../../../shared/runtime/ids';
-import type { UserDirectory } from '../users/types';
+import type { User, UserDirectory } from '../users/types';
 import type { FanOut } from './fan-out';
 import type { CategoryConfig } from './config';
 import type { FanOutResult, NewChild, NotificationStore } from './store';
@@ -27,7 +27,7 @@ export const TOPIC_CURSOR_END = '$end';
 /** Options of TopicFanOut. */
 export interface TopicFanOutOptions {
   store: NotificationStore;
-  directory: Pick<UserDirectory, 'findUser' | 'listTopicSubscribers'>;
+  directory: Pick<UserDirectory, 'findUsers' | 'listTopicSubscribers'>;
   fanOut: FanOut;
   /** The category of a job's notification (the Notifier's lookup). */
   category: (name: string) => CategoryConfig;
@@ -37,7 +37,7 @@ export interface TopicFanOutOptions {
   leaseMs?: number;
   /** How often an idle runner looks for a job (default 1 s; `wake` starts one at once). */
   pollMs?: number;
-  /** Members fanned out at once (default 16). */
+  /** Members fanned out at once, read in one query and saved in one commit (default 16). */
   concurrency?: number;
   owner?: string;
   clock?: Clock;
@@ -166,8 +166,11 @@ export class TopicFanOut {
    */
   private async fanOutMembers(members: readonly NotificationRecord[], job: TopicJob): Promise<void> {
     for (let i = 0; i < members.length; i += this.concurrency) {
+      const group = members.slice(i, i + this.concurrency);
+      // The group's users in one read (two statements), just before the group is sent.
+      const users = await this.options.directory.findUsers(group.map((m) => m.userId!));
       const settled = await Promise.allSettled(
-        members.slice(i, i + this.concurrency).map((m) => this.fanOutMember(m, job)),
+        group.map((m) => this.fanOutMember(m, users.get(m.userId!), job)),
       );
       const done: FanOutResult[] = [];
       let failure: { reason: unknown } | undefined;
@@ -181,9 +184,12 @@ export class TopicFanOut {
   }
 
   /** One member: rendered with its own data (RENDER_FAILED lines when that fails), then sent. */
-  private async fanOutMember(member: NotificationRecord, job: TopicJob): Promise<FanOutResult> {
-    const { directory, fanOut } = this.options;
-    const user = await directory.findUser(member.userId!);
+  private async fanOutMember(
+    member: NotificationRecord,
+    user: User | undefined,
+    job: TopicJob,
+  ): Promise<FanOutResult> {
+    const { fanOut } = this.options;
     if (!user) {
       // Deleted since it subscribed: nothing to send, nothing to keep.
       return { id: member.id, lines: [] };
