@@ -135,7 +135,8 @@ export class DatabaseUserStore implements UserStore {
       if (!list) byUser.set(d.user_id, (list = []));
       list.push(toDevice(d));
     }
-    for (const row of users) found.set(row.user_id, { ...toRecord(row), devices: byUser.get(row.user_id) ?? [] });
+    for (const row of users)
+      found.set(row.user_id, { ...toRecord(row), devices: byUser.get(row.user_id) ?? [] });
     return found;
   }
 
