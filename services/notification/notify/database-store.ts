@@ -373,14 +373,20 @@ export class DatabaseNotificationStore implements NotificationStore {
 
   async saveFanOuts(entries: readonly FanOutResult[]): Promise<void> {
     if (entries.length === 0) return;
-    if (entries.length === 1) return this.saveFanOut(entries[0]!.id, entries[0]!.lines, entries[0]!.request);
     const ids = [...new Set(entries.map((e) => e.id))].sort();
     const list = ids.map(() => '?').join(', ');
     await this.knex.transaction(async (trx) => {
       // The notification rows first, in id order, as cancel and finishDue take them: no deadlock.
-      await trx.raw(`SELECT id FROM notifications WHERE id IN (${list}) ORDER BY id FOR UPDATE`, ids);
+      const locked = new Set(
+        rows<{ id: string }>(
+          await trx.raw(`SELECT id FROM notifications WHERE id IN (${list}) ORDER BY id FOR UPDATE`, ids),
+        ).map((r) => r.id),
+      );
+      // A member erased meanwhile (DeleteUser) is gone: nothing of it is written, the others are.
+      const kept = entries.filter((e) => locked.has(e.id));
+      if (kept.length === 0) return;
       await trx.raw(`DELETE FROM notification_channels WHERE notification_id IN (${list})`, ids);
-      const lines = entries.flatMap((e) => e.lines.map((l, position) => lineRow(e.id, position, l)));
+      const lines = kept.flatMap((e) => e.lines.map((l, position) => lineRow(e.id, position, l)));
       if (lines.length > 0) await trx.raw(INSERT_LINES, [JSON.stringify(lines)]);
       await trx.raw(
         `UPDATE notifications n SET status = 'fanned_out', updated_at = now(), due_at = u.due_at,
@@ -389,7 +395,7 @@ export class DatabaseNotificationStore implements NotificationStore {
          WHERE n.id = u.id`,
         [
           JSON.stringify(
-            entries.map((e) => {
+            kept.map((e) => {
               const dueAt = earliestHold(e.lines);
               return {
                 id: e.id,
