@@ -6,7 +6,13 @@
  */
 import type { Knex } from 'knex';
 import { toNumber } from '../../../shared/storage/database';
-import type { NewChild, NotificationFilter, NotificationPage, NotificationStore } from './store';
+import type {
+  FanOutResult,
+  NewChild,
+  NotificationFilter,
+  NotificationPage,
+  NotificationStore,
+} from './store';
 import type {
   ChannelLine,
   DueNotification,
@@ -112,37 +118,38 @@ function parseRequest(value: TopicRequest | string | null): TopicRequest {
   return request ?? { data: {}, overrides: [] };
 }
 
+/** A line as jsonb_to_recordset reads it (INSERT_LINES). */
+function lineRow(id: string, position: number, l: ChannelLine) {
+  return {
+    notification_id: id,
+    position,
+    channel: l.channel,
+    contact: l.contact,
+    message_id: l.messageId,
+    skip_reason: l.skipped,
+    error: l.error,
+    locale: l.locale,
+    held_until: l.heldUntil ? l.heldUntil.toISOString() : null,
+    hold_reason: l.holdReason ?? null,
+    throttled_by: l.throttledBy ?? null,
+    digest_id: l.digestId ?? null,
+  };
+}
+
+/** Inserts the lines of one or more notifications (a jsonb array of `lineRow`s) in one statement. */
+const INSERT_LINES = `INSERT INTO notification_channels (notification_id, position, channel, contact, message_id,
+    skip_reason, error, locale, held_until, hold_reason, throttled_by, digest_id)
+  SELECT l.notification_id, l.position, l.channel, l.contact, l.message_id, l.skip_reason, l.error,
+    l.locale, l.held_until, l.hold_reason, l.throttled_by, l.digest_id
+  FROM jsonb_to_recordset(?::jsonb) AS l(notification_id uuid, position int, channel text, contact text,
+    message_id text, skip_reason text, error text, locale text, held_until timestamptz,
+    hold_reason text, throttled_by text, digest_id text)`;
+
 /** Replaces a notification's lines inside `trx`. */
 async function writeLines(trx: Knex.Transaction, id: string, lines: readonly ChannelLine[]): Promise<void> {
   await trx.raw('DELETE FROM notification_channels WHERE notification_id = ?', [id]);
   if (lines.length === 0) return;
-  await trx.raw(
-    `INSERT INTO notification_channels (notification_id, position, channel, contact, message_id,
-       skip_reason, error, locale, held_until, hold_reason, throttled_by, digest_id)
-     SELECT ?::uuid, l.position, l.channel, l.contact, l.message_id, l.skip_reason, l.error, l.locale,
-       l.held_until, l.hold_reason, l.throttled_by, l.digest_id
-     FROM jsonb_to_recordset(?::jsonb) AS l(position int, channel text, contact text, message_id text,
-       skip_reason text, error text, locale text, held_until timestamptz, hold_reason text,
-       throttled_by text, digest_id text)`,
-    [
-      id,
-      JSON.stringify(
-        lines.map((l, position) => ({
-          position,
-          channel: l.channel,
-          contact: l.contact,
-          message_id: l.messageId,
-          skip_reason: l.skipped,
-          error: l.error,
-          locale: l.locale,
-          held_until: l.heldUntil ? l.heldUntil.toISOString() : null,
-          hold_reason: l.holdReason ?? null,
-          throttled_by: l.throttledBy ?? null,
-          digest_id: l.digestId ?? null,
-        })),
-      ),
-    ],
-  );
+  await trx.raw(INSERT_LINES, [JSON.stringify(lines.map((l, position) => lineRow(id, position, l)))]);
 }
 
 /** The earliest held line's release (ISO), or null. */
@@ -360,6 +367,44 @@ export class DatabaseNotificationStore implements NotificationStore {
            request = ?::jsonb, lease_owner = NULL, lease_expires_at = NULL
          WHERE id = ?`,
         [dueAt, dueAt ? JSON.stringify(request ?? { data: {}, overrides: [] }) : null, id],
+      );
+    });
+  }
+
+  async saveFanOuts(entries: readonly FanOutResult[]): Promise<void> {
+    if (entries.length === 0) return;
+    const ids = [...new Set(entries.map((e) => e.id))].sort();
+    const list = ids.map(() => '?').join(', ');
+    await this.knex.transaction(async (trx) => {
+      // The notification rows first, in id order, as cancel and finishDue take them: no deadlock.
+      const locked = new Set(
+        rows<{ id: string }>(
+          await trx.raw(`SELECT id FROM notifications WHERE id IN (${list}) ORDER BY id FOR UPDATE`, ids),
+        ).map((r) => r.id),
+      );
+      // A member erased meanwhile (DeleteUser) is gone: nothing of it is written, the others are.
+      const kept = entries.filter((e) => locked.has(e.id));
+      if (kept.length === 0) return;
+      await trx.raw(`DELETE FROM notification_channels WHERE notification_id IN (${list})`, ids);
+      const lines = kept.flatMap((e) => e.lines.map((l, position) => lineRow(e.id, position, l)));
+      if (lines.length > 0) await trx.raw(INSERT_LINES, [JSON.stringify(lines)]);
+      await trx.raw(
+        `UPDATE notifications n SET status = 'fanned_out', updated_at = now(), due_at = u.due_at,
+           request = u.request, lease_owner = NULL, lease_expires_at = NULL
+         FROM jsonb_to_recordset(?::jsonb) AS u(id uuid, due_at timestamptz, request jsonb)
+         WHERE n.id = u.id`,
+        [
+          JSON.stringify(
+            kept.map((e) => {
+              const dueAt = earliestHold(e.lines);
+              return {
+                id: e.id,
+                due_at: dueAt,
+                request: dueAt ? (e.request ?? { data: {}, overrides: [] }) : null,
+              };
+            }),
+          ),
+        ],
       );
     });
   }

@@ -3,7 +3,13 @@
  * store, in one process. Leases use the given clock.
  */
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import type { NewChild, NotificationFilter, NotificationPage, NotificationStore } from './store';
+import type {
+  FanOutResult,
+  NewChild,
+  NotificationFilter,
+  NotificationPage,
+  NotificationStore,
+} from './store';
 import type {
   ChannelLine,
   DueNotification,
@@ -202,6 +208,13 @@ export class InMemoryNotificationStore implements NotificationStore {
     const r = this.records.get(id);
     if (!r) return;
     this.writeLines(r, lines, request ?? { data: {}, overrides: [] });
+  }
+
+  async saveFanOuts(entries: readonly FanOutResult[]): Promise<void> {
+    for (const e of entries) {
+      const r = this.records.get(e.id);
+      if (r) this.writeLines(r, e.lines, e.request ?? { data: {}, overrides: [] });
+    }
   }
 
   /** Lines saved, fanned out; due at the earliest held line (the request kept), or done. */

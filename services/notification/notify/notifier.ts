@@ -73,7 +73,7 @@ export interface NotificationListPage {
 export interface NotifierOptions extends Omit<FanOutOptions, 'categories' | 'logger' | 'clock'> {
   config: NotifyConfig;
   store: NotificationStore;
-  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
+  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
   /** Where GetNotification reads each delivery's current status. */
   deliveries: Pick<DeliveryPipeline, 'get'>;
   /** Told when a topic notification is recorded (the runner starts at once). */

@@ -9,7 +9,7 @@ import type { UnsubscribeHeaders } from './fan-out';
 
 /** The ports the notify area reads. */
 export interface NotifyPorts {
-  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
+  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
   preferences: Pick<PreferenceBook, 'isEnabled'>;
   renderer: TemplateRenderer;
   unsubscribeHeaders: UnsubscribeHeaders;

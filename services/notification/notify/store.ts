@@ -31,6 +31,14 @@ export interface NotificationFilter {
 /** A member's notification a topic page creates. */
 export type NewChild = NewNotification & { userId: string; parentId: string };
 
+/** One notification's fan-out to save (`saveFanOuts`). */
+export interface FanOutResult {
+  id: string;
+  lines: readonly ChannelLine[];
+  /** Kept when a line is held. */
+  request?: TopicRequest;
+}
+
 /** Storage of notifications. */
 export interface NotificationStore {
   /**
@@ -58,6 +66,12 @@ export interface NotificationStore {
    * (`heldUntil`), `request` is kept and the notification is due at the earliest `heldUntil`.
    */
   saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void>;
+  /**
+   * `saveFanOut` of several notifications in ONE commit (a topic page's members: a few statements
+   * for the whole group instead of a few per member). Rows are locked in id order (one lock order
+   * with cancel and finishDue: no deadlock). Unknown ids are left alone.
+   */
+  saveFanOuts(entries: readonly FanOutResult[]): Promise<void>;
   /**
    * Retention: deletes up to `limit` notifications created before `before`, oldest first (their lines
    * and topic members with them), except topic notifications whose fan-out has not finished and

@@ -14,10 +14,10 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock, type Timers } from '../../../shared/runtime/clock';
 import { newId } from '../../../shared/runtime/ids';
-import type { UserDirectory } from '../users/types';
+import type { User, UserDirectory } from '../users/types';
 import type { FanOut } from './fan-out';
 import type { CategoryConfig } from './config';
-import type { NewChild, NotificationStore } from './store';
+import type { FanOutResult, NewChild, NotificationStore } from './store';
 import type { NotificationRecord, TopicJob } from './types';
 import { LeaseLoop } from './schedule/lease-loop';
 
@@ -27,7 +27,7 @@ export const TOPIC_CURSOR_END = '$end';
 /** Options of TopicFanOut. */
 export interface TopicFanOutOptions {
   store: NotificationStore;
-  directory: Pick<UserDirectory, 'findUser' | 'listTopicSubscribers'>;
+  directory: Pick<UserDirectory, 'findUsers' | 'listTopicSubscribers'>;
   fanOut: FanOut;
   /** The category of a job's notification (the Notifier's lookup). */
   category: (name: string) => CategoryConfig;
@@ -37,7 +37,7 @@ export interface TopicFanOutOptions {
   leaseMs?: number;
   /** How often an idle runner looks for a job (default 1 s; `wake` starts one at once). */
   pollMs?: number;
-  /** Members fanned out at once (default 16). */
+  /** Members fanned out at once, read in one query and saved in one commit (default 16). */
   concurrency?: number;
   owner?: string;
   clock?: Clock;
@@ -157,20 +157,42 @@ export class TopicFanOut {
     return total;
   }
 
+  /**
+   * Fans out `concurrency` members at once and saves each group's fan-outs in ONE commit
+   * (`saveFanOuts`): the members sent but not yet saved when a process dies are at most the group in
+   * flight, as with one commit per member (their deliveries are keyed, so a redo submits none twice).
+   * A member that fails leaves the others of its group saved, then the error goes up (the job is
+   * retried at lease expiry, the failed member still pending).
+   */
   private async fanOutMembers(members: readonly NotificationRecord[], job: TopicJob): Promise<void> {
     for (let i = 0; i < members.length; i += this.concurrency) {
-      await Promise.all(members.slice(i, i + this.concurrency).map((m) => this.fanOutMember(m, job)));
+      const group = members.slice(i, i + this.concurrency);
+      // The group's users in one read (two statements), just before the group is sent.
+      const users = await this.options.directory.findUsers(group.map((m) => m.userId!));
+      const settled = await Promise.allSettled(
+        group.map((m) => this.fanOutMember(m, users.get(m.userId!), job)),
+      );
+      const done: FanOutResult[] = [];
+      let failure: { reason: unknown } | undefined;
+      for (const s of settled) {
+        if (s.status === 'fulfilled') done.push(s.value);
+        else failure ??= s;
+      }
+      await this.options.store.saveFanOuts(done);
+      if (failure) throw failure.reason;
     }
   }
 
   /** One member: rendered with its own data (RENDER_FAILED lines when that fails), then sent. */
-  private async fanOutMember(member: NotificationRecord, job: TopicJob): Promise<void> {
-    const { store, directory, fanOut } = this.options;
-    const user = await directory.findUser(member.userId!);
+  private async fanOutMember(
+    member: NotificationRecord,
+    user: User | undefined,
+    job: TopicJob,
+  ): Promise<FanOutResult> {
+    const { fanOut } = this.options;
     if (!user) {
       // Deleted since it subscribed: nothing to send, nothing to keep.
-      await store.saveFanOut(member.id, []);
-      return;
+      return { id: member.id, lines: [] };
     }
     let category: CategoryConfig;
     try {
@@ -184,12 +206,11 @@ export class TopicFanOut {
         { notificationId: member.parentId, category: member.category },
         'topic fan-out: the category is no longer configured; member left without a send',
       );
-      await store.saveFanOut(member.id, []);
-      return;
+      return { id: member.id, lines: [] };
     }
     const plans = await fanOut.plan(user, category, job.request.data, job.request.overrides, 'record');
     const lines = await fanOut.send(member, user, plans, job.request.data);
     // A held line keeps the request on the member until it is released.
-    await store.saveFanOut(member.id, lines, job.request);
+    return { id: member.id, lines, request: job.request };
   }
 }

@@ -113,6 +113,33 @@ export class DatabaseUserStore implements UserStore {
     return { ...toRecord(row), devices: await this.devicesOf(this.knex, userId) };
   }
 
+  async findMany(userIds: readonly string[]): Promise<Map<string, User>> {
+    const found = new Map<string, User>();
+    const ids = [...new Set(userIds)];
+    if (ids.length === 0) return found;
+    // Two statements for the whole group (users, then their devices), not two per user.
+    const users = rows<UserRow>(
+      await this.knex.raw('SELECT * FROM users WHERE user_id = ANY(?::text[])', [ids]),
+    );
+    if (users.length === 0) return found;
+    const devices = rows<DeviceRow & { user_id: string }>(
+      await this.knex.raw(
+        `SELECT user_id, token, platform, backend, registered_at FROM user_devices
+         WHERE user_id = ANY(?::text[]) ORDER BY user_id, registered_at, token COLLATE "C"`,
+        [users.map((u) => u.user_id)],
+      ),
+    );
+    const byUser = new Map<string, Device[]>();
+    for (const d of devices) {
+      let list = byUser.get(d.user_id);
+      if (!list) byUser.set(d.user_id, (list = []));
+      list.push(toDevice(d));
+    }
+    for (const row of users)
+      found.set(row.user_id, { ...toRecord(row), devices: byUser.get(row.user_id) ?? [] });
+    return found;
+  }
+
   async delete(userId: string): Promise<boolean> {
     // Devices and memberships go with the row (ON DELETE CASCADE).
     const deleted = rows<{ user_id: string }>(

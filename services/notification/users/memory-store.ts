@@ -52,6 +52,15 @@ export class InMemoryUserStore implements UserStore {
     return { ...copy(record), devices: this.devicesOf(userId) };
   }
 
+  async findMany(userIds: readonly string[]): Promise<Map<string, User>> {
+    const found = new Map<string, User>();
+    for (const id of userIds) {
+      const user = await this.find(id);
+      if (user) found.set(id, user);
+    }
+    return found;
+  }
+
   private devicesOf(userId: string): Device[] {
     return [...this.devices.values()]
       .filter((d) => d.userId === userId)

@@ -14,6 +14,8 @@ export interface UserStore {
   upsert(input: UserInput, now: Date): Promise<{ user: User; created: boolean }>;
   /** The user with its devices (oldest registration first), or undefined. */
   find(userId: string): Promise<User | undefined>;
+  /** `find` of several users at once (a topic fan-out's group): the ones that exist, by user id. */
+  findMany(userIds: readonly string[]): Promise<Map<string, User>>;
   /** Deletes the user, its devices and topic memberships; false when there was no such user. */
   delete(userId: string): Promise<boolean>;
   /**

@@ -65,6 +65,10 @@ export class UserDirectoryService implements UserDirectory {
     return this.store.find(this.userId(userId));
   }
 
+  async findUsers(userIds: readonly string[]): Promise<Map<string, User>> {
+    return this.store.findMany(userIds.map((id) => this.userId(id)));
+  }
+
   /**
    * Erases the users area's rows first (so a concurrent `Notify` finds no user and adds nothing the
    * erasers would miss), then runs every registered eraser in order. An eraser that fails fails the

@@ -34,7 +34,7 @@ import type { FanOutTargets } from '../../../services/notification/notify/fan-ou
 import type { DeliveryView } from '../../../services/notification/delivery/types';
 import type { Clock } from '../../../shared/runtime/clock';
 
-type DirectoryPart = Pick<UserDirectory, 'getUser' | 'findUser' | 'listTopicSubscribers'>;
+type DirectoryPart = Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
 
 /** A fake UserDirectory: users and topics in maps. */
 export class FakeDirectory implements DirectoryPart {
@@ -74,6 +74,15 @@ export class FakeDirectory implements DirectoryPart {
 
   async findUser(userId: string): Promise<User | undefined> {
     return this.users.get(userId);
+  }
+
+  async findUsers(userIds: readonly string[]): Promise<Map<string, User>> {
+    const found = new Map<string, User>();
+    for (const id of userIds) {
+      const user = this.users.get(id);
+      if (user) found.set(id, user);
+    }
+    return found;
   }
 
   async listTopicSubscribers(topic: string, pageSize: number, pageToken?: string): Promise<TopicPage> {

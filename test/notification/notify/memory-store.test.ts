@@ -3,6 +3,7 @@ import { NOTIFY_PURGE_BATCH, NotificationRetention } from '../../../services/not
 import { InMemoryDeliveryStore } from '../../../services/notification/delivery/memory-store';
 import { describeDeliveryEraseUser } from './delivery-erase-contract';
 import { InMemoryNotificationStore } from '../../../services/notification/notify/memory-store';
+import { describeTopicPages } from './topic-pages-contract';
 import { describeNotificationStoreContract, newNotification } from './store-contract';
 
 describeNotificationStoreContract('InMemoryNotificationStore', async () => ({
@@ -59,3 +60,5 @@ describe('NotificationRetention', () => {
     ]);
   });
 });
+
+describeTopicPages('InMemoryNotificationStore', async () => new InMemoryNotificationStore());

@@ -7,6 +7,7 @@ import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { requireVmModules } from '../inbox/support';
 import { describeDeliveryEraseUser } from './delivery-erase-contract';
+import { describeTopicPages } from './topic-pages-contract';
 import { describeNotificationStoreContract } from './store-contract';
 
 // One in-memory PGlite for the whole file: each instance costs seconds and hundreds of MB.
@@ -33,4 +34,9 @@ describeNotificationStoreContract('DatabaseNotificationStore on PGlite', async (
 describeDeliveryEraseUser(
   'DatabaseDeliveryStore on PGlite',
   async () => new DatabaseDeliveryStore(await pglite()),
+);
+
+describeTopicPages(
+  'DatabaseNotificationStore on PGlite',
+  async () => new DatabaseNotificationStore(await pglite()),
 );

@@ -7,6 +7,7 @@ import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { createTestDatabase } from '../../support/database';
 import { describeDeliveryEraseUser } from './delivery-erase-contract';
+import { describeTopicPages } from './topic-pages-contract';
 import { describeNotificationStoreContract } from './store-contract';
 
 let opened: Promise<{ knex: Knex; drop(): Promise<void> }> | undefined;
@@ -34,4 +35,9 @@ describeNotificationStoreContract('DatabaseNotificationStore on PostgreSQL', asy
 describeDeliveryEraseUser(
   'DatabaseDeliveryStore on PostgreSQL',
   async () => new DatabaseDeliveryStore(await postgres()),
+);
+
+describeTopicPages(
+  'DatabaseNotificationStore on PostgreSQL',
+  async () => new DatabaseNotificationStore(await postgres()),
 );

@@ -307,6 +307,45 @@ export function describeNotificationStoreContract(name: string, open: () => Prom
         expect(await claimMine(plain.id, 'owner-3')).toBeNull();
       });
 
+      it('saveFanOuts saves a group in one call: each its own lines (replacing old ones) and status, a held one due with its request, an unknown id ignored', async () => {
+        const held = newNotification({ userId: 'user-held-😀' });
+        const plain = newNotification({ userId: 'user-plain-משתמש' });
+        const empty = newNotification({ userId: 'user-empty-用户' });
+        for (const n of [held, plain, empty]) await store.create(n);
+        const line = (over: Partial<ChannelLine>): ChannelLine => ({
+          channel: 'inbox',
+          contact: '',
+          messageId: randomUUID(),
+          skipped: null,
+          error: null,
+          locale: 'en',
+          ...over,
+        });
+        // Old lines of `plain` (a redone fan-out) are replaced, not added to.
+        await store.saveFanOut(plain.id, [line({}), line({})]);
+        const plainLines = [line({ locale: 'he' }), line({ channel: 'email', contact: 'a***@example.com' })];
+        const heldLines = [
+          line({}),
+          line({ channel: 'sms', messageId: null, heldUntil: past(), holdReason: 'quiet_hours' }),
+        ];
+        await store.saveFanOuts([
+          { id: plain.id, lines: plainLines, request },
+          { id: randomUUID(), lines: [line({})] },
+          { id: held.id, lines: heldLines, request },
+          { id: empty.id, lines: [] },
+        ]);
+        await store.saveFanOuts([]);
+        expect(await store.get(plain.id)).toMatchObject({ status: 'fanned_out', channels: plainLines });
+        expect((await store.get(plain.id))!.channels).toHaveLength(2);
+        expect(await store.get(held.id)).toMatchObject({ status: 'fanned_out', channels: heldLines });
+        expect(await store.get(empty.id)).toMatchObject({ status: 'fanned_out', channels: [] });
+        // One claim (it leases every due item): only the held one of the three is due.
+        const due = (await store.claimDue('owner-1', 60_000, 1000)).map((d) => d.notification.id);
+        expect(due).toContain(held.id);
+        expect(due).not.toContain(plain.id);
+        expect(due).not.toContain(empty.id);
+      });
+
       it('cancel: a scheduled notification becomes cancelled (1) and is never claimed; again 0; an unknown id is null', async () => {
         const n = scheduled(past());
         await store.create(n, request);

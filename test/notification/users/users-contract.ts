@@ -115,6 +115,24 @@ export function describeUsersContract(name: string, open: () => Promise<UsersCon
         expect(await directory.findUser(newUserId())).toBeUndefined();
       });
 
+      it('findUsers reads several users at once as findUser does (devices in registration order), leaving unknown ones out', async () => {
+        const { directory } = make();
+        const a = newUserId('😀-用户-');
+        const b = newUserId('משתמש-');
+        const unknown = newUserId();
+        await directory.upsertUser(userInput(a, { emails: ['a@example.com'] }));
+        await directory.upsertUser(userInput(b));
+        await directory.registerDevice(b, { token: `tok-2-${b}`.padEnd(20, 'x'), platform: 'fcm' });
+        await directory.registerDevice(b, { token: `tok-1-${b}`.padEnd(20, 'x'), platform: 'apns' });
+        const found = await directory.findUsers([a, unknown, b, a]);
+        expect([...found.keys()].sort()).toEqual([a, b].sort());
+        expect(found.get(a)).toEqual(await directory.findUser(a));
+        expect(found.get(b)).toEqual(await directory.findUser(b));
+        expect(found.get(b)!.devices).toHaveLength(2);
+        expect((await directory.findUsers([])).size).toBe(0);
+        expect((await directory.findUsers([unknown])).size).toBe(0);
+      });
+
       it('user ids of emoji, CJK and RTL text up to 128 characters are kept whole; 129, empty or control characters are refused', async () => {
         const { directory } = make();
         const widest = '😀'.repeat(127) + String(counter++ % 10);
