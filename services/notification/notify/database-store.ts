@@ -357,18 +357,8 @@ export class DatabaseNotificationStore implements NotificationStore {
   }
 
   async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {
-    await this.knex.transaction(async (trx) => {
-      // The notification row first, as cancel and finishDue take it: one lock order, no deadlock.
-      await trx.raw('SELECT id FROM notifications WHERE id = ? FOR UPDATE', [id]);
-      await writeLines(trx, id, lines);
-      const dueAt = earliestHold(lines);
-      await trx.raw(
-        `UPDATE notifications SET status = 'fanned_out', updated_at = now(), due_at = ?,
-           request = ?::jsonb, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ?`,
-        [dueAt, dueAt ? JSON.stringify(request ?? { data: {}, overrides: [] }) : null, id],
-      );
-    });
+    // One notification is a group of one: the same lock order, statements and erased-meanwhile rule.
+    await this.saveFanOuts([{ id, lines, request }]);
   }
 
   async saveFanOuts(entries: readonly FanOutResult[]): Promise<void> {

@@ -205,9 +205,7 @@ export class InMemoryNotificationStore implements NotificationStore {
   }
 
   async saveFanOut(id: string, lines: readonly ChannelLine[], request?: TopicRequest): Promise<void> {
-    const r = this.records.get(id);
-    if (!r) return;
-    this.writeLines(r, lines, request ?? { data: {}, overrides: [] });
+    await this.saveFanOuts([{ id, lines, request }]);
   }
 
   async saveFanOuts(entries: readonly FanOutResult[]): Promise<void> {
