@@ -24,6 +24,7 @@
  *   flight each); each store's sequencer numbers the events under the one advisory lock
  *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
  *   passes, advisory-lock waits sampled; it throws unless the numbering is gap-free and complete.
+ *   REPLICA_SEQUENCER_HISTORY=n puts n numbered events in the log first (a log with history).
  *
  * Prints tables and writes test-artifacts/capacity-replicas.json.
  */
@@ -56,6 +57,11 @@ const DUE_BACKENDS = 50;
 /** Leased due rows per backend in the "attempts in flight" case (16 replicas x 64 slots ~ 1,000 in all). */
 const LEASED_PER_BACKEND = 20;
 const SEQUENCER_EVENTS = Number(process.env.REPLICA_SEQUENCER_EVENTS ?? 8_000);
+/**
+ * Events already numbered in the log before the writers start (default none): the sequencer's cost
+ * on a log that has history (REPLICA_SEQUENCER_HISTORY=50000, say) against an empty one.
+ */
+const SEQUENCER_HISTORY = Number(process.env.REPLICA_SEQUENCER_HISTORY ?? 0);
 const PARTS = ['sim', 'due', 'sequencer'] as const;
 type Part = (typeof PARTS)[number];
 
@@ -526,7 +532,8 @@ async function sequencerRound(
       stores.map((store, w) => sendAll(backlog(perWriter, [`w${w}`]), 16, (d) => store.create(d))),
     );
     const deadline = Date.now() + 300_000;
-    while (Number(await one(probe, 'SELECT last_seq FROM delivery_event_counter WHERE id = 1')) < total) {
+    const last = SEQUENCER_HISTORY + total;
+    while (Number(await one(probe, 'SELECT last_seq FROM delivery_event_counter WHERE id = 1')) < last) {
       if (Date.now() > deadline) throw new Error(`sequencer: N = ${n}: events not all numbered in 5 minutes`);
       await sleep(5);
     }
@@ -545,13 +552,13 @@ async function sequencerRound(
     );
     const r = rows[0]!;
     if (
-      Number(r.n) !== total ||
-      Number(r.distinct_seq) !== total ||
-      Number(r.max_seq) !== total ||
+      Number(r.n) !== last ||
+      Number(r.distinct_seq) !== last ||
+      Number(r.max_seq) !== last ||
       Number(r.unnumbered) !== 0
     ) {
       throw new Error(
-        `sequencer: N = ${n}: numbering not gap-free and complete: ${JSON.stringify(r)} for ${total} events`,
+        `sequencer: N = ${n}: numbering not gap-free and complete: ${JSON.stringify(r)} for ${total} events after ${SEQUENCER_HISTORY}`,
       );
     }
     return {
@@ -572,7 +579,17 @@ async function sequencerRound(
 
 /** The event sequencer under N concurrent writers. */
 export async function runSequencer(server: Server): Promise<SequencerRow[]> {
-  await templateDatabase(server, 'seq_empty');
+  await templateDatabase(server, 'seq_empty', async (knex) => {
+    if (SEQUENCER_HISTORY === 0) return;
+    await knex.raw(
+      `INSERT INTO delivery_events (seq, delivery_id, scope, channel, backend, status, occurred_at)
+       SELECT g, gen_random_uuid(), 'bench', 'push', 'old', 'sent', now() - interval '1 hour'
+         FROM generate_series(1, ?::int) AS g`,
+      [SEQUENCER_HISTORY],
+    );
+    await knex.raw('UPDATE delivery_event_counter SET last_seq = ? WHERE id = 1', [SEQUENCER_HISTORY]);
+    await knex.raw('VACUUM ANALYZE delivery_events');
+  });
   const byN = new Map<number, Omit<SequencerRow, 'ratioToOne'>[]>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const n of round % 2 === 0 ? REPLICAS : [...REPLICAS].reverse()) {
