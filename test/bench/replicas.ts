@@ -24,7 +24,8 @@
  *   flight each); each store's sequencer numbers the events under the one advisory lock
  *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
  *   passes, advisory-lock waits sampled; it throws unless the numbering is gap-free and complete.
- *   REPLICA_SEQUENCER_HISTORY=n puts n numbered events in the log first (a log with history).
+ *   REPLICA_SEQUENCER_HISTORY=n puts n events in the log first, numbered by the sequencer (a log
+ *   with history, not vacuumed).
  *
  * Prints tables and writes test-artifacts/capacity-replicas.json.
  */
@@ -581,14 +582,20 @@ async function sequencerRound(
 export async function runSequencer(server: Server): Promise<SequencerRow[]> {
   await templateDatabase(server, 'seq_empty', async (knex) => {
     if (SEQUENCER_HISTORY === 0) return;
+    // Written unnumbered and numbered by the sequencer itself, as a live log's events are, with no
+    // VACUUM after (autovacuum may visit the template before it is copied).
     await knex.raw(
-      `INSERT INTO delivery_events (seq, delivery_id, scope, channel, backend, status, occurred_at)
-       SELECT g, gen_random_uuid(), 'bench', 'push', 'old', 'sent', now() - interval '1 hour'
+      `INSERT INTO delivery_events (delivery_id, scope, channel, backend, status, occurred_at)
+       SELECT gen_random_uuid(), 'bench', 'push', 'old', 'sent', now() - interval '1 hour'
          FROM generate_series(1, ?::int) AS g`,
       [SEQUENCER_HISTORY],
     );
-    await knex.raw('UPDATE delivery_event_counter SET last_seq = ? WHERE id = 1', [SEQUENCER_HISTORY]);
-    await knex.raw('VACUUM ANALYZE delivery_events');
+    for (;;) {
+      const { rows } = await knex.raw<{ rows: { sequenced: string | null }[] }>(
+        `SELECT sequenced FROM delivery_events_sequence(1000, 'bench_history')`,
+      );
+      if (Number(rows[0]?.sequenced ?? 0) === 0) break;
+    }
   });
   const byN = new Map<number, Omit<SequencerRow, 'ratioToOne'>[]>();
   for (let round = 0; round < ROUNDS; round++) {
