@@ -14,14 +14,18 @@
  *   start-up; PostgreSQL sees the same thing either way (N pools, N owners, N claim loops), and what
  *   is measured is PostgreSQL's side. This process's CPU per delivery is printed too.
  *   Rounds alternate the order of N (1..16, then 16..1); each N's figures are the median.
- * - due (on a cluster without fsync: it only reads): `dueBackends` on 1,000,000 queued rows over 50 backends against the same on 20,000 rows
- *   (the baseline, same run, interleaved): time, shared buffers and PostgreSQL CPU per call, with
- *   every row due, with none due (a backlog of retries scheduled later), and with 20 due rows
- *   leased at the head of each backend (1,000 attempts in flight in all, stepped over by the poll).
+ * - due (on a cluster without fsync: it only reads): `dueBackends` on 1,000,000 queued rows over 50
+ *   backends against the same on 20,000 rows (the baseline, same run, interleaved): time, shared
+ *   buffers and PostgreSQL CPU per call, with every row due, with none due (a backlog of retries
+ *   scheduled later), and with 20 due rows leased at the head of each backend (1,000 attempts in
+ *   flight in all, stepped over by the poll). Each state and size is a database of its own, filled
+ *   by generate_series with the indexes built after the rows (fillQueue).
  * - sequencer: N = 1, 2, 4, 8, 16 writers (each its own pool and store) create deliveries (16 in
  *   flight each); each store's sequencer numbers the events under the one advisory lock
  *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
  *   passes, advisory-lock waits sampled; it throws unless the numbering is gap-free and complete.
+ *   REPLICA_SEQUENCER_HISTORY=n puts n events in the log first, numbered by the sequencer (a log
+ *   with history, not vacuumed).
  *
  * Prints tables and writes test-artifacts/capacity-replicas.json.
  */
@@ -54,6 +58,11 @@ const DUE_BACKENDS = 50;
 /** Leased due rows per backend in the "attempts in flight" case (16 replicas x 64 slots ~ 1,000 in all). */
 const LEASED_PER_BACKEND = 20;
 const SEQUENCER_EVENTS = Number(process.env.REPLICA_SEQUENCER_EVENTS ?? 8_000);
+/**
+ * Events already numbered in the log before the writers start (default none): the sequencer's cost
+ * on a log that has history (REPLICA_SEQUENCER_HISTORY=50000, say) against an empty one.
+ */
+const SEQUENCER_HISTORY = Number(process.env.REPLICA_SEQUENCER_HISTORY ?? 0);
 const PARTS = ['sim', 'due', 'sequencer'] as const;
 type Part = (typeof PARTS)[number];
 
@@ -369,38 +378,60 @@ export async function runReplicaSim(server: Server): Promise<ReplicaSimRow[]> {
   return table;
 }
 
+/** The three states of the queue `dueBackends` is measured on. */
+type DueState = 'all due' | 'none due' | 'leased heads';
+
 /**
- * Fills `deliveries` with `rows` queued rows over `backends` backends by copying one row made by the
- * store (raw SQL: a million createBatch calls would measure the seeding, not the poll).
+ * Drops the indexes of `table` that back no constraint and returns their definitions (on the
+ * partitioned parent: dropping it drops every partition's), so that a fill can recreate them after
+ * the rows are in: one sorted build instead of a million index insertions.
  */
-async function fillQueue(knex: Knex, rows: number, backends: number): Promise<void> {
-  const store = new DatabaseDeliveryStore(knex);
-  const names = Array.from({ length: backends }, (_, i) => `b${String(i).padStart(2, '0')}`);
-  await store.createBatch(backlog(backends, names));
-  const perBackend = Math.ceil(rows / backends) - 1;
-  // Generated columns (recipient_keys) cannot be written: copy every other column.
-  const columns = (
-    await knex.raw<{ rows: { column_name: string }[] }>(
-      `SELECT column_name FROM information_schema.columns
-        WHERE table_name = 'deliveries' AND table_schema = current_schema() AND is_generated = 'NEVER'
-        ORDER BY ordinal_position`,
-    )
-  ).rows
-    .map((r) => `"${r.column_name}"`)
-    .join(', ');
-  for (let done = 0; done < perBackend; done += 100_000) {
-    const n = Math.min(100_000, perBackend - done);
+export async function dropIndexes(knex: Knex, table: string): Promise<string[]> {
+  const { rows } = await knex.raw<{ rows: { name: string; def: string }[] }>(
+    `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def
+       FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid
+      WHERE i.indrelid = ?::regclass AND c.oid IS NULL`,
+    [table],
+  );
+  for (const r of rows) await knex.raw(`DROP INDEX ${r.name}`);
+  // `ON ONLY` (a partitioned parent's definition) would build the parent's index alone, invalid.
+  return rows.map((r) => r.def.replace(' ON ONLY ', ' ON '));
+}
+
+/**
+ * Fills `deliveries` with `rows` queued push deliveries over `backends` backends, in the state
+ * `state` (raw SQL, one INSERT ... SELECT from generate_series per chunk of 250,000; a million
+ * createBatch calls would measure the seeding, not the poll), the indexes the migrations made built
+ * after the rows are in. `next_attempt_at` rises with the row number, so within a backend the rows
+ * leased in the 'leased heads' state are the first in the claim order:
+ * - all due: every row pending and due;
+ * - none due: every row pending, due an hour from now (a backlog of retries scheduled later);
+ * - leased heads: the first `LEASED_PER_BACKEND` rows of each backend due but leased (attempts in
+ *   flight, stepped over by the poll), the rest due an hour from now.
+ */
+async function fillQueue(knex: Knex, rows: number, backends: number, state: DueState): Promise<void> {
+  const indexes = await dropIndexes(knex, 'deliveries');
+  const leasedRows = state === 'leased heads' ? LEASED_PER_BACKEND * backends : 0;
+  const chunk = 250_000;
+  for (let done = 0; done < rows; done += chunk) {
+    const n = Math.min(chunk, rows - done);
     await knex.raw(
-      `INSERT INTO deliveries (${columns})
-       SELECT ${columns} FROM (
-         SELECT (jsonb_populate_record(NULL::deliveries, to_jsonb(d) || jsonb_build_object(
-                  'id', gen_random_uuid(), 'content_hash', 'c' || g,
-                  'next_attempt_at', d.next_attempt_at + g * interval '1 microsecond'))).*
-           FROM deliveries d CROSS JOIN generate_series(?::int + 1, ?::int + ?::int) g
-          WHERE d.content_hash LIKE 'h%') copied`,
-      [done, done, n],
+      `INSERT INTO deliveries (id, channel, backend, recipient, masked_recipient, scope, content_hash,
+         payload, status, attempts, next_attempt_at, lease_owner, lease_expires_at, created_at,
+         updated_at, attempts_started)
+       SELECT gen_random_uuid(), 'push', 'b' || lpad((g % ?::int)::text, 2, '0'), 'token-' || g, 'tok***',
+         'bench', 'h' || g, '{"title":"hello","body":"hello there"}'::jsonb, 'pending', '[]'::jsonb,
+         CASE WHEN ?::boolean OR g <= ?::int THEN t.base + g * interval '1 microsecond'
+              ELSE now() + interval '1 hour' + g * interval '1 microsecond' END,
+         CASE WHEN g <= ?::int THEN 'someone' END,
+         CASE WHEN g <= ?::int THEN now() + interval '1 hour' END,
+         t.base, t.base, 0
+       FROM generate_series(?::int + 1, ?::int + ?::int) AS g
+       CROSS JOIN (SELECT now() - interval '1 hour' AS base) AS t`,
+      [backends, state === 'all due', leasedRows, leasedRows, leasedRows, done, done, n],
     );
   }
+  for (const def of indexes) await knex.raw(def);
 }
 
 async function dueCase(server: Server, db: string, label: string, calls = 30): Promise<DueBackendsRow> {
@@ -435,43 +466,33 @@ async function dueCase(server: Server, db: string, label: string, calls = 30): P
   };
 }
 
-/** dueBackends on a large backlog against a small one, all due and with leased heads. */
+/**
+ * dueBackends on a large backlog against a small one, in three states; each (state, size) a database
+ * of its own filled in that state, and every round polls all six in turn (the order reversed every
+ * other round).
+ */
 export async function runDueBackends(server: Server): Promise<DueBackendsRow[]> {
-  const sizes = [
-    { db: 'due_small', rows: SMALL_BACKLOG },
-    { db: 'due_large', rows: LARGE_BACKLOG },
+  const states: { state: DueState; label: string }[] = [
+    { state: 'all due', label: 'all due' },
+    { state: 'none due', label: 'none due (all retrying later)' },
+    { state: 'leased heads', label: `${LEASED_PER_BACKEND} leased per backend, rest later` },
   ];
-  for (const s of sizes)
-    await templateDatabase(server, s.db, (knex) => fillQueue(knex, s.rows, DUE_BACKENDS));
-  const results: DueBackendsRow[] = [];
-  const leaseHeads = async (db: string, leased: number) => {
-    const c = new Client({ connectionString: server.dbUrl(db) });
-    await c.connect();
-    // `leased` due rows at the head of each backend leased (attempts in flight), the rest not due
-    // yet: the poll must step over the leased rows to learn that nothing of the backend is due.
-    await c.query(
-      `WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY backend ORDER BY next_attempt_at) AS r FROM deliveries)
-       UPDATE deliveries d SET
-         lease_owner = CASE WHEN r.r <= ${leased} THEN 'someone' END,
-         lease_expires_at = CASE WHEN r.r <= ${leased} THEN now() + interval '1 hour' END,
-         next_attempt_at = CASE WHEN r.r <= ${leased} THEN d.next_attempt_at ELSE now() + interval '1 hour' END
-       FROM ranked r WHERE r.id = d.id`,
+  const dbs = states.flatMap((st, i) =>
+    [SMALL_BACKLOG, LARGE_BACKLOG].map((rows) => ({ ...st, rows, db: `due_${i}_${rows}` })),
+  );
+  for (const d of dbs) {
+    const started = performance.now();
+    await templateDatabase(server, d.db, (knex) => fillQueue(knex, d.rows, DUE_BACKENDS, d.state));
+    process.stdout.write(
+      `  due: ${d.db} (${d.state}, ${d.rows} rows) filled in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
     );
-    await c.query('VACUUM ANALYZE deliveries');
-    await c.end();
-  };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
-      results.push(await dueCase(server, s.db, 'all due'));
-    }
   }
-  for (const leased of [0, LEASED_PER_BACKEND]) {
-    for (const s of sizes) await leaseHeads(s.db, leased);
-    const label = leased === 0 ? 'none due (all retrying later)' : `${leased} leased per backend, rest later`;
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const s of round % 2 === 0 ? sizes : [...sizes].reverse()) {
-        results.push(await dueCase(server, s.db, label));
-      }
+  const results: DueBackendsRow[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const d of round % 2 === 0 ? dbs : [...dbs].reverse()) {
+      const row = await dueCase(server, d.db, d.label);
+      process.stdout.write(`  due round ${round} ${JSON.stringify(row)}\n`);
+      results.push(row);
     }
   }
   // Medians per (case, rows).
@@ -512,7 +533,8 @@ async function sequencerRound(
       stores.map((store, w) => sendAll(backlog(perWriter, [`w${w}`]), 16, (d) => store.create(d))),
     );
     const deadline = Date.now() + 300_000;
-    while (Number(await one(probe, 'SELECT last_seq FROM delivery_event_counter WHERE id = 1')) < total) {
+    const last = SEQUENCER_HISTORY + total;
+    while (Number(await one(probe, 'SELECT last_seq FROM delivery_event_counter WHERE id = 1')) < last) {
       if (Date.now() > deadline) throw new Error(`sequencer: N = ${n}: events not all numbered in 5 minutes`);
       await sleep(5);
     }
@@ -531,13 +553,13 @@ async function sequencerRound(
     );
     const r = rows[0]!;
     if (
-      Number(r.n) !== total ||
-      Number(r.distinct_seq) !== total ||
-      Number(r.max_seq) !== total ||
+      Number(r.n) !== last ||
+      Number(r.distinct_seq) !== last ||
+      Number(r.max_seq) !== last ||
       Number(r.unnumbered) !== 0
     ) {
       throw new Error(
-        `sequencer: N = ${n}: numbering not gap-free and complete: ${JSON.stringify(r)} for ${total} events`,
+        `sequencer: N = ${n}: numbering not gap-free and complete: ${JSON.stringify(r)} for ${total} events after ${SEQUENCER_HISTORY}`,
       );
     }
     return {
@@ -558,7 +580,23 @@ async function sequencerRound(
 
 /** The event sequencer under N concurrent writers. */
 export async function runSequencer(server: Server): Promise<SequencerRow[]> {
-  await templateDatabase(server, 'seq_empty');
+  await templateDatabase(server, 'seq_empty', async (knex) => {
+    if (SEQUENCER_HISTORY === 0) return;
+    // Written unnumbered and numbered by the sequencer itself, as a live log's events are, with no
+    // VACUUM after (autovacuum may visit the template before it is copied).
+    await knex.raw(
+      `INSERT INTO delivery_events (delivery_id, scope, channel, backend, status, occurred_at)
+       SELECT gen_random_uuid(), 'bench', 'push', 'old', 'sent', now() - interval '1 hour'
+         FROM generate_series(1, ?::int) AS g`,
+      [SEQUENCER_HISTORY],
+    );
+    for (;;) {
+      const { rows } = await knex.raw<{ rows: { sequenced: string | null }[] }>(
+        `SELECT sequenced FROM delivery_events_sequence(1000, 'bench_history')`,
+      );
+      if (Number(rows[0]?.sequenced ?? 0) === 0) break;
+    }
+  });
   const byN = new Map<number, Omit<SequencerRow, 'ratioToOne'>[]>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const n of round % 2 === 0 ? REPLICAS : [...REPLICAS].reverse()) {
