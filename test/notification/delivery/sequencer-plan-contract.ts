@@ -3,7 +3,8 @@
  * plan"). The statistics are those of an ANALYZE run during a burst (every event still unnumbered),
  * which once made the sequencer's generic plan hash the whole event log on every pass that numbered
  * anything. A pass that numbers one event must read about one event: counted in tuples read
- * (pg_stat_user_indexes, pg_stat_user_tables), not timed.
+ * (pg_stat_user_indexes, pg_stat_user_tables), not timed. And the passes are counted: one per batch
+ * until a short one, none while nothing is written.
  */
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
@@ -98,6 +99,42 @@ export function sequencerPlanContract(engineName: string, engine: SequencerPlanE
          FROM delivery_events WHERE scope = 'seq-plan'`,
       );
       expect(Number(gaps)).toBe(0);
+    });
+
+    test('passes: one per batch until a short one, one for an empty log, none after (idle)', async () => {
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0, sequencerBatchSize: 1000 });
+      await store.sequenceEvents();
+      let passes = 0;
+      const count = (q: { sql?: string }) => {
+        if (q.sql?.includes('delivery_events_sequence')) passes++;
+      };
+      knex.on('query', count);
+      try {
+        const passesFor = async (events: number) => {
+          if (events > 0) await insertEvents(knex, events);
+          const seq0 = await store.latestEventSeq();
+          passes = 0;
+          await store.sequenceEvents();
+          expect(await store.latestEventSeq()).toBe(seq0 + events);
+          const made = passes;
+          // Nothing more runs on its own once the passes are done (an idle process numbers nothing).
+          for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+          expect(passes).toBe(made);
+          return made;
+        };
+        expect(await passesFor(0)).toBe(1);
+        expect(await passesFor(999)).toBe(1);
+        // A full batch may not be all: one more pass, which finds nothing (or the one left).
+        expect(await passesFor(1000)).toBe(2);
+        expect(await passesFor(1001)).toBe(2);
+        expect(await passesFor(2500)).toBe(3);
+        // Calls while a pass runs share it and ask for one more, not one each.
+        passes = 0;
+        await Promise.all(Array.from({ length: 10 }, () => store.sequenceEvents()));
+        expect(passes).toBe(2);
+      } finally {
+        knex.off('query', count);
+      }
     });
   });
 }
