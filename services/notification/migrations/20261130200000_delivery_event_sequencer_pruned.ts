@@ -15,8 +15,10 @@
  * - hash and merge joins are off for this function (as for `delivery_claim` and `delivery_complete`):
  *   the UPDATE is a nested loop from the pending rows, whatever the statistics say, so a pass reads
  *   what it numbers and not the log;
- * - `e.seq IS NULL` on the UPDATE too: under the lock every pending row still has none; it keeps a
- *   row from being numbered twice should that ever not hold.
+ * - no `e.seq IS NULL` on the UPDATE (the rows are pending under the lock anyway): with it, and
+ *   statistics that expect one pending row (after a VACUUM), the planner scanned the whole partial
+ *   unnumbered index once per pending row with the join as a filter (300 pending: 89,700 rows
+ *   filtered); without it each probe is the primary key (id, occurred_at).
  *
  * Same signature and lock key: replicas on the previous code keep calling it (a rolling deploy).
  * Runs on PostgreSQL 15+ and PGlite.
@@ -47,7 +49,7 @@ export const SEQUENCE = `
     numbered AS (
       UPDATE delivery_events e SET seq = counter.base + pending.n
       FROM pending, counter
-      WHERE e.id = pending.id AND e.occurred_at = pending.occurred_at AND e.seq IS NULL
+      WHERE e.id = pending.id AND e.occurred_at = pending.occurred_at
       RETURNING e.seq)
     SELECT count(*), max(numbered.seq) INTO sequenced, latest_seq FROM numbered;
     -- Delivered at commit, so no replica reads before the numbers are visible.
