@@ -22,10 +22,10 @@
  *   by generate_series with the indexes built after the rows (fillQueue).
  * - sequencer: N = 1, 2, 4, 8, 16 writers (each its own pool and store) create deliveries (16 in
  *   flight each); each store's sequencer numbers the events under the one advisory lock
- *   (`delivery_events_sequence`, migration 20261125000000). Events numbered per second, sequencer
- *   passes, advisory-lock waits sampled; it throws unless the numbering is gap-free and complete.
- *   REPLICA_SEQUENCER_HISTORY=n puts n events in the log first, numbered by the sequencer (a log
- *   with history, not vacuumed).
+ *   (`delivery_events_sequence`, migrations 20261125000000 and 20261130200000). Events numbered per
+ *   second, sequencer passes and the shared buffers each touched, advisory-lock waits sampled; it
+ *   throws unless the numbering is gap-free and complete. REPLICA_SEQUENCER_HISTORY=n puts n events
+ *   in the log first, numbered by the sequencer (a log with history, not vacuumed).
  *
  * Prints tables and writes test-artifacts/capacity-replicas.json.
  */
@@ -111,6 +111,8 @@ export interface SequencerRow {
   ratioToOne: number;
   sequencerPasses: number;
   eventsPerPass: number;
+  /** Shared buffers a sequencer pass touched (pg_stat_statements), on average. */
+  blocksPerPass: number;
   advisoryWaitSamples: number;
   pgCpuMsPerEvent: number;
 }
@@ -541,7 +543,8 @@ async function sequencerRound(
     const seconds = (performance.now() - started) / 1000;
     const sampled = await waits.stop();
     const spent = cpu.spent();
-    const passes = (await statementsIn(server.admin, db, '%delivery_events_sequence%')).calls - passes0.calls;
+    const passes1 = await statementsIn(server.admin, db, '%delivery_events_sequence%');
+    const passes = passes1.calls - passes0.calls;
     const { rows } = await probe.query<{
       n: string;
       distinct_seq: string;
@@ -568,6 +571,7 @@ async function sequencerRound(
       eventsPerSecond: Math.round(total / seconds),
       sequencerPasses: passes,
       eventsPerPass: round3(total / Math.max(1, passes)),
+      blocksPerPass: round3((passes1.blocks - passes0.blocks) / Math.max(1, passes)),
       advisoryWaitSamples: round3(sampled.advisory / Math.max(1, sampled.samples)),
       pgCpuMsPerEvent: round3((spent.postgres ?? 0) / total),
     };
@@ -615,6 +619,7 @@ export async function runSequencer(server: Server): Promise<SequencerRow[]> {
       ratioToOne: 0,
       sequencerPasses: m((r) => r.sequencerPasses),
       eventsPerPass: m((r) => r.eventsPerPass),
+      blocksPerPass: m((r) => r.blocksPerPass),
       advisoryWaitSamples: m((r) => r.advisoryWaitSamples),
       pgCpuMsPerEvent: m((r) => r.pgCpuMsPerEvent),
     };

@@ -19,9 +19,8 @@
  */
 import type { Knex } from 'knex';
 
-/** Creates `delivery_events_sequence`. */
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
+/** The function this migration makes (20261130200000_delivery_event_sequencer_pruned replaces it). */
+export const SEQUENCE = `
     CREATE OR REPLACE FUNCTION delivery_events_sequence(p_batch integer, p_channel text,
       OUT sequenced bigint, OUT latest_seq bigint)
     LANGUAGE plpgsql VOLATILE
@@ -49,7 +48,11 @@ export async function up(knex: Knex): Promise<void> {
         PERFORM pg_notify(p_channel, latest_seq::text);
       END IF;
     END
-    $fn$`);
+    $fn$`;
+
+/** Creates `delivery_events_sequence`. */
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(SEQUENCE);
 }
 
 /** Drops it (the client-side sequencer of older versions needs nothing from the database). */

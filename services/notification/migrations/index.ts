@@ -32,6 +32,7 @@ import * as inboundSms from './20261128800000_inbound_sms';
 import * as deliveryActivity from './20261129000000_delivery_activity';
 import * as partitions from './20261129100000_partitions';
 import * as deliveryCompletePruned from './20261129140000_delivery_complete_pruned';
+import * as deliveryEventSequencerPruned from './20261130200000_delivery_event_sequencer_pruned';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -64,6 +65,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261129000000_delivery_activity', ...deliveryActivity },
   { name: '20261129100000_partitions', ...partitions },
   { name: '20261129140000_delivery_complete_pruned', ...deliveryCompletePruned },
+  { name: '20261130200000_delivery_event_sequencer_pruned', ...deliveryEventSequencerPruned },
 ];
 
 /** The knex table that records which notification migrations ran. */
