@@ -1,6 +1,7 @@
 /**
  * The one group-commit batcher of the stores (the inbox's sends, the delivery queue's submits and
- * outcomes): callers add items one at a time; the items of one event-loop turn, and whatever arrives
+ * outcomes, and reads too: the suppression list's lookups, where "commit" is a misnomer kept for the
+ * one name; a flush is any statement many callers can share): callers add items one at a time; the items of one event-loop turn, and whatever arrives
  * while earlier flushes run, are written by one `flush` call, so many writers share a statement or a
  * transaction instead of one each.
  *

@@ -179,7 +179,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
     batch: readonly Pick<PendingCreate, 'delivery' | 'payloadJson'>[],
     db: Knex | Knex.Transaction = this.knex,
   ): Promise<{ record: DeliveryRecord; created: boolean }[]> {
-    const input = batch.map(({ delivery: d, payloadJson }, i) => ({
+    const input = batch.map(({ delivery: d }, i) => ({
       i,
       id: d.id,
       channel: d.channel,
@@ -190,7 +190,6 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       scope: d.scope,
       idempotency_key: d.idempotencyKey,
       content_hash: d.contentHash,
-      payload: payloadJson,
       created_at: d.createdAt.toISOString(),
       trace_parent: d.traceParent ?? null,
       suppressed: d.suppressed === true,
@@ -198,12 +197,18 @@ export class DatabaseDeliveryStore implements DeliveryStore {
       user_id: d.userId ?? null,
       category: d.category ?? null,
     }));
+    // Each payload goes in as the JSON value it is (its text spliced into its row's object), not as a
+    // string holding JSON: a string would escape every quote of the payload here and make PostgreSQL
+    // parse it twice (the recordset, then `::jsonb`). payloadJson is JSON.stringify's output.
+    const recordset = `[${input
+      .map((row, i) => `${JSON.stringify(row).slice(0, -1)},"payload":${batch[i]!.payloadJson}}`)
+      .join(',')}]`;
     // The rows and their events in ONE statement (one commit): a change never lacks its event.
     const inserted = rows<DeliveryRow>(
       await db.raw(
         `WITH r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?::jsonb) AS r(i int, id uuid, channel text,
            backend text, backend_pinned boolean, recipient text, masked_recipient text, scope text,
-           idempotency_key text, content_hash text, payload text, created_at timestamptz, trace_parent text,
+           idempotency_key text, content_hash text, payload jsonb, created_at timestamptz, trace_parent text,
            suppressed boolean, suppressed_recipients text, user_id text, category text)),
          -- The key is taken first (deliveries is partitioned by day: no unique index can span it);
          -- a row is inserted only when it has no key or took its key here.
@@ -216,7 +221,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
            idempotency_key, content_hash, payload, status, next_attempt_at, created_at, updated_at,
            trace_parent, failure, last_error, finished_at, suppressed_recipients, user_id, category)
          SELECT r.id, r.channel, r.backend, r.backend_pinned, r.recipient, r.masked_recipient, r.scope,
-           r.idempotency_key, r.content_hash, r.payload::jsonb,
+           r.idempotency_key, r.content_hash, r.payload,
            CASE WHEN r.suppressed THEN 'failed' ELSE 'pending' END,
            CASE WHEN r.suppressed THEN NULL WHEN ?::boolean THEN now() ELSE r.created_at END, r.created_at,
            r.created_at, r.trace_parent,
@@ -230,7 +235,7 @@ export class DatabaseDeliveryStore implements DeliveryStore {
          ev AS (${eventInsert('ins')})
          SELECT * FROM ins`,
         // Due at once by the database's clock (a replica whose clock runs ahead must not delay it).
-        [JSON.stringify(input), this.databaseClock, SUPPRESSED_ERROR],
+        [recordset, this.databaseClock, SUPPRESSED_ERROR],
       ),
     );
     const byId = new Map(inserted.map((r) => [r.id, rowToRecord(r)]));

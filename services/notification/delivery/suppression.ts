@@ -9,6 +9,7 @@
  * adds what the RPCs need (validation, masked listing with keyset pages, metrics).
  */
 import { newId } from '../../../shared/runtime/ids';
+import { GroupCommit } from '../../../shared/storage/group-commit';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import { Counter, type Registry } from 'prom-client';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
@@ -294,22 +295,24 @@ export interface SuppressionsOptions {
   registry?: Registry;
   logger?: Logger;
   clock?: Clock;
+  /** Grouped lookup queries running at once on the database store (default 1; see `findSuppressed`). */
+  maxConcurrentLookups?: number;
 }
 
 /** Most recipients in one grouped lookup of `Suppressions.findSuppressed`. */
 export const MAX_SUPPRESSION_LOOKUP_KEYS = 1000;
 
-/** Lookups of one turn for one channel, answered by one query. */
-interface LookupGroup {
-  keys: Set<string>;
-  waiters: { resolve(found: Set<string>): void; reject(err: unknown): void }[];
+/** One caller's lookup, waiting in the grouped lookups of `Suppressions.findSuppressed`. */
+interface Lookup {
+  channel: Channel;
+  recipients: readonly string[];
 }
 
 /** The suppression list over a store: the one home of its rules. */
 export class Suppressions implements SuppressionList, SuppressionChecker {
   private readonly store: SuppressionStore;
-  /** Database lookups waiting for the end of this turn, by channel. */
-  private readonly lookups = new Map<Channel, LookupGroup>();
+  /** Database lookups, grouped: see `findSuppressed`. */
+  private readonly lookups: GroupCommit<Lookup, Set<string>>;
   private readonly clock: () => Date;
   private readonly log: Logger;
   private readonly added?: Counter<'channel' | 'source'>;
@@ -319,6 +322,14 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     this.store = options.store;
     this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'suppressions' });
+    this.lookups = new GroupCommit({
+      flush: (batch) => this.flushLookups(batch),
+      // Bounded by recipients, not by callers: a query names at most MAX_SUPPRESSION_LOOKUP_KEYS.
+      maxBatchSize: MAX_SUPPRESSION_LOOKUP_KEYS,
+      maxBatchBytes: MAX_SUPPRESSION_LOOKUP_KEYS,
+      sizeOf: (lookup) => lookup.recipients.length,
+      maxConcurrentFlushes: options.maxConcurrentLookups ?? 1,
+    });
     if (options.registry) {
       this.added = new Counter({
         name: 'notification_suppressions_added_total',
@@ -413,38 +424,38 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   }
 
   /**
-   * On the database store, the lookups of one event-loop turn (every SendEmail of that turn and the
-   * worker's check of a claim) go into one query per channel, of at most
-   * MAX_SUPPRESSION_LOOKUP_KEYS recipients: one round trip per email was a quarter of the statements
-   * of the email pipeline (README, "Throughput (issue 10)"). The memory store answers at once.
+   * On the database store, lookups are group-committed (shared/storage/group-commit, the one batcher
+   * of the stores, here batching reads): the lookups of one event-loop turn (the SendEmails of that
+   * turn, the worker's check of a claim), and those that arrive while an earlier group's query runs,
+   * share one query per channel of at most MAX_SUPPRESSION_LOOKUP_KEYS recipients in all. A query
+   * per SendEmail was as many statements as the INSERTs it preceded (README, "Durable enqueue
+   * (issue 30)"). A failing query rejects every lookup of its channel in that group. The memory store
+   * answers at once.
    */
   async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
     if (recipients.length === 0) return new Set();
     if (this.store.backend === 'memory') return this.store.findSuppressed(channel, recipients);
-    const found = await new Promise<Set<string>>((resolve, reject) => {
-      let group = this.lookups.get(channel);
-      if (!group || group.keys.size + recipients.length > MAX_SUPPRESSION_LOOKUP_KEYS) {
-        if (group) this.flushLookup(channel, group);
-        group = { keys: new Set(), waiters: [] };
-        this.lookups.set(channel, group);
-        const scheduled = group;
-        setImmediate(() => {
-          if (this.lookups.get(channel) === scheduled) this.flushLookup(channel, scheduled);
-        });
-      }
-      for (const r of recipients) group.keys.add(r);
-      group.waiters.push({ resolve, reject });
-    });
-    return new Set(recipients.filter((r) => found.has(r)));
+    return this.lookups.add({ channel, recipients });
   }
 
-  /** Runs one grouped lookup and answers each waiter with the whole result (it keeps its own keys). */
-  private flushLookup(channel: Channel, group: LookupGroup): void {
-    this.lookups.delete(channel);
-    this.store.findSuppressed(channel, [...group.keys]).then(
-      (found) => group.waiters.forEach((w) => w.resolve(found)),
-      (err: unknown) => group.waiters.forEach((w) => w.reject(err)),
+  /** One query per channel of the group; each lookup is answered with its own recipients found. */
+  private async flushLookups(batch: readonly Lookup[]): Promise<PromiseSettledResult<Set<string>>[]> {
+    const keys = new Map<Channel, Set<string>>();
+    for (const { channel, recipients } of batch) {
+      let set = keys.get(channel);
+      if (!set) keys.set(channel, (set = new Set()));
+      for (const r of recipients) set.add(r);
+    }
+    const channels = [...keys.keys()];
+    const answers = await Promise.allSettled(
+      channels.map((channel) => this.store.findSuppressed(channel, [...keys.get(channel)!])),
     );
+    const byChannel = new Map(channels.map((channel, i) => [channel, answers[i]!]));
+    return batch.map(({ channel, recipients }): PromiseSettledResult<Set<string>> => {
+      const answer = byChannel.get(channel)!;
+      if (answer.status === 'rejected') return answer;
+      return { status: 'fulfilled', value: new Set(recipients.filter((r) => answer.value.has(r))) };
+    });
   }
 
   /**

@@ -484,6 +484,167 @@ export function describeSuppressionContract(
       });
     });
 
+    /**
+     * A pipeline with a backend on every channel; `queries` counts the store's lookups by channel
+     * (on a database store, the lookups of one turn share one query per channel).
+     */
+    function setupChannels() {
+      const clock = new ManualClock();
+      const unreadable = { on: false };
+      const queries: Channel[] = [];
+      const store: SuppressionStore = {
+        backend: backend.suppressions.backend,
+        add: (entry) => backend.suppressions.add(entry),
+        remove: (ch, r, keep) => backend.suppressions.remove(ch, r, keep),
+        list: (q) => backend.suppressions.list(q),
+        reasonsOf: (ch, recipients) => backend.suppressions.reasonsOf(ch, recipients),
+        findSuppressed: (ch: Channel, recipients: readonly string[]) => {
+          queries.push(ch);
+          return unreadable.on
+            ? Promise.reject(new Error('suppression list unavailable'))
+            : backend.suppressions.findSuppressed(ch, recipients);
+        },
+      };
+      const list = new Suppressions({ store, clock });
+      const drivers = {
+        email: new ScriptedDriver(newBackend('e'), 'email'),
+        sms: new ScriptedDriver(newBackend('s'), 'sms'),
+        push: new ScriptedDriver(newBackend('p'), 'push'),
+      };
+      const pipeline = new DeliveryPipeline({
+        store: backend.deliveries,
+        lookup: lookupOf(drivers.email, drivers.sms, drivers.push),
+        config: testConfig({ routing: { email: 'fallback', sms: 'fallback', push: 'fallback' } }),
+        clock,
+        random: () => 0.5,
+        suppression: list,
+        withoutRecipients: { email: withoutSuppressed },
+      });
+      return { clock, list, drivers, pipeline, unreadable, queries };
+    }
+
+    /** Addresses with emoji, CJK and right-to-left text (an email address may hold them). */
+    function wideAddress(prefix: string): string {
+      return `${prefix}-😀-東京-שלום-${Math.random().toString(36).slice(2, 8)}@Example.COM`;
+    }
+
+    /** The sends of the multi-channel tests: suppressed and clear, single and multi-recipient. */
+    async function mixedSends(list: Suppressions) {
+      const [goneTo, okTo, okCc, goneBcc, loneGone, allGoneTo, keptCc] = [
+        wideAddress('gone'),
+        wideAddress('ok'),
+        uniqueAddress('cc'),
+        wideAddress('bcc'),
+        wideAddress('lone'),
+        wideAddress('allgone'),
+        uniqueAddress('kept'),
+      ];
+      const [stopNumber, okNumber] = [uniqueNumber(), uniqueNumber()];
+      const [deadToken, liveToken] = [`dead-🔔-東-ש-${newBackend('t')}`, `live-🔔-東-ש-${newBackend('t')}`];
+      for (const [channel, recipient] of [
+        ['email', goneTo],
+        ['email', goneBcc],
+        ['email', loneGone],
+        ['email', allGoneTo],
+        ['sms', stopNumber],
+        ['push', deadToken],
+      ] as const) {
+        // An address added in another case: the list keeps it lower-cased (tokens are case-sensitive).
+        const given = channel === 'email' ? recipient.toUpperCase() : recipient;
+        await list.add({ channel, recipient: given, reason: 'manual', source: 'api:t' });
+      }
+      const emailOf = (to: string[], cc: string[] = [], bcc: string[] = []) => ({
+        channel: 'email' as const,
+        recipient: [...to, ...cc, ...bcc].join(', '),
+        recipients: [...to, ...cc, ...bcc],
+        withoutRecipients: withoutSuppressed,
+        payload: email(to, cc, bcc),
+        scope: 's',
+      });
+      const inputs = [
+        emailOf([goneTo, okTo], [okCc], [goneBcc]), // 0: narrowed to okTo and okCc
+        emailOf([loneGone]), // 1: stopped
+        emailOf([okTo]), // 2: clear
+        emailOf([allGoneTo], [keptCc]), // 3: stopped (no "to" left)
+        { channel: 'sms' as const, recipient: stopNumber, payload: { n: stopNumber }, scope: 's' }, // 4: stopped
+        { channel: 'sms' as const, recipient: okNumber, payload: { n: okNumber }, scope: 's' }, // 5: clear
+        { channel: 'push' as const, recipient: deadToken, payload: { t: deadToken }, scope: 's' }, // 6: stopped
+        { channel: 'push' as const, recipient: liveToken, payload: { t: liveToken }, scope: 's' }, // 7: clear
+      ];
+      return { inputs, okTo, okCc, goneTo, goneBcc, okNumber, liveToken };
+    }
+
+    it('when suppressed and clear sends on every channel are submitted in one turn, each gets its own verdict', async () => {
+      const { list, drivers, pipeline, queries } = setupChannels();
+      const { inputs, okTo, okCc, goneTo, goneBcc, okNumber, liveToken } = await mixedSends(list);
+      queries.length = 0;
+      const results = await Promise.all(inputs.map((input) => pipeline.submit(input)));
+      expect(results.map((r) => r.delivery.status)).toEqual([
+        'pending',
+        'failed',
+        'pending',
+        'failed',
+        'failed',
+        'pending',
+        'failed',
+        'pending',
+      ]);
+      for (const i of [1, 3, 4, 6]) expect(results[i]!.delivery.failure).toBe('recipient_suppressed');
+      expect(results[0]!.delivery.suppressedRecipients.sort()).toEqual(
+        [goneTo, goneBcc].map((a) => `${a[0]}***@example.com`).sort(),
+      );
+      for (const i of [2, 5, 7]) expect(results[i]!.delivery.suppressedRecipients).toEqual([]);
+      if (backend.suppressions.backend === 'database') {
+        // The eight lookups of the turn: one query per channel.
+        expect([...queries].sort()).toEqual(['email', 'push', 'sms']);
+      }
+      await pollAndSettle(pipeline);
+      const sentEmails = drivers.email.calls.map((c) => c.payload as OutboundEmail);
+      expect(sentEmails).toHaveLength(2);
+      const narrowed = sentEmails.find((e) => e.cc.length > 0)!;
+      expect(narrowed.to.map((a) => a.email)).toEqual([okTo]);
+      expect(narrowed.cc.map((a) => a.email)).toEqual([okCc]);
+      expect(narrowed.bcc).toEqual([]);
+      expect(drivers.sms.calls.map((c) => c.payload)).toEqual([{ n: okNumber }]);
+      expect(drivers.push.calls.map((c) => c.payload)).toEqual([{ t: liveToken }]);
+    });
+
+    it('when the list cannot be read, the sends of one turn are all accepted pending; the claim stops the suppressed ones', async () => {
+      const { list, drivers, pipeline, unreadable, clock } = setupChannels();
+      const { inputs, okTo, okCc, okNumber, liveToken } = await mixedSends(list);
+      unreadable.on = true;
+      const results = await Promise.all(inputs.map((input) => pipeline.submit(input)));
+      expect(results.map((r) => [r.created, r.delivery.status])).toEqual(inputs.map(() => [true, 'pending']));
+      for (const r of results) expect(r.delivery.suppressedRecipients).toEqual([]);
+      // Claimed while the list is still down: deferred, nothing sent.
+      await pollAndSettle(pipeline);
+      expect(Object.values(drivers).flatMap((d) => d.calls)).toEqual([]);
+      unreadable.on = false;
+      clock.advance(10 * 60_000);
+      await pollAndSettle(pipeline);
+      const records = await Promise.all(results.map((r) => pipeline.get(r.delivery.id)));
+      expect(records.map((r) => r.status)).toEqual([
+        'sent',
+        'failed',
+        'sent',
+        'failed',
+        'failed',
+        'sent',
+        'failed',
+        'sent',
+      ]);
+      for (const i of [1, 3, 4, 6]) {
+        expect(records[i]).toMatchObject({ failure: 'recipient_suppressed', attempts: [] });
+      }
+      const sentEmails = drivers.email.calls.map((c) => c.payload as OutboundEmail);
+      const narrowed = sentEmails.find((e) => e.cc.length > 0)!;
+      expect(narrowed.to.map((a) => a.email)).toEqual([okTo]);
+      expect(narrowed.cc.map((a) => a.email)).toEqual([okCc]);
+      expect(narrowed.bcc).toEqual([]);
+      expect(drivers.sms.calls.map((c) => c.payload)).toEqual([{ n: okNumber }]);
+      expect(drivers.push.calls.map((c) => c.payload)).toEqual([{ t: liveToken }]);
+    });
+
     it('at claim, a list that cannot be read defers the attempt: nothing is sent until it can, then the rule applies', async () => {
       const { list, drivers, pipeline, unreadable, clock } = setup('sms');
       const [stopNumber, okNumber] = [uniqueNumber(), uniqueNumber()];

@@ -73,6 +73,28 @@ class CountingStore extends DatabaseSuppressionStore {
   }
 }
 
+/** The counting store whose next query waits for `release` (while `hold`). */
+class GatedStore extends CountingStore {
+  hold = false;
+  private opened!: () => void;
+  private entering!: () => void;
+  entered = new Promise<void>((resolve) => (this.entering = resolve));
+  private readonly gate = new Promise<void>((resolve) => (this.opened = resolve));
+  release(): void {
+    this.hold = false;
+    this.opened();
+  }
+  override async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
+    if (this.hold) {
+      this.lookups.push(recipients.length);
+      this.entering();
+      await this.gate;
+      return DatabaseSuppressionStore.prototype.findSuppressed.call(this, channel, recipients);
+    }
+    return super.findSuppressed(channel, recipients);
+  }
+}
+
 describe('Suppressions.findSuppressed on PostgreSQL, grouped per turn', () => {
   it('answers the lookups of one turn with one query, each caller only its own recipients', async () => {
     const store = new CountingStore(await pool());
@@ -122,6 +144,28 @@ describe('Suppressions.findSuppressed on PostgreSQL, grouped per turn', () => {
     expect(store.lookups).toEqual([MAX_SUPPRESSION_LOOKUP_KEYS, 1500 - MAX_SUPPRESSION_LOOKUP_KEYS]);
     expect(results.slice(0, 14).every((r) => r.size === 0)).toBe(true);
     expect([...results[14]!]).toEqual(['last@example.com']);
+  });
+
+  it('lookups that arrive while a query runs wait for it and share the next query', async () => {
+    const store = new GatedStore(await pool());
+    const list = new Suppressions({ store });
+    await list.add({ channel: 'email', recipient: 'held@example.com', reason: 'hard_bounce', source: 'api' });
+    store.lookups = [];
+    store.hold = true;
+    const first = list.findSuppressed('email', ['held@example.com']);
+    await store.entered;
+    // Three later turns while the first query is held: no query of their own yet.
+    const later: Promise<Set<string>>[] = [];
+    for (const r of ['a@example.com', 'held@example.com', 'b@example.com']) {
+      later.push(list.findSuppressed('email', [r]));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(store.lookups).toEqual([1]);
+    store.release();
+    expect([...(await first)]).toEqual(['held@example.com']);
+    const answers = await Promise.all(later);
+    expect(answers.map((a) => [...a])).toEqual([[], ['held@example.com'], []]);
+    expect(store.lookups).toEqual([1, 3]);
   });
 
   it('a failing lookup rejects every caller of its group, and the next turn queries again', async () => {
