@@ -69,7 +69,9 @@ export interface GrpcAdapterOptions {
 /** Binary encoding; plain init objects (as grpc-js clients pass them) are completed with `create`. */
 function serialize(schema: DescMessage, m: unknown): Buffer {
   const message = isMessage(m, schema) ? m : create(schema, m as never);
-  return Buffer.from(toBinary(schema, message));
+  const bytes = toBinary(schema, message);
+  // A view, not a copy: toBinary's array is ours alone.
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Builds the grpc-js service definition of a protobuf-es service descriptor. */
