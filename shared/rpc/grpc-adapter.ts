@@ -374,22 +374,32 @@ function unaryHandler(
         return lazy.requestHeader;
       },
     };
-    chain(req)
-      .then(
-        (res) => {
+    // One continuation per outcome, each ending the call's state itself (no `finally` promise).
+    const ended = (): void => {
+      lazy.finish();
+      opts.tracker?.end();
+    };
+    chain(req).then(
+      (res) => {
+        try {
           // An interceptor may have returned its own response object with its own metadata.
           const ours = res === lazy.response;
           const header = headersToMetadata(ours ? lazy.responseHeader : res.header);
           const trailer = headersToMetadata(ours ? lazy.responseTrailer : res.trailer);
           if (header) call.sendMetadata(header);
           callback(null, res.message, trailer);
-        },
-        (err: unknown) => callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name }))),
-      )
-      .finally(() => {
-        lazy.finish();
-        opts.tracker?.end();
-      });
+        } finally {
+          ended();
+        }
+      },
+      (err: unknown) => {
+        try {
+          callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name })));
+        } finally {
+          ended();
+        }
+      },
+    );
   };
 }
 
