@@ -69,7 +69,9 @@ export interface GrpcAdapterOptions {
 /** Binary encoding; plain init objects (as grpc-js clients pass them) are completed with `create`. */
 function serialize(schema: DescMessage, m: unknown): Buffer {
   const message = isMessage(m, schema) ? m : create(schema, m as never);
-  return Buffer.from(toBinary(schema, message));
+  const bytes = toBinary(schema, message);
+  // A view, not a copy: toBinary's array is ours alone.
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Builds the grpc-js service definition of a protobuf-es service descriptor. */
@@ -372,22 +374,32 @@ function unaryHandler(
         return lazy.requestHeader;
       },
     };
-    chain(req)
-      .then(
-        (res) => {
+    // One continuation per outcome, each ending the call's state itself (no `finally` promise).
+    const ended = (): void => {
+      lazy.finish();
+      opts.tracker?.end();
+    };
+    chain(req).then(
+      (res) => {
+        try {
           // An interceptor may have returned its own response object with its own metadata.
           const ours = res === lazy.response;
           const header = headersToMetadata(ours ? lazy.responseHeader : res.header);
           const trailer = headersToMetadata(ours ? lazy.responseTrailer : res.trailer);
           if (header) call.sendMetadata(header);
           callback(null, res.message, trailer);
-        },
-        (err: unknown) => callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name }))),
-      )
-      .finally(() => {
-        lazy.finish();
-        opts.tracker?.end();
-      });
+        } finally {
+          ended();
+        }
+      },
+      (err: unknown) => {
+        try {
+          callback(toGrpcStatus(toConnectError(err, opts.logger, { method: method.name })));
+        } finally {
+          ended();
+        }
+      },
+    );
   };
 }
 

@@ -3,7 +3,14 @@
  * Order (outermost first): metrics, logging, auth, errors. Errors is innermost so that every other
  * interceptor sees the final, caller-safe code.
  */
-import { Code, ConnectError, type Interceptor, type StreamResponse } from '@connectrpc/connect';
+import {
+  Code,
+  ConnectError,
+  type Interceptor,
+  type StreamRequest,
+  type StreamResponse,
+  type UnaryRequest,
+} from '@connectrpc/connect';
 import type { Counter, Gauge, Histogram, MetricsCollector } from '../monitoring';
 import { cancellationOf, codeName, MALFORMED_MESSAGE, toConnectError } from './errors';
 import { admittedKey, callerKey, countedKey, transportKey } from './context';
@@ -60,29 +67,29 @@ export interface ErrorInterceptorOptions {
 /** Maps domain errors to codes and hides unexpected ones (logged with their cause). */
 export function errorInterceptor(logger: Logger, options: ErrorInterceptorOptions = {}): Interceptor {
   const { onUnexpected } = options;
-  return (next) => async (req) => {
-    // A call whose client went away ends with whatever the handler threw on its aborted signal:
-    // that is CANCELED (not an error of ours), on both ports.
-    const map = (err: unknown) => {
-      const cancelled = cancellationOf(req.signal, err);
-      if (cancelled) return cancelled;
-      const mapped = toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
-      if (onUnexpected && mapped !== err && !isDomainError(err)) {
-        try {
-          onUnexpected(err);
-        } catch (hookErr) {
-          logger.warn({ err: hookErr }, 'unexpected-error hook failed');
-        }
+  // A call whose client went away ends with whatever the handler threw on its aborted signal:
+  // that is CANCELED (not an error of ours), on both ports.
+  const mapFor = (req: UnaryRequest | StreamRequest) => (err: unknown) => {
+    const cancelled = cancellationOf(req.signal, err);
+    if (cancelled) return cancelled;
+    const mapped = toConnectError(err, logger, { service: req.service.typeName, method: req.method.name });
+    if (onUnexpected && mapped !== err && !isDomainError(err)) {
+      try {
+        onUnexpected(err);
+      } catch (hookErr) {
+        logger.warn({ err: hookErr }, 'unexpected-error hook failed');
       }
-      return mapped;
-    };
+    }
+    return mapped;
+  };
+  return (next) => async (req) => {
     try {
       const res = await next(
         req.stream ? { ...req, message: refuseMalformedInput(req.message, logger) } : req,
       );
-      return res.stream ? observeStream(res, () => undefined, map) : res;
+      return res.stream ? observeStream(res, () => undefined, mapFor(req)) : res;
     } catch (err) {
-      throw map(err);
+      throw mapFor(req)(err);
     }
   };
 }
@@ -107,42 +114,49 @@ export function authInterceptor(): Interceptor {
   };
 }
 
-/** Structured call logs: failures always, successes at debug level (hot path stays quiet at info). */
+/** Logs one call's end (`err` undefined: success, at debug level); builds nothing for a level that is off. */
+function logCall(logger: Logger, req: UnaryRequest | StreamRequest, started: number, err: unknown): void {
+  let level: 'debug' | 'info' | 'error' = 'debug';
+  let code: Code | undefined;
+  if (err !== undefined) {
+    code = err instanceof ConnectError ? err.code : Code.Unknown;
+    level =
+      code === Code.Internal || code === Code.Unknown ? 'error' : code === Code.Canceled ? 'debug' : 'info';
+  }
+  if (!logger.isLevelEnabled(level)) return;
+  const fields = {
+    rpcService: req.service.typeName,
+    rpcMethod: req.method.name,
+    transport: req.contextValues.get(transportKey),
+    caller: req.contextValues.get(callerKey),
+    durationMs: Math.round((performance.now() - started) * 100) / 100,
+  };
+  if (code === undefined) logger.debug({ ...fields, code: 'ok' }, 'rpc completed');
+  else
+    logger[level](
+      {
+        ...fields,
+        code: codeName(code),
+        message: err instanceof ConnectError ? err.rawMessage : undefined,
+      },
+      'rpc failed',
+    );
+}
+
+/**
+ * Structured call logs: failures always, successes at debug level (hot path stays quiet at info: a
+ * successful unary call allocates nothing here).
+ */
 export function loggingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
-    const log = (err: unknown) => {
-      const fields = {
-        rpcService: req.service.typeName,
-        rpcMethod: req.method.name,
-        transport: req.contextValues.get(transportKey),
-        caller: req.contextValues.get(callerKey),
-        durationMs: Math.round((performance.now() - started) * 100) / 100,
-      };
-      if (err === undefined) {
-        if (logger.isLevelEnabled('debug')) logger.debug({ ...fields, code: 'ok' }, 'rpc completed');
-        return;
-      }
-      const code = err instanceof ConnectError ? err.code : Code.Unknown;
-      const level =
-        code === Code.Internal || code === Code.Unknown ? 'error' : code === Code.Canceled ? 'debug' : 'info';
-      if (!logger.isLevelEnabled(level)) return;
-      logger[level](
-        {
-          ...fields,
-          code: codeName(code),
-          message: err instanceof ConnectError ? err.rawMessage : undefined,
-        },
-        'rpc failed',
-      );
-    };
     try {
       const res = await next(req);
-      if (res.stream) return observeStream(res, log);
-      log(undefined);
+      if (res.stream) return observeStream(res, (err) => logCall(logger, req, started, err));
+      logCall(logger, req, started, undefined);
       return res;
     } catch (err) {
-      log(err);
+      logCall(logger, req, started, err);
       throw err;
     }
   };
@@ -164,6 +178,10 @@ export class RpcMetrics {
   // Label objects are kept, not rebuilt per call: the library resolves a repeated object fastest.
   private readonly callLabels = new Map<string, CallLabels>();
   private readonly codeLabels = new Map<string, Record<string, string>>();
+  private readonly inFlightSeries = new Map<
+    string,
+    { labels: Record<string, string>; count: { value: number } }
+  >();
 
   constructor(collector: MetricsCollector) {
     this.handled = collector.createCounter(
@@ -195,6 +213,20 @@ export class RpcMetrics {
     return labels;
   }
 
+  /**
+   * The in-flight label object of a method and its count of calls in flight (kept here, so that
+   * every interceptor over these metrics sets the gauge from the same count).
+   */
+  inFlightOf(service: string, method: string): { labels: Record<string, string>; count: { value: number } } {
+    const key = `${service}/${method}`;
+    let entry = this.inFlightSeries.get(key);
+    if (!entry) {
+      entry = { labels: { rpc_service: service, rpc_method: method }, count: { value: 0 } };
+      this.inFlightSeries.set(key, entry);
+    }
+    return entry;
+  }
+
   /** Counts one answer with `code` (a Connect code name such as `ok`, `invalid_argument`). */
   record(labels: CallLabels, code: string): void {
     const key = `${labels.rpc_service}/${labels.rpc_method}/${labels.transport}/${code}`;
@@ -207,38 +239,59 @@ export class RpcMetrics {
   }
 }
 
+/** The label objects of one method on one transport, and its calls in flight there. */
+interface MethodSeries {
+  labels: CallLabels;
+  inFlight: Record<string, string>;
+  /** Calls of the method in flight (all transports): what the gauge shows. */
+  count: { value: number };
+}
+
 /** Counts calls by code, times them, and tracks calls in flight. */
 export function metricsInterceptor(metrics: RpcMetrics): Interceptor {
-  const inFlightLabels = new Map<string, Record<string, string>>();
-  const inFlightOf = (service: string, method: string): Record<string, string> => {
-    const key = `${service}/${method}`;
-    let labels = inFlightLabels.get(key);
-    if (!labels) inFlightLabels.set(key, (labels = { rpc_service: service, rpc_method: method }));
-    return labels;
-  };
-  return (next) => async (req) => {
+  const seriesOf = (req: UnaryRequest | StreamRequest): MethodSeries => {
     const labels = metrics.labels(req.service.typeName, req.method.name, req.contextValues.get(transportKey));
-    const inFlight = inFlightOf(labels.rpc_service, labels.rpc_method);
-    // Tells the HTTP port that this request reached the interceptors (its own answer is counted here).
-    req.contextValues.set(countedKey, true);
-    const started = performance.now();
-    metrics.inFlight.increment(1, inFlight);
-    const done = (err: unknown) => {
-      metrics.inFlight.decrement(1, inFlight);
-      metrics.record(
-        labels,
-        err === undefined ? 'ok' : codeName(err instanceof ConnectError ? err.code : Code.Unknown),
-      );
-      metrics.duration.record((performance.now() - started) / 1000, labels);
+    const { labels: inFlight, count } = metrics.inFlightOf(labels.rpc_service, labels.rpc_method);
+    return { labels, inFlight, count };
+  };
+  const end = (series: MethodSeries, started: number, err: unknown): void => {
+    // The gauge is set from our own count: one update, not a read and a write.
+    metrics.inFlight.set(--series.count.value, series.inFlight);
+    metrics.record(
+      series.labels,
+      err === undefined ? 'ok' : codeName(err instanceof ConnectError ? err.code : Code.Unknown),
+    );
+    metrics.duration.record((performance.now() - started) / 1000, series.labels);
+  };
+  return (next) => {
+    // Interceptors are composed once per method (and port): its label objects are found on the
+    // first call and kept, unless a call comes with another method or transport.
+    let cached: MethodSeries | undefined;
+    return async (req) => {
+      let series = cached;
+      if (
+        series === undefined ||
+        series.labels.rpc_method !== req.method.name ||
+        series.labels.rpc_service !== req.service.typeName ||
+        series.labels.transport !== req.contextValues.get(transportKey)
+      )
+        series = cached = seriesOf(req);
+      // Tells the HTTP port that this request reached the interceptors (its own answer is counted here).
+      req.contextValues.set(countedKey, true);
+      const started = performance.now();
+      metrics.inFlight.set(++series.count.value, series.inFlight);
+      try {
+        const res = await next(req);
+        if (res.stream) {
+          const s = series;
+          return observeStream(res, (err) => end(s, started, err));
+        }
+        end(series, started, undefined);
+        return res;
+      } catch (err) {
+        end(series, started, err);
+        throw err;
+      }
     };
-    try {
-      const res = await next(req);
-      if (res.stream) return observeStream(res, done);
-      done(undefined);
-      return res;
-    } catch (err) {
-      done(err);
-      throw err;
-    }
   };
 }

@@ -299,6 +299,9 @@ export class RpcServer {
       'grpc.max_receive_message_length': largest,
       'grpc.keepalive_time_ms': 60_000,
       'grpc.keepalive_permit_without_calls': 1,
+      // Channelz (grpc-js's call and socket statistics service) is not served here, and its
+      // per-call tracking (counters, timestamps, closures per call) measured about 2% of a call.
+      'grpc.enable_channelz': 0,
       interceptors: [
         grpcIntake({
           access,

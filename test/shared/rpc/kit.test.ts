@@ -188,6 +188,22 @@ describe('metrics', () => {
   });
 });
 
+describe('calls in flight', () => {
+  test('when concurrent calls on both ports, ok and failed, have ended, the in-flight gauge is back at 0', async () => {
+    const inFlight = async (): Promise<number[]> =>
+      ((await h.registry.getSingleMetric('rpc_server_in_flight')?.get())?.values ?? [])
+        .filter((v) => v.labels.rpc_method === 'Echo')
+        .map((v) => v.value);
+    await Promise.all([
+      ...Array.from({ length: 5 }, (_, i) => unary(h.grpc, 'echo', { message: `grpc ${i}` })),
+      ...Array.from({ length: 5 }, (_, i) => h.connect().echo({ message: `connect ${i}` })),
+      grpcError(unary(h.grpc, 'echo', { failCode: 'NOT_FOUND' })),
+      connectError(h.connect().echo({ failCode: 'NOT_FOUND' })),
+    ]);
+    expect(await inFlight()).toEqual([0]);
+  });
+});
+
 describe('reflection', () => {
   test('lists the registered services and health', async () => {
     const names = await listServicesByReflection(h.grpcAddress);
