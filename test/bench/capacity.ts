@@ -15,6 +15,7 @@
  * The same numbers over an idle stretch of the same length say what the service costs with nothing
  * to do (polls, leases, LISTEN). deploy/capacity.md turns them into a model.
  *
+ * CAPACITY_AUTO_EXPLAIN_MS=n logs the plans of statements slower than n ms to the cluster's server.log.
  * Usage: npm run capacity [-- rows] (rows: a comma list of email,sms,push,push-batch,inbox,notify;
  * all by default). `npm run capacity -- replicas` runs replicas.ts instead (N replicas claiming from
  * one queue, dueBackends on a large backlog, the event sequencer under N writers). CAPACITY_MESSAGES=N sets the messages per row (default 2000). Prints a table and
@@ -61,7 +62,23 @@ export interface CapacityRow {
   walBytesPerMessage: number;
   serviceCpuMsPerMessage: number;
   /** The same over an idle stretch as long as the row: per second, not per message. */
-  idle?: { statementsPerSecond: number; pgCpuMsPerSecond: number; serviceCpuMsPerSecond: number };
+  idle?: {
+    statementsPerSecond: number;
+    pgCpuMsPerSecond: number;
+    serviceCpuMsPerSecond: number;
+    /**
+     * Where PostgreSQL's idle time went: the service's statements that ran longest over the idle
+     * stretch (execution ms, calls) and the longest single statement seen running (sampled every
+     * 250 ms). An idle replica should cost a few ms/s; this names the culprit when it does not.
+     */
+    busiest: { query: string; ms: number; calls: number }[];
+    longestRunning?: { query: string; ms: number };
+  };
+}
+
+/** The first 160 characters of a statement, on one line. */
+function shortQuery(query: string): string {
+  return query.replace(/\s+/g, ' ').trim().slice(0, 160);
 }
 
 interface Probe {
@@ -72,6 +89,10 @@ interface Probe {
   /** Deliveries in `status` in the service's database. */
   countDeliveries(statuses: string[]): Promise<number>;
   countInbox(): Promise<number>;
+  /** Execution time so far per statement of the service (pg_stat_statements), by query text. */
+  statementTimes(): Promise<Map<string, { calls: number; ms: number }>>;
+  /** The service's statements running now, with how long each has run (ms). */
+  running(): Promise<{ query: string; ms: number }[]>;
   close(): Promise<void>;
 }
 
@@ -102,6 +123,24 @@ async function openProbe(serverUrl: string): Promise<Probe> {
     countDeliveries: async (statuses) =>
       Number(await one(service, 'SELECT count(*) FROM deliveries WHERE status = ANY($1)', [statuses])),
     countInbox: async () => Number(await one(service, 'SELECT count(*) FROM inbox_messages')),
+    statementTimes: async () => {
+      const { rows } = await admin.query<{ query: string; calls: string; ms: number }>(
+        `SELECT s.query, sum(s.calls) AS calls, sum(s.total_exec_time) AS ms FROM pg_stat_statements s
+          JOIN pg_database d ON d.oid = s.dbid JOIN pg_roles r ON r.oid = s.userid
+         WHERE d.datname = $1 AND r.rolname = 'postgres' GROUP BY s.query`,
+        [SERVICE_DB],
+      );
+      return new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: Number(r.ms) }]));
+    },
+    running: async () =>
+      (
+        await admin.query<{ query: string; ms: number }>(
+          `SELECT query, extract(epoch FROM clock_timestamp() - query_start) * 1000 AS ms
+             FROM pg_stat_activity
+            WHERE datname = $1 AND usename = 'postgres' AND state = 'active' AND pid <> pg_backend_pid()`,
+          [SERVICE_DB],
+        )
+      ).rows.map((r) => ({ query: r.query, ms: Number(r.ms) })),
     close: async () => {
       await service.end();
       await admin.end();
@@ -120,9 +159,24 @@ async function until(what: string, done: () => Promise<boolean>): Promise<void> 
 
 /** Runs the capacity measurement; returns the rows. */
 export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<CapacityRow[]> {
+  // CAPACITY_AUTO_EXPLAIN_MS=n: statements (nested ones too: the SQL functions' insides) slower than
+  // n ms get their plan, with row counts and buffers, in the cluster's server.log.
+  const explainMs = process.env.CAPACITY_AUTO_EXPLAIN_MS;
   const cluster = await startCluster({
     durable: true,
-    settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+    settings: {
+      shared_preload_libraries: explainMs ? 'pg_stat_statements,auto_explain' : 'pg_stat_statements',
+      'pg_stat_statements.track': 'all',
+      ...(explainMs
+        ? {
+            'auto_explain.log_min_duration': explainMs,
+            'auto_explain.log_analyze': 'on',
+            'auto_explain.log_buffers': 'on',
+            'auto_explain.log_timing': 'off',
+            'auto_explain.log_nested_statements': 'on',
+          }
+        : {}),
+    },
   });
   const cwd = mkdtempSync(join(tmpdir(), 'capacity-'));
   const smtp = await startSmtpPeerProcess();
@@ -243,10 +297,31 @@ export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<Capa
       // The idle stretch: as long as the row took (at least 5 s).
       const idleSeconds = Math.max(5, seconds);
       const idleStatements0 = await probe!.statements();
+      const idleTimes0 = await probe!.statementTimes();
       const idleCpu = cpuMark(sources);
-      await sleep(idleSeconds * 1000);
+      let longestRunning: { query: string; ms: number } | undefined;
+      const idleEnds = performance.now() + idleSeconds * 1000;
+      while (performance.now() < idleEnds) {
+        for (const r of await probe!.running()) {
+          if (!longestRunning || r.ms > longestRunning.ms)
+            longestRunning = { query: shortQuery(r.query), ms: Math.round(r.ms) };
+        }
+        await sleep(Math.min(250, Math.max(0, idleEnds - performance.now())));
+      }
       const idleSpent = idleCpu.spent();
       const idleStatements = (await probe!.statements()) - idleStatements0;
+      const busiest = [...(await probe!.statementTimes())]
+        .map(([query, t]) => {
+          const before = idleTimes0.get(query) ?? { calls: 0, ms: 0 };
+          return {
+            query: shortQuery(query),
+            ms: Math.round(t.ms - before.ms),
+            calls: t.calls - before.calls,
+          };
+        })
+        .filter((t) => t.calls > 0 || t.ms > 0)
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, 3);
       const per = (x: number) => Math.round((x / messages) * 1000) / 1000;
       const perSecond = (x: number) => Math.round((x / idleSeconds) * 100) / 100;
       const result: CapacityRow = {
@@ -261,6 +336,8 @@ export async function runCapacity(rows: readonly RowName[] = ROWS): Promise<Capa
           statementsPerSecond: perSecond(idleStatements),
           pgCpuMsPerSecond: perSecond(idleSpent.postgres ?? 0),
           serviceCpuMsPerSecond: perSecond(idleSpent.service ?? 0),
+          busiest,
+          ...(longestRunning ? { longestRunning } : {}),
         },
       };
       process.stdout.write(`  ${JSON.stringify(result)}\n`);

@@ -33,6 +33,7 @@ import * as deliveryActivity from './20261129000000_delivery_activity';
 import * as partitions from './20261129100000_partitions';
 import * as deliveryCompletePruned from './20261129140000_delivery_complete_pruned';
 import * as deliveryEventSequencerPruned from './20261130200000_delivery_event_sequencer_pruned';
+import * as deliveryEventSequencerLoop from './20261130210000_delivery_event_sequencer_loop';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -66,6 +67,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261129100000_partitions', ...partitions },
   { name: '20261129140000_delivery_complete_pruned', ...deliveryCompletePruned },
   { name: '20261130200000_delivery_event_sequencer_pruned', ...deliveryEventSequencerPruned },
+  { name: '20261130210000_delivery_event_sequencer_loop', ...deliveryEventSequencerLoop },
 ];
 
 /** The knex table that records which notification migrations ran. */
