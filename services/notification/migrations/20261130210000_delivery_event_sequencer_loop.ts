@@ -1,5 +1,5 @@
 /**
- * `delivery_events_sequence` numbers each pending event with its own one-row UPDATE (issue 30;
+ * `delivery_events_sequence` numbers the pending events without a join (issue 30;
  * delivery/README.md, "Sequencer plan").
  *
  * 20261130200000 matched the pending rows by (id, occurred_at) in one UPDATE ... FROM pending, a
@@ -32,31 +32,33 @@ export const SEQUENCE = `
   AS $fn$
   DECLARE
     base bigint;
-    r record;
+    ids bigint[];
+    ats timestamptz[];
   BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('delivery_events'), 1);
-    sequenced := 0;
-    SELECT k.last_seq INTO base FROM delivery_event_counter k WHERE k.id = 1;
-    -- Planned on each pass (EXECUTE): a plan cached while the partitions were empty read the
-    -- primary key in id order past every numbered row instead of the unnumbered index.
-    FOR r IN EXECUTE
-      'SELECT e.id, e.occurred_at FROM delivery_events e
-       WHERE e.seq IS NULL ORDER BY e.id LIMIT $1' USING p_batch
-    LOOP
-      sequenced := sequenced + 1;
-      UPDATE delivery_events SET seq = base + sequenced
-      WHERE id = r.id AND occurred_at = r.occurred_at;
-    END LOOP;
-    IF sequenced > 0 THEN
-      latest_seq := base + sequenced;
-      UPDATE delivery_event_counter SET last_seq = latest_seq WHERE id = 1;
-      -- Delivered at commit, so no replica reads before the numbers are visible.
-      PERFORM pg_notify(p_channel, latest_seq::text);
+    -- Planned on each pass (EXECUTE), with the sizes of now: a plan cached while the partitions
+    -- were empty could read the primary key in id order past every numbered row.
+    EXECUTE 'SELECT array_agg(p.id ORDER BY p.id), array_agg(p.occurred_at ORDER BY p.id)
+             FROM (SELECT e.id, e.occurred_at FROM delivery_events e
+                   WHERE e.seq IS NULL ORDER BY e.id LIMIT $1) p'
+      INTO ids, ats USING p_batch;
+    sequenced := coalesce(cardinality(ids), 0);
+    IF sequenced = 0 THEN
+      RETURN;
     END IF;
+    UPDATE delivery_event_counter k SET last_seq = k.last_seq + sequenced WHERE k.id = 1
+      RETURNING k.last_seq INTO latest_seq;
+    base := latest_seq - sequenced;
+    -- No join: the rows are found by their primary key (id, occurred_at) from the two arrays, the
+    -- only plan this single-table statement has, and each gets its place in id order.
+    UPDATE delivery_events e SET seq = base + array_position(ids, e.id)
+    WHERE e.id = ANY(ids) AND e.occurred_at = ANY(ats);
+    -- Delivered at commit, so no replica reads before the numbers are visible.
+    PERFORM pg_notify(p_channel, latest_seq::text);
   END
   $fn$`;
 
-/** Makes `delivery_events_sequence` number row by row, without a join. */
+/** Makes `delivery_events_sequence` number without a join. */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(SEQUENCE);
 }
