@@ -70,7 +70,8 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       const parts = (await knex.raw(
         `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`,
       )) as { rows: { part: string }[] };
-      for (const { part } of parts.rows) await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+      for (const { part } of parts.rows)
+        await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
     });
 
     afterAll(async () => {

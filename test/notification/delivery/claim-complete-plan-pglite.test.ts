@@ -1,4 +1,4 @@
-/** The sequencer plan contract (claim-complete-plan-contract.ts) on PGlite. */
+/** The claim and completion plan contract (claim-complete-plan-contract.ts) on PGlite. */
 import type { Knex } from 'knex';
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { silentLogger } from '../../../shared/logging/logger';

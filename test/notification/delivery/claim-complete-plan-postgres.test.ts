@@ -1,4 +1,4 @@
-/** The sequencer plan contract (claim-complete-plan-contract.ts) on real PostgreSQL. */
+/** The claim and completion plan contract (claim-complete-plan-contract.ts) on real PostgreSQL. */
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
