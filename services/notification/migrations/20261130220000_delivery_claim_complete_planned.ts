@@ -88,6 +88,8 @@ const COMPLETE = `
   SET enable_hashjoin = off
   SET enable_mergejoin = off
   AS $fn$
+  DECLARE
+    open_statuses CONSTANT text[] := ARRAY['pending', 'retrying'];
   BEGIN
     -- Planned on each call (EXECUTE), with the sizes of now: a plan cached while the partitions were
     -- analyzed empty scanned a partition's whole primary key per outcome.
@@ -121,7 +123,7 @@ const COMPLETE = `
       WHERE d.id = c.id AND d.lease_owner = c.owner
         AND d.created_at > c.created_at - interval '1 millisecond'
         AND d.created_at < c.created_at + interval '1 millisecond'
-        AND d.status IN ('pending', 'retrying')
+        AND d.status = ANY($3)
       RETURNING d.*),
     ev AS (
       INSERT INTO delivery_events (delivery_id, scope, channel, backend, status, failure, reason,
@@ -130,7 +132,7 @@ const COMPLETE = `
         u.provider_reference, u.updated_at
       FROM upd u)
     SELECT * FROM upd$q$
-    USING p_outcomes, p_ids;
+    USING p_outcomes, p_ids, open_statuses;
   END
   $fn$`;
 
