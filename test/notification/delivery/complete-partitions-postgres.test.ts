@@ -101,14 +101,11 @@ async function runPlan(
     "SELECT prosrc, proconfig FROM pg_proc WHERE proname = 'delivery_complete'",
   );
   const body = rows[0]!.prosrc;
-  // Run by EXECUTE (migration 20261130220000): the statement between the $q$ quotes, already $n.
-  const sql = body.includes('EXECUTE $q$')
-    ? body.slice(body.indexOf('$q$') + 3, body.lastIndexOf('$q$'))
-    : body
-        .slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'))
-        .replaceAll('p_outcomes', '$1')
-        .replaceAll('p_ids', '$2')
-        .replaceAll('open_statuses', '$3');
+  const sql = body
+    .slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'))
+    .replaceAll('p_outcomes', '$1')
+    .replaceAll('p_ids', '$2')
+    .replaceAll('open_statuses', '$3');
   await client.query('BEGIN');
   try {
     for (const setting of rows[0]!.proconfig) {

@@ -174,12 +174,6 @@ async function functionStatement(
     [name],
   );
   const body = rows[0]!.prosrc;
-  // Run by EXECUTE (migration 20261130220000): the statement between the $q$ quotes, already $n.
-  if (body.includes('EXECUTE $q$'))
-    return {
-      sql: body.slice(body.indexOf('$q$') + 3, body.lastIndexOf('$q$')),
-      settings: rows[0]!.proconfig ?? [],
-    };
   const statement = body.slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'));
   return {
     sql: params.reduce((sql, param, i) => sql.replaceAll(param, `$${i + 1}`), statement),
@@ -319,8 +313,7 @@ describe('query plans on PostgreSQL', () => {
         'p_ids',
         'open_statuses',
       ]);
-      // Planned on each call since migration 20261130220000 (EXECUTE): no plan cached per connection.
-      expect(statement.settings).not.toContain('plan_cache_mode=force_generic_plan');
+      expect(statement.settings).toContain('plan_cache_mode=force_generic_plan');
       const indexes = await indexesOfPlan(client, statement, [
         ...captured[0]!.bindings,
         ['pending', 'retrying'],
