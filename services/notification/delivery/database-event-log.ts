@@ -174,7 +174,7 @@ export class DatabaseDeliveryEventLog {
   }
 
   /**
-   * One pass: one statement, `delivery_events_sequence` (migration 20261125000000): the advisory lock,
+   * One pass: one statement, `delivery_events_sequence` (migrations 20261125000000, 20261130210000): the advisory lock,
    * the numbering from the counter row and the NOTIFY, in the statement's own transaction.
    */
   private async sequenceBatch(): Promise<{ count: number; latest: number }> {

@@ -529,6 +529,20 @@ export function describeSuppressionContract(
     }
 
     /** The sends of the multi-channel tests: suppressed and clear, single and multi-recipient. */
+    /** What `mixedSends` lets through: the narrowed email to okTo and okCc only, the clear SMS and push. */
+    function expectOnlyClearSent(
+      drivers: ReturnType<typeof setupChannels>['drivers'],
+      clear: { okTo: string; okCc: string; okNumber: string; liveToken: string },
+    ): void {
+      const sentEmails = drivers.email.calls.map((c) => c.payload as OutboundEmail);
+      const narrowed = sentEmails.find((e) => e.cc.length > 0)!;
+      expect(narrowed.to.map((a) => a.email)).toEqual([clear.okTo]);
+      expect(narrowed.cc.map((a) => a.email)).toEqual([clear.okCc]);
+      expect(narrowed.bcc).toEqual([]);
+      expect(drivers.sms.calls.map((c) => c.payload)).toEqual([{ n: clear.okNumber }]);
+      expect(drivers.push.calls.map((c) => c.payload)).toEqual([{ t: clear.liveToken }]);
+    }
+
     async function mixedSends(list: Suppressions) {
       const [goneTo, okTo, okCc, goneBcc, loneGone, allGoneTo, keptCc] = [
         wideAddress('gone'),
@@ -601,12 +615,7 @@ export function describeSuppressionContract(
       await pollAndSettle(pipeline);
       const sentEmails = drivers.email.calls.map((c) => c.payload as OutboundEmail);
       expect(sentEmails).toHaveLength(2);
-      const narrowed = sentEmails.find((e) => e.cc.length > 0)!;
-      expect(narrowed.to.map((a) => a.email)).toEqual([okTo]);
-      expect(narrowed.cc.map((a) => a.email)).toEqual([okCc]);
-      expect(narrowed.bcc).toEqual([]);
-      expect(drivers.sms.calls.map((c) => c.payload)).toEqual([{ n: okNumber }]);
-      expect(drivers.push.calls.map((c) => c.payload)).toEqual([{ t: liveToken }]);
+      expectOnlyClearSent(drivers, { okTo, okCc, okNumber, liveToken });
     });
 
     it('when the list cannot be read, the sends of one turn are all accepted pending; the claim stops the suppressed ones', async () => {
@@ -636,13 +645,7 @@ export function describeSuppressionContract(
       for (const i of [1, 3, 4, 6]) {
         expect(records[i]).toMatchObject({ failure: 'recipient_suppressed', attempts: [] });
       }
-      const sentEmails = drivers.email.calls.map((c) => c.payload as OutboundEmail);
-      const narrowed = sentEmails.find((e) => e.cc.length > 0)!;
-      expect(narrowed.to.map((a) => a.email)).toEqual([okTo]);
-      expect(narrowed.cc.map((a) => a.email)).toEqual([okCc]);
-      expect(narrowed.bcc).toEqual([]);
-      expect(drivers.sms.calls.map((c) => c.payload)).toEqual([{ n: okNumber }]);
-      expect(drivers.push.calls.map((c) => c.payload)).toEqual([{ t: liveToken }]);
+      expectOnlyClearSent(drivers, { okTo, okCc, okNumber, liveToken });
     });
 
     it('at claim, a list that cannot be read defers the attempt: nothing is sent until it can, then the rule applies', async () => {
