@@ -60,5 +60,12 @@ describe('cpu accounting', () => {
       'service: bench 0.600 + notification 1.900 = 2.500 CPU-ms/email',
       'direct: bench 1.200 = 1.200 CPU-ms/email',
     ]);
+    // direct costs 1.2 per email against the service's 2.5: the service could reach 0.48 of it.
+    expect(tally.cpuRatio('service', 'direct')).toBeCloseTo(0.48, 10);
+    expect(tally.formatCpuRatio('service', 'direct')).toEqual([
+      "CPU ratio (direct CPU-ms per unit / service's, all processes): 0.48",
+    ]);
+    expect(tally.cpuRatio('service', 'absent')).toBeUndefined();
+    expect(tally.formatCpuRatio('absent', 'direct')).toEqual([]);
   });
 });

@@ -143,6 +143,28 @@ export class CpuTally {
     return out;
   }
 
+  /**
+   * The baseline's total CPU-ms per unit over the candidate's (all processes of each side): the
+   * throughput ratio the two would reach if the cores were the only limit. On this 2-core machine the
+   * wall-clock ratio of a row follows it within about 0.1 while moving 0.1-0.4 between runs of the same
+   * commit, so each row prints it as the steadier reading (README, "Email bench targets"). Undefined
+   * when a side was not measured.
+   */
+  cpuRatio(candidate: string, baseline: string): number | undefined {
+    const all = this.perUnit();
+    const c = all[candidate]?.total;
+    const b = all[baseline]?.total;
+    return c === undefined || b === undefined || c <= 0 ? undefined : b / c;
+  }
+
+  /** `cpuRatio` as a detail line under a row, or nothing when it cannot be computed. */
+  formatCpuRatio(candidate: string, baseline: string): string[] {
+    const r = this.cpuRatio(candidate, baseline);
+    return r === undefined
+      ? []
+      : [`CPU ratio (${baseline} CPU-ms per unit / ${candidate}'s, all processes): ${r.toFixed(2)}`];
+  }
+
   /** One line per side, e.g. `service: bench 0.41 + notification 1.20 + ... = 2.1 CPU-ms/email`. */
   format(unit: string): string[] {
     return Object.entries(this.perUnit()).map(([side, row]) => {

@@ -263,7 +263,7 @@ async function throughputRows(
         r.hop!,
         target,
         'emails/s',
-        detail,
+        [...detail, ...tally.formatCpuRatio('service', 'grpc-hop')],
       ),
       ratioRow(name(`nodemailer pool of ${POOL_SIZE} direct`), r.service!, r.direct!, 'report', 'emails/s', [
         `(the bare grpc-js hop itself: ${(r.hop! / r.direct!).toFixed(2)} of nodemailer direct)`,
@@ -383,14 +383,10 @@ async function enqueueRows(peer: SmtpPeer, url: string, cwd: string): Promise<Be
     const name = (against: string) =>
       `email SendEmail acknowledged with the peer paused (durable enqueue, PostgreSQL), ${IN_FLIGHT} in flight (calls/s vs ${against})`;
     return [
-      ratioRow(
-        name('raw grpc-js unary echo'),
-        r.service!,
-        r.echo!,
-        '>= 0.7',
-        'calls/s',
-        tally.format('call'),
-      ),
+      ratioRow(name('raw grpc-js unary echo'), r.service!, r.echo!, '>= 0.7', 'calls/s', [
+        ...tally.format('call'),
+        ...tally.formatCpuRatio('service', 'raw echo'),
+      ]),
       ratioRow(
         name(`raw pg single-row INSERT/s, pool of ${DB_POOL_SIZE}`),
         r.service!,

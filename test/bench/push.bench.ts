@@ -199,7 +199,7 @@ export async function runPushBench(): Promise<BenchRow[]> {
         ...e2eDb,
         target: '>= 0.5',
         unit: 'notifications/s',
-        detail: tally.format('notification'),
+        detail: [...tally.format('notification'), ...tally.formatCpuRatio('service', 'bare')],
       },
     ];
   } finally {
