@@ -1,0 +1,131 @@
+/**
+ * `delivery_claim` and `delivery_complete` with plans cached on partitions analyzed empty (issue 30;
+ * delivery/README.md, "Sequencer plan"). Both functions keep one generic plan per connection
+ * (plan_cache_mode = force_generic_plan, seqscan off). The sequencer's plan, made on a connection's
+ * first call while the week partitions were ANALYZEd empty (one row estimated), joined by a full scan
+ * of a partition's primary key per row until autovacuum re-analyzed. Here the first claim and the
+ * first completion of ONE connection run on empty, analyzed partitions (autovacuum off, so the
+ * statistics stay those), then 2,000 deliveries arrive over four weeks: claiming one and completing
+ * one must read a handful of tuples (pg_stat_user_indexes, pg_stat_user_tables), not a partition.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
+import type { NewDelivery } from '../../../services/notification/delivery/store';
+
+/** Week partitions the deliveries spread over. */
+const WEEKS = 4;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** What the test needs of an engine: a migrated database on ONE connection (plans are per backend). */
+export interface ClaimCompletePlanEngine {
+  open(): Promise<Knex>;
+  close(): Promise<void>;
+}
+
+async function one<T>(knex: Knex, sql: string, bindings: Knex.RawBinding[] = []): Promise<T> {
+  const result = (await knex.raw(sql, bindings)) as { rows: T[] };
+  return result.rows[0]!;
+}
+
+/** Tuples every scan of the deliveries partitions has read so far (index entries and heap rows). */
+async function tuplesRead(knex: Knex): Promise<number> {
+  await knex.raw('SELECT pg_stat_force_next_flush()');
+  await knex.raw('SELECT pg_stat_clear_snapshot()');
+  const { n } = await one<{ n: string | number }>(
+    knex,
+    `SELECT
+       (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes WHERE relname LIKE 'deliveries%')
+       + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables WHERE relname LIKE 'deliveries%')
+       AS n`,
+  );
+  return Number(n);
+}
+
+function delivery(backend: string, i: number, createdAt: Date): NewDelivery {
+  return {
+    id: randomUUID(),
+    channel: 'sms',
+    backend,
+    recipient: `+1555${String(i).padStart(7, '0')}`,
+    maskedRecipient: '***',
+    scope: 'plan-hazard',
+    idempotencyKey: null,
+    contentHash: `h${i}`,
+    payload: { body: 'ok 📦 确认 تم' },
+    createdAt,
+  };
+}
+
+export function claimCompletePlanContract(engineName: string, engine: ClaimCompletePlanEngine): void {
+  describe(`claim and completion plans cached on empty partitions (${engineName})`, () => {
+    let knex: Knex;
+
+    beforeAll(async () => {
+      knex = await engine.open();
+      await knex.raw(
+        `SELECT notification_partitions_ensure((now() - interval '${7 * WEEKS} days')::date, ${WEEKS + 2})`,
+      );
+      // No autovacuum/ANALYZE behind the test's back: the statistics stay those of the empty table.
+      const parts = (await knex.raw(
+        `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`,
+      )) as { rows: { part: string }[] };
+      for (const { part } of parts.rows)
+        await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+    });
+
+    afterAll(async () => {
+      await engine.close();
+    });
+
+    // First in this file: the plans this backend caches are made while every partition is empty.
+    test('claiming one and completing one read about one row, with plans cached on empty partitions', async () => {
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0 });
+      const backend = 'plan-hazard';
+      await knex.raw('ANALYZE deliveries');
+      const claimOne = () =>
+        store.claim({ channel: 'sms', backend, owner: 'w', now: new Date(), leaseMs: 60_000, limit: 1 });
+      const completeOne = (id: string, createdAt: Date) =>
+        store.completeAttempt(id, 'w', {
+          attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+          status: 'sent',
+          nextAttemptAt: null,
+          now: new Date(),
+          createdAt,
+        });
+      // The first claim and completion of this connection: their plans are made for empty partitions.
+      expect(await claimOne()).toEqual([]);
+      expect(await completeOne(randomUUID(), new Date())).toBeNull();
+
+      // 2,000 deliveries over WEEKS weeks (a few minutes back, so never in a partition not made yet).
+      const now = Date.now();
+      const logged = 2000;
+      await store.createBatch(
+        Array.from({ length: logged }, (_, i) =>
+          delivery(backend, i, new Date(now - 5 * 60_000 - (i % WEEKS) * 7 * DAY_MS - i * 1000)),
+        ),
+      );
+      const { weeks } = await one<{ weeks: string | number }>(
+        knex,
+        `SELECT count(DISTINCT tableoid) AS weeks FROM deliveries WHERE scope = 'plan-hazard'`,
+      );
+      expect(Number(weeks)).toBe(WEEKS);
+
+      const beforeClaim = await tuplesRead(knex);
+      const [claimed] = await claimOne();
+      const claimRead = (await tuplesRead(knex)) - beforeClaim;
+      expect(claimed).toBeDefined();
+      const beforeComplete = await tuplesRead(knex);
+      const done = await completeOne(claimed!.id, claimed!.createdAt);
+      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      expect(done?.status).toBe('sent');
+      console.log(`${engineName}: claim of 1 read ${claimRead} tuples, completion of 1 read ${completeRead}`);
+      // A plan scanning a partition per row reads hundreds to thousands (the sequencer's did).
+      expect(claimRead).toBeLessThan(50);
+      expect(completeRead).toBeLessThan(50);
+      // Claimed once: the next claim takes another row.
+      const [next] = await claimOne();
+      expect(next?.id).not.toBe(claimed!.id);
+    });
+  });
+}
