@@ -41,31 +41,31 @@ export const CLAIM = `
   SET enable_mergejoin = off
   AS $fn$
   DECLARE
-    ids uuid[];
-    ats timestamptz[];
-    lo timestamptz;
-    hi timestamptz;
+    picked_ids uuid[];
+    picked_at timestamptz[];
+    created_from timestamptz;
+    created_to timestamptz;
   BEGIN
-    -- Single-table: the due index, locked in the caller's transaction until it ends.
+    -- Single-table (the due index); the rows stay locked until the caller's transaction ends.
     SELECT array_agg(q.id), array_agg(q.created_at), min(q.created_at), max(q.created_at)
-      INTO ids, ats, lo, hi
     FROM (SELECT p.id, p.created_at FROM deliveries p
       WHERE p.backend = p_backend AND p.channel = p_channel AND p.status IN ('pending', 'retrying')
         AND p.next_attempt_at <= COALESCE(p_now, now())
         AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= COALESCE(p_now, now()))
-      ORDER BY p.next_attempt_at LIMIT p_limit FOR UPDATE SKIP LOCKED) q;
-    IF ids IS NULL THEN
+      ORDER BY p.next_attempt_at LIMIT p_limit FOR UPDATE SKIP LOCKED) q
+    INTO picked_ids, picked_at, created_from, created_to;
+    IF picked_ids IS NULL THEN
       RETURN;
     END IF;
-    -- No join: primary-key probes by the ids in the partitions of [lo, hi] (pruned at run time).
+    -- No join: primary-key probes by the ids, in the partitions of the range (pruned at run time).
     RETURN QUERY
     UPDATE deliveries AS d SET lease_owner = p_owner,
       lease_expires_at = COALESCE(p_now, now()) + p_lease,
       updated_at = COALESCE(p_now, now()),
       attempts_started = d.attempts_started
         + CASE WHEN d.lease_owner IS NOT DISTINCT FROM p_owner THEN 0 ELSE 1 END
-    WHERE d.id = ANY(ids) AND d.created_at >= lo AND d.created_at <= hi
-      AND d.created_at = ats[array_position(ids, d.id)]
+    WHERE d.id = ANY(picked_ids) AND d.created_at >= created_from AND d.created_at <= created_to
+      AND d.created_at = picked_at[array_position(picked_ids, d.id)]
     RETURNING d.*;
   END
   $fn$`;
@@ -82,16 +82,16 @@ export const COMPLETE = `
   AS $fn$
   DECLARE
     open_statuses CONSTANT text[] := ARRAY['pending', 'retrying'];
-    lo timestamptz;
-    hi timestamptz;
+    created_from timestamptz;
+    created_to timestamptz;
   BEGIN
     -- The partitions the batch can be in: its created_at range, a millisecond either side.
     SELECT min(k.created_at) - interval '1 millisecond', max(k.created_at) + interval '1 millisecond'
-      INTO lo, hi
     FROM (SELECT COALESCE(o.created_at, (SELECT x.created_at FROM deliveries x
         WHERE x.id = o.id AND x.id = ANY(p_ids))) AS created_at
-      FROM jsonb_to_recordset(p_outcomes) AS o(id uuid, created_at timestamptz)) k;
-    IF lo IS NULL THEN
+      FROM jsonb_to_recordset(p_outcomes) AS o(id uuid, created_at timestamptz)) k
+    INTO created_from, created_to;
+    IF created_from IS NULL THEN
       RETURN;
     END IF;
     RETURN QUERY
@@ -122,7 +122,7 @@ export const COMPLETE = `
           CASE WHEN c.status IN ('sent', 'failed') THEN COALESCE(c.at, now()) END)
       FROM c
       WHERE d.id = c.id AND d.lease_owner = c.owner
-        AND d.id = ANY(p_ids) AND d.created_at > lo AND d.created_at < hi
+        AND d.id = ANY(p_ids) AND d.created_at > created_from AND d.created_at < created_to
         AND d.created_at > c.created_at - interval '1 millisecond'
         AND d.created_at < c.created_at + interval '1 millisecond'
         AND d.status = ANY(open_statuses)

@@ -105,19 +105,30 @@ async function runPlan(
     .slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'))
     .replaceAll('p_outcomes', '$1')
     .replaceAll('p_ids', '$2')
-    .replaceAll('open_statuses', '$3');
+    .replaceAll('open_statuses', '$3')
+    // The batch's created_at range, computed by the function's first statement (migration 20261130300000).
+    .replaceAll('created_from', '$4')
+    .replaceAll('created_to', '$5');
   await client.query('BEGIN');
   try {
     for (const setting of rows[0]!.proconfig) {
       const eq = setting.indexOf('=');
       await client.query(`SET LOCAL ${setting.slice(0, eq)} = '${setting.slice(eq + 1)}'`);
     }
-    await client.query(`PREPARE complete_probe(jsonb, uuid[], text[]) AS ${sql}`);
+    await client.query(`PREPARE complete_probe(jsonb, uuid[], text[], timestamptz, timestamptz) AS ${sql}`);
     const ids = `{${outcomes.map((o) => o.id as string).join(',')}}`;
+    const range = await client.query<{ lo: string; hi: string }>(
+      `SELECT (min(created_at) - interval '1 millisecond')::text AS lo,
+         (max(created_at) + interval '1 millisecond')::text AS hi
+       FROM deliveries WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
     const plan = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE complete_probe(${client.escapeLiteral(
         JSON.stringify(outcomes),
-      )}, ${client.escapeLiteral(ids)}, '{pending,retrying}')`,
+      )}, ${client.escapeLiteral(ids)}, '{pending,retrying}', ${client.escapeLiteral(
+        range.rows[0]!.lo,
+      )}, ${client.escapeLiteral(range.rows[0]!.hi)})`,
     );
     const root = plan.rows[0]!['QUERY PLAN'][0].Plan;
     const all = nodes(root);
