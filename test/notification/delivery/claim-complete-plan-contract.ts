@@ -127,5 +127,107 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       const [next] = await claimOne();
       expect(next?.id).not.toBe(claimed!.id);
     });
+
+    // Still on the connection whose plans were cached empty: batches across every week.
+    test('a claim spanning every week takes exactly the earliest due rows, leases them once, and one completion batch applies them', async () => {
+      // The caller's clock: the lease rules below are checked at fake times.
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0, clock: 'caller' });
+      const backend = 'plan-span';
+      const limit = 8;
+      const now = Date.now();
+      // limit + 1 rows, two a week; due in an order that alternates the weeks, the last past the limit.
+      const made = Array.from({ length: limit + 1 }, (_, i) =>
+        delivery(backend, 10_000 + i, new Date(now - 10 * 60_000 - (i % WEEKS) * 7 * DAY_MS - i * 1000)),
+      );
+      await store.createBatch(made);
+      for (const [i, d] of made.entries()) {
+        await knex.raw(
+          `UPDATE deliveries SET next_attempt_at = now() - ? * interval '1 second' WHERE id = ?`,
+          [100 - i, d.id],
+        );
+      }
+      // The same id as the first row, created in another week inside the batch's range, not due: the
+      // ids alone would match it; the claim must not lease it.
+      const twin = new Date(now - 10 * 60_000 - 2 * 7 * DAY_MS - 500);
+      await knex.raw(
+        `INSERT INTO deliveries (id, channel, backend, masked_recipient, scope, content_hash, status,
+           next_attempt_at, created_at, updated_at)
+         VALUES (?, 'sms', ?, '***', 'plan-hazard', 'twin', 'pending', now() + interval '1 hour', ?, ?)`,
+        [made[0]!.id, backend, twin.toISOString(), twin.toISOString()],
+      );
+      const at = (offsetMs: number) => new Date(now + offsetMs);
+      const claim = (owner: string, offsetMs: number) =>
+        store.claim({ channel: 'sms', backend, owner, now: at(offsetMs), leaseMs: 60_000, limit });
+      const started = async () =>
+        (
+          (await knex.raw(
+            `SELECT id, created_at, attempts_started AS n, lease_owner FROM deliveries WHERE backend = ?`,
+            [backend],
+          )) as { rows: { id: string; created_at: Date; n: number; lease_owner: string | null }[] }
+        ).rows;
+
+      const before = await tuplesRead(knex);
+      const first = await claim('w1', 0);
+      const claimRead = (await tuplesRead(knex)) - before;
+      expect(first.map((r) => r.id).sort()).toEqual(
+        made
+          .slice(0, limit)
+          .map((d) => d.id)
+          .sort(),
+      );
+      expect(
+        new Set(first.map((r) => r.createdAt.getTime() - (r.createdAt.getTime() % (7 * DAY_MS)))).size,
+      ).toBeGreaterThanOrEqual(WEEKS);
+      const rowsAfter = await started();
+      const twinRow = rowsAfter.find((r) => r.created_at.getTime() === twin.getTime())!;
+      expect(twinRow).toMatchObject({ n: 0, lease_owner: null });
+      const last = rowsAfter.find((r) => r.id === made[limit]!.id)!;
+      expect(last).toMatchObject({ n: 0, lease_owner: null });
+      for (const r of first) {
+        expect(
+          rowsAfter.find((x) => x.id === r.id && x.created_at.getTime() === r.createdAt.getTime()),
+        ).toMatchObject({ n: 1, lease_owner: 'w1' });
+      }
+      // Leased: nothing more for another worker but the one past the limit.
+      expect((await claim('w2', 1000)).map((r) => r.id)).toEqual([made[limit]!.id]);
+      // Lease run out: the same owner takes them again without counting a start, another owner counts one.
+      expect(await claim('w1', 120_000)).toHaveLength(limit);
+      expect((await started()).filter((r) => r.lease_owner === 'w1' && r.n === 1)).toHaveLength(limit);
+      const third = await claim('w3', 240_000);
+      expect(third).toHaveLength(limit);
+      expect((await started()).filter((r) => r.lease_owner === 'w3' && r.n === 2)).toHaveLength(limit);
+
+      // One completion batch over every week (group-committed), the twin untouched.
+      const beforeComplete = await tuplesRead(knex);
+      const done = await Promise.all(
+        third.map((r) =>
+          store.completeAttempt(r.id, 'w3', {
+            attempt: { number: 1, startedAt: at(240_000), durationMs: 1, outcome: 'sent' },
+            status: 'sent',
+            nextAttemptAt: null,
+            now: at(240_000),
+            createdAt: r.createdAt,
+          }),
+        ),
+      );
+      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      expect(done.map((d) => d?.status)).toEqual(third.map(() => 'sent'));
+      expect((await started()).find((r) => r.created_at.getTime() === twin.getTime())).toMatchObject({
+        n: 0,
+        lease_owner: null,
+      });
+      const { n: events } = await one<{ n: string | number }>(
+        knex,
+        `SELECT count(*) AS n FROM delivery_events WHERE delivery_id = ANY(?::uuid[]) AND status = 'sent'`,
+        [third.map((r) => r.id)],
+      );
+      expect(Number(events)).toBe(limit);
+      console.log(
+        `${engineName}: claim of ${limit} over ${WEEKS} weeks read ${claimRead} tuples, completion ${completeRead}`,
+      );
+      // Probes by id: a few tuples a row (a partition scan would read hundreds).
+      expect(claimRead).toBeLessThan(20 * limit);
+      expect(completeRead).toBeLessThan(20 * limit);
+    });
   });
 }
