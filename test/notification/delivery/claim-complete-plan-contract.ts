@@ -96,6 +96,11 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       // The first claim and completion of this connection: their plans are made for empty partitions.
       expect(await claimOne()).toEqual([]);
       expect(await completeOne(randomUUID(), new Date())).toBeNull();
+      // And the first claim that updates a row (its UPDATE's plan): one delivery, partitions still analyzed empty.
+      await store.createBatch([delivery(backend, -1, new Date(Date.now() - 60_000))]);
+      const [only] = await claimOne();
+      expect(only).toBeDefined();
+      expect((await completeOne(only!.id, only!.createdAt))?.status).toBe('sent');
 
       // 2,000 deliveries over WEEKS weeks (a few minutes back, so never in a partition not made yet).
       const now = Date.now();
