@@ -7,11 +7,14 @@
  * first completion of ONE connection run on empty, analyzed partitions (autovacuum off, so the
  * statistics stay those), then 2,000 deliveries arrive over four weeks: claiming one and completing
  * one must read a handful of tuples (pg_stat_user_indexes, pg_stat_user_tables), not a partition.
+ * Then a claim of 8 over every week and its completion batch (lease rules at fake times), and the
+ * migration's down() and up() (20261130300000).
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import type { NewDelivery } from '../../../services/notification/delivery/store';
+import * as claimCompleteArrays from '../../../services/notification/migrations/20261130300000_delivery_claim_complete_arrays';
 
 /** Week partitions the deliveries spread over. */
 const WEEKS = 4;
@@ -233,6 +236,47 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       // Probes by id: a few tuples a row (a partition scan would read hundreds).
       expect(claimRead).toBeLessThan(20 * limit);
       expect(completeRead).toBeLessThan(20 * limit);
+    });
+
+    // Last: it puts the previous functions back for a moment.
+    test('down() restores the previous claim and completion, which still claim and complete; up() again', async () => {
+      const source = async () =>
+        (
+          (await knex.raw(
+            `SELECT string_agg(prosrc, ' ') AS src FROM pg_proc WHERE proname IN ('delivery_claim', 'delivery_complete')`,
+          )) as { rows: { src: string }[] }
+        ).rows[0]!.src;
+      expect(await source()).toContain('row_created');
+      await claimCompleteArrays.down(knex);
+      const previous = await source();
+      expect(previous).not.toContain('row_created');
+      expect(previous).toContain('WHERE (id, created_at) IN (');
+      // The previous functions work on the same table: a delivery claimed by them, completed by these.
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0 });
+      const made = delivery('down', 0, new Date(Date.now() - 60_000));
+      await store.createBatch([made]);
+      const claimOne = () =>
+        store.claim({
+          channel: 'sms',
+          backend: 'down',
+          owner: 'w',
+          now: new Date(),
+          leaseMs: 60_000,
+          limit: 5,
+        });
+      const [claimed] = await claimOne();
+      expect(claimed?.id).toBe(made.id);
+      await claimCompleteArrays.up(knex);
+      expect(await source()).toContain('row_created');
+      const done = await store.completeAttempt(made.id, 'w', {
+        attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+        status: 'sent',
+        nextAttemptAt: null,
+        now: new Date(),
+        createdAt: claimed!.createdAt,
+      });
+      expect(done?.status).toBe('sent');
+      expect(await claimOne()).toEqual([]);
     });
   });
 }
