@@ -1,0 +1,282 @@
+/**
+ * `delivery_claim` and `delivery_complete` with plans cached on partitions analyzed empty (issue 30;
+ * delivery/README.md, "Sequencer plan"). Both functions keep one generic plan per connection
+ * (plan_cache_mode = force_generic_plan, seqscan off). The sequencer's plan, made on a connection's
+ * first call while the week partitions were ANALYZEd empty (one row estimated), joined by a full scan
+ * of a partition's primary key per row until autovacuum re-analyzed. Here the first claim and the
+ * first completion of ONE connection run on empty, analyzed partitions (autovacuum off, so the
+ * statistics stay those), then 2,000 deliveries arrive over four weeks: claiming one and completing
+ * one must read a handful of tuples (pg_stat_user_indexes, pg_stat_user_tables), not a partition.
+ * Then a claim of 8 over every week and its completion batch (lease rules at fake times), and the
+ * migration's down() and up() (20261130300000).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
+import type { NewDelivery } from '../../../services/notification/delivery/store';
+import * as claimCompleteArrays from '../../../services/notification/migrations/20261130300000_delivery_claim_complete_arrays';
+
+/** Week partitions the deliveries spread over. */
+const WEEKS = 4;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** What the test needs of an engine: a migrated database on ONE connection (plans are per backend). */
+export interface ClaimCompletePlanEngine {
+  open(): Promise<Knex>;
+  close(): Promise<void>;
+}
+
+async function one<T>(knex: Knex, sql: string, bindings: Knex.RawBinding[] = []): Promise<T> {
+  const result = (await knex.raw(sql, bindings)) as { rows: T[] };
+  return result.rows[0]!;
+}
+
+/** Tuples every scan of the deliveries partitions has read so far (index entries and heap rows). */
+async function tuplesRead(knex: Knex): Promise<number> {
+  await knex.raw('SELECT pg_stat_force_next_flush()');
+  await knex.raw('SELECT pg_stat_clear_snapshot()');
+  const { n } = await one<{ n: string | number }>(
+    knex,
+    `SELECT
+       (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes WHERE relname LIKE 'deliveries%')
+       + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables WHERE relname LIKE 'deliveries%')
+       AS n`,
+  );
+  return Number(n);
+}
+
+function delivery(backend: string, i: number, createdAt: Date): NewDelivery {
+  return {
+    id: randomUUID(),
+    channel: 'sms',
+    backend,
+    recipient: `+1555${String(i).padStart(7, '0')}`,
+    maskedRecipient: '***',
+    scope: 'plan-hazard',
+    idempotencyKey: null,
+    contentHash: `h${i}`,
+    payload: { body: 'ok 📦 确认 تم' },
+    createdAt,
+  };
+}
+
+export function claimCompletePlanContract(engineName: string, engine: ClaimCompletePlanEngine): void {
+  describe(`claim and completion plans cached on empty partitions (${engineName})`, () => {
+    let knex: Knex;
+
+    beforeAll(async () => {
+      knex = await engine.open();
+      await knex.raw(
+        `SELECT notification_partitions_ensure((now() - interval '${7 * WEEKS} days')::date, ${WEEKS + 2})`,
+      );
+      // No autovacuum/ANALYZE behind the test's back: the statistics stay those of the empty table.
+      const parts = (await knex.raw(
+        `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`,
+      )) as { rows: { part: string }[] };
+      for (const { part } of parts.rows)
+        await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+    });
+
+    afterAll(async () => {
+      await engine.close();
+    });
+
+    // First in this file: the plans this backend caches are made while every partition is empty.
+    test('claiming one and completing one read about one row, with plans cached on empty partitions', async () => {
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0 });
+      const backend = 'plan-hazard';
+      await knex.raw('ANALYZE deliveries');
+      const claimOne = () =>
+        store.claim({ channel: 'sms', backend, owner: 'w', now: new Date(), leaseMs: 60_000, limit: 1 });
+      const completeOne = (id: string, createdAt: Date) =>
+        store.completeAttempt(id, 'w', {
+          attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+          status: 'sent',
+          nextAttemptAt: null,
+          now: new Date(),
+          createdAt,
+        });
+      // The first claim and completion of this connection: their plans are made for empty partitions.
+      expect(await claimOne()).toEqual([]);
+      expect(await completeOne(randomUUID(), new Date())).toBeNull();
+      // And the first claim that updates a row (its UPDATE's plan): one delivery, partitions still analyzed empty.
+      await store.createBatch([delivery(backend, -1, new Date(Date.now() - 60_000))]);
+      const [only] = await claimOne();
+      expect(only).toBeDefined();
+      expect((await completeOne(only!.id, only!.createdAt))?.status).toBe('sent');
+
+      // 2,000 deliveries over WEEKS weeks (a few minutes back, so never in a partition not made yet).
+      const now = Date.now();
+      const logged = 2000;
+      await store.createBatch(
+        Array.from({ length: logged }, (_, i) =>
+          delivery(backend, i, new Date(now - 5 * 60_000 - (i % WEEKS) * 7 * DAY_MS - i * 1000)),
+        ),
+      );
+      const { weeks } = await one<{ weeks: string | number }>(
+        knex,
+        `SELECT count(DISTINCT tableoid) AS weeks FROM deliveries WHERE scope = 'plan-hazard'`,
+      );
+      expect(Number(weeks)).toBe(WEEKS);
+
+      const beforeClaim = await tuplesRead(knex);
+      const [claimed] = await claimOne();
+      const claimRead = (await tuplesRead(knex)) - beforeClaim;
+      expect(claimed).toBeDefined();
+      const beforeComplete = await tuplesRead(knex);
+      const done = await completeOne(claimed!.id, claimed!.createdAt);
+      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      expect(done?.status).toBe('sent');
+      console.log(`${engineName}: claim of 1 read ${claimRead} tuples, completion of 1 read ${completeRead}`);
+      // A plan scanning a partition per row reads hundreds to thousands (the sequencer's did).
+      expect(claimRead).toBeLessThan(50);
+      expect(completeRead).toBeLessThan(50);
+      // Claimed once: the next claim takes another row.
+      const [next] = await claimOne();
+      expect(next?.id).not.toBe(claimed!.id);
+    });
+
+    // Still on the connection whose plans were cached empty: batches across every week.
+    test('a claim spanning every week takes exactly the earliest due rows, leases them once, and one completion batch applies them', async () => {
+      // The caller's clock: the lease rules below are checked at fake times.
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0, clock: 'caller' });
+      const backend = 'plan-span';
+      const limit = 8;
+      const now = Date.now();
+      // limit + 1 rows, two a week; due in an order that alternates the weeks, the last past the limit.
+      const made = Array.from({ length: limit + 1 }, (_, i) =>
+        delivery(backend, 10_000 + i, new Date(now - 10 * 60_000 - (i % WEEKS) * 7 * DAY_MS - i * 1000)),
+      );
+      await store.createBatch(made);
+      for (const [i, d] of made.entries()) {
+        await knex.raw(
+          `UPDATE deliveries SET next_attempt_at = now() - ? * interval '1 second' WHERE id = ?`,
+          [100 - i, d.id],
+        );
+      }
+      // The same id as the first row, created in another week inside the batch's range, not due: the
+      // ids alone would match it; the claim must not lease it.
+      const twin = new Date(now - 10 * 60_000 - 2 * 7 * DAY_MS - 500);
+      await knex.raw(
+        `INSERT INTO deliveries (id, channel, backend, masked_recipient, scope, content_hash, status,
+           next_attempt_at, created_at, updated_at)
+         VALUES (?, 'sms', ?, '***', 'plan-hazard', 'twin', 'pending', now() + interval '1 hour', ?, ?)`,
+        [made[0]!.id, backend, twin.toISOString(), twin.toISOString()],
+      );
+      const at = (offsetMs: number) => new Date(now + offsetMs);
+      const claim = (owner: string, offsetMs: number) =>
+        store.claim({ channel: 'sms', backend, owner, now: at(offsetMs), leaseMs: 60_000, limit });
+      const started = async () =>
+        (
+          (await knex.raw(
+            `SELECT id, created_at, attempts_started AS n, lease_owner FROM deliveries WHERE backend = ?`,
+            [backend],
+          )) as { rows: { id: string; created_at: Date; n: number; lease_owner: string | null }[] }
+        ).rows;
+
+      const before = await tuplesRead(knex);
+      const first = await claim('w1', 0);
+      const claimRead = (await tuplesRead(knex)) - before;
+      expect(first.map((r) => r.id).sort()).toEqual(
+        made
+          .slice(0, limit)
+          .map((d) => d.id)
+          .sort(),
+      );
+      expect(
+        new Set(first.map((r) => r.createdAt.getTime() - (r.createdAt.getTime() % (7 * DAY_MS)))).size,
+      ).toBeGreaterThanOrEqual(WEEKS);
+      const rowsAfter = await started();
+      const twinRow = rowsAfter.find((r) => r.created_at.getTime() === twin.getTime())!;
+      expect(twinRow).toMatchObject({ n: 0, lease_owner: null });
+      const last = rowsAfter.find((r) => r.id === made[limit]!.id)!;
+      expect(last).toMatchObject({ n: 0, lease_owner: null });
+      for (const r of first) {
+        expect(
+          rowsAfter.find((x) => x.id === r.id && x.created_at.getTime() === r.createdAt.getTime()),
+        ).toMatchObject({ n: 1, lease_owner: 'w1' });
+      }
+      // Leased: nothing more for another worker but the one past the limit.
+      expect((await claim('w2', 1000)).map((r) => r.id)).toEqual([made[limit]!.id]);
+      // Lease run out: the same owner takes them again without counting a start, another owner counts one.
+      expect(await claim('w1', 120_000)).toHaveLength(limit);
+      expect((await started()).filter((r) => r.lease_owner === 'w1' && r.n === 1)).toHaveLength(limit);
+      const third = await claim('w3', 240_000);
+      expect(third).toHaveLength(limit);
+      expect((await started()).filter((r) => r.lease_owner === 'w3' && r.n === 2)).toHaveLength(limit);
+
+      // One completion batch over every week (group-committed), the twin untouched.
+      const beforeComplete = await tuplesRead(knex);
+      const done = await Promise.all(
+        third.map((r) =>
+          store.completeAttempt(r.id, 'w3', {
+            attempt: { number: 1, startedAt: at(240_000), durationMs: 1, outcome: 'sent' },
+            status: 'sent',
+            nextAttemptAt: null,
+            now: at(240_000),
+            createdAt: r.createdAt,
+          }),
+        ),
+      );
+      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      expect(done.map((d) => d?.status)).toEqual(third.map(() => 'sent'));
+      expect((await started()).find((r) => r.created_at.getTime() === twin.getTime())).toMatchObject({
+        n: 0,
+        lease_owner: null,
+      });
+      const { n: events } = await one<{ n: string | number }>(
+        knex,
+        `SELECT count(*) AS n FROM delivery_events WHERE delivery_id = ANY(?::uuid[]) AND status = 'sent'`,
+        [third.map((r) => r.id)],
+      );
+      expect(Number(events)).toBe(limit);
+      console.log(
+        `${engineName}: claim of ${limit} over ${WEEKS} weeks read ${claimRead} tuples, completion ${completeRead}`,
+      );
+      // Probes by id: a few tuples a row (a partition scan would read hundreds).
+      expect(claimRead).toBeLessThan(20 * limit);
+      expect(completeRead).toBeLessThan(20 * limit);
+    });
+
+    // Last: it puts the previous functions back for a moment.
+    test('down() restores the previous claim and completion, which still claim and complete; up() again', async () => {
+      const source = async () =>
+        (
+          (await knex.raw(
+            `SELECT string_agg(prosrc, ' ') AS src FROM pg_proc WHERE proname IN ('delivery_claim', 'delivery_complete')`,
+          )) as { rows: { src: string }[] }
+        ).rows[0]!.src;
+      expect(await source()).toContain('row_created');
+      await claimCompleteArrays.down(knex);
+      const previous = await source();
+      expect(previous).not.toContain('row_created');
+      expect(previous).toContain('WHERE (id, created_at) IN (');
+      // The previous functions work on the same table: a delivery claimed by them, completed by these.
+      const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0 });
+      const made = delivery('down', 0, new Date(Date.now() - 60_000));
+      await store.createBatch([made]);
+      const claimOne = () =>
+        store.claim({
+          channel: 'sms',
+          backend: 'down',
+          owner: 'w',
+          now: new Date(),
+          leaseMs: 60_000,
+          limit: 5,
+        });
+      const [claimed] = await claimOne();
+      expect(claimed?.id).toBe(made.id);
+      await claimCompleteArrays.up(knex);
+      expect(await source()).toContain('row_created');
+      const done = await store.completeAttempt(made.id, 'w', {
+        attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+        status: 'sent',
+        nextAttemptAt: null,
+        now: new Date(),
+        createdAt: claimed!.createdAt,
+      });
+      expect(done?.status).toBe('sent');
+      expect(await claimOne()).toEqual([]);
+    });
+  });
+}
