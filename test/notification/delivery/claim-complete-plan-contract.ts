@@ -6,7 +6,7 @@
  * of a partition's primary key per row until autovacuum re-analyzed. Here the first claim and the
  * first completion of ONE connection run on empty, analyzed partitions (autovacuum off, so the
  * statistics stay those), then 2,000 deliveries arrive over four weeks: claiming one and completing
- * one must read a handful of tuples (pg_stat_user_indexes, pg_stat_user_tables), not a partition.
+ * one must read a handful of rows (rows-read.ts: live rows fetched, pg_stat_user_tables), not a partition.
  * Then a claim of 8 over every week and its completion batch (lease rules at fake times), and the
  * migration's down() and up() (20261130300000).
  */
@@ -14,7 +14,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import type { NewDelivery } from '../../../services/notification/delivery/store';
-import * as claimCompleteArrays from '../../../services/notification/migrations/20261130300000_delivery_claim_complete_arrays';
+import * as claimCompleteByRow from '../../../services/notification/migrations/20261130300000_delivery_claim_complete_by_row';
+import { rowsRead } from './rows-read';
 
 /** Week partitions the deliveries spread over. */
 const WEEKS = 4;
@@ -29,20 +30,6 @@ export interface ClaimCompletePlanEngine {
 async function one<T>(knex: Knex, sql: string, bindings: Knex.RawBinding[] = []): Promise<T> {
   const result = (await knex.raw(sql, bindings)) as { rows: T[] };
   return result.rows[0]!;
-}
-
-/** Tuples every scan of the deliveries partitions has read so far (index entries and heap rows). */
-async function tuplesRead(knex: Knex): Promise<number> {
-  await knex.raw('SELECT pg_stat_force_next_flush()');
-  await knex.raw('SELECT pg_stat_clear_snapshot()');
-  const { n } = await one<{ n: string | number }>(
-    knex,
-    `SELECT
-       (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes WHERE relname LIKE 'deliveries%')
-       + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables WHERE relname LIKE 'deliveries%')
-       AS n`,
-  );
-  return Number(n);
 }
 
 function delivery(backend: string, i: number, createdAt: Date): NewDelivery {
@@ -119,15 +106,15 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       );
       expect(Number(weeks)).toBe(WEEKS);
 
-      const beforeClaim = await tuplesRead(knex);
+      const beforeClaim = await rowsRead(knex, 'deliveries');
       const [claimed] = await claimOne();
-      const claimRead = (await tuplesRead(knex)) - beforeClaim;
+      const claimRead = (await rowsRead(knex, 'deliveries')) - beforeClaim;
       expect(claimed).toBeDefined();
-      const beforeComplete = await tuplesRead(knex);
+      const beforeComplete = await rowsRead(knex, 'deliveries');
       const done = await completeOne(claimed!.id, claimed!.createdAt);
-      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      const completeRead = (await rowsRead(knex, 'deliveries')) - beforeComplete;
       expect(done?.status).toBe('sent');
-      console.log(`${engineName}: claim of 1 read ${claimRead} tuples, completion of 1 read ${completeRead}`);
+      console.log(`${engineName}: claim of 1 read ${claimRead} rows, completion of 1 read ${completeRead}`);
       // A plan scanning a partition per row reads hundreds to thousands (the sequencer's did).
       expect(claimRead).toBeLessThan(50);
       expect(completeRead).toBeLessThan(50);
@@ -174,9 +161,9 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
           )) as { rows: { id: string; created_at: Date; n: number; lease_owner: string | null }[] }
         ).rows;
 
-      const before = await tuplesRead(knex);
+      const before = await rowsRead(knex, 'deliveries');
       const first = await claim('w1', 0);
-      const claimRead = (await tuplesRead(knex)) - before;
+      const claimRead = (await rowsRead(knex, 'deliveries')) - before;
       expect(first.map((r) => r.id).sort()).toEqual(
         made
           .slice(0, limit)
@@ -206,7 +193,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       expect((await started()).filter((r) => r.lease_owner === 'w3' && r.n === 2)).toHaveLength(limit);
 
       // One completion batch over every week (group-committed), the twin untouched.
-      const beforeComplete = await tuplesRead(knex);
+      const beforeComplete = await rowsRead(knex, 'deliveries');
       const done = await Promise.all(
         third.map((r) =>
           store.completeAttempt(r.id, 'w3', {
@@ -218,7 +205,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
           }),
         ),
       );
-      const completeRead = (await tuplesRead(knex)) - beforeComplete;
+      const completeRead = (await rowsRead(knex, 'deliveries')) - beforeComplete;
       expect(done.map((d) => d?.status)).toEqual(third.map(() => 'sent'));
       expect((await started()).find((r) => r.created_at.getTime() === twin.getTime())).toMatchObject({
         n: 0,
@@ -231,7 +218,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       );
       expect(Number(events)).toBe(limit);
       console.log(
-        `${engineName}: claim of ${limit} over ${WEEKS} weeks read ${claimRead} tuples, completion ${completeRead}`,
+        `${engineName}: claim of ${limit} over ${WEEKS} weeks read ${claimRead} rows, completion ${completeRead}`,
       );
       // Probes by id: a few tuples a row (a partition scan would read hundreds).
       expect(claimRead).toBeLessThan(20 * limit);
@@ -247,7 +234,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
           )) as { rows: { src: string }[] }
         ).rows[0]!.src;
       expect(await source()).toContain('row_created');
-      await claimCompleteArrays.down(knex);
+      await claimCompleteByRow.down(knex);
       const previous = await source();
       expect(previous).not.toContain('row_created');
       expect(previous).toContain('WHERE (id, created_at) IN (');
@@ -266,7 +253,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
         });
       const [claimed] = await claimOne();
       expect(claimed?.id).toBe(made.id);
-      await claimCompleteArrays.up(knex);
+      await claimCompleteByRow.up(knex);
       expect(await source()).toContain('row_created');
       const done = await store.completeAttempt(made.id, 'w', {
         attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },

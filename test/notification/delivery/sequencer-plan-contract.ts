@@ -2,12 +2,13 @@
  * The event sequencer's cost does not grow with the log (issue 30; delivery/README.md, "Sequencer
  * plan"). The statistics are those of an ANALYZE run during a burst (every event still unnumbered),
  * which once made the sequencer's generic plan hash the whole event log on every pass that numbered
- * anything. A pass that numbers one event must read about one event: counted in tuples read
- * (pg_stat_user_indexes, pg_stat_user_tables), not timed. And the passes are counted: one per batch
+ * anything. A pass that numbers one event must read about one event: counted in live rows read
+ * (rows-read.ts: pg_stat_user_tables), not timed. And the passes are counted: one per batch
  * until a short one, none while nothing is written.
  */
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
+import { rowsRead } from './rows-read';
 
 /** Week partitions the events spread over. */
 const WEEKS = 4;
@@ -21,21 +22,6 @@ export interface SequencerPlanEngine {
 async function one<T>(knex: Knex, sql: string, bindings: Knex.RawBinding[] = []): Promise<T> {
   const result = (await knex.raw(sql, bindings)) as { rows: T[] };
   return result.rows[0]!;
-}
-
-/** Tuples every scan of the event log's partitions has read so far (index entries and heap rows). */
-async function tuplesRead(knex: Knex): Promise<number> {
-  // The pass's counters are flushed when the next transaction ends (same backend), then read fresh.
-  await knex.raw('SELECT pg_stat_force_next_flush()');
-  await knex.raw('SELECT pg_stat_clear_snapshot()');
-  const { n } = await one<{ n: string | number }>(
-    knex,
-    `SELECT
-       (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes WHERE relname LIKE 'delivery_events%')
-       + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables WHERE relname LIKE 'delivery_events%')
-       AS n`,
-  );
-  return Number(n);
 }
 
 async function insertEvents(knex: Knex, count: number): Promise<void> {
@@ -87,9 +73,9 @@ export function sequencerPlanContract(engineName: string, engine: SequencerPlanE
       // over them once and marks them dead, as any later pass would.
       await store.sequenceEvents();
       await insertEvents(knex, 1);
-      const before = await tuplesRead(knex);
+      const before = await rowsRead(knex, 'delivery_events');
       await store.sequenceEvents();
-      const read = (await tuplesRead(knex)) - before;
+      const read = (await rowsRead(knex, 'delivery_events')) - before;
       expect(await store.latestEventSeq()).toBe(logged + 1);
       // A join planned for empty partitions scanned a partition's whole primary key per pending row.
       expect(read).toBeLessThan(50);
@@ -107,18 +93,18 @@ export function sequencerPlanContract(engineName: string, engine: SequencerPlanE
 
       for (const round of [1, 2]) {
         await insertEvents(knex, 1);
-        const before = await tuplesRead(knex);
+        const before = await rowsRead(knex, 'delivery_events');
         await store.sequenceEvents();
-        const read = (await tuplesRead(knex)) - before;
+        const read = (await rowsRead(knex, 'delivery_events')) - before;
         expect(await store.latestEventSeq()).toBe(seq0 + logged + round);
         // The pending scan and one probe (plus a few index entries not yet marked dead); the plan that
         // hashed the log read every one of the `logged` events.
         expect(read).toBeLessThan(50);
       }
       // An empty pass reads next to nothing and numbers nothing.
-      const before = await tuplesRead(knex);
+      const before = await rowsRead(knex, 'delivery_events');
       await store.sequenceEvents();
-      expect((await tuplesRead(knex)) - before).toBeLessThan(50);
+      expect((await rowsRead(knex, 'delivery_events')) - before).toBeLessThan(50);
       expect(await store.latestEventSeq()).toBe(seq0 + logged + 2);
       const { gaps } = await one<{ gaps: string | number }>(
         knex,
@@ -137,9 +123,9 @@ export function sequencerPlanContract(engineName: string, engine: SequencerPlanE
       const pending = 300;
       await insertEvents(knex, pending);
       const seq0 = await store.latestEventSeq();
-      const before = await tuplesRead(knex);
+      const before = await rowsRead(knex, 'delivery_events');
       await store.sequenceEvents();
-      const read = (await tuplesRead(knex)) - before;
+      const read = (await rowsRead(knex, 'delivery_events')) - before;
       expect(await store.latestEventSeq()).toBe(seq0 + pending);
       expect(read).toBeLessThan(pending * 10);
     });
