@@ -1,7 +1,7 @@
 /**
  * Recording attempt outcomes on PostgreSQL/PGlite: where a delivery becomes SENT, RETRYING or FAILED.
  * Outcomes are group-committed (shared/storage/group-commit): those of one turn, and those that
- * arrive while earlier batches run, go into one `delivery_complete` call, each row still
+ * arrive while earlier batches run, go into one `delivery_complete` UPDATE, each row still
  * conditional on its owner's lease and a non-final status. A batch that fails is retried (transient
  * SQLSTATEs), then split down to the one row that cannot be written. DatabaseDeliveryStore composes it.
  */
@@ -196,10 +196,12 @@ export class DatabaseOutcomeRecorder {
         created_at: result.createdAt?.toISOString() ?? null,
       };
     });
-    // `delivery_complete` (migration 20261130300000): one call for the batch, in it an UPDATE per
-    // outcome by id and created_at, each row only while its owner holds the lease and it is not final,
-    // plus the changed row's event, with its plans kept per connection. The ids again as an array:
-    // only those are looked up by id alone when an outcome lacks created_at (README, "Sequencer plan").
+    // `delivery_complete` (migration 20261125000100): one UPDATE ... FROM jsonb_to_recordset(...) of
+    // the batch, each row only while its owner holds the lease and it is not final, plus the changed
+    // rows' events, with its plan kept per connection. The ids again as an array: the planner cannot
+    // see into jsonb_to_recordset (it guesses 100 rows) and, with the queued rows a large part of the
+    // table in its statistics, scanned the whole table for every batch; `id = ANY(array)` makes it a
+    // primary-key lookup of exactly these rows (README, "Throughput (issue 10)").
     const updated = rows<DeliveryRow>(
       await this.knex.raw('SELECT * FROM delivery_complete(?::jsonb, ?::uuid[])', [
         JSON.stringify(input),

@@ -56,8 +56,8 @@ export class DatabaseLeaseQueue {
     const at = this.at(request.now);
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
-    // `delivery_claim` (migration 20261130300000) picks the due rows (SELECT ... FOR UPDATE SKIP
-    // LOCKED), then leases each by its primary key, with its plans kept per connection.
+    // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
+    // SKIP LOCKED) this method used to send, with its plan kept per connection.
     const claimed = rows<DeliveryRow>(
       await this.knex.raw(
         'SELECT * FROM delivery_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::interval, ?::integer)',

@@ -34,7 +34,6 @@ import * as partitions from './20261129100000_partitions';
 import * as deliveryCompletePruned from './20261129140000_delivery_complete_pruned';
 import * as deliveryEventSequencerPruned from './20261130200000_delivery_event_sequencer_pruned';
 import * as deliveryEventSequencerLoop from './20261130210000_delivery_event_sequencer_loop';
-import * as deliveryClaimCompleteByRow from './20261130300000_delivery_claim_complete_by_row';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -69,7 +68,6 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261129140000_delivery_complete_pruned', ...deliveryCompletePruned },
   { name: '20261130200000_delivery_event_sequencer_pruned', ...deliveryEventSequencerPruned },
   { name: '20261130210000_delivery_event_sequencer_loop', ...deliveryEventSequencerLoop },
-  { name: '20261130300000_delivery_claim_complete_by_row', ...deliveryClaimCompleteByRow },
 ];
 
 /** The knex table that records which notification migrations ran. */

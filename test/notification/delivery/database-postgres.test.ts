@@ -10,7 +10,6 @@ import { DeliveryPipeline } from '../../../services/notification/delivery/pipeli
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
-import { nestedPlans, planNodes } from './nested-plans';
 import { ScriptedDriver, lookupOf, newBackend, testConfig, waitFor } from './support';
 
 let db: PooledTestDatabase;
@@ -169,24 +168,16 @@ async function functionStatement(
   client: Client,
   name: string,
   params: readonly string[],
-  // The statement's first words and what follows it (by default the RETURN QUERY statement).
-  bounds: { from: string; to: string } = { from: 'RETURN QUERY', to: ';' },
-): Promise<{ sql: string; settings: string[]; types?: string[] }> {
-  const { rows } = await client.query<{ prosrc: string; proconfig: string[] | null; types: string[] }>(
-    'SELECT prosrc, proconfig, proargtypes::regtype[]::text[] AS types FROM pg_proc WHERE proname = $1',
+): Promise<{ sql: string; settings: string[] }> {
+  const { rows } = await client.query<{ prosrc: string; proconfig: string[] | null }>(
+    'SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1',
     [name],
   );
   const body = rows[0]!.prosrc;
-  const start = body.indexOf(bounds.from) + (bounds.from === 'RETURN QUERY' ? bounds.from.length : 0);
-  const statement = body.slice(
-    start,
-    bounds.to === ';' ? body.lastIndexOf(';') : body.indexOf(bounds.to, start),
-  );
+  const statement = body.slice(body.indexOf('RETURN QUERY') + 'RETURN QUERY'.length, body.lastIndexOf(';'));
   return {
     sql: params.reduce((sql, param, i) => sql.replaceAll(param, `$${i + 1}`), statement),
     settings: rows[0]!.proconfig ?? [],
-    // Typed: a statement of the function need not use every parameter.
-    types: rows[0]!.types,
   };
 }
 
@@ -197,7 +188,7 @@ async function functionStatement(
  */
 async function indexesOfPlan(
   client: Client,
-  statement: { sql: string; settings: string[]; types?: string[] },
+  statement: { sql: string; settings: string[] },
   bindings: unknown[],
 ): Promise<string[]> {
   await client.query('BEGIN');
@@ -206,8 +197,7 @@ async function indexesOfPlan(
       const eq = setting.indexOf('=');
       await client.query(`SET LOCAL ${setting.slice(0, eq)} = '${setting.slice(eq + 1)}'`);
     }
-    const types = statement.types?.length ? `(${statement.types.join(', ')})` : '';
-    await client.query(`PREPARE plan_probe${types} AS ${statement.sql}`);
+    await client.query(`PREPARE plan_probe AS ${statement.sql}`);
     // EXECUTE takes no bind parameters: the store's bindings as literals.
     const literal = (v: unknown) =>
       v === null
@@ -266,12 +256,8 @@ describe('query plans on PostgreSQL', () => {
     await client.connect();
     try {
       for (const query of captured) {
-        // The claim's rows are picked by its first statement (migration 20261130300000), up to its INTO.
         const statement = query.sql.includes('delivery_claim(')
-          ? await functionStatement(client, 'delivery_claim', CLAIM_PARAMS, {
-              from: 'SELECT array_agg',
-              to: 'INTO picked_ids',
-            })
+          ? await functionStatement(client, 'delivery_claim', CLAIM_PARAMS)
           : { sql: query.sql, settings: [] };
         // The function runs its generic plan (force_generic_plan); the plain statement a custom one.
         expect(await indexesOfPlan(client, statement, query.bindings)).toContain('deliveries_due_idx');
@@ -321,24 +307,17 @@ describe('query plans on PostgreSQL', () => {
     const client = new Client({ connectionString: db.url });
     await client.connect();
     try {
-      const { rows: config } = await client.query<{ proconfig: string[] }>(
-        "SELECT proconfig FROM pg_proc WHERE proname = 'delivery_complete'",
-      );
-      expect(config[0]!.proconfig).toContain('plan_cache_mode=force_generic_plan');
-      // The plans the function's statements ran with (auto_explain; a statement per outcome since
-      // migration 20261130300000), rolled back.
-      const { plans } = await nestedPlans(client, () =>
-        client.query(captured[0]!.sql, captured[0]!.bindings),
-      );
-      const names = plans
-        .filter((p) => !p.query.includes('delivery_complete('))
-        .flatMap((p) => planNodes(p.plan))
-        .flatMap((n) => (n['Index Name'] ? [n['Index Name']] : []));
-      const roots = await client.query<{ name: string }>(
-        `SELECT COALESCE(pg_partition_root(to_regclass(n))::text, n) AS name FROM unnest($1::text[]) AS n`,
-        [names],
-      );
-      const indexes = [...new Set(roots.rows.map((r) => r.name))];
+      // `open_statuses` is the function's variable: a parameter of the plan as well.
+      const statement = await functionStatement(client, 'delivery_complete', [
+        'p_outcomes',
+        'p_ids',
+        'open_statuses',
+      ]);
+      expect(statement.settings).toContain('plan_cache_mode=force_generic_plan');
+      const indexes = await indexesOfPlan(client, statement, [
+        ...captured[0]!.bindings,
+        ['pending', 'retrying'],
+      ]);
       expect(indexes).toContain('deliveries_pkey');
       expect(indexes).not.toContain('deliveries_due_idx');
     } finally {
