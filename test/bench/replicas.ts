@@ -55,8 +55,11 @@ const POOL_MAX = 4;
 const LARGE_BACKLOG = Number(process.env.REPLICA_LARGE_BACKLOG ?? 1_000_000);
 const SMALL_BACKLOG = 20_000;
 const DUE_BACKENDS = 50;
-/** Leased due rows per backend in the "attempts in flight" case (16 replicas x 64 slots ~ 1,000 in all). */
-const LEASED_PER_BACKEND = 20;
+/**
+ * Leased due rows per backend in the "attempts in flight" case (default 20: 16 replicas x 64 slots
+ * ~ 1,000 in all over the 50 backends; REPLICA_LEASED_PER_BACKEND for more in flight per backend).
+ */
+const LEASED_PER_BACKEND = Number(process.env.REPLICA_LEASED_PER_BACKEND ?? 20);
 const SEQUENCER_EVENTS = Number(process.env.REPLICA_SEQUENCER_EVENTS ?? 8_000);
 /**
  * Events already numbered in the log before the writers start (default none): the sequencer's cost
