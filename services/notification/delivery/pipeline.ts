@@ -373,15 +373,17 @@ export class DeliveryPipeline {
     // A replayed call (same key) was counted when it was first stopped.
     if (prepared.suppression)
       this.options.suppression?.countStopped(prepared.delivery.channel, prepared.suppression);
-    this.log.debug(
-      {
-        deliveryId: record.record.id,
-        channel: prepared.delivery.channel,
-        backend: prepared.delivery.backend,
-        recipient: record.record.maskedRecipient,
-      },
-      'delivery recorded',
-    );
+    // Built only when debug is on: this runs once per acknowledged send.
+    if (this.log.isLevelEnabled('debug'))
+      this.log.debug(
+        {
+          deliveryId: record.record.id,
+          channel: prepared.delivery.channel,
+          backend: prepared.delivery.backend,
+          recipient: record.record.maskedRecipient,
+        },
+        'delivery recorded',
+      );
     return { delivery: toView(record.record), created: true, payload: record.record.payload };
   }
 
