@@ -9,7 +9,7 @@
  * ANALYZEs only tables it copied rows into. Here, on ONE connection (autovacuum off, so the
  * statistics stay what the test made them): after a fresh migration, the first claim and completion
  * cached on empty partitions, then 2,000 deliveries over four weeks, claiming one and completing one
- * read a handful of rows (rows-read.ts), not a partition; a claim of 8 over every week and its
+ * read a handful of rows (plan-stats.ts), not a partition; a claim of 8 over every week and its
  * completion batch (lease rules at fake times); and partitions analyzed empty, where the plans read
  * whole partitions until an ANALYZE of the filled ones (what autovacuum does after the first rows).
  */
@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import type { NewDelivery } from '../../../services/notification/delivery/store';
-import { rowsRead } from './rows-read';
+import { partitionsWithFrozenStats, rowsRead } from './plan-stats';
 
 /** Week partitions the deliveries spread over. */
 const WEEKS = 4;
@@ -49,21 +49,29 @@ function delivery(backend: string, i: number, createdAt: Date): NewDelivery {
   };
 }
 
+/** Claim one (limit 1) and complete one as owner `w` on `backend`, as the worker would. */
+function oneAtATime(store: DatabaseDeliveryStore, backend: string) {
+  return {
+    claimOne: () =>
+      store.claim({ channel: 'sms', backend, owner: 'w', now: new Date(), leaseMs: 60_000, limit: 1 }),
+    completeOne: (id: string, createdAt: Date) =>
+      store.completeAttempt(id, 'w', {
+        attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
+        status: 'sent',
+        nextAttemptAt: null,
+        now: new Date(),
+        createdAt,
+      }),
+  };
+}
+
 export function claimCompletePlanContract(engineName: string, engine: ClaimCompletePlanEngine): void {
   describe(`claim and completion plans cached on empty partitions (${engineName})`, () => {
     let knex: Knex;
 
     beforeAll(async () => {
       knex = await engine.open();
-      await knex.raw(
-        `SELECT notification_partitions_ensure((now() - interval '${7 * WEEKS} days')::date, ${WEEKS + 2})`,
-      );
-      // No autovacuum/ANALYZE behind the test's back: the statistics stay those of the empty table.
-      const parts = (await knex.raw(
-        `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`,
-      )) as { rows: { part: string }[] };
-      for (const { part } of parts.rows)
-        await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+      await partitionsWithFrozenStats(knex, 'deliveries', WEEKS);
     });
 
     afterAll(async () => {
@@ -75,16 +83,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
     test('after a fresh migration, claiming one and completing one read about one row, with plans cached on empty partitions', async () => {
       const store = new DatabaseDeliveryStore(knex, { sequencerIntervalMs: 0 });
       const backend = 'plan-hazard';
-      const claimOne = () =>
-        store.claim({ channel: 'sms', backend, owner: 'w', now: new Date(), leaseMs: 60_000, limit: 1 });
-      const completeOne = (id: string, createdAt: Date) =>
-        store.completeAttempt(id, 'w', {
-          attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
-          status: 'sent',
-          nextAttemptAt: null,
-          now: new Date(),
-          createdAt,
-        });
+      const { claimOne, completeOne } = oneAtATime(store, backend);
       // The first claim and completion of this connection: their plans are made for empty partitions.
       expect(await claimOne()).toEqual([]);
       expect(await completeOne(randomUUID(), new Date())).toBeNull();
@@ -237,16 +236,7 @@ export function claimCompletePlanContract(engineName: string, engine: ClaimCompl
       const backend = 'plan-analyzed';
       await knex.raw('DELETE FROM deliveries');
       await knex.raw('ANALYZE deliveries');
-      const claimOne = () =>
-        store.claim({ channel: 'sms', backend, owner: 'w', now: new Date(), leaseMs: 60_000, limit: 1 });
-      const completeOne = (id: string, createdAt: Date) =>
-        store.completeAttempt(id, 'w', {
-          attempt: { number: 1, startedAt: new Date(), durationMs: 1, outcome: 'sent' },
-          status: 'sent',
-          nextAttemptAt: null,
-          now: new Date(),
-          createdAt,
-        });
+      const { claimOne, completeOne } = oneAtATime(store, backend);
       // Plans made now (the ANALYZE invalidated the earlier ones) are made for known-empty partitions.
       expect(await claimOne()).toEqual([]);
       expect(await completeOne(randomUUID(), new Date())).toBeNull();

@@ -3,12 +3,12 @@
  * plan"). The statistics are those of an ANALYZE run during a burst (every event still unnumbered),
  * which once made the sequencer's generic plan hash the whole event log on every pass that numbered
  * anything. A pass that numbers one event must read about one event: counted in live rows read
- * (rows-read.ts: pg_stat_user_tables), not timed. And the passes are counted: one per batch
+ * (plan-stats.ts: pg_stat_user_tables), not timed. And the passes are counted: one per batch
  * until a short one, none while nothing is written.
  */
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
-import { rowsRead } from './rows-read';
+import { partitionsWithFrozenStats, rowsRead } from './plan-stats';
 
 /** Week partitions the events spread over. */
 const WEEKS = 4;
@@ -41,15 +41,7 @@ export function sequencerPlanContract(engineName: string, engine: SequencerPlanE
 
     beforeAll(async () => {
       knex = await engine.open();
-      await knex.raw(
-        `SELECT notification_partitions_ensure((now() - interval '${7 * WEEKS} days')::date, ${WEEKS + 2})`,
-      );
-      // No autovacuum/ANALYZE behind the test's back: the statistics stay the burst's.
-      const parts = (await knex.raw(
-        `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = 'delivery_events'::regclass`,
-      )) as { rows: { part: string }[] };
-      for (const { part } of parts.rows)
-        await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+      await partitionsWithFrozenStats(knex, 'delivery_events', WEEKS);
     });
 
     afterAll(async () => {

@@ -1,5 +1,8 @@
 /**
- * How many rows the scans of a partitioned table have read so far, for the plan contracts
+ * What the plan contracts (sequencer-plan-contract.ts, claim-complete-plan-contract.ts) need of the
+ * database: week partitions whose statistics only the test changes, and the rows read.
+ *
+ * `rowsRead`: how many rows the scans of a partitioned table have read so far, for the plan contracts
  * (sequencer-plan-contract.ts, claim-complete-plan-contract.ts): a cached plan that scans a partition
  * per call reads every live row of it, a plan that probes by key reads a handful.
  *
@@ -24,4 +27,20 @@ export async function rowsRead(knex: Knex, table: string): Promise<number> {
     [table, `${table}\\_%`],
   )) as { rows: { n: string | number }[] };
   return Number(result.rows[0]!.n);
+}
+
+/**
+ * Makes the week partitions of the three partitioned tables for `weeks` weeks back (and two ahead),
+ * and turns autovacuum off on `table`'s partitions: no ANALYZE behind the test's back, so the
+ * statistics stay what the test made them.
+ */
+export async function partitionsWithFrozenStats(knex: Knex, table: string, weeks: number): Promise<void> {
+  await knex.raw(
+    `SELECT notification_partitions_ensure((now() - interval '${7 * weeks} days')::date, ${weeks + 2})`,
+  );
+  const parts = (await knex.raw(
+    `SELECT inhrelid::regclass::text AS part FROM pg_inherits WHERE inhparent = ?::regclass`,
+    [table],
+  )) as { rows: { part: string }[] };
+  for (const { part } of parts.rows) await knex.raw(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
 }
