@@ -147,7 +147,7 @@ export class CpuTally {
    * The baseline's total CPU-ms per unit over the candidate's (all processes of each side): the
    * throughput ratio the two would reach if the cores were the only limit. On this 2-core machine the
    * wall-clock ratio of a row follows it within about 0.1 while moving 0.1-0.4 between runs of the same
-   * commit, so each row prints it as the steadier reading (README, "Email bench targets"). Undefined
+   * commit, so each row prints it as the steadier reading (README, "The CPU ratio"). Undefined
    * when a side was not measured.
    */
   cpuRatio(candidate: string, baseline: string): number | undefined {
