@@ -498,9 +498,7 @@ export async function createNotificationApp(
     };
     lifecycle.worker('inbound-sms-watch', inboundSms.hub);
     lifecycle.worker('inbound-sms-retention', inboundSms.retention);
-    users.onUserDeleted(async (_userId, user) => {
-      if (user) await inboundSmsLog.eraseSenders(user.phones);
-    });
+    users.onContactPointsDeleted(async (user) => void (await inboundSmsLog.eraseSenders(user.phones)));
     // --- end inbound SMS
 
     const server = new RpcServer({

@@ -106,11 +106,16 @@ export interface UserDirectory {
    */
   deleteUser(userId: string): Promise<void>;
   /**
-   * Registers an eraser another area runs when a user is deleted (the composition root wires them).
-   * `user` is the record as it was before the deletion (its phones and emails, for areas that keep
-   * data by contact point); undefined when the directory did not know the user (a retried DeleteUser).
+   * Registers an eraser another area runs when a user is deleted, by user id (the composition root
+   * wires them). It runs after the users area's rows are gone, and again on a retried DeleteUser.
    */
-  onUserDeleted(eraser: (userId: string, user: User | undefined) => Promise<void>): void;
+  onUserDeleted(eraser: (userId: string) => Promise<void>): void;
+  /**
+   * Registers an eraser of data another area keeps by contact point (inbound SMS by the user's
+   * numbers): it runs with the user's record before the record is deleted (so a failure leaves the
+   * user and its numbers for the retry) and once more after the other erasers.
+   */
+  onContactPointsDeleted(eraser: (user: User) => Promise<void>): void;
 
   registerDevice(userId: string, device: Omit<Device, 'registeredAt'>): Promise<Device>;
   unregisterDevice(userId: string, token: string): Promise<void>;

@@ -37,7 +37,8 @@ export class UserDirectoryService implements UserDirectory {
   private readonly store: UserStore;
   private readonly config: UsersConfig;
   private readonly now: () => Date;
-  private readonly erasers: ((userId: string, user: User | undefined) => Promise<void>)[] = [];
+  private readonly erasers: ((userId: string) => Promise<void>)[] = [];
+  private readonly contactErasers: ((user: User) => Promise<void>)[] = [];
   private readonly log: Logger;
 
   constructor(private readonly options: UserDirectoryOptions) {
@@ -70,23 +71,36 @@ export class UserDirectoryService implements UserDirectory {
   }
 
   /**
-   * Erases the users area's rows first (so a concurrent `Notify` finds no user and adds nothing the
-   * erasers would miss), then runs every registered eraser in order. An eraser that fails fails the
-   * call; the erasers are idempotent and run again for a user already gone from this area, so
-   * retrying DeleteUser finishes the erasure (and answers NOT_FOUND: the user is gone).
+   * Erases, in this order:
+   * 1. data other areas keep by contact point (inbound SMS by number), while the user's record still
+   *    names the numbers: when that fails, the user is still here, so a retried DeleteUser finds the
+   *    numbers again (erasing after the record was gone would leave them for good);
+   * 2. the users area's rows (so a concurrent `Notify` finds no user and adds nothing the erasers
+   *    below would miss);
+   * 3. every eraser keyed by user id, and the contact-point erasers once more with the record as it
+   *    was (a reply that arrived between 1 and 2).
+   * An eraser that fails fails the call; the erasers are idempotent and run again for a user already
+   * gone from this area, so retrying DeleteUser finishes the erasure (and answers NOT_FOUND: the user
+   * is gone). Left: a reply that lands between 1 and 2 while the second pass then fails stays until
+   * its retention.
    */
   async deleteUser(userId: string): Promise<void> {
     const id = this.userId(userId);
-    // The record as it was, for the erasers of data kept by contact point (inbound SMS by number).
     const before = await this.store.find(id);
+    if (before) for (const erase of this.contactErasers) await erase(before);
     const existed = await this.store.delete(id);
-    for (const erase of this.erasers) await erase(id, before);
+    for (const erase of this.erasers) await erase(id);
+    if (before) for (const erase of this.contactErasers) await erase(before);
     if (!existed) throw new NotFoundError(`user ${JSON.stringify(userId)} not found`);
-    this.log.info({ erasers: this.erasers.length }, 'user deleted');
+    this.log.info({ erasers: this.erasers.length + this.contactErasers.length }, 'user deleted');
   }
 
-  onUserDeleted(eraser: (userId: string, user: User | undefined) => Promise<void>): void {
+  onUserDeleted(eraser: (userId: string) => Promise<void>): void {
     this.erasers.push(eraser);
+  }
+
+  onContactPointsDeleted(eraser: (user: User) => Promise<void>): void {
+    this.contactErasers.push(eraser);
   }
 
   async registerDevice(userId: string, device: Omit<Device, 'registeredAt'>): Promise<Device> {

@@ -526,6 +526,50 @@ export function describeUsersContract(name: string, open: () => Promise<UsersCon
         await expect(directory.deleteUser(id)).rejects.toBeInstanceOf(NotFoundError);
         expect(erased).toEqual([id]);
       });
+
+      it('a contact-point eraser runs with the record before it is deleted and once more after the others', async () => {
+        const { directory } = make();
+        const calls: string[] = [];
+        directory.onUserDeleted(async (id) => {
+          // The users area's rows are gone by the time the id erasers run.
+          calls.push(`id:${id}:${(await directory.findUser(id)) === undefined ? 'gone' : 'present'}`);
+        });
+        directory.onContactPointsDeleted(async (user) => {
+          const present = (await directory.findUser(user.userId)) !== undefined;
+          calls.push(`phones:${user.phones.join(',')}:${present ? 'present' : 'gone'}`);
+        });
+        const id = newUserId();
+        await directory.upsertUser(userInput(id, { phones: ['+15551230001', '+15551230002'] }));
+        await directory.deleteUser(id);
+        expect(calls).toEqual([
+          'phones:+15551230001,+15551230002:present',
+          `id:${id}:gone`,
+          'phones:+15551230001,+15551230002:gone',
+        ]);
+      });
+
+      it('when a contact-point eraser fails, the user stays; the retry erases by the same numbers', async () => {
+        const { directory } = make();
+        let failing = true;
+        const erasedNumbers: string[][] = [];
+        const erasedIds: string[] = [];
+        directory.onUserDeleted(async (id) => void erasedIds.push(id));
+        directory.onContactPointsDeleted(async (user) => {
+          if (failing) throw new Error('inbound log down');
+          erasedNumbers.push(user.phones);
+        });
+        const id = newUserId();
+        await directory.upsertUser(userInput(id, { phones: ['+15551230003'] }));
+        await expect(directory.deleteUser(id)).rejects.toThrow('inbound log down');
+        // Nothing was erased and the user still names the number, for the retry to find.
+        expect(erasedIds).toEqual([]);
+        expect((await directory.getUser(id)).phones).toEqual(['+15551230003']);
+        failing = false;
+        await directory.deleteUser(id);
+        expect(erasedNumbers).toEqual([['+15551230003'], ['+15551230003']]);
+        expect(erasedIds).toEqual([id]);
+        await expect(directory.getUser(id)).rejects.toBeInstanceOf(NotFoundError);
+      });
     });
   });
 }

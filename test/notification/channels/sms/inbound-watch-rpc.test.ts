@@ -234,6 +234,40 @@ describe('WatchInboundSms on PostgreSQL', () => {
     expect(rows.rows[0]!.n).toBe(0);
   });
 
+  it('when erasing the replies fails, DeleteUser fails and keeps the user; the retry erases them', async () => {
+    const auth = { metadata: { authorization: `Bearer ${READER}` } };
+    const knex = n.app.storage!.knex;
+    await unary(users, 'upsertUser', { userId: 'bea', phones: ['+15554450001'] }, auth);
+    const start = await live();
+    await inbound('from bea 😀 日本 שלום', '+15554450001');
+    await waitFor(() => messages(start).some((f) => f.from === '+15554450001'), "bea's reply");
+    const beas = async () =>
+      (
+        (await knex.raw(`SELECT count(*)::int AS n FROM inbound_sms WHERE from_number = '+15554450001'`)) as {
+          rows: { n: number }[];
+        }
+      ).rows[0]!.n;
+    expect(await beas()).toBe(1);
+    // The inbound log is unreachable for the first DeleteUser (the table renamed away).
+    await knex.raw('ALTER TABLE inbound_sms RENAME TO inbound_sms_away');
+    let failed: grpc.ServiceError | undefined;
+    try {
+      await unary(users, 'deleteUser', { userId: 'bea' }, auth).catch((e: grpc.ServiceError) => (failed = e));
+    } finally {
+      await knex.raw('ALTER TABLE inbound_sms_away RENAME TO inbound_sms');
+    }
+    expect(failed?.code).toBe(grpc.status.INTERNAL);
+    expect(failed?.details).not.toMatch(/inbound_sms|relation|SELECT|DELETE/i);
+    // The user (and so its number) is still there for the retry to find.
+    const kept = await unary<{ user: { phones: string[] } }>(users, 'getUser', { userId: 'bea' }, auth);
+    expect(kept.response.user.phones).toEqual(['+15554450001']);
+    expect(await beas()).toBe(1);
+    await unary(users, 'deleteUser', { userId: 'bea' }, auth);
+    expect(await beas()).toBe(0);
+    const gone = await unary(users, 'getUser', { userId: 'bea' }, auth).catch((e: grpc.ServiceError) => e);
+    expect((gone as grpc.ServiceError).code).toBe(grpc.status.NOT_FOUND);
+  });
+
   it('a caller may hold max_watchers_per_caller streams; one more is RESOURCE_EXHAUSTED', async () => {
     await live();
     await live();
