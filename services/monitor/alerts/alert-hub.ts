@@ -85,7 +85,7 @@ export interface AlertHubOptions {
    * The lifecycle's store and rules (dedup keys, silences, inhibition, grouping: lifecycle.ts);
    * default: an in-memory store, no rules, every alert notified on its own.
    */
-  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'onResolved'>;
+  lifecycle?: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'onStateChanged'>;
 }
 
 /** One alert to raise, already in the hub's terms. */
@@ -283,8 +283,9 @@ export class AlertHub implements AlertDispatcherProtocol {
       clock,
       logger: options.logger,
       deliver: (alert) => this.route(recordOf(alert)),
-      // A resolution is news on the stream: watchers and the page see the alert again, resolved.
-      onResolved: (alert) => {
+      // An acknowledgement or a resolution is news on the stream: watchers and the page see the
+      // alert again, in its new state (the page shows it anew on top, `recent` once).
+      onStateChanged: (alert) => {
         this.log.append(ALERT_LOG, alert);
         this.tellListeners(alert);
       },
@@ -462,15 +463,22 @@ export class AlertHub implements AlertDispatcherProtocol {
     });
   }
 
-  /** The latest alerts, newest first, at most `limit` (and at most the ring's size). */
+  /**
+   * The latest alerts, newest first, at most `limit` (and at most the ring's size). An alert that
+   * came again (another trigger of its key, its acknowledgement, its resolution) is listed once, as
+   * it was last: the ring holds each of those as an entry, so fewer than `limit` may come back.
+   */
   recent(limit: number = this.options.recentSize): Alert[] {
     const n = Math.max(0, Math.floor(limit));
-    return n === 0
-      ? []
-      : this.log
-          .recent(ALERT_LOG, n)
-          .map((e) => e.value)
-          .reverse();
+    if (n === 0) return [];
+    const seen = new Set<string>();
+    const latest: Alert[] = [];
+    for (const { value } of this.log.recent(ALERT_LOG, n).reverse()) {
+      if (seen.has(value.id)) continue;
+      seen.add(value.id);
+      latest.push(value);
+    }
+    return latest;
   }
 
   /**

@@ -128,8 +128,12 @@ export interface AlertLifecycleOptions {
    * the config: tiers and minimum severity); the timeline records them.
    */
   receivers?: (alert: Alert) => string[];
-  /** Told every resolution (the resolved alert, same id), notified or not: watchers, the page. */
-  onResolved?: (alert: Alert) => void;
+  /**
+   * Told every acknowledgement and resolution (the alert, same id, with its new `state`), notified or
+   * not: watchers and the page see the alert again in its new state. Acknowledgements reach no
+   * channel (the on-call person acknowledged it: nobody else needs a message).
+   */
+  onStateChanged?: (alert: Alert) => void;
   /** Sends a reminder to a silence's creator (email when the creator is an address). */
   remind?: (reminder: SilenceReminder) => Promise<void>;
   clock?: Clock;
@@ -702,6 +706,7 @@ export class AlertLifecycle {
     const acked = await this.store.acknowledge(entry.alert.id, who, now);
     if (!acked) throw new FailedPreconditionError(`alert ${id} is ${entry.state}, not triggered`);
     await this.store.addTimeline(entry.alert.id, { at: now, kind: 'acknowledged', actor: who, detail: n });
+    this.options.onStateChanged?.({ ...acked.alert, state: 'acknowledged' });
     return acked;
   }
 
@@ -725,7 +730,7 @@ export class AlertLifecycle {
   }
 
   /**
-   * Resolves; the resolution (the alert, same id, `state: resolved`) is announced to `onResolved`
+   * Resolves; the resolution (the alert, same id, `state: resolved`) is announced to `onStateChanged`
    * (watchers, the status page) and, when the firing notification went out, sent to the channels
    * once. `notice` (the source's own words, e.g. a target's "recovered" title and `state: recovered`)
    * goes on that resolved alert only; what is stored stays the firing alert.
@@ -748,7 +753,7 @@ export class AlertLifecycle {
       firedAt: now,
       context: { ...resolved.alert.context, ...notice.context, alert_state: 'resolved' },
     };
-    this.options.onResolved?.(alert);
+    this.options.onStateChanged?.(alert);
     if (resolved.notified && (await this.claimAlert(resolved, 'resolved'))) this.options.deliver(alert);
     return resolved;
   }

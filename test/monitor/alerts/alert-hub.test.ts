@@ -167,6 +167,36 @@ describe('AlertHub.recent and subscribe', () => {
     expect(h.recent(0)).toEqual([]);
   });
 
+  it('an acknowledgement and a resolution are announced again (same id, new state); recent lists it once, as it is now', async () => {
+    const { hub: h, router } = hub({ recentSize: 10 });
+    const seen: string[] = [];
+    h.subscribe((a) => seen.push(`${a.title}:${a.state ?? 'triggered'}`));
+    const disk = await raise(h, 'disk full 💾');
+    const other = await raise(h, 'قاعدة البيانات بطيئة');
+    const sentBefore = router.records.length;
+    await h.lifecycle.acknowledge(disk.id, 'ann@example.com');
+    expect(h.recent().map((a) => [a.id, a.state])).toEqual([
+      [disk.id, 'acknowledged'],
+      [other.id, 'triggered'],
+    ]);
+    // An acknowledgement reaches no channel.
+    expect(router.records).toHaveLength(sentBefore);
+    await h.lifecycle.resolve(disk.id, 'ann@example.com');
+    expect(h.recent().map((a) => [a.id, a.state])).toEqual([
+      [disk.id, 'resolved'],
+      [other.id, 'triggered'],
+    ]);
+    expect(seen).toEqual([
+      'disk full 💾:triggered',
+      'قاعدة البيانات بطيئة:triggered',
+      'disk full 💾:acknowledged',
+      'disk full 💾:resolved',
+    ]);
+    // The ring holds four entries for two alerts: a limit of 2 reads the newest two entries (both the
+    // disk alert's), listed once.
+    expect(h.recent(2).map((a) => a.id)).toEqual([disk.id]);
+  });
+
   it('calls listeners with each alert, caps them, and the returned function removes one', async () => {
     const { hub: h } = hub({ maxListeners: 2 });
     const seen: string[] = [];

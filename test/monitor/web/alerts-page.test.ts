@@ -77,6 +77,12 @@ describe('alerts and silences on the status page', () => {
     const item = page.locator(`.lc-alert[data-id="${id}"]`);
     await item.locator('button.ack').click();
     await page.locator(`.lc-alert[data-id="${id}"][data-state="acknowledged"]`).waitFor();
+    // The recent-alerts list and /status.json say so too (they used to keep it "triggered").
+    await page.locator(`#alerts li.alert[data-id="${id}"][data-state="acknowledged"]`).waitFor();
+    const status = (await (
+      await fetch(`${svc.baseUrl}/status.json`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).json()) as { alerts: { id: string; state: string }[] };
+    expect(status.alerts.filter((a) => a.id === id).map((a) => a.state)).toEqual(['acknowledged']);
     await page.locator(`.lc-alert[data-id="${id}"] button.resolve`).click();
     await page.locator(`.lc-alert[data-id="${id}"][data-state="resolved"]`).waitFor();
     const { entry } = await svc.app.alerts.hub.lifecycle.get(id);

@@ -1324,8 +1324,9 @@ export type Alert = Message<"svc.monitor.v1.Alert"> & {
   firedAt?: Timestamp | undefined;
 
   /**
-   * Its lifecycle state (svc.monitor.v1.AlertService): TRIGGERED on a raised alert, RESOLVED on the
-   * one resolved notification a webhook receives.
+   * Its lifecycle state (svc.monitor.v1.AlertService): TRIGGERED on a raised alert; on WatchAlerts
+   * the same alert comes again as ACKNOWLEDGED when acknowledged (no channel is notified of that) and
+   * as RESOLVED when resolved (also the one resolved notification a webhook receives).
    *
    * @generated from field: svc.monitor.v1.AlertState state = 10;
    */
