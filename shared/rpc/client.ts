@@ -15,6 +15,8 @@
  *   ends the iteration (a ConnectError as for unary calls), and aborting the call's signal cancels it
  *   (Connect's client hides `return()` from the transport, so a `break` alone does not: always pass
  *   a signal and abort it when done). Client and bidirectional streams are not offered.
+ * - Keepalive pings while a call is open (`keepalive`): a peer that vanished without closing the
+ *   connection fails an open stream UNAVAILABLE instead of leaving it waiting forever.
  */
 import * as grpc from '@grpc/grpc-js';
 import type {
@@ -45,7 +47,22 @@ export interface GrpcClientOptions {
   token?: string;
   /** Deadline of a call that does not set its own `timeoutMs`; none when absent. */
   timeoutMs?: number;
+  /**
+   * While a call is open, an HTTP/2 ping after `timeMs` without news, and the connection dropped when
+   * the answer takes longer than `timeoutMs` ({@link DEFAULT_CLIENT_KEEPALIVE}). A server stream that
+   * waits for news (WatchInboundSms) would otherwise wait forever on a peer that vanished without
+   * closing the connection (a host gone, a NAT or proxy that dropped the flow): the call now fails
+   * UNAVAILABLE and its reader reconnects.
+   */
+  keepalive?: { timeMs: number; timeoutMs: number };
 }
+
+/**
+ * The keepalive of every client: 30 s between pings while a call is open (the servers here allow
+ * it: grpc-js servers do not police client pings; a grpc-go server's default policy asks for 5 min
+ * without calls, and pings only go while a call is open), 10 s for the answer.
+ */
+export const DEFAULT_CLIENT_KEEPALIVE = { timeMs: 30_000, timeoutMs: 10_000 } as const;
 
 /** A typed client and the close of its channel. */
 export interface GrpcClient<S extends DescService> {
@@ -81,8 +98,11 @@ export function createGrpcClient<S extends DescService>(
 ): GrpcClient<S> {
   const Ctor = grpc.makeGenericClientConstructor(createGrpcServiceDefinition(service), service.name);
   const credentials = options.tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure();
-  const channel = new Ctor(options.address, credentials) as unknown as grpc.Client &
-    Record<string, UnaryMethod>;
+  const keepalive = options.keepalive ?? DEFAULT_CLIENT_KEEPALIVE;
+  const channel = new Ctor(options.address, credentials, {
+    'grpc.keepalive_time_ms': keepalive.timeMs,
+    'grpc.keepalive_timeout_ms': keepalive.timeoutMs,
+  }) as unknown as grpc.Client & Record<string, UnaryMethod>;
 
   /** The call's metadata: the token, then the caller's headers (binary ones left out). */
   const metadataOf = (header: ConstructorParameters<typeof Headers>[0] | undefined): grpc.Metadata => {

@@ -3,6 +3,7 @@
  * channel, used by both services' clients of each other. Against a real server (the kit with the
  * echo service on port 0): unary calls and server streams.
  */
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { EchoService } from '../../../shared/gen/svc/testing/v1/echo_pb';
 import { createGrpcClient } from '../../../shared/rpc/client';
@@ -125,6 +126,43 @@ describe('createGrpcClient', () => {
       expect(h.impl.activeStreams).toBe(0);
     } finally {
       c.close();
+    }
+  });
+
+  it('a server stream whose peer vanished without closing the connection fails UNAVAILABLE (keepalive), not waits forever', async () => {
+    // A TCP relay in front of the server that, once told, drops everything in both directions and
+    // keeps both sockets open: what a host gone or a NAT that forgot the flow looks like.
+    let forwarding = true;
+    const sockets: Socket[] = [];
+    const [host, port] = h.grpcAddress.split(':') as [string, string];
+    const relay: Server = createServer((inbound) => {
+      const outbound = createConnection({ host, port: Number(port) });
+      sockets.push(inbound, outbound);
+      inbound.on('data', (d: Buffer) => void (forwarding && outbound.write(d)));
+      outbound.on('data', (d: Buffer) => void (forwarding && inbound.write(d)));
+      inbound.on('error', () => undefined);
+      outbound.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const address = `127.0.0.1:${(relay.address() as { port: number }).port}`;
+    const c = createGrpcClient(EchoService, { address, token, keepalive: { timeMs: 200, timeoutMs: 200 } });
+    const stop = new AbortController();
+    try {
+      const seen: number[] = [];
+      const reading = (async () => {
+        for await (const m of c.client.echoStream({ count: 0, intervalMs: 5 }, { signal: stop.signal })) {
+          seen.push(m.seq);
+          if (m.seq === 3) forwarding = false;
+        }
+        return 'ended quietly';
+      })().catch((e: unknown) => e);
+      expect(await reading).toMatchObject({ code: Code.Unavailable });
+      expect(seen.slice(0, 4)).toEqual([0, 1, 2, 3].map((i) => seen[0]! + i));
+    } finally {
+      stop.abort();
+      c.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => relay.close(resolve));
     }
   });
 });
