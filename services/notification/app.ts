@@ -286,8 +286,11 @@ export async function createNotificationApp(
     const suppressions = new Suppressions({
       store:
         config.delivery.store_backend === 'database'
-          ? new DatabaseSuppressionStore(storage!.knex)
+          ? new DatabaseSuppressionStore(storage!.knex, {
+              lookupTimeoutMs: config.delivery.suppression.lookup_timeout_ms,
+            })
           : new InMemorySuppressionStore(config.delivery.suppression.memory_max_entries),
+      lookupTimeoutMs: config.delivery.suppression.lookup_timeout_ms,
       registry,
       logger,
     });

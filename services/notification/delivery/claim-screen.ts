@@ -10,6 +10,7 @@ import type { DeliveryStore } from './store';
 import {
   applySuppressionRule,
   recipientsOf,
+  SuppressionLookupError,
   type SuppressionChecker,
   type SuppressionVerdict,
   type WithoutRecipients,
@@ -60,7 +61,19 @@ export async function screenClaimed(
       })),
     );
   } catch (err) {
-    screen.log.error({ err }, 'suppression list unreadable before the attempt: deferred, not sent');
+    // A SuppressionLookupError names no recipient; a driver error's text would (the SQL's bindings).
+    const safe = err instanceof SuppressionLookupError ? err : undefined;
+    const fields = {
+      err: safe,
+      errorName: err instanceof Error ? err.name : typeof err,
+      channel,
+      deferred: checked.length,
+    };
+    if (safe?.reason === 'timeout') {
+      screen.log.warn(fields, 'suppression lookup before the attempt timed out: deferred, not sent');
+    } else {
+      screen.log.error(fields, 'suppression list unreadable before the attempt: deferred, not sent');
+    }
     for (const r of checked) {
       const now = screen.clock();
       const nextAttemptAt = new Date(now.getTime() + screen.deferMs(r));

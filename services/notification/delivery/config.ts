@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 import { itemName, nonNegativeInt, positiveInt } from '../../../shared/config';
 import { CHANNELS, type Channel } from './driver';
+import { DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS } from './suppression';
 
 /** How a channel routes deliveries over its backends. */
 export const ROUTING_MODE = z.enum(['primary', 'fallback', 'round_robin']);
@@ -111,6 +112,15 @@ export const DeliveryConfigSchema = z
          * never an old one evicted. The database store has no cap.
          */
         memory_max_entries: positiveInt(10_000_000).default(100_000),
+        /**
+         * Longest wait of one suppression lookup (queueing included) at submit and before an attempt;
+         * on PostgreSQL the query is cancelled after it. Past it a submit is accepted unchecked (its
+         * claim checks it) and a claimed delivery is deferred, never sent unchecked (delivery/README.md,
+         * "Suppression lookup bound"). From 10 ms to 60 s.
+         */
+        lookup_timeout_ms: positiveInt(60_000)
+          .min(10, { error: 'expected at least 10' })
+          .default(DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS),
       })
       .prefault({}),
   })

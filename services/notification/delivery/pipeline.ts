@@ -19,7 +19,13 @@ import type { DeliveryConfig } from './config';
 import { contentHash } from './content-hash';
 import { CircuitBreakers } from './circuit-breaker';
 import { FAILURE_KINDS, type Channel, type DeliveryDriver } from './driver';
-import { applySuppressionRule, recipientsOf, type Suppressions, type WithoutRecipients } from './suppression';
+import {
+  applySuppressionRule,
+  recipientsOf,
+  SuppressionLookupError,
+  type Suppressions,
+  type WithoutRecipients,
+} from './suppression';
 import { BackendRouter, type BackendLookup } from './routing';
 import { maskRecipient } from './mask';
 import { DeliveryMetrics } from './metrics';
@@ -285,7 +291,19 @@ export class DeliveryPipeline {
         })),
       );
     } catch (err) {
-      this.log.error({ err }, 'suppression check at submit failed: accepted unchecked, checked at claim');
+      // A SuppressionLookupError names no recipient; a driver error's text would (the SQL's bindings).
+      const safe = err instanceof SuppressionLookupError ? err : undefined;
+      if (safe?.reason === 'timeout') {
+        this.log.warn(
+          { err: safe, sends: prepared.length },
+          'suppression check at submit timed out: accepted unchecked, checked at claim',
+        );
+      } else {
+        this.log.error(
+          { err: safe, errorName: err instanceof Error ? err.name : typeof err, sends: prepared.length },
+          'suppression check at submit failed: accepted unchecked, checked at claim',
+        );
+      }
       return;
     }
     for (const [i, p] of prepared.entries()) {

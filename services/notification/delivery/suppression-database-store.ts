@@ -5,14 +5,28 @@
  * several replicas and receipts agree on one entry.
  */
 import type { Knex } from 'knex';
+import { databaseEngine } from '../../../shared/storage/database';
 import type { Channel } from './driver';
-import type {
-  SuppressionEntry,
-  SuppressionPage,
-  SuppressionPageQuery,
-  SuppressionReason,
-  SuppressionStore,
+import {
+  DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS,
+  SuppressionLookupError,
+  type SuppressionEntry,
+  type SuppressionPage,
+  type SuppressionPageQuery,
+  type SuppressionReason,
+  type SuppressionStore,
 } from './suppression';
+
+/** Options of DatabaseSuppressionStore. */
+export interface DatabaseSuppressionStoreOptions {
+  /**
+   * On PostgreSQL, a `findSuppressed` query still running after this long is cancelled in the server
+   * (knex `.timeout(ms, { cancel: true })`: `pg_cancel_backend` from a separate connection) and
+   * answers SuppressionLookupError `timeout`. Default DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS. Not on
+   * PGlite (see `findSuppressed`).
+   */
+  lookupTimeoutMs?: number;
+}
 
 interface SuppressionRow {
   id: string;
@@ -42,7 +56,21 @@ function rows<T>(result: unknown): T[] {
 export class DatabaseSuppressionStore implements SuppressionStore {
   readonly backend = 'database' as const;
 
-  constructor(private readonly knex: Knex) {}
+  private readonly lookupTimeoutMs: number | undefined;
+
+  constructor(
+    private readonly knex: Knex,
+    options: DatabaseSuppressionStoreOptions = {},
+  ) {
+    // PGlite cannot cancel a statement: knex's cancel opens "another connection", which on PGlite is
+    // the one database, and closes it afterwards; without cancel, knex disposes of the timed-out
+    // connection, which closes PGlite as well. There the caller's wait is bounded instead
+    // (Suppressions `lookupTimeoutMs`) and the query ends when the one connection is free.
+    this.lookupTimeoutMs =
+      databaseEngine(knex) === 'postgres'
+        ? (options.lookupTimeoutMs ?? DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS)
+        : undefined;
+  }
 
   async add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }> {
     const [inserted] = rows<SuppressionRow>(
@@ -88,13 +116,23 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     // (channel, recipient) index, but a semi-join over a set-returning function took PostgreSQL 0.2 ms
     // to plan on every call (pg_stat_statements.track_planning on the email bench), ten times the
     // execution; the array form plans in a fraction of that.
-    const found = rows<{ recipient: string }>(
-      await this.knex.raw(
-        'SELECT recipient FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
-        [channel, [...recipients]],
-      ),
+    const query = this.knex.raw(
+      'SELECT recipient FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
+      [channel, [...recipients]],
     );
-    return new Set(found.map((r) => r.recipient));
+    const ms = this.lookupTimeoutMs;
+    let result: unknown;
+    try {
+      result = await (ms === undefined ? query : query.timeout(ms, { cancel: true }));
+    } catch (err) {
+      // knex's timeout error (or its failed cancel) carries `timeout`, and the SQL with its bindings:
+      // the recipients. Answer a clean one.
+      if (ms !== undefined && typeof (err as { timeout?: unknown } | null)?.timeout === 'number') {
+        throw new SuppressionLookupError('timeout', `suppression lookup query cancelled after ${ms} ms`);
+      }
+      throw err;
+    }
+    return new Set(rows<{ recipient: string }>(result).map((r) => r.recipient));
   }
 
   async reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>> {

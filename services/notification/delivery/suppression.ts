@@ -12,7 +12,12 @@ import { newId } from '../../../shared/runtime/ids';
 import { GroupCommit } from '../../../shared/storage/group-commit';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
 import { Counter, type Registry } from 'prom-client';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../../../shared/errors';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnavailableError,
+} from '../../../shared/errors';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
@@ -20,7 +25,7 @@ import { isE164 } from '../../../shared/text/e164';
 import type { Channel } from './driver';
 import { CHANNELS } from './types';
 import { maskRecipient } from './mask';
-import { type Clock, dateReader } from '../../../shared/runtime/clock';
+import { type Clock, dateReader, systemTimers, type Timers } from '../../../shared/runtime/clock';
 
 /** Why a recipient is suppressed. */
 export type SuppressionReason =
@@ -288,6 +293,27 @@ export const DEFAULT_SUPPRESSION_PAGE_SIZE = 50;
 /** Largest page of `list`; larger requests are capped. */
 export const MAX_SUPPRESSION_PAGE_SIZE = 500;
 
+/** Default bound on one suppression lookup at submit and at claim (`delivery.suppression.lookup_timeout_ms`). */
+export const DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS = 2000;
+
+/**
+ * The suppression list could not be read in time (`timeout`: the lookup waited longer than the bound,
+ * its PostgreSQL query cancelled) or at all (`failed`). Its message names neither the recipients nor
+ * the SQL (a driver error's text carries both: knex puts the statement with its bindings in it), so it
+ * can be logged as it is. Callers never send unchecked on it: a submit is accepted and checked at
+ * claim; a claim is deferred.
+ */
+export class SuppressionLookupError extends UnavailableError {
+  constructor(
+    readonly reason: 'timeout' | 'failed',
+    message: string,
+    /** The database's SQLSTATE when it answered one (57014: the statement was cancelled). */
+    readonly sqlState?: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Options of Suppressions. */
 export interface SuppressionsOptions {
   store: SuppressionStore;
@@ -297,6 +323,14 @@ export interface SuppressionsOptions {
   clock?: Clock;
   /** Grouped lookup queries running at once on the database store (default 1; see `findSuppressed`). */
   maxConcurrentLookups?: number;
+  /**
+   * Longest wait of one lookup on the database store, queueing included (default
+   * DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS): past it the caller gets SuppressionLookupError `timeout`.
+   * The store cancels its query after the same time (DatabaseSuppressionStore `lookupTimeoutMs`).
+   */
+  lookupTimeoutMs?: number;
+  /** Timers of the lookup bound (tests drive them by hand). */
+  timers?: Timers;
 }
 
 /** Most recipients in one grouped lookup of `Suppressions.findSuppressed`. */
@@ -306,6 +340,8 @@ export const MAX_SUPPRESSION_LOOKUP_KEYS = 1000;
 interface Lookup {
   channel: Channel;
   recipients: readonly string[];
+  /** Its caller stopped waiting (the bound passed): its group leaves it out of the query. */
+  abandoned: boolean;
 }
 
 /** The suppression list over a store: the one home of its rules. */
@@ -317,9 +353,14 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   private readonly log: Logger;
   private readonly added?: Counter<'channel' | 'source'>;
   private readonly stopped?: Counter<'channel' | 'outcome'>;
+  private readonly timeouts?: Counter<'channel'>;
+  private readonly lookupTimeoutMs: number;
+  private readonly timers: Timers;
 
   constructor(options: SuppressionsOptions) {
     this.store = options.store;
+    this.lookupTimeoutMs = options.lookupTimeoutMs ?? DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS;
+    this.timers = options.timers ?? systemTimers;
     this.clock = dateReader(options.clock);
     this.log = (options.logger ?? silentLogger()).child({ component: 'suppressions' });
     this.lookups = new GroupCommit({
@@ -341,6 +382,12 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
         name: 'notification_suppressed_sends_total',
         help: 'Sends the suppression list stopped (outcome stopped) or left suppressed recipients out of (partial), by channel.',
         labelNames: ['channel', 'outcome'],
+        registers: [options.registry],
+      });
+      this.timeouts = new Counter({
+        name: 'notification_suppression_lookup_timeouts_total',
+        help: 'Suppression lookups (one per submit or claim check) not answered within delivery.suppression.lookup_timeout_ms, by channel: the submit was accepted unchecked (checked at claim) or the claim deferred.',
+        labelNames: ['channel'],
         registers: [options.registry],
       });
     }
@@ -429,19 +476,57 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
    * turn, the worker's check of a claim), and those that arrive while an earlier group's query runs,
    * share one query per channel of at most MAX_SUPPRESSION_LOOKUP_KEYS recipients in all. A query
    * per SendEmail was as many statements as the INSERTs it preceded (README, "Durable enqueue
-   * (issue 30)"). A failing query rejects every lookup of its channel in that group. The memory store
+   * (issue 30)"). A failing query rejects every lookup of its channel in that group with
+   * SuppressionLookupError `failed` (the driver's text, which names the recipients, is not kept).
+   *
+   * Each lookup waits at most `lookupTimeoutMs`, its time in the queue included (a hung query holds
+   * the groups behind it): past that it is rejected with SuppressionLookupError `timeout` and counted
+   * (`notification_suppression_lookup_timeouts_total`), and its group leaves it out of the query it
+   * had not reached yet. The store cancels the query itself after the same time. The memory store
    * answers at once.
    */
   async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
     if (recipients.length === 0) return new Set();
     if (this.store.backend === 'memory') return this.store.findSuppressed(channel, recipients);
-    return this.lookups.add({ channel, recipients });
+    const lookup: Lookup = { channel, recipients, abandoned: false };
+    const answer = this.lookups.add(lookup);
+    return new Promise<Set<string>>((resolve, reject) => {
+      const timer = this.timers.setTimeout(() => {
+        lookup.abandoned = true;
+        this.timeouts?.inc({ channel });
+        reject(this.timedOut());
+      }, this.lookupTimeoutMs);
+      answer.then(
+        (found) => {
+          this.timers.clearTimeout(timer);
+          resolve(found);
+        },
+        (err: unknown) => {
+          this.timers.clearTimeout(timer);
+          if (!lookup.abandoned && err instanceof SuppressionLookupError && err.reason === 'timeout') {
+            this.timeouts?.inc({ channel });
+          }
+          reject(err);
+        },
+      );
+    });
   }
 
-  /** One query per channel of the group; each lookup is answered with its own recipients found. */
+  private timedOut(): SuppressionLookupError {
+    return new SuppressionLookupError(
+      'timeout',
+      `suppression lookup not answered within ${this.lookupTimeoutMs} ms`,
+    );
+  }
+
+  /**
+   * One query per channel of the group (its lookups whose callers still wait); each lookup is
+   * answered with its own recipients found.
+   */
   private async flushLookups(batch: readonly Lookup[]): Promise<PromiseSettledResult<Set<string>>[]> {
     const keys = new Map<Channel, Set<string>>();
-    for (const { channel, recipients } of batch) {
+    for (const { channel, recipients, abandoned } of batch) {
+      if (abandoned) continue;
       let set = keys.get(channel);
       if (!set) keys.set(channel, (set = new Set()));
       for (const r of recipients) set.add(r);
@@ -450,12 +535,43 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     const answers = await Promise.allSettled(
       channels.map((channel) => this.store.findSuppressed(channel, [...keys.get(channel)!])),
     );
-    const byChannel = new Map(channels.map((channel, i) => [channel, answers[i]!]));
-    return batch.map(({ channel, recipients }): PromiseSettledResult<Set<string>> => {
-      const answer = byChannel.get(channel)!;
+    const byChannel = new Map(
+      channels.map((channel, i): [Channel, PromiseSettledResult<Set<string>>] => {
+        const answer = answers[i]!;
+        return [channel, answer.status === 'rejected' ? this.lookupFailed(channel, answer.reason) : answer];
+      }),
+    );
+    return batch.map(({ channel, recipients, abandoned }): PromiseSettledResult<Set<string>> => {
+      const answer = byChannel.get(channel);
+      // Nobody waits for an abandoned lookup any more: it was never queried.
+      if (abandoned || !answer) return { status: 'rejected', reason: this.timedOut() };
       if (answer.status === 'rejected') return answer;
       return { status: 'fulfilled', value: new Set(recipients.filter((r) => answer.value.has(r))) };
     });
+  }
+
+  /** A store's failure as callers see it: SuppressionLookupError without the driver's text. */
+  private lookupFailed(channel: Channel, err: unknown): PromiseRejectedResult {
+    if (err instanceof SuppressionLookupError) {
+      if (err.reason === 'timeout') {
+        this.log.warn({ channel }, 'suppression lookup query cancelled: it passed lookup_timeout_ms');
+      }
+      return { status: 'rejected', reason: err };
+    }
+    const sqlState = sqlStateOf(err);
+    // Logged here without `err`: a knex error's message carries the statement and its bindings.
+    this.log.error(
+      { channel, sqlState, errorName: err instanceof Error ? err.name : typeof err },
+      'suppression lookup failed',
+    );
+    return {
+      status: 'rejected',
+      reason: new SuppressionLookupError(
+        'failed',
+        `suppression lookup failed${sqlState ? ` (SQLSTATE ${sqlState})` : ''}`,
+        sqlState,
+      ),
+    };
   }
 
   /**
@@ -511,6 +627,12 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       nextPageToken: page.nextKey ? encodeKeysetToken(binding(channel), page.nextKey) : '',
     };
   }
+}
+
+/** A PostgreSQL error's SQLSTATE (five characters), if `err` carries one. */
+function sqlStateOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
 function checkChannel(channel: unknown): Channel {
