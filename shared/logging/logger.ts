@@ -103,8 +103,25 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
     // field or message it is in: the values themselves are scrubbed before the line is written.
     // An error's message and stack may quote a URL too (undici refuses a URL with credentials by
     // quoting it whole).
+    // A PostgreSQL error's `detail` quotes the row it stopped on (`Key (recipient)=(ann@example.com)
+    // already exists`) and PGlite's carries the bound `params`: personal data, dropped; the code,
+    // constraint and table stay. A data exception (SQLSTATE class 22) quotes the value it could not
+    // take in its message (`invalid input syntax for type integer: "..."`). (knex keeps the bound
+    // values out of its part of the message: `compileSqlOnError: false`, shared/storage/database.ts.)
+    // The error object keeps them; only what is written loses them.
     serializers: {
-      err: (err: unknown) => scrubUrlCredentials({ ...(pino.stdSerializers.err(err as Error) as object) }, 0),
+      err: (err: unknown) => {
+        const fields = { ...(pino.stdSerializers.err(err as Error) as object) } as Record<string, unknown>;
+        if (fields.detail !== undefined) fields.detail = '[REDACTED]';
+        if (fields.params !== undefined) fields.params = '[REDACTED]';
+        if (typeof fields.code === 'string' && /^22[0-9A-Z]{3}$/.test(fields.code)) {
+          for (const key of ['message', 'stack'] as const) {
+            const text = fields[key];
+            if (typeof text === 'string') fields[key] = text.replace(/"(?:[^"]|"")*"/g, '"[REDACTED]"');
+          }
+        }
+        return scrubUrlCredentials(fields, 0);
+      },
     },
     hooks: {
       logMethod(args, method) {

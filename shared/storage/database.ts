@@ -49,6 +49,10 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
       connection: { connectionString: config.url, types: connectionTypes },
       pool: { min: 0, max: Math.max(1, config.pool_max) },
       log: knexLog,
+      // A failed query's message names the statement with its placeholders, never the values bound
+      // to it: by default knex writes the values into the message, and an error logged as `{ err }`
+      // would carry recipients, message bodies and tokens into the logs.
+      compileSqlOnError: false,
     });
     if (config.session_url) rememberSessionUrl(knex, config.session_url);
     log.info(
@@ -69,6 +73,7 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
       dialect: 'postgres',
       connection: (() => ({ pglite })) as unknown as Knex.StaticConnectionConfig,
       log: knexLog,
+      compileSqlOnError: false,
     });
     log.info({ data_dir: inMemory ? ':memory:' : config.data_dir }, 'opening embedded PGlite');
   }

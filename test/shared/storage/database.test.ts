@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Knex } from 'knex';
-import { silentLogger } from '../../../shared/logging/logger';
+import { PassThrough } from 'node:stream';
+import { createLogger, silentLogger } from '../../../shared/logging/logger';
 import { databaseEngine, openDatabase, openStorage, toNumber } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { createTestDatabase } from '../../support/database';
@@ -36,6 +37,48 @@ describe('openDatabase', () => {
     await expect(
       openDatabase({ url: url.toString(), data_dir: '', pool_max: 1 }, silentLogger()),
     ).rejects.toThrow();
+  });
+});
+
+describe('a failed query in the logs', () => {
+  // Values bound to a statement are personal data (recipients, bodies, tokens): a failed query's
+  // error, logged as `{ err }`, names the statement and the code, never the values (knex's message,
+  // PostgreSQL's `detail`).
+  const open = async (engine: 'postgres' | 'pglite'): Promise<Knex> =>
+    engine === 'postgres'
+      ? knex
+      : openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
+
+  it.each(['postgres', 'pglite'] as const)('on %s, carries no bound value', async (engine) => {
+    const k = await open(engine);
+    try {
+      const table = `leak_${engine}`;
+      await k.raw(`CREATE TABLE IF NOT EXISTS ${table} (recipient text PRIMARY KEY)`);
+      const secret = 'ann.secret@example.com';
+      const body = 'شالوم 日本 😀 private body';
+      await k.raw(`INSERT INTO ${table} (recipient) VALUES (?) ON CONFLICT DO NOTHING`, [secret]);
+      const failures = await Promise.all([
+        k.raw(`INSERT INTO ${table} (recipient) VALUES (?)`, [secret]).catch((e: unknown) => e),
+        k.raw('SELECT ?::int AS n', [body]).catch((e: unknown) => e),
+      ]);
+      let text = '';
+      const out = new PassThrough();
+      out.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      const logger = createLogger({ name: 'svc', format: 'json', destination: out });
+      for (const err of failures) {
+        expect(err).toBeInstanceOf(Error);
+        logger.error({ err }, 'query failed');
+        // knex's part of the message: the statement without its values.
+        expect((err as Error).message).not.toContain(secret);
+      }
+      logger.flush();
+      expect(text).toContain('23505');
+      expect(text).toContain('22P02');
+      expect(text).toContain(`INSERT INTO ${table} (recipient) VALUES ($1)`);
+      for (const value of [secret, body, 'ann.secret', '日本']) expect(text).not.toContain(value);
+    } finally {
+      if (k !== knex) await k.destroy();
+    }
   });
 });
 
