@@ -136,7 +136,7 @@ describe('NotificationConfig', () => {
         purge_batch_size: 1000,
         routing: { email: 'primary', sms: 'primary', push: 'primary' },
         circuit_breaker: { failure_threshold: 5, cooldown_seconds: 30 },
-        suppression: { memory_max_entries: 100000 },
+        suppression: { memory_max_entries: 100000, lookup_timeout_ms: 2000 },
         watch: {
           buffer_size: 256,
           read_page_size: 500,
