@@ -61,15 +61,10 @@ export async function screenClaimed(
       })),
     );
   } catch (err) {
-    // A SuppressionLookupError names no recipient; a driver error's text would (the SQL's bindings).
-    const safe = err instanceof SuppressionLookupError ? err : undefined;
-    const fields = {
-      err: safe,
-      errorName: err instanceof Error ? err.name : typeof err,
-      channel,
-      deferred: checked.length,
-    };
-    if (safe?.reason === 'timeout') {
+    // Logged as it is: a driver's error reaches the log without the values bound to its statement
+    // (shared/logging/logger.ts), and a SuppressionLookupError names no recipient.
+    const fields = { err, channel, deferred: checked.length };
+    if (err instanceof SuppressionLookupError && err.reason === 'timeout') {
       screen.log.warn(fields, 'suppression lookup before the attempt timed out: deferred, not sent');
     } else {
       screen.log.error(fields, 'suppression list unreadable before the attempt: deferred, not sent');

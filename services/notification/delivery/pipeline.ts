@@ -291,16 +291,17 @@ export class DeliveryPipeline {
         })),
       );
     } catch (err) {
-      // A SuppressionLookupError names no recipient; a driver error's text would (the SQL's bindings).
-      const safe = err instanceof SuppressionLookupError ? err : undefined;
-      if (safe?.reason === 'timeout') {
+      // Logged as it is: a driver's error reaches the log without the values bound to its statement
+      // (shared/logging/logger.ts), and a SuppressionLookupError names no recipient.
+      const sends = prepared.length;
+      if (err instanceof SuppressionLookupError && err.reason === 'timeout') {
         this.log.warn(
-          { err: safe, sends: prepared.length },
+          { err, sends },
           'suppression check at submit timed out: accepted unchecked, checked at claim',
         );
       } else {
         this.log.error(
-          { err: safe, errorName: err instanceof Error ? err.name : typeof err, sends: prepared.length },
+          { err, sends },
           'suppression check at submit failed: accepted unchecked, checked at claim',
         );
       }
