@@ -21,3 +21,12 @@ export function sessionConnection(knex: Knex): ClientConfig | string {
   if (!url) return connection;
   return typeof connection === 'object' ? { ...connection, connectionString: url } : url;
 }
+
+/**
+ * True when the pool goes through a pooler (`database.session_url` is set). There a server process
+ * id the pool's connections report is the pooler's own (`pg_cancel_backend` of it cancels nothing,
+ * or another session's statement), so a statement is bounded by dropping its connection instead.
+ */
+export function behindPooler(knex: Knex): boolean {
+  return sessionUrls.has(knex);
+}

@@ -5,11 +5,6 @@
  * lock (both replicas start at once on an empty database) and job leases. Every SMS is sent exactly
  * once, and the pool's traffic did go through the pooler (its own statistics say so).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { Client } from 'pg';
 import {
@@ -19,85 +14,28 @@ import {
 } from '../../shared/gen/svc/notification/v1/notification_pb';
 import { createTestDatabase } from '../support/database';
 import { grpcClient, unary, type GenericClient } from '../support/grpc-clients';
-import { reservePort } from '../support/ports';
+import { startPgbouncer, type Pgbouncer } from '../support/pgbouncer';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { waitFor } from '../support/wait';
 import { gatewayConfig, startTwilioPeer, type TwilioPeer } from '../notification/channels/sms/twilio-peer';
 
-const PGBOUNCER = '/usr/sbin/pgbouncer';
 const SENDS = 30;
 
 let db: { url: string; drop(): Promise<void> };
-let dir: string;
-let bouncer: ChildProcess | undefined;
+let bouncer: Pgbouncer | undefined;
 let bouncerPort: number;
-let bouncerLog = '';
 let peer: TwilioPeer;
 let a: ServiceProcess;
 let b: ServiceProcess;
 let onA: GenericClient;
 let onB: GenericClient;
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 beforeAll(async () => {
-  if (!existsSync(PGBOUNCER)) {
-    throw new Error(`${PGBOUNCER} is missing: install Debian package pgbouncer (bash .ci/run does)`);
-  }
   db = await createTestDatabase('bouncer');
-  const direct = new URL(db.url);
-  bouncerPort = await reservePort();
-  dir = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
-  chmodSync(dir, 0o777);
-  const ini = join(dir, 'pgbouncer.ini');
-  const users = join(dir, 'users.txt');
-  writeFileSync(users, `"${direct.username}" ""\n`);
-  writeFileSync(
-    ini,
-    [
-      '[databases]',
-      `* = host=${direct.hostname} port=${direct.port}`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${bouncerPort}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${users}`,
-      `admin_users = ${direct.username}`,
-      'pool_mode = transaction',
-      // Fewer server connections than the two pools together: transactions must share them.
-      'default_pool_size = 4',
-      'max_client_conn = 200',
-      'ignore_startup_parameters = extra_float_digits',
-      '',
-    ].join('\n'),
-  );
-  chmodSync(ini, 0o644);
-  chmodSync(users, 0o644);
-  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  bouncer = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), ini], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  bouncer.stdout!.on('data', (d: Buffer) => (bouncerLog += d.toString()));
-  bouncer.stderr!.on('data', (d: Buffer) => (bouncerLog += d.toString()));
-  const deadline = Date.now() + 30_000;
-  while (!(await portOpen(bouncerPort))) {
-    if (Date.now() > deadline || bouncer.exitCode !== null)
-      throw new Error(`pgbouncer did not listen: ${bouncerLog}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-
-  const pooled = new URL(db.url);
-  pooled.port = String(bouncerPort);
+  // Fewer server connections than the two pools together: transactions must share them.
+  bouncer = await startPgbouncer(db.url, 4);
+  bouncerPort = bouncer.port;
+  const pooled = new URL(bouncer.pooledUrl);
   peer = await startTwilioPeer();
   const env = {
     SVC_NOTIFICATION__DATABASE__URL: pooled.toString(),
@@ -120,9 +58,8 @@ afterAll(async () => {
   onB?.close();
   await Promise.all([a?.stop(), b?.stop()]);
   await peer?.close();
-  bouncer?.kill('SIGTERM');
+  await bouncer?.stop();
   await db?.drop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 interface Frame {

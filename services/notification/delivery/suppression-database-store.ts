@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { databaseEngine } from '../../../shared/storage/database';
+import { behindPooler } from '../../../shared/storage/session';
 import type { Channel } from './driver';
 import {
   DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS,
@@ -57,6 +58,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
   readonly backend = 'database' as const;
 
   private readonly lookupTimeoutMs: number | undefined;
+  private readonly cancelOnTimeout: boolean;
 
   constructor(
     private readonly knex: Knex,
@@ -70,7 +72,13 @@ export class DatabaseSuppressionStore implements SuppressionStore {
       databaseEngine(knex) === 'postgres'
         ? (options.lookupTimeoutMs ?? DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS)
         : undefined;
+    // Behind a transaction pooler knex's cancel (`pg_cancel_backend` of the pooler's made-up process
+    // id) cancels nothing and hands the connection back with the blocked statement still on it: every
+    // later statement on it would wait behind the lock. Without cancel, knex drops the timed-out
+    // connection instead (the pooler then ends the server's side).
+    this.cancelOnTimeout = !behindPooler(knex);
   }
+
 
   async add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }> {
     const [inserted] = rows<SuppressionRow>(
@@ -123,7 +131,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     const ms = this.lookupTimeoutMs;
     let result: unknown;
     try {
-      result = await (ms === undefined ? query : query.timeout(ms, { cancel: true }));
+      result = await (ms === undefined ? query : query.timeout(ms, { cancel: this.cancelOnTimeout }));
     } catch (err) {
       // knex's timeout error (or its failed cancel) carries `timeout`, and the SQL with its bindings:
       // the recipients. Answer a clean one.
