@@ -114,6 +114,8 @@ export function createLogger(opts: CreateLoggerOptions): Logger {
         const fields = { ...(pino.stdSerializers.err(err as Error) as object) } as Record<string, unknown>;
         if (fields.detail !== undefined) fields.detail = '[REDACTED]';
         if (fields.params !== undefined) fields.params = '[REDACTED]';
+        // knex's timeout errors carry the statement's values as `bindings`.
+        if (fields.bindings !== undefined) fields.bindings = '[REDACTED]';
         if (typeof fields.code === 'string' && /^22[0-9A-Z]{3}$/.test(fields.code)) {
           for (const key of ['message', 'stack'] as const) {
             const text = fields[key];

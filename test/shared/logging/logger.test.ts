@@ -25,6 +25,27 @@ describe.each(['json', 'pretty'] as const)('the %s log format', (format) => {
       expect(text()).not.toContain(secret);
   });
 
+  it("keeps a database error's values out: detail, params, bindings, a data exception's quoted value", () => {
+    const { out, text } = capture();
+    const logger = createLogger({ name: 'svc', format, destination: out });
+    const err = Object.assign(
+      new Error('SELECT $1::int - invalid input syntax for type integer: "שלום 😀 v1"'),
+      {
+        code: '22P02',
+        severity: 'ERROR',
+        detail: 'Key (recipient)=(ann@example.com) already exists.',
+        params: ['+15550001111'],
+        bindings: ['日本-token'],
+      },
+    );
+    logger.error({ err }, 'query failed');
+    logger.flush();
+    expect(text()).toContain('query failed');
+    expect(text()).toContain('22P02');
+    for (const value of ['שלום', 'ann@example.com', '+15550001111', '日本-token'])
+      expect(text()).not.toContain(value);
+  });
+
   it('hides the credentials of a URL in any field or message', () => {
     const { out, text } = capture();
     const logger = createLogger({ name: 'svc', format, destination: out });
