@@ -48,9 +48,9 @@ export class DatabaseLeaseQueue {
          CROSS JOIN LATERAL (SELECT 1 FROM deliveries q
            WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
              AND GREATEST(q.next_attempt_at, q.lease_expires_at) <= COALESCE(?::timestamptz, now())
-             AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
+             AND q.next_attempt_at IS NOT NULL
            LIMIT 1) due`,
-        [at, at],
+        [at],
       ),
     );
   }
