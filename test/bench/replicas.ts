@@ -192,9 +192,12 @@ async function tableStats(client: Client): Promise<TableStats> {
   await sleep(1200);
   await client.query('SELECT pg_stat_clear_snapshot()');
   const { rows } = await client.query<{ dead: string; upd: string; hot: string; av: string; idx: string }>(
-    `SELECT n_dead_tup AS dead, n_tup_upd AS upd, n_tup_hot_upd AS hot, autovacuum_count AS av,
-            pg_relation_size('deliveries_due_idx') AS idx
-       FROM pg_stat_user_tables WHERE relname = 'deliveries'`,
+    // Summed over the partitions: the partitioned parent has no storage and no counters of its own.
+    `SELECT coalesce(sum(s.n_dead_tup), 0) AS dead, coalesce(sum(s.n_tup_upd), 0) AS upd,
+            coalesce(sum(s.n_tup_hot_upd), 0) AS hot, coalesce(sum(s.autovacuum_count), 0) AS av,
+            (SELECT coalesce(sum(pg_relation_size(t.relid)), 0) FROM pg_partition_tree('deliveries_due_idx') t) AS idx
+       FROM pg_partition_tree('deliveries') p JOIN pg_stat_user_tables s ON s.relid = p.relid
+      WHERE p.isleaf`,
   );
   const r = rows[0]!;
   return {

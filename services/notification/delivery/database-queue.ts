@@ -22,8 +22,11 @@ export class DatabaseLeaseQueue {
 
   /**
    * A loose index scan of `deliveries_due_idx`: the distinct (channel, backend) pairs of the queue,
-   * one index probe each, then one due, unleased row per pair (the leased due rows it may step over
-   * are the attempts in flight). A few pages per backend, whatever the backlog; `SELECT DISTINCT`
+   * one index probe each, then one due, unleased row per pair. The index orders a backend's rows by
+   * the time they can next be claimed, GREATEST(next_attempt_at, lease_expires_at) (migration
+   * 20261201000000): the attempts in flight sit at their lease expiry, past the due rows, so the probe
+   * seeks straight to a due row instead of stepping over them. A few pages per backend, whatever the
+   * backlog and however many attempts are in flight; `SELECT DISTINCT`
    * over the due rows read all of them on every poll. The per-pair probe is a LATERAL ... LIMIT 1, not
    * EXISTS: on the partitioned table (migration 20261129100000) the planner hashed EXISTS over every
    * queued row of every partition.
@@ -44,10 +47,10 @@ export class DatabaseLeaseQueue {
          SELECT p.channel, p.backend FROM pairs p
          CROSS JOIN LATERAL (SELECT 1 FROM deliveries q
            WHERE q.channel = p.channel AND q.backend = p.backend AND q.status IN ('pending', 'retrying')
-             AND q.next_attempt_at <= COALESCE(?::timestamptz, now())
-             AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(?::timestamptz, now()))
+             AND GREATEST(q.next_attempt_at, q.lease_expires_at) <= COALESCE(?::timestamptz, now())
+             AND q.next_attempt_at IS NOT NULL
            LIMIT 1) due`,
-        [at, at],
+        [at],
       ),
     );
   }
@@ -57,7 +60,8 @@ export class DatabaseLeaseQueue {
     // Under READ COMMITTED, FOR UPDATE re-checks DUE against the newest row version, so a row another
     // worker leased and committed a moment ago is not taken again; SKIP LOCKED skips rows being leased.
     // `delivery_claim` (migration 20261125000100) is the UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
-    // SKIP LOCKED) this method used to send, with its plan kept per connection.
+    // SKIP LOCKED) this method used to send, with its plan kept per connection; since 20261201000000
+    // it takes rows in the order of the time they can next be claimed (a lease moves a row past the due ones).
     const claimed = rows<DeliveryRow>(
       await this.knex.raw(
         'SELECT * FROM delivery_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::interval, ?::integer)',

@@ -79,7 +79,6 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     this.cancelOnTimeout = !behindPooler(knex);
   }
 
-
   async add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }> {
     const [inserted] = rows<SuppressionRow>(
       await this.knex.raw(

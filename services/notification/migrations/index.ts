@@ -34,6 +34,7 @@ import * as partitions from './20261129100000_partitions';
 import * as deliveryCompletePruned from './20261129140000_delivery_complete_pruned';
 import * as deliveryEventSequencerPruned from './20261130200000_delivery_event_sequencer_pruned';
 import * as deliveryEventSequencerLoop from './20261130210000_delivery_event_sequencer_loop';
+import * as deliveryDueEligible from './20261201000000_delivery_due_eligible';
 
 /** Every notification migration, oldest first. */
 export const notificationMigrations: readonly NamedMigration[] = [
@@ -68,6 +69,7 @@ export const notificationMigrations: readonly NamedMigration[] = [
   { name: '20261129140000_delivery_complete_pruned', ...deliveryCompletePruned },
   { name: '20261130200000_delivery_event_sequencer_pruned', ...deliveryEventSequencerPruned },
   { name: '20261130210000_delivery_event_sequencer_loop', ...deliveryEventSequencerLoop },
+  { name: '20261201000000_delivery_due_eligible', ...deliveryDueEligible },
 ];
 
 /** The knex table that records which notification migrations ran. */

@@ -403,6 +403,69 @@ export function describeDeliveryContract(name: string, open: () => Promise<Contr
         expect(driver.calls).toHaveLength(1);
       });
 
+      // The due order is by the time a row can next be claimed: its next attempt, or its lease's
+      // expiry while an attempt is in flight (migration 20261201000000; the memory queue's heap).
+      it('when attempts are in flight, claims and polls go past them; a lease that runs out is due again once, in the order of its expiry', async () => {
+        const { pipeline, driver, clock, config } = setup();
+        const leaseMs = config.lease_seconds * 1000;
+        const t0 = clock.current.getTime();
+        const claim = (owner: string, limit = 10) =>
+          store.claim({ channel: 'email', backend: driver.name, owner, now: clock.date(), leaseMs, limit });
+        const ids = (records: { id: string }[]) => records.map((r) => r.id);
+        const due = async () =>
+          (await store.dueBackends(clock.date())).some((d) => d.backend === driver.name);
+        const a = (await submit(pipeline, driver)).delivery;
+        // A worker takes the oldest and dies (never completes nor releases).
+        expect(ids(await claim('dead', 1))).toEqual([a.id]);
+        // Leased, it keeps its next attempt time (what GetDelivery shows).
+        expect((await store.get(a.id))?.nextAttemptAt?.getTime()).toBe(t0);
+        clock.advance(1);
+        const b = (await submit(pipeline, driver)).delivery;
+        expect(await due()).toBe(true);
+        // The next claim goes past the leased head to the next due row, and only to it.
+        expect(ids(await claim('w2'))).toEqual([b.id]);
+        expect(await due()).toBe(false);
+        expect(await claim('w3')).toEqual([]);
+        // b is retried much later by its live owner.
+        await store.completeAttempt(b.id, 'w2', {
+          attempt: { number: 1, startedAt: clock.date(), durationMs: 1, outcome: 'retryable', error: 'busy' },
+          status: 'retrying',
+          nextAttemptAt: new Date(t0 + 10 * leaseMs),
+          now: clock.date(),
+        });
+        // c is due halfway through the dead worker's lease.
+        const moveTo = (t: number) => clock.advance(t - clock.current.getTime());
+        moveTo(t0 + leaseMs / 2);
+        const c = (await submit(pipeline, driver)).delivery;
+        moveTo(t0 + leaseMs - 1);
+        expect(await due()).toBe(true);
+        // The lease ran out: a is due again, after c (due earlier than a's lease expiry).
+        moveTo(t0 + leaseMs);
+        expect(ids(await claim('w4', 1))).toEqual([c.id]);
+        expect(ids(await claim('w5'))).toEqual([a.id]);
+        // Handed to one worker only.
+        expect(await claim('w6')).toEqual([]);
+        expect(await due()).toBe(false);
+        expect(await store.get(a.id)).toMatchObject({
+          leaseOwner: 'w5',
+          leaseExpiresAt: new Date(t0 + 2 * leaseMs),
+          attemptsStarted: 2,
+          nextAttemptAt: new Date(t0),
+          status: 'pending',
+        });
+        // The dead worker's late answer is refused; the new owner's counts.
+        const outcome = (owner: string) =>
+          store.completeAttempt(a.id, owner, {
+            attempt: { number: 1, startedAt: clock.date(), durationMs: 1, outcome: 'sent' },
+            status: 'sent',
+            nextAttemptAt: null,
+            now: clock.date(),
+          });
+        expect(await outcome('dead')).toBeNull();
+        expect((await outcome('w5'))?.status).toBe('sent');
+        expect(driver.calls).toHaveLength(0);
+      });
+
       it('when a record is final, a lease holder cannot move it backwards', async () => {
         const { pipeline, driver, clock } = setup();
         const { delivery } = await submit(pipeline, driver);
