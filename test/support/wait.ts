@@ -26,3 +26,19 @@ export async function until(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * Resolves with `p`, or fails with "`what` hung" when `p` has not settled after `timeoutMs`: a
+ * deadline for a call that must not hang (far beyond any bound it has), never a timing assertion.
+ */
+export async function notHung<T>(p: Promise<T>, what: string, timeoutMs = 15_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} hung`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([p, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

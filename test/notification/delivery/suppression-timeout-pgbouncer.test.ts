@@ -14,10 +14,9 @@ import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 import { startPgbouncer, type Pgbouncer } from '../../support/pgbouncer';
+import { notHung } from '../../support/wait';
 
 const BOUND_MS = 250;
-/** The test's own deadline for a statement that must not wait behind the lock. */
-const HANG_DEADLINE_MS = 15_000;
 
 let db: PooledTestDatabase;
 let bouncer: Pgbouncer;
@@ -41,18 +40,6 @@ afterAll(async () => {
   await bouncer?.stop();
   await db?.close();
 });
-
-async function notHung<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} waited behind the lock`)), HANG_DEADLINE_MS);
-  });
-  try {
-    return await Promise.race([p, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 test('a lookup past its bound behind pgbouncer leaves the pool usable while the lock is still held', async () => {
   const store = new DatabaseSuppressionStore(pooled, { lookupTimeoutMs: BOUND_MS });

@@ -17,7 +17,7 @@ import { createLogger } from '../../../shared/logging/logger';
 import { runMigrations } from '../../../shared/storage/migrations';
 import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
 import { ManualClock, ScriptedDriver, lookupOf, newBackend, pollAndSettle, testConfig } from './support';
-import { until } from '../../support/wait';
+import { notHung, until } from '../../support/wait';
 
 /** Small, so the tests do not wait long; real, since PostgreSQL's cancel is what is tested. */
 const BOUND_MS = 250;
@@ -47,19 +47,6 @@ let seq = Math.floor(Math.random() * 1_000_000);
 /** A number no other test of this file uses. */
 function uniqueNumber(): string {
   return `+1555${String(++seq).padStart(7, '0')}`;
-}
-
-/** Resolves with `p`, or fails the test when `p` has not settled by the deadline (it hung). */
-async function notHung<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} hung behind the lock`)), HANG_DEADLINE_MS);
-  });
-  try {
-    return await Promise.race([p, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Holds ACCESS EXCLUSIVE on the suppressions table from the other connection until `release`. */
