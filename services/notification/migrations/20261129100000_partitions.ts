@@ -203,7 +203,7 @@ const ENSURE = `
 // each probe pruned at run time to the one partition the row is in. Left to itself, the generic plan
 // over forty partitions hashed every row of every partition (190 ms a claim on 100,000 rows): hash
 // and merge joins are off for this function only.
-const CLAIM = `
+export const CLAIM = `
   CREATE OR REPLACE FUNCTION delivery_claim(p_channel text, p_backend text, p_owner text,
     p_now timestamptz, p_lease interval, p_limit integer)
   RETURNS SETOF deliveries

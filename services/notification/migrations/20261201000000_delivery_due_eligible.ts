@@ -33,9 +33,10 @@
  * PostgreSQL 15+ and PGlite.
  */
 import type { Knex } from 'knex';
+import { CLAIM as PREVIOUS_CLAIM } from './20261129100000_partitions';
 
 /** The time a queued row can next be claimed (the index expression; queries must spell it the same). */
-export const ELIGIBLE_AT = 'GREATEST(next_attempt_at, lease_expires_at)';
+const ELIGIBLE_AT = 'GREATEST(next_attempt_at, lease_expires_at)';
 
 const DUE_INDEX = `CREATE INDEX deliveries_due_idx ON deliveries (channel, backend, (${ELIGIBLE_AT}))
   WHERE status IN ('pending', 'retrying')`;
@@ -67,33 +68,6 @@ const CLAIM = `
         AND GREATEST(q.next_attempt_at, q.lease_expires_at) <= COALESCE(p_now, now())
         AND q.next_attempt_at IS NOT NULL
       ORDER BY GREATEST(q.next_attempt_at, q.lease_expires_at) LIMIT p_limit FOR UPDATE SKIP LOCKED)
-    RETURNING *;
-  END
-  $fn$`;
-
-// 20261129100000_partitions's definition (not exported there), for down().
-const PREVIOUS_CLAIM = `
-  CREATE OR REPLACE FUNCTION delivery_claim(p_channel text, p_backend text, p_owner text,
-    p_now timestamptz, p_lease interval, p_limit integer)
-  RETURNS SETOF deliveries
-  LANGUAGE plpgsql VOLATILE
-  SET plan_cache_mode = force_generic_plan
-  SET enable_seqscan = off
-  SET enable_hashjoin = off
-  SET enable_mergejoin = off
-  AS $fn$
-  BEGIN
-    RETURN QUERY
-    UPDATE deliveries SET lease_owner = p_owner,
-      lease_expires_at = COALESCE(p_now, now()) + p_lease,
-      updated_at = COALESCE(p_now, now()),
-      attempts_started = attempts_started + CASE WHEN lease_owner IS NOT DISTINCT FROM p_owner THEN 0 ELSE 1 END
-    WHERE (id, created_at) IN (
-      SELECT q.id, q.created_at FROM deliveries q
-      WHERE q.backend = p_backend AND q.channel = p_channel AND q.status IN ('pending', 'retrying')
-        AND q.next_attempt_at <= COALESCE(p_now, now())
-        AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= COALESCE(p_now, now()))
-      ORDER BY q.next_attempt_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
     RETURNING *;
   END
   $fn$`;
