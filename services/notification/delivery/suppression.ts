@@ -299,7 +299,7 @@ export const DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS = 2000;
 /**
  * The suppression list could not be read in time (`timeout`: the lookup waited longer than the bound,
  * its PostgreSQL query cancelled) or at all (`failed`). Its message names neither the recipients nor
- * the SQL (a driver error's text carries both: knex puts the statement with its bindings in it), so it
+ * the SQL (a driver error's text may carry both: knex's default puts the statement with its bindings in it), so it
  * can be logged as it is. Callers never send unchecked on it: a submit is accepted and checked at
  * claim; a claim is deferred.
  */
@@ -559,7 +559,9 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       return { status: 'rejected', reason: err };
     }
     const sqlState = sqlStateOf(err);
-    // Logged here without `err`: a knex error's message carries the statement and its bindings.
+    // Logged without `err`: with knex's default (`compileSqlOnError`) a driver error's message carries
+    // the statement with its bindings, the recipients. openDatabase turns that off and the logger
+    // drops the other value fields, but a store may be handed any knex; the SQLSTATE is what matters.
     this.log.error(
       { channel, sqlState, errorName: err instanceof Error ? err.name : typeof err },
       'suppression lookup failed',
