@@ -105,6 +105,9 @@ export function logSectionSchema() {
     .prefault({});
 }
 
+/** Default of `database.statement_timeout_ms`: far past any statement of a request or a job pass. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
+
 const DATABASE_URL = /^postgres(?:ql)?:\/\/\S+$/;
 
 /** The `database` section: a PostgreSQL URL, or embedded PGlite in `data_dir` when the URL is empty. */
@@ -121,6 +124,17 @@ export function databaseSectionSchema(service: string) {
       /** Data directory of the embedded database (used when `url` is empty); `:memory:` keeps it in memory. */
       data_dir: nonEmptyString().default(`./data/${service}`),
       pool_max: positiveInt().default(10),
+      /**
+       * Longest a statement of the pool may run, server-side (PostgreSQL's `statement_timeout`): one
+       * that waits behind a lock or runs away is cancelled (SQLSTATE 57014) and its connection stays
+       * usable, instead of holding a pool connection for ever. 0: no bound. Not sent through a pooler
+       * (`session_url` set: pgbouncer refuses the startup parameter): set it on the role there
+       * (`ALTER ROLE ... SET statement_timeout`). Migrations and session connections (the migration
+       * lock, job leases, LISTEN) run without it.
+       */
+      statement_timeout_ms: nonNegativeInt()
+        .max(86_400_000, { error: 'expected at most 86400000' })
+        .default(DEFAULT_STATEMENT_TIMEOUT_MS),
       /**
        * A direct PostgreSQL URL for the connections that must keep one server session: LISTEN (events
        * across replicas), job leases and the migration lock (session advisory locks). Set it when

@@ -7,7 +7,7 @@ import knexFactory, { type Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import ClientPGLite from 'knex-pglite';
 import { types as pgTypes } from 'pg';
-import type { DatabaseConfig } from '../config/server';
+import { type DatabaseConfig, DEFAULT_STATEMENT_TIMEOUT_MS } from '../config/server';
 import type { Logger } from '../logging/logger';
 import { redactUrl } from '../logging/logger';
 import { type NamedMigration, runMigrations } from './migrations';
@@ -32,8 +32,12 @@ const connectionTypes = {
   },
 };
 
+/** What openDatabase reads: the `database` section (`statement_timeout_ms` defaults when absent). */
+export type DatabaseOpenConfig = Omit<DatabaseConfig, 'statement_timeout_ms'> &
+  Partial<Pick<DatabaseConfig, 'statement_timeout_ms'>>;
+
 /** Opens the configured database and checks that it answers. The caller owns `destroy()`. */
-export async function openDatabase(config: DatabaseConfig, logger: Logger): Promise<Knex> {
+export async function openDatabase(config: DatabaseOpenConfig, logger: Logger): Promise<Knex> {
   const log = logger.child({ component: 'database' });
   // knex's own warnings go to our logger, not to console.
   const knexLog = {
@@ -44,9 +48,18 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
   };
   let knex: Knex;
   if (config.url) {
+    // Sent as a startup parameter, so the server itself cancels a statement past the bound (the
+    // connection stays usable, unlike a client-side timer that leaves the statement running on it).
+    // pgbouncer refuses unknown startup parameters: behind a pooler the role's setting must do it.
+    const statementTimeoutMs = config.statement_timeout_ms ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+    const bounded = statementTimeoutMs > 0 && !config.session_url;
     knex = knexFactory({
       client: 'pg',
-      connection: { connectionString: config.url, types: connectionTypes },
+      connection: {
+        connectionString: config.url,
+        types: connectionTypes,
+        ...(bounded ? { statement_timeout: statementTimeoutMs } : {}),
+      },
       pool: { min: 0, max: Math.max(1, config.pool_max) },
       log: knexLog,
       // A failed query's message names the statement with its placeholders, never the values bound
@@ -59,6 +72,7 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
       {
         database: redactUrl(config.url),
         pool_max: config.pool_max,
+        statement_timeout_ms: bounded ? statementTimeoutMs : 0,
         ...(config.session_url ? { session: redactUrl(config.session_url) } : {}),
       },
       'opening PostgreSQL',
@@ -126,7 +140,7 @@ export interface Storage {
 
 /** Opens the configured database and applies every pending migration of each set, in order. */
 export async function openStorage(
-  config: DatabaseConfig,
+  config: DatabaseOpenConfig,
   migrations: readonly MigrationSet[],
   logger: Logger,
 ): Promise<Storage> {

@@ -34,8 +34,18 @@ export class ListMigrationSource implements Knex.MigrationSource<NamedMigration>
       : async () => {
           throw new Error(`migration ${migration.name} cannot be rolled back`);
         };
-    return { up: (k) => migration.up(k), down };
+    return { up: async (k) => migration.up(await unbounded(k)), down: async (k) => down(await unbounded(k)) };
   }
+}
+
+/**
+ * A migration runs without the pool's `statement_timeout` (database.statement_timeout_ms): building
+ * an index or copying rows of a large table may take longer than any request's statement. knex runs
+ * each migration in its own transaction, so `SET LOCAL` ends with it.
+ */
+async function unbounded(k: Knex): Promise<Knex> {
+  if (k.isTransaction && k.client.config.client === 'pg') await k.raw('SET LOCAL statement_timeout = 0');
+  return k;
 }
 
 /** Options of runMigrations. */

@@ -253,7 +253,10 @@ async function templateDatabase(
   fill?: (knex: Knex) => Promise<void>,
 ): Promise<void> {
   await server.admin.query(`CREATE DATABASE ${name}`);
-  const knex = await openDatabase({ url: server.dbUrl(name), data_dir: '', pool_max: 2 }, silentLogger());
+  const knex = await openDatabase(
+    { url: server.dbUrl(name), data_dir: '', pool_max: 2, statement_timeout_ms: 0 },
+    silentLogger(),
+  );
   try {
     await runMigrations(knex, notificationMigrations);
     if (fill) await fill(knex);
