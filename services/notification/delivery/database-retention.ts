@@ -50,15 +50,24 @@ export async function timePartitions(knex: Knex | Knex.Transaction, table: strin
   return parts;
 }
 
-/** Makes the partitions of `now`'s week and PARTITION_WEEKS_AHEAD weeks after; returns how many it made. */
+/**
+ * Makes the partitions of `now`'s week and PARTITION_WEEKS_AHEAD weeks after; returns how many it
+ * made. Creating a partition takes an ACCESS EXCLUSIVE lock on its parent: queued behind a long
+ * transaction on the table, it would hold every later statement on the table behind it (PostgreSQL
+ * queues lock requests), so it gives up after LOCK_TIMEOUT (SQLSTATE 55P03, the pass fails and the
+ * next one tries again; the weeks ahead leave time for many passes).
+ */
 export async function ensurePartitions(knex: Knex, now: Date): Promise<number> {
-  const [row] = rows<{ made: number }>(
-    await knex.raw('SELECT notification_partitions_ensure(?::date, ?) AS made', [
-      now.toISOString().slice(0, 10),
-      PARTITION_WEEKS_AHEAD + 1,
-    ]),
-  );
-  return Number(row?.made ?? 0);
+  return knex.transaction(async (trx) => {
+    await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+    const [row] = rows<{ made: number }>(
+      await trx.raw('SELECT notification_partitions_ensure(?::date, ?) AS made', [
+        now.toISOString().slice(0, 10),
+        PARTITION_WEEKS_AHEAD + 1,
+      ]),
+    );
+    return Number(row?.made ?? 0);
+  });
 }
 
 /**
