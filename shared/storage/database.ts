@@ -148,7 +148,16 @@ export async function openStorage(
   const applied: string[] = [];
   try {
     for (const set of migrations) {
-      applied.push(...(await runMigrations(knex, set.migrations, { tableName: set.tableName })));
+      applied.push(
+        ...(await runMigrations(knex, set.migrations, {
+          tableName: set.tableName,
+          onLockTimeout: ({ migration, attempt, waitMs }) =>
+            logger.warn(
+              { migration, attempt, retryInMs: waitMs },
+              'migration could not take a table lock (a long transaction holds the table): rolled back, trying again',
+            ),
+        })),
+      );
     }
   } catch (err) {
     await knex.destroy().catch(() => undefined);

@@ -6,6 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { Client } from 'pg';
+import { sleepMs } from '../runtime/backoff';
 import { sessionConnection } from './session';
 
 /** One migration: a stable name (recorded in the migrations table) and its up/down functions. */
@@ -15,9 +16,22 @@ export interface NamedMigration {
   down?(knex: Knex): Promise<unknown>;
 }
 
+/** Default of RunMigrationsOptions.lockTimeoutMs. */
+export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
+/** Default of RunMigrationsOptions.lockRetryDelaysMs: about two minutes of tries in all. */
+export const MIGRATION_LOCK_RETRY_DELAYS_MS: readonly number[] = [
+  1_000, 2_000, 4_000, 8_000, 15_000, 30_000, 30_000, 30_000,
+];
+
 /** A knex MigrationSource over an explicit, ordered list. */
 export class ListMigrationSource implements Knex.MigrationSource<NamedMigration> {
-  constructor(private readonly migrations: readonly NamedMigration[]) {}
+  /** The migration whose up() or down() ran last (named in a lock timeout's error). */
+  current: string | undefined;
+
+  constructor(
+    private readonly migrations: readonly NamedMigration[],
+    private readonly lockTimeoutMs = MIGRATION_LOCK_TIMEOUT_MS,
+  ) {}
 
   async getMigrations(): Promise<NamedMigration[]> {
     return [...this.migrations];
@@ -34,24 +48,72 @@ export class ListMigrationSource implements Knex.MigrationSource<NamedMigration>
       : async () => {
           throw new Error(`migration ${migration.name} cannot be rolled back`);
         };
-    return { up: async (k) => migration.up(await unbounded(k)), down: async (k) => down(await unbounded(k)) };
+    const prepare = async (k: Knex) => {
+      this.current = migration.name;
+      return bounds(k, this.lockTimeoutMs);
+    };
+    return {
+      up: async (k) => migration.up(await prepare(k)),
+      down: async (k) => down(await prepare(k)),
+    };
   }
 }
 
 /**
- * A migration runs without the pool's `statement_timeout` (database.statement_timeout_ms): building
- * an index or copying rows of a large table may take longer than any request's statement. knex runs
- * each migration in its own transaction, so `SET LOCAL` ends with it.
+ * The time bounds of a migration's transaction (knex runs each migration in its own, so `SET LOCAL`
+ * ends with it). No `statement_timeout` (database.statement_timeout_ms): building an index or copying
+ * the rows of a large table may take longer than any request's statement. A `lock_timeout`: other
+ * replicas serve traffic while a new one migrates (a rolling deploy), and an ALTER queued behind one
+ * long transaction would hold every later statement on its table behind it (PostgreSQL queues lock
+ * requests): the table would stop answering for as long as that transaction lasts. Past the bound
+ * the migration is rolled back and tried again (runMigrations).
  */
-async function unbounded(k: Knex): Promise<Knex> {
-  if (k.isTransaction && k.client.config.client === 'pg') await k.raw('SET LOCAL statement_timeout = 0');
+async function bounds(k: Knex, lockTimeoutMs: number): Promise<Knex> {
+  if (k.isTransaction && k.client.config.client === 'pg') {
+    await k.raw(`SET LOCAL statement_timeout = 0`);
+    await k.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+  }
   return k;
+}
+
+/** A statement gave up waiting for a lock (lock_timeout). */
+function isLockTimeout(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '55P03';
 }
 
 /** Options of runMigrations. */
 export interface RunMigrationsOptions {
   /** Table that records applied migrations; one per migration list. */
   tableName?: string;
+  /**
+   * How long one statement of a migration waits for a table lock (PostgreSQL `lock_timeout`) before
+   * the migration is rolled back and tried again; default MIGRATION_LOCK_TIMEOUT_MS.
+   */
+  lockTimeoutMs?: number;
+  /** The waits before each new try after a lock timeout; default MIGRATION_LOCK_RETRY_DELAYS_MS. */
+  lockRetryDelaysMs?: readonly number[];
+  /** Told before each wait (the composition root logs it; tests end the blocking transaction). */
+  onLockTimeout?(info: {
+    migration: string | undefined;
+    attempt: number;
+    waitMs: number;
+  }): void | Promise<void>;
+}
+
+/** Migrations that could not take their table locks in any try. */
+export class MigrationLockTimeoutError extends Error {
+  constructor(
+    readonly migration: string | undefined,
+    readonly attempts: number,
+    options: { cause: unknown },
+  ) {
+    super(
+      `migration ${migration ?? '(unknown)'} could not take its table locks in ${attempts} tries: ` +
+        'a long transaction holds a table it changes; end it (pg_stat_activity) and start again',
+      options,
+    );
+    this.name = 'MigrationLockTimeoutError';
+  }
 }
 
 /**
@@ -67,12 +129,28 @@ export async function runMigrations(
 ): Promise<string[]> {
   const list = typeof source === 'string' ? loadDirectory(source) : source;
   const tableName = options.tableName ?? 'knex_migrations';
+  const delays = options.lockRetryDelaysMs ?? MIGRATION_LOCK_RETRY_DELAYS_MS;
   const migrate = async () => {
-    const [, applied] = (await knex.migrate.latest({
-      migrationSource: new ListMigrationSource(list),
-      tableName,
-    })) as [number, string[]];
-    return applied;
+    const before = await recordedNames(knex, tableName);
+    for (let attempt = 1; ; attempt++) {
+      const migrationSource = new ListMigrationSource(list, options.lockTimeoutMs);
+      try {
+        await knex.migrate.latest({ migrationSource, tableName });
+        break;
+      } catch (err) {
+        if (!isLockTimeout(err)) throw err;
+        // The migrations before the one that timed out are committed (one transaction each); the
+        // next try starts from it.
+        const waitMs = delays[attempt - 1];
+        if (waitMs === undefined) {
+          throw new MigrationLockTimeoutError(migrationSource.current, attempt, { cause: err });
+        }
+        await options.onLockTimeout?.({ migration: migrationSource.current, attempt, waitMs });
+        await sleepMs(waitMs);
+      }
+    }
+    const after = await recordedNames(knex, tableName);
+    return list.map((m) => m.name).filter((name) => after.has(name) && !before.has(name));
   };
   // PGlite is one process; on a PostgreSQL server, replicas that start together take turns.
   if (knex.client.config.client !== 'pg') return migrate();
@@ -101,6 +179,12 @@ async function withMigrationLock<T>(knex: Knex, tableName: string, fn: () => Pro
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** The migration names recorded in `tableName` (none when knex has not made the table yet). */
+async function recordedNames(knex: Knex, tableName: string): Promise<Set<string>> {
+  if (!(await knex.schema.hasTable(tableName))) return new Set();
+  return new Set(((await knex(tableName).select('name')) as { name: string }[]).map((r) => r.name));
 }
 
 function loadDirectory(directory: string): NamedMigration[] {

@@ -3,6 +3,8 @@
  * (PostgreSQL's statement_timeout, sent when the connection starts), so a statement that waits behind
  * a lock is cancelled and its connection stays usable; migrations and session connections run
  * without the bound; behind pgbouncer (which refuses the startup parameter) nothing is sent.
+ * Migrations have a lock timeout instead: one queued behind a long transaction is rolled back and
+ * tried again, and gives up with a clear error after its tries.
  */
 import { Code } from '@connectrpc/connect';
 import type { Knex } from 'knex';
@@ -11,7 +13,7 @@ import { databaseSectionSchema, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../../sh
 import { silentLogger } from '../../../shared/logging/logger';
 import { toConnectError } from '../../../shared/rpc/errors';
 import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
+import { MigrationLockTimeoutError, runMigrations } from '../../../shared/storage/migrations';
 import { sessionConnection } from '../../../shared/storage/session';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { createTestDatabase } from '../../support/database';
@@ -137,5 +139,86 @@ describe('database.statement_timeout_ms', () => {
       for (const knex of pools.splice(0)) await knex.destroy();
       await bouncer.stop();
     }
+  });
+});
+
+describe('migrations behind a long transaction', () => {
+  const alter = (name: string) => ({
+    name,
+    up: (k: Knex) => k.raw(`ALTER TABLE locked_here ADD COLUMN ${name} int`),
+  });
+  const first = { name: 'm_001', up: (k: Knex) => k.raw('CREATE TABLE made_first (n int)') };
+
+  async function reader(): Promise<Client> {
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    await client.query('BEGIN');
+    // Holds ACCESS SHARE on the table until it ends: an ALTER TABLE cannot have its lock.
+    await client.query('SELECT count(*) FROM locked_here');
+    return client;
+  }
+
+  it('gives up waiting for the lock, rolls back, and tries again once the transaction ended', async () => {
+    const knex = await pool();
+    const holder = await reader();
+    const told: { migration: string | undefined; attempt: number; waitMs: number }[] = [];
+    const applied = await runMigrations(knex, [first, alter('m_002')], {
+      tableName: 'lock_retry_migrations',
+      lockTimeoutMs: 50,
+      lockRetryDelaysMs: [10, 10],
+      onLockTimeout: async (info) => {
+        told.push(info);
+        await holder.query('ROLLBACK');
+        await holder.end();
+      },
+    });
+    expect(told).toEqual([{ migration: 'm_002', attempt: 1, waitMs: 10 }]);
+    // Both, though m_001 committed in the first try: the names applied by this call.
+    expect(applied).toEqual(['m_001', 'm_002']);
+    const columns = (await knex.raw(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'locked_here' ORDER BY 1`,
+    )) as { rows: { column_name: string }[] };
+    expect(columns.rows.map((r) => r.column_name)).toEqual(['m_002', 'n']);
+  });
+
+  it('after its last try, fails naming the migration; what it had changed is rolled back', async () => {
+    const knex = await pool();
+    const holder = await reader();
+    try {
+      const err = await runMigrations(knex, [alter('m_003')], {
+        tableName: 'lock_fail_migrations',
+        lockTimeoutMs: 50,
+        lockRetryDelaysMs: [10],
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(MigrationLockTimeoutError);
+      expect((err as MigrationLockTimeoutError).migration).toBe('m_003');
+      expect((err as MigrationLockTimeoutError).attempts).toBe(2);
+      expect((err as Error).message).toMatch(/m_003 could not take its table locks in 2 tries/);
+      expect(((err as Error).cause as { code?: string }).code).toBe('55P03');
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    const columns = (await knex.raw(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'locked_here' AND column_name = 'm_003'`,
+    )) as { rows: unknown[] };
+    expect(columns.rows).toEqual([]);
+    // knex's own lock was freed: a later start applies it.
+    await expect(
+      runMigrations(knex, [alter('m_003')], { tableName: 'lock_fail_migrations' }),
+    ).resolves.toEqual(['m_003']);
+  });
+
+  it('the lock timeout does not cut short a slow migration that waits for no lock', async () => {
+    const knex = await pool({ statement_timeout_ms: 100 });
+    const applied = await runMigrations(
+      knex,
+      [{ name: 'sleepy_001', up: (k: Knex) => k.raw('SELECT pg_sleep(0.3)') }],
+      { tableName: 'sleepy_migrations', lockTimeoutMs: 50 },
+    );
+    expect(applied).toEqual(['sleepy_001']);
   });
 });
