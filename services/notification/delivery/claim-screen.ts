@@ -62,10 +62,15 @@ export async function screenClaimed(
       'claim',
     );
   } catch (err) {
-    logUncheckedSuppression(screen.log, err, { channel, deferred: checked.length }, {
-      timeout: 'suppression lookup before the attempt timed out: deferred, not sent',
-      failed: 'suppression list unreadable before the attempt: deferred, not sent',
-    });
+    logUncheckedSuppression(
+      screen.log,
+      err,
+      { channel, deferred: checked.length },
+      {
+        timeout: 'suppression lookup before the attempt timed out: deferred, not sent',
+        failed: 'suppression list unreadable before the attempt: deferred, not sent',
+      },
+    );
     for (const r of checked) {
       const now = screen.clock();
       const nextAttemptAt = new Date(now.getTime() + screen.deferMs(r));

@@ -292,10 +292,15 @@ export class DeliveryPipeline {
         'submit',
       );
     } catch (err) {
-      logUncheckedSuppression(this.log, err, { sends: prepared.length }, {
-        timeout: 'suppression check at submit timed out: accepted unchecked, checked at claim',
-        failed: 'suppression check at submit failed: accepted unchecked, checked at claim',
-      });
+      logUncheckedSuppression(
+        this.log,
+        err,
+        { sends: prepared.length },
+        {
+          timeout: 'suppression check at submit timed out: accepted unchecked, checked at claim',
+          failed: 'suppression check at submit failed: accepted unchecked, checked at claim',
+        },
+      );
       return;
     }
     for (const [i, p] of prepared.entries()) {

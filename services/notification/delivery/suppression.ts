@@ -139,7 +139,11 @@ export interface SuppressionChecker {
    * Which of `recipients` (normalised with `normaliseRecipient`) are suppressed on `channel`; `stage`
    * (default `api`) says who asks, for the timeout metric.
    */
-  findSuppressed(channel: Channel, recipients: readonly string[], stage?: SuppressionStage): Promise<Set<string>>;
+  findSuppressed(
+    channel: Channel,
+    recipients: readonly string[],
+    stage?: SuppressionStage,
+  ): Promise<Set<string>>;
   /** Counts a send the list stopped (`stopped`) or whose suppressed recipients it left out (`partial`). */
   countStopped(channel: Channel, outcome: 'stopped' | 'partial'): void;
 }
