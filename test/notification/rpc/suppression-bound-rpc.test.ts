@@ -17,7 +17,8 @@ import {
   type RunningNotificationApp,
 } from '../../support/notification-app';
 import { createTestDatabase } from '../../support/database';
-import { unary } from '../../support/grpc-clients';
+import { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
+import { grpcClient, unary, type GenericClient } from '../../support/grpc-clients';
 import { grpcError } from '../../support/call-errors';
 import { finalDelivery } from '../../support/final-delivery';
 import { notHung, until } from '../../support/wait';
@@ -34,6 +35,7 @@ const keys = eventWebhookKeys();
 let v3: V3Peer;
 let twilio: TwilioPeer;
 let n: RunningNotificationApp;
+let usersGrpc: GenericClient;
 let db: { url: string; drop(): Promise<void> };
 /** The other connection: it takes the lock, and reads the table as it is. */
 let locker: Knex;
@@ -56,11 +58,13 @@ beforeAll(async () => {
     sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
     webhooks: { public_base_url: PUBLIC },
   });
+  usersGrpc = grpcClient(UserService, n.grpcAddress);
   locker = knexFactory({ client: 'pg', connection: db.url, pool: { min: 0, max: 1 } });
   observer = knexFactory({ client: 'pg', connection: db.url, pool: { min: 0, max: 1 } });
 }, 60_000);
 
 afterAll(async () => {
+  usersGrpc?.close();
   await locker?.destroy();
   await observer?.destroy();
   await n?.close();
@@ -240,5 +244,33 @@ describe('the suppressions table locked', () => {
     expect(await storedReason('sms', from)).toBeUndefined();
     expect((await post()).status).toBe(200);
     expect(await storedReason('sms', from)).toBe('stop_keyword');
+  });
+
+  it('GetUser answers UNAVAILABLE as a whole (not a user without `suppressed`), without internals; after the lock, its suppressed contact points', async () => {
+    const phone = '+15558880003';
+    await unary(usersGrpc, 'upsertUser', { userId: 'u-supbound', phones: [phone] }, { metadata });
+    await unary(
+      n.notificationGrpc,
+      'addSuppression',
+      { channel: Channel.SMS, recipient: phone },
+      { metadata },
+    );
+    const lock = await lockSuppressions();
+    try {
+      const err = await notHung(
+        grpcError(unary(usersGrpc, 'getUser', { userId: 'u-supbound' }, { metadata })),
+        'GetUser',
+      );
+      expectCleanUnavailable(err, phone);
+    } finally {
+      await lock.release();
+    }
+    const { response } = await unary<{ user: { suppressed: { address: string; reason: unknown }[] } }>(
+      usersGrpc,
+      'getUser',
+      { userId: 'u-supbound' },
+      { metadata },
+    );
+    expect(response.user.suppressed.map((s) => s.address)).toEqual([phone]);
   });
 });
