@@ -3,7 +3,7 @@
  * call bounded"): the real app on real PostgreSQL, `delivery.suppression.lookup_timeout_ms` small,
  * another connection holding `LOCK TABLE suppressions IN ACCESS EXCLUSIVE MODE`. AddSuppression and
  * RemoveSuppression answer UNAVAILABLE (a real gRPC client) with a message that names no recipient
- * and no SQL; a hard bounce (SendGrid-style event webhook) and an inbound STOP (Twilio-style) whose
+ * and no SQL, GetUser too (as a whole), the console's add and remove 503; a hard bounce (SendGrid-style event webhook) and an inbound STOP (Twilio-style) whose
  * suppression add times out are answered with a retryable status, and the provider's retry after the
  * lock is gone suppresses the recipient: nothing the provider told us is lost. The timeouts are
  * counted at stage `api`. The bound is real time (small); no test asserts a duration.
@@ -17,6 +17,8 @@ import {
   type RunningNotificationApp,
 } from '../../support/notification-app';
 import { createTestDatabase } from '../../support/database';
+import { CONSOLE_API_PATH } from '../../../services/notification/admin/console/console-gateway';
+import { adminAuthConfig, authed, operatorToken } from '../admin/harness';
 import { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
 import { grpcClient, unary, type GenericClient } from '../../support/grpc-clients';
 import { grpcError } from '../../support/call-errors';
@@ -57,6 +59,7 @@ beforeAll(async () => {
     mailer: { backends: [sendgridBackend(v3, keys.publicKey)] },
     sms_backends: [{ name: 'twilio', sms_gateway: gatewayConfig(twilio) }],
     webhooks: { public_base_url: PUBLIC },
+    admin: { auth: adminAuthConfig() },
   });
   usersGrpc = grpcClient(UserService, n.grpcAddress);
   locker = knexFactory({ client: 'pg', connection: db.url, pool: { min: 0, max: 1 } });
@@ -272,5 +275,35 @@ describe('the suppressions table locked', () => {
       { metadata },
     );
     expect(response.user.suppressed.map((s) => s.address)).toEqual([phone]);
+  });
+
+  it("the console's add and remove answer 503 unavailable without internals; after the lock, they work", async () => {
+    const token = await operatorToken('ops-supbound');
+    const recipient = '+15558880004';
+    const post = (path: string, body: unknown) =>
+      fetch(
+        `${n.baseUrl}${CONSOLE_API_PATH}/${path}`,
+        authed(token, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      );
+    const entry = { channel: 'sms', recipient, reason: 'asked by phone' };
+    const lock = await lockSuppressions();
+    try {
+      for (const path of ['suppressions', 'suppressions/remove']) {
+        const res = await notHung(post(path, entry), `console ${path}`);
+        expect(res.status).toBe(503);
+        const text = await res.text();
+        expect(JSON.parse(text).error.code).toBe('unavailable');
+        expect(text).not.toContain(recipient);
+        expect(text).not.toMatch(/select|insert|delete|knex/i);
+      }
+    } finally {
+      await lock.release();
+    }
+    expect((await post('suppressions', entry)).status).toBe(201);
+    expect((await post('suppressions/remove', entry)).status).toBe(200);
   });
 });
