@@ -10,7 +10,7 @@ import type { DeliveryStore } from './store';
 import {
   applySuppressionRule,
   recipientsOf,
-  SuppressionLookupError,
+  logUncheckedSuppression,
   type SuppressionChecker,
   type SuppressionVerdict,
   type WithoutRecipients,
@@ -59,16 +59,18 @@ export async function screenClaimed(
         payload: r.payload,
         withoutRecipients: screen.withoutRecipients?.[channel],
       })),
+      'claim',
     );
   } catch (err) {
-    // Logged as it is: a driver's error reaches the log without the values bound to its statement
-    // (shared/logging/logger.ts), and a SuppressionLookupError names no recipient.
-    const fields = { err, channel, deferred: checked.length };
-    if (err instanceof SuppressionLookupError && err.reason === 'timeout') {
-      screen.log.warn(fields, 'suppression lookup before the attempt timed out: deferred, not sent');
-    } else {
-      screen.log.error(fields, 'suppression list unreadable before the attempt: deferred, not sent');
-    }
+    logUncheckedSuppression(
+      screen.log,
+      err,
+      { channel, deferred: checked.length },
+      {
+        timeout: 'suppression lookup before the attempt timed out: deferred, not sent',
+        failed: 'suppression list unreadable before the attempt: deferred, not sent',
+      },
+    );
     for (const r of checked) {
       const now = screen.clock();
       const nextAttemptAt = new Date(now.getTime() + screen.deferMs(r));

@@ -113,10 +113,13 @@ export const DeliveryConfigSchema = z
          */
         memory_max_entries: positiveInt(10_000_000).default(100_000),
         /**
-         * Longest wait of one suppression lookup (queueing included) at submit and before an attempt;
-         * on PostgreSQL the query is cancelled after it. Past it a submit is accepted unchecked (its
-         * claim checks it) and a claimed delivery is deferred, never sent unchecked (delivery/README.md,
-         * "Suppression lookup bound"). From 10 ms to 60 s.
+         * Longest wait of one call of the suppression list: a lookup at submit and before an attempt
+         * (queueing included), and every other call (add, remove, reasons: the RPCs, receipts, inbound
+         * STOP, provider errors); on PostgreSQL the statement is cancelled after it. Past it a submit is
+         * accepted unchecked (its claim checks it), a claimed delivery is deferred, never sent
+         * unchecked, and any other call answers UNAVAILABLE (a webhook 503, so the provider retries)
+         * (delivery/README.md, "Suppression lookup bound", "Every suppression list call bounded").
+         * From 10 ms to 60 s.
          */
         lookup_timeout_ms: positiveInt(60_000)
           .min(10, { error: 'expected at least 10' })

@@ -7,6 +7,7 @@
  * worker died during every allowed attempt is ended FAILED (`worker_died`) here as well.
  */
 import type { Logger } from '../../../shared/logging/logger';
+import { UnavailableError } from '../../../shared/errors';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
 import { cutText, wellFormed } from '../../../shared/text/cut';
@@ -88,6 +89,8 @@ export interface OutcomeRecorderOptions {
   suppression?: SuppressionList;
   /** True once the worker stops: an unreachable database is then no longer waited for. */
   stopping: () => boolean;
+  /** The wait between retries of a write or a suppression add (default `sleepMs`; tests skip it). */
+  sleep?: (ms: number) => Promise<void>;
   /** Polls for a backend now (a failover retries at once on the next backend). */
   wake: (target: DueBackend) => void;
 }
@@ -259,17 +262,34 @@ export class OutcomeRecorder {
    * PostgreSQL halted under load made the peer receive emails twice.
    */
   private async write<T>(deliveryId: string, write: () => Promise<T>): Promise<T> {
+    return this.retried(
+      deliveryId,
+      write,
+      isDatabaseUnavailable,
+      'database unavailable: recording the attempt later',
+    );
+  }
+
+  /**
+   * THE retry loop of the recorder: runs `call` again (RECORD_RETRY backoff) while it fails with an
+   * error `retryable` accepts and the worker is not stopping; any other error, or any error once
+   * stopping, is thrown.
+   */
+  private async retried<T>(
+    deliveryId: string,
+    call: () => Promise<T>,
+    retryable: (err: unknown) => boolean,
+    message: string,
+  ): Promise<T> {
+    const sleep = this.options.sleep ?? sleepMs;
     for (let retry = 1; ; retry++) {
       try {
-        return await write();
+        return await call();
       } catch (err) {
-        if (this.options.stopping() || !isDatabaseUnavailable(err)) throw err;
+        if (this.options.stopping() || !retryable(err)) throw err;
         const wait = RECORD_RETRY.delayMs(retry);
-        this.options.log.warn(
-          { err, deliveryId, retryInMs: wait },
-          'database unavailable: recording the attempt later',
-        );
-        await sleepMs(wait);
+        this.options.log.warn({ err, deliveryId, retryInMs: wait }, message);
+        await sleep(wait);
       }
     }
   }
@@ -277,7 +297,11 @@ export class OutcomeRecorder {
   /**
    * Adds the recipient of a delivery the provider refused for good (unsubscribed, dead token) to the
    * suppression list. Only a single recipient: an email's list says nothing about which address the
-   * answer was about. A failing list is logged; the delivery's outcome is already recorded.
+   * answer was about. The provider will not say it again, so a list that is unavailable (its bound
+   * passed: SuppressionLookupError `timeout`; the database unreachable) is retried like an outcome
+   * write (`retried`), until the worker stops; `add` is idempotent. Anything else, or a worker
+   * stopping, is logged (the entry is then lost: the next refused attempt to the recipient adds it);
+   * the delivery's outcome is already recorded.
    */
   private async suppress(
     record: DeliveryRecord,
@@ -286,13 +310,15 @@ export class OutcomeRecorder {
   ): Promise<void> {
     const list = this.options.suppression;
     if (!list || record.recipient === null || record.channel === 'email') return;
+    const recipient = record.recipient;
+    const channel = record.channel;
     try {
-      await list.add({
-        channel: record.channel,
-        recipient: record.recipient,
-        reason,
-        source: `provider_error:${backend}`,
-      });
+      await this.retried(
+        record.id,
+        () => list.add({ channel, recipient, reason, source: `provider_error:${backend}` }),
+        (err) => err instanceof UnavailableError || isDatabaseUnavailable(err),
+        'suppression list unavailable: adding the entry from a provider error later',
+      );
     } catch (err) {
       this.options.log.error(
         { err, deliveryId: record.id, recipient: record.maskedRecipient },

@@ -22,7 +22,7 @@ import { FAILURE_KINDS, type Channel, type DeliveryDriver } from './driver';
 import {
   applySuppressionRule,
   recipientsOf,
-  SuppressionLookupError,
+  logUncheckedSuppression,
   type Suppressions,
   type WithoutRecipients,
 } from './suppression';
@@ -289,22 +289,18 @@ export class DeliveryPipeline {
           withoutRecipients:
             p.input.withoutRecipients ?? this.options.withoutRecipients?.[p.delivery.channel],
         })),
+        'submit',
       );
     } catch (err) {
-      // Logged as it is: a driver's error reaches the log without the values bound to its statement
-      // (shared/logging/logger.ts), and a SuppressionLookupError names no recipient.
-      const sends = prepared.length;
-      if (err instanceof SuppressionLookupError && err.reason === 'timeout') {
-        this.log.warn(
-          { err, sends },
-          'suppression check at submit timed out: accepted unchecked, checked at claim',
-        );
-      } else {
-        this.log.error(
-          { err, sends },
-          'suppression check at submit failed: accepted unchecked, checked at claim',
-        );
-      }
+      logUncheckedSuppression(
+        this.log,
+        err,
+        { sends: prepared.length },
+        {
+          timeout: 'suppression check at submit timed out: accepted unchecked, checked at claim',
+          failed: 'suppression check at submit failed: accepted unchecked, checked at claim',
+        },
+      );
       return;
     }
     for (const [i, p] of prepared.entries()) {

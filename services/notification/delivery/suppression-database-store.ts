@@ -21,10 +21,10 @@ import {
 /** Options of DatabaseSuppressionStore. */
 export interface DatabaseSuppressionStoreOptions {
   /**
-   * On PostgreSQL, a `findSuppressed` query still running after this long is cancelled in the server
-   * (knex `.timeout(ms, { cancel: true })`: `pg_cancel_backend` from a separate connection) and
-   * answers SuppressionLookupError `timeout`. Default DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS. Not on
-   * PGlite (see `findSuppressed`).
+   * On PostgreSQL, a statement of this store (every one: lookups, inserts, deletes, reasons, pages)
+   * still running after this long is cancelled in the server (knex `.timeout(ms, { cancel: true })`:
+   * `pg_cancel_backend` from a separate connection) and answers SuppressionLookupError `timeout`.
+   * Default DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS. Not on PGlite (see the constructor).
    */
   lookupTimeoutMs?: number;
 }
@@ -81,7 +81,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
 
   async add(entry: SuppressionEntry): Promise<{ entry: SuppressionEntry; created: boolean }> {
     const [inserted] = rows<SuppressionRow>(
-      await this.knex.raw(
+      await this.bounded(
         `INSERT INTO suppressions (id, channel, recipient, reason, source, created_at)
          VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (channel, recipient) DO NOTHING
@@ -93,7 +93,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     // ON CONFLICT waited for the competing insert to commit: the winner is visible now. It may also
     // have been removed in between; then this add simply lost to that removal.
     const [existing] = rows<SuppressionRow>(
-      await this.knex.raw('SELECT * FROM suppressions WHERE channel = ? AND recipient = ?', [
+      await this.bounded('SELECT * FROM suppressions WHERE channel = ? AND recipient = ?', [
         entry.channel,
         entry.recipient,
       ]),
@@ -107,7 +107,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     keepReasons: readonly SuppressionReason[] = [],
   ): Promise<boolean> {
     const removed = rows<{ id: string }>(
-      await this.knex.raw(
+      await this.bounded(
         `DELETE FROM suppressions
          WHERE channel = ? AND recipient = ? AND reason <> ALL(SELECT jsonb_array_elements_text(?::jsonb))
          RETURNING id`,
@@ -123,29 +123,39 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     // (channel, recipient) index, but a semi-join over a set-returning function took PostgreSQL 0.2 ms
     // to plan on every call (pg_stat_statements.track_planning on the email bench), ten times the
     // execution; the array form plans in a fraction of that.
-    const query = this.knex.raw(
+    const result = await this.bounded(
       'SELECT recipient FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
       [channel, [...recipients]],
     );
+    return new Set(rows<{ recipient: string }>(result).map((r) => r.recipient));
+  }
+
+  /**
+   * THE statement bound of this store: runs `sql` and, on PostgreSQL, cancels it after
+   * `lookupTimeoutMs` (behind a pooler: drops its connection instead, see the constructor), answering
+   * SuppressionLookupError `timeout`. A cancelled INSERT or DELETE is rolled back (each statement is
+   * its own transaction), so a timed-out add or removal did not happen unless it had committed
+   * already; both are idempotent, so the caller's retry agrees either way.
+   */
+  private async bounded(sql: string, bindings: readonly Knex.RawBinding[]): Promise<unknown> {
+    const query = this.knex.raw(sql, bindings as Knex.RawBinding[]);
     const ms = this.lookupTimeoutMs;
-    let result: unknown;
     try {
-      result = await (ms === undefined ? query : query.timeout(ms, { cancel: this.cancelOnTimeout }));
+      return await (ms === undefined ? query : query.timeout(ms, { cancel: this.cancelOnTimeout }));
     } catch (err) {
       // knex's timeout error (or its failed cancel) carries `timeout`, and the SQL with its bindings:
       // the recipients. Answer a clean one.
       if (ms !== undefined && typeof (err as { timeout?: unknown } | null)?.timeout === 'number') {
-        throw new SuppressionLookupError('timeout', `suppression lookup query cancelled after ${ms} ms`);
+        throw new SuppressionLookupError('timeout', `suppression list statement cancelled after ${ms} ms`);
       }
       throw err;
     }
-    return new Set(rows<{ recipient: string }>(result).map((r) => r.recipient));
   }
 
   async reasonsOf(channel: Channel, recipients: readonly string[]): Promise<Map<string, SuppressionReason>> {
     if (recipients.length === 0) return new Map();
     const found = rows<{ recipient: string; reason: SuppressionReason }>(
-      await this.knex.raw(
+      await this.bounded(
         'SELECT recipient, reason FROM suppressions WHERE channel = ? AND recipient = ANY(?::text[])',
         [channel, [...recipients]],
       ),
@@ -166,7 +176,7 @@ export class DatabaseSuppressionStore implements SuppressionStore {
     }
     bindings.push(query.limit + 1);
     const found = rows<SuppressionRow>(
-      await this.knex.raw(
+      await this.bounded(
         `SELECT * FROM suppressions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
          ORDER BY created_at DESC, id DESC LIMIT ?`,
         bindings,

@@ -125,10 +125,25 @@ export interface SuppressionStore {
   list(query: SuppressionPageQuery): Promise<SuppressionPage>;
 }
 
+/**
+ * Where a call of the suppression list was made, the `stage` label of
+ * `notification_suppression_lookup_timeouts_total`: the check at submit (the pipeline), the check
+ * before an attempt (the worker's claim), or any other call (`api`: AddSuppression,
+ * RemoveSuppression, the console, GetUser's `suppressed`, receipts, inbound STOP, provider errors).
+ */
+export type SuppressionStage = 'submit' | 'claim' | 'api';
+
 /** What the pipeline needs from the list: one query for all recipients of a send. */
 export interface SuppressionChecker {
-  /** Which of `recipients` (normalised with `normaliseRecipient`) are suppressed on `channel`. */
-  findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>>;
+  /**
+   * Which of `recipients` (normalised with `normaliseRecipient`) are suppressed on `channel`; `stage`
+   * (default `api`) says who asks, for the timeout metric.
+   */
+  findSuppressed(
+    channel: Channel,
+    recipients: readonly string[],
+    stage?: SuppressionStage,
+  ): Promise<Set<string>>;
   /** Counts a send the list stopped (`stopped`) or whose suppressed recipients it left out (`partial`). */
   countStopped(channel: Channel, outcome: 'stopped' | 'partial'): void;
 }
@@ -230,6 +245,7 @@ export function recipientsOf(channel: Channel, recipient: string): string[] {
 export async function applySuppressionRule(
   checker: Pick<SuppressionChecker, 'findSuppressed'>,
   subjects: readonly SuppressionSubject[],
+  stage: Exclude<SuppressionStage, 'api'>,
 ): Promise<SuppressionVerdict[]> {
   const wanted = new Map<Channel, Set<string>>();
   const keysOf = subjects.map(({ channel, recipients }) => {
@@ -248,7 +264,7 @@ export async function applySuppressionRule(
   });
   const found = new Map<Channel, Set<string>>();
   for (const [channel, keys] of wanted) {
-    if (keys.size > 0) found.set(channel, await checker.findSuppressed(channel, [...keys]));
+    if (keys.size > 0) found.set(channel, await checker.findSuppressed(channel, [...keys], stage));
   }
   return subjects.map((subject, i): SuppressionVerdict => {
     const { channel } = subject;
@@ -297,11 +313,13 @@ export const MAX_SUPPRESSION_PAGE_SIZE = 500;
 export const DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS = 2000;
 
 /**
- * The suppression list could not be read in time (`timeout`: the lookup waited longer than the bound,
- * its PostgreSQL query cancelled) or at all (`failed`). Its message names neither the recipients nor
- * the SQL (a driver error's text may carry both: knex's default puts the statement with its bindings in it), so it
- * can be logged as it is. Callers never send unchecked on it: a submit is accepted and checked at
- * claim; a claim is deferred.
+ * The suppression list did not answer in time (`timeout`: the call waited longer than the bound, its
+ * PostgreSQL statement cancelled) or could not be read at all (`failed`, lookups only). Any call of the
+ * list may answer `timeout` (lookups, adds, removals, reasons: see `Suppressions.bounded`); it is
+ * UnavailableError, so the RPCs answer UNAVAILABLE and the caller may retry. Its message names neither
+ * the recipients nor the SQL (a driver error's text may carry both: knex's default puts the statement
+ * with its bindings in it), so it can be logged as it is. Callers never send unchecked on it: a submit
+ * is accepted and checked at claim; a claim is deferred.
  */
 export class SuppressionLookupError extends UnavailableError {
   constructor(
@@ -311,6 +329,26 @@ export class SuppressionLookupError extends UnavailableError {
     readonly sqlState?: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * THE log line of a suppression check that could not be made (at submit: accepted unchecked; at claim:
+ * deferred). A timeout is a warning (the bound did its job: the list was busy, e.g. locked by a
+ * migration), anything else an error. `messages` say what the caller did instead. `err` is logged as
+ * it is: a driver's error reaches the log without the values bound to its statement
+ * (shared/logging/logger.ts), and a SuppressionLookupError names no recipient.
+ */
+export function logUncheckedSuppression(
+  log: Logger,
+  err: unknown,
+  fields: Record<string, unknown>,
+  messages: { timeout: string; failed: string },
+): void {
+  if (err instanceof SuppressionLookupError && err.reason === 'timeout') {
+    log.warn({ err, ...fields }, messages.timeout);
+  } else {
+    log.error({ err, ...fields }, messages.failed);
   }
 }
 
@@ -324,12 +362,13 @@ export interface SuppressionsOptions {
   /** Grouped lookup queries running at once on the database store (default 1; see `findSuppressed`). */
   maxConcurrentLookups?: number;
   /**
-   * Longest wait of one lookup on the database store, queueing included (default
-   * DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS): past it the caller gets SuppressionLookupError `timeout`.
-   * The store cancels its query after the same time (DatabaseSuppressionStore `lookupTimeoutMs`).
+   * Longest wait of one call of the list on the database store, a lookup's time queued included
+   * (default DEFAULT_SUPPRESSION_LOOKUP_TIMEOUT_MS): past it the caller gets SuppressionLookupError
+   * `timeout`. The store cancels its statement after the same time (DatabaseSuppressionStore
+   * `lookupTimeoutMs`).
    */
   lookupTimeoutMs?: number;
-  /** Timers of the lookup bound (tests drive them by hand). */
+  /** Timers of the bound (tests drive them by hand). */
   timers?: Timers;
 }
 
@@ -340,6 +379,7 @@ export const MAX_SUPPRESSION_LOOKUP_KEYS = 1000;
 interface Lookup {
   channel: Channel;
   recipients: readonly string[];
+  stage: SuppressionStage;
   /** Its caller stopped waiting (the bound passed): its group leaves it out of the query. */
   abandoned: boolean;
 }
@@ -353,7 +393,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   private readonly log: Logger;
   private readonly added?: Counter<'channel' | 'source'>;
   private readonly stopped?: Counter<'channel' | 'outcome'>;
-  private readonly timeouts?: Counter<'channel'>;
+  private readonly timeouts?: Counter<'channel' | 'stage'>;
   private readonly lookupTimeoutMs: number;
   private readonly timers: Timers;
 
@@ -386,8 +426,8 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       });
       this.timeouts = new Counter({
         name: 'notification_suppression_lookup_timeouts_total',
-        help: 'Suppression lookups (one per submit or claim check) not answered within delivery.suppression.lookup_timeout_ms, by channel: the submit was accepted unchecked (checked at claim) or the claim deferred.',
-        labelNames: ['channel'],
+        help: 'Suppression list calls not answered within delivery.suppression.lookup_timeout_ms, by channel and stage: submit (the submit was accepted unchecked, checked at claim), claim (the attempt deferred), api (any other call: AddSuppression, RemoveSuppression, the console, GetUser, receipts, inbound STOP, provider errors; answered UNAVAILABLE or retried).',
+        labelNames: ['channel', 'stage'],
         registers: [options.registry],
       });
     }
@@ -419,14 +459,18 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
         'source',
       );
     }
-    const result = await this.store.add({
-      id: newId(),
+    const result = await this.bounded(
       channel,
-      recipient,
-      reason: input.reason,
-      source,
-      createdAt: this.clock(),
-    });
+      'api',
+      this.store.add({
+        id: newId(),
+        channel,
+        recipient,
+        reason: input.reason,
+        source,
+        createdAt: this.clock(),
+      }),
+    );
     if (result.created) {
       this.added?.inc({ channel, source: sourceKind(source) });
       this.log.info(
@@ -440,7 +484,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   async remove(channel: Channel, recipient: string): Promise<boolean> {
     const ch = checkChannel(channel);
     const key = normaliseRecipient(ch, recipient);
-    const removed = await this.store.remove(ch, key);
+    const removed = await this.bounded(ch, 'api', this.store.remove(ch, key));
     if (removed) this.log.info({ channel: ch, recipient: maskRecipient(ch, key) }, 'suppression lifted');
     return removed;
   }
@@ -452,11 +496,20 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   async removeByHand(channel: Channel, recipient: string, by: string): Promise<void> {
     const ch = checkChannel(channel);
     const key = normaliseRecipient(ch, recipient);
-    if (await this.store.remove(ch, key, RECIPIENT_ONLY_REASONS)) {
+    // One bound for both statements: the caller waits at most lookupTimeoutMs in all.
+    const { removed, kept } = await this.bounded(
+      ch,
+      'api',
+      (async () => {
+        if (await this.store.remove(ch, key, RECIPIENT_ONLY_REASONS)) return { removed: true, kept: false };
+        return { removed: false, kept: (await this.store.findSuppressed(ch, [key])).has(key) };
+      })(),
+    );
+    if (removed) {
       this.log.info({ channel: ch, recipient: maskRecipient(ch, key), by }, 'suppression lifted by hand');
       return;
     }
-    if ((await this.store.findSuppressed(ch, [key])).has(key)) {
+    if (kept) {
       throw new FailedPreconditionError(
         'the recipient opted out (STOP); only their START lifts it, not RemoveSuppression',
       );
@@ -467,7 +520,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
   async isSuppressed(channel: Channel, recipient: string): Promise<boolean> {
     const ch = checkChannel(channel);
     const key = normaliseRecipient(ch, recipient);
-    return (await this.store.findSuppressed(ch, [key])).has(key);
+    return (await this.bounded(ch, 'api', this.store.findSuppressed(ch, [key]))).has(key);
   }
 
   /**
@@ -479,32 +532,59 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
    * (issue 30)"). A failing query rejects every lookup of its channel in that group with
    * SuppressionLookupError `failed` (the driver's text, which names the recipients, is not kept).
    *
-   * Each lookup waits at most `lookupTimeoutMs`, its time in the queue included (a hung query holds
-   * the groups behind it): past that it is rejected with SuppressionLookupError `timeout` and counted
-   * (`notification_suppression_lookup_timeouts_total`), and its group leaves it out of the query it
-   * had not reached yet. The store cancels the query itself after the same time. The memory store
-   * answers at once.
+   * Each lookup waits at most `lookupTimeoutMs` (`bounded`), its time in the queue included (a hung
+   * query holds the groups behind it): past that it is rejected with SuppressionLookupError `timeout`
+   * and counted (`notification_suppression_lookup_timeouts_total{channel,stage}`, `stage` as given:
+   * `submit`, `claim`, else `api`), and its group leaves it out of the query it had not reached yet.
+   * The store cancels the query itself after the same time. The memory store answers at once.
    */
-  async findSuppressed(channel: Channel, recipients: readonly string[]): Promise<Set<string>> {
+  async findSuppressed(
+    channel: Channel,
+    recipients: readonly string[],
+    stage: SuppressionStage = 'api',
+  ): Promise<Set<string>> {
     if (recipients.length === 0) return new Set();
     if (this.store.backend === 'memory') return this.store.findSuppressed(channel, recipients);
-    const lookup: Lookup = { channel, recipients, abandoned: false };
-    const answer = this.lookups.add(lookup);
-    return new Promise<Set<string>>((resolve, reject) => {
+    const lookup: Lookup = { channel, recipients, stage, abandoned: false };
+    return this.bounded(channel, stage, this.lookups.add(lookup), () => (lookup.abandoned = true));
+  }
+
+  /**
+   * THE bound on a call of the list (every store call goes through it: lookups, adds, removals,
+   * reasons, listing pages): the caller waits for `answer` at most `lookupTimeoutMs`; past it the call is rejected
+   * with SuppressionLookupError `timeout`, counted in `notification_suppression_lookup_timeouts_total
+   * {channel,stage}`, and `onTimeout` runs (a grouped lookup leaves its group). The statement itself is
+   * cancelled in PostgreSQL by the store after the same time (not behind a pooler: there knex drops
+   * the connection; not on PGlite: there only this wait is bounded and the statement runs when the one
+   * connection is free, so an add or removal may still take effect after its caller was told
+   * `timeout`: both are idempotent, a retry agrees). The store's own timeout, which may come first, is
+   * counted as well. The memory store answers at once: not bounded.
+   */
+  private bounded<T>(
+    /** The metric's `channel`; `all` for a listing of every channel. */
+    channel: Channel | 'all',
+    stage: SuppressionStage,
+    answer: Promise<T>,
+    onTimeout?: () => void,
+  ): Promise<T> {
+    if (this.store.backend === 'memory') return answer;
+    return new Promise<T>((resolve, reject) => {
+      let late = false;
       const timer = this.timers.setTimeout(() => {
-        lookup.abandoned = true;
-        this.timeouts?.inc({ channel });
-        reject(this.timedOut());
+        late = true;
+        onTimeout?.();
+        this.timeouts?.inc({ channel, stage });
+        reject(this.timedOut(stage));
       }, this.lookupTimeoutMs);
       answer.then(
-        (found) => {
+        (value) => {
           this.timers.clearTimeout(timer);
-          resolve(found);
+          resolve(value);
         },
         (err: unknown) => {
           this.timers.clearTimeout(timer);
-          if (!lookup.abandoned && err instanceof SuppressionLookupError && err.reason === 'timeout') {
-            this.timeouts?.inc({ channel });
+          if (!late && err instanceof SuppressionLookupError && err.reason === 'timeout') {
+            this.timeouts?.inc({ channel, stage });
           }
           reject(err);
         },
@@ -512,11 +592,9 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     });
   }
 
-  private timedOut(): SuppressionLookupError {
-    return new SuppressionLookupError(
-      'timeout',
-      `suppression lookup not answered within ${this.lookupTimeoutMs} ms`,
-    );
+  private timedOut(stage: SuppressionStage): SuppressionLookupError {
+    const what = stage === 'api' ? 'suppression list call' : 'suppression lookup';
+    return new SuppressionLookupError('timeout', `${what} not answered within ${this.lookupTimeoutMs} ms`);
   }
 
   /**
@@ -541,10 +619,10 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
         return [channel, answer.status === 'rejected' ? this.lookupFailed(channel, answer.reason) : answer];
       }),
     );
-    return batch.map(({ channel, recipients, abandoned }): PromiseSettledResult<Set<string>> => {
+    return batch.map(({ channel, recipients, stage, abandoned }): PromiseSettledResult<Set<string>> => {
       const answer = byChannel.get(channel);
       // Nobody waits for an abandoned lookup any more: it was never queried.
-      if (abandoned || !answer) return { status: 'rejected', reason: this.timedOut() };
+      if (abandoned || !answer) return { status: 'rejected', reason: this.timedOut(stage) };
       if (answer.status === 'rejected') return answer;
       return { status: 'fulfilled', value: new Set(recipients.filter((r) => answer.value.has(r))) };
     });
@@ -596,7 +674,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     }
     const result = new Map<string, SuppressionReason>();
     if (keys.size === 0) return result;
-    const found = await this.store.reasonsOf(ch, [...new Set(keys.values())]);
+    const found = await this.bounded(ch, 'api', this.store.reasonsOf(ch, [...new Set(keys.values())]));
     for (const [given, key] of keys) {
       const reason = found.get(key);
       if (reason !== undefined) result.set(given, reason);
@@ -623,7 +701,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
       max: MAX_SUPPRESSION_PAGE_SIZE,
     });
     const after = pageToken ? decodeKeysetToken(binding(channel), pageToken) : undefined;
-    const page = await this.store.list({ channel, limit, after });
+    const page = await this.bounded(channel ?? 'all', 'api', this.store.list({ channel, limit, after }));
     return {
       entries: page.entries.map(toSuppressionView),
       nextPageToken: page.nextKey ? encodeKeysetToken(binding(channel), page.nextKey) : '',

@@ -73,3 +73,46 @@ test('a lookup past its bound behind pgbouncer leaves the pool usable while the 
     new Set(['+15550001234']),
   );
 }, 60_000);
+
+test.each([
+  [
+    'add',
+    (s: DatabaseSuppressionStore) =>
+      s.add({
+        id: '00000000-0000-4000-8000-000000000002',
+        channel: 'sms',
+        recipient: '+15550005678',
+        reason: 'hard_bounce',
+        source: 'receipt:twilio',
+        createdAt: new Date(),
+      }),
+  ],
+  ['remove', (s: DatabaseSuppressionStore) => s.remove('sms', '+15550001234')],
+  ['reasonsOf', (s: DatabaseSuppressionStore) => s.reasonsOf('sms', ['+15550001234'])],
+] as const)(
+  'behind pgbouncer, %s past its bound also leaves the pool usable while the lock is held',
+  async (_name, call) => {
+    const store = new DatabaseSuppressionStore(pooled, { lookupTimeoutMs: BOUND_MS });
+    const trx = await direct.transaction();
+    try {
+      await trx.raw('LOCK TABLE suppressions IN ACCESS EXCLUSIVE MODE');
+      const err = await notHung(
+        call(store).then(
+          () => new Error('answered under the lock'),
+          (e: unknown) => e,
+        ),
+        'the call',
+      );
+      expect(err).toBeInstanceOf(SuppressionLookupError);
+      expect(err).toMatchObject({ reason: 'timeout' });
+      const { rows } = (await notHung(pooled.raw('SELECT 41 + 1 AS n'), 'the next statement')) as {
+        rows: { n: number }[];
+      };
+      expect(rows[0]!.n).toBe(42);
+    } finally {
+      await trx.commit();
+    }
+    expect((await store.findSuppressed('sms', ['+15550009999'])).size).toBe(0);
+  },
+  60_000,
+);

@@ -17,7 +17,14 @@ import type { SendOutcome } from '../../../services/notification/delivery/driver
 import type { DeliveryRecord } from '../../../services/notification/delivery/types';
 import { silentLogger } from '../../../shared/logging/logger';
 import { dateReader } from '../../../shared/runtime/clock';
-import { ManualClock, ScriptedDriver, buildPipeline, lookupOf, testConfig } from './support';
+import {
+  SuppressionLookupError,
+  Suppressions,
+  type SuppressionList,
+} from '../../../services/notification/delivery/suppression';
+import { InMemorySuppressionStore } from '../../../services/notification/delivery/suppression-memory-store';
+import { InvalidArgumentError } from '../../../shared/errors';
+import { ManualClock, ScriptedDriver, buildPipeline, lookupOf, newBackend, testConfig } from './support';
 
 const OWNER = 'worker-parts';
 
@@ -114,6 +121,95 @@ describe('OutcomeRecorder: where a delivery becomes SENT', () => {
     expect(entry.recording).toBe(false);
     expect((await store.get(record.id))?.status).toBe('pending');
     expect(told).toEqual([]);
+  });
+});
+
+describe('OutcomeRecorder: the suppression entry of a provider error', () => {
+  /** An SMS delivery claimed by OWNER, and a recorder whose list answers `answers` in turn (then adds). */
+  async function refusedSms(answers: unknown[], stopping = () => false) {
+    const driver = new ScriptedDriver(newBackend('sms'), 'sms');
+    const store = new InMemoryDeliveryStore();
+    const clock = new ManualClock();
+    const config = testConfig({ max_attempts: 3 });
+    const { pipeline } = buildPipeline(store, [driver], { clock, config: { max_attempts: 3 } });
+    const { delivery } = await pipeline.submit({
+      channel: 'sms',
+      recipient: '+15557650001',
+      payload: { body: 'hi' },
+      scope: 's',
+    });
+    const [record] = await store.claim({
+      channel: 'sms',
+      backend: delivery.backend,
+      owner: OWNER,
+      now: new Date(clock.now()),
+      leaseMs: 60_000,
+      limit: 1,
+    });
+    const breakers = new CircuitBreakers(config.circuit_breaker, clock);
+    const entries = new Suppressions({ store: new InMemorySuppressionStore() });
+    const tries: string[] = [];
+    const list: SuppressionList = {
+      add: async (entry) => {
+        const answer = answers.shift();
+        tries.push(answer === undefined ? 'added' : 'refused');
+        if (answer !== undefined) throw answer;
+        return entries.add(entry);
+      },
+      remove: (...a) => entries.remove(...a),
+      isSuppressed: (...a) => entries.isSuppressed(...a),
+    };
+    const slept: number[] = [];
+    const recorder = new OutcomeRecorder({
+      store,
+      router: new BackendRouter(lookupOf(driver), config.routing, breakers),
+      breakers,
+      policy: new RetryPolicy(config, () => 0.5),
+      maxAttempts: config.max_attempts,
+      owner: OWNER,
+      clock: dateReader(clock),
+      log: silentLogger(),
+      suppression: list,
+      stopping,
+      wake: () => undefined,
+      sleep: async (ms) => void slept.push(ms),
+    });
+    await recorder.record(
+      entryOf(record!),
+      1,
+      driver,
+      {
+        class: 'recipient_failure',
+        failure: 'recipient_unsubscribed',
+        suppress: 'unsubscribed',
+      },
+      new Date(clock.now()),
+      1,
+    );
+    return { store, record: record!, entries, tries, slept };
+  }
+  const timeout = () =>
+    new SuppressionLookupError('timeout', 'suppression list call not answered within 10 ms');
+
+  test('an add that times out (the list locked) is retried until it is added, not logged and lost', async () => {
+    const { store, record, entries, tries, slept } = await refusedSms([timeout(), timeout()]);
+    expect((await store.get(record.id))?.status).toBe('failed');
+    expect(tries).toEqual(['refused', 'refused', 'added']);
+    expect(slept).toHaveLength(2);
+    expect(await entries.reasonsOf('sms', ['+15557650001'])).toEqual(
+      new Map([['+15557650001', 'unsubscribed']]),
+    );
+  });
+
+  test('an add refused for good (not unavailable) is not retried', async () => {
+    const { tries, entries } = await refusedSms([new InvalidArgumentError('recipient is not a number')]);
+    expect(tries).toEqual(['refused']);
+    expect(await entries.isSuppressed('sms', '+15557650001')).toBe(false);
+  });
+
+  test('once the worker stops, a timed-out add is no longer retried', async () => {
+    const { tries } = await refusedSms([timeout(), timeout()], () => true);
+    expect(tries).toEqual(['refused']);
   });
 });
 

@@ -12,11 +12,14 @@
  * (`ReceiptRecorder.recordOnce` / `inbound`, the inbound replay store): a status callback seen before
  * (same MessageSid and MessageStatus) or an inbound message seen before (same MessageSid) is answered
  * 200 and changes nothing, so a captured STOP replayed after START does not opt the number out again.
- * A sender that is not a phone number (WhatsApp, alphanumeric ids) is answered 200 and ignored.
+ * A sender that is not a phone number (WhatsApp, alphanumeric ids) is answered 200 and ignored. A
+ * callback that cannot be applied now (the suppression list past its bound, the database unreachable)
+ * is answered 503, so the provider sends it again.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+import { sendJsonError } from '../../../../shared/http/errors';
 import type { Route } from '../../../../shared/http/routes';
 import type { FailureKind, IncomingReceipt } from '../../delivery';
 import type { ReceiptRecorder, ReceiptSource, VerifiedReceipt } from '../../delivery/receipt-recorder';
@@ -189,7 +192,10 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
         const receipt = parseStatusCallback(verified.fields);
         if (receipt) {
           // One callback is one (MessageSid, MessageStatus): the same again is a replay.
-          await opts.recorder.recordOnce(verified.source, `status:${receipt.receipt.eventId}`, receipt);
+          const applied = await orRetryLater(res, () =>
+            opts.recorder.recordOnce(verified.source, `status:${receipt.receipt.eventId}`, receipt),
+          );
+          if (!applied) return;
         } else opts.recorder.count(verified.source, 'other', 'unknown_message');
         answerTwiml(res);
       },
@@ -201,18 +207,20 @@ export function smsWebhookRoutes(opts: SmsWebhookOptions): Route[] {
         const verified = await verify(req, res, ctx.params.backend!, 'inbound');
         if (!verified) return;
         const keyword = (verified.fields.get('Body') ?? '').trim().toUpperCase();
-        await opts.recorder.inbound(verified.source, {
-          id: verified.fields.get('MessageSid') ?? verified.fields.get('SmsMessageSid') ?? '',
-          from: verified.fields.get('From') ?? '',
-          to: verified.fields.get('To') ?? '',
-          body: verified.fields.get('Body') ?? '',
-          type: STOP_KEYWORDS.includes(keyword)
-            ? 'inbound_stop'
-            : START_KEYWORDS.includes(keyword)
-              ? 'inbound_start'
-              : 'inbound_other',
-        });
-        answerTwiml(res);
+        const applied = await orRetryLater(res, () =>
+          opts.recorder.inbound(verified.source, {
+            id: verified.fields.get('MessageSid') ?? verified.fields.get('SmsMessageSid') ?? '',
+            from: verified.fields.get('From') ?? '',
+            to: verified.fields.get('To') ?? '',
+            body: verified.fields.get('Body') ?? '',
+            type: STOP_KEYWORDS.includes(keyword)
+              ? 'inbound_stop'
+              : START_KEYWORDS.includes(keyword)
+                ? 'inbound_start'
+                : 'inbound_other',
+          }),
+        );
+        if (applied) answerTwiml(res);
       },
     },
   ];
@@ -226,6 +234,25 @@ function signedUrl(req: IncomingMessage, publicBaseUrl: string | undefined): str
   const target = req.url ?? '/';
   if (publicBaseUrl !== undefined) return publicBaseUrl.replace(/\/+$/, '') + target;
   return `http://${req.headers.host ?? ''}${target}`;
+}
+
+/**
+ * Runs a recorder call; true when it ended. What the recorder throws may pass (it answers `failed`
+ * for what never will, counts and logs the rest, and forgets the callback id so it is taken again): a
+ * suppression list past its bound (a STOP's add, delivery/README.md "Every suppression list call
+ * bounded"), a database that cannot be reached. That is answered 503 with a message naming nothing
+ * (as the email event webhook does), not the router's 500 "internal error", so the provider sends it
+ * again.
+ */
+async function orRetryLater(res: ServerResponse, apply: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await apply();
+    return true;
+  } catch (err) {
+    if (res.headersSent) throw err;
+    sendJsonError(res, 'unavailable', 'the callback could not be applied now; send it again later');
+    return false;
+  }
 }
 
 /** An empty TwiML answer: the provider expects XML and sends nothing back to the sender. */
