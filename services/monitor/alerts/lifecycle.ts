@@ -320,7 +320,6 @@ export class AlertLifecycle {
     return true;
   }
 
-  /** Recomputes what mutes an open alert, records a change; true when it is muted now. */
   /**
    * Recomputes what mutes an open alert and records a change; true when it is muted now. With
    * `inhibition` `keep`, only silences are evaluated and a current inhibition stays (the periodic
