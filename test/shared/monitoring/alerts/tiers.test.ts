@@ -129,7 +129,7 @@ describe('TierAwareDispatcher', () => {
     await dispatcher.sendAlert('first', 'm', 'high', { tier: 'P1_BUSINESS_HOURS' });
     await dispatcher.sendAlert('second', 'm', 'medium', { tier: 'P1_BUSINESS_HOURS' });
     expect(p1.batches).toHaveLength(0);
-    expect(dispatcher.heldCount).toBe(2);
+    expect(await dispatcher.heldCount()).toBe(2);
     timers.advance(HOUR - 1);
     await settle();
     expect(p1.batches).toHaveLength(0);
@@ -137,7 +137,7 @@ describe('TierAwareDispatcher', () => {
     await settle();
     expect(p1.titles()).toEqual([['first', 'second']]);
     expect(p1.batches[0]!.reason).toBe('business_hours_opened');
-    expect(dispatcher.heldCount).toBe(0);
+    expect(await dispatcher.heldCount()).toBe(0);
   });
 
   it('holds P1 over the weekend until Monday opening', async () => {
@@ -155,7 +155,7 @@ describe('TierAwareDispatcher', () => {
   it('drops the oldest held P1 alert at the bound and reports the count with the release', async () => {
     const { dispatcher, timers, p1, lines } = setup({ maxHeld: 2 });
     for (const t of ['a', 'b', 'c']) await dispatcher.sendAlert(t, 'm', 'high');
-    expect(dispatcher.heldCount).toBe(2);
+    expect(await dispatcher.heldCount()).toBe(2);
     timers.advance(HOUR);
     await settle();
     expect(p1.titles()).toEqual([['b', 'c']]);
@@ -186,7 +186,7 @@ describe('TierAwareDispatcher', () => {
   it('bounds the digest: the oldest are dropped and counted', async () => {
     const { dispatcher, p2 } = setup({ maxDigest: 3 });
     for (let i = 0; i < 5; i++) await dispatcher.sendAlert(`d${i}`, 'm', 'low', { tier: 'P2_DIGEST' });
-    expect(dispatcher.pendingDigestCount).toBe(3);
+    expect(await dispatcher.pendingDigestCount()).toBe(3);
     await dispatcher.flushDigest();
     expect(p2.titles()).toEqual([['d2', 'd3', 'd4']]);
     expect(p2.batches[0]!.dropped).toBe(2);
