@@ -24,12 +24,7 @@ import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } 
 import type { AlertChannel, AlertBatch, AlertBatchReason, AlertRecord } from './channels';
 import type { AlertContext, AlertDispatcherProtocol, AlertSeverity } from './dispatcher';
 import { metricAlertLogLevel } from './dispatcher';
-import {
-  type HeldAlertStore,
-  type HeldTier,
-  MemoryHeldAlertStore,
-  randomHeldOwner,
-} from './held-store';
+import { type HeldAlertStore, type HeldTier, MemoryHeldAlertStore, randomHeldOwner } from './held-store';
 import { AlertTier, type BusinessHours, resolveTier } from './tiers';
 
 function errorText(err: unknown): string {
@@ -84,6 +79,8 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   private readonly digestTimer: TimerHandle;
   private openingTimer: TimerHandle | undefined;
   private closed = false;
+  /** Releases and digests started by the timers, not yet through (see `settled`). */
+  private readonly background = new Set<Promise<void>>();
 
   constructor(options: TierAwareDispatcherOptions) {
     this.channels = options.channels;
@@ -98,7 +95,10 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.maxHeld = options.maxHeld ?? 1000;
     this.maxDigest = options.maxDigest ?? 1000;
     this.digestIntervalMs = (options.digestIntervalSeconds ?? 3600) * 1000;
-    this.digestTimer = this.timers.setInterval(() => void this.digestTick(), this.digestIntervalMs);
+    this.digestTimer = this.timers.setInterval(
+      () => this.inBackground(this.digestTick()),
+      this.digestIntervalMs,
+    );
     // A durable store may hold alerts of an earlier run (a crash, a restart) or of another replica:
     // release them at the next opening (at once when business hours are open now).
     if (this.store.durable) this.scheduleOpening();
@@ -194,10 +194,22 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     const delay = this.businessHours ? Math.max(0, this.businessHours.nextOpening(now) - now) : 0;
     this.openingTimer = this.timers.setTimeout(() => {
       this.openingTimer = undefined;
-      this.releaseHeld('business_hours_opened').catch((err: unknown) =>
-        this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
+      this.inBackground(
+        this.releaseHeld('business_hours_opened').catch((err: unknown) =>
+          this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
+        ),
       );
     }, delay);
+  }
+
+  private inBackground(work: Promise<void>): void {
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+
+  /** Resolves once the releases and digests its timers started are through (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
   }
 
   /** The digest timer: one digest per interval between the replicas sharing the store. */
@@ -251,6 +263,8 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.timers.clearInterval(this.digestTimer);
     if (this.openingTimer !== undefined) this.timers.clearTimeout(this.openingTimer);
     this.openingTimer = undefined;
+    // A batch being sent finishes (and is deleted) before the process goes.
+    await this.settled();
     if (this.store.durable) return;
     await Promise.all([this.releaseHeld('shutdown'), this.flushDigest('shutdown')]);
   }
