@@ -160,6 +160,17 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   }
 
   /**
+   * True when `dispatch(record)` now would keep the record in the held store (a P1 alert outside
+   * business hours, a P2 alert) rather than send it, so a caller can wait for it to be kept.
+   */
+  holds(record: AlertRecord): boolean {
+    if (this.closed && !this.store.durable) return false;
+    if (record.tier === AlertTier.P2_DIGEST) return true;
+    if (record.tier === AlertTier.P0_PAGE) return false;
+    return this.businessHours !== undefined && !this.businessHours.isOpen(this.clock.now());
+  }
+
+  /**
    * Routes one alert; resolves once it is sent (P0, P1 within business hours) or kept in the held
    * store (P1 outside business hours, P2), so the caller's "dispatched" means "kept".
    */
