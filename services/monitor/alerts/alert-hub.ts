@@ -558,9 +558,10 @@ export class AlertHub implements AlertDispatcherProtocol {
 
   /**
    * Clean shutdown (lifecycle area stop): open watches end with UnavailableError (clients reconnect
-   * elsewhere), listeners are dropped, and the dispatcher sends what it holds (held P1 alerts and the
-   * pending P2 digest) once the alerts on their way are through (the lifecycle's shutdown deadline
-   * bounds the wait). Alerts raised afterwards still go out at once. Safe to call more than once.
+   * elsewhere), listeners are dropped, and once the alerts on their way are through (the lifecycle's
+   * shutdown deadline bounds the wait) the dispatcher sends what it holds (held P1 alerts and the
+   * pending P2 digest) or, when they are in the database, keeps them for the next run or another
+   * replica. Safe to call more than once.
    */
   async stop(): Promise<void> {
     this.stopped = true;

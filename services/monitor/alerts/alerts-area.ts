@@ -1,7 +1,8 @@
 /**
  * The alerts area of the monitor, built from the `alerts` section: the tier-aware dispatcher with the
  * configured channels, the AlertHub every alert goes through, and CaptureException's counter. app.ts
- * registers it with the lifecycle (stop: held alerts flushed, the notification connections closed).
+ * registers it with the lifecycle (stop: held alerts sent, or kept when the database holds them; the
+ * notification connections closed).
  */
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';

@@ -24,9 +24,7 @@ export async function up(knex: Knex): Promise<void> {
     dropped integer NOT NULL DEFAULT 0,
     last_flushed_at timestamptz
   )`);
-  await knex.raw(
-    `INSERT INTO monitor_held_alert_tiers (tier) VALUES ('P1_BUSINESS_HOURS'), ('P2_DIGEST')`,
-  );
+  await knex.raw(`INSERT INTO monitor_held_alert_tiers (tier) VALUES ('P1_BUSINESS_HOURS'), ('P2_DIGEST')`);
 }
 
 /** Drops them: alerts held at that moment are lost (as they were before this migration). */
