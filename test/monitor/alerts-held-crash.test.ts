@@ -90,9 +90,11 @@ it('a held P1 alert and a pending P2 alert, kept when the monitor is killed, rea
   expect(deliveries(held.alertId) + deliveries(digested.alertId)).toBe(0);
   expect(await first.proc.stop('SIGKILL')).toBeNull();
 
-  // Open every day, all day, and a digest every second.
+  // Open every day, all day but the last minute, in a zone whose local hour is now 0 to 11 (so that
+  // minute is hours away), and a digest every second.
+  const zone = new Date().getUTCHours() < 12 ? 'UTC' : 'Etc/GMT+12';
   const second = await startMonitor({
-    BUSINESS_HOURS: JSON.stringify({ time_zone: 'UTC', days: DAYS, open: '00:00', close: '23:59' }),
+    BUSINESS_HOURS: JSON.stringify({ time_zone: zone, days: DAYS, open: '00:00', close: '23:59' }),
     DIGEST_INTERVAL_SECONDS: '1',
   });
   await waitFor(

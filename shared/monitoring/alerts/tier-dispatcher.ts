@@ -198,19 +198,28 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     }
   }
 
-  /** Schedules the release of held P1 alerts at the next opening (now when open or without hours). */
-  private scheduleOpening(): void {
+  /**
+   * Schedules the release of held P1 alerts at the next opening (now when open or without hours;
+   * with `afterWindow`, the opening after the current window). With a durable store the timer is
+   * always armed, at every opening: the store may hold alerts another replica (since gone) held.
+   */
+  private scheduleOpening(afterWindow = false): void {
     if (this.openingTimer !== undefined) return;
     const now = this.clock.now();
-    const delay = this.businessHours ? Math.max(0, this.businessHours.nextOpening(now) - now) : 0;
-    this.openingTimer = this.timers.setTimeout(() => {
-      this.openingTimer = undefined;
-      this.inBackground(
-        this.releaseHeld('business_hours_opened').catch((err: unknown) =>
-          this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
-        ),
-      );
-    }, delay);
+    const hours = this.businessHours;
+    const at = hours ? (afterWindow ? hours.openingAfter(now) : hours.nextOpening(now)) : now;
+    this.openingTimer = this.timers.setTimeout(
+      () => {
+        this.openingTimer = undefined;
+        this.inBackground(
+          this.releaseHeld('business_hours_opened').catch((err: unknown) =>
+            this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
+          ),
+        );
+        if (this.store.durable && !this.closed && hours) this.scheduleOpening(true);
+      },
+      Math.max(0, at - now),
+    );
   }
 
   private inBackground(work: Promise<void>): void {

@@ -150,6 +150,26 @@ describe('TierAwareDispatcher on the database store', () => {
     await restarted.dispatcher.shutdown();
   });
 
+  it('a replica that was running before another held alerts and died releases them at every opening', async () => {
+    const survivor = dispatcherAt(MON_2000 - HOUR, 'm2'); // started Monday 19:00, nothing held yet
+    const gone = dispatcherAt(MON_2000, 'm1');
+    await gone.dispatcher.sendAlert('monday night', 'm', 'high');
+    survivor.timers.advance(14 * HOUR); // Tuesday 09:00
+    await survivor.dispatcher.settled();
+    expect(survivor.p1.sent()).toEqual([['business_hours_opened', ['monday night']]]);
+    // Tuesday night another replica holds one more, then dies; the survivor's timer is armed again.
+    const gone2 = dispatcherAt(Date.UTC(2026, 0, 6, 20, 0), 'm3');
+    await gone2.dispatcher.sendAlert('tuesday night', 'm', 'high');
+    survivor.timers.advance(24 * HOUR); // Wednesday 09:00
+    await survivor.dispatcher.settled();
+    expect(survivor.p1.sent()).toEqual([
+      ['business_hours_opened', ['monday night']],
+      ['business_hours_opened', ['tuesday night']],
+    ]);
+    expect(gone.p1.batches.length + gone2.p1.batches.length).toBe(0);
+    await survivor.dispatcher.shutdown();
+  });
+
   it('a clean shutdown keeps the held alerts in the database (nothing sent); the next run sends them', async () => {
     const first = dispatcherAt(MON_2000, 'm1');
     await first.dispatcher.sendAlert('held', 'm', 'high');

@@ -85,6 +85,27 @@ describe('BusinessHours', () => {
     expect(paris.nextOpening(Date.UTC(2026, 0, 5, 9, 0))).toBe(Date.UTC(2026, 0, 5, 9, 0));
   });
 
+  it('finds the opening after the current window (the next release of a dispatcher that released at opening)', () => {
+    const utc = new BusinessHours({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      open: '09:00',
+      close: '17:00',
+    });
+    // Monday 09:00 (open) -> Tuesday 09:00; Friday 16:59 -> Monday 09:00; closed: the next opening.
+    expect(utc.openingAfter(Date.UTC(2026, 0, 5, 9, 0))).toBe(Date.UTC(2026, 0, 6, 9, 0));
+    expect(utc.openingAfter(Date.UTC(2026, 0, 9, 16, 59, 30))).toBe(Date.UTC(2026, 0, 12, 9, 0));
+    expect(utc.openingAfter(Date.UTC(2026, 0, 5, 20, 0))).toBe(Date.UTC(2026, 0, 6, 9, 0));
+    // Open every day, all day but the last minute.
+    const allDay = new BusinessHours({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'],
+      open: '00:00',
+      close: '23:59',
+    });
+    expect(allDay.openingAfter(Date.UTC(2026, 0, 5, 0, 0))).toBe(Date.UTC(2026, 0, 6, 0, 0));
+  });
+
   it('rejects an unknown time zone, malformed times and close before open', () => {
     expect(
       () => new BusinessHours({ time_zone: 'Mars/Olympus', days: ['mon'], open: '09:00', close: '17:00' }),
