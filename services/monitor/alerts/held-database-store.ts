@@ -8,6 +8,7 @@
  * - `claim` leases the oldest unleased rows (and those whose lease ran out) to one owner with
  *   `FOR UPDATE SKIP LOCKED`, under the same tier lock, and takes the tier's dropped count: two
  *   replicas releasing at once get disjoint batches (the second usually none).
+ * - `renew` extends the lease of the claimed rows still the owner's while the batch is on its way.
  * - `complete` deletes the claimed rows still leased to the owner; a row whose lease ran out and that
  *   another replica claimed stays (that replica sends it: at least once, never lost).
  * - `takeFlushTurn` moves the tier's `last_flushed_at` only when the interval has passed, in one
@@ -88,6 +89,15 @@ export class DatabaseHeldAlertStore implements HeldAlertStore {
         dropped,
       };
     });
+  }
+
+  async renew(claim: HeldClaim, leaseMs: number): Promise<void> {
+    if (claim.ids.length === 0) return;
+    await this.knex.raw(
+      `UPDATE monitor_held_alerts SET lease_until = now() + (? * interval '1 millisecond')
+        WHERE owner = ? AND seq IN (${claim.ids.map(() => '?').join(', ')})`,
+      [leaseMs, claim.owner, ...claim.ids],
+    );
   }
 
   async complete(claim: HeldClaim): Promise<void> {

@@ -5,7 +5,7 @@
  * The protocol is hold, claim, complete: `hold` keeps a record (at the tier's bound the oldest
  * unclaimed record is dropped and counted); `claim` leases the unclaimed records of a tier (and those
  * whose lease ran out) to one owner and takes the tier's dropped count with them; the owner sends the
- * batch and `complete` deletes what it claimed. An owner that dies between claim and complete leaves
+ * batch (renewing the lease while it is on its way) and `complete` deletes what it claimed. An owner that dies between claim and complete leaves
  * its records leased: once the lease runs out the next claim takes them again, so a held alert is sent
  * at least once (twice if the owner died after the send and before the delete).
  *
@@ -45,6 +45,8 @@ export interface HeldAlertStore {
    * lease on, oldest first, with the tier's dropped count (reset to 0).
    */
   claim(tier: HeldTier, owner: string, leaseMs: number, limit: number): Promise<HeldClaim>;
+  /** Extends the lease of a claim's records still leased to its owner to `leaseMs` from now. */
+  renew(claim: HeldClaim, leaseMs: number): Promise<void>;
   /** Deletes the records of a claim (they were sent); records whose lease another owner took stay. */
   complete(claim: HeldClaim): Promise<void>;
   /** Records of the tier kept (claimed or not). */
@@ -109,6 +111,12 @@ export class MemoryHeldAlertStore implements HeldAlertStore {
     const dropped = this.dropped[tier];
     this.dropped[tier] = 0;
     return { tier, owner, ids: taken.map((h) => h.id), alerts: taken.map((h) => h.record), dropped };
+  }
+
+  async renew(claim: HeldClaim, leaseMs: number): Promise<void> {
+    const ids = new Set(claim.ids);
+    const until = this.clock.now() + leaseMs;
+    for (const h of this.held[claim.tier]) if (ids.has(h.id) && h.owner === claim.owner) h.leaseUntil = until;
   }
 
   async complete(claim: HeldClaim): Promise<void> {

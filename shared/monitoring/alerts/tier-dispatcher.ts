@@ -79,6 +79,11 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   private readonly digestTimer: TimerHandle;
   private openingTimer: TimerHandle | undefined;
   private closed = false;
+  /** The batch of each tier on its way (see `sendHeld`). */
+  private readonly sending: Record<HeldTier, Promise<void>> = {
+    [AlertTier.P1_BUSINESS_HOURS]: Promise.resolve(),
+    [AlertTier.P2_DIGEST]: Promise.resolve(),
+  };
   /** Releases and digests started by the timers, not yet through (see `settled`). */
   private readonly background = new Set<Promise<void>>();
 
@@ -257,12 +262,37 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     await this.sendHeld(AlertTier.P2_DIGEST, reason, this.maxDigest);
   }
 
-  /** Claims the tier's held alerts, sends them, then deletes them from the store. */
-  private async sendHeld(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+  /**
+   * Claims the tier's held alerts, sends them, then deletes them from the store. One batch of a tier
+   * at a time in this dispatcher: a later release or digest waits for the one on its way, so it
+   * never claims that batch again (and held alerts keep their order).
+   */
+  private sendHeld(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+    const run = this.sending[tier].then(() => this.sendHeldNow(tier, reason, limit));
+    this.sending[tier] = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sendHeldNow(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
     for (;;) {
       const claim = await this.store.claim(tier, this.owner, this.claimLeaseMs, limit);
       if (claim.alerts.length === 0 && claim.dropped === 0) return;
-      await this.deliver(tier, reason, claim.alerts, claim.dropped);
+      // The lease is renewed while the batch is on its way (a webhook's attempts, one POST per alert
+      // of a large batch, can outlast it), so another replica does not claim and send it as well.
+      const renewal = this.timers.setInterval(
+        () =>
+          void this.store
+            .renew(claim, this.claimLeaseMs)
+            .catch((err: unknown) =>
+              this.logger.warn({ err: errorText(err), tier }, 'held alerts lease renewal failed'),
+            ),
+        Math.max(1000, this.claimLeaseMs / 2),
+      );
+      try {
+        await this.deliver(tier, reason, claim.alerts, claim.dropped);
+      } finally {
+        this.timers.clearInterval(renewal);
+      }
       await this.store.complete(claim);
       // Fewer than a full batch: the tier was emptied (what others hold under lease is theirs).
       if (claim.alerts.length < limit) return;

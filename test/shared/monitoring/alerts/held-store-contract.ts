@@ -119,6 +119,23 @@ export function describeHeldStoreContract(name: string, open: () => Promise<Held
       expect(new Set(claims.flatMap((c) => c.ids)).size).toBe(20);
     });
 
+    it('a renewed claim is not claimed by another owner; a renewal by an owner that lost the claim changes nothing', async () => {
+      const s1 = backend.store();
+      const s2 = backend.store();
+      await s1.hold(P2, heldRecord('a', P2), 10);
+      // Claimed with a lease already over, then renewed for an hour while the batch is on its way.
+      const slow = await s1.claim(P2, 'slow', 0, 10);
+      await s1.renew(slow, HOUR);
+      expect((await s2.claim(P2, 'm2', HOUR, 10)).alerts).toEqual([]);
+      // The lease runs out again; m2 takes the record (its own lease already over too).
+      await s1.renew(slow, 0);
+      const taken = await s2.claim(P2, 'm2', 0, 10);
+      expect(taken.alerts.map((x) => x.title)).toEqual(['a']);
+      // The old owner's renewal does not apply to a record it lost: m3 can take it.
+      await s1.renew(slow, HOUR);
+      expect((await s1.claim(P2, 'm3', HOUR, 10)).alerts.map((x) => x.title)).toEqual(['a']);
+    });
+
     it('a claim whose lease ran out is claimed again; the first owner completing then deletes nothing', async () => {
       const s1 = backend.store();
       const s2 = backend.store();

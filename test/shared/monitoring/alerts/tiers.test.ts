@@ -204,6 +204,34 @@ describe('TierAwareDispatcher', () => {
     expect(p2.titles()).toEqual([['x', 'y'], ['z']]);
   });
 
+  it('a digest still on its way when the next ones are due is not claimed and sent again', async () => {
+    const clock = new FakeClock(0, MON_0800_UTC);
+    const timers = new FakeTimers(clock);
+    const releases: Array<() => void> = [];
+    const sent: string[][] = [];
+    const slow: AlertChannel = {
+      name: 'slow',
+      send: (batch) => {
+        sent.push(batch.alerts.map((a) => a.title));
+        return new Promise<void>((resolve) => releases.push(resolve));
+      },
+    };
+    const d = new TierAwareDispatcher({ channels: { P2_DIGEST: [slow] }, clock, timers });
+    await d.sendAlert('x', 'm', 'low', { tier: 'P2_DIGEST' });
+    timers.advance(HOUR);
+    await settle();
+    expect(sent).toEqual([['x']]);
+    // Twelve more digests fall due (far beyond the claim's lease) while the first hangs.
+    timers.advance(12 * HOUR);
+    await settle();
+    expect(sent).toEqual([['x']]);
+    for (const release of releases.splice(0)) release();
+    await d.settled();
+    expect(sent).toEqual([['x']]);
+    expect(await d.pendingDigestCount()).toBe(0);
+    await d.shutdown();
+  });
+
   it('bounds the digest: the oldest are dropped and counted', async () => {
     const { dispatcher, p2 } = setup({ maxDigest: 3 });
     for (let i = 0; i < 5; i++) await dispatcher.sendAlert(`d${i}`, 'm', 'low', { tier: 'P2_DIGEST' });
