@@ -58,6 +58,7 @@ import { DatabaseSloStateStore } from './slo/database-store';
 import { DatabaseTargetStateStore } from './targets/store';
 import type { AlertStore } from './alerts/store';
 import { DatabaseAlertStore } from './alerts/database-store';
+import { DatabaseHeldAlertStore } from './alerts/held-database-store';
 import { InMemoryAlertStore } from './alerts/memory-store';
 import { AckLinks } from './oncall/ack-links';
 import { EscalationAcknowledger, EscalationEngine } from './oncall/escalation';
@@ -271,6 +272,9 @@ async function assembleMonitorApp(
       webhookBodies: alertWebhookBodies,
       notifier: (settings) => new NotificationClient(settings),
       store: alertStore,
+      // P1 alerts held outside business hours and P2 alerts waiting for the digest: in the
+      // database (a crash loses none; replicas send each once), or in memory.
+      ...(storage ? { heldStore: new DatabaseHeldAlertStore(storage.knex) } : {}),
     }),
   );
   const alertHub = alerts.hub;

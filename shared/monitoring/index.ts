@@ -31,6 +31,7 @@ export * from './http/health-provider';
 export * from './alerts/dispatcher';
 export * from './alerts/tiers';
 export * from './alerts/channels';
+export * from './alerts/held-store';
 export * from './alerts/tier-dispatcher';
 export * from './alerts/config';
 export * from './slo/slo';

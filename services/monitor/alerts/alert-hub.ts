@@ -59,6 +59,11 @@ export const DEFAULT_MAX_LISTENERS = 64;
 /** What routes an alert record onward (the library's TierAwareDispatcher). */
 export interface AlertRouter {
   dispatch(record: AlertRecord): Promise<void>;
+  /**
+   * True when `dispatch(record)` now would keep the record for later (a P1 alert outside business
+   * hours, a P2 alert) rather than send it: `raise` then answers only once it is kept.
+   */
+  holds?(record: AlertRecord): boolean;
   /** Sends what is held or accumulated; later alerts go out at once. */
   shutdown(): Promise<void>;
 }
@@ -357,7 +362,10 @@ export class AlertHub implements AlertDispatcherProtocol {
       sourceService: alert.sourceService,
     };
     ALERTS.set(record, kept);
-    void this.route(record);
+    const routing = this.route(record);
+    // A held alert is answered once it is kept (in the database, when the monitor has one), so an
+    // acknowledged alert survives a crash; one sent at once is not waited for (channels retry).
+    if (this.options.router.holds?.(record)) await routing;
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
     return { alert: kept, opened: triggered.opened };
@@ -550,9 +558,10 @@ export class AlertHub implements AlertDispatcherProtocol {
 
   /**
    * Clean shutdown (lifecycle area stop): open watches end with UnavailableError (clients reconnect
-   * elsewhere), listeners are dropped, and the dispatcher sends what it holds (held P1 alerts and the
-   * pending P2 digest) once the alerts on their way are through (the lifecycle's shutdown deadline
-   * bounds the wait). Alerts raised afterwards still go out at once. Safe to call more than once.
+   * elsewhere), listeners are dropped, and once the alerts on their way are through (the lifecycle's
+   * shutdown deadline bounds the wait) the dispatcher sends what it holds (held P1 alerts and the
+   * pending P2 digest) or, when they are in the database, keeps them for the next run or another
+   * replica. Safe to call more than once.
    */
   async stop(): Promise<void> {
     this.stopped = true;

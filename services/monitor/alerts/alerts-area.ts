@@ -1,7 +1,8 @@
 /**
  * The alerts area of the monitor, built from the `alerts` section: the tier-aware dispatcher with the
  * configured channels, the AlertHub every alert goes through, and CaptureException's counter. app.ts
- * registers it with the lifecycle (stop: held alerts flushed, the notification connections closed).
+ * registers it with the lifecycle (stop: held alerts sent, or kept when the database holds them; the
+ * notification connections closed).
  */
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';
@@ -10,6 +11,7 @@ import type { LifecyclePart } from '../../../shared/runtime/lifecycle';
 import type { AlertBatch, AlertChannel } from '../../../shared/monitoring/alerts/channels';
 import { WebhookChannel } from '../../../shared/monitoring/alerts/channels';
 import { createAlertDispatcher, webhookChannelOptions } from '../../../shared/monitoring/alerts/config';
+import type { HeldAlertStore } from '../../../shared/monitoring/alerts/held-store';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import type { MonitoringEventBus } from '../../../shared/monitoring/events/event-bus';
 import { AlertHub } from './alert-hub';
@@ -43,8 +45,13 @@ export interface AlertsAreaDeps {
   notifier: AlertNotifierFactory;
   /** Where the alert lifecycle keeps its state; default: in memory (`max_alerts_kept`). */
   store?: AlertStore;
-  /** This replica's name in the notification log (default: a random id). */
+  /** This replica's name in the notification log and the held alerts' leases (default: a random id). */
   replica?: string;
+  /**
+   * Where the dispatcher keeps held P1 and pending P2 alerts; default: in memory (lost with the
+   * process, sent at a clean stop). app.ts gives the database's when the monitor has one.
+   */
+  heldStore?: HeldAlertStore;
 }
 
 /** The built area. */
@@ -53,7 +60,10 @@ export interface AlertsArea {
   exceptions: ExceptionCapture;
   /** Runs the lifecycle's time rules every `lifecycle_interval_seconds` (app.ts: a worker). */
   ticker: LifecyclePart;
-  /** Lifecycle stop: flushes held alerts, then closes the channels' connections. */
+  /**
+   * Lifecycle stop: sends held alerts (memory store; a database store keeps them for the next run or
+   * another replica), then closes the channels' connections.
+   */
   stop(): Promise<void>;
 }
 
@@ -80,6 +90,8 @@ export function createAlertsArea(config: MonitorAlertsConfig, deps: AlertsAreaDe
     timers: deps.timers,
     events: deps.events,
     buildChannel,
+    ...(deps.heldStore ? { heldStore: deps.heldStore } : {}),
+    ...(deps.replica ? { owner: deps.replica } : {}),
   });
   const remind = silenceReminders(config, deps, logger, closers);
   const hub = new AlertHub({

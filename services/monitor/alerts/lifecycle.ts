@@ -308,7 +308,8 @@ export class AlertLifecycle {
   private async claimAlert(entry: AlertEntry, step: 'firing' | 'resolved'): Promise<boolean> {
     const key: NotificationKey = { groupKey: `alert:${entry.alert.id}`, receiver: CHANNELS_RECEIVER, step };
     if (!(await this.store.claimNotification(key, this.owner, this.claimLeaseMs))) return false;
-    // The row is marked sent once the alert is handed to the router, which retries on its own.
+    // The row is marked sent once the alert is handed to the router, which retries on its own (and
+    // keeps a held alert in its store, in the database when the monitor has one).
     await this.store.completeNotification(key, this.owner);
     if (step === 'firing') await this.store.markNotified(entry.alert.id);
     await this.store.addTimeline(entry.alert.id, {
@@ -320,7 +321,6 @@ export class AlertLifecycle {
     return true;
   }
 
-  /** Recomputes what mutes an open alert, records a change; true when it is muted now. */
   /**
    * Recomputes what mutes an open alert and records a change; true when it is muted now. With
    * `inhibition` `keep`, only silences are evaluated and a current inhibition stays (the periodic

@@ -10,6 +10,7 @@ import * as oncallEscalation from './20261128700000_oncall_escalation';
 import * as oncallInboundSms from './20261128800100_oncall_inbound_sms';
 import * as sloEvents from './20261128900000_slo_events';
 import * as targetHistory from './20261129100000_target_history';
+import * as heldAlerts from './20261129200000_held_alerts';
 
 /** Every monitor migration, oldest first. */
 export const monitorMigrations: readonly NamedMigration[] = [
@@ -19,6 +20,7 @@ export const monitorMigrations: readonly NamedMigration[] = [
   { name: '20261128800100_oncall_inbound_sms', ...oncallInboundSms },
   { name: '20261128900000_slo_events', ...sloEvents },
   { name: '20261129100000_target_history', ...targetHistory },
+  { name: '20261129200000_held_alerts', ...heldAlerts },
 ];
 
 /** The knex table that records which monitor migrations ran. */

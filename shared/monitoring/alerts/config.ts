@@ -18,6 +18,7 @@ import {
   type WebhookChannelOptions,
 } from './channels';
 import { severityRank } from './dispatcher';
+import type { HeldAlertStore } from './held-store';
 import { TierAwareDispatcher } from './tier-dispatcher';
 import { isValidTimeZone, parseClockTime } from '../../time/zone';
 import { ALERT_TIERS, type AlertTier, BusinessHours, WEEKDAYS } from './tiers';
@@ -187,6 +188,10 @@ export function createAlertDispatcher<
     timers?: Timers;
     events?: MonitoringEventBus;
     buildChannel?: AlertChannelBuilder<C>;
+    /** Where held P1 and pending P2 alerts are kept (default: in memory). */
+    heldStore?: HeldAlertStore;
+    /** The dispatcher's name in the held store's leases (default: a random id). */
+    owner?: string;
   } = {},
 ): TierAwareDispatcher {
   const logger = deps.logger ?? silentLogger();
@@ -218,5 +223,7 @@ export function createAlertDispatcher<
     clock: deps.clock,
     timers: deps.timers,
     events: deps.events,
+    ...(deps.heldStore ? { heldStore: deps.heldStore } : {}),
+    ...(deps.owner ? { owner: deps.owner } : {}),
   });
 }

@@ -6,10 +6,14 @@
  *   them held, and the held alerts are sent as one batch when business hours open.
  * - P2_DIGEST: accumulated and sent as one digest every `digestIntervalSeconds`.
  *
- * Held and accumulated alerts live in bounded buffers: at the bound the oldest alert is dropped and
+ * Held and accumulated alerts live in a HeldAlertStore (held-store.ts; in memory by default, a
+ * database for a service that has one), bounded per tier: at the bound the oldest alert is dropped and
  * counted, and the count travels with the next batch (`dropped`), so a reader knows alerts were lost.
- * `shutdown()` sends whatever is held or accumulated (reason `shutdown`), because an alert seen early
- * is better than one lost with the process.
+ * `route` resolves once a held alert is kept in the store. A batch is claimed (leased to this
+ * dispatcher), sent, then deleted, so replicas sharing a durable store send each held alert once (at
+ * least once when a replica dies between the send and the delete) and one digest per interval.
+ * `shutdown()` with the memory store sends whatever is held or accumulated (reason `shutdown`),
+ * because an alert seen early is better than one lost with the process; a durable store keeps them.
  *
  * Every alert is emitted as "alert triggered" on the event bus when it is raised (before routing), so
  * a held or accumulated alert is seen by listeners at once, whatever its channels (webhook, log).
@@ -20,7 +24,12 @@ import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } 
 import type { AlertChannel, AlertBatch, AlertBatchReason, AlertRecord } from './channels';
 import type { AlertContext, AlertDispatcherProtocol, AlertSeverity } from './dispatcher';
 import { metricAlertLogLevel } from './dispatcher';
+import { type HeldAlertStore, type HeldTier, MemoryHeldAlertStore, randomHeldOwner } from './held-store';
 import { AlertTier, type BusinessHours, resolveTier } from './tiers';
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
 
 /** Options of TierAwareDispatcher. */
 export interface TierAwareDispatcherOptions {
@@ -39,31 +48,19 @@ export interface TierAwareDispatcherOptions {
   logger?: Logger;
   /** Where "alert triggered" is emitted (default: the process bus, `monitoringEvents`). */
   events?: MonitoringEventBus;
+  /**
+   * Where held P1 and pending P2 alerts are kept (default: in memory, lost with the process). A
+   * durable store keeps them across a crash and shares them between replicas.
+   */
+  heldStore?: HeldAlertStore;
+  /** This dispatcher's name in the held store's leases (default: a random id). */
+  owner?: string;
+  /** How long a claimed batch is this dispatcher's before another may claim it (default 5 min). */
+  claimLeaseMs?: number;
 }
 
-/** A bounded queue that drops its oldest entry when full and counts the drops. */
-class DropOldestBuffer<T> {
-  private items: T[] = [];
-  dropped = 0;
-  constructor(readonly capacity: number) {}
-  push(item: T): void {
-    if (this.items.length >= this.capacity) {
-      this.items.shift();
-      this.dropped++;
-    }
-    this.items.push(item);
-  }
-  get size(): number {
-    return this.items.length;
-  }
-  /** Empties the buffer, returning its items and drop count. */
-  take(): { items: T[]; dropped: number } {
-    const out = { items: this.items, dropped: this.dropped };
-    this.items = [];
-    this.dropped = 0;
-    return out;
-  }
-}
+/** Default lease of a claimed batch: longer than a webhook channel's attempts and backoffs. */
+export const DEFAULT_HELD_CLAIM_LEASE_MS = 300_000;
 
 /** Routes alerts to channels by tier. */
 export class TierAwareDispatcher implements AlertDispatcherProtocol {
@@ -73,11 +70,22 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   private readonly timers: Timers;
   private readonly logger: Logger;
   private readonly events: MonitoringEventBus | undefined;
-  private readonly held: DropOldestBuffer<AlertRecord>;
-  private readonly digest: DropOldestBuffer<AlertRecord>;
+  private readonly store: HeldAlertStore;
+  private readonly owner: string;
+  private readonly claimLeaseMs: number;
+  private readonly maxHeld: number;
+  private readonly maxDigest: number;
+  private readonly digestIntervalMs: number;
   private readonly digestTimer: TimerHandle;
   private openingTimer: TimerHandle | undefined;
   private closed = false;
+  /** The batch of each tier on its way (see `sendHeld`). */
+  private readonly sending: Record<HeldTier, Promise<void>> = {
+    [AlertTier.P1_BUSINESS_HOURS]: Promise.resolve(),
+    [AlertTier.P2_DIGEST]: Promise.resolve(),
+  };
+  /** Releases and digests started by the timers, not yet through (see `settled`). */
+  private readonly background = new Set<Promise<void>>();
 
   constructor(options: TierAwareDispatcherOptions) {
     this.channels = options.channels;
@@ -86,22 +94,29 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.timers = options.timers ?? systemTimers;
     this.logger = options.logger ?? silentLogger();
     this.events = options.events;
-    this.held = new DropOldestBuffer(options.maxHeld ?? 1000);
-    this.digest = new DropOldestBuffer(options.maxDigest ?? 1000);
+    this.store = options.heldStore ?? new MemoryHeldAlertStore(this.clock);
+    this.owner = options.owner ?? randomHeldOwner();
+    this.claimLeaseMs = options.claimLeaseMs ?? DEFAULT_HELD_CLAIM_LEASE_MS;
+    this.maxHeld = options.maxHeld ?? 1000;
+    this.maxDigest = options.maxDigest ?? 1000;
+    this.digestIntervalMs = (options.digestIntervalSeconds ?? 3600) * 1000;
     this.digestTimer = this.timers.setInterval(
-      () => void this.flushDigest('digest'),
-      (options.digestIntervalSeconds ?? 3600) * 1000,
+      () => this.inBackground(this.digestTick()),
+      this.digestIntervalMs,
     );
+    // A durable store may hold alerts of an earlier run (a crash, a restart) or of another replica:
+    // release them at the next opening (at once when business hours are open now).
+    if (this.store.durable) this.scheduleOpening();
   }
 
-  /** Number of P1 alerts held until business hours open. */
-  get heldCount(): number {
-    return this.held.size;
+  /** Number of P1 alerts held until business hours open (in the store: every replica's, when shared). */
+  heldCount(): Promise<number> {
+    return this.store.count(AlertTier.P1_BUSINESS_HOURS);
   }
 
-  /** Number of P2 alerts waiting for the next digest. */
-  get pendingDigestCount(): number {
-    return this.digest.size;
+  /** Number of P2 alerts waiting for the next digest (in the store: every replica's, when shared). */
+  pendingDigestCount(): Promise<number> {
+    return this.store.count(AlertTier.P2_DIGEST);
   }
 
   async sendAlert(
@@ -149,56 +164,148 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     return this.route(alert);
   }
 
+  /**
+   * True when `dispatch(record)` now would keep the record in the held store (a P1 alert outside
+   * business hours, a P2 alert) rather than send it, so a caller can wait for it to be kept.
+   */
+  holds(record: AlertRecord): boolean {
+    if (this.closed && !this.store.durable) return false;
+    if (record.tier === AlertTier.P2_DIGEST) return true;
+    if (record.tier === AlertTier.P0_PAGE) return false;
+    return this.businessHours !== undefined && !this.businessHours.isOpen(this.clock.now());
+  }
+
+  /**
+   * Routes one alert; resolves once it is sent (P0, P1 within business hours) or kept in the held
+   * store (P1 outside business hours, P2), so the caller's "dispatched" means "kept".
+   */
   private async route(alert: AlertRecord): Promise<void> {
     emitAlertTriggered(
       { alert_name: alert.metric?.name ?? alert.title, severity: alert.severity },
       this.events,
     );
-    // After shutdown nothing would ever flush a buffer, so every tier goes out at once.
-    if (this.closed) return this.deliver(alert.tier, 'shutdown', [alert], 0);
+    // After shutdown nothing here would flush a memory store, so every tier goes out at once. A
+    // durable store keeps them for the next run or another replica (shutdown() says why).
+    if (this.closed && !this.store.durable) return this.deliver(alert.tier, 'shutdown', [alert], 0);
     switch (alert.tier) {
       case AlertTier.P0_PAGE:
         return this.deliver(alert.tier, 'immediate', [alert], 0);
       case AlertTier.P2_DIGEST:
-        this.digest.push(alert);
-        return;
+        return this.store.hold(AlertTier.P2_DIGEST, alert, this.maxDigest);
       default:
         if (!this.businessHours || this.businessHours.isOpen(this.clock.now())) {
-          // Held alerts (a timer that has not fired yet) go first, in order.
-          if (this.held.size > 0) await this.releaseHeld('business_hours_opened');
+          // Held alerts (a timer that has not fired yet, or a batch whose sender died) go first, in order.
+          await this.releaseHeld('business_hours_opened');
           return this.deliver(alert.tier, 'immediate', [alert], 0);
         }
-        this.held.push(alert);
-        this.scheduleOpening();
+        await this.store.hold(AlertTier.P1_BUSINESS_HOURS, alert, this.maxHeld);
+        if (!this.closed) this.scheduleOpening();
     }
   }
 
-  private scheduleOpening(): void {
-    if (this.openingTimer !== undefined || !this.businessHours) return;
+  /**
+   * Schedules the release of held P1 alerts at the next opening (now when open or without hours;
+   * with `afterWindow`, the opening after the current window). With a durable store the timer is
+   * always armed, at every opening: the store may hold alerts another replica (since gone) held.
+   */
+  private scheduleOpening(afterWindow = false): void {
+    if (this.openingTimer !== undefined) return;
     const now = this.clock.now();
-    const delay = Math.max(0, this.businessHours.nextOpening(now) - now);
-    this.openingTimer = this.timers.setTimeout(() => {
-      this.openingTimer = undefined;
-      void this.releaseHeld('business_hours_opened');
-    }, delay);
+    const hours = this.businessHours;
+    const at = hours ? (afterWindow ? hours.openingAfter(now) : hours.nextOpening(now)) : now;
+    this.openingTimer = this.timers.setTimeout(
+      () => {
+        this.openingTimer = undefined;
+        this.inBackground(
+          this.releaseHeld('business_hours_opened').catch((err: unknown) =>
+            this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
+          ),
+        );
+        if (this.store.durable && !this.closed && hours) this.scheduleOpening(true);
+      },
+      Math.max(0, at - now),
+    );
   }
 
-  /** Sends the held P1 alerts now, as one batch. */
+  private inBackground(work: Promise<void>): void {
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+
+  /** Resolves once the releases and digests its timers started are through (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
+  }
+
+  /** The digest timer: one digest per interval between the replicas sharing the store. */
+  private async digestTick(): Promise<void> {
+    try {
+      // A little slack, so a replica whose timer fires a moment early still takes its turn.
+      if (await this.store.takeFlushTurn(AlertTier.P2_DIGEST, this.digestIntervalMs * 0.9))
+        await this.flushDigest('digest');
+      // P1 alerts whose sender died after its claim are claimable again once the lease runs out;
+      // within business hours nothing else would release them before the next P1 alert.
+      if (this.store.durable && (!this.businessHours || this.businessHours.isOpen(this.clock.now())))
+        await this.releaseHeld('business_hours_opened');
+    } catch (err) {
+      this.logger.error({ err: errorText(err) }, 'alert digest failed');
+    }
+  }
+
+  /** Sends the held P1 alerts now, as one batch (one per `maxHeld` alerts). */
   async releaseHeld(reason: AlertBatchReason): Promise<void> {
-    const { items, dropped } = this.held.take();
-    if (items.length > 0 || dropped > 0)
-      await this.deliver(AlertTier.P1_BUSINESS_HOURS, reason, items, dropped);
+    await this.sendHeld(AlertTier.P1_BUSINESS_HOURS, reason, this.maxHeld);
   }
 
   /** Sends the accumulated P2 alerts now, as one digest. Nothing is sent when there is none. */
   async flushDigest(reason: AlertBatchReason = 'digest'): Promise<void> {
-    const { items, dropped } = this.digest.take();
-    if (items.length > 0 || dropped > 0) await this.deliver(AlertTier.P2_DIGEST, reason, items, dropped);
+    await this.sendHeld(AlertTier.P2_DIGEST, reason, this.maxDigest);
   }
 
   /**
-   * Clean shutdown: stops the timers and sends what is held or accumulated (reason `shutdown`).
-   * Alerts raised afterwards go out at once. Safe to call more than once.
+   * Claims the tier's held alerts, sends them, then deletes them from the store. One batch of a tier
+   * at a time in this dispatcher: a later release or digest waits for the one on its way, so it
+   * never claims that batch again (and held alerts keep their order).
+   */
+  private sendHeld(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+    const run = this.sending[tier].then(() => this.sendHeldNow(tier, reason, limit));
+    this.sending[tier] = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sendHeldNow(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+    for (;;) {
+      const claim = await this.store.claim(tier, this.owner, this.claimLeaseMs, limit);
+      if (claim.alerts.length === 0 && claim.dropped === 0) return;
+      // The lease is renewed while the batch is on its way (a webhook's attempts, one POST per alert
+      // of a large batch, can outlast it), so another replica does not claim and send it as well.
+      const renewal = this.timers.setInterval(
+        () =>
+          void this.store
+            .renew(claim, this.claimLeaseMs)
+            .catch((err: unknown) =>
+              this.logger.warn({ err: errorText(err), tier }, 'held alerts lease renewal failed'),
+            ),
+        Math.max(1000, this.claimLeaseMs / 2),
+      );
+      try {
+        await this.deliver(tier, reason, claim.alerts, claim.dropped);
+      } finally {
+        this.timers.clearInterval(renewal);
+      }
+      await this.store.complete(claim);
+      // Fewer than a full batch: the tier was emptied (what others hold under lease is theirs).
+      if (claim.alerts.length < limit) return;
+    }
+  }
+
+  /**
+   * Clean shutdown: stops the timers. With the memory store it sends what is held or accumulated
+   * (reason `shutdown`), because an alert seen early is better than one lost with the process, and
+   * alerts raised afterwards go out at once. With a durable store it sends nothing: the held alerts
+   * are kept, and the next run (or another replica on the same database) sends them at opening or
+   * with its digest; sending them here would page outside business hours, and send a replica pair's
+   * digest early, whenever one replica of several stops. Safe to call more than once.
    */
   async shutdown(): Promise<void> {
     if (this.closed) return;
@@ -206,6 +313,9 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.timers.clearInterval(this.digestTimer);
     if (this.openingTimer !== undefined) this.timers.clearTimeout(this.openingTimer);
     this.openingTimer = undefined;
+    // A batch being sent finishes (and is deleted) before the process goes.
+    await this.settled();
+    if (this.store.durable) return;
     await Promise.all([this.releaseHeld('shutdown'), this.flushDigest('shutdown')]);
   }
 

@@ -99,4 +99,15 @@ export class BusinessHours {
     // Unreachable with at least one open day; a day later is a safe answer.
     return epochMs + 1440 * MINUTE;
   }
+
+  /**
+   * The first opening after the business hours open at `epochMs` have closed (`nextOpening` when they
+   * are closed): when a release at opening schedules the next one.
+   */
+  openingAfter(epochMs: number): number {
+    let t = epochMs;
+    // One window lasts less than a day: at most 1,440 steps of a minute.
+    for (let step = 0; step <= 1440 && this.isOpen(t); step++) t += MINUTE;
+    return this.nextOpening(t);
+  }
 }

@@ -416,6 +416,30 @@ describe('AlertHub routing in the background', () => {
     expect(errors).toHaveLength(2);
   });
 
+  it('answers the raise of an alert the router holds only once the router has kept it', async () => {
+    const router = new HangingRouter();
+    const holding = Object.assign(router, { holds: (r: AlertRecord) => r.tier === 'P2_DIGEST' });
+    const h = new AlertHub({
+      router: holding,
+      recentSize: 5,
+      maxWatchers: 1,
+      watchBufferSize: 4,
+      defaultSource: 'm',
+    });
+    // Sent at once: answered while the channel hangs.
+    await h.raise({ kind: 'generic', title: 'page', severity: 'high', context: { tier: 'P0_PAGE' } });
+    let answered = false;
+    const held = h
+      .raise({ kind: 'generic', title: 'digest', severity: 'low', context: { tier: 'P2_DIGEST' } })
+      .then(() => (answered = true));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(router.records.map((r) => r.title)).toEqual(['page', 'digest']);
+    expect(answered).toBe(false);
+    router.release();
+    await held;
+    expect(answered).toBe(true);
+  });
+
   it('stop waits for the alerts on their way before the dispatcher flushes', async () => {
     const router = new HangingRouter();
     const h = new AlertHub({ router, recentSize: 5, maxWatchers: 1, watchBufferSize: 4, defaultSource: 'm' });

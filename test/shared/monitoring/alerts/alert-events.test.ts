@@ -55,7 +55,7 @@ describe('alert triggered events', () => {
     const d = new TierAwareDispatcher({ channels: {}, events: bus, timers, clock: new FakeClock() });
     await d.sendAlert('slo burn', 'fast burn', 'critical', { tier: 'P2_DIGEST' });
     await d.sendMetricAlert('errors', 10, 1, { tier: 'P0_PAGE' });
-    expect(d.pendingDigestCount).toBe(1);
+    expect(await d.pendingDigestCount()).toBe(1);
     expect(seen).toEqual([
       { alert_name: 'slo burn', severity: 'critical' },
       { alert_name: 'errors', severity: 'critical' },

@@ -85,6 +85,27 @@ describe('BusinessHours', () => {
     expect(paris.nextOpening(Date.UTC(2026, 0, 5, 9, 0))).toBe(Date.UTC(2026, 0, 5, 9, 0));
   });
 
+  it('finds the opening after the current window (the next release of a dispatcher that released at opening)', () => {
+    const utc = new BusinessHours({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      open: '09:00',
+      close: '17:00',
+    });
+    // Monday 09:00 (open) -> Tuesday 09:00; Friday 16:59 -> Monday 09:00; closed: the next opening.
+    expect(utc.openingAfter(Date.UTC(2026, 0, 5, 9, 0))).toBe(Date.UTC(2026, 0, 6, 9, 0));
+    expect(utc.openingAfter(Date.UTC(2026, 0, 9, 16, 59, 30))).toBe(Date.UTC(2026, 0, 12, 9, 0));
+    expect(utc.openingAfter(Date.UTC(2026, 0, 5, 20, 0))).toBe(Date.UTC(2026, 0, 6, 9, 0));
+    // Open every day, all day but the last minute.
+    const allDay = new BusinessHours({
+      time_zone: 'UTC',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'],
+      open: '00:00',
+      close: '23:59',
+    });
+    expect(allDay.openingAfter(Date.UTC(2026, 0, 5, 0, 0))).toBe(Date.UTC(2026, 0, 6, 0, 0));
+  });
+
   it('rejects an unknown time zone, malformed times and close before open', () => {
     expect(
       () => new BusinessHours({ time_zone: 'Mars/Olympus', days: ['mon'], open: '09:00', close: '17:00' }),
@@ -129,7 +150,7 @@ describe('TierAwareDispatcher', () => {
     await dispatcher.sendAlert('first', 'm', 'high', { tier: 'P1_BUSINESS_HOURS' });
     await dispatcher.sendAlert('second', 'm', 'medium', { tier: 'P1_BUSINESS_HOURS' });
     expect(p1.batches).toHaveLength(0);
-    expect(dispatcher.heldCount).toBe(2);
+    expect(await dispatcher.heldCount()).toBe(2);
     timers.advance(HOUR - 1);
     await settle();
     expect(p1.batches).toHaveLength(0);
@@ -137,7 +158,7 @@ describe('TierAwareDispatcher', () => {
     await settle();
     expect(p1.titles()).toEqual([['first', 'second']]);
     expect(p1.batches[0]!.reason).toBe('business_hours_opened');
-    expect(dispatcher.heldCount).toBe(0);
+    expect(await dispatcher.heldCount()).toBe(0);
   });
 
   it('holds P1 over the weekend until Monday opening', async () => {
@@ -155,7 +176,7 @@ describe('TierAwareDispatcher', () => {
   it('drops the oldest held P1 alert at the bound and reports the count with the release', async () => {
     const { dispatcher, timers, p1, lines } = setup({ maxHeld: 2 });
     for (const t of ['a', 'b', 'c']) await dispatcher.sendAlert(t, 'm', 'high');
-    expect(dispatcher.heldCount).toBe(2);
+    expect(await dispatcher.heldCount()).toBe(2);
     timers.advance(HOUR);
     await settle();
     expect(p1.titles()).toEqual([['b', 'c']]);
@@ -183,10 +204,38 @@ describe('TierAwareDispatcher', () => {
     expect(p2.titles()).toEqual([['x', 'y'], ['z']]);
   });
 
+  it('a digest still on its way when the next ones are due is not claimed and sent again', async () => {
+    const clock = new FakeClock(0, MON_0800_UTC);
+    const timers = new FakeTimers(clock);
+    const releases: Array<() => void> = [];
+    const sent: string[][] = [];
+    const slow: AlertChannel = {
+      name: 'slow',
+      send: (batch) => {
+        sent.push(batch.alerts.map((a) => a.title));
+        return new Promise<void>((resolve) => releases.push(resolve));
+      },
+    };
+    const d = new TierAwareDispatcher({ channels: { P2_DIGEST: [slow] }, clock, timers });
+    await d.sendAlert('x', 'm', 'low', { tier: 'P2_DIGEST' });
+    timers.advance(HOUR);
+    await settle();
+    expect(sent).toEqual([['x']]);
+    // Twelve more digests fall due (far beyond the claim's lease) while the first hangs.
+    timers.advance(12 * HOUR);
+    await settle();
+    expect(sent).toEqual([['x']]);
+    for (const release of releases.splice(0)) release();
+    await d.settled();
+    expect(sent).toEqual([['x']]);
+    expect(await d.pendingDigestCount()).toBe(0);
+    await d.shutdown();
+  });
+
   it('bounds the digest: the oldest are dropped and counted', async () => {
     const { dispatcher, p2 } = setup({ maxDigest: 3 });
     for (let i = 0; i < 5; i++) await dispatcher.sendAlert(`d${i}`, 'm', 'low', { tier: 'P2_DIGEST' });
-    expect(dispatcher.pendingDigestCount).toBe(3);
+    expect(await dispatcher.pendingDigestCount()).toBe(3);
     await dispatcher.flushDigest();
     expect(p2.titles()).toEqual([['d2', 'd3', 'd4']]);
     expect(p2.batches[0]!.dropped).toBe(2);
