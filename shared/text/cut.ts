@@ -99,3 +99,12 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 export function wellFormed(text: string): string {
   return text.replace(LONE_SURROGATE, '\ufffd');
 }
+
+/**
+ * Whether PostgreSQL can store `text`: no NUL (text and jsonb columns refuse it) and no lone
+ * surrogate (it has no UTF-8 form; jsonb refuses its escape). A caller's text with either is bad
+ * input to refuse with INVALID_ARGUMENT before it reaches a statement, which would fail as INTERNAL.
+ */
+export function isStorableText(text: string): boolean {
+  return !text.includes('\u0000') && wellFormed(text) === text;
+}

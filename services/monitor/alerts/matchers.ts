@@ -9,6 +9,7 @@
  * context value's length (1024), so the worst case of what remains is bounded.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
+import { isStorableText } from '../../../shared/text/cut';
 
 /** A matcher's operator. */
 export type MatchOp = '=' | '!=' | '=~' | '!~';
@@ -103,6 +104,11 @@ export function compileMatcher(m: LabelMatcher, field: string): CompiledMatcher 
   if ([...m.value].length > MATCHER_LIMITS.valueChars)
     throw new InvalidArgumentError(
       `${field}: value is longer than ${MATCHER_LIMITS.valueChars} characters`,
+      field,
+    );
+  if (!isStorableText(m.value))
+    throw new InvalidArgumentError(
+      `${field}: value must not contain NUL characters or broken text (a lone surrogate)`,
       field,
     );
   const name = m.name;
