@@ -46,6 +46,7 @@ import {
 } from './types';
 import { DeliveryWorker } from './worker';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { isStorableText, textLength } from '../../../shared/text/cut';
 
 export type { BackendLookup } from './routing';
 
@@ -168,8 +169,14 @@ function checkText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new InvalidArgumentError(`${field} is required`, field);
   }
-  if (value.length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
+  // Characters are code points, as everywhere a caller's text is counted (an emoji is one).
+  if (textLength(value, 'code_point') > max)
+    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  // A lone surrogate has no UTF-8 form: the driver would store U+FFFD in its place, so two different
+  // idempotency keys ("k\ud800", "k\udc00") would be one stored key and the second send a duplicate.
+  if (!isStorableText(value))
+    throw new InvalidArgumentError(`${field} must not contain broken text (a lone surrogate)`, field);
   return value;
 }
 

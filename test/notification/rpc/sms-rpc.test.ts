@@ -185,6 +185,12 @@ describe.each([
     ['body', { to: TO, body: '   ' }, 'body is required'],
     ['body', { to: TO, body: 'x'.repeat(1601) }, 'body is longer than 1600 characters'],
     ['body', { to: TO, body: 'a\u0000b' }, 'body contains control characters'],
+    // Characters are code points: 257 emoji are 257 characters (514 UTF-16 units).
+    [
+      'idempotency_key',
+      { to: TO, body: 'hi', idempotencyKey: '🚀'.repeat(257) },
+      'idempotency_key is longer than 256 characters',
+    ],
     ['backend', { to: TO, body: 'hi', backend: 'nope' }, 'unknown SMS backend "nope"'],
   ])(
     'bad %s is INVALID_ARGUMENT naming the field, nothing recorded or sent (%#)',
@@ -199,6 +205,14 @@ describe.each([
       expect(peer.requests).toHaveLength(0);
     },
   );
+
+  test('an idempotency key of 256 emoji (256 characters, 512 UTF-16 units) is accepted and dedups', async () => {
+    const key = '🚀'.repeat(256);
+    const first = await sendSms(n, { to: TO, body: 'emoji key', idempotencyKey: key });
+    const again = await sendSms(n, { to: TO, body: 'emoji key', idempotencyKey: key });
+    expect(again.deliveryId).toBe(first.deliveryId);
+    await final(n, first.deliveryId);
+  });
 
   test('bad input over Connect is invalid_argument (HTTP 400) too', async () => {
     let err: ConnectError | undefined;
