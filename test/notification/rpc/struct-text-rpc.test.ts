@@ -1,9 +1,9 @@
 /**
  * Free-form JSON objects (`google.protobuf.Struct`: inbox metadata, push template data, user
- * attributes) sent as Connect JSON, the way a stranger's curl sends them. Connect's JSON parser
+ * attributes, Notify data) sent as Connect JSON, the way a stranger's curl sends them. Connect's JSON parser
  * refuses a lone surrogate in a string field, but a Struct's values and keys reach the service as
  * they are, and PostgreSQL's jsonb refuses a lone surrogate (`"\ud800"`) and a NUL: found by the
- * black-box probe (C-probe-log.md), where both answered HTTP 500 `internal`. The app runs on the
+ * black-box probe (C-probe-log.md), where they answered HTTP 500 `internal`. The app runs on the
  * embedded database so the stores are the ones that would fail.
  */
 import { startNotificationApp, type RunningNotificationApp } from '../../support/notification-app';
@@ -79,6 +79,26 @@ describe('a Struct with a lone surrogate or a NUL, over Connect JSON', () => {
       },
     });
   });
+
+  test.each(UNSTORABLE)(
+    'NotifyService/Notify data %s, to a topic or scheduled, is 400 invalid_argument',
+    async (struct) => {
+      expect((await post('UserService/UpsertUser', '{"user_id":"probe"}')).status).toBe(200);
+      expect(
+        (await post('UserService/SubscribeTopic', '{"topic":"probe-topic","user_ids":["probe"]}')).status,
+      ).toBe(200);
+      for (const target of ['"topic":"probe-topic"', '"user_id":"probe","delay":"3600s"']) {
+        const { status, body } = await post(
+          'NotifyService/Notify',
+          `{${target},"category":"orders","data":${struct}}`,
+        );
+        expect({ status, body }).toEqual({
+          status: 400,
+          body: { code: 'invalid_argument', message: 'data must not contain NUL characters or broken text' },
+        });
+      }
+    },
+  );
 
   test('nothing was stored, and a whole emoji pair (`\\ud83d\\ude00`) is stored as text', async () => {
     const ok = await post(
