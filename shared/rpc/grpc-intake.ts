@@ -7,16 +7,21 @@
  *   the client stops sending). Nothing of its body is read beyond the HTTP/2 flow-control window.
  * - Size: the request's length prefix (the first five bytes) is checked against its method's limit
  *   before the message is collected; grpc-js's own `grpc.max_receive_message_length` is the largest
- *   method limit, so only the methods that need it accept large messages.
+ *   method limit, so only the methods that need it accept large messages. A compressed message
+ *   (`grpc-encoding: gzip`) is small on the wire whatever it inflates to, so the call's own bound on
+ *   decompression (grpc-js's `maxReceiveMessageSize` of the base call) is lowered to its method's
+ *   limit: a 100 KB gzip bomb sent to a 4 MiB method stops at 4 MiB, not at the largest method's
+ *   limit (36 MB with the default mailer), which 20 such calls turned into 700 MB of memory.
  * - Bytes in flight: every chunk read is taken from the server's `RequestBudget` and given back when
  *   the call ends; a chunk that does not fit refuses its call with RESOURCE_EXHAUSTED.
  *
  * An admitted call's verdict (its token's name) is handed on to the handler's context (`admittedKey`),
  * so the token is checked once per call.
  *
- * The interceptor reaches the call's HTTP/2 stream through grpc-js's base call (an internal field).
- * If a grpc-js release moves it, every call is refused with INTERNAL and the cause logged, never
- * served unguarded; the tests see it at once.
+ * The interceptor reaches the call's HTTP/2 stream and its decompression bound through grpc-js's
+ * base call (internal fields `stream` and `maxReceiveMessageSize`). If a grpc-js release moves
+ * either, every call is refused with INTERNAL and the cause logged, never served unguarded; the
+ * tests see it at once.
  */
 import { constants as http2 } from 'node:http2';
 import type { ServerHttp2Stream } from 'node:http2';
@@ -47,17 +52,28 @@ const PREFIX_BYTES = 5;
 
 const GRPC_JS_CHANGED = new ConnectError('internal error', Code.Internal);
 
-/** The HTTP/2 stream under a grpc-js call (`BaseServerInterceptingCall.stream`). */
-function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
+/** What the intake uses of grpc-js's `BaseServerInterceptingCall` (internal fields). */
+interface BaseCall {
+  stream: ServerHttp2Stream;
+  /** The bound grpc-js puts on a message's decompressed size (`decompressMessage`). */
+  maxReceiveMessageSize: number;
+}
+
+/** grpc-js's base call under a call, when it still has the fields the intake uses. */
+function baseCallOf(call: ServerInterceptingCallInterface): BaseCall | undefined {
   let at: unknown = call;
   for (let depth = 0; depth < 16 && at !== null && typeof at === 'object'; depth++) {
-    const { stream, nextCall } = at as { stream?: unknown; nextCall?: unknown };
+    const { stream, nextCall, maxReceiveMessageSize } = at as {
+      stream?: unknown;
+      nextCall?: unknown;
+      maxReceiveMessageSize?: unknown;
+    };
     if (
       stream !== null &&
       typeof stream === 'object' &&
       typeof (stream as ServerHttp2Stream).close === 'function'
     )
-      return stream as ServerHttp2Stream;
+      return typeof maxReceiveMessageSize === 'number' ? (at as BaseCall) : undefined;
     at = nextCall;
   }
   return undefined;
@@ -86,7 +102,8 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
   let warned = false;
   return (method, call) => {
     const path = method.path;
-    const stream = http2StreamOf(call);
+    const base = baseCallOf(call);
+    const stream = base?.stream;
     const share = budget.share();
     let done = false;
     let caller: string | undefined;
@@ -101,8 +118,10 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
       if (stream && !stream.closed) stream.close(http2.NGHTTP2_NO_ERROR);
     };
 
-    if (stream) {
+    if (base && stream) {
       const limit = opts.limitOf(path);
+      // Decompression stops at this method's limit (RESOURCE_EXHAUSTED), as the length prefix does.
+      base.maxReceiveMessageSize = limit;
       let prefix: Buffer | undefined;
       let prefixRead = 0;
       // First among the stream's listeners: a chunk refused here never reaches grpc-js's decoder
@@ -137,7 +156,10 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
         next({
           onReceiveMetadata: (metadata, nextMetadata) => {
             if (!stream) {
-              if (!warned) logger.error('grpc-js changed: a call has no HTTP/2 stream; refusing calls');
+              if (!warned)
+                logger.error(
+                  'grpc-js changed: a call has no HTTP/2 stream or message size bound; refusing calls',
+                );
               warned = true;
               return refuse(GRPC_JS_CHANGED);
             }

@@ -10,7 +10,8 @@
  * - A watch without a cursor starts with a `live` frame carrying the current cursor; a watch after a
  *   cursor replays from the log, then carries on live: no gap, no duplicate (by seq). A cursor older
  *   than the log's horizon for the watch (what retention or erasure removed) gets a `reset` frame,
- *   never a silent jump, then continues from the reset's cursor.
+ *   never a silent jump, then continues from the reset's cursor; so does a cursor past the log's
+ *   newest seq (never handed out by this log: made up, or from a wiped database), at the newest seq.
  * - Each watcher has a bounded buffer (CatchUpBuffer) and the hub reads at most what the emptiest one
  *   can take. A full buffer marks its watcher behind (emptied: everything is in the log) and its reader
  *   catches up from the log by itself; only a reader that has not asked for an event for `stallMs`
@@ -287,6 +288,15 @@ export class LiveHub<E extends LoggedEvent, W> {
       } else {
         last = after;
         watcher.behind = true;
+        // A cursor past the channel's newest seq was never handed out by this log (made up, or kept
+        // from a database since wiped or a user since erased). Replaying "after" it would skip in
+        // silence every event up to it: a reset at the newest seq says so, then the watch goes on.
+        const latest = await this.events.latestSeq(channel.key);
+        if (after > latest) {
+          last = latest;
+          if (watcher.closed) return;
+          yield { type: 'reset', seq: latest };
+        }
       }
       for (;;) {
         const next = await watcher.next(this.now);

@@ -108,3 +108,19 @@ export function wellFormed(text: string): string {
 export function isStorableText(text: string): boolean {
   return !text.includes('\u0000') && wellFormed(text) === text;
 }
+
+// In JSON text, a NUL or lone-surrogate escape not itself escaped (`\\u0000` is a literal backslash
+// followed by `u0000`, which is storable).
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+
+/**
+ * Whether `json`, the output of `JSON.stringify`, holds text PostgreSQL's jsonb refuses: a NUL or a
+ * lone surrogate, anywhere, keys included. `JSON.stringify` writes a surrogate pair as itself and
+ * escapes only a lone half (`\ud800`), so a `\ud8..`-`\udf..` escape in its output is always a lone
+ * one. A caller's free-form JSON object (a `google.protobuf.Struct` over Connect JSON can carry
+ * `"\ud800"`) is checked with this before it is stored: jsonb would fail the whole statement, and
+ * the caller would get INTERNAL for its own bad input.
+ */
+export function hasUnstorableText(json: string): boolean {
+  return UNSTORABLE_ESCAPE.test(json);
+}

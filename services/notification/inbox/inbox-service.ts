@@ -5,6 +5,7 @@
 import { isUuid, newId } from '../../../shared/runtime/ids';
 import { pageSize } from '../../../shared/storage/page-size';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
+import { hasUnstorableText } from '../../../shared/text/cut';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxConfig } from './config';
@@ -127,9 +128,10 @@ export class InboxService implements InboxServiceContract {
         'metadata',
       );
     }
-    // PostgreSQL's jsonb cannot hold NUL; refuse it here for both stores alike.
-    if (json.includes('\\u0000')) {
-      throw new InvalidArgumentError('metadata must not contain NUL characters', 'metadata');
+    // PostgreSQL's jsonb cannot hold NUL nor a lone surrogate (Connect JSON can carry `"\ud800"` in
+    // a Struct): refuse them here, for both stores alike, instead of failing the insert (INTERNAL).
+    if (hasUnstorableText(json)) {
+      throw new InvalidArgumentError('metadata must not contain NUL characters or broken text', 'metadata');
     }
     // A JSON round trip, so both stores keep exactly what a database would.
     return JSON.parse(json) as Record<string, unknown>;

@@ -15,6 +15,7 @@ import { isUuid, newId } from '../../../shared/runtime/ids';
 import { isDomainError } from '../../../shared/errors';
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
+import { hasUnstorableText } from '../../../shared/text/cut';
 import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
@@ -192,6 +193,12 @@ export class Notifier {
     const dataJson = JSON.stringify(data);
     if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) {
       throw new InvalidArgumentError(`data is larger than ${MAX_DATA_BYTES} bytes`, 'data');
+    }
+    // A topic job and a scheduled notification keep `data` in jsonb, which refuses a NUL or a lone
+    // surrogate (Connect JSON carries `"\ud800"` in a Struct): refused here for every target and time,
+    // not an INTERNAL failed insert (nor a channel failing on the rendered text).
+    if (hasUnstorableText(dataJson)) {
+      throw new InvalidArgumentError('data must not contain NUL characters or broken text', 'data');
     }
     const dueAt = this.dueTime(input);
     // send_at / delay are part of the request (only when given: earlier hashes stay the same).

@@ -7,7 +7,7 @@
  */
 import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../../shared/errors';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import { cutText } from '../../../shared/text/cut';
+import { cutText, hasUnstorableText } from '../../../shared/text/cut';
 import { decodeTextKeyToken, encodeTextKeyToken } from '../../../shared/storage/keyset-token';
 import { pageSize } from '../../../shared/storage/page-size';
 import { NOTIFY_CHANNELS, type NotifyChannel, type NotifyConfig } from '../notify/config';
@@ -186,6 +186,11 @@ export class TemplateCatalog {
     else if (Array.isArray(value)) value.forEach((v, i) => this.checkData(v, `${field}[${i}]`, depth + 1));
     else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) this.checkData(v, `${field}.${k}`, depth + 1);
+    }
+    // The values' sources are checked above; a key with a NUL, or a lone surrogate anywhere (Connect
+    // JSON carries `"\ud800"` in a Struct), would fail the jsonb write with INTERNAL instead.
+    if (depth === 0 && hasUnstorableText(JSON.stringify(value))) {
+      throw new InvalidArgumentError(`${field} must not contain NUL characters or broken text`, field);
     }
   }
 

@@ -3,7 +3,7 @@
  * normal form they store. Every refusal is InvalidArgumentError naming the field.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
-import { textLength } from '../../../shared/text/cut';
+import { hasUnstorableText, textLength } from '../../../shared/text/cut';
 import { resolveTimeZone } from '../../../shared/time/zone';
 import { parseMailbox } from '../channels/email/mailable';
 import { normaliseRecipient } from '../delivery/suppression';
@@ -22,8 +22,6 @@ const TOPIC = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_LOCALE_LENGTH = 64;
 /** Longest IANA zone name accepted. */
 const MAX_TIME_ZONE_LENGTH = 64;
-/** In JSON text, a NUL or lone-surrogate escape not itself escaped (`\\u0000` is a literal backslash). */
-const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 
 /** The user id rule: 1 to `max` code points, no control characters, well-formed text. */
 export function checkUserId(userId: unknown, max: number, field = 'user_id'): string {
@@ -133,7 +131,7 @@ export function checkAttributes(attributes: unknown, maxBytes: number): Record<s
   if (Buffer.byteLength(text, 'utf8') > maxBytes) {
     throw new InvalidArgumentError(`attributes must be at most ${maxBytes} bytes as JSON`, 'attributes');
   }
-  if (UNSTORABLE_ESCAPE.test(text)) {
+  if (hasUnstorableText(text)) {
     throw new InvalidArgumentError('attributes must not contain NUL characters or broken text', 'attributes');
   }
   // Stored as its JSON round trip (no undefined, no functions, no class instances).

@@ -219,6 +219,28 @@ export function describeInboxContract(name: string, open: () => Promise<Contract
         expect(await service.countUnread(user)).toBe(0);
       });
 
+      it('when metadata holds a NUL or a lone surrogate (jsonb refuses both), send throws InvalidArgumentError', async () => {
+        const { service } = await make();
+        const user = newUser();
+        // Connect JSON carries `"\ud800"` in a Struct as it is; a key is checked as much as a value.
+        for (const metadata of [{ k: 'a\ud800b' }, { k: '\udc00' }, { 'a\ud83d': 1 }, { 'k\u0000': 1 }]) {
+          await expect(service.send({ userId: user, title: 't', body: 'b', metadata })).rejects.toMatchObject(
+            {
+              code: 'INVALID_ARGUMENT',
+              field: 'metadata',
+            },
+          );
+        }
+        // A whole pair is text, and an escaped backslash before `u0000` is not a NUL.
+        const kept = { emoji: '😀', literal: '\\u0000 and \\ud800' };
+        await expect(
+          service.send({ userId: user, title: 't', body: 'b', metadata: kept }),
+        ).resolves.toMatchObject({
+          metadata: kept,
+        });
+        expect(await service.countUnread(user)).toBe(1);
+      });
+
       it('when a text field holds a NUL character, send throws InvalidArgumentError', async () => {
         const { service } = await make();
         await expect(service.send({ userId: newUser(), title: 'a\u0000', body: '' })).rejects.toBeInstanceOf(

@@ -3,6 +3,7 @@
  * pipeline, a real SMTP peer and an SMS peer); the users, preferences and templates ports are fakes
  * (fakes.ts) until those areas are merged.
  */
+import type { JsonObject } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { randomUUID } from 'node:crypto';
 import {
@@ -184,6 +185,16 @@ describe('Notify for a user', () => {
     );
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.rawMessage).toContain('data');
+  });
+
+  it('data with a NUL or a lone surrogate (jsonb refuses both) is INVALID_ARGUMENT naming data', async () => {
+    const userId = newUserId();
+    h.directory.add({ userId });
+    for (const bad of [{ author: 'a\ud800' }, { 'k\u0000': 'v' }, { text: ['\udc00'] }] as JsonObject[]) {
+      const err = await refusal(h.notify.notify({ userId, category: 'comments', data: { ...data, ...bad } }));
+      expect(err.code).toBe(Code.InvalidArgument);
+      expect(err.rawMessage).toBe('data must not contain NUL characters or broken text');
+    }
   });
 
   it('the same key and content returns the same notification and sends nothing again; other content is ALREADY_EXISTS', async () => {

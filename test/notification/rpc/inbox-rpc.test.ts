@@ -209,6 +209,25 @@ describe('WatchInbox', () => {
     expect(resumed.events.map((e) => e.message?.title)).toEqual(['two', 'three', 'four']);
   });
 
+  test('a cursor past the end of the log (made up, or from a wiped database) gets RESET with the unread count, then every new event', async () => {
+    // Found by the black-box probe: the stream stayed silent and dropped every new event as "not after
+    // the cursor".
+    await send('oscar', 'before');
+    const w = watch('oscar', '1000000');
+    await waitFor(() => w.events.length >= 1);
+    await send('oscar', 'after');
+    await waitFor(() => w.events.length >= 2);
+    w.call.cancel();
+    expect(w.events.map((e) => [e.type, e.unreadCount])).toEqual([
+      [InboxEventType.RESET, 1],
+      [InboxEventType.SENT, 2],
+    ]);
+    // The reset's cursor is the log's real end, so a resume from it loses nothing.
+    expect(Number(w.events[0]!.cursor)).toBeLessThan(1_000_000);
+    expect(Number(w.events[1]!.cursor)).toBeGreaterThan(Number(w.events[0]!.cursor));
+    expect(w.events[1]!.message!.title).toBe('after');
+  });
+
   test('the same stream works over Connect for browsers and HTTP clients', async () => {
     await waitFor(() => n.app.inboxHub.watcherCount === 0);
     const controller = new AbortController();

@@ -79,6 +79,30 @@ describe('TemplateCatalog validation', () => {
     expect(big).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.data' });
   });
 
+  test('Push data with a NUL key or a lone surrogate anywhere is INVALID_ARGUMENT (jsonb refuses both)', async () => {
+    const { catalog } = buildTemplates();
+    for (const data of [
+      { 'k\u0000': 'v' },
+      { k: 'a\ud800' },
+      { '\udc00': 'v' },
+      { k: { deep: ['\ud83d'] } },
+    ]) {
+      const err = await errorOf(() =>
+        catalog.upsert({ category: 'orders', channel: 'push', locale: 'en', content: { title: 't', data } }),
+      );
+      expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.data' });
+      expect(err.message).toContain('NUL characters or broken text');
+    }
+    // A whole emoji is text.
+    const { created } = await catalog.upsert({
+      category: 'orders',
+      channel: 'push',
+      locale: 'en',
+      content: { title: 't', data: { '😀': '📦 {{ data.id }}' } },
+    });
+    expect(created).toBe(true);
+  });
+
   test('At max_templates a new template is RESOURCE_EXHAUSTED; get/delete of an absent one NOT_FOUND', async () => {
     const { catalog } = buildTemplates({ max_templates: 2 });
     await catalog.upsert({ category: 'orders', channel: 'sms', locale: 'en', content: { text: 'x' } });

@@ -43,6 +43,8 @@ export type EchoServerOptions = Partial<
   impl?: EchoServiceImpl;
   /** The echo service's scope table. */
   scopes?: RegistrationOptions<typeof EchoService>['scopes'];
+  /** Echo methods that accept more than `maxRequestBytes`, bytes by method. */
+  methodMaxRequestBytes?: RegistrationOptions<typeof EchoService>['maxRequestBytes'];
 };
 
 export interface EchoHarness {
@@ -78,7 +80,12 @@ export async function startEchoServer(opts: EchoServerOptions = {}): Promise<Ech
     ...(opts.maxInFlightRequestBytes !== undefined
       ? { maxInFlightRequestBytes: opts.maxInFlightRequestBytes }
       : {}),
-    services: [registration(EchoService, impl, opts.scopes ? { scopes: opts.scopes } : {})],
+    services: [
+      registration(EchoService, impl, {
+        ...(opts.scopes ? { scopes: opts.scopes } : {}),
+        ...(opts.methodMaxRequestBytes ? { maxRequestBytes: opts.methodMaxRequestBytes } : {}),
+      }),
+    ],
     ...(opts.onUnexpectedError ? { onUnexpectedError: opts.onUnexpectedError } : {}),
   });
   const ports = await server.start();

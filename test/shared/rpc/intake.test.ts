@@ -2,9 +2,13 @@
  * What both ports decide before they read a request (issue 22): scopes of named API tokens, and the
  * one budget of request bytes held at once by all calls of both ports.
  */
+import * as http2 from 'node:http2';
+import { gzipSync } from 'node:zlib';
+import { create, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
+import { EchoRequestSchema } from '../../../shared/gen/svc/testing/v1/echo_pb';
 import { unary } from '../../support/grpc-clients';
 import { capturingLogger, startEchoServer, type EchoHarness } from './harness';
 
@@ -146,5 +150,70 @@ describe('request bytes in flight', () => {
     await held;
     const ok = await fetch(`${h.baseUrl}/upload`, { method: 'POST', body: Buffer.alloc(150 * KIB) });
     expect(await ok.text()).toBe(String(150 * KIB));
+  });
+});
+
+describe('a compressed request message', () => {
+  // Echo takes 64 KiB; EchoStream is raised to 8 MiB, so grpc-js's own bound (the largest method
+  // limit) is 8 MiB. Found by the black-box probe: a ~100 KB gzip bomb inflated to the largest
+  // method's limit whatever method it was sent to.
+  let h: EchoHarness;
+  beforeAll(async () => {
+    h = await startEchoServer({
+      maxRequestBytes: 64 * KIB,
+      methodMaxRequestBytes: { echoStream: 8192 * KIB },
+    });
+  });
+  afterAll(() => h.close());
+
+  /** One gRPC call over raw HTTP/2 with a gzip-compressed message (`grpc-encoding: gzip`). */
+  async function gzipCall(method: string, message: Uint8Array): Promise<{ status: string; details: string }> {
+    const compressed = gzipSync(message);
+    const frame = Buffer.alloc(5 + compressed.length);
+    frame.writeUInt8(1, 0);
+    frame.writeUInt32BE(compressed.length, 1);
+    compressed.copy(frame, 5);
+    const session = http2.connect(`http://${h.grpcAddress}`);
+    try {
+      return await new Promise((resolve, reject) => {
+        const headers: Record<string, string> = {};
+        const call = session.request({
+          ':method': 'POST',
+          ':path': `/svc.testing.v1.EchoService/${method}`,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          'grpc-encoding': 'gzip',
+        });
+        call.on('response', (h) => Object.assign(headers, h));
+        call.on('trailers', (t) => Object.assign(headers, t));
+        call.on('data', () => undefined);
+        call.on('error', reject);
+        call.on('close', () =>
+          resolve({
+            status: String(headers['grpc-status']),
+            details: decodeURIComponent(String(headers['grpc-message'] ?? '')),
+          }),
+        );
+        call.end(frame);
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  test("inflates only up to its method's limit: beyond it RESOURCE_EXHAUSTED at that limit, not the largest method's", async () => {
+    // 16 MiB of one letter is about 16 KB gzipped: far below the limit on the wire.
+    const bomb = toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: 'x'.repeat(16384 * KIB) }));
+    const { status, details } = await gzipCall('Echo', bomb);
+    expect(status).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
+    // Decompression stopped at Echo's 64 KiB, not at EchoStream's 8 MiB (grpc-js's own bound).
+    expect(details).toContain(String(64 * KIB));
+    expect(details).not.toContain(String(8192 * KIB));
+  });
+
+  test('within its limit a compressed message is served as before', async () => {
+    const message = 'y'.repeat(32 * KIB);
+    const ok = await gzipCall('Echo', toBinary(EchoRequestSchema, create(EchoRequestSchema, { message })));
+    expect(ok.status).toBe(String(grpc.status.OK));
   });
 });

@@ -7,7 +7,7 @@
 import { InvalidArgumentError, ResourceExhaustedError } from '../../../shared/errors';
 import { LiveHub, type LiveFrame, type LiveHubOptions } from '../../../shared/streams/live-hub';
 import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
-import { waitFor } from '../../support/wait';
+import { notHung, waitFor } from '../../support/wait';
 import { TEST_HUB_OPTIONS, take } from './support';
 
 type Frame = LiveFrame<MemoryLogEvent<string>>;
@@ -90,6 +90,20 @@ describe('LiveHub', () => {
     expect(describeFrame((await it.next()).value)).toBe('reset@10');
     log.append('a', 'e11');
     expect((await take(it, 1)).map(describeFrame)).toEqual(['11:e11']);
+  });
+
+  it('when a cursor is past the log end (never handed out: made up, or from a wiped database), the watch gets a reset at the log end, then every new event', async () => {
+    const log = new MemoryEventLog<string>(100);
+    for (let i = 1; i <= 3; i++) log.append('a', `e${i}`);
+    const hub = hubOver(log);
+    const watch = hub.watch({ channel: 'a', watch: null, capKey: 'k', after: '1000000' });
+    const it = watch[Symbol.asyncIterator]();
+    // Found by the black-box probe: without the reset the watch said nothing, and e4 and e5 were
+    // dropped as "not after the cursor".
+    expect(describeFrame((await notHung(it.next(), 'the first frame')).value)).toBe('reset@3');
+    log.append('a', 'e4');
+    log.append('a', 'e5');
+    expect((await take(it, 2)).map(describeFrame)).toEqual(['4:e4', '5:e5']);
   });
 
   it('when events the reader has not seen are erased, a resume from before them gets a reset, never a silent gap', async () => {

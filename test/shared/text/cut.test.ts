@@ -3,7 +3,7 @@
  * leaves half of a surrogate pair, whatever the position of the emoji, CJK or RTL text.
  */
 import fc from 'fast-check';
-import { cutText, textLength, wellFormed } from '../../../shared/text/cut';
+import { cutText, hasUnstorableText, textLength, wellFormed } from '../../../shared/text/cut';
 import { safeText } from '../../../services/notification/channels/outcome-table';
 import { MAX_REASON_LENGTH, sanitizeReason } from '../../../services/notification/delivery/worker';
 import { maskRecipient } from '../../../services/notification/delivery/mask';
@@ -150,5 +150,16 @@ describe('every cut of provider and error text', () => {
     const masked = maskRecipient('push', token);
     expect(isWellFormed(masked)).toBe(true);
     expect(masked).toBe('😀😀tt…tt😀😀');
+  });
+});
+
+describe('hasUnstorableText', () => {
+  test('finds a NUL or a lone surrogate in JSON.stringify output, keys included; a pair or an escaped backslash is text', () => {
+    for (const value of [{ k: 'a\u0000' }, { k: '\ud800' }, { k: 'x\udfff' }, { 'k\ud83d': 1 }, ['\udc00']]) {
+      expect(hasUnstorableText(JSON.stringify(value))).toBe(true);
+    }
+    for (const value of [{ k: '😀' }, { k: '\\u0000' }, { k: '\\ud800' }, { k: '\\\\' }, { k: '\u0001' }]) {
+      expect(hasUnstorableText(JSON.stringify(value))).toBe(false);
+    }
   });
 });
