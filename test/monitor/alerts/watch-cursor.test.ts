@@ -2,7 +2,8 @@
  * WatchAlerts resumes by cursor, over a real grpc-js client against the monitor running in-process:
  * every alert carries its cursor; a stream opened after a cursor replays the kept alerts after it,
  * then goes live, with no gap and no duplicate; a cursor older than what is kept
- * (`alerts.recent_size`) gets a reset response first; a malformed one is INVALID_ARGUMENT.
+ * (`alerts.recent_size`), or past the newest alert, gets a reset response first; a malformed one is
+ * INVALID_ARGUMENT.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { WatchAlertsResponse } from '../../../shared/gen/svc/monitor/v1/monitor_pb';
@@ -79,6 +80,26 @@ describe('WatchAlerts with a cursor', () => {
     expect(resumed.responses.map(describeResponse)).toEqual([
       `reset@${newest}`,
       `after reset@${Number(newest) + 1}`,
+    ]);
+    resumed.call.cancel();
+    await waitFor(() => m.app.alerts.hub.watcherCount === 0, 'the watchers to leave');
+  });
+
+  it('when the cursor is past the newest alert (never handed out: a wiped database), a reset at the newest cursor comes first, then live alerts', async () => {
+    const probe = watch(m, {});
+    await waitFor(() => m.app.alerts.hub.watcherCount === 1, 'the probe watcher');
+    await send(m, 'before the future cursor');
+    await waitFor(() => probe.responses.length === 1, 'the alert');
+    const newest = probe.responses[0]!.cursor;
+    probe.call.cancel();
+
+    const resumed = watch(m, { afterCursor: '1000000' });
+    await waitFor(() => resumed.responses.length === 1, 'the reset');
+    await send(m, 'after a future cursor 🚀');
+    await waitFor(() => resumed.responses.length === 2, 'the live alert');
+    expect(resumed.responses.map(describeResponse)).toEqual([
+      `reset@${newest}`,
+      `after a future cursor 🚀@${Number(newest) + 1}`,
     ]);
     resumed.call.cancel();
     await waitFor(() => m.app.alerts.hub.watcherCount === 0, 'the watchers to leave');

@@ -1561,8 +1561,9 @@ export type WatchAlertsResponse = Message<"svc.monitor.v1.WatchAlertsResponse"> 
   cursor: string;
 
   /**
-   * True when `after_cursor` is older than what the monitor keeps (`alerts.recent_size`): alerts were
-   * missed; reload the recent alerts (the status page) and carry on from `cursor`.
+   * True when `after_cursor` is older than what the monitor keeps (`alerts.recent_size`), or past the
+   * newest alert (never handed out: a restarted monitor numbers its alerts afresh): alerts may have
+   * been missed; reload the recent alerts (the status page) and carry on from `cursor`.
    *
    * @generated from field: bool reset = 3;
    */

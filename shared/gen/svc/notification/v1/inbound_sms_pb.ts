@@ -128,7 +128,8 @@ export enum InboundSmsEventType {
   MESSAGE = 2,
 
   /**
-   * Not stored: messages after the requested id are no longer kept (retention, or the log's cap).
+   * Not stored: messages after the requested id are no longer kept (retention, or the log's cap), or
+   * the id is past the newest message (never handed out).
    * The stream carries on after this frame's id. No message fields.
    *
    * @generated from enum value: INBOUND_SMS_EVENT_TYPE_RESET = 3;

@@ -599,7 +599,8 @@ export enum InboxEventType {
 
   /**
    * Not stored: events after the requested cursor are no longer kept (older than the retention
-   * window). Reload the inbox (GetInbox); the stream carries on after this frame's cursor.
+   * window), or the cursor is past the newest event. Reload the inbox (GetInbox); the stream carries
+   * on after this frame's cursor.
    *
    * @generated from enum value: INBOX_EVENT_TYPE_RESET = 7;
    */
@@ -697,7 +698,8 @@ export const InboxService: GenService<{
    * WatchInbox streams one user's inbox events as they happen. Without `after_cursor` the first frame
    * is INBOX_EVENT_TYPE_LIVE with the current cursor. With `after_cursor` it first replays every event
    * after that cursor, then goes live, with no gap and no duplicate; when events after that cursor
-   * are no longer kept (retention), it sends INBOX_EVENT_TYPE_RESET instead of silently skipping them.
+   * are no longer kept (retention), or the cursor is past the newest event (never handed out: made
+   * up, or from a database since wiped), it sends INBOX_EVENT_TYPE_RESET instead of silently skipping.
    * A subscriber that stops reading while events wait for it is closed with RESOURCE_EXHAUSTED and
    * resumes with the last cursor it saw. Beyond `inbox.max_watchers_per_user` or `inbox.max_watchers`
    * open watches (WatchInbox and the admin event stream together), it answers RESOURCE_EXHAUSTED.

@@ -1824,8 +1824,8 @@ export const NotificationService: GenService<{
    * `after_cursor` it first replays every change after that cursor, then goes live, with no gap and
    * no duplicate, whichever replica recorded the change (replicas sharing one PostgreSQL; the
    * embedded PGlite store is one process). When changes after that cursor are no longer kept (they
-   * went with their records, `delivery.retention_days` after the end), it sends
-   * DELIVERY_EVENT_TYPE_RESET instead of silently skipping them. A subscriber that stops reading
+   * went with their records, `delivery.retention_days` after the end), or the cursor is past the
+   * newest change (never handed out), it sends DELIVERY_EVENT_TYPE_RESET instead of silently skipping them. A subscriber that stops reading
    * while changes wait for it is closed with RESOURCE_EXHAUSTED and resumes with the last cursor it
    * saw. Beyond `delivery.watch.max_watchers_per_caller` or `delivery.watch.max_watchers` open
    * watches in one process it answers RESOURCE_EXHAUSTED. A malformed cursor is INVALID_ARGUMENT.
