@@ -15,7 +15,7 @@ import { isUuid, newId } from '../../../shared/runtime/ids';
 import { isDomainError } from '../../../shared/errors';
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
-import { hasUnstorableText } from '../../../shared/text/cut';
+import { cutText, hasUnstorableText, isStorableText, textLength } from '../../../shared/text/cut';
 import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
@@ -96,8 +96,13 @@ export const NOTIFICATION_PAGE_SIZES = { default: 50, max: 500 } as const;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function checkId(value: string, field: string, max = MAX_ID_LENGTH): string {
-  if (value.length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
+  // Characters are code points (an emoji is one), as the inbox, the users and the submit count them.
+  if (textLength(value, 'code_point') > max)
+    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  // A lone surrogate has no UTF-8 form (the driver would store U+FFFD: two different keys, one key).
+  if (!isStorableText(value))
+    throw new InvalidArgumentError(`${field} must not contain broken text (a lone surrogate)`, field);
   return value;
 }
 
@@ -164,7 +169,7 @@ export class Notifier {
     if (category) return category;
     const known = [...this.categories.keys()];
     throw new InvalidArgumentError(
-      `unknown category "${checkId(name, 'category').slice(0, 64)}"; configured: ${known.length ? known.join(', ') : 'none'}`,
+      `unknown category "${cutText(checkId(name, 'category'), 64, { unit: 'code_point' })}"; configured: ${known.length ? known.join(', ') : 'none'}`,
       'category',
     );
   }

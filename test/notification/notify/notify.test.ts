@@ -173,6 +173,20 @@ describe('Notify for a user', () => {
     expect(longKey.rawMessage).toContain('idempotency_key');
   });
 
+  it('counts an idempotency key in characters (code points): 255 emoji go, 256 are refused', async () => {
+    const userId = newUserId();
+    h.directory.add({ userId });
+    const key = '🚀'.repeat(255);
+    const first = await h.notify.notify({ userId, category: 'comments', data, idempotencyKey: key });
+    const again = await h.notify.notify({ userId, category: 'comments', data, idempotencyKey: key });
+    expect(again.notification?.id).toBe(first.notification?.id);
+    const over = await refusal(
+      h.notify.notify({ userId, category: 'comments', data, idempotencyKey: '🚀'.repeat(256) }),
+    );
+    expect(over.code).toBe(Code.InvalidArgument);
+    expect(over.rawMessage).toBe('idempotency_key is longer than 255 characters');
+  });
+
   it('data larger than 64 KiB is INVALID_ARGUMENT naming data; at the bound it is accepted', async () => {
     const userId = newUserId();
     h.directory.add({ userId });
