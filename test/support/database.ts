@@ -69,3 +69,27 @@ export async function pooledTestDatabase(prefix: string, poolMax = 4): Promise<P
     },
   };
 }
+
+/**
+ * Holds ACCESS EXCLUSIVE on `table` from `locker`'s connection until `release`: every other statement
+ * on the table waits behind it (a stalled table, as a migration or an operator's lock makes it).
+ */
+export async function lockTable(locker: Knex, table: string): Promise<{ release(): Promise<void> }> {
+  const trx = await locker.transaction();
+  await trx.raw(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  return { release: async () => void (await trx.commit()) };
+}
+
+/**
+ * Statements of the other sessions of `observer`'s database still active in the server (running, or
+ * waiting for a lock) whose text matches `pattern` (ILIKE): what a cancel must have ended.
+ */
+export async function activeStatements(observer: Knex, pattern: string): Promise<number> {
+  const { rows } = (await observer.raw(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid()
+       AND state = 'active' AND query ILIKE ?`,
+    [pattern],
+  )) as { rows: { n: number }[] };
+  return rows[0]!.n;
+}

@@ -13,7 +13,12 @@ import { SuppressionLookupError, Suppressions } from '../../../services/notifica
 import { DatabaseSuppressionStore } from '../../../services/notification/delivery/suppression-database-store';
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
+import {
+  activeStatements,
+  lockTable,
+  pooledTestDatabase,
+  type PooledTestDatabase,
+} from '../../support/database';
 import { notHung, until } from '../../support/wait';
 
 const BOUND_MS = 250;
@@ -42,21 +47,10 @@ function uniqueNumber(): string {
   return `+1556${String(++seq).padStart(7, '0')}`;
 }
 
-async function lockSuppressions(): Promise<{ release(): Promise<void> }> {
-  const trx = await locker.transaction();
-  await trx.raw('LOCK TABLE suppressions IN ACCESS EXCLUSIVE MODE');
-  return { release: async () => void (await trx.commit()) };
-}
+const lockSuppressions = () => lockTable(locker, 'suppressions');
 
 /** Statements on `suppressions` still running in the server (the locker's LOCK is idle in its transaction). */
-async function statementsInServer(): Promise<number> {
-  const { rows } = (await observer.raw(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND state = 'active' AND query ILIKE '%suppressions%'`,
-  )) as { rows: { n: number }[] };
-  return rows[0]!.n;
-}
+const statementsInServer = () => activeStatements(observer, '%suppressions%');
 
 function setup() {
   const registry = new Registry();

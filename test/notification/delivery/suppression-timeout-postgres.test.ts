@@ -15,7 +15,12 @@ import { DatabaseSuppressionStore } from '../../../services/notification/deliver
 import { notificationMigrations } from '../../../services/notification/migrations';
 import { createLogger } from '../../../shared/logging/logger';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { pooledTestDatabase, type PooledTestDatabase } from '../../support/database';
+import {
+  activeStatements,
+  lockTable,
+  pooledTestDatabase,
+  type PooledTestDatabase,
+} from '../../support/database';
 import { ManualClock, ScriptedDriver, lookupOf, newBackend, pollAndSettle, testConfig } from './support';
 import { notHung, until } from '../../support/wait';
 
@@ -50,21 +55,10 @@ function uniqueNumber(): string {
 }
 
 /** Holds ACCESS EXCLUSIVE on the suppressions table from the other connection until `release`. */
-async function lockSuppressions(): Promise<{ release(): Promise<void> }> {
-  const trx = await locker.transaction();
-  await trx.raw('LOCK TABLE suppressions IN ACCESS EXCLUSIVE MODE');
-  return { release: async () => void (await trx.commit()) };
-}
+const lockSuppressions = () => lockTable(locker, 'suppressions');
 
 /** Our lookups still in the server (running or waiting for the lock). */
-async function lookupsInServer(): Promise<number> {
-  const { rows } = (await observer.raw(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND state = 'active' AND query LIKE 'SELECT recipient FROM suppressions%'`,
-  )) as { rows: { n: number }[] };
-  return rows[0]!.n;
-}
+const lookupsInServer = () => activeStatements(observer, 'SELECT recipient FROM suppressions%');
 
 /** Our lookups waiting for a lock in the server. */
 async function lookupsWaitingForLock(): Promise<number> {

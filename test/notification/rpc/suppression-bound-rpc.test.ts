@@ -16,7 +16,7 @@ import {
   startNotificationApp,
   type RunningNotificationApp,
 } from '../../support/notification-app';
-import { createTestDatabase } from '../../support/database';
+import { activeStatements, createTestDatabase } from '../../support/database';
 import { CONSOLE_API_PATH } from '../../../services/notification/admin/console/console-gateway';
 import { adminAuthConfig, authed, operatorToken } from '../admin/harness';
 import { UserService } from '../../../shared/gen/svc/notification/v1/users_pb';
@@ -101,14 +101,7 @@ async function lockSuppressions(): Promise<{ release(): Promise<void> }> {
 }
 
 /** The app's statements on `suppressions` still running (waiting for the lock) in the server. */
-async function blockedStatements(): Promise<number> {
-  const { rows } = (await observer.raw(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND state = 'active' AND query ILIKE '%suppressions%'`,
-  )) as { rows: { n: number }[] };
-  return rows[0]!.n;
-}
+const blockedStatements = () => activeStatements(observer, '%suppressions%');
 
 /** The reason stored for `recipient` on `channel`, read by the other connection (none: undefined). */
 async function storedReason(channel: string, recipient: string): Promise<string | undefined> {
