@@ -11,10 +11,11 @@
  * was long kept and shown). The hub answers once the alert is kept and fanned out, and routes it in
  * the background; failures are logged by the dispatcher.
  *
- * WatchAlerts is the one live-stream hub (shared/streams/live-hub.ts) over an in-memory event log
- * (the monitor has no database yet): every alert is appended with its seq, the watch's cursor; a
- * watch after a cursor replays the kept alerts, then goes live, and a cursor older than what is kept
- * gets a `reset` frame.
+ * WatchAlerts is the one live-stream hub (shared/streams/live-hub.ts) over an in-memory event log of
+ * this replica (the alerts themselves are in the lifecycle's store): every alert is appended with its
+ * seq, the watch's cursor; a watch after a cursor replays the kept alerts, then goes live; a cursor
+ * older than what is kept, or past the newest alert (from before a restart, which numbers the log
+ * afresh), gets a `reset` frame.
  *
  * Every buffer is bounded: the kept alerts (`recentSize`), each watcher's buffer (`watchBufferSize`; a
  * watcher that falls that far behind is closed with ResourceExhaustedError), the number of watchers
