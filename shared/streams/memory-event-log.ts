@@ -22,13 +22,28 @@ export class MemoryEventLog<T> implements EventLog<MemoryLogEvent<T>, unknown> {
   private readonly channels = new Map<string, ChannelLog<T>>();
   private readonly listeners = new Set<(channel: string, seq: number) => void>();
 
-  constructor(private readonly capacity: number) {
+  private readonly before: number;
+
+  /**
+   * `firstSeq` (default 1): the seq of a channel's first event. A log that starts afresh with its
+   * process and whose cursors outlive it (a client resumes after a restart, or on another replica)
+   * starts past every seq an earlier log handed out (`epochFirstSeq`): a cursor of the earlier log is
+   * then older than the horizon and gets a `reset`, never a replay of other events under its numbers.
+   */
+  constructor(
+    private readonly capacity: number,
+    options: { firstSeq?: number } = {},
+  ) {
     if (!(capacity >= 1)) throw new RangeError('MemoryEventLog capacity must be at least 1');
+    const first = options.firstSeq ?? 1;
+    if (!Number.isSafeInteger(first) || first < 1)
+      throw new RangeError('MemoryEventLog firstSeq must be >= 1');
+    this.before = first - 1;
   }
 
   private channel(key: string): ChannelLog<T> {
     let log = this.channels.get(key);
-    if (!log) this.channels.set(key, (log = { events: [], latest: 0, horizon: 0 }));
+    if (!log) this.channels.set(key, (log = { events: [], latest: this.before, horizon: this.before }));
     return log;
   }
 
@@ -102,4 +117,13 @@ export class MemoryEventLog<T> implements EventLog<MemoryLogEvent<T>, unknown> {
     }
     return out;
   }
+}
+
+/**
+ * A first seq later than any an earlier log of this kind handed out: milliseconds since the epoch
+ * times 100 (a log started a millisecond later starts 100 seqs later; 15 digits, the cursor rule's
+ * bound, last until the year 2286).
+ */
+export function epochFirstSeq(nowMs: number): number {
+  return Math.max(1, Math.floor(nowMs) * 100 + 1);
 }

@@ -36,7 +36,7 @@ import {
 } from '../../../shared/monitoring/alerts/dispatcher';
 import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
-import { MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
+import { epochFirstSeq, MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
 import type { Alert, AlertKind } from './alert';
 import { AlertLifecycle, type AlertLifecycleOptions, type ResolutionNotice } from './lifecycle';
 import { InMemoryAlertStore } from './memory-store';
@@ -276,7 +276,9 @@ export class AlertHub implements AlertDispatcherProtocol {
     const clock = options.clock ?? systemClock;
     this.now = () => clock.now();
     this.logger = (options.logger ?? silentLogger()).child({ component: 'alert-hub' });
-    this.log = new AlertLog(options.recentSize);
+    // Cursors outlive this replica's log (a client resumes after a restart or on another replica):
+    // the log starts past every seq an earlier one handed out, so such a cursor gets a reset.
+    this.log = new AlertLog(options.recentSize, { firstSeq: epochFirstSeq(clock.now()) });
     this.live = new LiveHub(this.log, {
       bufferSize: options.watchBufferSize,
       maxWatchers: options.maxWatchers,

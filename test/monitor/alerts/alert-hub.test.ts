@@ -11,6 +11,7 @@ import { SLO, SLOMonitor } from '../../../shared/monitoring';
 import {
   ALERT_LIMITS,
   AlertHub,
+  type AlertFrame,
   type AlertRouter,
   alertOf,
 } from '../../../services/monitor/alerts/alert-hub';
@@ -452,5 +453,40 @@ describe('AlertHub routing in the background', () => {
     router.release();
     await stopping;
     expect(router.shutdowns).toBe(1);
+  });
+});
+
+describe('AlertHub watch cursors across restarts', () => {
+  /** The first `count` frames of a watch after `after`. */
+  async function frames(h: AlertHub, after: string | undefined, count: number): Promise<string[]> {
+    const out: string[] = [];
+    for await (const f of h.watchFrames(after === undefined ? {} : { after })) {
+      out.push(f.type === 'alert' ? `${f.alert.title}@${f.cursor}` : `${f.type}@${f.cursor}`);
+      if (out.length === count) break;
+    }
+    return out;
+  }
+  const cursorOf = (frame: string) => frame.slice(frame.lastIndexOf('@') + 1);
+
+  it('a cursor of an earlier log (a restart, another replica) gets a reset, never the later log’s alerts under its numbers', async () => {
+    const start = Date.UTC(2026, 10, 29, 12, 0);
+    const before = hub({ clock: { now: () => start, monotonic: () => 0 } }).hub;
+    // A client watches from the start and keeps the first alert's cursor.
+    const watch = before.watchFrames({})[Symbol.asyncIterator]();
+    expect((await watch.next()).value).toMatchObject({ type: 'live' });
+    for (let i = 0; i < 2; i++) await raise(before, `old ${i}`);
+    const firstOld = (await watch.next()).value as AlertFrame;
+    await watch.return?.();
+    expect(firstOld).toMatchObject({ type: 'alert', alert: { title: 'old 0' } });
+    const kept = firstOld.cursor;
+
+    // The restarted monitor, a second later, raises more alerts than the earlier log did.
+    const after = hub({ clock: { now: () => start + 1000, monotonic: () => 0 } }).hub;
+    for (let i = 0; i < 3; i++) await raise(after, `new ${i}`);
+    const [resumed] = await frames(after, kept, 1);
+    expect(resumed).toMatch(/^reset@/);
+    // Its numbers start past every number the earlier log handed out.
+    expect(Number(cursorOf(resumed!))).toBeGreaterThan(Number(kept) + 2);
+    expect(after.recent().map((a) => a.title)).toEqual(['new 2', 'new 1', 'new 0']);
   });
 });
