@@ -6,6 +6,8 @@
  * through `cutText`, which never splits a pair.
  */
 
+import { InvalidArgumentError } from '../errors';
+
 /** How `cutText` measures `max`. */
 export type TextUnit = 'code_unit' | 'code_point';
 
@@ -107,6 +109,18 @@ export function wellFormed(text: string): string {
  */
 export function isStorableText(text: string): boolean {
   return !text.includes('\u0000') && wellFormed(text) === text;
+}
+
+/**
+ * The one refusal of text that is not storable (`isStorableText`): InvalidArgumentError on `field`,
+ * its message naming `what` (default: the field).
+ */
+export function requireStorableText(text: string, field: string, what = field): void {
+  if (!isStorableText(text))
+    throw new InvalidArgumentError(
+      `${what} must not contain NUL characters or broken text (a lone surrogate)`,
+      field,
+    );
 }
 
 // In JSON text, a NUL or lone-surrogate escape not itself escaped (`\\u0000` is a literal backslash

@@ -24,7 +24,7 @@
  * accepted and dropped).
  */
 import { newId } from '../../../shared/runtime/ids';
-import { isStorableText } from '../../../shared/text/cut';
+import { requireStorableText } from '../../../shared/text/cut';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -199,17 +199,9 @@ function checkText(value: string, field: string, max: number, required: boolean)
   if (required && value.trim() === '') throw new InvalidArgumentError(`${field} is required`, field);
   if ([...value].length > max)
     throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  storable(value, field);
+  // Text the alert store could not keep (a NUL, a lone surrogate): INVALID_ARGUMENT, not INTERNAL.
+  requireStorableText(value, field);
   return value;
-}
-
-/** Refuses text the alert store could not keep (a NUL, a lone surrogate): INVALID_ARGUMENT, not INTERNAL. */
-function storable(value: string, field: string): void {
-  if (!isStorableText(value))
-    throw new InvalidArgumentError(
-      `${field} must not contain NUL characters or broken text (a lone surrogate)`,
-      field,
-    );
 }
 
 function contextValue(value: unknown): string | undefined {
@@ -247,8 +239,8 @@ function stringContext(context: AlertContext | null | undefined): Record<string,
         `context value of ${JSON.stringify(key)} is longer than ${ALERT_LIMITS.contextValueChars} characters`,
         'context',
       );
-    storable(key, 'context');
-    storable(value, 'context');
+    requireStorableText(key, 'context');
+    requireStorableText(value, 'context');
     out[key] = value;
   }
   return out;

@@ -10,7 +10,7 @@
  * first claimed in the notification log (a unique row per group key, receiver and step, written
  * before the send); only the claimer sends. See README.md, "Lifecycle".
  */
-import { isStorableText } from '../../../shared/text/cut';
+import { requireStorableText } from '../../../shared/text/cut';
 import { createHash } from 'node:crypto';
 import {
   FailedPreconditionError,
@@ -200,11 +200,7 @@ function text(value: string, field: string, max: number, required: boolean): str
   const v = value.trim();
   if (required && v === '') throw new InvalidArgumentError(`${field} is required`, field);
   if ([...v].length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  if (!isStorableText(v))
-    throw new InvalidArgumentError(
-      `${field} must not contain NUL characters or broken text (a lone surrogate)`,
-      field,
-    );
+  requireStorableText(v, field);
   return v;
 }
 

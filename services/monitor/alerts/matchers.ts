@@ -9,7 +9,7 @@
  * context value's length (1024), so the worst case of what remains is bounded.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
-import { isStorableText } from '../../../shared/text/cut';
+import { requireStorableText } from '../../../shared/text/cut';
 
 /** A matcher's operator. */
 export type MatchOp = '=' | '!=' | '=~' | '!~';
@@ -106,11 +106,7 @@ export function compileMatcher(m: LabelMatcher, field: string): CompiledMatcher 
       `${field}: value is longer than ${MATCHER_LIMITS.valueChars} characters`,
       field,
     );
-  if (!isStorableText(m.value))
-    throw new InvalidArgumentError(
-      `${field}: value must not contain NUL characters or broken text (a lone surrogate)`,
-      field,
-    );
+  requireStorableText(m.value, field, `${field}: value`);
   const name = m.name;
   const value = m.value;
   if (m.op === '=') return { ...m, test: (l) => (l[name] ?? '') === value };

@@ -46,7 +46,7 @@ import {
 } from './types';
 import { DeliveryWorker } from './worker';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import { isStorableText, textLength } from '../../../shared/text/cut';
+import { requireStorableText, textLength } from '../../../shared/text/cut';
 
 export type { BackendLookup } from './routing';
 
@@ -175,8 +175,7 @@ function checkText(value: unknown, field: string, max: number): string {
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
   // A lone surrogate has no UTF-8 form: the driver would store U+FFFD in its place, so two different
   // idempotency keys ("k\ud800", "k\udc00") would be one stored key and the second send a duplicate.
-  if (!isStorableText(value))
-    throw new InvalidArgumentError(`${field} must not contain broken text (a lone surrogate)`, field);
+  requireStorableText(value, field);
   return value;
 }
 

@@ -15,7 +15,7 @@ import { isUuid, newId } from '../../../shared/runtime/ids';
 import { isDomainError } from '../../../shared/errors';
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
-import { cutText, hasUnstorableText, isStorableText, textLength } from '../../../shared/text/cut';
+import { cutText, hasUnstorableText, requireStorableText, textLength } from '../../../shared/text/cut';
 import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
@@ -101,8 +101,7 @@ function checkId(value: string, field: string, max = MAX_ID_LENGTH): string {
     throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
   // A lone surrogate has no UTF-8 form (the driver would store U+FFFD: two different keys, one key).
-  if (!isStorableText(value))
-    throw new InvalidArgumentError(`${field} must not contain broken text (a lone surrogate)`, field);
+  requireStorableText(value, field);
   return value;
 }
 

@@ -343,7 +343,7 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
               tier,
               channel: channel.name,
               count: alerts.length,
-              err: err instanceof Error ? err.message : String(err),
+              err: errorText(err),
             },
             'alert channel failed',
           );
