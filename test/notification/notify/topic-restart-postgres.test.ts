@@ -17,8 +17,13 @@ beforeAll(async () => {
   db = await createTestDatabase('notifytopic');
 });
 
+// Each test's processes stop with it: a process left running from the first test shares the database
+// but not the second test's directory, and could claim the second test's topic job and find no members.
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) await h.close().catch(() => undefined);
+});
+
 afterAll(async () => {
-  for (const h of harnesses) await h.close().catch(() => undefined);
   await db?.drop();
 });
 
