@@ -382,7 +382,11 @@ function runCategory(health: HealthReportSource, category: WireCategory): Promis
       return health.runReadiness();
     case WireCategory.STARTUP:
       return health.runStartup();
-    default:
+    case WireCategory.UNSPECIFIED:
       return health.runAllWithSummary();
+    default:
+      // A number this monitor does not know (a client a proto version ahead): running every check
+      // would answer a question the caller did not ask.
+      throw new InvalidArgumentError(`category: unknown category ${String(category)}`, 'category');
   }
 }

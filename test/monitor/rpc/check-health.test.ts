@@ -1,3 +1,4 @@
+import { Code, ConnectError } from '@connectrpc/connect';
 import {
   type CheckHealthResponse,
   HealthCheckCategory,
@@ -26,5 +27,15 @@ describe('CheckHealth', () => {
     expect(res.checks.map((c) => c.component)).toEqual(['process.alive']);
     expect(res.checks[0]!.category).toBe(HealthCheckCategory.LIVENESS);
     expect(res.checkedAt).toBeDefined();
+  });
+
+  it('refuses a category number it does not know (a client a version ahead) instead of running every check', async () => {
+    const err = await monitor.monitorConnect.checkHealth({ category: 99 as HealthCheckCategory }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((err as ConnectError).rawMessage).toContain('unknown category 99');
   });
 });
