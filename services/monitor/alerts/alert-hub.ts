@@ -169,29 +169,37 @@ class AlertLog extends MemoryEventLog<Alert> {
 // id included, that watchers and the status page saw. Weak, so routed records are not kept.
 const ALERTS = new WeakMap<AlertRecord, Alert>();
 
+/** The record id of a resolved notification: `<alert id>:resolved` (see `recordOf`). */
+const RESOLVED_SUFFIX = ':resolved';
+
 /**
- * The Alert of a record routed by an AlertHub; for a record raised elsewhere (straight on the
- * library's dispatcher), one built from its fields, with the record's id when it has one.
+ * The Alert of a record routed by an AlertHub; for a record read back from a store (a held alert, an
+ * outbox alert resent after a crash) or raised elsewhere (straight on the library's dispatcher), one
+ * built from its fields: a resolved notification gets back its alert's id and `state: resolved`, an
+ * SLO's alert its kind and name.
  */
 export function alertOf(record: AlertRecord): Alert {
-  return (
-    ALERTS.get(record) ?? {
-      id: record.id ?? '',
-      alertName: record.metric?.name ?? record.title,
-      kind: record.kind === 'metric' ? 'metric' : 'generic',
-      title: record.title,
-      message: record.message,
-      severity: record.severity,
-      context: Object.fromEntries(
-        Object.entries(record.context).flatMap(([k, v]) => {
-          const value = contextValue(v);
-          return value === undefined ? [] : [[k, value]];
-        }),
-      ),
-      sourceService: record.sourceService ?? '',
-      firedAt: record.raisedAt,
-    }
-  );
+  const kept = ALERTS.get(record);
+  if (kept) return kept;
+  const resolved = record.context.alert_state === 'resolved' && record.id?.endsWith(RESOLVED_SUFFIX);
+  const slo = typeof record.context.slo === 'string' && record.context.slo !== '' ? record.context.slo : '';
+  return {
+    id: resolved ? record.id!.slice(0, -RESOLVED_SUFFIX.length) : (record.id ?? ''),
+    ...(resolved ? { state: 'resolved' as const } : {}),
+    alertName: slo || record.metric?.name || record.title,
+    kind: slo ? 'slo' : record.kind === 'metric' ? 'metric' : 'generic',
+    title: record.title,
+    message: record.message,
+    severity: record.severity,
+    context: Object.fromEntries(
+      Object.entries(record.context).flatMap(([k, v]) => {
+        const value = contextValue(v);
+        return value === undefined ? [] : [[k, value]];
+      }),
+    ),
+    sourceService: record.sourceService ?? '',
+    firedAt: record.raisedAt,
+  };
 }
 
 /** Severity of a metric alert: `critical` above twice the threshold (more than 100% over), else `warning`. */
@@ -620,7 +628,7 @@ function recordOf(alert: Alert): AlertRecord {
     raisedAt: alert.firedAt,
     // A resolved notification is its own message for channels that key messages by the record id
     // (the notification channel's idempotency key): else it would pass for a retry of the firing one.
-    id: alert.state === 'resolved' ? `${alert.id}:resolved` : alert.id,
+    id: alert.state === 'resolved' ? `${alert.id}${RESOLVED_SUFFIX}` : alert.id,
     sourceService: alert.sourceService,
   };
   ALERTS.set(record, alert);
