@@ -241,9 +241,8 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
    * store (P1 outside business hours, P2).
    */
   private async route(alert: AlertRecord): Promise<void> {
-    await (
-      await this.accept(alert)
-    ).delivered;
+    const accepted = await this.accept(alert);
+    await accepted.delivered;
   }
 
   /**
@@ -294,7 +293,7 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
         if (claim.alerts.length === 0) return;
         this.logger.warn(
           { count: claim.alerts.length },
-          'sending alerts a stopped monitor left on their way',
+          'sending alerts whose sender stopped before its channels were through',
         );
         await this.sendClaimed(claim, async () => {
           await Promise.all(claim.alerts.map((a) => this.deliver(a.tier, 'immediate', [a], 0)));
