@@ -7,6 +7,7 @@
  */
 import type { Knex } from 'knex';
 import { AlertHub } from '../../../services/monitor/alerts/alert-hub';
+import { DatabaseAlertStore } from '../../../services/monitor/alerts/database-store';
 import { DatabaseHeldAlertStore } from '../../../services/monitor/alerts/held-database-store';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { AlertBatch, AlertChannel, AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -15,7 +16,7 @@ import { TierAwareDispatcher } from '../../../shared/monitoring/alerts/tier-disp
 import { AlertTier, BusinessHours } from '../../../shared/monitoring/alerts/tiers';
 import { FakeClock, FakeTimers } from '../../shared/monitoring/helpers';
 import { until } from '../../support/wait';
-import { resetHeldAlertTables } from './support';
+import { resetHeldAlertTables, truncateAlertTables } from './support';
 
 /** A channel that records each batch and, while `hang` is set, never finishes (a webhook retrying). */
 class Channel implements AlertChannel {
@@ -61,6 +62,7 @@ export function describeOutbox(name: string, knexes: () => [Knex, Knex]): void {
   describe(`alert outbox on ${name}`, () => {
     beforeEach(async () => {
       await resetHeldAlertTables(knexes()[0]);
+      await truncateAlertTables(knexes()[0]);
     });
 
     function replica(i: 0 | 1, owner: string, hang = false) {
@@ -194,6 +196,61 @@ export function describeOutbox(name: string, knexes: () => [Knex, Knex]): void {
       expect(sender.channel.ids()).toEqual(['id-slow']);
       await sender.dispatcher.shutdown();
       await other.dispatcher.shutdown();
+    });
+
+    it('a group notification in the outbox is marked sent in the notification log: after its sender dies the outbox resends it, the next group flush does not', async () => {
+      const grouping = {
+        groupBy: ['cluster'],
+        groupWaitMs: 30_000,
+        groupIntervalMs: 60_000,
+        repeatIntervalMs: 3_600_000,
+      };
+      const hubOn = (r: ReturnType<typeof replica>, i: 0 | 1, owner: string) =>
+        new AlertHub({
+          router: r.dispatcher,
+          recentSize: 10,
+          maxWatchers: 1,
+          watchBufferSize: 4,
+          defaultSource: 'monitor',
+          clock: r.clock,
+          lifecycle: { store: new DatabaseAlertStore(knexes()[i]), grouping, owner },
+        });
+      const dead = replica(0, 'm1', true);
+      const hubA = hubOn(dead, 0, 'm1');
+      await hubA.raise({
+        kind: 'generic',
+        title: 'disk full',
+        severity: 'critical',
+        context: { tier: 'P0_PAGE', cluster: 'eu-1' },
+      });
+      dead.timers.advance(30_000);
+      await hubA.lifecycle.tick();
+      await hubA.lifecycle.settled();
+      // Handed to the channel (which hangs) and kept in the outbox: the log's row is sent.
+      expect(dead.channel.batches.map((b) => b.alerts[0]!.title)).toEqual(['[FIRING:1] cluster=eu-1']);
+      expect(await dead.store.count(OUTBOX)).toBe(1);
+      const log = await knexes()[0].raw('SELECT state FROM monitor_notification_log');
+      expect((log as { rows: Array<{ state: string }> }).rows.map((r) => r.state)).toEqual(['sent']);
+      // m1 dies. m2 takes up the group (its alert counted as notified) and flushes it: nothing new.
+      const other = replica(1, 'm2');
+      const hubB = hubOn(other, 1, 'm2');
+      other.clock.advance(30_000);
+      await hubB.lifecycle.tick();
+      other.clock.advance(30_000);
+      await hubB.lifecycle.tick();
+      await hubB.lifecycle.settled();
+      expect(other.channel.batches).toEqual([]);
+      // Once m1's lease has run out, the outbox resends the same summary, once.
+      await leasesRunOut(knexes()[0]);
+      other.timers.advance(LEASE_MS / 2);
+      await other.dispatcher.settled();
+      expect(other.channel.batches.map((b) => b.alerts[0]!.title)).toEqual(['[FIRING:1] cluster=eu-1']);
+      expect(other.channel.batches[0]!.alerts[0]!.id).toBe(dead.channel.batches[0]!.alerts[0]!.id);
+      other.timers.advance(LEASE_MS / 2);
+      await hubB.lifecycle.tick();
+      await other.dispatcher.settled();
+      expect(other.channel.batches).toHaveLength(1);
+      await hubB.stop();
     });
   });
 }
