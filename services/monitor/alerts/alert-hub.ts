@@ -8,8 +8,9 @@
  *
  * Raising never waits for a channel: a webhook that hangs or fails holds its alert for attempts x
  * timeout, and a caller of SendAlert must not wait for that (its deadline would pass while the alert
- * was long kept and shown). The hub answers once the alert is kept and fanned out, and routes it in
- * the background; failures are logged by the dispatcher.
+ * was long kept and shown). The hub answers once the alert is kept (by the router: held, or in its
+ * outbox with the database, or in memory only without one) and fanned out; the channels get it in the
+ * background; failures are logged by the dispatcher.
  *
  * WatchAlerts is the one live-stream hub (shared/streams/live-hub.ts) over an in-memory event log of
  * this replica (the alerts themselves are in the lifecycle's store): every alert is appended with its
@@ -34,6 +35,7 @@ import {
   type AlertSeverity,
   metricAlertLogLevel,
 } from '../../../shared/monitoring/alerts/dispatcher';
+import type { AcceptedAlert } from '../../../shared/monitoring/alerts/tier-dispatcher';
 import { resolveTier } from '../../../shared/monitoring/alerts/tiers';
 import { LiveHub, type LiveFrame } from '../../../shared/streams/live-hub';
 import { epochFirstSeq, MemoryEventLog, type MemoryLogEvent } from '../../../shared/streams/memory-event-log';
@@ -60,12 +62,14 @@ export const DEFAULT_MAX_LISTENERS = 64;
 
 /** What routes an alert record onward (the library's TierAwareDispatcher). */
 export interface AlertRouter {
+  /** Routes a record; settles once its channels are through with it (or it is held for later). */
   dispatch(record: AlertRecord): Promise<void>;
   /**
-   * True when `dispatch(record)` now would keep the record for later (a P1 alert outside business
-   * hours, a P2 alert) rather than send it: `raise` then answers only once it is kept.
+   * Routes a record and resolves once it is kept (held for later, or in a durable outbox until its
+   * channels are through), with `delivered` for the rest: `raise` answers at this point. A router
+   * without it is taken to keep nothing (`dispatch` in the background, not durable).
    */
-  holds?(record: AlertRecord): boolean;
+  accept?(record: AlertRecord): Promise<AcceptedAlert>;
   /** Sends what is held or accumulated; later alerts go out at once. */
   shutdown(): Promise<void>;
 }
@@ -165,29 +169,37 @@ class AlertLog extends MemoryEventLog<Alert> {
 // id included, that watchers and the status page saw. Weak, so routed records are not kept.
 const ALERTS = new WeakMap<AlertRecord, Alert>();
 
+/** The record id of a resolved notification: `<alert id>:resolved` (see `recordOf`). */
+const RESOLVED_SUFFIX = ':resolved';
+
 /**
- * The Alert of a record routed by an AlertHub; for a record raised elsewhere (straight on the
- * library's dispatcher), one built from its fields, with the record's id when it has one.
+ * The Alert of a record routed by an AlertHub; for a record read back from a store (a held alert, an
+ * outbox alert resent after a crash) or raised elsewhere (straight on the library's dispatcher), one
+ * built from its fields: a resolved notification gets back its alert's id and `state: resolved`, an
+ * SLO's alert its kind and name.
  */
 export function alertOf(record: AlertRecord): Alert {
-  return (
-    ALERTS.get(record) ?? {
-      id: record.id ?? '',
-      alertName: record.metric?.name ?? record.title,
-      kind: record.kind === 'metric' ? 'metric' : 'generic',
-      title: record.title,
-      message: record.message,
-      severity: record.severity,
-      context: Object.fromEntries(
-        Object.entries(record.context).flatMap(([k, v]) => {
-          const value = contextValue(v);
-          return value === undefined ? [] : [[k, value]];
-        }),
-      ),
-      sourceService: record.sourceService ?? '',
-      firedAt: record.raisedAt,
-    }
-  );
+  const kept = ALERTS.get(record);
+  if (kept) return kept;
+  const resolved = record.context.alert_state === 'resolved' && record.id?.endsWith(RESOLVED_SUFFIX);
+  const slo = typeof record.context.slo === 'string' && record.context.slo !== '' ? record.context.slo : '';
+  return {
+    id: resolved ? record.id!.slice(0, -RESOLVED_SUFFIX.length) : (record.id ?? ''),
+    ...(resolved ? { state: 'resolved' as const } : {}),
+    alertName: slo || record.metric?.name || record.title,
+    kind: slo ? 'slo' : record.kind === 'metric' ? 'metric' : 'generic',
+    title: record.title,
+    message: record.message,
+    severity: record.severity,
+    context: Object.fromEntries(
+      Object.entries(record.context).flatMap(([k, v]) => {
+        const value = contextValue(v);
+        return value === undefined ? [] : [[k, value]];
+      }),
+    ),
+    sourceService: record.sourceService ?? '',
+    firedAt: record.raisedAt,
+  };
 }
 
 /** Severity of a metric alert: `critical` above twice the threshold (more than 100% over), else `warning`. */
@@ -295,7 +307,12 @@ export class AlertHub implements AlertDispatcherProtocol {
       ...options.lifecycle,
       clock,
       logger: options.logger,
-      deliver: (alert) => this.route(recordOf(alert)),
+      // Settles when the notification is safe: kept until its channels are through (the database's
+      // outbox or held alerts), else once they are through (memory: nothing would survive anyway).
+      deliver: async (alert) => {
+        const routed = await this.route(recordOf(alert));
+        if (!routed.durable) await routed.delivered;
+      },
       // An acknowledgement or a resolution is news on the stream: watchers and the page see the
       // alert again, in its new state (the page shows it anew on top, `recent` once).
       onStateChanged: (alert) => {
@@ -370,10 +387,10 @@ export class AlertHub implements AlertDispatcherProtocol {
       sourceService: alert.sourceService,
     };
     ALERTS.set(record, kept);
-    const routing = this.route(record);
-    // A held alert is answered once it is kept (in the database, when the monitor has one), so an
-    // acknowledged alert survives a crash; one sent at once is not waited for (channels retry).
-    if (this.options.router.holds?.(record)) await routing;
+    // Answered once the router keeps it (held, or in the outbox until its channels are through, in
+    // the database when the monitor has one), so an answered alert survives a crash; the channels
+    // (their retries) are not waited for.
+    await this.route(record);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
     return { alert: kept, opened: triggered.opened };
@@ -408,14 +425,33 @@ export class AlertHub implements AlertDispatcherProtocol {
     } while (this.pending.size > 0);
   }
 
-  /** Hands a record to the router in the background; the promise settles when the router is through. */
-  private route(record: AlertRecord): Promise<void> {
-    const routing = this.options.router
-      .dispatch(record)
-      .catch((err: unknown) => this.logger.error({ err, alertId: record.id }, 'alert routing failed'))
-      .finally(() => this.pending.delete(routing));
+  /**
+   * Hands a record to the router; resolves once the router keeps it, with `delivered` settling when
+   * its channels are through (counted in `pendingDispatches` until then). Never rejects: a failure is
+   * logged (the alert stays marked notified).
+   */
+  private route(record: AlertRecord): Promise<AcceptedAlert> {
+    const router = this.options.router;
+    const failed = (err: unknown) => this.logger.error({ err, alertId: record.id }, 'alert routing failed');
+    let done!: () => void;
+    const routing = new Promise<void>((resolve) => (done = resolve)).finally(() =>
+      this.pending.delete(routing),
+    );
     this.pending.add(routing);
-    return routing;
+    const accepted: Promise<AcceptedAlert> = router.accept
+      ? router.accept(record)
+      : Promise.resolve({ delivered: router.dispatch(record), durable: false });
+    return accepted.then(
+      (a) => {
+        const delivered = a.delivered.catch(failed).finally(done);
+        return { delivered, durable: a.durable };
+      },
+      (err: unknown) => {
+        failed(err);
+        done();
+        return { delivered: Promise.resolve(), durable: false };
+      },
+    );
   }
 
   /** AlertDispatcherProtocol: an alert whose context names an `slo` is kind SLO, named after it. */
@@ -592,7 +628,7 @@ function recordOf(alert: Alert): AlertRecord {
     raisedAt: alert.firedAt,
     // A resolved notification is its own message for channels that key messages by the record id
     // (the notification channel's idempotency key): else it would pass for a retry of the firing one.
-    id: alert.state === 'resolved' ? `${alert.id}:resolved` : alert.id,
+    id: alert.state === 'resolved' ? `${alert.id}${RESOLVED_SUFFIX}` : alert.id,
     sourceService: alert.sourceService,
   };
   ALERTS.set(record, alert);

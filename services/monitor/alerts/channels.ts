@@ -67,7 +67,10 @@ export function alertMessage(batch: AlertBatch): AlertMessage {
   if (alerts.length === 1 && batch.dropped === 0) {
     const a = alerts[0]!;
     return {
-      key: a.id || digestKey(batch.alerts),
+      // The record's id, not the alert's: a resolved notification is routed as `<alert id>:resolved`,
+      // so its messages are not taken for retries of the firing ones; a record read back from a
+      // store (resent after a crash) keeps it, and so its keys.
+      key: batch.alerts[0]!.id || a.id || digestKey(batch.alerts),
       subject: oneLine(`[${a.severity.toUpperCase()}] ${a.title}`, SUBJECT_CHARS),
       text: alertText(a, batch.tier),
       sms: oneLine(`[${a.severity.toUpperCase()}] ${a.title}: ${a.message}`, SMS_CHARS),

@@ -5,6 +5,7 @@
  *
  * - `hold` inserts the row and trims the tier to its bound in one transaction that first locks the
  *   tier's row, so two replicas holding at once never both drop (or both miss) the oldest.
+ * - `holdClaimed` inserts the row already leased to its sender (an alert sent at once, the outbox).
  * - `claim` leases the oldest unleased rows (and those whose lease ran out) to one owner with
  *   `FOR UPDATE SKIP LOCKED`, under the same tier lock, and takes the tier's dropped count: two
  *   replicas releasing at once get disjoint batches (the second usually none).
@@ -59,6 +60,18 @@ export class DatabaseHeldAlertStore implements HeldAlertStore {
           tier,
         ]);
     });
+  }
+
+  async holdClaimed(tier: HeldTier, record: AlertRecord, owner: string, leaseMs: number): Promise<HeldClaim> {
+    const [row] = rows<{ seq: string | number }>(
+      await this.knex.raw(
+        `INSERT INTO monitor_held_alerts (tier, record, owner, lease_until)
+         VALUES (?, ?::jsonb, ?, now() + (? * interval '1 millisecond'))
+         RETURNING seq`,
+        [tier, JSON.stringify(record), owner, leaseMs],
+      ),
+    );
+    return { tier, owner, ids: [String(row!.seq)], alerts: [record], dropped: 0 };
   }
 
   async claim(tier: HeldTier, owner: string, leaseMs: number, limit: number): Promise<HeldClaim> {

@@ -121,7 +121,8 @@ export interface AlertLifecycleOptions {
   store: AlertStore;
   /**
    * Hands one notification (an alert, a resolved alert, a group summary) to the channels; the
-   * promise (when one is returned) settles once the channels are through with it (their retries).
+   * promise (when one is returned) settles once it is safe: kept by the router until the channels are
+   * through (the database's outbox), or through them (their retries).
    */
   deliver: (alert: Alert) => void | Promise<void>;
   /**
@@ -310,8 +311,9 @@ export class AlertLifecycle {
   private async claimAlert(entry: AlertEntry, step: 'firing' | 'resolved'): Promise<boolean> {
     const key: NotificationKey = { groupKey: `alert:${entry.alert.id}`, receiver: CHANNELS_RECEIVER, step };
     if (!(await this.store.claimNotification(key, this.owner, this.claimLeaseMs))) return false;
-    // The row is marked sent once the alert is handed to the router, which retries on its own (and
-    // keeps a held alert in its store, in the database when the monitor has one).
+    // The row is marked sent once the alert is handed to the router, which retries on its own and,
+    // with the database, keeps it (held, or in its outbox until the channels are through): a monitor
+    // killed meanwhile leaves it to another replica, or to itself restarted.
     await this.store.completeNotification(key, this.owner);
     if (step === 'firing') await this.store.markNotified(entry.alert.id);
     await this.store.addTimeline(entry.alert.id, {
@@ -566,9 +568,10 @@ export class AlertLifecycle {
       await this.store.releaseNotification(nkey, this.owner);
       throw err;
     }
-    // The row is marked sent (and the members notified) once the channels are through with the
-    // summary, in the background: a monitor killed before leaves the row `sending`, and another
-    // monitor (or this one restarted) takes it over when its lease has run out.
+    // The row is marked sent (and the members notified) once the summary is safe, in the background:
+    // kept in the router's outbox until the channels are through (database), or through them
+    // (memory). A monitor killed before leaves the row `sending`, and another monitor (or this one
+    // restarted) takes it over when its lease has run out; killed after, the outbox sends it.
     this.track(
       delivered.then(async () => {
         await this.store.completeNotification(nkey, this.owner);

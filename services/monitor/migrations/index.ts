@@ -11,6 +11,7 @@ import * as oncallInboundSms from './20261128800100_oncall_inbound_sms';
 import * as sloEvents from './20261128900000_slo_events';
 import * as targetHistory from './20261129100000_target_history';
 import * as heldAlerts from './20261129200000_held_alerts';
+import * as alertOutbox from './20261129300000_alert_outbox';
 
 /** Every monitor migration, oldest first. */
 export const monitorMigrations: readonly NamedMigration[] = [
@@ -21,6 +22,7 @@ export const monitorMigrations: readonly NamedMigration[] = [
   { name: '20261128900000_slo_events', ...sloEvents },
   { name: '20261129100000_target_history', ...targetHistory },
   { name: '20261129200000_held_alerts', ...heldAlerts },
+  { name: '20261129300000_alert_outbox', ...alertOutbox },
 ];
 
 /** The knex table that records which monitor migrations ran. */

@@ -132,6 +132,12 @@ export function alertsConfigSchema<
         max_held: positiveInt().default(1000),
         /** Most P2 alerts in one digest; beyond it the oldest are dropped and counted. */
         max_digest: positiveInt().default(1000),
+        /**
+         * Seconds a dispatcher's claim on kept alerts lasts with a durable store (a held batch being
+         * sent, an alert sent at once in the outbox), renewed every half while they are on their way;
+         * alerts a dead replica left are sent by another once it has run out.
+         */
+        claim_lease_seconds: positiveInt().max(3600, { error: 'expected at most 3600 seconds' }).default(300),
         /** Where alerts go; empty: one `log` channel for every tier. */
         channels: z
           .array(channel)
@@ -219,6 +225,7 @@ export function createAlertDispatcher<
     digestIntervalSeconds: config.digest_interval_seconds,
     maxHeld: config.max_held,
     maxDigest: config.max_digest,
+    claimLeaseMs: config.claim_lease_seconds * 1000,
     logger,
     clock: deps.clock,
     timers: deps.timers,

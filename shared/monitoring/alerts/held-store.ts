@@ -9,6 +9,12 @@
  * its records leased: once the lease runs out the next claim takes them again, so a held alert is sent
  * at least once (twice if the owner died after the send and before the delete).
  *
+ * The same rows serve as the outbox of alerts sent at once (`OUTBOX`): with a durable store the
+ * dispatcher keeps such an alert leased to itself (`holdClaimed`) until every channel is through with
+ * it, then completes it; a dispatcher that dies meanwhile leaves the row, and once its lease runs out
+ * another dispatcher (or the same service restarted) claims and sends it. One mechanism, hold/claim/
+ * complete with leases, for everything the dispatcher must not lose.
+ *
  * The in-memory store (the default) lives and dies with its process; a service with a database gives
  * the dispatcher a durable one (the monitor's services/monitor/alerts/held-database-store.ts), shared
  * by the replicas on that database.
@@ -18,8 +24,20 @@ import { type Clock, systemClock } from '../../runtime/clock';
 import type { AlertRecord } from './channels';
 import { AlertTier } from './tiers';
 
-/** The tiers whose alerts are held: P1 outside business hours, P2 until the digest. */
-export type HeldTier = typeof AlertTier.P1_BUSINESS_HOURS | typeof AlertTier.P2_DIGEST;
+/**
+ * The queue of alerts sent at once (P0, P1 within business hours) whose channels are not through yet:
+ * kept by a durable store so a crash in the middle of a send loses none (see the file comment).
+ */
+export const OUTBOX = 'OUTBOX' as const;
+
+/**
+ * The queues of kept alerts: P1 outside business hours, P2 until the digest, and the outbox of alerts
+ * being sent at once (each keeps its own tier in its record).
+ */
+export type HeldTier = DeferredTier | typeof OUTBOX;
+
+/** The tiers whose alerts wait: P1 outside business hours, P2 until the digest. */
+export type DeferredTier = typeof AlertTier.P1_BUSINESS_HOURS | typeof AlertTier.P2_DIGEST;
 
 /** What one claim took: the records (oldest first) and the alerts of the tier dropped since the last claim. */
 export interface HeldClaim {
@@ -40,6 +58,12 @@ export interface HeldAlertStore {
    * already kept, the oldest is dropped and counted. Resolves once the record is kept.
    */
   hold(tier: HeldTier, record: AlertRecord, bound: number): Promise<void>;
+  /**
+   * Keeps `record` already leased to `owner` for `leaseMs` (an alert about to be sent at once): a
+   * claim of that one record, for `renew` and `complete`. Never dropped at a bound: its sender holds
+   * it, and what dead senders leave is bounded by what they had on its way.
+   */
+  holdClaimed(tier: HeldTier, record: AlertRecord, owner: string, leaseMs: number): Promise<HeldClaim>;
   /**
    * Leases to `owner` for `leaseMs` at most `limit` records of the tier that nobody holds a live
    * lease on, oldest first, with the tier's dropped count (reset to 0).
@@ -75,10 +99,12 @@ export class MemoryHeldAlertStore implements HeldAlertStore {
   private readonly held: Record<HeldTier, MemoryHeld[]> = {
     [AlertTier.P1_BUSINESS_HOURS]: [],
     [AlertTier.P2_DIGEST]: [],
+    [OUTBOX]: [],
   };
   private readonly dropped: Record<HeldTier, number> = {
     [AlertTier.P1_BUSINESS_HOURS]: 0,
     [AlertTier.P2_DIGEST]: 0,
+    [OUTBOX]: 0,
   };
   private nextId = 1;
 
@@ -99,6 +125,12 @@ export class MemoryHeldAlertStore implements HeldAlertStore {
       free--;
     }
     list.push({ id: String(this.nextId++), record, owner: '', leaseUntil: 0 });
+  }
+
+  async holdClaimed(tier: HeldTier, record: AlertRecord, owner: string, leaseMs: number): Promise<HeldClaim> {
+    const id = String(this.nextId++);
+    this.held[tier].push({ id, record, owner, leaseUntil: this.clock.now() + leaseMs });
+    return { tier, owner, ids: [id], alerts: [record], dropped: 0 };
   }
 
   async claim(tier: HeldTier, owner: string, leaseMs: number, limit: number): Promise<HeldClaim> {

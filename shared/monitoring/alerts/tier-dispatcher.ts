@@ -12,6 +12,11 @@
  * `route` resolves once a held alert is kept in the store. A batch is claimed (leased to this
  * dispatcher), sent, then deleted, so replicas sharing a durable store send each held alert once (at
  * least once when a replica dies between the send and the delete) and one digest per interval.
+ * With a durable store an alert sent at once is kept too, in the store's outbox, leased to this
+ * dispatcher until every channel is through with it (sent, or given up after its attempts): one whose
+ * dispatcher dies meanwhile is sent by the next dispatcher to claim the outbox once the lease has run
+ * out (every dispatcher on a durable store looks every half lease). `accept` tells a caller when the
+ * alert is kept apart from when it is through.
  * `shutdown()` with the memory store sends whatever is held or accumulated (reason `shutdown`),
  * because an alert seen early is better than one lost with the process; a durable store keeps them.
  *
@@ -24,7 +29,15 @@ import { type Clock, systemClock, type TimerHandle, type Timers, systemTimers } 
 import type { AlertChannel, AlertBatch, AlertBatchReason, AlertRecord } from './channels';
 import type { AlertContext, AlertDispatcherProtocol, AlertSeverity } from './dispatcher';
 import { metricAlertLogLevel } from './dispatcher';
-import { type HeldAlertStore, type HeldTier, MemoryHeldAlertStore, randomHeldOwner } from './held-store';
+import {
+  type DeferredTier,
+  type HeldAlertStore,
+  type HeldClaim,
+  type HeldTier,
+  MemoryHeldAlertStore,
+  OUTBOX,
+  randomHeldOwner,
+} from './held-store';
 import { AlertTier, type BusinessHours, resolveTier } from './tiers';
 
 function errorText(err: unknown): string {
@@ -55,9 +68,26 @@ export interface TierAwareDispatcherOptions {
   heldStore?: HeldAlertStore;
   /** This dispatcher's name in the held store's leases (default: a random id). */
   owner?: string;
-  /** How long a claimed batch is this dispatcher's before another may claim it (default 5 min). */
+  /**
+   * How long a claimed batch (or an alert in the outbox) is this dispatcher's before another may claim
+   * it (default 5 min); renewed every half lease while it is on its way.
+   */
   claimLeaseMs?: number;
 }
+
+/** What `accept` answers: the alert is kept; `delivered` settles once its channels are through. */
+export interface AcceptedAlert {
+  /** Settles (never rejects) when the channels are through with the alert; at once for a held one. */
+  delivered: Promise<void>;
+  /**
+   * True when the alert is kept in a durable store until its channels are through (a crash of this
+   * process does not lose it); false when only this process has it.
+   */
+  durable: boolean;
+}
+
+/** Outbox alerts one claim takes from dispatchers that died. */
+const OUTBOX_CLAIM_LIMIT = 100;
 
 /** Default lease of a claimed batch: longer than a webhook channel's attempts and backoffs. */
 export const DEFAULT_HELD_CLAIM_LEASE_MS = 300_000;
@@ -78,11 +108,14 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   private readonly digestIntervalMs: number;
   private readonly digestTimer: TimerHandle;
   private openingTimer: TimerHandle | undefined;
+  /** Looks for outbox alerts whose sender died (durable store only). */
+  private outboxTimers: { first: TimerHandle; every: TimerHandle } | undefined;
   private closed = false;
   /** The batch of each tier on its way (see `sendHeld`). */
   private readonly sending: Record<HeldTier, Promise<void>> = {
     [AlertTier.P1_BUSINESS_HOURS]: Promise.resolve(),
     [AlertTier.P2_DIGEST]: Promise.resolve(),
+    [OUTBOX]: Promise.resolve(),
   };
   /** Releases and digests started by the timers, not yet through (see `settled`). */
   private readonly background = new Set<Promise<void>>();
@@ -107,6 +140,15 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     // A durable store may hold alerts of an earlier run (a crash, a restart) or of another replica:
     // release them at the next opening (at once when business hours are open now).
     if (this.store.durable) this.scheduleOpening();
+    // Alerts a dead dispatcher left in the outbox are claimable once its lease has run out: look now
+    // (a restart after a long stop) and every half lease.
+    if (this.store.durable) {
+      const look = () => this.inBackground(this.resendOutbox());
+      this.outboxTimers = {
+        first: this.timers.setTimeout(look, 0),
+        every: this.timers.setInterval(look, Math.max(1000, this.claimLeaseMs / 2)),
+      };
+    }
   }
 
   /** Number of P1 alerts held until business hours open (in the store: every replica's, when shared). */
@@ -165,42 +207,127 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
   }
 
   /**
-   * True when `dispatch(record)` now would keep the record in the held store (a P1 alert outside
-   * business hours, a P2 alert) rather than send it, so a caller can wait for it to be kept.
+   * Routes one alert and resolves once it is kept: held in the store (P1 outside business hours, P2),
+   * in the store's outbox (sent at once, durable store), or, sent at once with the memory store, at
+   * once (only this process has it). `delivered` settles when its channels are through. The monitor's
+   * SendAlert answers at `accept`, so an answered alert survives a crash when the store is durable.
    */
-  holds(record: AlertRecord): boolean {
-    if (this.closed && !this.store.durable) return false;
-    if (record.tier === AlertTier.P2_DIGEST) return true;
-    if (record.tier === AlertTier.P0_PAGE) return false;
-    return this.businessHours !== undefined && !this.businessHours.isOpen(this.clock.now());
-  }
-
-  /**
-   * Routes one alert; resolves once it is sent (P0, P1 within business hours) or kept in the held
-   * store (P1 outside business hours, P2), so the caller's "dispatched" means "kept".
-   */
-  private async route(alert: AlertRecord): Promise<void> {
+  async accept(alert: AlertRecord): Promise<AcceptedAlert> {
     emitAlertTriggered(
       { alert_name: alert.metric?.name ?? alert.title, severity: alert.severity },
       this.events,
     );
+    const kept: AcceptedAlert = { delivered: Promise.resolve(), durable: this.store.durable };
     // After shutdown nothing here would flush a memory store, so every tier goes out at once. A
     // durable store keeps them for the next run or another replica (shutdown() says why).
-    if (this.closed && !this.store.durable) return this.deliver(alert.tier, 'shutdown', [alert], 0);
+    if (this.closed && !this.store.durable) return this.atOnce(alert, 'shutdown', false);
     switch (alert.tier) {
       case AlertTier.P0_PAGE:
-        return this.deliver(alert.tier, 'immediate', [alert], 0);
+        return this.atOnce(alert, 'immediate', false);
       case AlertTier.P2_DIGEST:
-        return this.store.hold(AlertTier.P2_DIGEST, alert, this.maxDigest);
+        await this.store.hold(AlertTier.P2_DIGEST, alert, this.maxDigest);
+        return kept;
       default:
-        if (!this.businessHours || this.businessHours.isOpen(this.clock.now())) {
-          // Held alerts (a timer that has not fired yet, or a batch whose sender died) go first, in order.
-          await this.releaseHeld('business_hours_opened');
-          return this.deliver(alert.tier, 'immediate', [alert], 0);
-        }
+        if (!this.businessHours || this.businessHours.isOpen(this.clock.now()))
+          return this.atOnce(alert, 'immediate', true);
         await this.store.hold(AlertTier.P1_BUSINESS_HOURS, alert, this.maxHeld);
         if (!this.closed) this.scheduleOpening();
+        return kept;
     }
+  }
+
+  /**
+   * Routes one alert; resolves once it is sent (P0, P1 within business hours) or kept in the held
+   * store (P1 outside business hours, P2).
+   */
+  private async route(alert: AlertRecord): Promise<void> {
+    const accepted = await this.accept(alert);
+    await accepted.delivered;
+  }
+
+  /**
+   * Sends one alert at once (after the held P1 alerts when `heldFirst`: a timer that has not fired
+   * yet, or a batch whose sender died, go first, in order). With a durable store the alert is first
+   * kept in the outbox, leased to this dispatcher, and deleted once its channels are through.
+   */
+  private async atOnce(
+    alert: AlertRecord,
+    reason: AlertBatchReason,
+    heldFirst: boolean,
+  ): Promise<AcceptedAlert> {
+    const send = async () => {
+      if (heldFirst)
+        await this.releaseHeld('business_hours_opened').catch((err: unknown) =>
+          this.logger.error({ err: errorText(err) }, 'held alerts release failed'),
+        );
+      await this.deliver(alert.tier, reason, [alert], 0);
+    };
+    if (!this.store.durable) return { delivered: send(), durable: false };
+    let claim: HeldClaim;
+    try {
+      claim = await this.store.holdClaimed(OUTBOX, alert, this.owner, this.claimLeaseMs);
+    } catch (err) {
+      // The store is down: a page sent without its safety net beats a page not sent.
+      this.logger.error(
+        { err: errorText(err), alertId: alert.id },
+        'alert outbox write failed; sending unkept',
+      );
+      return { delivered: send(), durable: false };
+    }
+    const delivered = this.sendClaimed(claim, send).catch((err: unknown) =>
+      // The row stays (its lease runs out): another claim sends the alert again.
+      this.logger.error({ err: errorText(err), alertId: alert.id }, 'alert outbox completion failed'),
+    );
+    return { delivered, durable: true };
+  }
+
+  /**
+   * Outbox alerts whose sender died (their lease ran out): claimed, each sent on its own as it would
+   * have been (the same record, so the notification channel's idempotency key is the same), then
+   * deleted. One look at a time in this dispatcher.
+   */
+  private resendOutbox(): Promise<void> {
+    const run = this.sending[OUTBOX].then(async () => {
+      for (;;) {
+        const claim = await this.store.claim(OUTBOX, this.owner, this.claimLeaseMs, OUTBOX_CLAIM_LIMIT);
+        if (claim.alerts.length === 0) return;
+        this.logger.warn(
+          { count: claim.alerts.length },
+          'sending alerts whose sender stopped before its channels were through',
+        );
+        await this.sendClaimed(claim, async () => {
+          await Promise.all(claim.alerts.map((a) => this.deliver(a.tier, 'immediate', [a], 0)));
+        });
+        if (claim.alerts.length < OUTBOX_CLAIM_LIMIT) return;
+      }
+    });
+    this.sending[OUTBOX] = run.catch((err: unknown) =>
+      this.logger.error({ err: errorText(err) }, 'alert outbox look failed'),
+    );
+    return this.sending[OUTBOX];
+  }
+
+  /**
+   * Runs `send` for a claim, renewing its lease meanwhile (a webhook's attempts, one POST per alert of
+   * a large batch, can outlast it; another replica must not claim and send it as well), then deletes
+   * the claimed records.
+   */
+  private async sendClaimed(claim: HeldClaim, send: () => Promise<void>): Promise<void> {
+    const renewal = this.timers.setInterval(
+      () =>
+        void this.store
+          .renew(claim, this.claimLeaseMs)
+          .catch((err: unknown) =>
+            this.logger.warn({ err: errorText(err), tier: claim.tier }, 'alert lease renewal failed'),
+          ),
+      Math.max(1000, this.claimLeaseMs / 2),
+    );
+    try {
+      await send();
+    } finally {
+      this.timers.clearInterval(renewal);
+    }
+    await this.store.complete(claim);
   }
 
   /**
@@ -267,33 +394,17 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
    * at a time in this dispatcher: a later release or digest waits for the one on its way, so it
    * never claims that batch again (and held alerts keep their order).
    */
-  private sendHeld(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+  private sendHeld(tier: DeferredTier, reason: AlertBatchReason, limit: number): Promise<void> {
     const run = this.sending[tier].then(() => this.sendHeldNow(tier, reason, limit));
     this.sending[tier] = run.catch(() => undefined);
     return run;
   }
 
-  private async sendHeldNow(tier: HeldTier, reason: AlertBatchReason, limit: number): Promise<void> {
+  private async sendHeldNow(tier: DeferredTier, reason: AlertBatchReason, limit: number): Promise<void> {
     for (;;) {
       const claim = await this.store.claim(tier, this.owner, this.claimLeaseMs, limit);
       if (claim.alerts.length === 0 && claim.dropped === 0) return;
-      // The lease is renewed while the batch is on its way (a webhook's attempts, one POST per alert
-      // of a large batch, can outlast it), so another replica does not claim and send it as well.
-      const renewal = this.timers.setInterval(
-        () =>
-          void this.store
-            .renew(claim, this.claimLeaseMs)
-            .catch((err: unknown) =>
-              this.logger.warn({ err: errorText(err), tier }, 'held alerts lease renewal failed'),
-            ),
-        Math.max(1000, this.claimLeaseMs / 2),
-      );
-      try {
-        await this.deliver(tier, reason, claim.alerts, claim.dropped);
-      } finally {
-        this.timers.clearInterval(renewal);
-      }
-      await this.store.complete(claim);
+      await this.sendClaimed(claim, () => this.deliver(tier, reason, claim.alerts, claim.dropped));
       // Fewer than a full batch: the tier was emptied (what others hold under lease is theirs).
       if (claim.alerts.length < limit) return;
     }
@@ -313,6 +424,10 @@ export class TierAwareDispatcher implements AlertDispatcherProtocol {
     this.timers.clearInterval(this.digestTimer);
     if (this.openingTimer !== undefined) this.timers.clearTimeout(this.openingTimer);
     this.openingTimer = undefined;
+    if (this.outboxTimers) {
+      this.timers.clearTimeout(this.outboxTimers.first);
+      this.timers.clearInterval(this.outboxTimers.every);
+    }
     // A batch being sent finishes (and is deleted) before the process goes.
     await this.settled();
     if (this.store.durable) return;

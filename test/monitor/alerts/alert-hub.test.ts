@@ -417,28 +417,39 @@ describe('AlertHub routing in the background', () => {
     expect(errors).toHaveLength(2);
   });
 
-  it('answers the raise of an alert the router holds only once the router has kept it', async () => {
+  it('answers a raise once the router has kept the alert (accept), not once its channels are through', async () => {
     const router = new HangingRouter();
-    const holding = Object.assign(router, { holds: (r: AlertRecord) => r.tier === 'P2_DIGEST' });
+    let keep!: () => void;
+    const keeping = new Promise<void>((resolve) => (keep = resolve));
+    const durable = Object.assign(router, {
+      // Kept (the outbox write) when `keep` is called; delivered when the channels are released.
+      accept: async (r: AlertRecord) => {
+        const delivered = router.dispatch(r);
+        await keeping;
+        return { delivered, durable: true };
+      },
+    });
     const h = new AlertHub({
-      router: holding,
+      router: durable,
       recentSize: 5,
       maxWatchers: 1,
       watchBufferSize: 4,
       defaultSource: 'm',
     });
-    // Sent at once: answered while the channel hangs.
-    await h.raise({ kind: 'generic', title: 'page', severity: 'high', context: { tier: 'P0_PAGE' } });
     let answered = false;
-    const held = h
-      .raise({ kind: 'generic', title: 'digest', severity: 'low', context: { tier: 'P2_DIGEST' } })
+    const raising = h
+      .raise({ kind: 'generic', title: 'page', severity: 'high', context: { tier: 'P0_PAGE' } })
       .then(() => (answered = true));
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-    expect(router.records.map((r) => r.title)).toEqual(['page', 'digest']);
+    expect(router.records.map((r) => r.title)).toEqual(['page']);
     expect(answered).toBe(false);
+    keep();
+    await raising;
+    // Answered while the channel still hangs: the alert is on its way until released.
+    expect(h.pendingDispatches).toBe(1);
     router.release();
-    await held;
-    expect(answered).toBe(true);
+    await h.settled();
+    expect(h.pendingDispatches).toBe(0);
   });
 
   it('stop waits for the alerts on their way before the dispatcher flushes', async () => {

@@ -177,6 +177,14 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
           context: { alert_state: 'resolved' },
         });
         expect(alertOf(router.records[1]!)).toMatchObject({ id: a.id, state: 'resolved' });
+        // Read back from a store (held, or resent from the outbox after a crash): the same alert.
+        const stored = JSON.parse(JSON.stringify(router.records[1])) as AlertRecord;
+        expect(alertOf(stored)).toMatchObject({ id: a.id, state: 'resolved', title: a.title });
+        expect(alertOf(JSON.parse(JSON.stringify(router.records[0])) as AlertRecord)).toMatchObject({
+          id: a.id,
+          kind: 'generic',
+        });
+        expect(alertOf(JSON.parse(JSON.stringify(router.records[0])) as AlertRecord).state).toBeUndefined();
         const kinds = (await lc.get(a.id)).timeline.map((t) => t.kind);
         expect(kinds).toEqual(['triggered', 'notified', 'acknowledged', 'resolved', 'notified']);
       });

@@ -59,6 +59,25 @@ const record: AlertRecord = {
 const batch: AlertBatch = { tier: AlertTier.P0_PAGE, reason: 'immediate', alerts: [record], dropped: 0 };
 
 describe('NotificationAlertChannel through an AlertNotifier', () => {
+  it("keys a resolved notification's messages by its record id (not the firing alert's), also when the record was read back from a store", async () => {
+    const notifier = new RecordingNotifier();
+    const channel = new NotificationAlertChannel(entry({ email_to: ['a@example.com'] }), notifier);
+    const resolved: AlertRecord = {
+      ...record,
+      id: `${record.id}:resolved`,
+      context: { ...record.context, alert_state: 'resolved' },
+    };
+    await channel.send(batch);
+    await channel.send({ ...batch, alerts: [resolved] });
+    // Resent after a crash: the record as the outbox kept it (JSON), the same keys.
+    await channel.send({ ...batch, alerts: [JSON.parse(JSON.stringify(resolved)) as AlertRecord] });
+    expect(notifier.emails.map((e) => e.idempotencyKey)).toEqual([
+      alertIdempotencyKey(record.id!, 'email', 'a@example.com'),
+      alertIdempotencyKey(`${record.id}:resolved`, 'email', 'a@example.com'),
+      alertIdempotencyKey(`${record.id}:resolved`, 'email', 'a@example.com'),
+    ]);
+  });
+
   it('asks for one email per address and one SMS per number, each with its idempotency key and backend', async () => {
     const notifier = new RecordingNotifier();
     const channel = new NotificationAlertChannel(

@@ -2,10 +2,14 @@
  * The one behaviour suite of a HeldAlertStore, run against every implementation (memory here, the
  * monitor's database store on PGlite and PostgreSQL): hold and claim in order, the bound with its
  * dropped count, two owners claiming (each record once), an expired lease claimed again, completion
- * deleting only what the owner still holds.
+ * deleting only what the owner still holds; the outbox's records kept already leased to their sender.
  */
 import type { AlertRecord } from '../../../../shared/monitoring/alerts/channels';
-import type { HeldAlertStore, HeldTier } from '../../../../shared/monitoring/alerts/held-store';
+import {
+  type DeferredTier,
+  type HeldAlertStore,
+  OUTBOX,
+} from '../../../../shared/monitoring/alerts/held-store';
 import { AlertTier } from '../../../../shared/monitoring/alerts/tiers';
 
 /** What a backend's test file provides. */
@@ -17,12 +21,12 @@ export interface HeldStoreBackend {
   close(): Promise<void>;
 }
 
-const P1: HeldTier = AlertTier.P1_BUSINESS_HOURS;
-const P2: HeldTier = AlertTier.P2_DIGEST;
+const P1: DeferredTier = AlertTier.P1_BUSINESS_HOURS;
+const P2: DeferredTier = AlertTier.P2_DIGEST;
 const HOUR = 3_600_000;
 
 /** A held record whose title names it. */
-export function heldRecord(title: string, tier: HeldTier = P1): AlertRecord {
+export function heldRecord(title: string, tier: DeferredTier = P1): AlertRecord {
   return {
     kind: 'alert',
     title,
@@ -149,6 +153,36 @@ export function describeHeldStoreContract(name: string, open: () => Promise<Held
       expect(await s1.count(P1)).toBe(1);
       await s2.complete(retry);
       expect(await s2.count(P1)).toBe(0);
+    });
+    it('an outbox record kept leased to its sender is not claimed while the lease runs, nor dropped at a bound', async () => {
+      const s1 = backend.store();
+      const s2 = backend.store();
+      const page = { ...heldRecord('页面 🚨 שלום'), tier: AlertTier.P0_PAGE };
+      const sending = await s1.holdClaimed(OUTBOX, page, 'm1', HOUR);
+      expect(sending).toMatchObject({ tier: OUTBOX, owner: 'm1', alerts: [page], dropped: 0 });
+      expect(sending.ids).toHaveLength(1);
+      expect(await s2.count(OUTBOX)).toBe(1);
+      expect((await s2.claim(OUTBOX, 'm2', HOUR, 10)).alerts).toEqual([]);
+      // The other queues are apart: the held P1 alerts' bound and claims do not touch it.
+      await s2.hold(P1, heldRecord('b'), 1);
+      expect((await s2.claim(P1, 'm2', HOUR, 10)).alerts.map((a) => a.title)).toEqual(['b']);
+      await s1.complete(sending);
+      expect(await s2.count(OUTBOX)).toBe(0);
+    });
+
+    it('an outbox record whose sender died is claimed, whole, once its lease has run out; the dead sender completing deletes nothing', async () => {
+      const s1 = backend.store();
+      const s2 = backend.store();
+      const page = { ...heldRecord('页面 🚨 שלום'), tier: AlertTier.P0_PAGE };
+      // Kept with a lease already over: its sender died and the lease ran out.
+      const dead = await s1.holdClaimed(OUTBOX, page, 'dead', 0);
+      const retry = await s2.claim(OUTBOX, 'm2', HOUR, 10);
+      expect(retry.alerts).toEqual([page]);
+      expect((await s1.claim(OUTBOX, 'm3', HOUR, 10)).alerts).toEqual([]);
+      await s1.complete(dead);
+      expect(await s2.count(OUTBOX)).toBe(1);
+      await s2.complete(retry);
+      expect(await s2.count(OUTBOX)).toBe(0);
     });
   });
 }
