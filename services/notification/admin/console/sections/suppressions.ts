@@ -24,6 +24,7 @@ import type { Channel } from '../../../delivery/driver';
 import { maskRecipient } from '../../../delivery/mask';
 import {
   DEFAULT_SUPPRESSION_PAGE_SIZE,
+  MAX_SOURCE_LENGTH,
   MAX_SUPPRESSION_PAGE_SIZE,
   normaliseRecipient,
   SUPPRESSION_REASONS,
@@ -37,8 +38,6 @@ import type { ConsoleSectionDeps } from './index';
 
 /** Longest operator reason, in code points. */
 export const MAX_NOTE_POINTS = 200;
-/** Longest source the domain keeps (delivery/suppression.ts). */
-const MAX_SOURCE_UNITS = 256;
 /** A suppression body is small: a channel, a recipient (a device token at most 4 KiB) and a reason. */
 const SUPPRESSION_BODY_BYTES = 16 * 1024;
 
@@ -90,8 +89,8 @@ function kindOf(value: unknown): SuppressionReason {
 /** The entry's source: who and why, cut on code points to what the domain keeps. */
 export function consoleSource(operator: string, reason: string): string {
   const who = cutText(replaceControlCharacters(operator), 64, { unit: 'code_point' });
-  // The domain counts the source in UTF-16 units; the cut never splits a surrogate pair.
-  return cutText(`api:console:${who}: ${reason}`, MAX_SOURCE_UNITS, { ellipsis: '…' });
+  // Cut to what the domain keeps, counted as it counts (code points).
+  return cutText(`api:console:${who}: ${reason}`, MAX_SOURCE_LENGTH, { unit: 'code_point', ellipsis: '…' });
 }
 
 /** The suppressions section. */
