@@ -3,19 +3,9 @@
  * ideograph is one character, though two UTF-16 units): at the bound a definition is taken, one
  * character more is refused. Text the store could not keep (a lone surrogate) is refused too.
  */
-import { InvalidArgumentError } from '../../../shared/errors';
+import { invalidArgument } from '../../support/call-errors';
 import { buildRatioSlo, SELECTOR_LIMITS } from '../../../services/monitor/slo/ratio-definition';
 import { checkSloString, SLO_FIELD_LIMITS } from '../../../services/monitor/slo/slo-area';
-
-function refusal(run: () => unknown): InvalidArgumentError {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof InvalidArgumentError) return err;
-    throw err;
-  }
-  throw new Error('expected InvalidArgumentError');
-}
 
 const CHARACTERS = [
   ['emoji', '😀'],
@@ -31,7 +21,7 @@ describe('SLO text limits', () => {
       number,
     ][]) {
       expect(() => checkSloString(field, field, c.repeat(max), true)).not.toThrow();
-      const over = refusal(() => checkSloString(field, field, c.repeat(max + 1), true));
+      const over = invalidArgument(() => checkSloString(field, field, c.repeat(max + 1), true));
       expect(over.message).toBe(`${field} must be at most ${max} characters`);
     }
   });
@@ -46,13 +36,13 @@ describe('SLO text limits', () => {
       },
     });
     expect(() => buildRatioSlo(def(c.repeat(SELECTOR_LIMITS.labelValue)))).not.toThrow();
-    expect(refusal(() => buildRatioSlo(def(c.repeat(SELECTOR_LIMITS.labelValue + 1)))).message).toBe(
+    expect(invalidArgument(() => buildRatioSlo(def(c.repeat(SELECTOR_LIMITS.labelValue + 1)))).message).toBe(
       `metric_source.good.labels.code: at most ${SELECTOR_LIMITS.labelValue} characters`,
     );
   });
 
   test('a lone surrogate in a name is refused as broken text, a whole emoji is not', () => {
-    expect(refusal(() => checkSloString('name', 'name', 'checkout\ud83d', true)).message).toBe(
+    expect(invalidArgument(() => checkSloString('name', 'name', 'checkout\ud83d', true)).message).toBe(
       'name must not contain NUL characters or broken text (a lone surrogate)',
     );
     expect(() => checkSloString('name', 'name', 'checkout 😀', true)).not.toThrow();

@@ -3,24 +3,13 @@
  * supplementary CJK ideograph is one character though it is two UTF-16 units), control characters
  * (C0, DEL, C1), storable text (no NUL, no lone surrogate), one wording for every refusal.
  */
-import { InvalidArgumentError } from '../../../shared/errors';
+import { invalidArgument } from '../../support/call-errors';
 import {
   checkText,
   hasControlCharacters,
   longerThan,
   replaceControlCharacters,
 } from '../../../shared/text/check';
-
-/** The refusal of `run`, which must throw InvalidArgumentError. */
-function refusal(run: () => unknown): InvalidArgumentError {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof InvalidArgumentError) return err;
-    throw err;
-  }
-  throw new Error('expected InvalidArgumentError');
-}
 
 describe('longerThan', () => {
   test.each([
@@ -59,36 +48,36 @@ describe('checkText', () => {
   test('at the bound in emoji and CJK the text is taken; one more character is refused', () => {
     expect(checkText('😀'.repeat(4), 'user_id', { max: 4 })).toBe('😀😀😀😀');
     expect(checkText('中文𠀀𩸽', 'user_id', { max: 4 })).toBe('中文𠀀𩸽');
-    const over = refusal(() => checkText('😀'.repeat(5), 'user_id', { max: 4 }));
+    const over = invalidArgument(() => checkText('😀'.repeat(5), 'user_id', { max: 4 }));
     expect(over.message).toBe('user_id is longer than 4 characters');
     expect(over.field).toBe('user_id');
-    expect(refusal(() => checkText('中文𠀀𩸽x', 'user_id', { max: 4 })).message).toBe(
+    expect(invalidArgument(() => checkText('中文𠀀𩸽x', 'user_id', { max: 4 })).message).toBe(
       'user_id is longer than 4 characters',
     );
   });
 
   test('required: non_empty refuses "" and a non-string; non_blank also refuses white space only', () => {
-    expect(refusal(() => checkText('', 'key', { max: 8, required: 'non_empty' })).message).toBe(
+    expect(invalidArgument(() => checkText('', 'key', { max: 8, required: 'non_empty' })).message).toBe(
       'key is required',
     );
-    expect(refusal(() => checkText(7, 'key', { max: 8 })).message).toBe('key is required');
+    expect(invalidArgument(() => checkText(7, 'key', { max: 8 })).message).toBe('key is required');
     expect(checkText('  ', 'key', { max: 8, required: 'non_empty' })).toBe('  ');
-    expect(refusal(() => checkText('  ', 'title', { max: 8, required: 'non_blank' })).message).toBe(
+    expect(invalidArgument(() => checkText('  ', 'title', { max: 8, required: 'non_blank' })).message).toBe(
       'title is required',
     );
     expect(checkText('', 'topic', { max: 8 })).toBe('');
   });
 
   test('control characters are refused unless allowed; NUL and lone surrogates never are storable', () => {
-    expect(refusal(() => checkText('a\u0085b', 'key', { max: 8 })).message).toBe(
+    expect(invalidArgument(() => checkText('a\u0085b', 'key', { max: 8 })).message).toBe(
       'key contains control characters',
     );
     expect(checkText('line\nline', 'body', { max: 20, controls: 'allow' })).toBe('line\nline');
-    expect(refusal(() => checkText('a\u0000b', 'body', { max: 8, controls: 'allow' })).message).toBe(
+    expect(invalidArgument(() => checkText('a\u0000b', 'body', { max: 8, controls: 'allow' })).message).toBe(
       'body must not contain NUL characters or broken text (a lone surrogate)',
     );
     for (const broken of ['k\ud800', 'k\udc00', '\ude00😀']) {
-      expect(refusal(() => checkText(broken, 'key', { max: 8 })).message).toBe(
+      expect(invalidArgument(() => checkText(broken, 'key', { max: 8 })).message).toBe(
         'key must not contain NUL characters or broken text (a lone surrogate)',
       );
     }
