@@ -7,7 +7,7 @@
  * `<field> contains control characters`, and the storable-text message of `requireStorableText`.
  */
 import { InvalidArgumentError } from '../errors';
-import { requireStorableText, textLength } from './cut';
+import { requireStorableText, textLength, wellFormed } from './cut';
 
 // Unicode's control characters (general category Cc): C0, DEL and C1. None belongs in an id, a key or
 // a one-line name; they garble logs and pages, and NUL cannot be stored.
@@ -24,6 +24,18 @@ export function hasControlCharacters(text: string): boolean {
 /** `text` with each control character (see `hasControlCharacters`) replaced by `by` (default: removed). */
 export function replaceControlCharacters(text: string, by = ''): string {
   return text.replace(CONTROLS, by);
+}
+
+// eslint-disable-next-line no-control-regex -- runs of the same set
+const CONTROL_RUNS = /[\u0000-\u001f\u007f-\u009f]+/g;
+
+/**
+ * Someone else's text (a provider's reason, a relay's reply) as one storable line: each run of
+ * control characters (line breaks included) folded to one space, trimmed, lone surrogates replaced by
+ * U+FFFD (`wellFormed`). What it does not do: cut (see `cutText`).
+ */
+export function storableLine(text: string): string {
+  return wellFormed(text.replace(CONTROL_RUNS, ' ').trim());
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   hasControlCharacters,
   longerThan,
   replaceControlCharacters,
+  storableLine,
 } from '../../../shared/text/check';
 
 describe('longerThan', () => {
@@ -81,5 +82,13 @@ describe('checkText', () => {
         'key must not contain NUL characters or broken text (a lone surrogate)',
       );
     }
+  });
+});
+
+describe('storableLine', () => {
+  test('folds each run of control characters to one space, trims, and replaces lone surrogates', () => {
+    expect(storableLine('  550 mailbox\r\n\tfull\u0085😀 ')).toBe('550 mailbox full 😀');
+    expect(storableLine('bad \ud83d end\u0000')).toBe('bad \ufffd end');
+    expect(storableLine('שלום\n中文')).toBe('שלום 中文');
   });
 });
