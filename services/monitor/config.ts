@@ -63,9 +63,9 @@ export const MetricsConfigSchema = metricsConfigSchema()
     max_series: positiveInt().default(100_000),
     /** Labels one ingested sample may carry (the `service` label not counted); more are rejected. */
     max_labels_per_sample: positiveInt().default(16),
-    /** Characters of one ingested label value (the `service` value included); longer is rejected. */
+    /** Characters (code points) of one ingested label value (the `service` value included); longer is rejected. */
     max_label_value_length: positiveInt().default(256),
-    /** Characters of an ingested metric's description (its HELP text); longer is rejected. */
+    /** Characters (code points) of an ingested metric's description (its HELP text); longer is rejected. */
     max_description_length: positiveInt().default(1024),
     /**
      * Bytes the ingested series may take on one `/metrics` answer (each series' lines, its label

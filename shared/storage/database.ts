@@ -105,6 +105,25 @@ export function databaseEngine(knex: Knex): DatabaseEngine {
   return knex.client.config.client === 'pg' ? 'postgres' : 'pglite';
 }
 
+/**
+ * The rows of a `knex.raw` result. `pg` and PGlite (through knex-pglite) both answer `{ rows }`;
+ * every store reads raw results through this one cast, so a driver that answers otherwise is fixed
+ * here once.
+ */
+export function rows<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/** A timestamp column as a Date (`pg` and PGlite give a Date; a driver set to return text, a string). */
+export function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+/** A jsonb column as its value (`pg` and PGlite parse jsonb; a driver set to return text gives a string). */
+export function jsonColumn<T>(value: T | string): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
 /** Normalises an aggregate or bigint column (string in pg, number or bigint in PGlite) to a number. */
 export function toNumber(value: unknown): number {
   if (typeof value === 'number') return value;

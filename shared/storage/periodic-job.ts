@@ -15,7 +15,7 @@ import type { Knex } from 'knex';
 import { Client } from 'pg';
 import type { Logger } from '../logging/logger';
 import { silentLogger } from '../logging/logger';
-import { databaseEngine } from './database';
+import { databaseEngine, rows } from './database';
 import { type Clock, dateReader } from '../runtime/clock';
 import { sessionConnection } from './session';
 
@@ -64,10 +64,6 @@ export interface DatabaseJobLeaseOptions {
    */
   clock?: 'caller' | 'database';
   logger?: Logger;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** The cross-replica lease on PostgreSQL (in-process only on PGlite, which is one process). */

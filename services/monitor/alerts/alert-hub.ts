@@ -26,6 +26,7 @@
  */
 import { newId } from '../../../shared/runtime/ids';
 import { requireStorableText } from '../../../shared/text/cut';
+import { checkText, longerThan } from '../../../shared/text/check';
 import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '../../../shared/errors';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
@@ -207,13 +208,9 @@ export function metricAlertSeverity(currentValue: number, threshold: number): 'c
   return metricAlertLogLevel(currentValue, threshold) === 'error' ? 'critical' : 'warning';
 }
 
-function checkText(value: string, field: string, max: number, required: boolean): string {
-  if (required && value.trim() === '') throw new InvalidArgumentError(`${field} is required`, field);
-  if ([...value].length > max)
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  // Text the alert store could not keep (a NUL, a lone surrogate): INVALID_ARGUMENT, not INTERNAL.
-  requireStorableText(value, field);
-  return value;
+/** An alert's text: free text (line breaks allowed), at most `max` code points, storable. */
+function alertText(value: string, field: string, max: number, required: boolean): string {
+  return checkText(value, field, { max, required: required ? 'non_blank' : undefined, controls: 'allow' });
 }
 
 function contextValue(value: unknown): string | undefined {
@@ -241,12 +238,12 @@ function stringContext(context: AlertContext | null | undefined): Record<string,
   for (const [key, raw] of entries) {
     const value = contextValue(raw);
     if (value === undefined) continue;
-    if (key === '' || [...key].length > ALERT_LIMITS.contextKeyChars)
+    if (key === '' || longerThan(key, ALERT_LIMITS.contextKeyChars))
       throw new InvalidArgumentError(
         `context keys must have 1 to ${ALERT_LIMITS.contextKeyChars} characters`,
         'context',
       );
-    if ([...value].length > ALERT_LIMITS.contextValueChars)
+    if (longerThan(value, ALERT_LIMITS.contextValueChars))
       throw new InvalidArgumentError(
         `context value of ${JSON.stringify(key)} is longer than ${ALERT_LIMITS.contextValueChars} characters`,
         'context',
@@ -336,10 +333,10 @@ export class AlertHub implements AlertDispatcherProtocol {
    * its dedup key, whose id the alert carries).
    */
   async trigger(input: RaiseInput): Promise<{ alert: Alert; opened: boolean }> {
-    const title = checkText(input.title, 'title', ALERT_LIMITS.titleChars, true);
-    const message = checkText(input.message ?? '', 'message', ALERT_LIMITS.messageChars, false);
-    const severity = checkText(input.severity, 'severity', ALERT_LIMITS.severityChars, true).trim();
-    const source = checkText(
+    const title = alertText(input.title, 'title', ALERT_LIMITS.titleChars, true);
+    const message = alertText(input.message ?? '', 'message', ALERT_LIMITS.messageChars, false);
+    const severity = alertText(input.severity, 'severity', ALERT_LIMITS.severityChars, true).trim();
+    const source = alertText(
       input.sourceService ?? '',
       'source_service',
       ALERT_LIMITS.sourceServiceChars,
@@ -496,7 +493,7 @@ export class AlertHub implements AlertDispatcherProtocol {
     context?: AlertContext | null;
     sourceService?: string;
   }): Promise<Alert> {
-    const name = checkText(input.metricName, 'metric_name', ALERT_LIMITS.titleChars, true);
+    const name = alertText(input.metricName, 'metric_name', ALERT_LIMITS.titleChars, true);
     if (!Number.isFinite(input.currentValue))
       throw new InvalidArgumentError('current_value must be a finite number', 'current_value');
     if (!Number.isFinite(input.threshold))
@@ -577,7 +574,7 @@ export class AlertHub implements AlertDispatcherProtocol {
         `severities lists ${severities.length} values, more than ${ALERT_LIMITS.watchSeverities}`,
         'severities',
       );
-    for (const s of severities) checkText(s, 'severities', ALERT_LIMITS.severityChars, true);
+    for (const s of severities) alertText(s, 'severities', ALERT_LIMITS.severityChars, true);
     const filter = severities.length === 0 ? null : new Set(severities.map((s) => s.trim().toLowerCase()));
     if (this.stopped) throw new UnavailableError('the monitor is shutting down');
     const frames = this.live.watch({

@@ -7,7 +7,7 @@
  * clock) ran out is taken over by the next attempt. The timeline keeps the newest 100 entries.
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../shared/storage/database';
+import { jsonColumn, rows, toNumber } from '../../../shared/storage/database';
 import type { Alert } from './alert';
 import { compileMatchers, matchesAll } from './matchers';
 import type {
@@ -55,18 +55,12 @@ interface SilenceRow {
   reminded: string[] | string;
 }
 
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
-
 function toEntry(r: AlertRow): AlertEntry {
   return {
-    alert: json<Alert>(r.alert),
+    alert: jsonColumn<Alert>(r.alert),
     dedupKey: r.dedup_key,
     state: r.state,
-    labels: json<Record<string, string>>(r.labels),
+    labels: jsonColumn<Record<string, string>>(r.labels),
     count: toNumber(r.count),
     lastSeenAt: toNumber(r.last_seen_at),
     silencedBy: r.silenced_by,
@@ -79,10 +73,10 @@ function toEntry(r: AlertRow): AlertEntry {
 }
 
 function toSilence(r: SilenceRow): Silence {
-  const recurrence = r.recurrence === null ? undefined : json<WeeklyWindow>(r.recurrence);
+  const recurrence = r.recurrence === null ? undefined : jsonColumn<WeeklyWindow>(r.recurrence);
   return {
     id: r.id,
-    matchers: json<Silence['matchers']>(r.matchers),
+    matchers: jsonColumn<Silence['matchers']>(r.matchers),
     startsAt: toNumber(r.starts_at),
     endsAt: toNumber(r.ends_at),
     createdBy: r.created_by,
@@ -90,7 +84,7 @@ function toSilence(r: SilenceRow): Silence {
     ...(recurrence ? { recurrence } : {}),
     createdAt: toNumber(r.created_at),
     expiredAt: toNumber(r.expired_at),
-    reminded: json<string[]>(r.reminded),
+    reminded: jsonColumn<string[]>(r.reminded),
   };
 }
 

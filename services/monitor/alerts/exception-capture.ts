@@ -12,6 +12,7 @@
 import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
+import { longerThan } from '../../../shared/text/check';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
@@ -57,7 +58,7 @@ export interface CaptureResult {
 }
 
 function check(value: string, field: string, max: number): string {
-  if ([...value].length > max)
+  if (longerThan(value, max))
     throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
   return value;
 }
@@ -109,7 +110,7 @@ export class ExceptionCapture {
     if (entries.length > EXCEPTION_LIMITS.tags)
       throw new InvalidArgumentError(`tags has more than ${EXCEPTION_LIMITS.tags} entries`, 'tags');
     for (const [k, v] of entries) {
-      if (k === '' || [...k].length > EXCEPTION_LIMITS.tagKeyChars)
+      if (k === '' || longerThan(k, EXCEPTION_LIMITS.tagKeyChars))
         throw new InvalidArgumentError(
           `tag keys must have 1 to ${EXCEPTION_LIMITS.tagKeyChars} characters`,
           'tags',

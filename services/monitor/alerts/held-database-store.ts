@@ -22,13 +22,7 @@
 import type { Knex } from 'knex';
 import type { AlertRecord } from '../../../shared/monitoring/alerts/channels';
 import type { HeldAlertStore, HeldClaim, HeldTier } from '../../../shared/monitoring/alerts/held-store';
-import { toNumber } from '../../../shared/storage/database';
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
+import { jsonColumn, rows, toNumber } from '../../../shared/storage/database';
 
 /** See the file comment. */
 export class DatabaseHeldAlertStore implements HeldAlertStore {
@@ -98,7 +92,7 @@ export class DatabaseHeldAlertStore implements HeldAlertStore {
         tier,
         owner,
         ids: claimed.map((r) => String(r.seq)),
-        alerts: claimed.map((r) => json<AlertRecord>(r.record)),
+        alerts: claimed.map((r) => jsonColumn<AlertRecord>(r.record)),
         dropped,
       };
     });

@@ -10,7 +10,7 @@
  * first claimed in the notification log (a unique row per group key, receiver and step, written
  * before the send); only the claimer sends. See README.md, "Lifecycle".
  */
-import { requireStorableText } from '../../../shared/text/cut';
+import { checkText } from '../../../shared/text/check';
 import { createHash } from 'node:crypto';
 import {
   FailedPreconditionError,
@@ -197,12 +197,13 @@ export interface SilenceInput {
   recurrence?: WeeklyWindow;
 }
 
+/** A silence's or rule's text, trimmed: free text, at most `max` code points, storable. */
 function text(value: string, field: string, max: number, required: boolean): string {
-  const v = value.trim();
-  if (required && v === '') throw new InvalidArgumentError(`${field} is required`, field);
-  if ([...v].length > max) throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  requireStorableText(v, field);
-  return v;
+  return checkText(value.trim(), field, {
+    max,
+    required: required ? 'non_empty' : undefined,
+    controls: 'allow',
+  });
 }
 
 const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);

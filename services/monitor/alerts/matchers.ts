@@ -10,6 +10,7 @@
  */
 import { InvalidArgumentError } from '../../../shared/errors';
 import { requireStorableText } from '../../../shared/text/cut';
+import { longerThan } from '../../../shared/text/check';
 
 /** A matcher's operator. */
 export type MatchOp = '=' | '!=' | '=~' | '!~';
@@ -37,7 +38,7 @@ const OPS: readonly MatchOp[] = ['=', '!=', '=~', '!~'];
  * Returns the compiled, anchored regex.
  */
 export function safeRegex(pattern: string, field: string): RegExp {
-  if ([...pattern].length > MATCHER_LIMITS.patternChars)
+  if (longerThan(pattern, MATCHER_LIMITS.patternChars))
     throw new InvalidArgumentError(
       `${field}: regex is longer than ${MATCHER_LIMITS.patternChars} characters`,
       field,
@@ -101,7 +102,7 @@ export function compileMatcher(m: LabelMatcher, field: string): CompiledMatcher 
       `${field}: label name must be 1 to ${MATCHER_LIMITS.nameChars} letters, digits or _`,
       field,
     );
-  if ([...m.value].length > MATCHER_LIMITS.valueChars)
+  if (longerThan(m.value, MATCHER_LIMITS.valueChars))
     throw new InvalidArgumentError(
       `${field}: value is longer than ${MATCHER_LIMITS.valueChars} characters`,
       field,

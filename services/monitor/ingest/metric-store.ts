@@ -9,6 +9,7 @@
 import type { Registry } from 'prom-client';
 import { Counter as PromCounter, Gauge as PromGauge } from 'prom-client';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { longerThan } from '../../../shared/text/check';
 import { counterExportName, makeMetricName } from '../../../shared/monitoring/metric-names';
 import { SeriesExpiry } from './metric-expiry';
 import {
@@ -242,13 +243,14 @@ export class MetricIngestStore {
     const bad = checkOp(type, op);
     if (bad) return reject('invalid_value', `metric ${quote(name)}: ${bad}`);
     const limits = this.limits;
-    if (key.description.length > limits.max_description_length) {
+    // Limits in characters count code points (an emoji is one); the cheap path skips the count.
+    if (longerThan(key.description, limits.max_description_length)) {
       return reject(
         'description_too_long',
         `metric ${quote(name)}: description longer than ${limits.max_description_length} characters`,
       );
     }
-    if (key.service.length > limits.max_label_value_length) {
+    if (longerThan(key.service, limits.max_label_value_length)) {
       return reject(
         'label_value_too_long',
         `metric ${quote(name)}: service longer than ${limits.max_label_value_length} characters`,
@@ -279,7 +281,7 @@ export class MetricIngestStore {
           );
         }
       }
-      if (labels[k]!.length > limits.max_label_value_length) {
+      if (longerThan(labels[k]!, limits.max_label_value_length)) {
         return reject(
           'label_value_too_long',
           `metric ${quote(name)}: label ${quote(k)} longer than ${limits.max_label_value_length} characters`,

@@ -14,6 +14,7 @@ import {
   type PageRecord,
   type StepPosition,
 } from './escalation-store';
+import { jsonColumn, rows } from '../../../shared/storage/database';
 
 interface EscalationRow {
   alert_id: string;
@@ -38,11 +39,6 @@ interface CodeRow {
   expires_at: number | string;
 }
 
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
 // bigint comes back as a string from `pg`, as a number from PGlite.
 const num = (v: number | string): number => Number(v);
 
@@ -53,10 +49,10 @@ function toState(r: EscalationRow): EscalationState {
     round: num(r.round),
     step: num(r.step),
     stepStartedAt: num(r.step_started_at),
-    targets: json(r.targets),
+    targets: jsonColumn(r.targets),
     status: r.status,
     reason: r.reason,
-    pages: json(r.pages),
+    pages: jsonColumn(r.pages),
     startedAt: num(r.started_at),
     updatedAt: num(r.updated_at),
   };
@@ -68,7 +64,7 @@ function toCode(r: CodeRow): AckCode {
     pageKey: r.page_key,
     alertId: r.alert_id,
     userId: r.user_id,
-    phones: json(r.phones),
+    phones: jsonColumn(r.phones),
     expiresAt: num(r.expires_at),
   };
 }
@@ -174,7 +170,7 @@ export class DatabaseEscalationStore implements EscalationStore {
         ]),
       );
       if (!r[0]) return;
-      const pages = [...json(r[0].pages), page].slice(-MAX_PAGE_RECORDS);
+      const pages = [...jsonColumn(r[0].pages), page].slice(-MAX_PAGE_RECORDS);
       await trx.raw('UPDATE monitor_oncall_escalations SET pages = ?::jsonb WHERE alert_id = ?', [
         JSON.stringify(pages),
         alertId,

@@ -8,7 +8,8 @@ import { z } from 'zod';
 
 import { itemName, positiveInt, uniqueNames } from '../../../shared/config';
 import { WEEKDAYS } from '../../../shared/monitoring/alerts/tiers';
-import { textLength } from '../../../shared/text/cut';
+import { isStorableText } from '../../../shared/text/cut';
+import { hasControlCharacters, longerThan } from '../../../shared/text/check';
 import { isValidTimeZone, parseClockTime } from '../../../shared/time/zone';
 
 /** Most schedules. */
@@ -24,11 +25,6 @@ export const MAX_SCHEDULE_NAME_LENGTH = 64;
 /** Longest user id, in code points (the notification service's default `users.max_user_id_length`). */
 export const MAX_USER_ID_LENGTH = 128;
 
-// C0 and C1 control characters and DEL.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// A high surrogate not followed by a low one, or a low one not preceded by a high one: not text.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const LOCAL_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** An instant with its offset: `2026-03-28T20:00:00+01:00`, `2026-03-28T19:00Z`, fractions allowed. */
 const INSTANT =
@@ -53,12 +49,12 @@ export function userIdField() {
     .string({ error: 'expected a user id (text)' })
     .min(1, { error: 'expected a user id (text)' })
     .superRefine((id, ctx) => {
-      if (textLength(id, 'code_point') > MAX_USER_ID_LENGTH)
+      if (longerThan(id, MAX_USER_ID_LENGTH))
         ctx.addIssue({
           code: 'custom',
           message: `expected a user id of at most ${MAX_USER_ID_LENGTH} characters`,
         });
-      else if (CONTROL.test(id) || LONE_SURROGATE.test(id))
+      else if (hasControlCharacters(id) || !isStorableText(id))
         ctx.addIssue({ code: 'custom', message: 'expected a user id without control characters' });
     });
 }

@@ -15,6 +15,7 @@ import {
   type SloStateStore,
   type StoredSamples,
 } from './store';
+import { rows } from '../../../shared/storage/database';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -23,10 +24,6 @@ const HOUR_MS = 3_600_000;
 export interface DatabaseSloStateStoreOptions {
   /** `database` (default): the database's `now()`; a Clock: its time (tests). */
   clock?: Clock | 'database';
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** A suppression key as text PostgreSQL keeps (it holds no NUL; SLO names hold no control character). */

@@ -16,6 +16,7 @@ import {
 } from '../../../shared/monitoring/slo/ratio';
 import { DEFAULT_SLO_PERIOD, type SloPeriod } from '../../../shared/monitoring/slo/period';
 import { checkSloString, checkSloTexts } from './slo-area';
+import { longerThan } from '../../../shared/text/check';
 
 /** Shortest rolling period on the wire: a day (the library takes an hour for its own tests). */
 export const MIN_WIRE_PERIOD_SECONDS = 86_400;
@@ -72,7 +73,7 @@ function checkSelector(sel: CounterSelectorDefinition | undefined, field: string
         `${field}.labels: ${JSON.stringify(k.slice(0, 64))} is not a label name`,
         `${field}.labels`,
       );
-    if (v.length > SELECTOR_LIMITS.labelValue)
+    if (longerThan(v, SELECTOR_LIMITS.labelValue))
       throw new InvalidArgumentError(
         `${field}.labels.${k}: at most ${SELECTOR_LIMITS.labelValue} characters`,
         `${field}.labels`,

@@ -9,6 +9,8 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '..
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import type { AlertDispatcherProtocol } from '../../../shared/monitoring/alerts/dispatcher';
 import type { Clock } from '../../../shared/runtime/clock';
+import { hasControlCharacters, longerThan } from '../../../shared/text/check';
+import { requireStorableText } from '../../../shared/text/cut';
 import type { Counter, Gauge } from '../../../shared/monitoring/instruments';
 import type { MetricsCollector } from '../../../shared/monitoring/collector';
 import { sloMonitorOptions } from '../../../shared/monitoring/slo/config';
@@ -166,10 +168,6 @@ export interface SloAreaOptions {
   isAlertOpen?: (dedupKey: string) => Promise<boolean>;
 }
 
-// Control characters would garble log lines and the status page; nothing legitimate needs them.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 /** Checks one text field of a definition against SLO_FIELD_LIMITS (required: present and not blank). */
 export function checkSloString(
   field: keyof typeof SLO_FIELD_LIMITS,
@@ -183,13 +181,17 @@ export function checkSloString(
   }
   if (required && value.trim() === '')
     throw new InvalidArgumentError(`${wireName} must not be blank`, wireName);
-  if (value.length > SLO_FIELD_LIMITS[field])
+  // Characters are code points (an emoji is one), as everywhere a caller's text is counted.
+  if (longerThan(value, SLO_FIELD_LIMITS[field]))
     throw new InvalidArgumentError(
       `${wireName} must be at most ${SLO_FIELD_LIMITS[field]} characters`,
       wireName,
     );
-  if (CONTROL.test(value))
+  // Control characters would garble log lines and the status page; nothing legitimate needs them.
+  if (hasControlCharacters(value))
     throw new InvalidArgumentError(`${wireName} must not contain control characters`, wireName);
+  // A lone surrogate: the definition's jsonb would refuse it (INTERNAL for the caller's bad input).
+  requireStorableText(value, wireName);
 }
 
 /** An empty runbook URL is none; any other must be http(s). */

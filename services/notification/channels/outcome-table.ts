@@ -1,7 +1,8 @@
 /** Helpers shared by every driver's outcome table (email, SMS, push). */
 import type { FailureKind, OutcomeClass, SendOutcome } from '../delivery/driver';
 import type { SuppressionReason } from '../delivery/suppression';
-import { cutText, wellFormed } from '../../../shared/text/cut';
+import { cutText } from '../../../shared/text/cut';
+import { storableLine } from '../../../shared/text/check';
 
 /** A reply or status code pattern: an exact code (`550`) or a class (`'5xx'`). */
 export type CodePattern = number | '2xx' | '3xx' | '4xx' | '5xx';
@@ -43,7 +44,6 @@ const MAX_REASON = 300;
 export function safeText(text: string, secrets: readonly string[] = []): string {
   let out = text;
   for (const s of secrets) if (s !== '') out = out.split(s).join('[REDACTED]');
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  out = wellFormed(out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
+  out = storableLine(out);
   return out.length > MAX_REASON ? `${cutText(out, MAX_REASON)}...` : out;
 }

@@ -7,10 +7,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
-import { toNumber } from '../../../shared/storage/database';
+import { rows, toDate, toNumber } from '../../../shared/storage/database';
 import type { DeliveryEvent, DeliveryEventQuery } from './events';
 import type { DeliveryRecord } from './types';
-import { rows, toDate } from './database-records';
 
 /** The PostgreSQL NOTIFY channel the sequencer announces new events on (payload: the latest seq). */
 export const DELIVERY_EVENTS_CHANNEL = 'delivery_events';

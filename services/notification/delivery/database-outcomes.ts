@@ -11,7 +11,8 @@ import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import type { AttemptResult } from './store';
 import type { DeliveryRecord } from './types';
-import { rows, rowToRecord, type DeliveryRow, type StoredAttempt } from './database-records';
+import { rows } from '../../../shared/storage/database';
+import { rowToRecord, type DeliveryRow, type StoredAttempt } from './database-records';
 
 /**
  * SQLSTATEs that say "try again", not "this row is wrong": deadlock (40P01), serialization failure

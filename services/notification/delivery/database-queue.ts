@@ -5,10 +5,10 @@
  * DatabaseDeliveryStore composes it.
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../shared/storage/database';
+import { rows, toNumber } from '../../../shared/storage/database';
 import type { ClaimRequest, DeferRequest, DueBackend, LeaveOutRequest, QueueStats } from './store';
 import type { DeliveryRecord } from './types';
-import { rows, rowToRecord, toDateOrNull, type DeliveryRow } from './database-records';
+import { rowToRecord, toDateOrNull, type DeliveryRow } from './database-records';
 
 /** Claims and leases; see the module comment. */
 export class DatabaseLeaseQueue {

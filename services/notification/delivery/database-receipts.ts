@@ -7,7 +7,8 @@ import type { Knex } from 'knex';
 import { receiptReason } from './events';
 import { foldReceipt, type IncomingReceipt } from './receipt';
 import type { DeliveryRecord } from './types';
-import { rows, rowToRecord, toStoredReceipt, type DeliveryRow } from './database-records';
+import { rows } from '../../../shared/storage/database';
+import { rowToRecord, toStoredReceipt, type DeliveryRow } from './database-records';
 import { eventInsert } from './database-event-log';
 
 export async function findByProviderReference(

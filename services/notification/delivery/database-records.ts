@@ -4,6 +4,7 @@
  */
 import { toView, type DeliveryAttempt, type DeliveryRecord, type DeliveryView } from './types';
 import type { DeliveryReceipt } from './receipt';
+import { toDate } from '../../../shared/storage/database';
 
 export interface StoredReceipt extends Omit<DeliveryReceipt, 'receivedAt' | 'occurredAt'> {
   receivedAt: string;
@@ -70,10 +71,6 @@ export interface DeliveryRow {
   user_id?: string | null;
   /** Absent only in rows read before migration 20261129000000 ran. */
   category?: string | null;
-}
-
-export function toDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(value);
 }
 
 export function toDateOrNull(value: Date | string | null): Date | null {
@@ -145,8 +142,4 @@ export function rowToView(row: ViewRow): DeliveryView {
       receipts: [],
     }),
   );
-}
-
-export function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }

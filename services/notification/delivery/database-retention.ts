@@ -6,7 +6,7 @@
  */
 import type { Knex } from 'knex';
 import type { PurgeRequest, PurgeResult } from './store';
-import { rows } from './database-records';
+import { rows } from '../../../shared/storage/database';
 import { PARTITION_DAYS, PARTITION_WEEKS_AHEAD } from '../migrations/20261129100000_partitions';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -11,7 +11,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
-import { databaseEngine } from '../../../shared/storage/database';
+import { databaseEngine, rows } from '../../../shared/storage/database';
 import { AlreadyExistsError, ResourceExhaustedError } from '../../../shared/errors';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import type { DeliveryEvent, DeliveryEventQuery } from './events';
@@ -39,14 +39,7 @@ import { DatabaseOutcomeRecorder } from './database-outcomes';
 import { DatabaseLeaseQueue } from './database-queue';
 import { applyReceipt, findByProviderReference } from './database-receipts';
 import { purgeExpired } from './database-retention';
-import {
-  rows,
-  rowToRecord,
-  rowToView,
-  VIEW_COLUMNS,
-  type DeliveryRow,
-  type ViewRow,
-} from './database-records';
+import { rowToRecord, rowToView, VIEW_COLUMNS, type DeliveryRow, type ViewRow } from './database-records';
 
 export { DELIVERY_EVENTS_CHANNEL } from './database-event-log';
 export { UNSTORABLE_OUTCOME_ERROR } from './database-outcomes';

@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import type { InboundReplayStore } from './inbound-replay';
 import { DEFAULT_REPLAY_RETENTION_HOURS } from './inbound-replay';
+import { rows } from '../../../shared/storage/database';
 
 /** Most rows one prune statement deletes. */
 export const REPLAY_PRUNE_BATCH = 1000;
@@ -19,10 +20,6 @@ export interface DatabaseInboundReplayStoreOptions {
   retentionHours?: number;
   /** Least time between two prunes of this process (default one minute). */
   pruneIntervalMs?: number;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** The knex-backed InboundReplayStore. Run the notification migrations first. */

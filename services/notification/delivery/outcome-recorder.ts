@@ -10,7 +10,8 @@ import type { Logger } from '../../../shared/logging/logger';
 import { UnavailableError } from '../../../shared/errors';
 import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { Backoff, sleepMs } from '../../../shared/runtime/backoff';
-import { cutText, wellFormed } from '../../../shared/text/cut';
+import { cutText } from '../../../shared/text/cut';
+import { storableLine } from '../../../shared/text/check';
 import type { CircuitBreakers } from './circuit-breaker';
 import type { DeliveryDriver, FailureKind, SendOutcome } from './driver';
 import { maskRecipient } from './mask';
@@ -39,8 +40,7 @@ export const WORKER_DIED_ERROR =
  * refuses `\ud83d`), bounded (cut on whole characters).
  */
 export function sanitizeReason(reason: string | undefined, fallback: string): string {
-  // eslint-disable-next-line no-control-regex
-  const text = wellFormed((reason ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim());
+  const text = storableLine(reason ?? '');
   if (!text) return fallback;
   return cutText(text, MAX_REASON_LENGTH, { ellipsis: '…' });
 }

@@ -46,7 +46,7 @@ import {
 } from './types';
 import { DeliveryWorker } from './worker';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
-import { requireStorableText, textLength } from '../../../shared/text/cut';
+import { checkText } from '../../../shared/text/check';
 
 export type { BackendLookup } from './routing';
 
@@ -162,21 +162,12 @@ const MAX_KEY_LENGTH = 256;
 // An email goes to up to mailer.max_recipients (100) addresses of up to 254 characters each.
 const MAX_RECIPIENT_LENGTH = 32 * 1024;
 const MAX_BACKEND_LENGTH = 128;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-function checkText(value: unknown, field: string, max: number): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidArgumentError(`${field} is required`, field);
-  }
-  // Characters are code points, as everywhere a caller's text is counted (an emoji is one).
-  if (textLength(value, 'code_point') > max)
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
-  // A lone surrogate has no UTF-8 form: the driver would store U+FFFD in its place, so two different
-  // idempotency keys ("k\ud800", "k\udc00") would be one stored key and the second send a duplicate.
-  requireStorableText(value, field);
-  return value;
+/**
+ * A submit's scope, key, recipient or backend: required, at most `max` code points, no control
+ * characters, storable (two idempotency keys "k\ud800" and "k\udc00" must not become one stored key).
+ */
+function checkField(value: unknown, field: string, max: number): string {
+  return checkText(value, field, { max, required: 'non_empty' });
 }
 
 /** The delivery pipeline facade. */
@@ -338,12 +329,12 @@ export class DeliveryPipeline {
     if (!CHANNELS.includes(input.channel)) {
       throw new InvalidArgumentError(`channel must be one of ${CHANNELS.join(', ')}`, 'channel');
     }
-    const scope = checkText(input.scope, 'scope', MAX_SCOPE_LENGTH);
+    const scope = checkField(input.scope, 'scope', MAX_SCOPE_LENGTH);
     const idempotencyKey = input.idempotencyKey
-      ? checkText(input.idempotencyKey, 'idempotency_key', MAX_KEY_LENGTH)
+      ? checkField(input.idempotencyKey, 'idempotency_key', MAX_KEY_LENGTH)
       : null;
-    const recipient = checkText(input.recipient, 'recipient', MAX_RECIPIENT_LENGTH);
-    const requested = input.backend ? checkText(input.backend, 'backend', MAX_BACKEND_LENGTH) : undefined;
+    const recipient = checkField(input.recipient, 'recipient', MAX_RECIPIENT_LENGTH);
+    const requested = input.backend ? checkField(input.backend, 'backend', MAX_BACKEND_LENGTH) : undefined;
     const named = this.options.lookup(input.channel, requested);
     if (!named) {
       if (requested === undefined)
@@ -455,7 +446,7 @@ export class DeliveryPipeline {
     if (filter.status !== undefined && !DELIVERY_STATUSES.includes(filter.status)) {
       throw new InvalidArgumentError(`status must be one of ${DELIVERY_STATUSES.join(', ')}`, 'status');
     }
-    if (filter.backend !== undefined) checkText(filter.backend, 'backend', MAX_BACKEND_LENGTH);
+    if (filter.backend !== undefined) checkField(filter.backend, 'backend', MAX_BACKEND_LENGTH);
     if (filter.failure !== undefined && !FAILURE_KINDS.includes(filter.failure)) {
       throw new InvalidArgumentError(`failure must be one of ${FAILURE_KINDS.join(', ')}`, 'failure');
     }

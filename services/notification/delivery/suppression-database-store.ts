@@ -5,7 +5,7 @@
  * several replicas and receipts agree on one entry.
  */
 import type { Knex } from 'knex';
-import { databaseEngine } from '../../../shared/storage/database';
+import { databaseEngine, rows } from '../../../shared/storage/database';
 import { behindPooler } from '../../../shared/storage/session';
 import type { Channel } from './driver';
 import {
@@ -47,10 +47,6 @@ function toEntry(row: SuppressionRow): SuppressionEntry {
     source: row.source,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** The knex-backed SuppressionStore. Run the notification migrations first. */

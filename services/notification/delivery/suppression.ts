@@ -22,6 +22,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
 import { isE164 } from '../../../shared/text/e164';
+import { checkText, hasControlCharacters } from '../../../shared/text/check';
 import type { Channel } from './driver';
 import { CHANNELS } from './types';
 import { maskRecipient } from './mask';
@@ -150,9 +151,8 @@ export interface SuppressionChecker {
 
 const MAX_EMAIL_LENGTH = 254;
 const MAX_TOKEN_LENGTH = 4096;
-const MAX_SOURCE_LENGTH = 256;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** Longest `source`, in characters (code points). */
+export const MAX_SOURCE_LENGTH = 256;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 /**
@@ -166,7 +166,8 @@ export function normaliseRecipient(channel: Channel, recipient: unknown, field =
     throw new InvalidArgumentError(`${field} is required`, field);
   }
   const value = recipient.trim();
-  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
+  if (hasControlCharacters(value))
+    throw new InvalidArgumentError(`${field} contains control characters`, field);
   switch (channel) {
     case 'email': {
       if (value.length > MAX_EMAIL_LENGTH || !EMAIL.test(value)) {
@@ -450,15 +451,7 @@ export class Suppressions implements SuppressionList, SuppressionChecker {
     if (!SUPPRESSION_REASONS.includes(input.reason)) {
       throw new InvalidArgumentError(`reason must be one of ${SUPPRESSION_REASONS.join(', ')}`, 'reason');
     }
-    const source = input.source;
-    if (typeof source !== 'string' || source === '')
-      throw new InvalidArgumentError('source is required', 'source');
-    if (source.length > MAX_SOURCE_LENGTH || CONTROL.test(source)) {
-      throw new InvalidArgumentError(
-        `source must be at most ${MAX_SOURCE_LENGTH} printable characters`,
-        'source',
-      );
-    }
+    const source = checkText(input.source, 'source', { max: MAX_SOURCE_LENGTH, required: 'non_empty' });
     const result = await this.bounded(
       channel,
       'api',

@@ -13,7 +13,7 @@
  */
 import type { Knex } from 'knex';
 import { timePartitions } from '../delivery/database-retention';
-import { databaseEngine, toNumber } from '../../../shared/storage/database';
+import { databaseEngine, jsonColumn, rows, toDate, toNumber } from '../../../shared/storage/database';
 import { DatabaseJobLease } from '../../../shared/storage/periodic-job';
 import { fulfilled, GroupCommit } from '../../../shared/storage/group-commit';
 import type { Logger } from '../../../shared/logging/logger';
@@ -77,28 +77,20 @@ const DEADLOCK = '40P01';
 const MESSAGE_COLUMNS = `id, user_id, title, body, metadata, read_at, created_at,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key`;
 
-function toDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(value);
-}
-
-function parseJson<T>(value: T | string): T {
-  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
-}
-
 function rowToMessage(row: MessageRow): InboxMessage {
   return {
     id: row.id,
     userId: row.user_id,
     title: row.title,
     body: row.body,
-    metadata: parseJson(row.metadata),
+    metadata: jsonColumn(row.metadata),
     readAt: row.read_at === null ? null : toDate(row.read_at),
     createdAt: toDate(row.created_at),
   };
 }
 
 function rowToEvent(row: EventRow): StoredInboxEvent {
-  const payload = row.payload === null ? null : parseJson(row.payload);
+  const payload = row.payload === null ? null : jsonColumn(row.payload);
   return {
     seq: toNumber(row.seq),
     type: row.type,
@@ -119,10 +111,6 @@ function rowToEvent(row: EventRow): StoredInboxEvent {
     unreadCount: toNumber(row.unread_count),
     occurredAt: toDate(row.created_at),
   };
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** The knex-backed InboxStoreProtocol (PostgreSQL or PGlite). Run the notification migrations first. */

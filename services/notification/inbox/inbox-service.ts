@@ -6,6 +6,7 @@ import { isUuid, newId } from '../../../shared/runtime/ids';
 import { pageSize } from '../../../shared/storage/page-size';
 import { InvalidArgumentError, NotFoundError } from '../../../shared/errors';
 import { hasUnstorableText } from '../../../shared/text/cut';
+import { checkText } from '../../../shared/text/check';
 import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { InboxConfig } from './config';
@@ -44,24 +45,13 @@ export interface InboxServiceOptions {
 /** The one message for an unknown or foreign message id, so the two cannot be told apart. */
 const MESSAGE_NOT_FOUND = 'inbox message not found';
 
-function characters(value: string, limit: number): number {
-  // Cheap path: UTF-16 length is an upper bound of the code point count.
-  return value.length <= limit ? value.length : [...value].length;
-}
-
-function checkText(field: string, value: unknown, max: number, required: boolean): string {
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string`, field);
-  if (required && value.trim() === '') throw new InvalidArgumentError(`${field} must not be empty`, field);
-  if (characters(value, max) > max) {
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  }
-  if (value.includes('\u0000'))
-    throw new InvalidArgumentError(`${field} must not contain NUL characters`, field);
-  return value;
+/** A message's title or body: free text (line breaks allowed), at most `max` code points, storable. */
+function checkMessageText(field: string, value: unknown, max: number, required: boolean): string {
+  return checkText(value, field, { max, required: required ? 'non_blank' : undefined, controls: 'allow' });
 }
 
 function checkUserId(userId: unknown): string {
-  return checkText('user_id', userId, MAX_USER_ID_LENGTH, true);
+  return checkText(userId, 'user_id', { max: MAX_USER_ID_LENGTH, required: 'non_blank' });
 }
 
 function checkMessageId(messageId: unknown): string {
@@ -96,8 +86,8 @@ export class InboxService implements InboxServiceContract {
 
   async send(input: SendInput): Promise<InboxMessage> {
     const userId = checkUserId(input?.userId);
-    const title = checkText('title', input.title, this.config.max_title_length, true);
-    const body = checkText('body', input.body, this.config.max_body_length, false);
+    const title = checkMessageText('title', input.title, this.config.max_title_length, true);
+    const body = checkMessageText('body', input.body, this.config.max_body_length, false);
     const metadata = this.checkMetadata(input.metadata);
     const { message } = await this.store.send({
       id: newId(),

@@ -5,7 +5,7 @@
  * clocks differ agree on who holds a job.
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../shared/storage/database';
+import { toDate, toNumber, rows } from '../../../shared/storage/database';
 import type {
   FanOutResult,
   NewChild,
@@ -67,14 +67,6 @@ interface JobRow {
   request: TopicRequest | string | null;
   cursor: string | null;
   counted: boolean;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-function toDate(v: Date | string): Date {
-  return v instanceof Date ? v : new Date(v);
 }
 
 function toRecord(row: NotificationRow, lines: ChannelLine[] = []): NotificationRecord {

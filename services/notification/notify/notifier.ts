@@ -15,7 +15,8 @@ import { isUuid, newId } from '../../../shared/runtime/ids';
 import { isDomainError } from '../../../shared/errors';
 import { decodeKeysetToken, encodeKeysetToken } from '../../../shared/storage/keyset-token';
 import { pageSize as resolvePageSize } from '../../../shared/storage/page-size';
-import { cutText, hasUnstorableText, requireStorableText, textLength } from '../../../shared/text/cut';
+import { cutText, hasUnstorableText } from '../../../shared/text/cut';
+import { checkText } from '../../../shared/text/check';
 import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
@@ -92,17 +93,9 @@ export const MAX_DATA_BYTES = 64 * 1024;
 /** Default and largest page of ListNotifications. */
 export const NOTIFICATION_PAGE_SIZES = { default: 50, max: 500 } as const;
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
+/** An id, key or name of a Notify call: at most `max` code points, no control characters, storable. */
 function checkId(value: string, field: string, max = MAX_ID_LENGTH): string {
-  // Characters are code points (an emoji is one), as the inbox, the users and the submit count them.
-  if (textLength(value, 'code_point') > max)
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
-  // A lone surrogate has no UTF-8 form (the driver would store U+FFFD: two different keys, one key).
-  requireStorableText(value, field);
-  return value;
+  return checkText(value, field, { max });
 }
 
 /** The notify area's service. */

@@ -4,7 +4,7 @@
  * holds across replicas (writes are rare; reads take no lock).
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../shared/storage/database';
+import { toNumber, rows } from '../../../shared/storage/database';
 import type { NotifyChannel } from '../notify/config';
 import type { TemplateKey, TemplatePageQuery, TemplateStore } from './store';
 import type { Template, TemplateContent } from './types';
@@ -15,10 +15,6 @@ interface TemplateRow {
   locale: string;
   content: TemplateContent | string;
   updated_at: Date | string;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 function fromRow(r: TemplateRow): Template {

@@ -6,15 +6,16 @@ import type { Knex } from 'knex';
 import type { UserRecord, UserStore } from './store';
 import { NO_QUIET_HOURS } from './types';
 import type { Device, DevicePlatform, QuietHours, User, UserInput } from './types';
+import { jsonColumn, rows } from '../../../shared/storage/database';
 
 interface UserRow {
   user_id: string;
-  emails: unknown;
-  phones: unknown;
+  emails: string[] | string;
+  phones: string[] | string;
   locale: string;
   time_zone: string;
-  attributes: unknown;
-  quiet_hours: unknown;
+  attributes: Record<string, unknown> | string;
+  quiet_hours: Partial<QuietHours> | string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -26,30 +27,21 @@ interface DeviceRow {
   registered_at: Date | string;
 }
 
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-/** jsonb comes back parsed from pg and PGlite; a string is parsed (a driver set to return text). */
-function json<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
-}
-
 /** The stored quiet hours (migration 20261128000000_user_quiet_hours); none when absent. */
-function quietHoursOf(value: unknown): QuietHours {
-  const q = value === null || value === undefined ? undefined : json<Partial<QuietHours>>(value);
+function quietHoursOf(value: Partial<QuietHours> | string | null | undefined): QuietHours {
+  const q = value === null || value === undefined ? undefined : jsonColumn<Partial<QuietHours>>(value);
   return { windows: q?.windows ?? [], holdEmail: q?.holdEmail === true };
 }
 
 function toRecord(r: UserRow): UserRecord {
   return {
     userId: r.user_id,
-    emails: json<string[]>(r.emails),
-    phones: json<string[]>(r.phones),
+    emails: jsonColumn<string[]>(r.emails),
+    phones: jsonColumn<string[]>(r.phones),
     locale: r.locale,
     timeZone: r.time_zone,
     quietHours: quietHoursOf(r.quiet_hours),
-    attributes: json<Record<string, unknown>>(r.attributes),
+    attributes: jsonColumn<Record<string, unknown>>(r.attributes),
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
   };

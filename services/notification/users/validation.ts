@@ -3,7 +3,8 @@
  * normal form they store. Every refusal is InvalidArgumentError naming the field.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
-import { hasUnstorableText, textLength } from '../../../shared/text/cut';
+import { hasUnstorableText } from '../../../shared/text/cut';
+import { checkText } from '../../../shared/text/check';
 import { resolveTimeZone } from '../../../shared/time/zone';
 import { parseMailbox } from '../channels/email/mailable';
 import { normaliseRecipient } from '../delivery/suppression';
@@ -11,11 +12,6 @@ import type { UsersConfig } from './config';
 import { normaliseQuietHours } from './quiet-hours';
 import type { DevicePlatform, UserInput } from './types';
 
-// C0 and C1 control characters and DEL.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// A high surrogate not followed by a low one, or a low one not preceded by a high one: not text.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** The topic name rule of the proto: 1-128 of letters, digits and `._:-`. */
 const TOPIC = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Longest locale tag accepted (BCP 47 tags with extensions stay well under it). */
@@ -23,17 +19,9 @@ const MAX_LOCALE_LENGTH = 64;
 /** Longest IANA zone name accepted. */
 const MAX_TIME_ZONE_LENGTH = 64;
 
-/** The user id rule: 1 to `max` code points, no control characters, well-formed text. */
+/** The user id rule: 1 to `max` code points, no control characters, storable text. */
 export function checkUserId(userId: unknown, max: number, field = 'user_id'): string {
-  if (typeof userId !== 'string' || userId === '')
-    throw new InvalidArgumentError(`${field} is required`, field);
-  if (textLength(userId, 'code_point') > max) {
-    throw new InvalidArgumentError(`${field} must be at most ${max} characters`, field);
-  }
-  if (CONTROL.test(userId) || LONE_SURROGATE.test(userId)) {
-    throw new InvalidArgumentError(`${field} must not contain control characters`, field);
-  }
-  return userId;
+  return checkText(userId, field, { max, required: 'non_empty' });
 }
 
 /**

@@ -144,6 +144,27 @@ describe('MetricIngestStore', () => {
     ).toBe('invalid_label_name');
   });
 
+  // The limits count characters as code points: an emoji is two UTF-16 units but one character.
+  it.each([
+    ['emoji', '😀'],
+    ['supplementary CJK', '𠀀'],
+    ['BMP CJK', '中'],
+    ['RTL (Hebrew)', 'ש'],
+  ])('takes label values, service and description of %s at the bound, refuses one more', (_name, c) => {
+    const { store } = setup({ max_label_value_length: 5, max_description_length: 8 });
+    const set = { kind: 'set', value: 1 } as const;
+    const sample = (name: string, o: { label?: number; service?: number; help?: number }) => ({
+      ...key(name, 'gauge', o.label === undefined ? {} : { a: c.repeat(o.label) }, c.repeat(o.service ?? 1)),
+      description: c.repeat(o.help ?? 0),
+    });
+    expect(store.apply(sample('value_at_cap', { label: 5 }), set)).toBeUndefined();
+    expect(store.apply(sample('value_over', { label: 6 }), set)?.reason).toBe('label_value_too_long');
+    expect(store.apply(sample('service_at_cap', { service: 5 }), set)).toBeUndefined();
+    expect(store.apply(sample('service_over', { service: 6 }), set)?.reason).toBe('label_value_too_long');
+    expect(store.apply(sample('help_at_cap', { help: 8 }), set)).toBeUndefined();
+    expect(store.apply(sample('help_over', { help: 9 }), set)?.reason).toBe('description_too_long');
+  });
+
   it('refuses a histogram with more than 64 bucket bounds', () => {
     const { store } = setup();
     const bounds = (n: number) => Array.from({ length: n }, (_, i) => i);

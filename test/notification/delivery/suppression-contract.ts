@@ -184,6 +184,8 @@ export function describeSuppressionContract(
         ],
         [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: '' }, 'source'],
         [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: 'a\nb' }, 'source'],
+        [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: '😀'.repeat(257) }, 'source'],
+        [{ channel: 'sms', recipient: '+15551234567', reason: 'manual', source: '中'.repeat(257) }, 'source'],
       ];
       for (const [input, field] of bad) {
         const err = await list.add(input).catch((e: unknown) => e);
@@ -191,6 +193,15 @@ export function describeSuppressionContract(
         expect((err as InvalidArgumentError).field).toBe(field);
       }
       expect(await list.isSuppressed('sms', '+15551234567')).toBe(false);
+    });
+
+    it('takes a source of 256 characters in emoji or CJK (code points), as the refusal above counts them', async () => {
+      const { list } = setup();
+      for (const source of ['😀'.repeat(256), '𠀀'.repeat(256)]) {
+        const recipient = uniqueAddress('source');
+        const added = await list.addEntry({ channel: 'email', recipient, reason: 'manual', source });
+        expect(added.entry.source).toBe(source);
+      }
     });
 
     it('lists newest first in keyset pages, masked, filtered by channel; a token of another filter is refused', async () => {

@@ -14,6 +14,7 @@ import { convert as htmlToText } from 'html-to-text';
 import { InvalidArgumentError } from '../../../../shared/errors';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, DEFAULT_MAX_MESSAGE_BYTES, type MailerConfig } from './config';
 import { cutText } from '../../../../shared/text/cut';
+import { longerThan } from '../../../../shared/text/check';
 
 /**
  * The plain-text part of an HTML email, when none is given: the one rule, used by every email send and
@@ -111,14 +112,22 @@ export function mailableLimits(config: MailerConfig): MailableLimits {
   };
 }
 
-/** RFC 5322 caps a line at 998 characters; a subject or header value longer than that gets folded
- * into something receivers display differently, so we refuse it instead. */
+/**
+ * RFC 5322 caps a line at 998 characters; a subject or header value longer than that gets folded
+ * into something receivers display differently, so we refuse it instead. Counted, like the from
+ * name and filename limits, in code points (an emoji is one character): the API's "characters".
+ * Non-ASCII text goes out as RFC 2047 encoded words, which the mail library folds to the octet limit
+ * of the wire, so the wire's octets do not bound what a caller may write.
+ */
 const MAX_LINE = 998;
 const MAX_HEADERS = 50;
 const MAX_ATTACHMENTS = 100;
 const MAX_FILENAME = 255;
 const MAX_NAME = 256;
-/** RFC 5321: 254 characters per path, 64 per local part. */
+/**
+ * RFC 5321: 254 octets per path, 64 per local part: a protocol's octet limits, kept in `.length`
+ * (addresses are ASCII here, non-ASCII ones are refused, so units, code points and octets agree).
+ */
 const MAX_ADDRESS = 254;
 const MAX_LOCAL_PART = 64;
 
@@ -413,7 +422,7 @@ function singleLine(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string') invalid(field, 'must be a string');
   if (LINE_BREAK.test(value)) invalid(field, 'must not contain line breaks (CR or LF)');
   if (CONTROL.test(value)) invalid(field, 'must not contain control characters');
-  if (value.length > max) invalid(field, `must be at most ${max} characters`);
+  if (longerThan(value, max)) invalid(field, `must be at most ${max} characters`);
   return value;
 }
 
@@ -446,6 +455,7 @@ export function parseMailbox(raw: unknown, field: string): EmailAddress {
     return bad();
   }
   const name = parsed.name?.trim();
+  // The parser takes ASCII display names only (rfc6532 off), so UTF-16 units are characters here.
   if (name && name.length > MAX_NAME) invalid(field, `display name must be at most ${MAX_NAME} characters`);
   return name ? { email: parsed.address, name } : { email: parsed.address };
 }

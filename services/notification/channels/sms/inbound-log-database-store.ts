@@ -11,7 +11,7 @@
  * Time is the database's (`now()`): the retention never depends on a replica's clock.
  */
 import type { Knex } from 'knex';
-import { toNumber } from '../../../../shared/storage/database';
+import { toNumber, rows } from '../../../../shared/storage/database';
 import {
   DEFAULT_INBOUND_SMS_MAX_MESSAGES,
   INBOUND_SMS_CHANNEL,
@@ -34,10 +34,6 @@ interface Row {
   to_number: string;
   body: string;
   received_at: Date | string;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 function toMessage(row: Row): InboundSms {

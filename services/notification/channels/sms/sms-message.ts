@@ -5,6 +5,7 @@
 import { InvalidArgumentError } from '../../../../shared/errors';
 import { cutText } from '../../../../shared/text/cut';
 import { isE164 } from '../../../../shared/text/e164';
+import { longerThan } from '../../../../shared/text/check';
 
 /** The stored payload of an SMS delivery: what every attempt sends, after a restart too. */
 export interface SmsPayload {
@@ -48,12 +49,8 @@ export function checkSmsBody(value: unknown, field = 'body'): string {
     throw new InvalidArgumentError(`${field} is required`, field);
   }
   // Characters as a reader counts them: an emoji is one, not two UTF-16 units.
-  let chars = 0;
-  for (const _ of value) {
-    if (++chars > MAX_SMS_BODY_CHARS) {
-      throw new InvalidArgumentError(`${field} is longer than ${MAX_SMS_BODY_CHARS} characters`, field);
-    }
-  }
+  if (longerThan(value, MAX_SMS_BODY_CHARS))
+    throw new InvalidArgumentError(`${field} is longer than ${MAX_SMS_BODY_CHARS} characters`, field);
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${field} contains control characters`, field);
   return value;
 }

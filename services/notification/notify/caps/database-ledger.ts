@@ -10,6 +10,7 @@ import type { Knex } from 'knex';
 import type { CapConfig } from '../config';
 import type { CapDecision, CapLedger, TimedChannel } from '../timing';
 import { capsByChannel, decide, longestWindow, takesNeeded } from './rules';
+import { rows } from '../../../../shared/storage/database';
 
 /** Options of DatabaseCapLedger. */
 export interface DatabaseCapLedgerOptions {
@@ -19,10 +20,6 @@ export interface DatabaseCapLedgerOptions {
    * move the windows). Production leaves it unset: replicas agree on the database's time.
    */
   now?: () => Date;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 /** The knex-backed CapLedger. */

@@ -13,7 +13,7 @@
  */
 import type { Knex } from 'knex';
 import { UnavailableError } from '../../../../shared/errors';
-import { toNumber } from '../../../../shared/storage/database';
+import { toDate, toNumber, rows } from '../../../../shared/storage/database';
 import { isUuid, newId } from '../../../../shared/runtime/ids';
 import type { CategoryConfig } from '../config';
 import type { DigestEvent, DigestState, DueDigest, TimedChannel } from '../timing';
@@ -44,14 +44,6 @@ interface EventRow {
   notification_id: string;
   occurred_at: Date | string;
   data: Record<string, unknown> | string;
-}
-
-function rows<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-function toDate(v: Date | string): Date {
-  return v instanceof Date ? v : new Date(v);
 }
 
 const UNIQUE_VIOLATION = '23505';

@@ -7,7 +7,8 @@
  */
 import { InvalidArgumentError, NotFoundError } from '../../../../shared/errors';
 import { type Clock, dateReader } from '../../../../shared/runtime/clock';
-import { textLength } from '../../../../shared/text/cut';
+import { cutText } from '../../../../shared/text/cut';
+import { checkText, replaceControlCharacters } from '../../../../shared/text/check';
 import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyChannel } from '../../notify/config';
 import type { Preference, PreferenceBook, PreferenceChoice } from './types';
 import type { PreferenceStore, StoredChoice } from './store';
@@ -150,21 +151,14 @@ function defaultOf(cat: CategoryConfig, channel: NotifyChannel): boolean {
   return cat.defaults[channel] ?? true;
 }
 
-/** A user id of 1-128 code points without NUL (PostgreSQL text cannot hold one). */
+/** A user id of 1-128 code points, no control characters, storable text (the directory's rule). */
 export function checkUserId(userId: string): void {
-  if (typeof userId !== 'string' || userId.length === 0) {
-    throw new InvalidArgumentError('user_id is required', 'user_id');
-  }
-  if (textLength(userId, 'code_point') > MAX_USER_ID_LENGTH) {
-    throw new InvalidArgumentError(`user_id is longer than ${MAX_USER_ID_LENGTH} characters`, 'user_id');
-  }
-  if (userId.includes('\0')) throw new InvalidArgumentError('user_id must not contain NUL', 'user_id');
+  checkText(userId, 'user_id', { max: MAX_USER_ID_LENGTH, required: 'non_empty' });
 }
 
 /** A caller's value echoed in an error: short, on code points, no control characters. */
 function printable(value: unknown): string {
   const text = typeof value === 'string' ? value : String(value);
-  // eslint-disable-next-line no-control-regex -- control characters are what is replaced
-  const clean = text.replace(/[\u0000-\u001f\u007f]/g, '?');
-  return textLength(clean, 'code_point') > 64 ? `${[...clean].slice(0, 64).join('')}…` : clean;
+  const clean = replaceControlCharacters(text, '?');
+  return cutText(clean, 65, { unit: 'code_point', ellipsis: '…' });
 }

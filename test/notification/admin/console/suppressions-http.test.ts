@@ -6,7 +6,7 @@
 import { CONSOLE_API_PATH } from '../../../../services/notification/admin/console/console-gateway';
 import { MAX_NOTE_POINTS } from '../../../../services/notification/admin/console/sections/suppressions';
 import type { RunningNotificationApp } from '../../../support/notification-app';
-import { wellFormed } from '../../../../shared/text/cut';
+import { textLength, wellFormed } from '../../../../shared/text/cut';
 import { authed, operatorToken, startAdminService, until } from '../harness';
 
 interface Item {
@@ -141,9 +141,10 @@ describe('console suppressions API', () => {
     });
     expect(ok.status).toBe(201);
     const source = ((await ok.json()) as { item: Item }).item.source!;
-    // The source is cut on code points to the domain's 256 characters: no lone surrogate.
-    expect(source.length).toBeLessThanOrEqual(256);
-    expect(source.endsWith('…')).toBe(true);
+    // The domain counts the source's 256 characters as code points, as the console counts the
+    // reason: the 200 emoji are kept whole (in UTF-16 units they were 400, and were cut).
+    expect(source.endsWith(`: ${atBound}`)).toBe(true);
+    expect(textLength(source, 'code_point')).toBeLessThanOrEqual(256);
     expect(source).toBe(wellFormed(source));
 
     const past = await post('suppressions', {
@@ -152,7 +153,7 @@ describe('console suppressions API', () => {
       reason: '😀'.repeat(MAX_NOTE_POINTS + 1),
     });
     expect(past.status).toBe(400);
-    expect(((await past.json()) as ErrorJson).error.message).toBe('reason must be at most 200 characters');
+    expect(((await past.json()) as ErrorJson).error.message).toBe('reason is longer than 200 characters');
     for (const reason of [undefined, '', '   ', 'line\nbreak', 7]) {
       const res = await post('suppressions', { channel: 'email', recipient: 'r@example.com', reason });
       expect({ reason, status: res.status }).toEqual({ reason, status: 400 });

@@ -156,6 +156,38 @@ describe('Mailable', () => {
     expect(err.message.startsWith(`${field}: `)).toBe(true);
   });
 
+  // Limits in characters count code points: an emoji is two UTF-16 units but one character.
+  it.each([
+    ['emoji', '😀'],
+    ['supplementary CJK', '𠀀'],
+    ['BMP CJK', '中'],
+    ['RTL (Arabic)', 'م'],
+  ])('takes %s at each one-line limit in characters and refuses one more', (_name, c) => {
+    const bound = { subject: 998, fromName: 256, header: 998, filename: 255 };
+    const at = (n: typeof bound): MailableFields => ({
+      ...valid,
+      subject: c.repeat(n.subject),
+      fromName: c.repeat(n.fromName),
+      headers: { 'X-Tag': c.repeat(n.header) },
+      attachments: [{ filename: c.repeat(n.filename), content: 'x' }],
+    });
+    const message = Mailable.of(at(bound)).build();
+    expect(message.subject).toBe(c.repeat(998));
+    expect(message.fromName).toBe(c.repeat(256));
+    expect(message.headers['X-Tag']).toBe(c.repeat(998));
+    expect(message.attachments[0]!.filename).toBe(c.repeat(255));
+    const over: [keyof typeof bound, string, string][] = [
+      ['subject', 'subject', 'subject: must be at most 998 characters'],
+      ['fromName', 'from_name', 'from_name: must be at most 256 characters'],
+      ['header', 'headers["X-Tag"]', 'headers["X-Tag"]: must be at most 998 characters'],
+      ['filename', 'attachments[0].filename', 'attachments[0].filename: must be at most 255 characters'],
+    ];
+    for (const [key, field, text] of over) {
+      const err = refusal(at({ ...bound, [key]: bound[key] + 1 }));
+      expect([err.field, err.message]).toEqual([field, text]);
+    }
+  });
+
   it('quotes a refused address in the message with its line breaks visible', () => {
     expect(refusal({ ...valid, to: ['a@example.com\r\nBcc: x'] }).message).toBe(
       'to[0]: "a@example.com\\r\\nBcc: x" is not a valid e-mail address',

@@ -28,6 +28,7 @@ import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from '../.
 import { type ConsoleApi, type ConsoleContext, type ConsoleSection, singleParam } from '../console-gateway';
 import type { ConsoleSectionDeps } from './index';
 import { byTime, deliveryTimeline, notificationEntries, notificationSummary } from './timeline';
+import { checkText } from '../../../../../shared/text/check';
 
 /** Default page of the activity lists (capped by `inbox.max_page_size`). */
 export const DEFAULT_ACTIVITY_PAGE = 50;
@@ -41,8 +42,6 @@ export const ACTIVITY_HEARTBEAT_MS = 15_000;
 export const ACTIVITY_RETRY_AFTER_SECONDS = 5;
 
 const NOTIFICATION_STATUSES = ['accepted', 'fanning_out', 'fanned_out', 'scheduled', 'cancelled'] as const;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** Options of the section (tests shorten the heartbeat). */
 export interface ActivityOptions {
@@ -237,10 +236,7 @@ async function withCursor<T>(run: () => Promise<T>): Promise<T> {
 function text(query: URLSearchParams, name: string, max = MAX_FILTER_TEXT): string | undefined {
   const value = singleParam(query, name);
   if (value === undefined || value === '') return undefined;
-  if (CONTROL.test(value)) throw new InvalidArgumentError(`${name} contains control characters`, name);
-  if ([...value].length > max)
-    throw new InvalidArgumentError(`${name} is longer than ${max} characters`, name);
-  return value;
+  return checkText(value, name, { max });
 }
 
 function oneOf<T extends string>(query: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {

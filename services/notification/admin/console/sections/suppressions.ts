@@ -18,11 +18,13 @@
  */
 import { InvalidArgumentError } from '../../../../../shared/errors';
 import { pageSizeParam } from '../../../../../shared/storage/page-size';
-import { cutText, textLength } from '../../../../../shared/text/cut';
+import { cutText } from '../../../../../shared/text/cut';
+import { checkText, replaceControlCharacters } from '../../../../../shared/text/check';
 import type { Channel } from '../../../delivery/driver';
 import { maskRecipient } from '../../../delivery/mask';
 import {
   DEFAULT_SUPPRESSION_PAGE_SIZE,
+  MAX_SOURCE_LENGTH,
   MAX_SUPPRESSION_PAGE_SIZE,
   normaliseRecipient,
   SUPPRESSION_REASONS,
@@ -36,12 +38,8 @@ import type { ConsoleSectionDeps } from './index';
 
 /** Longest operator reason, in code points. */
 export const MAX_NOTE_POINTS = 200;
-/** Longest source the domain keeps (delivery/suppression.ts). */
-const MAX_SOURCE_UNITS = 256;
 /** A suppression body is small: a channel, a recipient (a device token at most 4 KiB) and a reason. */
 const SUPPRESSION_BODY_BYTES = 16 * 1024;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** One entry as the console answers it. */
 export interface SuppressionJson {
@@ -77,12 +75,7 @@ export function operatorReason(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') {
     throw new InvalidArgumentError('reason is required: say why', 'reason');
   }
-  const reason = value.trim();
-  if (CONTROL.test(reason)) throw new InvalidArgumentError('reason contains control characters', 'reason');
-  if (textLength(reason, 'code_point') > MAX_NOTE_POINTS) {
-    throw new InvalidArgumentError(`reason must be at most ${MAX_NOTE_POINTS} characters`, 'reason');
-  }
-  return reason;
+  return checkText(value.trim(), 'reason', { max: MAX_NOTE_POINTS });
 }
 
 function kindOf(value: unknown): SuppressionReason {
@@ -95,9 +88,9 @@ function kindOf(value: unknown): SuppressionReason {
 
 /** The entry's source: who and why, cut on code points to what the domain keeps. */
 export function consoleSource(operator: string, reason: string): string {
-  const who = cutText(operator.replace(new RegExp(CONTROL.source, 'g'), ''), 64, { unit: 'code_point' });
-  // The domain counts the source in UTF-16 units; the cut never splits a surrogate pair.
-  return cutText(`api:console:${who}: ${reason}`, MAX_SOURCE_UNITS, { ellipsis: '…' });
+  const who = cutText(replaceControlCharacters(operator), 64, { unit: 'code_point' });
+  // Cut to what the domain keeps, counted as it counts (code points).
+  return cutText(`api:console:${who}: ${reason}`, MAX_SOURCE_LENGTH, { unit: 'code_point', ellipsis: '…' });
 }
 
 /** The suppressions section. */
