@@ -22,6 +22,7 @@ import type { Logger } from '../../../shared/logging/logger';
 import { silentLogger } from '../../../shared/logging/logger';
 import { decodeKeysetToken, encodeKeysetToken, type KeysetKey } from '../../../shared/storage/keyset-token';
 import { isE164 } from '../../../shared/text/e164';
+import { requireStorableText } from '../../../shared/text/cut';
 import { checkText, hasControlCharacters } from '../../../shared/text/check';
 import type { Channel } from './driver';
 import { CHANNELS } from './types';
@@ -168,6 +169,8 @@ export function normaliseRecipient(channel: Channel, recipient: unknown, field =
   const value = recipient.trim();
   if (hasControlCharacters(value))
     throw new InvalidArgumentError(`${field} contains control characters`, field);
+  // A lone surrogate would be stored as U+FFFD: a key no send ever matches (and two recipients one key).
+  requireStorableText(value, field);
   switch (channel) {
     case 'email': {
       if (value.length > MAX_EMAIL_LENGTH || !EMAIL.test(value)) {

@@ -168,6 +168,15 @@ describe('console suppressions API', () => {
       [{ channel: 'fax', recipient: 'a@b.c', reason: 'r' }, /channel must be one of email, sms, push/],
       [{ channel: 'email', recipient: 'a@b.c', reason: 'r', kind: 'annoyed' }, /kind must be one of/],
       [{ channel: 'email', reason: 'r' }, /recipient is required/],
+      // A lone surrogate (JSON's \ud800 escape) would be stored as U+FFFD, a key no send matches.
+      [
+        { channel: 'email', recipient: '\ud800@example.com', reason: 'r' },
+        /recipient must not contain NUL characters or broken text/,
+      ],
+      [
+        { channel: 'push', recipient: 'tok-\udc00', reason: 'r' },
+        /recipient must not contain NUL characters or broken text/,
+      ],
       ['{not json', /not valid JSON/],
       [[1, 2], /must be a JSON object/],
     ];
