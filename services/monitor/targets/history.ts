@@ -10,6 +10,7 @@
  * (`monitor_target_history`, migration 20261129100000_target_history).
  */
 import type { Knex } from 'knex';
+import { type DeleteBatches, deleteInBatches } from '../../../shared/storage/batched-delete';
 import { cutText } from '../../../shared/text/cut';
 
 /** Width of one stored bucket. */
@@ -163,7 +164,11 @@ interface Row {
 
 /** The database store (PostgreSQL and PGlite through knex): one row per target and minute. */
 export class DatabaseTargetHistoryStore implements TargetHistoryStore {
-  constructor(private readonly knex: Knex) {}
+  /** `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). */
+  constructor(
+    private readonly knex: Knex,
+    private readonly purgeBatches: DeleteBatches = {},
+  ) {}
 
   async record(target: string, probe: ProbeRecord): Promise<void> {
     const s = sumsOf(probe);
@@ -214,8 +219,7 @@ export class DatabaseTargetHistoryStore implements TargetHistoryStore {
   }
 
   async purge(beforeMs: number): Promise<number> {
-    const result = await this.knex.raw('DELETE FROM monitor_target_history WHERE bucket < ?', [beforeMs]);
-    return (result as { rowCount?: number }).rowCount ?? 0;
+    return deleteInBatches(this.knex, 'monitor_target_history', 'bucket < ?', [beforeMs], this.purgeBatches);
   }
 }
 
