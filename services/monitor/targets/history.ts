@@ -162,12 +162,20 @@ interface Row {
   last_error_at: number | string | null;
 }
 
+/** Batches of the history purge per pass (see DatabaseTargetHistoryStore). */
+export const HISTORY_PURGE_MAX_BATCHES = 1_000;
+
 /** The database store (PostgreSQL and PGlite through knex): one row per target and minute. */
 export class DatabaseTargetHistoryStore implements TargetHistoryStore {
-  /** `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). */
+  /**
+   * `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). The cap
+   * defaults to 1,000 batches (a million buckets a pass), not the helper's 100: the purge is a job of
+   * its own once an hour (it holds up nothing else), and each target adds 60 buckets an hour, so a
+   * pass keeps up with some 16,000 targets.
+   */
   constructor(
     private readonly knex: Knex,
-    private readonly purgeBatches: DeleteBatches = {},
+    private readonly purgeBatches: DeleteBatches = { maxBatches: HISTORY_PURGE_MAX_BATCHES },
   ) {}
 
   async record(target: string, probe: ProbeRecord): Promise<void> {
