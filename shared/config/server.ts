@@ -108,6 +108,12 @@ export function logSectionSchema() {
 /** Default of `database.statement_timeout_ms`: far past any statement of a request or a job pass. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
 
+/**
+ * Default of `database.idle_in_transaction_timeout_ms`: no transaction of ours waits between its
+ * statements for anything but its own code, so a minute idle means its caller is stuck.
+ */
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+
 const DATABASE_URL = /^postgres(?:ql)?:\/\/\S+$/;
 
 /** The `database` section: a PostgreSQL URL, or embedded PGlite in `data_dir` when the URL is empty. */
@@ -135,6 +141,17 @@ export function databaseSectionSchema(service: string) {
       statement_timeout_ms: nonNegativeInt()
         .max(86_400_000, { error: 'expected at most 86400000' })
         .default(DEFAULT_STATEMENT_TIMEOUT_MS),
+      /**
+       * Longest a transaction of the pool may sit idle between its statements, server-side
+       * (PostgreSQL's `idle_in_transaction_session_timeout`): past it the server ends the session
+       * (SQLSTATE 25P03), so a transaction left open by a stuck caller gives back its locks and its
+       * connection instead of holding them for ever; the pool replaces the connection. 0: no bound.
+       * Not sent through a pooler (`session_url` set): set it on the role there. Session connections
+       * (the migration lock, job leases, LISTEN) run without it.
+       */
+      idle_in_transaction_timeout_ms: nonNegativeInt()
+        .max(86_400_000, { error: 'expected at most 86400000' })
+        .default(DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS),
       /**
        * A direct PostgreSQL URL for the connections that must keep one server session: LISTEN (events
        * across replicas), job leases and the migration lock (session advisory locks). Set it when

@@ -7,7 +7,11 @@ import knexFactory, { type Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import ClientPGLite from 'knex-pglite';
 import { types as pgTypes } from 'pg';
-import { type DatabaseConfig, DEFAULT_STATEMENT_TIMEOUT_MS } from '../config/server';
+import {
+  type DatabaseConfig,
+  DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+} from '../config/server';
 import type { Logger } from '../logging/logger';
 import { redactUrl } from '../logging/logger';
 import { type NamedMigration, runMigrations } from './migrations';
@@ -32,9 +36,12 @@ const connectionTypes = {
   },
 };
 
-/** What openDatabase reads: the `database` section (`statement_timeout_ms` defaults when absent). */
-export type DatabaseOpenConfig = Omit<DatabaseConfig, 'statement_timeout_ms'> &
-  Partial<Pick<DatabaseConfig, 'statement_timeout_ms'>>;
+/** The bounds of the `database` section: each takes its default when absent. */
+type DatabaseBounds = 'statement_timeout_ms' | 'idle_in_transaction_timeout_ms';
+
+/** What openDatabase reads: the `database` section (the time bounds default when absent). */
+export type DatabaseOpenConfig = Omit<DatabaseConfig, DatabaseBounds> &
+  Partial<Pick<DatabaseConfig, DatabaseBounds>>;
 
 /** Opens the configured database and checks that it answers. The caller owns `destroy()`. */
 export async function openDatabase(config: DatabaseOpenConfig, logger: Logger): Promise<Knex> {
@@ -50,15 +57,20 @@ export async function openDatabase(config: DatabaseOpenConfig, logger: Logger): 
   if (config.url) {
     // Sent as a startup parameter, so the server itself cancels a statement past the bound (the
     // connection stays usable, unlike a client-side timer that leaves the statement running on it).
+    // The same for a transaction left idle by a stuck caller: the server ends its session, so its
+    // locks go with it (the pool drops the dead connection: knex marks it on the client's error).
     // pgbouncer refuses unknown startup parameters: behind a pooler the role's setting must do it.
     const statementTimeoutMs = config.statement_timeout_ms ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     const bounded = statementTimeoutMs > 0 && !config.session_url;
+    const idleTimeoutMs = config.idle_in_transaction_timeout_ms ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS;
+    const idleBounded = idleTimeoutMs > 0 && !config.session_url;
     knex = knexFactory({
       client: 'pg',
       connection: {
         connectionString: config.url,
         types: connectionTypes,
         ...(bounded ? { statement_timeout: statementTimeoutMs } : {}),
+        ...(idleBounded ? { idle_in_transaction_session_timeout: idleTimeoutMs } : {}),
       },
       pool: { min: 0, max: Math.max(1, config.pool_max) },
       log: knexLog,
@@ -73,6 +85,7 @@ export async function openDatabase(config: DatabaseOpenConfig, logger: Logger): 
         database: redactUrl(config.url),
         pool_max: config.pool_max,
         statement_timeout_ms: bounded ? statementTimeoutMs : 0,
+        idle_in_transaction_timeout_ms: idleBounded ? idleTimeoutMs : 0,
         ...(config.session_url ? { session: redactUrl(config.session_url) } : {}),
       },
       'opening PostgreSQL',

@@ -16,14 +16,20 @@ export function rememberSessionUrl(knex: Knex, url: string): void {
 
 /**
  * The settings of a client that keeps one session: `database.session_url` when set, else the pool's,
- * without the pool's `statement_timeout`: a session client may wait on purpose (the migration lock
- * waits for another replica's migrations, however long they take) and never runs a request's query.
+ * without the pool's `statement_timeout` and `idle_in_transaction_session_timeout`: a session client
+ * may wait on purpose (the migration lock waits for another replica's migrations, however long they
+ * take) and never runs a request's query.
  */
 export function sessionConnection(knex: Knex): ClientConfig | string {
   const connection = knex.client.config.connection as ClientConfig | string;
   const url = sessionUrls.get(knex);
   if (typeof connection !== 'object') return url ?? connection;
-  return { ...connection, statement_timeout: undefined, ...(url ? { connectionString: url } : {}) };
+  return {
+    ...connection,
+    statement_timeout: undefined,
+    idle_in_transaction_session_timeout: undefined,
+    ...(url ? { connectionString: url } : {}),
+  };
 }
 
 /**

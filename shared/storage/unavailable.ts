@@ -6,8 +6,10 @@
 // SQLSTATE classes and codes that say the server is gone or not accepting work, not that the query
 // was wrong: 08 connection exception, 57P01-57P03 admin/crash shutdown and "cannot connect now", and
 // 57014 query cancelled: past `database.statement_timeout_ms` (a lock held elsewhere, an overloaded
-// server) or cancelled by an operator; the same statement may well pass on a retry.
-const UNAVAILABLE_SQLSTATE = /^(?:08...|57P0[123]|57014)$/;
+// server) or cancelled by an operator; 25P03: a transaction idle past
+// `database.idle_in_transaction_timeout_ms` was ended with its session (rolled back). The same work
+// may well pass on a retry.
+const UNAVAILABLE_SQLSTATE = /^(?:08...|57P0[123]|57014|25P03)$/;
 // Socket errors of a server that is down or went away while a query ran.
 const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 

@@ -82,8 +82,11 @@ export class MemoryEventLog<T> implements EventLog<MemoryLogEvent<T>, unknown> {
     return events.slice(Math.max(0, events.length - limit));
   }
 
+  // A channel with no event yet answers `firstSeq - 1` for both, as a written one would: a watch
+  // opened on it starts live there (its first event is then news, not a gap), and an earlier log's
+  // cursor is below its horizon.
   async latestSeq(channel: string): Promise<number> {
-    return this.channels.get(channel)?.latest ?? 0;
+    return this.channels.get(channel)?.latest ?? this.before;
   }
 
   async readChannel(channel: string, after: number, limit: number): Promise<MemoryLogEvent<T>[]> {
@@ -100,7 +103,7 @@ export class MemoryEventLog<T> implements EventLog<MemoryLogEvent<T>, unknown> {
   }
 
   async horizon(channel: string): Promise<number> {
-    return this.channels.get(channel)?.horizon ?? 0;
+    return this.channels.get(channel)?.horizon ?? this.before;
   }
 
   onAppended(listener: (channel: string, seq: number) => void): () => void {

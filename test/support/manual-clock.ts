@@ -18,3 +18,12 @@ export class ManualClock implements Clock {
     this.current = new Date(this.current.getTime() + ms);
   }
 }
+
+/**
+ * A clock at the epoch. A memory event log dates its first seq by its clock (`epochFirstSeq`, past
+ * every seq an earlier process handed out); one made at the epoch numbers from 1, as a database's
+ * log does, so a contract shared with the database stores can name seqs 1, 2, 3.
+ */
+export function epochClock(): ManualClock {
+  return new ManualClock(new Date(0));
+}

@@ -7,6 +7,7 @@
  * clock) ran out is taken over by the next attempt. The timeline keeps the newest 100 entries.
  */
 import type { Knex } from 'knex';
+import { type DeleteBatches, deleteInBatches } from '../../../shared/storage/batched-delete';
 import { jsonColumn, rows, toNumber } from '../../../shared/storage/database';
 import type { Alert } from './alert';
 import { compileMatchers, matchesAll } from './matchers';
@@ -90,7 +91,11 @@ function toSilence(r: SilenceRow): Silence {
 
 /** See the file comment. */
 export class DatabaseAlertStore implements AlertStore {
-  constructor(private readonly knex: Knex) {}
+  /** `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). */
+  constructor(
+    private readonly knex: Knex,
+    private readonly purgeBatches: DeleteBatches = {},
+  ) {}
 
   async trigger(alert: Alert, dedupKey: string, labels: Record<string, string>): Promise<TriggerOutcome> {
     // Update the open alert of the key, else insert; a replica inserting the same key at the same
@@ -410,20 +415,14 @@ export class DatabaseAlertStore implements AlertStore {
   }
 
   async purge(before: number): Promise<number> {
-    const count = (r: unknown) => toNumber((r as { rowCount?: number }).rowCount ?? 0);
-    let n = 0;
-    n += count(
-      await this.knex.raw(`DELETE FROM monitor_alerts WHERE state = 'resolved' AND resolved_at < ?`, [
-        before,
-      ]),
+    // In batches, each table capped per pass; an alert's timeline and escalation go with it (ON
+    // DELETE CASCADE), so they are bounded by the alerts' batch too.
+    const purge = (table: string, where: string) =>
+      deleteInBatches(this.knex, table, where, [before], this.purgeBatches);
+    return (
+      (await purge('monitor_alerts', `state = 'resolved' AND resolved_at < ?`)) +
+      (await purge('monitor_silences', 'ends_at < ?')) +
+      (await purge('monitor_notification_log', 'created_at < to_timestamp(? / 1000.0)'))
     );
-    n += count(await this.knex.raw('DELETE FROM monitor_silences WHERE ends_at < ?', [before]));
-    n += count(
-      await this.knex.raw(
-        'DELETE FROM monitor_notification_log WHERE created_at < to_timestamp(? / 1000.0)',
-        [before],
-      ),
-    );
-    return n;
   }
 }

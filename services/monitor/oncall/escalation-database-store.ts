@@ -5,6 +5,7 @@
  * replicas never hand out one live code twice.
  */
 import type { Knex } from 'knex';
+import { type DeleteBatches, deleteInBatches } from '../../../shared/storage/batched-delete';
 import {
   type AckCode,
   type EscalationState,
@@ -71,7 +72,11 @@ function toCode(r: CodeRow): AckCode {
 
 /** See the file comment. */
 export class DatabaseEscalationStore implements EscalationStore {
-  constructor(private readonly knex: Knex) {}
+  /** `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). */
+  constructor(
+    private readonly knex: Knex,
+    private readonly purgeBatches: DeleteBatches = {},
+  ) {}
 
   async start(s: EscalationState): Promise<boolean> {
     // The alert may be gone (purged) by now: nothing to escalate then.
@@ -224,11 +229,12 @@ export class DatabaseEscalationStore implements EscalationStore {
   }
 
   async purgeCodes(before: number): Promise<number> {
-    const r = rows<{ code: string }>(
-      await this.knex.raw('DELETE FROM monitor_oncall_ack_codes WHERE expires_at < ? RETURNING code', [
-        before,
-      ]),
+    return deleteInBatches(
+      this.knex,
+      'monitor_oncall_ack_codes',
+      'expires_at < ?',
+      [before],
+      this.purgeBatches,
     );
-    return r.length;
   }
 }

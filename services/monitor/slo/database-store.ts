@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { Clock } from '../../../shared/runtime/clock';
+import { type DeleteBatches, deleteInBatches } from '../../../shared/storage/batched-delete';
 import type { SloDefinition } from './slo-area';
 import type { BucketRange } from '../../../shared/monitoring/slo/ratio';
 import type { RatioSloDefinition } from './ratio-definition';
@@ -24,6 +25,8 @@ const HOUR_MS = 3_600_000;
 export interface DatabaseSloStateStoreOptions {
   /** `database` (default): the database's `now()`; a Clock: its time (tests). */
   clock?: Clock | 'database';
+  /** The purges' batch size and per-pass cap (shared/storage/batched-delete). */
+  purgeBatches?: DeleteBatches;
 }
 
 /** A suppression key as text PostgreSQL keeps (it holds no NUL; SLO names hold no control character). */
@@ -34,12 +37,14 @@ function dbKey(key: string): string {
 /** SLOs and samples in the monitor's database. */
 export class DatabaseSloStateStore implements SloStateStore {
   private readonly clock: Clock | 'database';
+  private readonly purgeBatches: DeleteBatches;
 
   constructor(
     private readonly knex: Knex,
     options: DatabaseSloStateStoreOptions = {},
   ) {
     this.clock = options.clock ?? 'database';
+    this.purgeBatches = options.purgeBatches ?? {};
   }
 
   /** "Now" as SQL: the database's, or the test clock's as a parameter. */
@@ -152,18 +157,24 @@ export class DatabaseSloStateStore implements SloStateStore {
     minuteKeepFromMs: number,
     hourKeepFromMs: ReadonlyMap<string, number>,
   ): Promise<number> {
-    const minutes = await this.knex.raw('DELETE FROM monitor_slo_events WHERE width = 60 AND bucket < ?', [
-      minuteKeepFromMs,
-    ]);
-    const keep = [...hourKeepFromMs].map(([slo, from_ms]) => ({ slo, from_ms }));
-    const hours = await this.knex.raw(
-      `DELETE FROM monitor_slo_events e
-        USING jsonb_to_recordset(?::jsonb) AS k(slo text, from_ms bigint)
-        WHERE e.width = 3600 AND e.slo = k.slo AND e.bucket < k.from_ms`,
-      [JSON.stringify(keep)],
+    const minutes = await deleteInBatches(
+      this.knex,
+      'monitor_slo_events',
+      'width = 60 AND bucket < ?',
+      [minuteKeepFromMs],
+      this.purgeBatches,
     );
-    const count = (r: unknown) => (r as { rowCount?: number }).rowCount ?? 0;
-    return count(minutes) + count(hours);
+    const keep = [...hourKeepFromMs].map(([slo, from_ms]) => ({ slo, from_ms }));
+    const hours = await deleteInBatches(
+      this.knex,
+      'monitor_slo_events e',
+      `e.width = 3600 AND EXISTS (
+         SELECT 1 FROM jsonb_to_recordset(?::jsonb) AS k(slo text, from_ms bigint)
+          WHERE e.slo = k.slo AND e.bucket < k.from_ms)`,
+      [JSON.stringify(keep)],
+      this.purgeBatches,
+    );
+    return minutes + hours;
   }
 
   async listSlos(): Promise<SloDefinition[]> {
@@ -238,13 +249,14 @@ export class DatabaseSloStateStore implements SloStateStore {
 
   async purgeSamples(windows: ReadonlyMap<string, number>): Promise<number> {
     const list = [...windows].map(([metric, seconds]) => ({ metric, seconds }));
-    const result = await this.knex.raw(
-      `DELETE FROM monitor_slo_samples s
-        WHERE NOT EXISTS (
-          SELECT 1 FROM jsonb_to_recordset(?::jsonb) AS w(metric text, seconds float8)
-           WHERE w.metric = s.metric AND s.recorded_at >= ? - (w.seconds * interval '1 second'))`,
+    return deleteInBatches(
+      this.knex,
+      'monitor_slo_samples s',
+      `NOT EXISTS (
+         SELECT 1 FROM jsonb_to_recordset(?::jsonb) AS w(metric text, seconds float8)
+          WHERE w.metric = s.metric AND s.recorded_at >= ? - (w.seconds * interval '1 second'))`,
       [JSON.stringify(list), this.now()],
+      this.purgeBatches,
     );
-    return (result as { rowCount?: number; affectedRows?: number }).rowCount ?? 0;
   }
 }

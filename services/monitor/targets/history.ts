@@ -10,6 +10,7 @@
  * (`monitor_target_history`, migration 20261129100000_target_history).
  */
 import type { Knex } from 'knex';
+import { type DeleteBatches, deleteInBatches } from '../../../shared/storage/batched-delete';
 import { cutText } from '../../../shared/text/cut';
 
 /** Width of one stored bucket. */
@@ -161,9 +162,21 @@ interface Row {
   last_error_at: number | string | null;
 }
 
+/** Batches of the history purge per pass (see DatabaseTargetHistoryStore). */
+export const HISTORY_PURGE_MAX_BATCHES = 1_000;
+
 /** The database store (PostgreSQL and PGlite through knex): one row per target and minute. */
 export class DatabaseTargetHistoryStore implements TargetHistoryStore {
-  constructor(private readonly knex: Knex) {}
+  /**
+   * `purgeBatches`: the purge's batch size and per-pass cap (shared/storage/batched-delete). The cap
+   * defaults to 1,000 batches (a million buckets a pass), not the helper's 100: the purge is a job of
+   * its own once an hour (it holds up nothing else), and each target adds 60 buckets an hour, so a
+   * pass keeps up with some 16,000 targets.
+   */
+  constructor(
+    private readonly knex: Knex,
+    private readonly purgeBatches: DeleteBatches = { maxBatches: HISTORY_PURGE_MAX_BATCHES },
+  ) {}
 
   async record(target: string, probe: ProbeRecord): Promise<void> {
     const s = sumsOf(probe);
@@ -214,8 +227,7 @@ export class DatabaseTargetHistoryStore implements TargetHistoryStore {
   }
 
   async purge(beforeMs: number): Promise<number> {
-    const result = await this.knex.raw('DELETE FROM monitor_target_history WHERE bucket < ?', [beforeMs]);
-    return (result as { rowCount?: number }).rowCount ?? 0;
+    return deleteInBatches(this.knex, 'monitor_target_history', 'bucket < ?', [beforeMs], this.purgeBatches);
   }
 }
 

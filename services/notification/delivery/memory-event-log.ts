@@ -1,7 +1,9 @@
 /**
  * The memory store's event log: the events statements append (numbered at once: one process, nothing
  * commits out of order), reads after a cursor, the per-scope horizon, and erasure with the records.
- * The in-process counterpart of database-event-log.ts; InMemoryDeliveryStore composes it.
+ * The in-process counterpart of database-event-log.ts; InMemoryDeliveryStore composes it. Its seqs
+ * start at `firstSeq` (the store passes `epochFirstSeq`): what is below is every scope's horizon, so
+ * a cursor kept across a restart gets a reset, never the new process's events under its numbers.
  */
 import { eventOf, matchesEventFilter, type DeliveryEvent, type DeliveryEventQuery } from './events';
 import type { DeliveryRecord } from './types';
@@ -10,10 +12,19 @@ import type { DeliveryRecord } from './types';
 export class MemoryDeliveryEventLog {
   /** The log, by seq. */
   private events: DeliveryEvent[] = [];
-  private lastSeq = 0;
+  private lastSeq: number;
+  /** Every seq up to here belongs to an earlier log: the horizon of every scope. */
+  private readonly before: number;
   /** Highest purged seq per scope. */
   private readonly horizons = new Map<string, number>();
   private readonly sequencedListeners = new Set<(latestSeq: number) => void>();
+
+  /** `firstSeq` (default 1): the seq of the first event. */
+  constructor(firstSeq = 1) {
+    if (!Number.isSafeInteger(firstSeq) || firstSeq < 1) throw new RangeError('firstSeq must be >= 1');
+    this.before = firstSeq - 1;
+    this.lastSeq = this.before;
+  }
 
   /**
    * Appends the event of a record's change (in the same synchronous step as the change); `reason`
@@ -30,7 +41,7 @@ export class MemoryDeliveryEventLog {
     if (gone.size === 0) return;
     this.events = this.events.filter((e) => {
       if (!gone.has(e.deliveryId)) return true;
-      this.horizons.set(e.scope, Math.max(this.horizons.get(e.scope) ?? 0, e.seq));
+      this.horizons.set(e.scope, Math.max(this.horizons.get(e.scope) ?? this.before, e.seq));
       return false;
     });
   }
@@ -65,7 +76,7 @@ export class MemoryDeliveryEventLog {
   }
 
   horizon(scope: string): number {
-    return this.horizons.get(scope) ?? 0;
+    return this.horizons.get(scope) ?? this.before;
   }
 
   onSequenced(listener: (latestSeq: number) => void): () => void {

@@ -34,6 +34,8 @@ import { completeAttempt, type MemoryOutcomeParts } from './memory-outcomes';
 import { applyReceipt, findByProviderReference } from './memory-receipts';
 import { purgeExpired } from './memory-retention';
 import { recipientKeys } from './recipient-keys';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { epochFirstSeq } from '../../../shared/streams/memory-event-log';
 
 /** The in-memory DeliveryStore. */
 export class InMemoryDeliveryStore implements DeliveryStore {
@@ -41,13 +43,19 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   private readonly records = new MemoryRecords();
   /** Pending and retrying records, per backend in claimable order, and their leases. */
   private readonly queue = new MemoryLeaseQueue(this.records);
-  /** The event log (sequenced at once: one process, nothing commits out of order). */
-  private readonly events = new MemoryDeliveryEventLog();
-  private readonly parts: MemoryOutcomeParts = {
-    records: this.records,
-    queue: this.queue,
-    events: this.events,
-  };
+  /**
+   * The event log (sequenced at once: one process, nothing commits out of order), numbered past
+   * every seq an earlier process handed out: a WatchDeliveries cursor kept across a restart gets a
+   * reset.
+   */
+  private readonly events: MemoryDeliveryEventLog;
+  private readonly parts: MemoryOutcomeParts;
+
+  /** `clock` (default the system's) dates the event log's first seq. */
+  constructor(options: { clock?: Clock } = {}) {
+    this.events = new MemoryDeliveryEventLog(epochFirstSeq((options.clock ?? systemClock).now()));
+    this.parts = { records: this.records, queue: this.queue, events: this.events };
+  }
 
   /** Index entries looked at by claims and polls since the store was made (tests count work). */
   get examined(): number {

@@ -1,10 +1,15 @@
 /**
  * InMemoryInboxStore: the `memory` store backend, for tests and throwaway runs. Same semantics as
- * DatabaseInboxStore, in one process; nothing survives a restart.
+ * DatabaseInboxStore, in one process; nothing survives a restart, but a client's cursor does: the
+ * event log starts past every seq an earlier process handed out (`epochFirstSeq`), and everything
+ * before that is the horizon of every user, so a cursor kept across a restart gets a reset instead
+ * of skipping the new process's events numbered below it.
  */
 import type { Logger } from '../../../shared/logging/logger';
+import { type Clock, systemClock } from '../../../shared/runtime/clock';
 import { silentLogger } from '../../../shared/logging/logger';
 import { InProcessJobLease } from '../../../shared/storage/periodic-job';
+import { epochFirstSeq } from '../../../shared/streams/memory-event-log';
 import {
   CommitNotifier,
   type CommittedListener,
@@ -50,17 +55,23 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
   private readonly users = new Map<string, UserInbox>();
   private readonly lease = new InProcessJobLease();
   private readonly notifier: CommitNotifier;
-  private seq = 0;
+  /** The last seq handed out; starts at `before`. */
+  private seq: number;
+  /** Every seq up to here belongs to an earlier log: the horizon of every user. */
+  private readonly before: number;
 
-  constructor(logger: Logger = silentLogger()) {
+  /** `clock` (default the system's) dates the log's first seq. */
+  constructor(logger: Logger = silentLogger(), options: { clock?: Clock } = {}) {
     const log = logger.child({ component: 'inbox-store', backend: 'memory' });
     this.notifier = new CommitNotifier((err) => log.error({ err }, 'commit listener failed'));
+    this.before = epochFirstSeq((options.clock ?? systemClock).now()) - 1;
+    this.seq = this.before;
   }
 
   private user(userId: string): UserInbox {
     let inbox = this.users.get(userId);
     if (!inbox) {
-      inbox = { messages: [], events: [], purgedThrough: 0 };
+      inbox = { messages: [], events: [], purgedThrough: this.before };
       this.users.set(userId, inbox);
     }
     return inbox;
@@ -202,13 +213,13 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
 
   async latestSeq(userId: string): Promise<number> {
     const inbox = this.users.get(userId);
-    if (!inbox) return 0;
+    if (!inbox) return this.before;
     const events = inbox.events;
     return Math.max(inbox.purgedThrough, events.length > 0 ? events[events.length - 1]!.seq : 0);
   }
 
   async purgedThrough(userId: string): Promise<number> {
-    return this.users.get(userId)?.purgedThrough ?? 0;
+    return this.users.get(userId)?.purgedThrough ?? this.before;
   }
 
   async purgeBatch(cutoff: Date, limit: number): Promise<{ messages: number; events: number }> {
@@ -240,7 +251,7 @@ export class InMemoryInboxStore implements InboxStoreProtocol {
         inbox.events = keep;
       }
       // An emptied inbox keeps its purge horizon, so an old cursor still gets its reset.
-      if (inbox.messages.length === 0 && inbox.events.length === 0 && inbox.purgedThrough === 0)
+      if (inbox.messages.length === 0 && inbox.events.length === 0 && inbox.purgedThrough === this.before)
         this.users.delete(userId);
     }
     return { messages, events };

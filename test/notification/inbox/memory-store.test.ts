@@ -1,8 +1,11 @@
 import { InMemoryInboxStore } from '../../../services/notification/inbox/memory-store';
+import { silentLogger } from '../../../shared/logging/logger';
+import { epochClock } from '../../support/manual-clock';
 import { describeInboxContract } from './inbox-contract';
 
+// Numbered from 1, as the database store (the contract watches "from the start", after cursor 0).
 describeInboxContract('InMemoryInboxStore', async () => ({
-  store: new InMemoryInboxStore(),
+  store: new InMemoryInboxStore(silentLogger(), { clock: epochClock() }),
   close: async () => {},
 }));
 

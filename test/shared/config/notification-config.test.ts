@@ -46,7 +46,13 @@ describe('NotificationConfig', () => {
         http_request_timeout_ms: 30000,
       },
       log: { level: 'info', format: 'auto' },
-      database: { url: '', data_dir: './data/notification', pool_max: 10, statement_timeout_ms: 60_000 },
+      database: {
+        url: '',
+        data_dir: './data/notification',
+        pool_max: 10,
+        statement_timeout_ms: 60_000,
+        idle_in_transaction_timeout_ms: 60_000,
+      },
       health: { enabled: true, path: '/health', include_details: true, timeout: 5, checks: [] },
       metrics: {
         enabled: true,

@@ -22,7 +22,14 @@ import { startPgbouncer } from '../../support/pgbouncer';
 let db: { url: string; drop(): Promise<void> };
 const pools: Knex[] = [];
 
-async function pool(extra: { statement_timeout_ms?: number; session_url?: string; url?: string } = {}) {
+async function pool(
+  extra: {
+    statement_timeout_ms?: number;
+    idle_in_transaction_timeout_ms?: number;
+    session_url?: string;
+    url?: string;
+  } = {},
+) {
   const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 1, ...extra }, silentLogger());
   pools.push(knex);
   return knex;
@@ -132,7 +139,12 @@ describe('database.statement_timeout_ms', () => {
       await expect(refused.connect()).rejects.toThrow(/unsupported startup parameter/);
       await refused.end().catch(() => undefined);
 
-      const knex = await pool({ url: bouncer.pooledUrl, session_url: db.url, statement_timeout_ms: 100 });
+      const knex = await pool({
+        url: bouncer.pooledUrl,
+        session_url: db.url,
+        statement_timeout_ms: 100,
+        idle_in_transaction_timeout_ms: 100,
+      });
       const result = (await knex.raw('SELECT count(*) AS n FROM locked_here')) as { rows: { n: number }[] };
       expect(result.rows[0]!.n).toBe(2);
     } finally {

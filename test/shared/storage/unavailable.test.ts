@@ -57,6 +57,24 @@ test('a session the server terminates (57P01) is an outage', async () => {
   }
 });
 
+test('a transaction the server ended for sitting idle (25P03) is an outage: the same work may pass on a retry', async () => {
+  const client = new Client({ connectionString: serverUrl(), idle_in_transaction_session_timeout: 50 });
+  const ended = new Promise<unknown>((resolve) => client.on('error', resolve));
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    // The server's FATAL arrives while no query runs: pg reports it on the client.
+    const err = await ended;
+    expect((err as { code?: string }).code).toBe('25P03');
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    expect(toConnectError(err).code).toBe(Code.Unavailable);
+    // The caller's next statement meets the dead session: an outage too.
+    expect(isDatabaseUnavailable(await errorOf(client.query('select 1')))).toBe(true);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+});
+
 test('a wrong query is not an outage: it stays INTERNAL', async () => {
   const client = new Client({ connectionString: serverUrl() });
   await client.connect();

@@ -41,6 +41,27 @@ describe('LiveHub', () => {
     expect((await take(it, 1)).map(describeFrame)).toEqual(['3:three']);
   });
 
+  it('a log numbered from a first seq: a watch on a channel with no event yet starts live below it and gets its first event, never a reset', async () => {
+    const log = new MemoryEventLog<string>(100, { firstSeq: 1001 });
+    const hub = hubOver(log);
+    const it = hub.watch({ channel: 'a', watch: null, capKey: 'k' })[Symbol.asyncIterator]();
+    expect(describeFrame((await it.next()).value)).toBe('live@1000');
+    log.append('a', 'first');
+    expect((await take(it, 1)).map(describeFrame)).toEqual(['1001:first']);
+    await it.return?.();
+    // That live cursor, kept while the event came: a resume replays it.
+    const kept = { channel: 'a', watch: null, capKey: 'k', after: '1000' };
+    const resumed = hub.watch(kept)[Symbol.asyncIterator]();
+    expect((await take(resumed, 1)).map(describeFrame)).toEqual(['1001:first']);
+    await resumed.return?.();
+    // An earlier log's cursor, on a channel this log has not written: one reset, then its first event.
+    const old = hub.watch({ channel: 'b', watch: null, capKey: 'k', after: '7' })[Symbol.asyncIterator]();
+    expect(describeFrame((await old.next()).value)).toBe('reset@1000');
+    log.append('b', 'b first');
+    expect((await take(old, 1)).map(describeFrame)).toEqual(['1001:b first']);
+    await old.return?.();
+  });
+
   it('when a watch resumes after a cursor while events keep arriving, it gets every later event once, in order', async () => {
     const log = new MemoryEventLog<string>(1000);
     for (let i = 1; i <= 20; i++) log.append('a', `e${i}`);

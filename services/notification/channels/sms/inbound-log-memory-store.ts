@@ -2,9 +2,12 @@
  * InMemoryInboundSmsLog: the `memory` store of the inbound SMS log (inbound-log.ts), for tests and
  * throwaway runs. Messages in id order; at most `maxMessages` (the oldest go as a new one arrives);
  * the retention is measured on the injected clock. One process: appends are numbered at once and
- * announced to the local listeners.
+ * announced to the local listeners. Numbers start past every id an earlier process handed out
+ * (`epochFirstSeq` of the clock): a reader's cursor kept across a restart is below the horizon and
+ * gets a reset, never the new messages under its numbers.
  */
-import { type Clock, dateReader } from '../../../../shared/runtime/clock';
+import { type Clock, dateReader, systemClock } from '../../../../shared/runtime/clock';
+import { epochFirstSeq } from '../../../../shared/streams/memory-event-log';
 import {
   DEFAULT_INBOUND_SMS_MAX_MESSAGES,
   type InboundSms,
@@ -29,8 +32,9 @@ export class InMemoryInboundSmsLog implements InboundSmsLog {
   private messages: (InboundSms & { key: string })[] = [];
   /** `${backend}\n${providerId}` of the kept messages. */
   private readonly keys = new Set<string>();
-  private lastId = 0;
-  private purgedThrough = 0;
+  private lastId: number;
+  /** Starts below the first id: every id up to it belongs to an earlier log. */
+  private purgedThrough: number;
   private readonly maxMessages: number;
   private readonly now: () => Date;
   private readonly listeners = new Set<(id: number) => void>();
@@ -39,6 +43,7 @@ export class InMemoryInboundSmsLog implements InboundSmsLog {
     this.maxMessages = options.maxMessages ?? DEFAULT_INBOUND_SMS_MAX_MESSAGES;
     if (!(this.maxMessages >= 1)) throw new RangeError('maxMessages must be at least 1');
     this.now = dateReader(options.clock);
+    this.lastId = this.purgedThrough = epochFirstSeq((options.clock ?? systemClock).now()) - 1;
   }
 
   /** Messages held now. */

@@ -12,8 +12,10 @@ import {
   type InboundSmsFrame,
   type InboundSmsWatchHubOptions,
 } from '../../../../services/notification/channels/sms/inbound-watch-hub';
+import { epochClock } from '../../../support/manual-clock';
 import { waitFor } from '../../../support/wait';
 
+// The logs here start at the epoch, so their ids count from 1 (the cursors the tests name).
 const hubs: InboundSmsWatchHub[] = [];
 afterAll(() => {
   for (const hub of hubs) hub.stop();
@@ -40,7 +42,7 @@ const describeFrame = (f: InboundSmsFrame) => (f.type === 'message' ? f.message.
 
 describe('InboundSmsWatchHub', () => {
   it('when more than the buffer arrives while the reader is not reading, it still gets every message in order', async () => {
-    const log = new InMemoryInboundSmsLog();
+    const log = new InMemoryInboundSmsLog({ clock: epochClock() });
     const hub = start(log, { bufferSize: 4, stallMs: 60_000 });
     const it = hub.watch('monitor')[Symbol.asyncIterator]();
     expect((await it.next()).value).toEqual({ type: 'live', id: 0 });
@@ -57,7 +59,7 @@ describe('InboundSmsWatchHub', () => {
 
   it('when a reader asks for nothing past the stall time with more than its buffer waiting, it is closed with RESOURCE_EXHAUSTED', async () => {
     let now = 0;
-    const log = new InMemoryInboundSmsLog();
+    const log = new InMemoryInboundSmsLog({ clock: epochClock() });
     const hub = start(log, { bufferSize: 4, stallMs: 1000, clock: { now: () => now, monotonic: () => now } });
     const it = hub.watch('monitor')[Symbol.asyncIterator]();
     expect((await it.next()).value).toMatchObject({ type: 'live' });
@@ -72,7 +74,7 @@ describe('InboundSmsWatchHub', () => {
   });
 
   it('a cursor behind what the cap removed gets a reset at the end of the log, then live messages', async () => {
-    const log = new InMemoryInboundSmsLog({ maxMessages: 2 });
+    const log = new InMemoryInboundSmsLog({ maxMessages: 2, clock: epochClock() });
     const hub = start(log);
     for (let i = 1; i <= 5; i++) await append(log, `c${i}`);
     const it = hub.watch('monitor', { afterId: '1' })[Symbol.asyncIterator]();
@@ -87,7 +89,7 @@ describe('InboundSmsWatchHub', () => {
   });
 
   it('max_watchers in total: at the bound one more is RESOURCE_EXHAUSTED before anything is read', async () => {
-    const log = new InMemoryInboundSmsLog();
+    const log = new InMemoryInboundSmsLog({ clock: epochClock() });
     const hub = start(log, { maxWatchers: 2, maxWatchersPerCaller: 2 });
     const a = hub.watch('a')[Symbol.asyncIterator]();
     const b = hub.watch('b')[Symbol.asyncIterator]();
