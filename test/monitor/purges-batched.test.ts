@@ -11,46 +11,17 @@ import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from '../../services/moni
 import { DatabaseEscalationStore } from '../../services/monitor/oncall/escalation-database-store';
 import { DatabaseSloStateStore } from '../../services/monitor/slo/database-store';
 import { DatabaseTargetHistoryStore } from '../../services/monitor/targets/history';
-import { silentLogger } from '../../shared/logging/logger';
-import { openDatabase } from '../../shared/storage/database';
 import { runMigrations } from '../../shared/storage/migrations';
-import { createTestDatabase } from '../support/database';
+import { type TestEngine, testEngines } from '../support/database';
 
-interface Engine {
-  knex: Knex;
-  close(): Promise<void>;
-}
-
-const engines: [string, () => Promise<Engine>][] = [
-  [
-    'PGlite',
-    async () => {
-      const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-      return { knex, close: () => knex.destroy() };
-    },
-  ],
-  [
-    'PostgreSQL',
-    async () => {
-      const db = await createTestDatabase('mon_purges');
-      const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 2 }, silentLogger());
-      return {
-        knex,
-        close: async () => {
-          await knex.destroy();
-          await db.drop();
-        },
-      };
-    },
-  ],
-];
+const engines = testEngines('mon_purges');
 
 const BATCHES = { batchSize: 4 };
 /** Old rows of each table: 4 + 4 + 4 + 2, several batches. */
 const BACKLOG = 14;
 
 describe.each(engines)('monitor purges on %s', (_name, open) => {
-  let engine: Engine;
+  let engine: TestEngine;
   let knex: Knex;
   /** DELETE statements run, by the table they name. */
   const deletes = new Map<string, number>();

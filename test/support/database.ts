@@ -70,6 +70,42 @@ export async function pooledTestDatabase(prefix: string, poolMax = 4): Promise<P
   };
 }
 
+/** One knex on an engine, closed (and its database dropped) by `close`. */
+export interface TestEngine {
+  knex: Knex;
+  close(): Promise<void>;
+}
+
+/**
+ * Openers for both engines a store runs on, for `describe.each`: embedded PGlite in memory (one
+ * connection) and a fresh PostgreSQL database named after `prefix` (two connections).
+ */
+export function testEngines(prefix: string): [string, () => Promise<TestEngine>][] {
+  return [
+    [
+      'PGlite',
+      async () => {
+        const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
+        return { knex, close: () => knex.destroy() };
+      },
+    ],
+    [
+      'PostgreSQL',
+      async () => {
+        const db = await createTestDatabase(prefix);
+        const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 2 }, silentLogger());
+        return {
+          knex,
+          close: async () => {
+            await knex.destroy();
+            await db.drop();
+          },
+        };
+      },
+    ],
+  ];
+}
+
 /**
  * Holds ACCESS EXCLUSIVE on `table` from `locker`'s connection until `release`: every other statement
  * on the table waits behind it (a stalled table, as a migration or an operator's lock makes it).

@@ -2,43 +2,13 @@
  * deleteInBatches: a purge's backlog goes in statements of at most `batchSize` rows, until none is
  * left or the per-call cap is reached; what it does not match stays. On PGlite and PostgreSQL.
  */
-import type { Knex } from 'knex';
-import { silentLogger } from '../../../shared/logging/logger';
 import { deleteInBatches } from '../../../shared/storage/batched-delete';
-import { openDatabase } from '../../../shared/storage/database';
-import { createTestDatabase } from '../../support/database';
+import { type TestEngine, testEngines } from '../../support/database';
 
-interface Engine {
-  knex: Knex;
-  close(): Promise<void>;
-}
-
-const engines: [string, () => Promise<Engine>][] = [
-  [
-    'PGlite',
-    async () => {
-      const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-      return { knex, close: () => knex.destroy() };
-    },
-  ],
-  [
-    'PostgreSQL',
-    async () => {
-      const db = await createTestDatabase('batched_delete');
-      const knex = await openDatabase({ url: db.url, data_dir: '', pool_max: 2 }, silentLogger());
-      return {
-        knex,
-        close: async () => {
-          await knex.destroy();
-          await db.drop();
-        },
-      };
-    },
-  ],
-];
+const engines = testEngines('batched_delete');
 
 describe.each(engines)('deleteInBatches on %s', (_name, open) => {
-  let engine: Engine;
+  let engine: TestEngine;
   /** The row counts of the DELETE statements run (from the database's answers). */
   let deletes: number;
 
