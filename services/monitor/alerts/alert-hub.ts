@@ -388,6 +388,7 @@ export class AlertHub implements AlertDispatcherProtocol {
     // the database when the monitor has one), so an answered alert survives a crash; the channels
     // (their retries) are not waited for.
     await this.route(record);
+    await this.lifecycle.firingRouted(triggered.entry);
     // Answered once the watchers have it (the in-memory log's fan-out takes no I/O).
     await this.live.flushed(ALERT_LOG);
     return { alert: kept, opened: triggered.opened };

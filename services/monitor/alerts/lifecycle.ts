@@ -152,11 +152,19 @@ export interface AlertLifecycleOptions {
   logger?: Logger;
 }
 
+/** The log's key of one alert's firing or resolved notification. */
+function alertKey(entry: AlertEntry, step: 'firing' | 'resolved'): NotificationKey {
+  return { groupKey: `alert:${entry.alert.id}`, receiver: CHANNELS_RECEIVER, step };
+}
+
 /** What `trigger` decided. */
 export interface TriggerResult {
   entry: AlertEntry;
   opened: boolean;
-  /** True when the caller routes the alert now (claimed in the notification log). */
+  /**
+   * True when the caller routes the alert now (claimed in the notification log), then calls
+   * `firingRouted` once the router keeps it.
+   */
   notifyNow: boolean;
 }
 
@@ -308,14 +316,35 @@ export class AlertLifecycle {
     return { entry, opened, notifyNow };
   }
 
-  /** Claims the firing (or resolved) notification of one alert and records it in the timeline. */
-  private async claimAlert(entry: AlertEntry, step: 'firing' | 'resolved'): Promise<boolean> {
-    const key: NotificationKey = { groupKey: `alert:${entry.alert.id}`, receiver: CHANNELS_RECEIVER, step };
-    if (!(await this.store.claimNotification(key, this.owner, this.claimLeaseMs))) return false;
-    // The row is marked sent once the alert is handed to the router, which retries on its own and,
-    // with the database, keeps it (held, or in its outbox until the channels are through): a monitor
-    // killed meanwhile leaves it to another replica, or to itself restarted.
-    await this.store.completeNotification(key, this.owner);
+  /**
+   * Claims the firing (or resolved) notification of one alert in the log (leased to this replica for
+   * `claimLeaseMs`); the caller routes it, then `confirmNotified` marks it sent.
+   */
+  private claimAlert(entry: AlertEntry, step: 'firing' | 'resolved'): Promise<boolean> {
+    return this.store.claimNotification(alertKey(entry, step), this.owner, this.claimLeaseMs);
+  }
+
+  /**
+   * The firing notification of a triggered alert (`notifyNow`) is kept by the router: marked sent.
+   * Until then the alert is not notified and its log row is `sending` under a lease, so a monitor
+   * killed between the alert's record and the router's keeping it leaves it to the tick of another
+   * replica (or of itself restarted), which notifies it once that lease has run out.
+   */
+  firingRouted(entry: AlertEntry): Promise<void> {
+    return this.confirmNotified(entry, 'firing');
+  }
+
+  /** Routes a claimed notification in the background and marks it sent once the router keeps it. */
+  private sendClaimed(entry: AlertEntry, step: 'firing' | 'resolved', alert: Alert): void {
+    this.track(Promise.resolve(this.options.deliver(alert)).then(() => this.confirmNotified(entry, step)));
+  }
+
+  /**
+   * Marks a claimed notification sent, once the router keeps it (with the database, held or in its
+   * outbox until the channels are through; its retries are its own), and records it in the timeline.
+   */
+  private async confirmNotified(entry: AlertEntry, step: 'firing' | 'resolved'): Promise<void> {
+    await this.store.completeNotification(alertKey(entry, step), this.owner);
     if (step === 'firing') await this.store.markNotified(entry.alert.id);
     await this.store.addTimeline(entry.alert.id, {
       at: this.now(),
@@ -323,7 +352,6 @@ export class AlertLifecycle {
       actor: this.receiversOf(entry.alert),
       detail: `${step}, tier ${resolveTier(entry.alert.context.tier)}`,
     });
-    return true;
   }
 
   /**
@@ -496,7 +524,21 @@ export class AlertLifecycle {
       const muted = await this.applyMute(entry, silences, was ? 'check' : 'keep');
       if (was && !muted && entry.state === 'triggered') {
         if (this.grouping) this.joinGroup(entry);
-        else if (await this.claimAlert(entry, 'firing')) this.options.deliver(entry.alert);
+        else if (await this.claimAlert(entry, 'firing')) this.sendClaimed(entry, 'firing', entry.alert);
+      } else if (
+        !was &&
+        !muted &&
+        !this.grouping &&
+        entry.state === 'triggered' &&
+        !entry.notified &&
+        now - entry.alert.firedAt >= this.claimLeaseMs &&
+        (await this.claimAlert(entry, 'firing'))
+      ) {
+        // Raised, never muted, yet not notified after a whole lease: a monitor stopped between the
+        // alert's record and the router keeping it (SendAlert had not answered; a retry with the same
+        // dedup key only updates the open alert). Its claim ran out: notify it now.
+        this.logger.warn({ alertId: entry.alert.id }, 'alert raised but never notified: notifying it now');
+        this.sendClaimed(entry, 'firing', entry.alert);
       }
     }
     if (this.grouping) {
@@ -594,7 +636,7 @@ export class AlertLifecycle {
   /** Keeps a background step of a notification until it settles (a failure is logged). */
   private track(step: Promise<void>): void {
     const p: Promise<void> = step
-      .catch((err: unknown) => this.logger.error({ err }, 'recording a sent group notification failed'))
+      .catch((err: unknown) => this.logger.error({ err }, 'recording a sent notification failed'))
       .finally(() => this.pending.delete(p));
     this.pending.add(p);
   }
@@ -760,7 +802,8 @@ export class AlertLifecycle {
       context: { ...resolved.alert.context, ...notice.context, alert_state: 'resolved' },
     };
     this.options.onStateChanged?.(alert);
-    if (resolved.notified && (await this.claimAlert(resolved, 'resolved'))) this.options.deliver(alert);
+    if (resolved.notified && (await this.claimAlert(resolved, 'resolved')))
+      this.sendClaimed(resolved, 'resolved', alert);
     return resolved;
   }
 

@@ -641,6 +641,64 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
         expect(survivorRouter.records).toHaveLength(1);
       });
 
+      it("a monitor that dies between an alert's record and the router keeping it leaves it to another, which notifies it once the lease ran out, once (a retry with its dedup key meanwhile only updates it)", async () => {
+        const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
+        const store = backend.store(clock);
+        const hub = (router: AlertRouter) =>
+          new AlertHub({
+            router,
+            recentSize: 50,
+            maxWatchers: 3,
+            watchBufferSize: 64,
+            defaultSource: 'monitor',
+            clock,
+            // The claim lease runs on the database's clock, which a test cannot advance.
+            lifecycle: { store, claimLeaseMs: 3_000 },
+          });
+        const handed: AlertRecord[] = [];
+        const dying = hub({
+          dispatch: async () => undefined,
+          // The router never keeps it (the process is killed before the outbox row): SendAlert never answers.
+          accept: (record) => {
+            handed.push(record);
+            return new Promise(() => undefined);
+          },
+          shutdown: async () => undefined,
+        });
+        const survivorRouter = new RecordingRouter();
+        const survivor = hub(survivorRouter);
+        const key = `disk-${tag()}`;
+        const raise = (h: AlertHub) =>
+          h.raise({ kind: 'generic', title: 'disk full 💾 ディスク', severity: 'critical', dedupKey: key });
+        void raise(dying);
+        for (let i = 0; i < 200 && handed.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(handed).toHaveLength(1);
+        // The caller, unanswered, retries: the open alert is updated, nobody is notified anew.
+        const retried = await raise(survivor);
+        expect(retried.id).toBe(handed[0]!.id);
+        expect((await survivor.lifecycle.get(retried.id)).entry.count).toBe(2);
+        await survivor.lifecycle.tick(); // the dying one's claim still runs: nothing
+        await survivor.settled();
+        expect(survivorRouter.records).toHaveLength(0);
+        expect((await survivor.lifecycle.get(retried.id)).entry.notified).toBe(false);
+        await new Promise((r) => setTimeout(r, 3_200)); // the lease, on the database's clock
+        clock.advance(3_000);
+        await survivor.lifecycle.tick();
+        await survivor.settled();
+        expect(survivorRouter.records.map((r) => [r.id, r.title])).toEqual([
+          [retried.id, 'disk full 💾 ディスク'],
+        ]);
+        const { entry, timeline } = await survivor.lifecycle.get(retried.id);
+        expect(entry.notified).toBe(true);
+        expect(timeline.map((t) => t.kind)).toEqual(['triggered', 'updated', 'notified']);
+        for (let i = 0; i < 3; i++) {
+          clock.advance(60_000);
+          await survivor.lifecycle.tick();
+        }
+        await survivor.settled();
+        expect(survivorRouter.records).toHaveLength(1);
+      });
+
       it('repeats an unchanged group after repeat_interval', async () => {
         const { lc, trigger, router, hub, clock } = make({ grouping });
         const cluster = `c-${tag()}`;
