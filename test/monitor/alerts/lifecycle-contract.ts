@@ -72,6 +72,26 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
     }
     const tag = () => randomUUID().slice(0, 8);
 
+    /**
+     * Replicas of one monitor: each `hub(router)` is a hub of its own over one shared store, all on one
+     * fake clock. A claim's lease runs on the database's clock, which the fake clock does not move.
+     */
+    function replicas(lifecycle: Omit<AlertLifecycleOptions, 'deliver' | 'clock' | 'logger' | 'store'>) {
+      const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
+      const store = backend.store(clock);
+      const hub = (router: AlertRouter) =>
+        new AlertHub({
+          router,
+          recentSize: 50,
+          maxWatchers: 3,
+          watchBufferSize: 64,
+          defaultSource: 'monitor',
+          clock,
+          lifecycle: { store, ...lifecycle },
+        });
+      return { clock, hub };
+    }
+
     describe('dedup keys and states', () => {
       it('when a trigger carries the key of an open alert, it updates that alert (count, last seen, message) and notifies once', async () => {
         const { hub, router, lc, clock } = make();
@@ -595,20 +615,9 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
           groupIntervalMs: 30_000,
           repeatIntervalMs: 60 * MIN,
         };
-        const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
-        const store = backend.store(clock);
-        const hub = (router: AlertRouter) =>
-          new AlertHub({
-            router,
-            recentSize: 50,
-            maxWatchers: 3,
-            watchBufferSize: 64,
-            defaultSource: 'monitor',
-            clock,
-            // Long enough that the survivor's first tick falls inside it on a loaded machine (50 ms did
-            // not, in CI); the claim lease runs on the database's clock, which a test cannot advance.
-            lifecycle: { store, grouping: quick, claimLeaseMs: 3_000 },
-          });
+        // The lease: long enough that the survivor's first tick falls inside it on a loaded machine (50
+        // ms did not, in CI).
+        const { clock, hub } = replicas({ grouping: quick, claimLeaseMs: 3_000 });
         const handed: AlertRecord[] = [];
         const dying = hub({
           dispatch: (record) => {
@@ -642,19 +651,7 @@ export function describeLifecycleContract(name: string, open: () => Promise<Life
       });
 
       it("a monitor that dies between an alert's record and the router keeping it leaves it to another, which notifies it once the lease ran out, once (a retry with its dedup key meanwhile only updates it)", async () => {
-        const clock = new ManualClock(new Date('2026-11-30T12:00:00.000Z'));
-        const store = backend.store(clock);
-        const hub = (router: AlertRouter) =>
-          new AlertHub({
-            router,
-            recentSize: 50,
-            maxWatchers: 3,
-            watchBufferSize: 64,
-            defaultSource: 'monitor',
-            clock,
-            // The claim lease runs on the database's clock, which a test cannot advance.
-            lifecycle: { store, claimLeaseMs: 3_000 },
-          });
+        const { clock, hub } = replicas({ claimLeaseMs: 3_000 });
         const handed: AlertRecord[] = [];
         const dying = hub({
           dispatch: async () => undefined,
