@@ -2,7 +2,7 @@
  * A real SMTP peer for the mailer tests, the e2e crash and replica tests and the email benchmark:
  * `smtp-server` on 127.0.0.1, every accepted message counted by its Message-ID and (unless told
  * otherwise) parsed with `mailparser`, and switches for how it answers: a script for the next
- * messages (accept, reply with a code, drop the connection in the middle of DATA), `pause()` to hold
+ * messages (accept, reply with a code, drop the message's connection in the middle of DATA), `pause()` to hold
  * every answer to DATA, `delayMs` to answer it late, and `stop()` / `start()` on the same port, so a service configured with the
  * port meets a relay that is down (connection refused) and later up again.
  */
@@ -121,9 +121,12 @@ export function createSmtpPeer(options: SmtpPeerOptions = {}): SmtpPeer {
       peer.dataCount++;
       const behaviour = peer.script.shift() ?? { kind: 'accept' };
       if (behaviour.kind === 'drop') {
-        // Cut every connection once the first bytes of the message arrive: a relay dying mid-DATA.
+        // Cut this message's connection once its first bytes arrive: a relay dying mid-DATA. Only this
+        // one: cutting every connection could cut another message between the peer's acceptance and
+        // the sender reading the 250, which SMTP cannot tell from a loss (the sender resends; a
+        // duplicate no sender can prevent, not the fault this switch stands for).
         stream.once('data', () => {
-          for (const s of sockets) s.destroy();
+          for (const s of sockets) if (s.remotePort === session.remotePort) s.destroy();
         });
         stream.resume();
         return;
