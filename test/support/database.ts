@@ -4,8 +4,23 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Client } from 'pg';
+import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from '../../services/monitor/migrations';
+import { notificationMigrations } from '../../services/notification/migrations';
 import { silentLogger } from '../../shared/logging/logger';
 import { openDatabase } from '../../shared/storage/database';
+import { runMigrations } from '../../shared/storage/migrations';
+
+/**
+ * Embedded PGlite in memory (one connection, as the service opens it), migrated with a service's
+ * migrations: what a store's PGlite tests open. Each instance costs seconds and hundreds of MB, so a
+ * file opens one where it can.
+ */
+export async function migratedPglite(service: 'notification' | 'monitor'): Promise<Knex> {
+  const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
+  if (service === 'notification') await runMigrations(knex, notificationMigrations);
+  else await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  return knex;
+}
 
 /** The server URL the global setup exported; throws (never skips) when there is none. */
 export function serverUrl(): string {

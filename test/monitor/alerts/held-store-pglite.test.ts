@@ -6,25 +6,22 @@
  */
 import type { Knex } from 'knex';
 import { DatabaseHeldAlertStore } from '../../../services/monitor/alerts/held-database-store';
-import { MONITOR_MIGRATIONS_TABLE, monitorMigrations } from '../../../services/monitor/migrations';
 import { silentLogger } from '../../../shared/logging/logger';
 import type { AlertBatch, AlertChannel } from '../../../shared/monitoring/alerts/channels';
 import { TierAwareDispatcher } from '../../../shared/monitoring/alerts/tier-dispatcher';
 import { BusinessHours } from '../../../shared/monitoring/alerts/tiers';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { requireVmModules } from '../../notification/inbox/support';
 import { FakeClock, FakeTimers } from '../../shared/monitoring/helpers';
 import { describeHeldStoreContract } from '../../shared/monitoring/alerts/held-store-contract';
 import { resetHeldAlertTables } from './support';
+import { migratedPglite } from '../../support/database';
 
 // One in-memory PGlite for the whole file: each instance costs seconds and hundreds of MB.
 let knex: Knex;
 
 beforeAll(async () => {
   requireVmModules();
-  knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  knex = await migratedPglite('monitor');
 });
 
 afterAll(async () => {

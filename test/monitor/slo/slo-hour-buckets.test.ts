@@ -14,7 +14,7 @@ import { monitorMigrations, MONITOR_MIGRATIONS_TABLE } from '../../../services/m
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { createTestDatabase, migratedPglite } from '../../support/database';
 import { ManualClock } from '../../support/manual-clock';
 
 const HOUR = 3_600_000;
@@ -98,7 +98,6 @@ describeHourBuckets('PostgreSQL', async (clock) => {
 });
 
 describeHourBuckets('PGlite', async (clock) => {
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  const knex: Knex = await migratedPglite('monitor');
   return { store: new DatabaseSloStateStore(knex, { clock }), close: () => knex.destroy() };
 });

@@ -6,7 +6,7 @@ import { monitorMigrations, MONITOR_MIGRATIONS_TABLE } from '../../../services/m
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { createTestDatabase, migratedPglite } from '../../support/database';
 import { describeSloStoreContract } from './slo-store-contract';
 
 describeSloStoreContract('memory', async (clock) => ({ store: new MemorySloStateStore(clock) }));
@@ -25,7 +25,6 @@ describeSloStoreContract('PostgreSQL', async (clock) => {
 });
 
 describeSloStoreContract('PGlite', async (clock) => {
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  const knex: Knex = await migratedPglite('monitor');
   return { store: new DatabaseSloStateStore(knex, { clock }), close: () => knex.destroy() };
 });

@@ -13,7 +13,7 @@ import { monitorMigrations, MONITOR_MIGRATIONS_TABLE } from '../../../services/m
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { createTestDatabase, migratedPglite } from '../../support/database';
 
 const NOW = Date.parse('2026-11-29T12:07:30Z');
 const MIN = 60_000;
@@ -98,8 +98,7 @@ function describeContract(
 describeContract('memory', async () => ({ store: new MemoryTargetHistoryStore() }));
 
 describeContract('PGlite', async () => {
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  const knex: Knex = await migratedPglite('monitor');
   return { store: new DatabaseTargetHistoryStore(knex), close: () => knex.destroy() };
 });
 

@@ -11,7 +11,7 @@ import { monitorMigrations, MONITOR_MIGRATIONS_TABLE } from '../../../services/m
 import { silentLogger } from '../../../shared/logging/logger';
 import { openDatabase } from '../../../shared/storage/database';
 import { runMigrations } from '../../../shared/storage/migrations';
-import { createTestDatabase } from '../../support/database';
+import { createTestDatabase, migratedPglite } from '../../support/database';
 
 const DOWN: StoredTargetState = {
   up: false,
@@ -97,7 +97,6 @@ describeContract('PostgreSQL', async () => {
 });
 
 describeContract('PGlite', async () => {
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, monitorMigrations, { tableName: MONITOR_MIGRATIONS_TABLE });
+  const knex: Knex = await migratedPglite('monitor');
   return { store: new DatabaseTargetStateStore(knex), close: () => knex.destroy() };
 });

@@ -6,18 +6,14 @@
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import { DeliveryPipeline } from '../../../services/notification/delivery/pipeline';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { CountingBatchDriver, lookupOf, requireVmModules, testConfig, waitFor } from './support';
+import { migratedPglite } from '../../support/database';
 
 let knex: Knex;
 
 beforeAll(async () => {
   requireVmModules();
-  knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  knex = await migratedPglite('notification');
 });
 
 afterAll(async () => {

@@ -11,12 +11,10 @@ import { DatabaseDeliveryStore } from '../../../services/notification/delivery/d
 import { ensurePartitions, STRAGGLER_DAYS } from '../../../services/notification/delivery/database-retention';
 import { AlreadyExistsError } from '../../../shared/errors';
 import { DatabaseInboxStore } from '../../../services/notification/inbox/database-store';
-import { notificationMigrations } from '../../../services/notification/migrations';
 import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { newDelivery } from './delivery-contract';
 import { requireVmModules } from './support';
+import { migratedPglite } from '../../support/database';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Mondays: the first day of a week partition. */
@@ -28,8 +26,7 @@ let store: DatabaseDeliveryStore;
 
 beforeAll(async () => {
   requireVmModules();
-  knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  knex = await migratedPglite('notification');
   store = new DatabaseDeliveryStore(knex, { clock: 'caller' });
 });
 

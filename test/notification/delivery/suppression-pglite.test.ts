@@ -1,18 +1,14 @@
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
 import { DatabaseSuppressionStore } from '../../../services/notification/delivery/suppression-database-store';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { describeSuppressionContract } from './suppression-contract';
 import { requireVmModules } from './support';
+import { migratedPglite } from '../../support/database';
 
 // The embedded default (PGlite, PostgreSQL 18) runs the same SQL: one in-memory instance per file.
 describeSuppressionContract('DatabaseSuppressionStore on PGlite', async () => {
   requireVmModules();
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  const knex: Knex = await migratedPglite('notification');
   return {
     suppressions: new DatabaseSuppressionStore(knex),
     // The contract drives time by hand: the store takes the caller's clock.

@@ -7,19 +7,15 @@
 import type { Knex } from 'knex';
 import { SuppressionLookupError, Suppressions } from '../../../services/notification/delivery/suppression';
 import { DatabaseSuppressionStore } from '../../../services/notification/delivery/suppression-database-store';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { FakeTimers } from '../../shared/monitoring/helpers';
 import { requireVmModules } from './support';
+import { migratedPglite } from '../../support/database';
 
 let knex: Knex;
 
 beforeAll(async () => {
   requireVmModules();
-  knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  knex = await migratedPglite('notification');
 });
 
 afterAll(async () => {

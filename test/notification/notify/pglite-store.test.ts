@@ -1,23 +1,18 @@
 import type { Knex } from 'knex';
 import { DatabaseDeliveryStore } from '../../../services/notification/delivery/database-store';
-import { notificationMigrations } from '../../../services/notification/migrations';
 import { DatabaseNotificationStore } from '../../../services/notification/notify/database-store';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { requireVmModules } from '../inbox/support';
 import { describeDeliveryEraseUser } from './delivery-erase-contract';
 import { describeTopicPages } from './topic-pages-contract';
 import { describeNotificationStoreContract } from './store-contract';
+import { migratedPglite } from '../../support/database';
 
 // One in-memory PGlite for the whole file: each instance costs seconds and hundreds of MB.
 let opened: Promise<Knex> | undefined;
 function pglite(): Promise<Knex> {
   opened ??= (async () => {
     requireVmModules();
-    const knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-    await runMigrations(knex, notificationMigrations);
-    return knex;
+    return migratedPglite('notification');
   })();
   return opened;
 }

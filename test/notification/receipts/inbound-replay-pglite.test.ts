@@ -5,18 +5,14 @@
  */
 import type { Knex } from 'knex';
 import { DatabaseInboundReplayStore } from '../../../services/notification/delivery/inbound-replay-database-store';
-import { notificationMigrations } from '../../../services/notification/migrations';
-import { silentLogger } from '../../../shared/logging/logger';
-import { openDatabase } from '../../../shared/storage/database';
-import { runMigrations } from '../../../shared/storage/migrations';
 import { requireVmModules } from '../delivery/support';
+import { migratedPglite } from '../../support/database';
 
 let knex: Knex;
 
 beforeAll(async () => {
   requireVmModules();
-  knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  knex = await migratedPglite('notification');
 }, 60_000);
 
 afterAll(async () => {

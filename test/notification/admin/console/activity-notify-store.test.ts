@@ -5,15 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { notificationMigrations } from '../../../../services/notification/migrations';
 import { DatabaseNotificationStore } from '../../../../services/notification/notify/database-store';
 import { InMemoryNotificationStore } from '../../../../services/notification/notify/memory-store';
 import type { NotificationStore } from '../../../../services/notification/notify/store';
-import { silentLogger } from '../../../../shared/logging/logger';
-import { openDatabase } from '../../../../shared/storage/database';
-import { runMigrations } from '../../../../shared/storage/migrations';
 import { requireVmModules } from '../../delivery/support';
 import { newNotification } from '../../notify/store-contract';
+import { migratedPglite } from '../../../support/database';
 
 function describeOperatorReads(
   name: string,
@@ -92,7 +89,6 @@ describeOperatorReads('InMemoryNotificationStore', async () => ({
 
 describeOperatorReads('DatabaseNotificationStore on PGlite', async () => {
   requireVmModules();
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  const knex: Knex = await migratedPglite('notification');
   return { store: new DatabaseNotificationStore(knex), close: () => knex.destroy() };
 });

@@ -13,10 +13,8 @@ import {
 } from '../../../../services/notification/delivery/recent-outcomes';
 import type { DeliveryStore } from '../../../../services/notification/delivery/store';
 import { notificationMigrations } from '../../../../services/notification/migrations';
-import { silentLogger } from '../../../../shared/logging/logger';
-import { openDatabase } from '../../../../shared/storage/database';
 import { runMigrations } from '../../../../shared/storage/migrations';
-import { pooledTestDatabase, type PooledTestDatabase } from '../../../support/database';
+import { pooledTestDatabase, type PooledTestDatabase, migratedPglite } from '../../../support/database';
 import {
   ManualClock,
   ScriptedDriver,
@@ -133,8 +131,7 @@ describeQueueDepths('the memory store', async () => ({
 
 describeQueueDepths('PGlite', async () => {
   requireVmModules();
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  const knex: Knex = await migratedPglite('notification');
   return { store: new DatabaseDeliveryStore(knex, { clock: 'caller' }), close: () => knex.destroy() };
 });
 

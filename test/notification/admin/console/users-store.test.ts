@@ -8,10 +8,8 @@ import { notificationMigrations } from '../../../../services/notification/migrat
 import { DatabaseNotificationStore } from '../../../../services/notification/notify/database-store';
 import { InMemoryNotificationStore } from '../../../../services/notification/notify/memory-store';
 import type { NotificationStore } from '../../../../services/notification/notify/store';
-import { silentLogger } from '../../../../shared/logging/logger';
-import { openDatabase } from '../../../../shared/storage/database';
 import { runMigrations } from '../../../../shared/storage/migrations';
-import { pooledTestDatabase } from '../../../support/database';
+import { pooledTestDatabase, migratedPglite } from '../../../support/database';
 import { requireVmModules } from '../../inbox/support';
 import { newNotification } from '../../notify/store-contract';
 
@@ -57,8 +55,7 @@ describeEveryCaller('the memory store', async () => ({
 
 describeEveryCaller('PGlite', async () => {
   requireVmModules();
-  const knex: Knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-  await runMigrations(knex, notificationMigrations);
+  const knex: Knex = await migratedPglite('notification');
   return { store: new DatabaseNotificationStore(knex), close: () => knex.destroy() };
 });
 

@@ -1,18 +1,15 @@
 /** createDigestBook: the book the composition root wires (memory with the memory delivery store). */
 import type { Knex } from 'knex';
-import { notificationMigrations } from '../../../../services/notification/migrations';
 import {
   createDigestBook,
   DatabaseDigestBook,
   InMemoryDigestBook,
 } from '../../../../services/notification/notify/digest';
 import { NotifyConfigSchema } from '../../../../services/notification/notify/config';
-import { silentLogger } from '../../../../shared/logging/logger';
-import { openDatabase } from '../../../../shared/storage/database';
-import { runMigrations } from '../../../../shared/storage/migrations';
 import { ManualClock } from '../../../support/manual-clock';
 import { requireVmModules } from '../../inbox/support';
 import { digestEvent } from './book-contract';
+import { migratedPglite } from '../../../support/database';
 
 const notify = NotifyConfigSchema.parse({
   categories: [
@@ -36,8 +33,7 @@ describe('createDigestBook', () => {
 
   it('builds the database book on the storage handed in otherwise', async () => {
     requireVmModules();
-    knex = await openDatabase({ url: '', data_dir: ':memory:', pool_max: 1 }, silentLogger());
-    await runMigrations(knex, notificationMigrations);
+    knex = await migratedPglite('notification');
     const book = createDigestBook({ notify, delivery: { store_backend: 'database' } }, { knex });
     expect(book).toBeInstanceOf(DatabaseDigestBook);
     const first = await book.add(digestEvent(new Date()));
