@@ -210,26 +210,32 @@ describe('the README tour, run as printed', () => {
     expect(script('peers').trim()).toBe('npm run peers');
   });
 
-  it('starts the stand-ins and both services as the tour does', async () => {
-    background('peers');
-    await waitFor(() => peers().includes('peers ready'), 'the peers', START_TIMEOUT_MS);
-    expect(peers()).toContain(
-      `peers ready: SMTP on localhost:${ports.get('1025')}, SMS API on http://localhost:${ports.get('4010')}`,
-    );
+  it(
+    'starts the stand-ins and both services as the tour does',
+    async () => {
+      background('peers');
+      await waitFor(() => peers().includes('peers ready'), 'the peers', START_TIMEOUT_MS);
+      expect(peers()).toContain(
+        `peers ready: SMTP on localhost:${ports.get('1025')}, SMS API on http://localhost:${ports.get('4010')}`,
+      );
 
-    background('start');
-    await waitFor(
-      () => services().includes('notification ready') && services().includes('monitor ready'),
-      'both services ready',
-      START_TIMEOUT_MS,
-    );
-    // The admin page link the tour tells the reader to open, signed for the demo user.
-    const link = new RegExp(
-      `http://localhost:${ports.get('8080')}/admin/notifications#token=([A-Za-z0-9_.-]+)`,
-    ).exec(services());
-    expect(link).not.toBeNull();
-    adminToken = link![1]!;
-  });
+      background('start');
+      await waitFor(
+        () => services().includes('notification ready') && services().includes('monitor ready'),
+        'both services ready',
+        START_TIMEOUT_MS,
+      );
+      // The admin page link the tour tells the reader to open, signed for the demo user.
+      const link = new RegExp(
+        `http://localhost:${ports.get('8080')}/admin/notifications#token=([A-Za-z0-9_.-]+)`,
+      ).exec(services());
+      expect(link).not.toBeNull();
+      adminToken = link![1]!;
+      // Two waits of up to START_TIMEOUT_MS each: the test's own limit must outlast both, or a slow start
+      // ends in jest's bare timeout instead of the wait's message.
+    },
+    2 * START_TIMEOUT_MS + 30_000,
+  );
 
   it('streams the inbox, sends a message, an email and an SMS, and each arrives', async () => {
     const watcher = background('watch');
