@@ -11,7 +11,7 @@
  * cached in a bounded LRU keyed by their source, so a render costs a render.
  */
 import juice from 'juice';
-import { Liquid, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
+import { Liquid, toValue, type Emitter, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
 import { DomainError, InvalidArgumentError } from '../../../shared/errors';
 import { cutText } from '../../../shared/text/cut';
 import { LOCALE_FILTERS, RENDER_ENV, type RenderEnv } from './filters';
@@ -62,6 +62,45 @@ function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
+/** LiquidJS's own rule for what an output writes (its `stringify`, which it does not export). */
+function outputText(value: unknown): string {
+  const v: unknown = toValue(value);
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(outputText).join('');
+  return String(v);
+}
+
+/**
+ * The emitter of every render and of every `capture` (LiquidJS makes one wherever it is not given
+ * one): it refuses to grow past `max` UTF-16 units (each unit is at least one UTF-8 byte, so past
+ * it the output is past `max` bytes too). Without it the output and a captured variable were only
+ * measured after the render: `{% capture s %}{{ s }}{{ s }}{% endcapture %}` 25 times, or a loop
+ * writing a 60 KB datum 8,000 times, built a string of hundreds of MB (the memory limit counts
+ * filters, not writes) and held the process for seconds past the time limit before the size check
+ * refused it.
+ */
+class BoundedEmitter implements Emitter {
+  buffer = '';
+  constructor(private readonly max: number) {}
+  write(html: unknown): void {
+    const text = outputText(html);
+    if (this.buffer.length + text.length > this.max) throw new OutputTooLarge(this.max);
+    this.buffer += text;
+  }
+}
+
+/** Thrown by BoundedEmitter; the render answers it as the size check after a render does. */
+class OutputTooLarge extends Error {
+  constructor(readonly max: number) {
+    super(`output over ${max}`);
+  }
+}
+
+function tooLarge(part: string, max: number): InvalidArgumentError {
+  return new InvalidArgumentError(`${part} renders to more than ${max} bytes`, 'data');
+}
+
 /** A bounded least-recently-used map (Map keeps insertion order). */
 class Lru<V> {
   private readonly map = new Map<string, V>();
@@ -109,6 +148,10 @@ export class TemplateEngine {
     this.html = new Liquid({ ...options, outputEscape: 'escape' });
     this.text = new Liquid(options);
     for (const engine of [this.html, this.text]) {
+      const renderer = engine.renderer;
+      const renderTemplates = renderer.renderTemplates.bind(renderer);
+      renderer.renderTemplates = (templates, ctx, emitter) =>
+        renderTemplates(templates, ctx, emitter ?? new BoundedEmitter(limits.maxRenderBytes));
       for (const tag of ['include', 'render', 'layout']) engine.registerTag(tag, NO_FILES);
       for (const [name, fn] of Object.entries(LOCALE_FILTERS)) engine.registerFilter(name, fn);
     }
@@ -170,10 +213,7 @@ export class TemplateEngine {
       throw renderError(err as LiquidLikeError, part);
     }
     if (out.length > this.limits.maxRenderBytes / 3 && utf8Bytes(out) > this.limits.maxRenderBytes) {
-      throw new InvalidArgumentError(
-        `${part} renders to more than ${this.limits.maxRenderBytes} bytes`,
-        'data',
-      );
+      throw tooLarge(part, this.limits.maxRenderBytes);
     }
     return out;
   }
@@ -193,6 +233,7 @@ function renderError(err: LiquidLikeError, part: string): InvalidArgumentError {
     );
   }
   const cause = err.originalError;
+  if (cause instanceof OutputTooLarge) return tooLarge(part, cause.max);
   if (cause instanceof DomainError) return new InvalidArgumentError(`${cause.message} (${where})`, 'data');
   if (/limit exceeded/.test(err.message)) {
     return new InvalidArgumentError(`${part} exceeds the render limits: ${bare(err.message)}`, 'data');

@@ -418,6 +418,70 @@ describe('bounds', () => {
     expect(err.message).toContain('renders to more than 40 bytes');
   });
 
+  test('A capture is bounded as it grows: doubling a variable past max_render_bytes is refused even when little is output', async () => {
+    // Before, only the final output was measured: a capture doubled 25 times built a 335 MB string
+    // (the memory limit counts filters, not writes) and `| size` printed it as a few digits.
+    const { catalog, renderer } = await setup({ max_render_bytes: 1000 });
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: {
+        text: '{% assign s = data.s %}{% for i in (1..12) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}{{ s | size }}',
+      },
+    });
+    const err = await errorOf(() =>
+      renderer.render({
+        category: 'orders',
+        channel: 'sms',
+        locale: 'en',
+        timeZone: '',
+        data: { s: '😀漢ع' },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'data' });
+    expect(err.message).toContain('text renders to more than 1000 bytes');
+  });
+
+  test('The output stops at max_render_bytes while it is written, not after the render', async () => {
+    // The size error comes at the write that crosses the bound: the missing variable after the
+    // loop is never reached (before, the loop ran to its end and the missing variable was reported).
+    const { catalog, renderer } = await setup({ max_render_bytes: 1000 });
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: { text: '{% for i in (1..1000) %}{{ data.s }}{% endfor %}{{ data.missing }}' },
+    });
+    const err = await errorOf(() =>
+      renderer.render({
+        category: 'orders',
+        channel: 'sms',
+        locale: 'en',
+        timeZone: '',
+        data: { s: 'שלום 😀' },
+      }),
+    );
+    expect(err.message).toContain('text renders to more than 1000 bytes');
+    // A capture and a loop well inside the bound render whole.
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: {
+        text: '{% capture s %}{% for i in (1..3) %}{{ data.s }}{% endfor %}{% endcapture %}{{ s }}',
+      },
+    });
+    const r = await renderer.render({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      timeZone: '',
+      data: { s: 'שלום 😀' },
+    });
+    expect(r!.content.text).toBe('שלום 😀'.repeat(3));
+  });
+
   test('A loop that would allocate past the memory limit is stopped with INVALID_ARGUMENT', async () => {
     const { catalog, renderer } = await setup();
     await catalog.upsert({
