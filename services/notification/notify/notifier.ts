@@ -21,6 +21,7 @@ import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
 import type { User, UserDirectory } from '../users/types';
+import { checkTopic } from '../users/validation';
 import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyConfig } from './config';
 import { contactsOf, FanOut, type FanOutOptions, lineError, templateUser } from './fan-out';
 import type { NotificationFilter, NotificationStore } from './store';
@@ -186,6 +187,9 @@ export class Notifier {
         userId ? 'topic' : 'user_id',
       );
     }
+    // The users area's topic rule: a name no SubscribeTopic accepts can have no members (before, a
+    // typo such as "news " was accepted and fanned out to nobody).
+    if (topic) checkTopic(topic);
     const category = this.category(input.category);
     const key = checkId(input.idempotencyKey, 'idempotency_key', MAX_IDEMPOTENCY_KEY_LENGTH);
     const overrides = this.checkOverrides(input.overrides, category);
