@@ -101,6 +101,64 @@ function tooLarge(part: string, max: number): InvalidArgumentError {
   return new InvalidArgumentError(`${part} renders to more than ${max} bytes`, 'data');
 }
 
+/**
+ * The most CSS inlining an `html` part may ask of juice, as selectors x elements: juice runs every
+ * selector of the part's `<style>` blocks over the whole document, synchronously, so a 35 KB part of
+ * 500 selectors and 4,000 elements held the event loop (every RPC of the process) 7 s and a 64 KiB
+ * one over 30 s, at each upsert and at each Notify whose override gives that html (a new source
+ * each call misses the parse cache). 250,000 keeps a framework stylesheet of a few hundred selectors
+ * over a few hundred elements.
+ */
+export const MAX_CSS_INLINE_WORK = 250_000;
+
+/** Selectors in a style sheet: each rule's comma-separated selectors (and each at-rule), comments out. */
+function countSelectors(css: string): number {
+  let count = 0;
+  let commas = 0;
+  for (let i = 0; i < css.length; i++) {
+    const ch = css[i];
+    if (ch === '/' && css[i + 1] === '*') {
+      const end = css.indexOf('*/', i + 2);
+      if (end < 0) break;
+      i = end + 1;
+    } else if (ch === ',') commas++;
+    else if (ch === '{') {
+      count += commas + 1;
+      commas = 0;
+    } else if (ch === '}') commas = 0;
+  }
+  return count;
+}
+
+/** What juice would do for `source`: its `<style>` selectors times the elements of the rest. */
+export function cssInlineWork(source: string): { selectors: number; elements: number } {
+  const lower = source.toLowerCase();
+  let selectors = 0;
+  let elements = 0;
+  const countElements = (from: number, to: number) => {
+    for (let i = lower.indexOf('<', from); i >= 0 && i < to; i = lower.indexOf('<', i + 1)) {
+      const next = lower.charCodeAt(i + 1);
+      if (next >= 97 && next <= 122) elements++;
+    }
+  };
+  let at = 0;
+  for (;;) {
+    const open = lower.indexOf('<style', at);
+    if (open < 0) {
+      countElements(at, lower.length);
+      break;
+    }
+    countElements(at, open);
+    const start = lower.indexOf('>', open);
+    if (start < 0) break;
+    const close = lower.indexOf('</style', start);
+    selectors += countSelectors(source.slice(start + 1, close < 0 ? source.length : close));
+    if (close < 0) break;
+    at = close + '</style'.length;
+  }
+  return { selectors, elements };
+}
+
 /** A bounded least-recently-used map (Map keeps insertion order). */
 class Lru<V> {
   private readonly map = new Map<string, V>();
@@ -176,6 +234,13 @@ export class TemplateEngine {
     }
     let prepared = source;
     if (kind === 'html') {
+      const { selectors, elements } = cssInlineWork(source);
+      if (selectors * elements > MAX_CSS_INLINE_WORK) {
+        throw new InvalidArgumentError(
+          `${field}: its CSS is too costly to inline (${selectors} selectors x ${elements} elements, at most ${MAX_CSS_INLINE_WORK}); use fewer selectors or inline the styles`,
+          field,
+        );
+      }
       try {
         prepared = juice(source);
       } catch {

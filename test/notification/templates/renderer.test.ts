@@ -4,6 +4,7 @@
  * every backend elsewhere).
  */
 import { buildTemplates, errorOf } from './support';
+import { cssInlineWork, MAX_CSS_INLINE_WORK } from '../../../services/notification/templates/engine';
 
 async function setup(overrides = {}) {
   const t = buildTemplates(overrides);
@@ -497,6 +498,37 @@ describe('bounds', () => {
     );
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toContain('exceeds the render limits');
+  });
+
+  test('CSS inlining is bounded: selectors x elements past MAX_CSS_INLINE_WORK is refused, at the bound it is inlined', async () => {
+    // juice runs each selector over the whole document, synchronously: a 64 KiB part held the
+    // process over 30 s at each upsert, and at each Notify giving it as an override.
+    const { catalog } = await setup();
+    // 100 selectors (two rules of 50, one commented-out rule not counted) over n elements.
+    const css =
+      Array.from({ length: 50 }, (_, i) => `.k${i}`).join(', ') +
+      ' { color: red } /* .gone { x: y } */ ' +
+      Array.from({ length: 50 }, (_, i) => `p .j${i}`).join(',') +
+      ' { color: blue }';
+    const html = (n: number) => `<style>${css}</style>${'<p>שלום 😀 字</p>'.repeat(n)}`;
+    expect(cssInlineWork(html(2500))).toEqual({ selectors: 100, elements: 2500 });
+    const at = await catalog.upsert({
+      category: 'orders',
+      channel: 'email',
+      locale: 'en',
+      content: { subject: 'S', html: html(MAX_CSS_INLINE_WORK / 100) },
+    });
+    expect(at.template.content.html).toContain('<style>');
+    const err = await errorOf(() =>
+      catalog.upsert({
+        category: 'orders',
+        channel: 'email',
+        locale: 'en',
+        content: { subject: 'S', html: html(MAX_CSS_INLINE_WORK / 100 + 1) },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.html' });
+    expect(err.message).toContain('its CSS is too costly to inline (100 selectors x 2501 elements');
   });
 
   test('A source of max_source_bytes is taken, one byte more is refused (counted in UTF-8)', async () => {
