@@ -359,3 +359,44 @@ test('DeleteUser leaves nothing of the user to read back: user, inbox, notificat
   // The device token and addresses are free for another user again.
   await users.upsertUser({ userId: 'del2', emails: ['del@example.com'] });
 });
+
+test('a DeleteUser that lands after a Notify read the user and before it wrote leaves nothing of it either', async () => {
+  // The race, made certain: the Notify's read of the user returns it, and DeleteUser runs to its end
+  // (row and every eraser) before that Notify writes anything. Before, its inbox message, its
+  // notification and its deliveries (content and full address) were written after the erasers had
+  // run, and stayed.
+  await users.upsertUser({ userId: 'race-🦊', emails: ['race@example.com'], phones: ['+34600777666'] });
+  const directory = n.app.users;
+  const getUser = directory.getUser.bind(directory);
+  directory.getUser = async (userId: string) => {
+    const user = await getUser(userId);
+    if (userId === 'race-🦊') {
+      directory.getUser = getUser;
+      await directory.deleteUser(userId);
+    }
+    return user;
+  };
+  let notification;
+  try {
+    ({ notification } = await notify.notify({
+      userId: 'race-🦊',
+      category: 'security',
+      data: { city: 'סוד 秘密 🤫' },
+    }));
+  } finally {
+    directory.getUser = getUser;
+  }
+  const deliveryIds = notification!.channels
+    .filter((c) => c.channel !== TemplateChannel.INBOX && c.messageId)
+    .map((c) => c.messageId);
+  expect(deliveryIds).toHaveLength(2);
+
+  expect((await codeOf(users.getUser({ userId: 'race-🦊' }))).code).toBe(Code.NotFound);
+  expect((await inbox.getInbox({ userId: 'race-🦊' })).messages).toHaveLength(0);
+  expect((await notify.listNotifications({ userId: 'race-🦊' })).notifications).toHaveLength(0);
+  expect((await codeOf(notify.getNotification({ id: notification!.id }))).code).toBe(Code.NotFound);
+  for (const id of deliveryIds) {
+    const text = JSON.stringify(toJson(GetDeliveryResponseSchema, await deliveries.getDelivery({ id })));
+    expect(text).not.toMatch(/race@example|\+34600777666|777666|סוד|秘密/);
+  }
+});

@@ -106,16 +106,17 @@ interface SendTarget {
 /** Longest `throttled_by` of a line, in code points (the cap ledger names the cap: `sms 3/1h`). */
 export const MAX_THROTTLED_BY = 128;
 
-/** Longest digest key, in code points (a data field's value, stringified). */
-export const MAX_DIGEST_KEY = 256;
-
-/** The digest key of an event: the data field named by `field`, stringified, or the category. */
+/**
+ * The digest key of an event: the data field named by `field`, stringified, or the category. Kept
+ * whole: the digest book stores a long key hashed (`storedKey` of `digest/rules.ts`, the one bound),
+ * so two threads whose keys share their first 256 code points stay two digests (this cut them at
+ * 256 before, which merged them).
+ */
 export function digestKey(field: string, data: Record<string, unknown>, category: string): string {
   if (field === '') return category;
   const value = data[field];
   if (value === undefined || value === null) return category;
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return cutText(text, MAX_DIGEST_KEY, { unit: 'code_point' });
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** The idempotency key of one delivery of a digest (derived from the digest id; at most 90 characters). */

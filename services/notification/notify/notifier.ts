@@ -21,6 +21,7 @@ import { canonicalJson } from '../delivery/content-hash';
 import type { DeliveryStatus } from '../delivery/driver';
 import type { DeliveryPipeline } from '../delivery/pipeline';
 import type { User, UserDirectory } from '../users/types';
+import { checkTopic } from '../users/validation';
 import { type CategoryConfig, NOTIFY_CHANNELS, type NotifyConfig } from './config';
 import { contactsOf, FanOut, type FanOutOptions, lineError, templateUser } from './fan-out';
 import type { NotificationFilter, NotificationStore } from './store';
@@ -75,7 +76,10 @@ export interface NotificationListPage {
 export interface NotifierOptions extends Omit<FanOutOptions, 'categories' | 'logger' | 'clock'> {
   config: NotifyConfig;
   store: NotificationStore;
-  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
+  directory: Pick<
+    UserDirectory,
+    'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers' | 'eraseIfDeleted'
+  >;
   /** Where GetNotification reads each delivery's current status. */
   deliveries: Pick<DeliveryPipeline, 'get'>;
   /** Told when a topic notification is recorded (the runner starts at once). */
@@ -183,6 +187,9 @@ export class Notifier {
         userId ? 'topic' : 'user_id',
       );
     }
+    // The users area's topic rule: a name no SubscribeTopic accepts can have no members (before, a
+    // typo such as "news " was accepted and fanned out to nobody).
+    if (topic) checkTopic(topic);
     const category = this.category(input.category);
     const key = checkId(input.idempotencyKey, 'idempotency_key', MAX_IDEMPOTENCY_KEY_LENGTH);
     const overrides = this.checkOverrides(input.overrides, category);
@@ -306,6 +313,8 @@ export class Notifier {
       const lines = await this.fanOut.send(record, user, await plan(), request.data);
       await this.options.store.saveFanOut(record.id, lines, request);
       this.log.debug({ notificationId: record.id, lines: lines.length }, 'notification fanned out');
+      // The user was read before the writes: a DeleteUser in between erased before they landed.
+      await this.options.directory.eraseIfDeleted([user.userId]);
       return { ...record, channels: lines, status: 'fanned_out' };
     } finally {
       this.inFlight.delete(record.id);
@@ -405,6 +414,7 @@ export class Notifier {
       const plans = await this.fanOut.plan(user, category, due.request.data, due.request.overrides, 'record');
       const lines = await this.fanOut.send(record, user, plans, due.request.data);
       await store.finishDue(record.id, owner, lines);
+      await directory.eraseIfDeleted([user.userId]);
       return;
     }
     // Release: the held lines whose time came (at least the earliest, which made it due).
@@ -436,6 +446,7 @@ export class Notifier {
       }
     }
     await store.finishDue(record.id, owner, lines);
+    if (user) await directory.eraseIfDeleted([user.userId]);
   }
 
   /**
@@ -493,6 +504,7 @@ export class Notifier {
       backend: '',
     });
     await finish(sent.messageId, sent.error);
+    await this.options.directory.eraseIfDeleted([user.userId]);
   }
 
   /** One notification of the caller; NotFoundError when unknown or another caller's. */

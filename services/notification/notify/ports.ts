@@ -9,7 +9,10 @@ import type { UnsubscribeHeaders } from './fan-out';
 
 /** The ports the notify area reads. */
 export interface NotifyPorts {
-  directory: Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
+  directory: Pick<
+    UserDirectory,
+    'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers' | 'eraseIfDeleted'
+  >;
   preferences: Pick<PreferenceBook, 'isEnabled'>;
   renderer: TemplateRenderer;
   unsubscribeHeaders: UnsubscribeHeaders;

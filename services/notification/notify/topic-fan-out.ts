@@ -27,7 +27,7 @@ export const TOPIC_CURSOR_END = '$end';
 /** Options of TopicFanOut. */
 export interface TopicFanOutOptions {
   store: NotificationStore;
-  directory: Pick<UserDirectory, 'findUsers' | 'listTopicSubscribers'>;
+  directory: Pick<UserDirectory, 'findUsers' | 'listTopicSubscribers' | 'eraseIfDeleted'>;
   fanOut: FanOut;
   /** The category of a job's notification (the Notifier's lookup). */
   category: (name: string) => CategoryConfig;
@@ -179,6 +179,8 @@ export class TopicFanOut {
         else failure ??= s;
       }
       await this.options.store.saveFanOuts(done);
+      // The group was read before its writes: members a DeleteUser erased meanwhile are erased again.
+      await this.options.directory.eraseIfDeleted([...users.keys()]);
       if (failure) throw failure.reason;
     }
   }

@@ -11,7 +11,7 @@
  * cached in a bounded LRU keyed by their source, so a render costs a render.
  */
 import juice from 'juice';
-import { Liquid, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
+import { Liquid, toValue, type Emitter, type TagToken, type Template as LiquidTemplate } from 'liquidjs';
 import { DomainError, InvalidArgumentError } from '../../../shared/errors';
 import { cutText } from '../../../shared/text/cut';
 import { LOCALE_FILTERS, RENDER_ENV, type RenderEnv } from './filters';
@@ -62,6 +62,103 @@ function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
+/** LiquidJS's own rule for what an output writes (its `stringify`, which it does not export). */
+function outputText(value: unknown): string {
+  const v: unknown = toValue(value);
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(outputText).join('');
+  return String(v);
+}
+
+/**
+ * The emitter of every render and of every `capture` (LiquidJS makes one wherever it is not given
+ * one): it refuses to grow past `max` UTF-16 units (each unit is at least one UTF-8 byte, so past
+ * it the output is past `max` bytes too). Without it the output and a captured variable were only
+ * measured after the render: `{% capture s %}{{ s }}{{ s }}{% endcapture %}` 25 times, or a loop
+ * writing a 60 KB datum 8,000 times, built a string of hundreds of MB (the memory limit counts
+ * filters, not writes) and held the process for seconds past the time limit before the size check
+ * refused it.
+ */
+class BoundedEmitter implements Emitter {
+  buffer = '';
+  constructor(private readonly max: number) {}
+  write(html: unknown): void {
+    const text = outputText(html);
+    if (this.buffer.length + text.length > this.max) throw new OutputTooLarge(this.max);
+    this.buffer += text;
+  }
+}
+
+/** Thrown by BoundedEmitter; the render answers it as the size check after a render does. */
+class OutputTooLarge extends Error {
+  constructor(readonly max: number) {
+    super(`output over ${max}`);
+  }
+}
+
+function tooLarge(part: string, max: number): InvalidArgumentError {
+  return new InvalidArgumentError(`${part} renders to more than ${max} bytes`, 'data');
+}
+
+/**
+ * The most CSS inlining an `html` part may ask of juice, as selectors x elements: juice runs every
+ * selector of the part's `<style>` blocks over the whole document, synchronously, so a 35 KB part of
+ * 500 selectors and 4,000 elements held the event loop (every RPC of the process) 7 s and a 64 KiB
+ * one over 30 s, at each upsert and at each Notify whose override gives that html (a new source
+ * each call misses the parse cache). 250,000 keeps a framework stylesheet of a few hundred selectors
+ * over a few hundred elements.
+ */
+export const MAX_CSS_INLINE_WORK = 250_000;
+
+/** Selectors in a style sheet: each rule's comma-separated selectors (and each at-rule), comments out. */
+function countSelectors(css: string): number {
+  let count = 0;
+  let commas = 0;
+  for (let i = 0; i < css.length; i++) {
+    const ch = css[i];
+    if (ch === '/' && css[i + 1] === '*') {
+      const end = css.indexOf('*/', i + 2);
+      if (end < 0) break;
+      i = end + 1;
+    } else if (ch === ',') commas++;
+    else if (ch === '{') {
+      count += commas + 1;
+      commas = 0;
+    } else if (ch === '}') commas = 0;
+  }
+  return count;
+}
+
+/** What juice would do for `source`: its `<style>` selectors times the elements of the rest. */
+export function cssInlineWork(source: string): { selectors: number; elements: number } {
+  const lower = source.toLowerCase();
+  let selectors = 0;
+  let elements = 0;
+  const countElements = (from: number, to: number) => {
+    for (let i = lower.indexOf('<', from); i >= 0 && i < to; i = lower.indexOf('<', i + 1)) {
+      const next = lower.charCodeAt(i + 1);
+      if (next >= 97 && next <= 122) elements++;
+    }
+  };
+  let at = 0;
+  for (;;) {
+    const open = lower.indexOf('<style', at);
+    if (open < 0) {
+      countElements(at, lower.length);
+      break;
+    }
+    countElements(at, open);
+    const start = lower.indexOf('>', open);
+    if (start < 0) break;
+    const close = lower.indexOf('</style', start);
+    selectors += countSelectors(source.slice(start + 1, close < 0 ? source.length : close));
+    if (close < 0) break;
+    at = close + '</style'.length;
+  }
+  return { selectors, elements };
+}
+
 /** A bounded least-recently-used map (Map keeps insertion order). */
 class Lru<V> {
   private readonly map = new Map<string, V>();
@@ -109,6 +206,10 @@ export class TemplateEngine {
     this.html = new Liquid({ ...options, outputEscape: 'escape' });
     this.text = new Liquid(options);
     for (const engine of [this.html, this.text]) {
+      const renderer = engine.renderer;
+      const renderTemplates = renderer.renderTemplates.bind(renderer);
+      renderer.renderTemplates = (templates, ctx, emitter) =>
+        renderTemplates(templates, ctx, emitter ?? new BoundedEmitter(limits.maxRenderBytes));
       for (const tag of ['include', 'render', 'layout']) engine.registerTag(tag, NO_FILES);
       for (const [name, fn] of Object.entries(LOCALE_FILTERS)) engine.registerFilter(name, fn);
     }
@@ -133,6 +234,13 @@ export class TemplateEngine {
     }
     let prepared = source;
     if (kind === 'html') {
+      const { selectors, elements } = cssInlineWork(source);
+      if (selectors * elements > MAX_CSS_INLINE_WORK) {
+        throw new InvalidArgumentError(
+          `${field}: its CSS is too costly to inline (${selectors} selectors x ${elements} elements, at most ${MAX_CSS_INLINE_WORK}); use fewer selectors or inline the styles`,
+          field,
+        );
+      }
       try {
         prepared = juice(source);
       } catch {
@@ -170,10 +278,7 @@ export class TemplateEngine {
       throw renderError(err as LiquidLikeError, part);
     }
     if (out.length > this.limits.maxRenderBytes / 3 && utf8Bytes(out) > this.limits.maxRenderBytes) {
-      throw new InvalidArgumentError(
-        `${part} renders to more than ${this.limits.maxRenderBytes} bytes`,
-        'data',
-      );
+      throw tooLarge(part, this.limits.maxRenderBytes);
     }
     return out;
   }
@@ -193,6 +298,7 @@ function renderError(err: LiquidLikeError, part: string): InvalidArgumentError {
     );
   }
   const cause = err.originalError;
+  if (cause instanceof OutputTooLarge) return tooLarge(part, cause.max);
   if (cause instanceof DomainError) return new InvalidArgumentError(`${cause.message} (${where})`, 'data');
   if (/limit exceeded/.test(err.message)) {
     return new InvalidArgumentError(`${part} exceeds the render limits: ${bare(err.message)}`, 'data');

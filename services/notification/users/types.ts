@@ -111,6 +111,15 @@ export interface UserDirectory {
    */
   onUserDeleted(eraser: (userId: string) => Promise<void>): void;
   /**
+   * The last step of a write that read users before writing about them (a Notify fan-out: the user
+   * read, then the inbox message, the deliveries and the notification's lines written): each of
+   * `userIds` that no longer exists gets every `onUserDeleted` eraser run again, so what the write
+   * added after a concurrent DeleteUser's erasers had run is erased too. Returns the ids that were
+   * gone. Either the read here sees the user (then DeleteUser's row delete, and its erasers, come
+   * after the write) or it does not (then these erasers come after the write): nothing is left.
+   */
+  eraseIfDeleted(userIds: readonly string[]): Promise<string[]>;
+  /**
    * Registers an eraser of data another area keeps by contact point (inbound SMS by the user's
    * numbers): it runs with the user's record before the record is deleted (so a failure leaves the
    * user and its numbers for the retry) and once more after the other erasers.

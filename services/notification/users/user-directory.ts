@@ -99,6 +99,18 @@ export class UserDirectoryService implements UserDirectory {
     this.erasers.push(eraser);
   }
 
+  async eraseIfDeleted(userIds: readonly string[]): Promise<string[]> {
+    const ids = [...new Set(userIds.map((id) => this.userId(id)))];
+    const found = await this.store.findMany(ids);
+    const gone = ids.filter((id) => !found.has(id));
+    for (const id of gone) {
+      for (const erase of this.erasers) await erase(id);
+    }
+    if (gone.length > 0)
+      this.log.info({ users: gone.length }, 'erased what a fan-out wrote after DeleteUser');
+    return gone;
+  }
+
   onContactPointsDeleted(eraser: (user: User) => Promise<void>): void {
     this.contactErasers.push(eraser);
   }

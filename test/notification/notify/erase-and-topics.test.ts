@@ -117,6 +117,36 @@ describe('topic fan-out', () => {
     }
   });
 
+  it('a member deleted after its group was read and before it was written gets the erasers run again', async () => {
+    // DeleteUser's erasers may run between the group's read and its writes (inbox, deliveries,
+    // lines): the group's end asks the directory to erase again whoever is gone by then.
+    const topic = `race-${randomUUID()}`;
+    const gone = `member-gone-😀-${randomUUID()}`;
+    const kept = `member-kept-${randomUUID()}`;
+    h.directory.add({ userId: gone, attributes: { name: 'x' } });
+    h.directory.add({ userId: kept, attributes: { name: 'y' } });
+    h.directory.subscribe(topic, [gone, kept]);
+    const findUsers = h.directory.findUsers.bind(h.directory);
+    h.directory.findUsers = async (ids) => {
+      const found = await findUsers(ids);
+      if (ids.includes(gone)) h.directory.users.delete(gone);
+      return found;
+    };
+    try {
+      const { notification } = await h.notify.notify({ topic, category: 'comments', data: { text: 'שלום' } });
+      await waitForAsync(
+        async () =>
+          (await h.notify.getNotification({ id: notification!.id })).notification!.status ===
+          NotificationStatus.FANNED_OUT,
+        'the topic fan-out',
+      );
+    } finally {
+      h.directory.findUsers = findUsers;
+    }
+    expect(h.directory.erasedAfterWrite).toContain(gone);
+    expect(h.directory.erasedAfterWrite).not.toContain(kept);
+  });
+
   it('the same key again returns the topic notification (created false) and starts no second fan-out', async () => {
     const topic = `again-${randomUUID()}`;
     const userId = `member-${randomUUID()}`;

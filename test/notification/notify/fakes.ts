@@ -34,7 +34,10 @@ import type { FanOutTargets } from '../../../services/notification/notify/fan-ou
 import type { DeliveryView } from '../../../services/notification/delivery/types';
 import type { Clock } from '../../../shared/runtime/clock';
 
-type DirectoryPart = Pick<UserDirectory, 'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers'>;
+type DirectoryPart = Pick<
+  UserDirectory,
+  'getUser' | 'findUser' | 'findUsers' | 'listTopicSubscribers' | 'eraseIfDeleted'
+>;
 
 /** A fake UserDirectory: users and topics in maps. */
 export class FakeDirectory implements DirectoryPart {
@@ -83,6 +86,15 @@ export class FakeDirectory implements DirectoryPart {
       if (user) found.set(id, user);
     }
     return found;
+  }
+
+  /** Users `eraseIfDeleted` found gone (the fake has no erasers: tests read this). */
+  readonly erasedAfterWrite: string[] = [];
+
+  async eraseIfDeleted(userIds: readonly string[]): Promise<string[]> {
+    const gone = [...new Set(userIds)].filter((id) => !this.users.has(id));
+    this.erasedAfterWrite.push(...gone);
+    return gone;
   }
 
   async listTopicSubscribers(topic: string, pageSize: number, pageToken?: string): Promise<TopicPage> {

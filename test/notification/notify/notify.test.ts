@@ -173,6 +173,16 @@ describe('Notify for a user', () => {
     expect(longKey.rawMessage).toContain('idempotency_key');
   });
 
+  it('a topic follows the users area’s topic rule: 128 of letters, digits and "._:-" go; a space, an emoji or 129 are refused', async () => {
+    const at = await h.notify.notify({ topic: 'a.B_c:d-'.padEnd(128, '9'), category: 'comments', data });
+    expect(at.created).toBe(true);
+    for (const topic of ['news ', 'launch-🚀', 'خبر', 'x'.repeat(129)]) {
+      const err = await refusal(h.notify.notify({ topic, category: 'comments', data }));
+      expect(err.code).toBe(Code.InvalidArgument);
+      expect(err.rawMessage).toBe('topic must be 1-128 of letters, digits and "._:-"');
+    }
+  });
+
   it('counts an idempotency key in characters (code points): 255 emoji go, 256 are refused', async () => {
     const userId = newUserId();
     h.directory.add({ userId });

@@ -4,6 +4,7 @@
  * every backend elsewhere).
  */
 import { buildTemplates, errorOf } from './support';
+import { cssInlineWork, MAX_CSS_INLINE_WORK } from '../../../services/notification/templates/engine';
 
 async function setup(overrides = {}) {
   const t = buildTemplates(overrides);
@@ -418,6 +419,70 @@ describe('bounds', () => {
     expect(err.message).toContain('renders to more than 40 bytes');
   });
 
+  test('A capture is bounded as it grows: doubling a variable past max_render_bytes is refused even when little is output', async () => {
+    // Before, only the final output was measured: a capture doubled 25 times built a 335 MB string
+    // (the memory limit counts filters, not writes) and `| size` printed it as a few digits.
+    const { catalog, renderer } = await setup({ max_render_bytes: 1000 });
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: {
+        text: '{% assign s = data.s %}{% for i in (1..12) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}{{ s | size }}',
+      },
+    });
+    const err = await errorOf(() =>
+      renderer.render({
+        category: 'orders',
+        channel: 'sms',
+        locale: 'en',
+        timeZone: '',
+        data: { s: '😀漢ع' },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'data' });
+    expect(err.message).toContain('text renders to more than 1000 bytes');
+  });
+
+  test('The output stops at max_render_bytes while it is written, not after the render', async () => {
+    // The size error comes at the write that crosses the bound: the missing variable after the
+    // loop is never reached (before, the loop ran to its end and the missing variable was reported).
+    const { catalog, renderer } = await setup({ max_render_bytes: 1000 });
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: { text: '{% for i in (1..1000) %}{{ data.s }}{% endfor %}{{ data.missing }}' },
+    });
+    const err = await errorOf(() =>
+      renderer.render({
+        category: 'orders',
+        channel: 'sms',
+        locale: 'en',
+        timeZone: '',
+        data: { s: 'שלום 😀' },
+      }),
+    );
+    expect(err.message).toContain('text renders to more than 1000 bytes');
+    // A capture and a loop well inside the bound render whole.
+    await catalog.upsert({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      content: {
+        text: '{% capture s %}{% for i in (1..3) %}{{ data.s }}{% endfor %}{% endcapture %}{{ s }}',
+      },
+    });
+    const r = await renderer.render({
+      category: 'orders',
+      channel: 'sms',
+      locale: 'en',
+      timeZone: '',
+      data: { s: 'שלום 😀' },
+    });
+    expect(r!.content.text).toBe('שלום 😀'.repeat(3));
+  });
+
   test('A loop that would allocate past the memory limit is stopped with INVALID_ARGUMENT', async () => {
     const { catalog, renderer } = await setup();
     await catalog.upsert({
@@ -433,6 +498,37 @@ describe('bounds', () => {
     );
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toContain('exceeds the render limits');
+  });
+
+  test('CSS inlining is bounded: selectors x elements past MAX_CSS_INLINE_WORK is refused, at the bound it is inlined', async () => {
+    // juice runs each selector over the whole document, synchronously: a 64 KiB part held the
+    // process over 30 s at each upsert, and at each Notify giving it as an override.
+    const { catalog } = await setup();
+    // 100 selectors (two rules of 50, one commented-out rule not counted) over n elements.
+    const css =
+      Array.from({ length: 50 }, (_, i) => `.k${i}`).join(', ') +
+      ' { color: red } /* .gone { x: y } */ ' +
+      Array.from({ length: 50 }, (_, i) => `p .j${i}`).join(',') +
+      ' { color: blue }';
+    const html = (n: number) => `<style>${css}</style>${'<p>שלום 😀 字</p>'.repeat(n)}`;
+    expect(cssInlineWork(html(2500))).toEqual({ selectors: 100, elements: 2500 });
+    const at = await catalog.upsert({
+      category: 'orders',
+      channel: 'email',
+      locale: 'en',
+      content: { subject: 'S', html: html(MAX_CSS_INLINE_WORK / 100) },
+    });
+    expect(at.template.content.html).toContain('<style>');
+    const err = await errorOf(() =>
+      catalog.upsert({
+        category: 'orders',
+        channel: 'email',
+        locale: 'en',
+        content: { subject: 'S', html: html(MAX_CSS_INLINE_WORK / 100 + 1) },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'content.html' });
+    expect(err.message).toContain('its CSS is too costly to inline (100 selectors x 2501 elements');
   });
 
   test('A source of max_source_bytes is taken, one byte more is refused (counted in UTF-8)', async () => {
