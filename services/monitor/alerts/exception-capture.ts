@@ -12,7 +12,7 @@
 import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
-import { longerThan } from '../../../shared/text/check';
+import { checkText, longerThan, type TextRule } from '../../../shared/text/check';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
 import { type Clock, systemClock } from '../../../shared/runtime/clock';
@@ -57,10 +57,13 @@ export interface CaptureResult {
   forwarded: boolean;
 }
 
-function check(value: string, field: string, max: number): string {
-  if (longerThan(value, max))
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  return value;
+/**
+ * One text of the exception through the one check of a caller's text: at most `max` code points,
+ * storable (no NUL, no lone surrogate), and for a one-line name (`controls: 'refuse'`: the type, the
+ * service, the environment, a tag) no control characters. The message and the stack are free text.
+ */
+function check(value: string, field: string, max: number, controls: TextRule['controls'] = 'refuse'): string {
+  return checkText(value, field, { max, controls });
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
@@ -96,8 +99,8 @@ export class ExceptionCapture {
   capture(input: ExceptionInput): CaptureResult {
     const type = check(input.type.trim(), 'type', EXCEPTION_LIMITS.typeChars);
     if (type === '') throw new InvalidArgumentError('type is required', 'type');
-    const message = check(input.message ?? '', 'message', EXCEPTION_LIMITS.messageChars);
-    const stacktrace = check(input.stacktrace ?? '', 'stacktrace', EXCEPTION_LIMITS.stacktraceChars);
+    const message = check(input.message ?? '', 'message', EXCEPTION_LIMITS.messageChars, 'allow');
+    const stacktrace = check(input.stacktrace ?? '', 'stacktrace', EXCEPTION_LIMITS.stacktraceChars, 'allow');
     const service =
       check(input.sourceService ?? '', 'source_service', EXCEPTION_LIMITS.sourceServiceChars).trim() ||
       'unknown';
@@ -115,6 +118,7 @@ export class ExceptionCapture {
           `tag keys must have 1 to ${EXCEPTION_LIMITS.tagKeyChars} characters`,
           'tags',
         );
+      check(k, 'tags', EXCEPTION_LIMITS.tagKeyChars);
       tags[k] = check(v, `tags.${k}`, EXCEPTION_LIMITS.tagValueChars);
     }
     tags.source_service = service;
