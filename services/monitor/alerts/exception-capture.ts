@@ -15,7 +15,7 @@ import { InvalidArgumentError } from '../../../shared/errors';
 import { checkText, longerThan, type TextRule } from '../../../shared/text/check';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { type Clock, inTimeRange, systemClock } from '../../../shared/runtime/clock';
 
 /** Most log lines per minute about exceptions captured while no DSN is set. */
 export const LOG_LIMIT = { lines: 20, windowMs: 60_000 } as const;
@@ -67,9 +67,6 @@ function check(value: string, field: string, max: number, controls: TextRule['co
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
-/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the range of google.protobuf.Timestamp. */
-const MIN_TIME_MS = -62_135_596_800_000;
-const MAX_TIME_MS = 253_402_300_799_999;
 
 /** Captures exceptions through the tracker and counts them (see the file comment). */
 export class ExceptionCapture {
@@ -130,7 +127,7 @@ export class ExceptionCapture {
     const occurredAt = input.occurredAt;
     // A Timestamp's valid range (0001-01-01 to 9999-12-31): beyond it there is no date to report,
     // and toISOString would throw (found by the fuzzer: an INTERNAL for a caller's bad time).
-    if (occurredAt !== undefined && !(occurredAt >= MIN_TIME_MS && occurredAt <= MAX_TIME_MS)) {
+    if (occurredAt !== undefined && !inTimeRange(occurredAt)) {
       throw new InvalidArgumentError('time is out of range (0001-01-01 to 9999-12-31)', 'time');
     }
     const error = new Error(message);
