@@ -123,6 +123,9 @@ export interface MonitorAppParts {
 }
 
 /** Builds the monitor service from its config; nothing listens until start(). */
+/** The readiness check of the monitor's database (with `database.store_backend: database`). */
+export const DATABASE_HEALTH_CHECK_NAME = 'monitor.database';
+
 export async function createMonitorApp(
   config: MonitorConfig,
   logger: Logger,
@@ -511,6 +514,29 @@ async function assembleMonitorApp(
   });
   lifecycle.exporter('observability', observability);
   deps.health = observability.checker;
+  if (storage) {
+    // The database keeps the alerts, silences, SLOs and escalations: while it cannot answer, the
+    // monitor is not ready (gRPC health NOT_SERVING, /health 503), as the notification service with
+    // its inbox store. Earlier /health stayed healthy with PostgreSQL stopped (a black-box probe).
+    // One round trip; the failure says only the error's type, the cause goes to the log.
+    observability.checker.add(DATABASE_HEALTH_CHECK_NAME, async () => {
+      const started = performance.now();
+      try {
+        await storage.knex.raw('select 1');
+        return {
+          status: 'healthy',
+          details: { engine: storage.engine, latency_ms: Math.round(performance.now() - started) },
+        };
+      } catch (err) {
+        logger.warn({ err, check: DATABASE_HEALTH_CHECK_NAME }, 'monitor database health check failed');
+        return {
+          status: 'unhealthy',
+          details: { engine: storage.engine },
+          message: `${err instanceof Error ? err.constructor.name : 'Error'}: the database does not answer`,
+        };
+      }
+    });
+  }
 
   return {
     server,

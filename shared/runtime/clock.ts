@@ -56,3 +56,16 @@ export const systemTimers: Timers = {
 export function dateReader(clock: Clock = systemClock): () => Date {
   return () => new Date(clock.now());
 }
+
+/**
+ * The instants a time may hold where it is kept or answered: 0001-01-01T00:00:00Z to
+ * 9999-12-31T23:59:59.999Z, the range of google.protobuf.Timestamp (and of RFC 3339's four-digit
+ * years). A time beyond it cannot be written back to a caller (`toISOString` throws on a time past
+ * year 275760, protobuf refuses to encode a Timestamp past 9999), so it is refused where it arrives.
+ */
+export const TIME_RANGE_MS = { min: -62_135_596_800_000, max: 253_402_300_799_999 } as const;
+
+/** Whether `ms` is an instant within {@link TIME_RANGE_MS} (NaN and infinities are not). */
+export function inTimeRange(ms: number): boolean {
+  return ms >= TIME_RANGE_MS.min && ms <= TIME_RANGE_MS.max;
+}

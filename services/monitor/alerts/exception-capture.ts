@@ -12,10 +12,10 @@
 import { newId } from '../../../shared/runtime/ids';
 import { Counter, type Registry } from 'prom-client';
 import { InvalidArgumentError } from '../../../shared/errors';
-import { longerThan } from '../../../shared/text/check';
+import { checkText, longerThan, type TextRule } from '../../../shared/text/check';
 import type { ErrorTrackerProtocol } from '../../../shared/monitoring/errors/error-tracking';
 import { type Logger, silentLogger } from '../../../shared/logging/logger';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { type Clock, inTimeRange, systemClock } from '../../../shared/runtime/clock';
 
 /** Most log lines per minute about exceptions captured while no DSN is set. */
 export const LOG_LIMIT = { lines: 20, windowMs: 60_000 } as const;
@@ -57,16 +57,16 @@ export interface CaptureResult {
   forwarded: boolean;
 }
 
-function check(value: string, field: string, max: number): string {
-  if (longerThan(value, max))
-    throw new InvalidArgumentError(`${field} is longer than ${max} characters`, field);
-  return value;
+/**
+ * One text of the exception through the one check of a caller's text: at most `max` code points,
+ * storable (no NUL, no lone surrogate), and for a one-line name (`controls: 'refuse'`: the type, the
+ * service, the environment, a tag) no control characters. The message and the stack are free text.
+ */
+function check(value: string, field: string, max: number, controls: TextRule['controls'] = 'refuse'): string {
+  return checkText(value, field, { max, controls });
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
-/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the range of google.protobuf.Timestamp. */
-const MIN_TIME_MS = -62_135_596_800_000;
-const MAX_TIME_MS = 253_402_300_799_999;
 
 /** Captures exceptions through the tracker and counts them (see the file comment). */
 export class ExceptionCapture {
@@ -96,8 +96,8 @@ export class ExceptionCapture {
   capture(input: ExceptionInput): CaptureResult {
     const type = check(input.type.trim(), 'type', EXCEPTION_LIMITS.typeChars);
     if (type === '') throw new InvalidArgumentError('type is required', 'type');
-    const message = check(input.message ?? '', 'message', EXCEPTION_LIMITS.messageChars);
-    const stacktrace = check(input.stacktrace ?? '', 'stacktrace', EXCEPTION_LIMITS.stacktraceChars);
+    const message = check(input.message ?? '', 'message', EXCEPTION_LIMITS.messageChars, 'allow');
+    const stacktrace = check(input.stacktrace ?? '', 'stacktrace', EXCEPTION_LIMITS.stacktraceChars, 'allow');
     const service =
       check(input.sourceService ?? '', 'source_service', EXCEPTION_LIMITS.sourceServiceChars).trim() ||
       'unknown';
@@ -115,6 +115,7 @@ export class ExceptionCapture {
           `tag keys must have 1 to ${EXCEPTION_LIMITS.tagKeyChars} characters`,
           'tags',
         );
+      check(k, 'tags', EXCEPTION_LIMITS.tagKeyChars);
       tags[k] = check(v, `tags.${k}`, EXCEPTION_LIMITS.tagValueChars);
     }
     tags.source_service = service;
@@ -126,7 +127,7 @@ export class ExceptionCapture {
     const occurredAt = input.occurredAt;
     // A Timestamp's valid range (0001-01-01 to 9999-12-31): beyond it there is no date to report,
     // and toISOString would throw (found by the fuzzer: an INTERNAL for a caller's bad time).
-    if (occurredAt !== undefined && !(occurredAt >= MIN_TIME_MS && occurredAt <= MAX_TIME_MS)) {
+    if (occurredAt !== undefined && !inTimeRange(occurredAt)) {
       throw new InvalidArgumentError('time is out of range (0001-01-01 to 9999-12-31)', 'time');
     }
     const error = new Error(message);

@@ -5,8 +5,15 @@
  * Regexes are anchored (the whole value must match, as in Alertmanager) and kept safe without RE2:
  * a pattern is at most {@link MATCHER_LIMITS.patternChars} characters and may not hold what makes a
  * backtracking engine catastrophic (a quantified group that itself holds a quantifier or an
- * alternation, e.g. `(a+)+`, `(a|aa)*`; backreferences; lookarounds). The value matched is at most a
- * context value's length (1024), so the worst case of what remains is bounded.
+ * alternation, e.g. `(a+)+`, `(a|aa)*`, `(a?a?)*`; backreferences; lookarounds). Nor may it hold a sequence of
+ * choices whose ways to split a value multiply beyond {@link MATCHER_LIMITS.patternPaths}: each
+ * unbounded quantifier (`*`, `+`, `{n,}`) can take any of a value's 1024 + 1 lengths, `?` two, `{n,m}`
+ * m - n + 1, a group or pattern of k alternatives k; their product bounds the paths a backtracking
+ * engine walks on a failing value (found by a black-box probe: `a*a*a*a*a*a*a*a*a*a*`, ten stars,
+ * kept one ListAlerts call busy for nearly five minutes on a 41-character label; `a?` a hundred times
+ * then `b`, or `(a|a)` forty times, never end). The value matched is at most a context value's length
+ * ({@link MATCHER_LIMITS.valueChars}), so the worst case of what is accepted is bounded: about as
+ * much as `.*x.*` with two `?`, a few milliseconds.
  */
 import { InvalidArgumentError } from '../../../shared/errors';
 import { requireStorableText } from '../../../shared/text/cut';
@@ -29,7 +36,15 @@ export const MATCHER_LIMITS = {
   nameChars: 64,
   valueChars: 1024,
   patternChars: 256,
+  /**
+   * Most ways a pattern's choices can split a value (see the file comment): two unbounded
+   * quantifiers and two `?`, or one unbounded quantifier and an alternation of 4,000 names.
+   */
+  patternPaths: 4 * 1025 * 1025,
 } as const;
+
+/** The choices of a quantifier on a value of at most `valueChars` characters. */
+const UNBOUNDED = MATCHER_LIMITS.valueChars + 1;
 
 const OPS: readonly MatchOp[] = ['=', '!=', '=~', '!~'];
 
@@ -48,11 +63,23 @@ export function safeRegex(pattern: string, field: string): RegExp {
   if (/\(\?<?[=!]/.test(pattern))
     throw new InvalidArgumentError(`${field}: lookarounds are not allowed`, field);
   // Walk the groups: a group holding a quantifier or an alternation must not itself be quantified.
-  const stack: { risky: boolean }[] = [{ risky: false }];
+  // Count the paths on the way: the product of every quantifier's and every alternation's choices.
+  const stack: { risky: boolean; branches: number }[] = [{ risky: false, branches: 1 }];
+  let paths = 1;
+  const tooMany = () =>
+    new InvalidArgumentError(
+      `${field}: regex has too many quantifiers or alternatives one after another (catastrophic backtracking)`,
+      field,
+    );
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!;
     if (c === '\\') {
       i++;
+      // `\u{1F680}`, `\p{L}`: the braces belong to the escape, they are no quantifier.
+      if ('upP'.includes(pattern[i] ?? '') && pattern[i + 1] === '{') {
+        const close = pattern.indexOf('}', i + 1);
+        i = close === -1 ? pattern.length : close;
+      }
       continue;
     }
     if (c === '[') {
@@ -66,8 +93,11 @@ export function safeRegex(pattern: string, field: string): RegExp {
       }
       continue;
     }
-    if (c === '(') stack.push({ risky: false });
-    else if (c === ')') {
+    if (c === '(') {
+      stack.push({ risky: false, branches: 1 });
+      // `(?:` and `(?<name>`: the `?` is group syntax, not a quantifier.
+      if (pattern[i + 1] === '?') i++;
+    } else if (c === ')') {
       const group = stack.pop();
       if (!group || stack.length === 0)
         throw new InvalidArgumentError(`${field}: unbalanced parenthesis in regex`, field);
@@ -78,9 +108,32 @@ export function safeRegex(pattern: string, field: string): RegExp {
           field,
         );
       if (group.risky) stack[stack.length - 1]!.risky = true;
-    } else if (c === '*' || c === '+' || c === '{' || c === '|') stack[stack.length - 1]!.risky = true;
+      paths *= group.branches;
+    } else if (c === '|') {
+      const top = stack[stack.length - 1]!;
+      top.risky = true;
+      top.branches++;
+    } else if (c === '*' || c === '+' || c === '?' || c === '{') {
+      stack[stack.length - 1]!.risky = true;
+      let choices = c === '?' ? 2 : UNBOUNDED;
+      if (c === '{') {
+        const range = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i));
+        if (range) {
+          const min = Number(range[1]);
+          const max = range[2] === undefined ? min : range[3] === '' ? Infinity : Number(range[3]);
+          choices = Math.min(max - min + 1, UNBOUNDED);
+          i += range[0].length - 1;
+        }
+      }
+      // A `?` after a quantifier makes it lazy: the same choices, in another order.
+      if (pattern[i + 1] === '?') i++;
+      paths *= Math.max(choices, 1);
+    }
+    if (paths > MATCHER_LIMITS.patternPaths) throw tooMany();
   }
   if (stack.length !== 1) throw new InvalidArgumentError(`${field}: unbalanced parenthesis in regex`, field);
+  paths *= stack[0]!.branches;
+  if (paths > MATCHER_LIMITS.patternPaths) throw tooMany();
   try {
     return new RegExp(`^(?:${pattern})$`, 'u');
   } catch {

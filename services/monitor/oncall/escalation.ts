@@ -191,8 +191,20 @@ export class EscalationEngine {
       await store.finish(state.alertId, 'stopped', entry?.state ?? 'deleted', now);
       return;
     }
-    // Muted alerts (a silence, an inhibiting alert) page nobody; their steps wait.
-    if (entry.silencedBy || entry.inhibitedBy) return;
+    // Muted alerts (a silence, an inhibiting alert) page nobody, and their step's clock stands still:
+    // its start moves with the mute, so when the mute ends the step has its whole wait again. Earlier
+    // the wait ran on under the silence, and the tick after a long silence ended paged the next step
+    // at once, before anyone of the current one could acknowledge (a black-box probe).
+    if (entry.silencedBy || entry.inhibitedBy) {
+      if (state.stepStartedAt < now)
+        await store.advance(
+          state.alertId,
+          state,
+          { round: state.round, step: state.step, stepStartedAt: now, targets: state.targets },
+          now,
+        );
+      return;
+    }
     const policy = this.byName.get(state.policy)?.config;
     if (!policy || state.step >= policy.steps.length) {
       await store.finish(state.alertId, 'stopped', 'policy removed', now);

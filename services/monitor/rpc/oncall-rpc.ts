@@ -14,13 +14,13 @@ import {
   WhoIsOnCallResponseSchema,
 } from '../../../shared/gen/svc/monitor/v1/oncall_pb';
 import { InvalidArgumentError } from '../../../shared/errors';
-import { type Clock, systemClock } from '../../../shared/runtime/clock';
+import { type Clock, systemClock, TIME_RANGE_MS } from '../../../shared/runtime/clock';
 import type { OnCallShift } from '../oncall/ports';
 import type { Schedules } from '../oncall/schedules';
 
-/** The instants a Timestamp may hold (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z). */
-const MIN_SECONDS = -62_135_596_800n;
-const MAX_SECONDS = 253_402_300_799n;
+/** The seconds a Timestamp may hold (TIME_RANGE_MS: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z). */
+const MIN_SECONDS = BigInt(TIME_RANGE_MS.min / 1000);
+const MAX_SECONDS = BigInt(Math.floor(TIME_RANGE_MS.max / 1000));
 
 /** The request's `at`, or now; INVALID_ARGUMENT naming `at` outside the Timestamp range. */
 function instantOf(at: Timestamp | undefined, clock: Clock): Date {

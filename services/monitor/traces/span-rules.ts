@@ -6,6 +6,7 @@
 import { InvalidArgumentError } from '../../../shared/errors';
 import type { AttributeValue, Attributes, DroppedCounts, SpanInput, SpanRecord } from './span';
 import { cutText } from '../../../shared/text/cut';
+import { TIME_RANGE_MS } from '../../../shared/runtime/clock';
 
 /** Most spans accepted in one ExportSpans or OTLP export request. */
 export const MAX_SPANS_PER_REQUEST = 10_000;
@@ -13,6 +14,8 @@ export const MAX_SPANS_PER_REQUEST = 10_000;
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 const ALL_ZERO = /^0+$/;
+/** The last nanosecond a time of a span may hold (TIME_RANGE_MS: a Timestamp's range). */
+const MAX_TIME_NS = BigInt(TIME_RANGE_MS.max) * 1_000_000n + 999_999n;
 
 /** True for a trace id: 32 lowercase hex characters, not all zero. */
 export function isTraceId(id: string): boolean {
@@ -39,6 +42,12 @@ export function spanProblem(span: SpanInput): string | undefined {
   if (span.startNs === undefined || span.startNs <= 0n) return 'start_time is required';
   if (span.endNs === undefined || span.endNs <= 0n) return 'end_time is required';
   if (span.endNs < span.startNs) return 'end_time is before start_time';
+  // Past year 9999 a span was kept that GetTrace could not answer again (Connect JSON refuses such
+  // a Timestamp: INTERNAL for the whole trace; found by a black-box probe).
+  if (span.endNs > MAX_TIME_NS) return 'end_time is past 9999-12-31';
+  for (const [i, event] of span.events.entries()) {
+    if (event.timeNs > MAX_TIME_NS) return `events[${i}].time is past 9999-12-31`;
+  }
   for (const [i, link] of span.links.entries()) {
     if (!isTraceId(link.traceId) || !isSpanId(link.spanId)) {
       return `links[${i}] must have a valid trace_id and span_id`;

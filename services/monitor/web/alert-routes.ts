@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidArgumentError } from '../../../shared/errors';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
-import { describeDomainError, sendJsonError } from '../../../shared/http/errors';
+import { sendJsonError } from '../../../shared/http/errors';
 import { sendJson } from '../../../shared/http/json';
 import type { Route, RouteContext } from '../../../shared/http/routes';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
@@ -18,6 +18,7 @@ import { cutText } from '../../../shared/text/cut';
 import type { AlertLifecycle } from '../alerts/lifecycle';
 import { parseMatcher } from '../alerts/matchers';
 import type { AlertEntry, Silence, TimelineEntry } from '../alerts/store';
+import { sendRouteError } from './route-errors';
 
 /** Largest body of a change. */
 export const MAX_ALERT_ACTION_BODY_BYTES = 16 * 1024;
@@ -136,13 +137,7 @@ export function alertRoutes(deps: AlertRoutesDeps): Route[] {
       try {
         await serve(req, res, ctx);
       } catch (err) {
-        const known = describeDomainError(err);
-        if (known) {
-          sendJsonError(res, known.code, known.message, { headers: { ...SECURITY_HEADERS } });
-          return;
-        }
-        deps.logger.error({ err, path: ctx.path }, 'status page alert route failed');
-        sendJsonError(res, 'internal', 'internal error', { headers: { ...SECURITY_HEADERS } });
+        sendRouteError(res, err, deps.logger, { path: ctx.path }, { ...SECURITY_HEADERS });
       }
     };
   const write = { auth: 'api_tokens' as const, scope: deps.writeScope };

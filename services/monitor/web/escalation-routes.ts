@@ -7,7 +7,6 @@
  * Reads need what the page's other data routes need.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJsonError } from '../../../shared/http/errors';
 import { sendJson } from '../../../shared/http/json';
 import type { Route } from '../../../shared/http/routes';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
@@ -16,6 +15,7 @@ import type { AlertLifecycle } from '../alerts/lifecycle';
 import type { EscalationPolicyConfig } from '../oncall/escalation-config';
 import type { EscalationState } from '../oncall/escalation-store';
 import { toEscalationJson, type EscalationJson } from './status-json';
+import { sendRouteError } from './route-errors';
 
 /** The path. */
 export const ESCALATIONS_JSON_PATH = '/status/escalations.json';
@@ -85,8 +85,7 @@ export function escalationRoutes(deps: EscalationRoutesDeps): Route[] {
             : { enabled: false, escalations: [] };
           sendJson(res, 200, body, { ...SECURITY_HEADERS });
         } catch (err) {
-          deps.logger.error({ err }, 'status page escalations failed');
-          sendJsonError(res, 'internal', 'internal error', { headers: { ...SECURITY_HEADERS } });
+          sendRouteError(res, err, deps.logger, { route: 'escalations' }, { ...SECURITY_HEADERS });
         }
       },
     },

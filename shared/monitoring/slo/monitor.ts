@@ -7,7 +7,7 @@
 import { type Logger, silentLogger } from '../../logging/logger';
 import { type AlertDispatcherProtocol, LoggingAlertDispatcher } from '../alerts/dispatcher';
 import { AlertTier } from '../alerts/tiers';
-import { type Clock, systemClock } from '../../runtime/clock';
+import { type Clock, inTimeRange, systemClock } from '../../runtime/clock';
 import { DuplicateSLOError, InvalidSLOError, SLOLimitExceededError } from '../errors';
 import { SLO, SLOViolation } from './slo';
 import {
@@ -404,6 +404,9 @@ export class SLOMonitor {
     if (Number.isFinite(atMs) && atMs <= nowMs + MAX_EVENT_FUTURE_MS && atMs >= startMs) return;
     const where = index < 0 ? 'event' : `events[${index}]`;
     if (!Number.isFinite(atMs)) throw new InvalidSLOError(`${where} time must be a valid time`);
+    // Beyond it toISOString below throws: a caller's bad time was INTERNAL (a black-box probe).
+    if (!inTimeRange(atMs))
+      throw new InvalidSLOError(`${where} time is out of range (0001-01-01 to 9999-12-31)`);
     if (atMs > nowMs + MAX_EVENT_FUTURE_MS)
       throw new InvalidSLOError(
         `${where} time ${new Date(atMs).toISOString()} is more than 5 minutes ahead of the monitor's clock`,

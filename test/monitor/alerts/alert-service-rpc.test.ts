@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, createClient, type Client } from '@connectrpc/connect';
-import { createConnectTransport } from '@connectrpc/connect-node';
+import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import {
   AlertService,
   MatchOperator,
@@ -225,6 +225,46 @@ describe('AlertService', () => {
     // Created within a millisecond or two: ties are ordered by id, so compare the set.
     expect(seen.filter((c) => c.startsWith('page ')).sort()).toEqual(['page 0', 'page 1', 'page 2']);
     expect(new Set(seen).size).toBe(seen.length);
+  });
+
+  // Found by a black-box probe: a silence ending in year 318857 (binary gRPC carries any seconds) or
+  // year 200000 (the page's ISO text) was kept, and from then on ListSilences over Connect JSON
+  // answered INTERNAL and /status/alerts.json 500 for every caller.
+  it('a silence starting or ending outside 0001-9999 is INVALID_ARGUMENT; ListSilences and the page still answer', async () => {
+    const matchers = [{ name: 'era', operator: MatchOperator.EQUAL, value: '世界 🚀' }];
+    const beyond = { seconds: 10n ** 13n, nanos: 0 };
+    const before = { seconds: -(10n ** 13n), nanos: 0 };
+    const grpcAlerts = createClient(
+      AlertService,
+      createGrpcTransport({ baseUrl: `http://${m.grpcAddress}` }),
+    );
+    for (const [request, field] of [
+      [{ matchers, createdBy: 'ann', endsAt: beyond }, 'ends_at'],
+      [
+        { matchers, createdBy: 'ann', startsAt: before, endsAt: timestampFromMs(Date.now() + 60_000) },
+        'starts_at',
+      ],
+    ] as const) {
+      const err = await connectError(grpcAlerts.createSilence(request));
+      expect(err.code).toBe(Code.InvalidArgument);
+      expect(err.rawMessage).toBe(`${field} is out of range (0001-01-01 to 9999-12-31)`);
+    }
+    const page = await fetch(`${m.baseUrl}/status/silences`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ matchers: ['era="x"'], ends_at: '+200000-01-01T00:00:00Z', created_by: 'ann' }),
+    });
+    expect(page.status).toBe(400);
+    // The last instant of 9999 is kept and listed.
+    const last = await grpcAlerts.createSilence({
+      matchers,
+      createdBy: 'ann',
+      endsAt: { seconds: 253_402_300_799n, nanos: 999_000_000 },
+    });
+    const listed = await alerts.listSilences({ pageSize: 500 });
+    expect(listed.silences.find((s) => s.id === last.silence!.id)?.matchers[0]?.value).toBe('世界 🚀');
+    expect((await fetch(`${m.baseUrl}/status/alerts.json`)).status).toBe(200);
+    await alerts.expireSilence({ silenceId: last.silence!.id });
   });
 
   it('bad input: INVALID_ARGUMENT naming the field, NOT_FOUND for unknown ids', async () => {

@@ -10,8 +10,15 @@ import { unary } from '../../support/grpc-clients';
 import { dsnHost } from '../../shared/monitoring/fixtures/dsn-host';
 import { Registry } from 'prom-client';
 import { captureLogger, promtool } from '../../shared/monitoring/helpers';
-import { NoopErrorTracker } from '../../../shared/monitoring/errors/error-tracking';
-import { ExceptionCapture, LOG_LIMIT } from '../../../services/monitor/alerts/exception-capture';
+import {
+  NoopErrorTracker,
+  type ErrorTrackerProtocol,
+} from '../../../shared/monitoring/errors/error-tracking';
+import {
+  EXCEPTION_LIMITS,
+  ExceptionCapture,
+  LOG_LIMIT,
+} from '../../../services/monitor/alerts/exception-capture';
 import { waitFor } from '../../support/wait';
 
 const PUBLIC_KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -160,5 +167,118 @@ describe('the local note of an exception captured without a DSN', () => {
     capture.capture({ type: 'TypeError', message: secret, sourceService: 'shop' });
     expect(notes()).toHaveLength(LOG_LIMIT.lines + 1);
     expect(notes().at(-1)).toMatchObject({ type: 'TypeError', source_service: 'shop', not_logged_before: 5 });
+  });
+});
+
+describe('the text of a captured exception', () => {
+  const NUL = '\u0000';
+  const LONE = '\ud800';
+  const WORLD = 'مرحبا 世界 🚀';
+
+  /** A tracker that keeps what it is given, so the text that reaches it can be read back. */
+  function recording(): {
+    tracker: ErrorTrackerProtocol;
+    errors: Error[];
+    tags: Array<Record<string, string>>;
+  } {
+    const errors: Error[] = [];
+    const tags: Array<Record<string, string>> = [];
+    const tracker: ErrorTrackerProtocol = {
+      active: true,
+      captureException: (e, context) => {
+        errors.push(e as Error);
+        tags.push({ ...(context?.tags as Record<string, string>) });
+        return 'f'.repeat(32);
+      },
+      captureMessage: () => undefined,
+      flush: () => Promise.resolve(true),
+      close: () => Promise.resolve(true),
+    };
+    return { tracker, errors, tags };
+  }
+
+  // Found by a black-box probe: a NUL in the type or the service was counted and rendered raw on
+  // /metrics, a NUL or a lone surrogate in any field went to the tracker; every other monitor text
+  // (alerts, silences, SLOs) refuses both as INVALID_ARGUMENT.
+  it.each([
+    [{ type: `Type${NUL}Error` }, 'type'],
+    [{ type: `Type${LONE}Error` }, 'type'],
+    [{ type: 'E', message: `m${NUL}` }, 'message'],
+    [{ type: 'E', message: `m${LONE}` }, 'message'],
+    [{ type: 'E', stacktrace: `at f (${NUL})` }, 'stacktrace'],
+    [{ type: 'E', sourceService: `shop${NUL}` }, 'source_service'],
+    [{ type: 'E', environment: `prod${LONE}` }, 'environment'],
+    [{ type: 'E', tags: { [`k${NUL}`]: 'v' } }, 'tags'],
+    [{ type: 'E', tags: { k: `v${LONE}` } }, 'tags.k'],
+  ])(
+    'a NUL or a lone surrogate (case %#) is INVALID_ARGUMENT on the field; nothing is counted or sent',
+    async (input, field) => {
+      const { tracker, errors } = recording();
+      const registry = new Registry();
+      const capture = new ExceptionCapture(tracker, registry, 10);
+      expect(() => capture.capture(input)).toThrow(expect.objectContaining({ field }));
+      expect(errors).toHaveLength(0);
+    },
+  );
+
+  it.each([
+    [{ type: 'Type\nError' }, 'type'],
+    [{ type: 'E', sourceService: 'shop\tfront' }, 'source_service'],
+    [{ type: 'E', environment: 'prod\r' }, 'environment'],
+    [{ type: 'E', tags: { k: 'line\nbreak' } }, 'tags.k'],
+  ])('a one-line name with a control character (case %#) is INVALID_ARGUMENT', (input, field) => {
+    const capture = new ExceptionCapture(recording().tracker, new Registry(), 10);
+    expect(() => capture.capture(input)).toThrow(
+      expect.objectContaining({ field, message: `${field} contains control characters` }),
+    );
+  });
+
+  it('keeps emoji, CJK and RTL text as sent, at each limit in characters (code points); one past is refused', () => {
+    const { tracker, errors, tags } = recording();
+    const capture = new ExceptionCapture(tracker, new Registry(), 10);
+    const fill = (n: number) =>
+      Array.from({ length: n }, (_, i) => [...WORLD][i % [...WORLD].length]).join('');
+    const type = `🚀${fill(EXCEPTION_LIMITS.typeChars - 1)}`;
+    const message = `${fill(EXCEPTION_LIMITS.messageChars - 2)}\n🚀`;
+    const value = fill(EXCEPTION_LIMITS.tagValueChars);
+    capture.capture({
+      type,
+      message,
+      stacktrace: `${type}: ${WORLD}\n    at f (file.js:1:1)`,
+      tags: { 世界: value },
+    });
+    expect(errors[0]).toMatchObject({ name: type, message });
+    expect(tags[0]).toMatchObject({ 世界: value });
+    // One below the limits passes too; one past each is refused.
+    capture.capture({ type: type.slice(2), message: message.slice(2) });
+    expect(() => capture.capture({ type: `${type}世` })).toThrow('type is longer than 256 characters');
+    expect(() => capture.capture({ type: 'E', message: `${message}🚀` })).toThrow(
+      'message is longer than 8192 characters',
+    );
+    expect(() => capture.capture({ type: 'E', tags: { k: `${value}ע` } })).toThrow(
+      'tags.k is longer than 200 characters',
+    );
+  });
+
+  it('a NUL over gRPC is INVALID_ARGUMENT and never reaches /metrics', async () => {
+    const m = await startMonitorApp({});
+    try {
+      const err = await unary(m.monitorGrpc, 'captureException', {
+        type: `Boom${NUL}`,
+        sourceService: 'shop',
+      }).then(
+        () => undefined,
+        (e: grpc.ServiceError) => e,
+      );
+      expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(err?.details).toBe('type contains control characters');
+      const ok = await m.monitorConnect.captureException({ type: 'ошибка 错误 🚀', sourceService: 'שירות' });
+      expect(ok.eventId).toMatch(/^[0-9a-f]{32}$/);
+      const body = await scrape(m);
+      expect(body).not.toContain(NUL);
+      expect(body).toMatch(counterLine('שירות', 'ошибка 错误 🚀', 1));
+    } finally {
+      await m.close();
+    }
   });
 });

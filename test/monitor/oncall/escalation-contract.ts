@@ -207,6 +207,30 @@ export function describeEscalationContract(name: string, make: () => Promise<Sto
       expect(r.pager.sent[1]!.data.step).toBe('2');
     });
 
+    it('a muted step waits: after a silence longer than wait_minutes ends, the next step pages only wait_minutes later', async () => {
+      const r = replica(stores, { clock });
+      await r.raise('db down');
+      await r.engine.tick();
+      const silence = await r.lifecycle.createSilence({
+        matchers: [{ name: 'alertname', op: '=', value: 'db down' }],
+        startsAt: 0,
+        endsAt: clock.now() + 120 * MIN,
+        createdBy: 'ann',
+        comment: 'maintenance 🛠 صيانة',
+      });
+      clock.advance(60 * MIN);
+      await r.engine.tick();
+      expect(r.pager.sent.map((p) => p.userId)).toEqual(['alice']);
+      await r.lifecycle.expireSilence(silence.id);
+      await r.engine.tick();
+      clock.advance(5 * MIN - 1);
+      await r.engine.tick();
+      expect(r.pager.sent.map((p) => p.userId)).toEqual(['alice']);
+      clock.advance(1);
+      await r.engine.tick();
+      expect(r.pager.sent.map((p) => p.userId)).toEqual(['alice', 'bob', 'carol']);
+    });
+
     it('after the last step the list runs again `repeat` times, then stops (exhausted)', async () => {
       const r = replica(stores, { clock });
       const id = await r.raise('db down');

@@ -118,6 +118,17 @@ describe('ExportSpans and GetTrace', () => {
       /spans\[1\]: end_time is before start_time/,
     ],
     ['a bad link', { links: [{ traceId: 'x', spanId: 'y' }] }, /spans\[1\]: links\[0\]/],
+    // Found by a black-box probe: kept, then GetTrace over Connect JSON answered INTERNAL for the trace.
+    [
+      'an end past 9999-12-31',
+      { endTime: { seconds: 10n ** 13n, nanos: 0 } },
+      /spans\[1\]: end_time is past 9999-12-31/,
+    ],
+    [
+      'an event past 9999-12-31',
+      { events: [{ name: 'late', time: { seconds: 253_402_300_800n, nanos: 0 } }] },
+      /spans\[1\]: events\[0\]\.time is past 9999-12-31/,
+    ],
   ];
 
   it.each(badSpans)(
@@ -132,6 +143,22 @@ describe('ExportSpans and GetTrace', () => {
       await expect(getGrpc(t)).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
     },
   );
+
+  it('keeps a span ending at the last instant of 9999 and answers it over Connect JSON', async () => {
+    const t = traceId();
+    const last = { seconds: 253_402_300_799n, nanos: 999_999_999 };
+    await monitor.monitorConnect.exportSpans({
+      spans: [span(t, '1', { name: '結帳 🛒 تسجيل', endTime: last, events: [{ name: 'e', time: last }] })],
+    });
+    const res = await fetch(`${monitor.baseUrl}/svc.monitor.v1.MonitorService/GetTrace`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ traceId: t }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { spans: Array<{ name: string; endTime: string }> };
+    expect(body.spans[0]).toMatchObject({ name: '結帳 🛒 تسجيل', endTime: '9999-12-31T23:59:59.999999999Z' });
+  });
 
   it('refuses more than 10,000 spans in one request', async () => {
     const t = traceId();

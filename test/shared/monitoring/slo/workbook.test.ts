@@ -392,6 +392,12 @@ describe('event batches', () => {
       /more than 5 minutes ahead/,
     );
     expect(() => m.recordEventBatch(NAME, [{ good: 1, bad: 0, atMs: Number.NaN }])).toThrow(/valid time/);
+    // Past year 9999 (or before year 1) the message could not name the time: toISOString threw and
+    // RecordSloSamples answered INTERNAL for a caller's bad time (a black-box probe, binary gRPC).
+    for (const atMs of [1e16, -1e16, 253_402_300_800_000])
+      expect(() => m.recordEventBatch(NAME, [{ good: 1, bad: 0, atMs }])).toThrow(
+        new InvalidSLOError('events[0] time is out of range (0001-01-01 to 9999-12-31)'),
+      );
     expect(() => m.recordEventBatch(NAME, [{ good: 1, bad: 0, atMs: clock.now() - 31 * DAY }])).toThrow(
       /before the SLO's period \(30d\)/,
     );
