@@ -16,7 +16,7 @@ export {
   type ReportKind,
 } from './reporter';
 export { receiptChannels } from './default-slos';
-export { MAX_MESSAGE_LENGTH, MAX_STACK_LENGTH, scrubText, stackFrames } from './scrub';
+export { errorType, MAX_MESSAGE_LENGTH, MAX_STACK_LENGTH, scrubText, stackFrames } from './scrub';
 
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../../shared/logging/logger';

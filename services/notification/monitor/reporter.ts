@@ -30,7 +30,7 @@ import {
   SERVICE_FAILURES,
 } from './default-slos';
 import * as grpc from '@grpc/grpc-js';
-import { scrubText, stackFrames } from './scrub';
+import { errorType, scrubText, stackFrames } from './scrub';
 
 /** The metric a channel's delivery latency samples are recorded under (milliseconds). */
 export function deliveryLatencyMetric(channel: Channel): string {
@@ -208,7 +208,7 @@ export class MonitorReporter implements DeliveryObserver {
         err instanceof Error ? err : new Error(typeof err === 'string' ? err : 'non-error thrown');
       const span = trace.getActiveSpan()?.spanContext();
       this.exceptions.push({
-        type: error.name || error.constructor?.name || 'Error',
+        type: errorType(error.name || error.constructor?.name || 'Error'),
         message: scrubText(error.message),
         stacktrace: stackFrames(error.stack),
         traceId: span && trace.isSpanContextValid(span) ? span.traceId : '',

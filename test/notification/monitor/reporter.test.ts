@@ -13,9 +13,12 @@ import {
   MonitorClient,
   MonitorReporter,
   deliveryLatencyMetric,
+  errorType,
   scrubText,
   stackFrames,
 } from '../../../services/notification/monitor';
+import { ExceptionCapture } from '../../../services/monitor/alerts/exception-capture';
+import { NoopErrorTracker } from '../../../shared/monitoring/errors/error-tracking';
 import type { DeliveryOutcome } from '../../../services/notification/delivery';
 import { FAST_DELIVERY, smtpMailerConfig } from '../../support/notification-app';
 import { createTestDatabase } from '../../support/database';
@@ -366,6 +369,28 @@ describe('captured exceptions', () => {
     const frames = stackFrames(err.stack);
     expect(frames).not.toContain('jane');
     expect(frames.split('\n').every((l) => /^\s+at /.test(l))).toBe(true);
+  });
+
+  it('what it sends is what the monitor takes: a NUL, a lone surrogate or a line break in a name never costs the report', () => {
+    // An error's text is anyone's: a provider's answer cut inside an emoji, a NUL from a caller.
+    const err = new Error('bad answer \u0000 from 😀\ud83d 你好 مرحبا');
+    err.name = 'Provider\nError\u0000';
+    const report = {
+      type: errorType(err.name),
+      message: scrubText(err.message),
+      stacktrace: stackFrames(`${err.name}: x\n    at f (a.js:1:1) \ud83d\u0000`),
+      sourceService: 'notification',
+    };
+    expect(report.type).toBe('Provider Error');
+    expect(report.message).toBe('bad answer \ufffd from 😀\ufffd 你好 مرحبا');
+    expect(report.stacktrace).toBe('    at f (a.js:1:1) \ufffd\ufffd');
+    // The monitor's own check (it refuses a NUL or a lone surrogate in any field).
+    const capture = new ExceptionCapture(new NoopErrorTracker(), new Registry(), 10);
+    expect(() => capture.capture(report)).not.toThrow();
+    expect(() => capture.capture({ ...report, message: err.message })).toThrow(/message/);
+    // A name of nothing but control characters still names a type; a long one is bounded.
+    expect(errorType('\u0000\n')).toBe('Error');
+    expect([...errorType('名'.repeat(300))]).toHaveLength(200);
   });
 });
 
