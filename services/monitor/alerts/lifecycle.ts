@@ -835,6 +835,14 @@ export class AlertLifecycle {
     const matchers = compileMatchers(input.matchers, 'matchers');
     if (matchers.length === 0)
       throw new InvalidArgumentError('a silence needs at least one matcher', 'matchers');
+    // Alertmanager's rule: a silence whose every matcher matches the empty string (`x=""`,
+    // `alertname=~".*"`) matches an alert without those labels too, so it mutes every alert; an
+    // operator's slip, not a silence. Muting everything takes naming what (`severity=~".+"`).
+    if (matchers.every((m) => m.test({})))
+      throw new InvalidArgumentError(
+        'at least one matcher must not match the empty string (this silence would mute every alert)',
+        'matchers',
+      );
     const createdBy = text(input.createdBy, 'created_by', LIFECYCLE_LIMITS.actorChars, true);
     const comment = text(input.comment, 'comment', LIFECYCLE_LIMITS.commentChars, false);
     const now = this.now();

@@ -283,6 +283,18 @@ describe('AlertService', () => {
         alerts.createSilence({ matchers: [], createdBy: 'x', endsAt: timestampFromMs(Date.now() + 60_000) }),
         Code.InvalidArgument,
       ],
+      // A silence that would mute every alert (each matcher matches an alert without the label).
+      ...[
+        [{ name: 'team', operator: MatchOperator.EQUAL, value: '' }],
+        [{ name: 'alertname', operator: MatchOperator.REGEX, value: '.*' }],
+        [
+          { name: 'team', operator: MatchOperator.NOT_EQUAL, value: 'db' },
+          { name: 'host', operator: MatchOperator.NOT_REGEX, value: 'web-.+' },
+        ],
+      ].map((matchers): [Promise<unknown>, Code] => [
+        alerts.createSilence({ matchers, createdBy: 'x', endsAt: timestampFromMs(Date.now() + 60_000) }),
+        Code.InvalidArgument,
+      ]),
       [alerts.listAlerts({ pageToken: 'garbage' }), Code.InvalidArgument],
       [alerts.listAlerts({ pageSize: -1 }), Code.InvalidArgument],
       // Every list has a bound, checked before it is used.
