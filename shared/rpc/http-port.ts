@@ -17,11 +17,20 @@
  *   body is read (what the client still sends is dropped, never kept). Then the body's bytes are taken from the
  *   server's `RequestBudget` (all of a declared `Content-Length` at once, else chunk by chunk):
  *   beyond it the call gets RESOURCE_EXHAUSTED (429).
+ * - A compressed request (Connect `Content-Encoding` / `Connect-Content-Encoding`, gRPC-Web
+ *   `grpc-encoding`) holds what it expands to: Connect decompresses through `budgetedCompressions`,
+ *   which inflates within the call's share (`inflateWithin`), found through an AsyncLocalStorage
+ *   the port runs each call in (Connect's compression is one object per router, not per call).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
-import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
-import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
+import type { Compression, UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+} from '@connectrpc/connect-node';
 import { connectCodeName, httpStatusForCode, sendJsonError, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
@@ -31,12 +40,35 @@ import type { RpcAccess } from './access';
 import { admittedKey, countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
-import { SERVER_BUSY, type RequestBudget, type RequestShare } from './request-budget';
+import { SERVER_BUSY, inflateWithin, type RequestBudget, type RequestShare } from './request-budget';
 
 /** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
 const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
 // `/package.Service/Method`: what an RPC path looks like on either protocol.
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
+
+/** The budget share of the HTTP call being served, for Connect's decompression. */
+const callShare = new AsyncLocalStorage<RequestShare>();
+
+const OUTSIDE_A_CALL = new ConnectError('internal error', Code.Internal);
+
+/**
+ * Connect's gzip and br, decompressing within the share of the call they serve (`inflateWithin`):
+ * a compressed message holds what it expands to, up to the method's limit (`readMaxBytes`). Give
+ * these to the router that `createHttpPortHandler` serves.
+ */
+export function budgetedCompressions(): Compression[] {
+  return [compressionGzip, compressionBrotli].map((c) => ({
+    name: c.name,
+    compress: (bytes) => c.compress(bytes),
+    decompress: (bytes, readMaxBytes) => {
+      const share = callShare.getStore();
+      // Only the port's handler runs Connect's decompression, always inside a call: never unguarded.
+      if (!share) return Promise.reject(OUTSIDE_A_CALL);
+      return inflateWithin(share, readMaxBytes, c.name, bytes);
+    },
+  }));
+}
 
 type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
 
@@ -378,7 +410,8 @@ export function createHttpPortHandler(
     ) {
       uReq = { ...uReq, body: meteredBody(uReq.body as AsyncIterable<Uint8Array>, share) };
     }
-    handler(uReq)
+    callShare
+      .run(share, () => handler(uReq))
       .then(async (uRes) => {
         // A stream that got this far reached the interceptors (Connect reads its request inside
         // them), which count it and refuse a malformed request; a unary call decodes before them.

@@ -32,7 +32,6 @@ import {
   type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
-import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServerDefinition } from './grpc-adapter';
 import { grpcIntake } from './grpc-intake';
@@ -49,7 +48,7 @@ import {
 import { addReflection } from './reflection';
 import { codeName } from './errors';
 import { streamStartKey } from './context';
-import { createHttpPortHandler } from './http-port';
+import { budgetedCompressions, createHttpPortHandler } from './http-port';
 import { ServingStatusReporter } from './grpc-health';
 import { HttpRouteTable, type Route } from '../http/routes';
 import { answerClientError, sendJsonError } from '../http/errors';
@@ -342,7 +341,8 @@ export class RpcServer {
       // string field, instead of being stored as replacement characters. Connect passes this option
       // on to its JSON serialization (`textDecoder`), which its option type does not declare.
       jsonOptions: { textDecoder: new TextDecoder('utf-8', { fatal: true }) } as object,
-      acceptCompression: [compressionGzip, compressionBrotli],
+      // Decompressed within each call's share of the request budget (http-port.ts).
+      acceptCompression: budgetedCompressions(),
       // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
     });

@@ -6,10 +6,12 @@ import * as http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { create, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code, ConnectError, createClient, type HandlerContext } from '@connectrpc/connect';
+import { compressionGzip, createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
-import { EchoRequestSchema } from '../../../shared/gen/svc/testing/v1/echo_pb';
-import { unary } from '../../support/grpc-clients';
+import { EchoRequestSchema, EchoService, type EchoRequest } from '../../../shared/gen/svc/testing/v1/echo_pb';
+import { grpcClient, unary, type GenericClient } from '../../support/grpc-clients';
+import { EchoServiceImpl } from '../../support/echo-service';
 import { capturingLogger, startEchoServer, type EchoHarness } from './harness';
 
 const KIB = 1024;
@@ -215,5 +217,121 @@ describe('a compressed request message', () => {
     const message = 'y'.repeat(32 * KIB);
     const ok = await gzipCall('Echo', toBinary(EchoRequestSchema, create(EchoRequestSchema, { message })));
     expect(ok.status).toBe(String(grpc.status.OK));
+  });
+});
+
+describe('a compressed request holds what it expands to in the budget (not its wire bytes)', () => {
+  // 200 KiB per message, 256 KiB in flight. A 150 KiB message of one letter is a few hundred bytes
+  // gzipped: counted by its wire bytes, a call holding it left the budget nearly empty.
+  /** Echo whose calls with a delay wait until the test lets them go (they hold their request). */
+  class HoldingEcho extends EchoServiceImpl {
+    holding = 0;
+    private waiting: Array<() => void> = [];
+    override async echo(req: EchoRequest, ctx: HandlerContext) {
+      if (req.delayMs > 0) {
+        this.holding++;
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+        this.holding--;
+      }
+      return super.echo({ ...req, delayMs: 0 }, ctx);
+    }
+    release(): void {
+      for (const go of this.waiting.splice(0)) go();
+    }
+  }
+  const impl = new HoldingEcho();
+  let h: EchoHarness;
+  let gzipGrpc: GenericClient;
+  beforeAll(async () => {
+    h = await startEchoServer({ impl, maxRequestBytes: 200 * KIB, maxInFlightRequestBytes: 256 * KIB });
+    gzipGrpc = grpcClient(EchoService, h.grpcAddress, {
+      'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip,
+    });
+  });
+  afterAll(async () => {
+    gzipGrpc.close();
+    await h.close();
+  });
+
+  const gzipConnect = () =>
+    createClient(
+      EchoService,
+      createConnectTransport({ baseUrl: h.baseUrl, httpVersion: '1.1', sendCompression: compressionGzip }),
+    );
+  const gzipGrpcWeb = () =>
+    createClient(
+      EchoService,
+      createGrpcWebTransport({ baseUrl: h.baseUrl, httpVersion: '1.1', sendCompression: compressionGzip }),
+    );
+  /** Compressed Echo calls, one per protocol that allows compression. */
+  const protocols: Record<string, (message: string, delayMs?: number) => Promise<string>> = {
+    'gRPC (grpc-encoding: gzip)': async (message, delayMs = 0) =>
+      (await unary<{ message: string }>(gzipGrpc, 'echo', { message, delayMs })).response.message,
+    'Connect (Content-Encoding: gzip)': async (message, delayMs = 0) =>
+      (await gzipConnect().echo({ message, delayMs })).message,
+    'gRPC-Web (grpc-encoding: gzip)': async (message, delayMs = 0) =>
+      (await gzipGrpcWeb().echo({ message, delayMs })).message,
+  };
+  // A grpc-js ServiceError's code is the same number as Connect's.
+  const codeOf = (e: unknown) => (e instanceof ConnectError ? e.code : (e as { code: Code }).code);
+  afterEach(() => impl.release());
+
+  async function untilHolding(n: number): Promise<void> {
+    while (impl.holding < n) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  test.each(Object.keys(protocols))(
+    'on %s: a held call counts its expanded 150 KiB, so 110 KiB more is refused and 100 KiB more fits',
+    async (name) => {
+      const call = protocols[name]!;
+      const message = '数'.repeat(50 * KIB); // 150 KiB of UTF-8 (CJK: three bytes each)
+      const held = call(message, 1);
+      await untilHolding(1);
+      // About 106 KiB are left: less than the method's 200 KiB limit.
+      await expect(unary(h.grpc, 'echo', { message: 'x'.repeat(110 * KIB) })).rejects.toMatchObject({
+        code: grpc.status.RESOURCE_EXHAUSTED,
+      });
+      for (const other of Object.values(protocols)) {
+        // Compressed too: its decompression stops at what is free (retry later), not at its limit.
+        await expect(other('y'.repeat(110 * KIB)).catch(codeOf)).resolves.toBe(Code.ResourceExhausted);
+        await expect(other('🙂'.repeat(25 * KIB))).resolves.toBe('🙂'.repeat(25 * KIB));
+      }
+      impl.release();
+      expect(await held).toBe(message);
+      // Everything was given back: a message of 150 KiB fits again, on every protocol.
+      for (const other of Object.values(protocols)) await expect(other(message)).resolves.toBe(message);
+      expect((await unary<{ message: string }>(h.grpc, 'echo', { message })).response.message).toBe(message);
+    },
+  );
+
+  test('a compressed message that does not decompress is INVALID_ARGUMENT on both ports, never INTERNAL', async () => {
+    const corrupt = Buffer.from('1f8b0800000000000003ffffffff', 'hex');
+    const session = http2.connect(`http://${h.grpcAddress}`);
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      const frame = Buffer.concat([Buffer.from([1, 0, 0, 0, corrupt.length]), corrupt]);
+      const call = session.request({
+        ':method': 'POST',
+        ':path': '/svc.testing.v1.EchoService/Echo',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-encoding': 'gzip',
+      });
+      const seen: http2.IncomingHttpHeaders = {};
+      call.on('response', (r) => Object.assign(seen, r));
+      call.on('trailers', (t) => Object.assign(seen, t));
+      call.on('data', () => undefined);
+      call.on('error', reject);
+      call.on('close', () => resolve(seen));
+      call.end(frame);
+    });
+    session.close();
+    expect(trailers['grpc-status']).toBe(String(grpc.status.INVALID_ARGUMENT));
+    const res = await fetch(`${h.baseUrl}/svc.testing.v1.EchoService/Echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/proto', 'content-encoding': 'gzip' },
+      body: corrupt,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe('invalid_argument');
   });
 });
