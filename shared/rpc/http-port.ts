@@ -310,6 +310,32 @@ function meteredBody(body: AsyncIterable<Uint8Array>, share: RequestShare): Asyn
   };
 }
 
+/**
+ * Takes a gateway request's body bytes from `share` as Node's parser hands them to the request
+ * (`push`, before any reader sees them), and gives them back when the response closes. A chunk that
+ * does not fit is dropped: the request is answered 429 `resource_exhausted` with `Retry-After: 1`
+ * (unless the route answered already), the connection closes, and the route's read of the body fails.
+ */
+function meterArrivals(req: IncomingMessage, res: ServerResponse, share: RequestShare): void {
+  res.once('close', () => share.release());
+  const push = req.push;
+  req.push = function (chunk: unknown, encoding?: BufferEncoding): boolean {
+    if (!Buffer.isBuffer(chunk) || share.take(chunk.length)) return push.call(this, chunk, encoding);
+    req.push = push;
+    share.release();
+    // The route's read of the body fails with this error (it settles; it does not wait forever).
+    if (res.headersSent) req.destroy(SERVER_BUSY);
+    else {
+      res.shouldKeepAlive = false;
+      sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
+        headers: { 'Retry-After': '1', Connection: 'close' },
+      });
+      res.once('finish', () => req.destroy(SERVER_BUSY));
+    }
+    return false;
+  };
+}
+
 /** The declared body length of a request, when it has a valid one. */
 function contentLength(req: IncomingMessage): number | undefined {
   const raw = req.headers['content-length'];
@@ -343,19 +369,12 @@ export function createHttpPortHandler(
         // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
         metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
       }
-      // A gateway route's declared body is held in the same budget while the route runs (each route
-      // bounds its own body; one larger than the whole budget is left to that bound).
-      const declared = contentLength(req);
-      if (declared !== undefined && declared > 0 && declared <= intake.budget.maxBytes) {
-        const share = intake.budget.share();
-        res.once('close', () => share.release());
-        if (!share.take(declared)) {
-          sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
-            headers: { 'Retry-After': '1' },
-          });
-          return;
-        }
-      }
+      // A gateway route's body is held in the same budget while the route runs, by the bytes that
+      // arrived (each route bounds its own body). Not by its declared length: routes that take no
+      // token (webhooks, unsubscribe) read before they can authenticate, and 130 connections that
+      // declared 1 MiB and sent 11 bytes held the whole budget for a request timeout, every RPC
+      // refused.
+      meterArrivals(req, res, intake.budget.share());
       void routes.dispatch(req, res, logger);
       return;
     }

@@ -3,6 +3,7 @@
  * one budget of request bytes held at once by all calls of both ports.
  */
 import * as http2 from 'node:http2';
+import * as net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { create, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
@@ -125,18 +126,24 @@ describe('request bytes in flight', () => {
     expect(again.message).toBe(message);
   });
 
-  test("a gateway route's declared body counts in the same budget: beyond it 429 before the route runs", async () => {
-    let ran = 0;
+  /** A route that reads its body (200 KiB at most); reads that failed. */
+  let failedReads = 0;
+  beforeAll(() => {
     h.server.addHttpRoutes({
       methods: ['POST'],
       path: '/upload',
       handler: async (req, res) => {
-        ran++;
-        const body = await readBoundedBody(req, 200 * KIB);
+        const body = await readBoundedBody(req, 200 * KIB).catch((err: unknown) => {
+          failedReads++;
+          throw err;
+        });
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.end(String(body === BODY_TOO_LARGE ? 'too large' : body.length));
       },
     });
+  });
+
+  test("a gateway route's body counts in the same budget as it arrives: beyond it 429 with Retry-After", async () => {
     const message = 'x'.repeat(150 * KIB);
     const held = unary<{ message: string }>(h.grpc, 'echo', { message, delayMs: 1500 });
     for (let inFlight = 0; inFlight < 1;) {
@@ -148,10 +155,59 @@ describe('request bytes in flight', () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('resource_exhausted');
-    expect(ran).toBe(0);
+    // The route's read of the refused body ends (it does not wait forever for bytes never taken).
+    while (failedReads === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await held;
     const ok = await fetch(`${h.baseUrl}/upload`, { method: 'POST', body: Buffer.alloc(150 * KIB) });
     expect(await ok.text()).toBe(String(150 * KIB));
+  });
+});
+
+describe('gateway bodies that are declared and never sent (slow clients on a route without a token)', () => {
+  // Found by the black-box probe: 130 connections to an SMS webhook (no token: the signature covers
+  // the body) that declared 1 MiB and sent 11 bytes held the whole 128 MiB budget until the request
+  // timeout, and every RPC of both ports was refused RESOURCE_EXHAUSTED meanwhile.
+  let h: EchoHarness;
+  let reading = 0;
+  beforeAll(async () => {
+    h = await startEchoServer({ maxRequestBytes: 200 * KIB, maxInFlightRequestBytes: 256 * KIB });
+    h.server.addHttpRoutes({
+      methods: ['POST'],
+      path: '/webhook',
+      handler: async (req, res) => {
+        reading++;
+        const body = await readBoundedBody(req, 200 * KIB).catch(() => undefined);
+        if (body === undefined) return;
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(body === BODY_TOO_LARGE ? 'too large' : body.toString('utf8'));
+      },
+    });
+  });
+  afterAll(() => h.close());
+
+  test('hold only the bytes they sent: RPCs of both ports still fit, and the route reads a whole body', async () => {
+    let answered = 0;
+    const sockets = Array.from({ length: 10 }, () =>
+      net
+        .connect(Number(new URL(h.baseUrl).port), '127.0.0.1', function (this: net.Socket) {
+          this.write(`POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: ${200 * KIB}\r\n\r\nMessageSid=`);
+        })
+        .once('data', () => answered++),
+    );
+    try {
+      while (reading + answered < sockets.length) await new Promise((resolve) => setTimeout(resolve, 5));
+      // None was refused: a route that waits for its body holds no budget for it.
+      expect(answered).toBe(0);
+      // Declared: 2 MiB against a 256 KiB budget. Sent: 110 bytes.
+      const message = 'ß'.repeat(75 * KIB); // 150 KiB
+      expect((await unary<{ message: string }>(h.grpc, 'echo', { message })).response.message).toBe(message);
+      expect((await h.connect().echo({ message })).message).toBe(message);
+      const body = 'Body=' + encodeURIComponent('STOP 停止 🛑');
+      const res = await fetch(`${h.baseUrl}/webhook`, { method: 'POST', body });
+      expect(await res.text()).toBe(body);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
   });
 });
 
