@@ -119,7 +119,10 @@ export interface RpcServerOptions {
   httpMaxConnections?: number;
   /** Time a client has to send the request headers on the HTTP port, ms. */
   httpHeadersTimeoutMs?: number;
-  /** Time a client has to send a whole request (headers and body) on the HTTP port, ms. */
+  /**
+   * Time a client has to send a whole request (headers and body) on the HTTP port, ms; on the gRPC
+   * port, the time a call has to send its request message and half-close (DEADLINE_EXCEEDED after).
+   */
   httpRequestTimeoutMs?: number;
   /** Gateway routes on the HTTP port (more can be added to `routes` before start). */
   httpRoutes?: readonly Route[];
@@ -292,6 +295,12 @@ export class RpcServer {
       );
     };
 
+    const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
+    // The time a whole request may take, on both ports (the gRPC port's intake uses it too).
+    const requestTimeout = Math.max(
+      headersTimeout,
+      opts.httpRequestTimeoutMs ?? DEFAULT_LIMITS.httpRequestTimeoutMs,
+    );
     const gate = new StreamGate(opts.maxConcurrentStreams ?? DEFAULT_LIMITS.maxConcurrentStreams);
     this.grpc = new GrpcServer({
       // The largest method limit; each method's own is checked on the length prefix (grpcIntake).
@@ -307,6 +316,7 @@ export class RpcServer {
           budget,
           limitOf,
           logger,
+          requestTimeoutMs: requestTimeout,
           onRefused: (path, code, caller) => refused(path, code, 'grpc', caller),
         }),
       ],
@@ -368,11 +378,6 @@ export class RpcServer {
       limitOf,
       onRefused: (path, err, caller) => refused(path, err.code, 'http', caller),
     });
-    const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
-    const requestTimeout = Math.max(
-      headersTimeout,
-      opts.httpRequestTimeoutMs ?? DEFAULT_LIMITS.httpRequestTimeoutMs,
-    );
     const maxConnections = opts.httpMaxConnections ?? DEFAULT_LIMITS.httpMaxConnections;
     const overCap = new WeakSet<Socket>();
     this.http = createServer(

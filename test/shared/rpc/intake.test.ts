@@ -391,3 +391,64 @@ describe('a compressed request holds what it expands to in the budget (not its w
     expect(((await res.json()) as { code: string }).code).toBe('invalid_argument');
   });
 });
+
+describe('a gRPC call whose request never completes (slow client on the gRPC port)', () => {
+  // Found by the black-box probe: 20,000 calls on one connection, each a length prefix that claims
+  // 10 bytes and one byte, held about 200 MB of the process for as long as the connection lived.
+  let h: EchoHarness;
+  beforeAll(async () => {
+    h = await startEchoServer({ httpHeadersTimeoutMs: 300, httpRequestTimeoutMs: 300 });
+  });
+  afterAll(() => h.close());
+
+  /** Opens a call that sends `sent` and never half-closes; its status, or 'no answer' after 10 s. */
+  async function unfinishedCall(sent: Buffer): Promise<{ status: string; message: string }> {
+    const session = http2.connect(`http://${h.grpcAddress}`);
+    try {
+      return await new Promise((resolve) => {
+        const seen: http2.IncomingHttpHeaders = {};
+        const call = session.request(
+          {
+            ':method': 'POST',
+            ':path': '/svc.testing.v1.EchoService/Echo',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+          },
+          { endStream: false },
+        );
+        // A bound for the test only, so that a server without the fix fails instead of hanging.
+        const giveUp = setTimeout(() => resolve({ status: 'no answer', message: '' }), 10_000);
+        call.on('response', (r) => Object.assign(seen, r));
+        call.on('trailers', (t) => Object.assign(seen, t));
+        call.on('data', () => undefined);
+        call.on('error', () => undefined);
+        call.on('close', () => {
+          clearTimeout(giveUp);
+          resolve({
+            status: String(seen['grpc-status']),
+            message: decodeURIComponent(String(seen['grpc-message'] ?? '')),
+          });
+        });
+        call.write(sent);
+      });
+    } finally {
+      session.destroy();
+    }
+  }
+
+  test.each([
+    ['a length prefix that claims more than is sent', Buffer.from([0, 0, 0, 0, 10, 0x0a])],
+    ['a whole message and no half-close', Buffer.from([0, 0, 0, 0, 3, 0x0a, 1, 0x78])],
+    ['nothing but headers', Buffer.alloc(0)],
+  ])('%s is DEADLINE_EXCEEDED after the request timeout, as on the HTTP port', async (_, sent) => {
+    await expect(unfinishedCall(sent)).resolves.toEqual({
+      status: String(grpc.status.DEADLINE_EXCEEDED),
+      message: 'the request was not received in time',
+    });
+  });
+
+  test('a call that sent its request whole may run longer than the request timeout', async () => {
+    const ok = await unary<{ message: string }>(h.grpc, 'echo', { message: 'سلام 👋', delayMs: 900 });
+    expect(ok.response.message).toBe('سلام 👋');
+  });
+});
