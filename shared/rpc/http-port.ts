@@ -317,10 +317,18 @@ function meteredBody(body: AsyncIterable<Uint8Array>, share: RequestShare): Asyn
  * (unless the route answered already), the connection closes, and the route's read of the body fails.
  */
 function meterArrivals(req: IncomingMessage, res: ServerResponse, share: RequestShare): void {
-  res.once('close', () => share.release());
+  // Once the answer is out, what the client still sends is dropped as it arrives (a route that
+  // refused the request resumed it): nothing to hold, and no reset under the answer it reads.
+  let answered = false;
+  res.once('close', () => {
+    answered = true;
+    share.release();
+  });
   const push = req.push;
   req.push = function (chunk: unknown, encoding?: BufferEncoding): boolean {
-    if (!Buffer.isBuffer(chunk) || share.take(chunk.length)) return push.call(this, chunk, encoding);
+    if (answered || !Buffer.isBuffer(chunk) || share.take(chunk.length)) {
+      return push.call(this, chunk, encoding);
+    }
     req.push = push;
     share.release();
     // The route's read of the body fails with this error (it settles; it does not wait forever).

@@ -185,6 +185,26 @@ describe('gateway bodies that are declared and never sent (slow clients on a rou
   });
   afterAll(() => h.close());
 
+  test('a body larger than the budget sent after the answer (404, 401) is dropped: the client reads the answer', async () => {
+    // A client that writes its whole body before it reads (as curl does): a reset under the answer
+    // would discard the answer unread.
+    const socket = net.connect(Number(new URL(h.baseUrl).port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    const closed = new Promise<string>((resolve) => {
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      socket.on('close', () => resolve('closed'));
+    });
+    socket.write(`POST /no-such-route HTTP/1.1\r\nHost: x\r\nContent-Length: ${8192 * KIB}\r\n\r\n`);
+    for (let sent = 0; sent < 8192 * KIB && !socket.destroyed; sent += 64 * KIB) {
+      if (!socket.write(Buffer.alloc(64 * KIB)))
+        await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), closed]);
+    }
+    socket.end();
+    expect(await closed).toBe('closed');
+    expect(received).toMatch(/^HTTP\/1\.1 404 /);
+  });
+
   test('hold only the bytes they sent: RPCs of both ports still fit, and the route reads a whole body', async () => {
     let answered = 0;
     const sockets = Array.from({ length: 10 }, () =>
