@@ -82,7 +82,10 @@ export function serverSectionSchema(defaults: ServerDefaults) {
       http_max_connections: positiveInt().default(10000),
       /** Time a client has to send its request headers on the HTTP port (slowloris bound), ms. */
       http_headers_timeout_ms: positiveInt().default(10000),
-      /** Time a client has to send a whole request, headers and body, on the HTTP port, ms. */
+      /**
+       * Time a client has to send a whole request, headers and body, on the HTTP port (408 after),
+       * and a gRPC call its request message and half-close (DEADLINE_EXCEEDED after), ms.
+       */
       http_request_timeout_ms: positiveInt().default(30000),
     })
     .prefault({});

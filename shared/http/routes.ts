@@ -208,7 +208,11 @@ export class HttpRouteTable {
       }
       await found.route.handler(req, res, { params, query, path });
     } catch (err) {
-      logger.error({ err, method: req.method, path }, 'unhandled error in HTTP route');
+      // A route whose request was answered under it (the port refused its body for the budget)
+      // fails its read: that is no bug of the route.
+      if (res.writableEnded)
+        logger.debug({ err, method: req.method, path }, 'HTTP route ended after its answer');
+      else logger.error({ err, method: req.method, path }, 'unhandled error in HTTP route');
       if (res.headersSent) res.destroy();
       else sendJsonError(res, 'internal', 'internal error', { headers: this.headersFor(path) });
     }

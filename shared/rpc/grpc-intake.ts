@@ -7,19 +7,25 @@
  *   the client stops sending). Nothing of its body is read beyond the HTTP/2 flow-control window.
  * - Size: the request's length prefix (the first five bytes) is checked against its method's limit
  *   before the message is collected; grpc-js's own `grpc.max_receive_message_length` is the largest
- *   method limit, so only the methods that need it accept large messages. A compressed message
- *   (`grpc-encoding: gzip`) is small on the wire whatever it inflates to, so the call's own bound on
- *   decompression (grpc-js's `maxReceiveMessageSize` of the base call) is lowered to its method's
- *   limit: a 100 KB gzip bomb sent to a 4 MiB method stops at 4 MiB, not at the largest method's
- *   limit (36 MB with the default mailer), which 20 such calls turned into 700 MB of memory.
+ *   method limit, so only the methods that need it accept large messages.
  * - Bytes in flight: every chunk read is taken from the server's `RequestBudget` and given back when
  *   the call ends; a chunk that does not fit refuses its call with RESOURCE_EXHAUSTED.
+ * - Compression: a compressed message (`grpc-encoding: gzip` or `deflate`) is small on the wire
+ *   whatever it inflates to, so the call's decompression (grpc-js's `decompressMessage` of the base
+ *   call) is replaced by `inflateWithin`: it stops at the method's limit (a 100 KB gzip bomb sent to
+ *   a 4 MiB method stops at 4 MiB, not at the largest method's limit, 36 MB with the default mailer)
+ *   and the message holds what it expands to in the budget, not its wire bytes (else 20 such calls
+ *   held 700 MB that the budget saw as 2 MB). A corrupt compressed message is INVALID_ARGUMENT.
+ *
+ * - Time: a call has `requestTimeoutMs` (the HTTP port's request timeout) to send its whole request;
+ *   after it, DEADLINE_EXCEEDED and the stream is closed. Before, 20,000 calls on one connection that
+ *   each sent a length prefix and one byte held about 200 MB for as long as the connection lived.
  *
  * An admitted call's verdict (its token's name) is handed on to the handler's context (`admittedKey`),
  * so the token is checked once per call.
  *
- * The interceptor reaches the call's HTTP/2 stream and its decompression bound through grpc-js's
- * base call (internal fields `stream` and `maxReceiveMessageSize`). If a grpc-js release moves
+ * The interceptor reaches the call's HTTP/2 stream and its decompression through grpc-js's base call
+ * (internal members `stream` and `decompressMessage`). If a grpc-js release moves
  * either, every call is refused with INTERNAL and the cause logged, never served unguarded; the
  * tests see it at once.
  */
@@ -34,7 +40,7 @@ import {
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Logger } from '../logging/logger';
 import type { RpcAccess } from './access';
-import { SERVER_BUSY, tooLarge, type RequestBudget } from './request-budget';
+import { SERVER_BUSY, inflateWithin, tooLarge, type RequestBudget } from './request-budget';
 import { toGrpcStatus } from './errors';
 
 export interface GrpcIntakeOptions {
@@ -45,35 +51,46 @@ export interface GrpcIntakeOptions {
   logger: Logger;
   /** Told of every call refused here (for the RPC metrics), with the caller's name when known. */
   onRefused?(path: string, code: Code, caller: string | undefined): void;
+  /**
+   * Time a call has to send its whole request (every message and the half-close), ms: after it the
+   * call is DEADLINE_EXCEEDED, as the HTTP port answers 408 (`server.http_request_timeout_ms`).
+   */
+  requestTimeoutMs: number;
 }
+
+/** The answer to a call whose request did not arrive whole in time (the HTTP port's 408 text). */
+const REQUEST_NOT_RECEIVED = new ConnectError('the request was not received in time', Code.DeadlineExceeded);
 
 /** The gRPC length prefix: one flag byte and a four-byte big-endian length. */
 const PREFIX_BYTES = 5;
 
+/** The compressions grpc-js decompresses (others it answers UNIMPLEMENTED, as before). */
+const GRPC_COMPRESSIONS: ReadonlySet<string> = new Set(['gzip', 'deflate']);
+
 const GRPC_JS_CHANGED = new ConnectError('internal error', Code.Internal);
 
-/** What the intake uses of grpc-js's `BaseServerInterceptingCall` (internal fields). */
+/** What the intake uses of grpc-js's `BaseServerInterceptingCall` (internal members). */
 interface BaseCall {
   stream: ServerHttp2Stream;
-  /** The bound grpc-js puts on a message's decompressed size (`decompressMessage`). */
-  maxReceiveMessageSize: number;
+  /** A received message (length prefix included) to its decompressed bytes; rejects with a status. */
+  decompressMessage(message: Buffer, encoding: string): Buffer | Promise<Uint8Array>;
 }
 
 /** grpc-js's base call under a call, when it still has the fields the intake uses. */
 function baseCallOf(call: ServerInterceptingCallInterface): BaseCall | undefined {
   let at: unknown = call;
   for (let depth = 0; depth < 16 && at !== null && typeof at === 'object'; depth++) {
-    const { stream, nextCall, maxReceiveMessageSize } = at as {
+    const { stream, nextCall, decompressMessage } = at as {
       stream?: unknown;
       nextCall?: unknown;
-      maxReceiveMessageSize?: unknown;
+      decompressMessage?: unknown;
     };
     if (
       stream !== null &&
       typeof stream === 'object' &&
       typeof (stream as ServerHttp2Stream).close === 'function'
     )
-      return typeof maxReceiveMessageSize === 'number' ? (at as BaseCall) : undefined;
+      return typeof decompressMessage === 'function' ? (at as BaseCall) : undefined;
     at = nextCall;
   }
   return undefined;
@@ -120,8 +137,18 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
 
     if (base && stream) {
       const limit = opts.limitOf(path);
-      // Decompression stops at this method's limit (RESOURCE_EXHAUSTED), as the length prefix does.
-      base.maxReceiveMessageSize = limit;
+      // A compressed message is inflated within this call's share: it holds what it expands to, up
+      // to this method's limit. grpc-js calls the method on the base call (`this.decompressMessage`).
+      const decompress = base.decompressMessage.bind(base);
+      base.decompressMessage = (message, encoding) => {
+        if (!GRPC_COMPRESSIONS.has(encoding)) return decompress(message, encoding);
+        return inflateWithin(share, limit, encoding, message.subarray(PREFIX_BYTES)).catch((e: unknown) => {
+          const err = ConnectError.from(e);
+          refuse(err);
+          // grpc-js answers the rejection; the call is answered already, so that is a no-op.
+          throw toGrpcStatus(err);
+        });
+      };
       let prefix: Buffer | undefined;
       let prefixRead = 0;
       // First among the stream's listeners: a chunk refused here never reaches grpc-js's decoder
@@ -145,7 +172,13 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
         }
         if (!share.take(chunk.length)) refuse(SERVER_BUSY);
       });
+      // A call whose request never completes (a length prefix that lies, a body trickled or never
+      // ended) would hold its stream and its bytes for as long as the connection lives.
+      const receiving = setTimeout(() => refuse(REQUEST_NOT_RECEIVED), opts.requestTimeoutMs);
+      receiving.unref();
+      stream.once('end', () => clearTimeout(receiving));
       stream.once('close', () => {
+        clearTimeout(receiving);
         done = true;
         share.release();
       });
@@ -158,7 +191,7 @@ export function grpcIntake(opts: GrpcIntakeOptions): ServerInterceptor {
             if (!stream) {
               if (!warned)
                 logger.error(
-                  'grpc-js changed: a call has no HTTP/2 stream or message size bound; refusing calls',
+                  'grpc-js changed: a call has no HTTP/2 stream or decompressMessage; refusing calls',
                 );
               warned = true;
               return refuse(GRPC_JS_CHANGED);

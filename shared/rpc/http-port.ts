@@ -17,11 +17,20 @@
  *   body is read (what the client still sends is dropped, never kept). Then the body's bytes are taken from the
  *   server's `RequestBudget` (all of a declared `Content-Length` at once, else chunk by chunk):
  *   beyond it the call gets RESOURCE_EXHAUSTED (429).
+ * - A compressed request (Connect `Content-Encoding` / `Connect-Content-Encoding`, gRPC-Web
+ *   `grpc-encoding`) holds what it expands to: Connect decompresses through `budgetedCompressions`,
+ *   which inflates within the call's share (`inflateWithin`), found through an AsyncLocalStorage
+ *   the port runs each call in (Connect's compression is one object per router, not per call).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect';
-import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
-import { universalRequestFromNodeRequest } from '@connectrpc/connect-node';
+import type { Compression, UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+} from '@connectrpc/connect-node';
 import { connectCodeName, httpStatusForCode, sendJsonError, type ErrorCodeName } from '../http/errors';
 import type { HttpRouteTable } from '../http/routes';
 import { parseTarget } from '../http/routes';
@@ -31,12 +40,35 @@ import type { RpcAccess } from './access';
 import { admittedKey, countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
-import { SERVER_BUSY, type RequestBudget, type RequestShare } from './request-budget';
+import { SERVER_BUSY, inflateWithin, type RequestBudget, type RequestShare } from './request-budget';
 
 /** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
 const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
 // `/package.Service/Method`: what an RPC path looks like on either protocol.
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
+
+/** The budget share of the HTTP call being served, for Connect's decompression. */
+const callShare = new AsyncLocalStorage<RequestShare>();
+
+const OUTSIDE_A_CALL = new ConnectError('internal error', Code.Internal);
+
+/**
+ * Connect's gzip and br, decompressing within the share of the call they serve (`inflateWithin`):
+ * a compressed message holds what it expands to, up to the method's limit (`readMaxBytes`). Give
+ * these to the router that `createHttpPortHandler` serves.
+ */
+export function budgetedCompressions(): Compression[] {
+  return [compressionGzip, compressionBrotli].map((c) => ({
+    name: c.name,
+    compress: (bytes) => c.compress(bytes),
+    decompress: (bytes, readMaxBytes) => {
+      const share = callShare.getStore();
+      // Only the port's handler runs Connect's decompression, always inside a call: never unguarded.
+      if (!share) return Promise.reject(OUTSIDE_A_CALL);
+      return inflateWithin(share, readMaxBytes, c.name, bytes);
+    },
+  }));
+}
 
 type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
 
@@ -278,6 +310,40 @@ function meteredBody(body: AsyncIterable<Uint8Array>, share: RequestShare): Asyn
   };
 }
 
+/**
+ * Takes a gateway request's body bytes from `share` as Node's parser hands them to the request
+ * (`push`, before any reader sees them), and gives them back when the response closes. A chunk that
+ * does not fit is dropped: the request is answered 429 `resource_exhausted` with `Retry-After: 1`
+ * (unless the route answered already), the connection closes, and the route's read of the body fails.
+ */
+function meterArrivals(req: IncomingMessage, res: ServerResponse, share: RequestShare): void {
+  // Once the answer is out, what the client still sends is dropped as it arrives (a route that
+  // refused the request resumed it): nothing to hold, and no reset under the answer it reads.
+  let answered = false;
+  res.once('close', () => {
+    answered = true;
+    share.release();
+  });
+  const push = req.push;
+  req.push = function (chunk: unknown, encoding?: BufferEncoding): boolean {
+    if (answered || !Buffer.isBuffer(chunk) || share.take(chunk.length)) {
+      return push.call(this, chunk, encoding);
+    }
+    req.push = push;
+    share.release();
+    // The route's read of the body fails with this error (it settles; it does not wait forever).
+    if (res.headersSent) req.destroy(SERVER_BUSY);
+    else {
+      res.shouldKeepAlive = false;
+      sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
+        headers: { 'Retry-After': '1', Connection: 'close' },
+      });
+      res.once('finish', () => req.destroy(SERVER_BUSY));
+    }
+    return false;
+  };
+}
+
 /** The declared body length of a request, when it has a valid one. */
 function contentLength(req: IncomingMessage): number | undefined {
   const raw = req.headers['content-length'];
@@ -311,19 +377,12 @@ export function createHttpPortHandler(
         // An unknown RPC: the route table answers 404 (a Connect client reads `unimplemented`).
         metrics.record(metrics.labels(UNKNOWN.service, UNKNOWN.method, 'http'), 'unimplemented');
       }
-      // A gateway route's declared body is held in the same budget while the route runs (each route
-      // bounds its own body; one larger than the whole budget is left to that bound).
-      const declared = contentLength(req);
-      if (declared !== undefined && declared > 0 && declared <= intake.budget.maxBytes) {
-        const share = intake.budget.share();
-        res.once('close', () => share.release());
-        if (!share.take(declared)) {
-          sendJsonError(res, 'resource_exhausted', SERVER_BUSY.rawMessage, {
-            headers: { 'Retry-After': '1' },
-          });
-          return;
-        }
-      }
+      // A gateway route's body is held in the same budget while the route runs, by the bytes that
+      // arrived (each route bounds its own body). Not by its declared length: routes that take no
+      // token (webhooks, unsubscribe) read before they can authenticate, and 130 connections that
+      // declared 1 MiB and sent 11 bytes held the whole budget for a request timeout, every RPC
+      // refused.
+      meterArrivals(req, res, intake.budget.share());
       void routes.dispatch(req, res, logger);
       return;
     }
@@ -378,7 +437,8 @@ export function createHttpPortHandler(
     ) {
       uReq = { ...uReq, body: meteredBody(uReq.body as AsyncIterable<Uint8Array>, share) };
     }
-    handler(uReq)
+    callShare
+      .run(share, () => handler(uReq))
       .then(async (uRes) => {
         // A stream that got this far reached the interceptors (Connect reads its request inside
         // them), which count it and refuse a malformed request; a unary call decodes before them.

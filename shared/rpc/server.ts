@@ -32,7 +32,6 @@ import {
   type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
-import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
 import { createGrpcHandlers, createGrpcServerDefinition } from './grpc-adapter';
 import { grpcIntake } from './grpc-intake';
@@ -49,7 +48,7 @@ import {
 import { addReflection } from './reflection';
 import { codeName } from './errors';
 import { streamStartKey } from './context';
-import { createHttpPortHandler } from './http-port';
+import { budgetedCompressions, createHttpPortHandler } from './http-port';
 import { ServingStatusReporter } from './grpc-health';
 import { HttpRouteTable, type Route } from '../http/routes';
 import { answerClientError, sendJsonError } from '../http/errors';
@@ -120,7 +119,10 @@ export interface RpcServerOptions {
   httpMaxConnections?: number;
   /** Time a client has to send the request headers on the HTTP port, ms. */
   httpHeadersTimeoutMs?: number;
-  /** Time a client has to send a whole request (headers and body) on the HTTP port, ms. */
+  /**
+   * Time a client has to send a whole request (headers and body) on the HTTP port, ms; on the gRPC
+   * port, the time a call has to send its request message and half-close (DEADLINE_EXCEEDED after).
+   */
   httpRequestTimeoutMs?: number;
   /** Gateway routes on the HTTP port (more can be added to `routes` before start). */
   httpRoutes?: readonly Route[];
@@ -293,6 +295,12 @@ export class RpcServer {
       );
     };
 
+    const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
+    // The time a whole request may take, on both ports (the gRPC port's intake uses it too).
+    const requestTimeout = Math.max(
+      headersTimeout,
+      opts.httpRequestTimeoutMs ?? DEFAULT_LIMITS.httpRequestTimeoutMs,
+    );
     const gate = new StreamGate(opts.maxConcurrentStreams ?? DEFAULT_LIMITS.maxConcurrentStreams);
     this.grpc = new GrpcServer({
       // The largest method limit; each method's own is checked on the length prefix (grpcIntake).
@@ -308,6 +316,7 @@ export class RpcServer {
           budget,
           limitOf,
           logger,
+          requestTimeoutMs: requestTimeout,
           onRefused: (path, code, caller) => refused(path, code, 'grpc', caller),
         }),
       ],
@@ -342,7 +351,8 @@ export class RpcServer {
       // string field, instead of being stored as replacement characters. Connect passes this option
       // on to its JSON serialization (`textDecoder`), which its option type does not declare.
       jsonOptions: { textDecoder: new TextDecoder('utf-8', { fatal: true }) } as object,
-      acceptCompression: [compressionGzip, compressionBrotli],
+      // Decompressed within each call's share of the request budget (http-port.ts).
+      acceptCompression: budgetedCompressions(),
       // No `shutdownSignal` here: Connect would abort in-flight unary calls with it too. Streams get
       // the shutdown through withStreamShutdown; unary calls finish or are cut at the deadline.
     });
@@ -368,11 +378,6 @@ export class RpcServer {
       limitOf,
       onRefused: (path, err, caller) => refused(path, err.code, 'http', caller),
     });
-    const headersTimeout = opts.httpHeadersTimeoutMs ?? DEFAULT_LIMITS.httpHeadersTimeoutMs;
-    const requestTimeout = Math.max(
-      headersTimeout,
-      opts.httpRequestTimeoutMs ?? DEFAULT_LIMITS.httpRequestTimeoutMs,
-    );
     const maxConnections = opts.httpMaxConnections ?? DEFAULT_LIMITS.httpMaxConnections;
     const overCap = new WeakSet<Socket>();
     this.http = createServer(

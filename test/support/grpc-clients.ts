@@ -12,9 +12,13 @@ import { createGrpcServiceDefinition } from '../../shared/rpc/grpc-adapter';
 export type GenericClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 /** A grpc-js client for one of our services; methods are the descriptor's localNames (`echo`). */
-export function grpcClient(service: DescService, address: string): GenericClient {
+export function grpcClient(
+  service: DescService,
+  address: string,
+  options?: grpc.ChannelOptions,
+): GenericClient {
   const Ctor = grpc.makeGenericClientConstructor(createGrpcServiceDefinition(service), service.name);
-  return new Ctor(address, grpc.credentials.createInsecure()) as unknown as GenericClient;
+  return new Ctor(address, grpc.credentials.createInsecure(), options) as unknown as GenericClient;
 }
 
 /** Promisified unary call with optional metadata and deadline. */
