@@ -12,6 +12,8 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { isDomainError, type DomainErrorCode } from '../errors';
+import type { Logger } from '../logging/logger';
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../storage/unavailable';
 import { sendJson } from './json';
 
 /** Connect error code names, indexed by their numeric code (which equals the gRPC status code). */
@@ -94,6 +96,49 @@ export function describeDomainError(
   if (!isDomainError(err)) return undefined;
   const code = codeOfDomainError(err.code);
   return { status: STATUS[code], code, message: err.message };
+}
+
+/**
+ * What a gateway route answers for an error its work threw, as an RPC would (shared/rpc/errors.ts):
+ * a domain error its code and message; a database that cannot be reached `unavailable` (503: retry
+ * later; before, a stopped PostgreSQL made the pages answer 500 as if they had a bug); anything else
+ * `internal` with a generic message, the cause for the log only. `log` says how the route logs it:
+ * `error` for a bug, `warn` for a dependency outage (a domain error of status 5xx included), nothing
+ * for a caller's mistake.
+ */
+export function describeRouteError(err: unknown): {
+  status: number;
+  code: ErrorCodeName;
+  message: string;
+  log?: 'warn' | 'error';
+} {
+  const known = describeDomainError(err);
+  if (known) return known.status >= 500 ? { ...known, log: 'warn' } : known;
+  if (isDatabaseUnavailable(err))
+    return {
+      status: STATUS.unavailable,
+      code: 'unavailable',
+      message: DATABASE_UNAVAILABLE_MESSAGE,
+      log: 'warn',
+    };
+  return { status: STATUS.internal, code: 'internal', message: 'internal error', log: 'error' };
+}
+
+/**
+ * Answers `err` on a gateway route with `describeRouteError`'s code and message (JSON error body),
+ * logged as it says with `context` (which route, which request).
+ */
+export function sendRouteError(
+  res: ServerResponse,
+  err: unknown,
+  logger: Logger,
+  context: Record<string, unknown>,
+  headers?: Record<string, string>,
+): void {
+  const described = describeRouteError(err);
+  if (described.log === 'error') logger.error({ err, ...context }, 'route failed');
+  else if (described.log === 'warn') logger.warn({ err, ...context }, 'route failed on a dependency');
+  sendJsonError(res, described.code, described.message, { headers });
 }
 
 /** The JSON error body. */

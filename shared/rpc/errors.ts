@@ -10,7 +10,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { isDomainError, type DomainErrorCode } from '../errors';
 import type { Logger } from '../logging/logger';
 import { connectCodeName } from '../http/errors';
-import { isDatabaseUnavailable } from '../storage/unavailable';
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../storage/unavailable';
 
 const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
@@ -27,9 +27,6 @@ const DOMAIN_TO_CODE: Record<DomainErrorCode, Code> = {
 
 /** The message every request that does not decode gets: the parser's own words stay in the debug log. */
 export const MALFORMED_MESSAGE = 'malformed request message';
-
-/** The message of a call that failed because the database cannot be reached (retry later). */
-export const DATABASE_UNAVAILABLE_MESSAGE = 'the database is unavailable; retry later';
 
 /** The message every unexpected failure gets; deliberately says nothing about the cause. */
 export const INTERNAL_MESSAGE = 'internal error';

@@ -13,6 +13,9 @@ const UNAVAILABLE_SQLSTATE = /^(?:08...|57P0[123]|57014|25P03)$/;
 // Socket errors of a server that is down or went away while a query ran.
 const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 
+/** What a caller is told while the database cannot be reached (UNAVAILABLE / 503): retry later. */
+export const DATABASE_UNAVAILABLE_MESSAGE = 'the database is unavailable; retry later';
+
 /**
  * True when `err` (from knex / pg) means the database cannot be reached right now: the server is
  * down, restarting, or cut the session. Callers answer UNAVAILABLE (retry later) instead of INTERNAL.

@@ -18,7 +18,7 @@ import { cutText } from '../../../shared/text/cut';
 import type { AlertLifecycle } from '../alerts/lifecycle';
 import { parseMatcher } from '../alerts/matchers';
 import type { AlertEntry, Silence, TimelineEntry } from '../alerts/store';
-import { sendRouteError } from './route-errors';
+import { sendRouteError } from '../../../shared/http/errors';
 
 /** Largest body of a change. */
 export const MAX_ALERT_ACTION_BODY_BYTES = 16 * 1024;

@@ -15,7 +15,7 @@ import type { AlertLifecycle } from '../alerts/lifecycle';
 import type { EscalationPolicyConfig } from '../oncall/escalation-config';
 import type { EscalationState } from '../oncall/escalation-store';
 import { toEscalationJson, type EscalationJson } from './status-json';
-import { sendRouteError } from './route-errors';
+import { sendRouteError } from '../../../shared/http/errors';
 
 /** The path. */
 export const ESCALATIONS_JSON_PATH = '/status/escalations.json';

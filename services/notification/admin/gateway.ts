@@ -27,7 +27,7 @@ import {
   sendPageAsset,
   type StaticAsset,
 } from '../../../shared/http/page-assets';
-import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from './http';
+import { describeRouteError, SECURITY_HEADERS, sendError, sendJson } from './http';
 import { sseComment, sseFrame } from '../../../shared/streams/sse';
 import { DEFAULT_SSE_HEARTBEAT_MS, SseResponse } from '../../../shared/streams/sse-response';
 
@@ -343,10 +343,8 @@ export class AdminGateway {
       this.logger.info({ userId }, 'admin SSE subscriber fell behind; stream closed for resume');
       return;
     }
-    const described = describeDomainError(err);
-    if (!described) this.logger.error({ err, userId }, 'admin SSE stream failed');
-    const code = described?.code ?? 'internal';
-    const message = described?.message ?? 'internal error';
+    const { code, message, log } = describeRouteError(err);
+    if (log) this.logger[log]({ err, userId }, 'admin SSE stream failed');
     res.write(sseFrame({ event: 'error', data: { error: { code, message } } }));
   }
 
@@ -365,12 +363,9 @@ export class AdminGateway {
       if (!res.writableEnded) res.end();
       return;
     }
-    const described = describeDomainError(err);
-    if (!described) {
-      this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'admin request failed');
-      sendError(res, 'internal', 'internal error');
-      return;
-    }
+    // The one mapping of a gateway route's error: a domain error its code, a database that does not
+    // answer 503 (it was a 500 `internal`, as if the page had a bug), anything else `internal`.
+    const described = describeRouteError(err);
     if (described.status === 401) {
       this.logger.debug(
         { reason: (err as Error).cause ?? described.message },
@@ -382,7 +377,9 @@ export class AdminGateway {
       });
       return;
     }
-    if (described.status >= 500) this.logger.warn({ err }, 'admin request failed on a dependency');
+    if (described.log === 'error')
+      this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'admin request failed');
+    else if (described.log === 'warn') this.logger.warn({ err }, 'admin request failed on a dependency');
     sendError(res, described.code, described.message);
   }
 }

@@ -33,5 +33,5 @@ export function sendError(
   sendJsonError(res, code, message, { headers: { ...SECURITY_HEADERS, ...extraHeaders } });
 }
 
-/** The HTTP answer of a domain error; its one home is shared/http/errors.ts. */
-export { describeDomainError } from '../../../shared/http/errors';
+/** The HTTP answer of a route's error; its one home is shared/http/errors.ts. */
+export { describeDomainError, describeRouteError } from '../../../shared/http/errors';

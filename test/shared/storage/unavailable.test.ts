@@ -8,8 +8,8 @@ import { Code } from '@connectrpc/connect';
 import knexFactory from 'knex';
 import { Client } from 'pg';
 
-import { toConnectError, DATABASE_UNAVAILABLE_MESSAGE } from '../../../shared/rpc/errors';
-import { isDatabaseUnavailable } from '../../../shared/storage/unavailable';
+import { toConnectError } from '../../../shared/rpc/errors';
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../../../shared/storage/unavailable';
 import { serverUrl } from '../../support/database';
 import { refusedPort } from '../../support/ports';
 

@@ -21,7 +21,7 @@ import { loadPageAssets, sendPageAsset, type StaticAsset } from '../../../../sha
 import type { Route, RouteParams } from '../../../../shared/http/routes';
 import type { Logger } from '../../../../shared/logging/logger';
 import type { AdminAuth, AdminPrincipal } from '../auth';
-import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from '../http';
+import { describeRouteError, SECURITY_HEADERS, sendError, sendJson } from '../http';
 
 /** The console page. */
 export const CONSOLE_PATH = '/admin/console';
@@ -116,12 +116,7 @@ export class ConsoleApi {
       if (!res.writableEnded) res.end();
       return;
     }
-    const described = describeDomainError(err);
-    if (!described) {
-      this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'console request failed');
-      sendError(res, 'internal', 'internal error');
-      return;
-    }
+    const described = describeRouteError(err);
     if (described.status === 401) {
       const sent = parseBearer(req.headers.authorization) !== undefined;
       sendError(res, described.code, described.message, {
@@ -129,7 +124,9 @@ export class ConsoleApi {
       });
       return;
     }
-    if (described.status >= 500) this.logger.warn({ err }, 'console request failed on a dependency');
+    if (described.log === 'error')
+      this.logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'console request failed');
+    else if (described.log === 'warn') this.logger.warn({ err }, 'console request failed on a dependency');
     sendError(res, described.code, described.message);
   }
 }

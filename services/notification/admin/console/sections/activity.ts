@@ -24,7 +24,7 @@ import {
   type DeliveryView,
 } from '../../../delivery';
 import type { NotificationFilter } from '../../../notify/store';
-import { describeDomainError, SECURITY_HEADERS, sendError, sendJson } from '../../http';
+import { describeRouteError, SECURITY_HEADERS, sendError, sendJson } from '../../http';
 import { type ConsoleApi, type ConsoleContext, type ConsoleSection, singleParam } from '../console-gateway';
 import type { ConsoleSectionDeps } from './index';
 import { byTime, deliveryTimeline, notificationEntries, notificationSummary } from './timeline';
@@ -171,16 +171,9 @@ export function activitySection(deps: ConsoleSectionDeps, options: ActivityOptio
       }
     } catch (err) {
       if (!signal.aborted && !(isDomainError(err) && err.code === 'RESOURCE_EXHAUSTED')) {
-        const described = describeDomainError(err);
-        if (!described) deps.logger.error({ err }, 'console activity stream failed');
-        res.write(
-          sseFrame({
-            event: 'error',
-            data: {
-              error: { code: described?.code ?? 'internal', message: described?.message ?? 'internal error' },
-            },
-          }),
-        );
+        const { code, message, log } = describeRouteError(err);
+        if (log) deps.logger[log]({ err }, 'console activity stream failed');
+        res.write(sseFrame({ event: 'error', data: { error: { code, message } } }));
       }
     } finally {
       sse.finish();
