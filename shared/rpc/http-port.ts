@@ -40,7 +40,7 @@ import type { RpcAccess } from './access';
 import { admittedKey, countedKey, streamStartKey, transportKey } from './context';
 import { MALFORMED_MESSAGE } from './errors';
 import type { RpcMetrics } from './interceptors';
-import { SERVER_BUSY, inflateWithin, type RequestBudget, type RequestShare } from './request-budget';
+import { SERVER_BUSY, inflateWithin, RequestBudget, type RequestShare } from './request-budget';
 
 /** Labels of calls to a path that names no RPC: attacker-chosen paths must not become label values. */
 const UNKNOWN = { service: 'unknown', method: 'unknown' } as const;
@@ -68,6 +68,19 @@ export function budgetedCompressions(): Compression[] {
       return inflateWithin(share, readMaxBytes, c.name, bytes);
     },
   }));
+}
+
+/**
+ * A gateway route's compressed body (OTLP/HTTP's gzip), decompressed within the share of the request
+ * being served, as Connect's decompression is: it holds what it expands to, up to `limit` (its wire
+ * bytes alone were counted before, so a few small gzip bodies could hold many times the budget).
+ * Outside the port (a route served on its own, as in a unit test) `limit` alone bounds it. Throws
+ * `inflateWithin`'s ConnectErrors: SERVER_BUSY, past `limit` RESOURCE_EXHAUSTED, corrupt
+ * INVALID_ARGUMENT.
+ */
+export function inflateRouteBody(limit: number, encoding: string, bytes: Uint8Array): Promise<Uint8Array> {
+  const share = callShare.getStore() ?? new RequestBudget(limit).share();
+  return inflateWithin(share, limit, encoding, bytes);
 }
 
 type Handler = UniversalHandler & { service: { typeName: string }; method: { name: string } };
@@ -382,8 +395,9 @@ export function createHttpPortHandler(
       // token (webhooks, unsubscribe) read before they can authenticate, and 130 connections that
       // declared 1 MiB and sent 11 bytes held the whole budget for a request timeout, every RPC
       // refused.
-      meterArrivals(req, res, intake.budget.share());
-      void routes.dispatch(req, res, logger);
+      const share = intake.budget.share();
+      meterArrivals(req, res, share);
+      void callShare.run(share, () => routes.dispatch(req, res, logger));
       return;
     }
     const streaming = isStreamingContentType(req.headers['content-type'] ?? null);

@@ -5,7 +5,9 @@
  * - Bodies: `application/x-protobuf` or `application/json` (OTLP JSON); any other type is 415.
  * - `Content-Encoding: gzip` (or none); another encoding is 415.
  * - At most `maxBodyBytes`, counted on the wire and again after gunzip (a small gzip bomb cannot
- *   inflate past it): beyond it 413, and the connection is closed rather than drained.
+ *   inflate past it): beyond it 413, and the connection is closed rather than drained. The gunzipped
+ *   body holds what it expands to in the port's in-flight budget (`inflateRouteBody`), not its wire
+ *   bytes: past what the budget has free, 429 (retry later).
  * - A body that does not decode, or spans that fail validation: 400 with the reason.
  * - Answers in the request's format: the empty export response on success; on failure, for a
  *   protobuf request a protobuf `google.rpc.Status` (as OTLP/HTTP specifies), otherwise the HTTP
@@ -14,9 +16,8 @@
  *   table asks for the same bearer tokens and scope as the OTLP RPCs before the handler runs.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import {
   ExportMetricsServiceRequestSchema,
@@ -39,8 +40,8 @@ import type { OtlpReceiver } from './otlp-receiver';
 import { OTLP_HTTP_SCOPE } from '../rpc/scopes';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
 import { cutText } from '../../../shared/text/cut';
-
-const gunzipAsync = promisify(gunzip);
+import { inflateRouteBody } from '../../../shared/rpc/http-port';
+import { SERVER_BUSY } from '../../../shared/rpc/request-budget';
 
 /** Options of the OTLP/HTTP routes. */
 export interface OtlpHttpOptions {
@@ -98,7 +99,7 @@ async function readBody(req: IncomingMessage, max: number): Promise<Buffer | Ref
   return body === BODY_TOO_LARGE ? TOO_LARGE(max) : body;
 }
 
-async function inflate(body: Buffer, encoding: string, max: number): Promise<Buffer | Refusal> {
+async function inflate(body: Buffer, encoding: string, max: number): Promise<Uint8Array | Refusal> {
   if (encoding === '' || encoding === 'identity') return body;
   if (encoding !== 'gzip') {
     return new Refusal(
@@ -108,9 +109,11 @@ async function inflate(body: Buffer, encoding: string, max: number): Promise<Buf
     );
   }
   try {
-    return await gunzipAsync(body, { maxOutputLength: max });
+    // Within the request's share of the port's in-flight budget: the body holds what it expands to.
+    return await inflateRouteBody(max, 'gzip', body);
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return TOO_LARGE(max);
+    if (err === SERVER_BUSY) return new Refusal('resource_exhausted', SERVER_BUSY.rawMessage, 429);
+    if (err instanceof ConnectError && err.code === Code.ResourceExhausted) return TOO_LARGE(max);
     return new Refusal('invalid_argument', 'the body is not valid gzip');
   }
 }

@@ -51,7 +51,7 @@ export interface OtlpTestServer {
 
 /** Starts the OTLP endpoints on free ports. */
 export async function startOtlpServer(
-  options: { apiTokens?: string[]; maxRequestBytes?: number } = {},
+  options: { apiTokens?: string[]; maxRequestBytes?: number; maxInFlightRequestBytes?: number } = {},
 ): Promise<OtlpTestServer> {
   const registry = new Registry();
   const collector = new MetricsCollector({ registry });
@@ -85,6 +85,7 @@ export async function startOtlpServer(
     httpPort: 0,
     apiTokens: options.apiTokens ?? [],
     maxRequestBytes,
+    ...(options.maxInFlightRequestBytes ? { maxInFlightRequestBytes: options.maxInFlightRequestBytes } : {}),
     shutdownDrainMs: 0,
     shutdownTimeoutMs: 2000,
     services: otlpRegistrations(receiver),
