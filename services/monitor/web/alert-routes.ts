@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidArgumentError } from '../../../shared/errors';
 import { BODY_TOO_LARGE, readBoundedBody } from '../../../shared/http/body';
-import { sendJsonError } from '../../../shared/http/errors';
+import { sendJsonError, sendRouteError } from '../../../shared/http/errors';
 import { sendJson } from '../../../shared/http/json';
 import type { Route, RouteContext } from '../../../shared/http/routes';
 import { SECURITY_HEADERS } from '../../../shared/http/security-headers';
@@ -18,7 +18,6 @@ import { cutText } from '../../../shared/text/cut';
 import type { AlertLifecycle } from '../alerts/lifecycle';
 import { parseMatcher } from '../alerts/matchers';
 import type { AlertEntry, Silence, TimelineEntry } from '../alerts/store';
-import { sendRouteError } from '../../../shared/http/errors';
 
 /** Largest body of a change. */
 export const MAX_ALERT_ACTION_BODY_BYTES = 16 * 1024;
